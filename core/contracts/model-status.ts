@@ -1,0 +1,62 @@
+// The visible state of one model, as the controller owns it and every surface shows it
+// (tray, dashboard, CLI, /v1/models, HTTP 503 messages). Declared once here so that the
+// controller, the admin API, the Electron bridge and the renderer cannot drift apart.
+import type { FailureKind, RecoveryAction } from '../policy/recover.js';
+import type { LaunchLevel } from '../policy/levels.js';
+
+/**
+ * What a model is doing now, in the words a person reads.
+ * - idle: not resident and not wanted right now.
+ * - queued: wanted, waiting for its turn (memory being freed, or backing off before a retry).
+ * - loading: its server is starting. ready: resident and serving. active: decoding a request.
+ * - evicting: its server is stopping and its memory is not back yet.
+ * - failed: the last launch failed; the recovery ladder says what comes next.
+ * - degraded: resident at a smaller level (shorter context, or CPU only) after failures.
+ * - fallback: its configured fallback model answers in its place.
+ * - quarantined: not launched again until a person retries it or its definition changes.
+ */
+export type ModelStateName =
+  | 'idle'
+  | 'queued'
+  | 'loading'
+  | 'ready'
+  | 'active'
+  | 'evicting'
+  | 'failed'
+  | 'degraded'
+  | 'fallback'
+  | 'quarantined';
+
+export const MODEL_STATE_NAMES: readonly ModelStateName[] = [
+  'idle', 'queued', 'loading', 'ready', 'active', 'evicting', 'failed', 'degraded', 'fallback', 'quarantined',
+];
+
+/** A model's recovery memory and what the ladder will do next. */
+export interface RecoveryView {
+  /** The kind of the most recent failure; 'none' after a success. */
+  kind: FailureKind;
+  /** Consecutive failed attempts, including the one that produced `kind`. */
+  attempts: number;
+  /** What the ladder does next, or null when nothing is failing. */
+  nextAction: RecoveryAction | null;
+  /** Epoch ms at which the next attempt is due (backoff), or null when none is scheduled. */
+  nextAttemptAt: number | null;
+  /** The last failure in full: llama.cpp's own cause line where there is one. */
+  lastError: string | null;
+}
+
+export interface ModelStatus {
+  modelId: string;
+  state: ModelStateName;
+  /** The level it runs (or will launch) at; null while not resident and not launching. */
+  level: LaunchLevel | null;
+  recovery: RecoveryView;
+  /** While in 'fallback': the model that answers in its place. */
+  servedBy: string | null;
+  /** Why the last plan left it out, as the policy's sentence; null when it was not left out. */
+  unschedulableReason: string | null;
+  /** What happens next, in words ("retrying in 4 s", "waiting for a retry"), or null. */
+  next: string | null;
+  /** Epoch ms of the last state change. */
+  since: number;
+}

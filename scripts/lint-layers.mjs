@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+// Layering lint: keeps the dependency arrows of DESIGN.md pointing one way.
+//
+// Why a small script and not eslint's import plugins: the rules are few and about folders,
+// not style, and typescript-eslint cannot parse with TypeScript 7. A regex over import
+// specifiers is enough because every import in this codebase is a static `import`/`export
+// from` or a dynamic `import('...')` with a literal, and the script fails loudly on any file
+// it cannot read.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, sep, posix, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const NODE_BUILTIN = /^node:|^(fs|path|os|child_process|http|https|net|url|events|stream|crypto|util|worker_threads|process|timers)(\/|$)/;
+
+/** Every import specifier in a source text, with whether it is type-only. */
+export function importsOf(source) {
+  const found = [];
+  const staticImport = /^\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
+  for (const m of source.matchAll(staticImport)) found.push({ spec: m[3], typeOnly: Boolean(m[2]) });
+  const dynamicImport = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+  for (const m of source.matchAll(dynamicImport)) found.push({ spec: m[1], typeOnly: false });
+  return found;
+}
+
+/** Resolves a relative specifier to a repo-relative posix path; bare specifiers stay as they are. */
+function target(fromFile, spec) {
+  if (!spec.startsWith('.')) return spec;
+  return posix.normalize(posix.join(posix.dirname(fromFile), spec));
+}
+
+/**
+ * The rules. `file` is repo-relative with forward slashes.
+ * Returns a list of sentences, one per violation, naming the file and the import.
+ */
+export function violations(file, source) {
+  const out = [];
+  for (const { spec, typeOnly } of importsOf(source)) {
+    const to = target(file, spec);
+    const say = (why) => out.push(`${file}: imports '${spec}' — ${why}`);
+    const pure = file.startsWith('core/policy/') || file.startsWith('core/contracts/');
+    if (pure) {
+      if (!spec.startsWith('.')) say('core/policy and core/contracts must not import packages, Node, Electron or React');
+      else if (file.startsWith('core/policy/') && !to.startsWith('core/policy/')) say('core/policy depends on nothing outside itself');
+      else if (file.startsWith('core/contracts/') && !(to.startsWith('core/contracts/') || to.startsWith('core/policy/'))) say('core/contracts may only use core/policy types');
+    }
+    if (file.startsWith('core/') && (spec === 'electron' || spec.startsWith('electron/'))) say('nothing under core/ may import electron');
+    if (file.startsWith('renderer/')) {
+      if (NODE_BUILTIN.test(spec)) say('the renderer runs in a browser: no Node built-ins');
+      if (spec === 'electron') say('the renderer talks to main through the preload bridge only');
+      if (to.startsWith('core/') && !to.startsWith('core/contracts/')) say('the renderer may import only from core/contracts');
+      if (to.startsWith('core/contracts/') && !typeOnly) say('the renderer imports only types from core/contracts (use `import type`)');
+      if (to.startsWith('electron/')) say('the renderer must not import electron/ code');
+    }
+  }
+  return out;
+}
+
+function* sourceFiles(dir) {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist') continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) yield* sourceFiles(path);
+    else if (/\.(ts|tsx|mts|js|mjs)$/.test(name)) yield path;
+  }
+}
+
+const isMain = process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1];
+if (isMain) {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+  const problems = [];
+  let count = 0;
+  for (const top of ['core', 'renderer', 'electron']) {
+    let exists = true;
+    try { statSync(join(root, top)); } catch { exists = false; }
+    if (!exists) continue;
+    for (const path of sourceFiles(join(root, top))) {
+      count++;
+      const file = relative(root, path).split(sep).join('/');
+      problems.push(...violations(file, readFileSync(path, 'utf8')));
+    }
+  }
+  if (problems.length) {
+    console.error(problems.join('\n'));
+    console.error(`\nlint-layers: ${problems.length} layering violation(s) in ${count} files`);
+    process.exit(1);
+  }
+  console.log(`lint-layers: ${count} files, no layering violations`);
+}
