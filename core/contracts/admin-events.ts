@@ -1,0 +1,11 @@
+// What the admin event stream carries (SSE `/api/events`, the Electron push channel).
+// The first event on every connection is a full snapshot; after that, a fresh snapshot on
+// every change (throttled by the service) plus the few discrete events a person should be
+// told about even when no window is open (desktop notifications).
+import type { Snapshot } from './snapshot.js';
+
+export type AdminEvent =
+  | { type: 'SnapshotUpdated'; snapshot: Snapshot }
+  | { type: 'ModelQuarantined'; modelId: string; reason: string; at: number }
+  | { type: 'ModelFellBack'; modelId: string; fallbackId: string; reason: string; at: number }
+  | { type: 'LogAppended'; modelId: string; lines: string[] };
