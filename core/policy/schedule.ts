@@ -1,0 +1,211 @@
+// Which models stay resident in the device-memory budget: one pure decision per reconcile pass.
+//
+// Why pure: the controller calls this on every pass, with whatever it just observed, and
+// applies the plan through its effects. Without I/O, a clock or a log here, every rule below
+// is a table test or a property test, and a converged set provably yields an empty plan, so a
+// steady state does no work and cannot thrash.
+//
+// Drafts. A speculative-decoding draft is loaded by its primary's process, so a pair is one
+// process: one Desired entry carrying `draft`, one Resident entry whose footprint is primary
+// plus draft. The draft's id is only a label for costing and for reasons; it is never
+// launched or evicted on its own. When the same id is also desired as a model in its own
+// right, that is a second, standalone process with its own entry and its own memory (a
+// llama-server cannot share a loaded draft with another server), and it is scheduled like
+// any other model.
+import { nonNegative } from './non-negative.js';
+import { reasonWriter, withHolder, type Holder, type HoldReason, type Need, type Room } from './reasons.js';
+
+/** The companion model a primary loads for speculative decoding. */
+export interface Draft {
+  modelId: string;
+  /** Device bytes the draft adds to its primary's process. Negative counts as zero. */
+  footprint: number;
+}
+
+/** A model the system wants resident now. */
+export interface Desired {
+  /** The catalog id, shared with the engines and the router. */
+  modelId: string;
+  /** Device bytes at the level it will launch at, without its draft. Negative counts as zero. */
+  footprint: number;
+  /** Higher is admitted first under memory pressure. */
+  priority: number;
+  /** Kept whatever the budget says: the person asked for it to stay hot. */
+  pinned: boolean;
+  draft?: Draft;
+  /** When a request last wanted it (any monotonic stamp); absent: its resident's, else never. */
+  lastUsed?: number;
+}
+
+/** A model server running now, as the engines report it. */
+export interface Resident {
+  modelId: string;
+  /** Device bytes of the whole process: primary plus draft for a pair. Negative counts as zero. */
+  footprint: number;
+  /** Never evicted. */
+  pinned: boolean;
+  /** Decoding a request now; evicting it would drop in-flight work, so it is never evicted. */
+  active: boolean;
+  lastUsed: number;
+}
+
+/** What converges the resident set on the desired one. Empty launch and evict: converged. */
+export interface Plan {
+  /** Desired models to start, most important first; none of them is resident. */
+  launch: string[];
+  /** Resident models to stop, least recently used first; none is pinned or active. */
+  evict: string[];
+  /** Desired models left out, most important first, each with a sentence a person can act on. */
+  unschedulable: { modelId: string; reason: string }[];
+}
+
+interface Candidate {
+  modelId: string;
+  desired: Desired;
+  /** Its resident entry, if it runs now. */
+  running: Resident | undefined;
+  /** Own footprint plus the draft's. */
+  cost: number;
+  draftBytes: number;
+  priority: number;
+  lastUsed: number;
+  /** Why it is kept regardless of the budget, or null when it must earn its place. */
+  forcedBy: HoldReason | null;
+}
+
+/**
+ * The launches and evictions that bring `resident` to the chosen set within `budget` bytes.
+ *
+ * 1. Forced models are kept first, whatever they cost: every pinned desired model, and every
+ *    resident model that is pinned or active (desired or not).
+ * 2. The other desired models are admitted in order (priority high first, then lastUsed
+ *    recent first, then already resident first, then id) whenever they fit what is left.
+ *    A model that does not fit is skipped, not a stop: a smaller one further down may still
+ *    use the room, and it only gets room that no model before it could use.
+ * 3. Every other resident model is evicted; every desired model left out is reported with
+ *    its reason.
+ *
+ * Deterministic and independent of input order; a fixed point (apply the plan, call again:
+ * nothing to launch or evict). O(n log n): one sort of the desired models, one of the evictions.
+ * Throws only on a caller bug: the same model id twice in `desired` or twice in `resident`,
+ * where no order-independent answer exists.
+ */
+export function schedule(desired: readonly Desired[], resident: readonly Resident[], budget: number): Plan {
+  const budgetBytes = nonNegative(budget);
+  const residentById = indexResidents(resident);
+
+  const desiredIds = new Set<string>();
+  const candidates: Candidate[] = [];
+  for (const d of desired) {
+    if (desiredIds.has(d.modelId)) throw new Error(`schedule: model "${d.modelId}" is desired twice; each id must appear once`);
+    desiredIds.add(d.modelId);
+    const running = residentById.get(d.modelId);
+    const draftBytes = d.draft === undefined ? 0 : nonNegative(d.draft.footprint);
+    candidates.push({
+      modelId: d.modelId,
+      desired: d,
+      running,
+      cost: nonNegative(d.footprint) + draftBytes,
+      draftBytes,
+      priority: Number.isNaN(d.priority) ? 0 : d.priority,
+      lastUsed: recency(d.lastUsed ?? running?.lastUsed),
+      forcedBy: d.pinned || running?.pinned ? 'pinned' : running?.active ? 'active' : null,
+    });
+  }
+  candidates.sort(admissionOrder);
+
+  const toEvict: Resident[] = [];
+  const forcedUndesired: Resident[] = [];
+  for (const r of resident) {
+    if (desiredIds.has(r.modelId)) continue;
+    if (r.pinned || r.active) forcedUndesired.push(r);
+    else toEvict.push(r);
+  }
+  // Summed in id order so that fractional footprints give the same total in any input order.
+  forcedUndesired.sort((a, b) => compareIds(a.modelId, b.modelId));
+
+  let held = 0;
+  let holderCount = 0;
+  let named: readonly Holder[] = [];
+  // What held the budget, as the reasons will tell it; rebuilt only when a model turned away
+  // finds it stale, so every model turned away between two admissions shares one Room.
+  let room: Room | null = null;
+  const hold = (modelId: string, bytes: number, why: HoldReason, priority: number): void => {
+    held += bytes;
+    if (bytes <= 0) return;
+    holderCount++;
+    named = withHolder(named, { modelId, bytes, why, priority });
+    room = null;
+  };
+
+  for (const r of forcedUndesired) hold(r.modelId, nonNegative(r.footprint), r.pinned ? 'pinned' : 'active', 0);
+  for (const c of candidates) if (c.forcedBy !== null) hold(c.modelId, c.cost, c.forcedBy, c.priority);
+
+  const launch: string[] = [];
+  // A reason tells what held the memory when the model was turned away, not what later,
+  // smaller admissions took.
+  const turnedAway: { candidate: Candidate; room: Room }[] = [];
+  for (const c of candidates) {
+    if (c.forcedBy === null) {
+      if (c.cost > budgetBytes - held) {
+        room ??= { heldBytes: held, named, holderCount };
+        turnedAway.push({ candidate: c, room });
+        if (c.running !== undefined) toEvict.push(c.running);
+        continue;
+      }
+      hold(c.modelId, c.cost, 'admitted', c.priority);
+    }
+    if (c.running === undefined) launch.push(c.modelId);
+  }
+
+  toEvict.sort(leastRecentlyUsedFirst);
+  const reasons = reasonWriter(budgetBytes);
+  return {
+    launch,
+    evict: toEvict.map((r) => r.modelId),
+    unschedulable: turnedAway.map(({ candidate, room: then }) => {
+      const need = needOf(candidate);
+      const reason = candidate.cost > budgetBytes ? reasons.overWholeBudget(need) : reasons.noRoom(need, then);
+      return { modelId: candidate.modelId, reason };
+    }),
+  };
+}
+
+function indexResidents(resident: readonly Resident[]): Map<string, Resident> {
+  const byId = new Map<string, Resident>();
+  for (const r of resident) {
+    if (byId.has(r.modelId)) throw new Error(`schedule: model "${r.modelId}" is resident twice; each id must appear once`);
+    byId.set(r.modelId, r);
+  }
+  return byId;
+}
+
+function needOf(c: Candidate): Need {
+  const draft = c.desired.draft;
+  return draft === undefined ? { bytes: c.cost } : { bytes: c.cost, draft: { modelId: draft.modelId, bytes: c.draftBytes } };
+}
+
+/** Never used (or an unreadable stamp) ranks behind every real stamp. */
+function recency(lastUsed: number | undefined): number {
+  return lastUsed === undefined || Number.isNaN(lastUsed) ? -Infinity : lastUsed;
+}
+
+function admissionOrder(a: Candidate, b: Candidate): number {
+  if (a.priority !== b.priority) return a.priority > b.priority ? -1 : 1;
+  if (a.lastUsed !== b.lastUsed) return a.lastUsed > b.lastUsed ? -1 : 1;
+  const aRuns = a.running !== undefined;
+  if (aRuns !== (b.running !== undefined)) return aRuns ? -1 : 1;
+  return compareIds(a.modelId, b.modelId);
+}
+
+function leastRecentlyUsedFirst(a: Resident, b: Resident): number {
+  const au = recency(a.lastUsed);
+  const bu = recency(b.lastUsed);
+  if (au !== bu) return au < bu ? -1 : 1;
+  return compareIds(a.modelId, b.modelId);
+}
+
+/** Code-unit order: the same on every machine, unlike localeCompare. */
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,664 @@
+// The router end to end: the official `openai` client → the router on 127.0.0.1 → a real
+// HTTP engine that speaks the OpenAI subset llama-server does. The model gateway is a scripted
+// in-memory object standing in for controller + supervisor + catalog, so each test can make a
+// model cold, quarantined, left out of the plan, or falling back.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createRouter, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
+import {
+  ModelUnservableError,
+  type ModelGateway,
+  type RouterModelEntry,
+  type Unservable,
+} from '../../core/router/model-gateway.js';
+
+// ---------------------------------------------------------------------------------------------
+// A fake engine: a real HTTP server answering like llama-server. The last user message (or the
+// prompt) picks a behaviour: `mode:gated` streams one chunk and waits for `release()`,
+// `mode:die-mid-stream` destroys its socket after two chunks, `mode:hang` streams one chunk
+// and never finishes, `mode:die-before-answer` destroys the socket without answering,
+// `mode:engine-400` answers like llama-server refusing a prompt over its context.
+// ---------------------------------------------------------------------------------------------
+
+/** llama-server names the model by its file, not by what the client asked for. */
+const ENGINE_MODEL_NAME = 'models/engine-own-name.gguf';
+
+interface RecordedRequest {
+  path: string;
+  authorization: string | undefined;
+  body: Record<string, unknown>;
+}
+
+class FakeEngine {
+  readonly requests: RecordedRequest[] = [];
+  /** Requests whose connection closed before the engine finished answering. */
+  closedEarly = 0;
+  private gate: (() => void) | null = null;
+  private readonly server = http.createServer((req, res) => this.answer(req, res));
+
+  constructor(readonly apiKey: string) {}
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  release(): void {
+    this.gate?.();
+    this.gate = null;
+  }
+
+  private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+    this.requests.push({ path: req.url ?? '', authorization: req.headers.authorization, body });
+    res.on('close', () => {
+      if (!res.writableFinished) this.closedEarly++;
+    });
+    // llama-server's default: every origin allowed. The router must not pass this on.
+    res.setHeader('access-control-allow-origin', '*');
+    if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'Invalid API Key', type: 'authentication_error', code: 401 } }));
+      return;
+    }
+    const text = textOf(body);
+    const mode = /mode:([\w-]+)/.exec(text)?.[1] ?? 'normal';
+    if (mode === 'die-before-answer') return void req.socket.destroy();
+    if (mode === 'engine-400') {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'the request exceeds the available context size', type: 'exceed_context_size_error', code: 400 } }));
+      return;
+    }
+    if (req.url === '/v1/embeddings') return json(res, { object: 'list', model: ENGINE_MODEL_NAME, data: [{ object: 'embedding', index: 0, embedding: [0.25, 0.5] }] });
+    const reply = `echo: ${text}`;
+    const isChat = req.url === '/v1/chat/completions';
+    if (body['stream'] !== true) {
+      return json(res, {
+        id: 'cmpl-1',
+        object: isChat ? 'chat.completion' : 'text_completion',
+        created: 1,
+        model: ENGINE_MODEL_NAME,
+        choices: [isChat ? { index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' } : { index: 0, text: reply, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+      });
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const event = (content: string, finish: string | null): string =>
+      `data: ${JSON.stringify({ id: 'chunk', object: 'chat.completion.chunk', created: 1, model: ENGINE_MODEL_NAME, choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
+    res.write(event('first ', null));
+    if (mode === 'hang') return;
+    if (mode === 'gated') await new Promise<void>((resolve) => (this.gate = resolve));
+    if (mode === 'die-mid-stream') {
+      // Flushed first: destroying a socket drops what is still queued, and the point is an
+      // engine that dies after the client has seen part of the answer.
+      return void res.write(event('second', null), () => req.socket.destroy());
+    }
+    res.write(event('second', null));
+    res.write(event('', 'stop'));
+    res.end('data: [DONE]\n\n');
+  }
+}
+
+function textOf(body: Record<string, unknown>): string {
+  if (Array.isArray(body['messages'])) {
+    const last = body['messages'].at(-1) as { content?: unknown } | undefined;
+    return String(last?.content ?? '');
+  }
+  return String(body['prompt'] ?? body['input'] ?? '');
+}
+
+function json(res: http.ServerResponse, value: unknown): void {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(value));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A scripted gateway: models are 'ready', 'cold' (ready `loadMs` after the first demand; never
+// when loadMs is Infinity), 'quarantined' or 'unschedulable'; one may fall back to another.
+// ---------------------------------------------------------------------------------------------
+
+type ScriptedState = 'ready' | 'cold' | 'loading' | 'quarantined' | 'unschedulable';
+
+interface ScriptedModel {
+  id: string;
+  aliases: string[];
+  state: ScriptedState;
+  reason: string;
+  loadMs: number;
+  fallbackTo?: string;
+  /** What the next reconcileNow pass decides for an unschedulable model. */
+  onReconcile?: 'stays' | 'room-made';
+}
+
+class ScriptedGateway implements ModelGateway {
+  readonly calls: string[] = [];
+  readonly loadsStarted = new Map<string, number>();
+  readonly inFlight = new Map<string, number>();
+  startedTotal = 0;
+  finishedTotal = 0;
+  private readonly waiters = new Set<{ modelId: string; resolve: () => void; reject: (error: unknown) => void }>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(
+    private readonly models: Map<string, ScriptedModel>,
+    private readonly engineBaseUrl: string,
+    private readonly engineKey: string,
+  ) {}
+
+  resolve(name: string): { modelId: string } | undefined {
+    for (const model of this.models.values()) if (model.id === name || model.aliases.includes(name)) return { modelId: model.id };
+    return undefined;
+  }
+  modelIds(): string[] {
+    return [...this.models.keys()];
+  }
+  listModels(): RouterModelEntry[] {
+    return [...this.models.values()].map((m) => ({
+      id: m.id,
+      object: 'model',
+      created: 0,
+      owned_by: 'llmtray',
+      aliases: m.aliases,
+      state: m.fallbackTo !== undefined ? 'fallback' : m.state === 'cold' ? 'idle' : m.state === 'unschedulable' ? 'queued' : m.state,
+      level: m.state === 'ready' ? 'full' : null,
+      served_by: m.fallbackTo ?? null,
+      reason: m.state === 'quarantined' || m.state === 'unschedulable' ? m.reason : null,
+    }));
+  }
+  whyUnservable(modelId: string): Unservable | null {
+    const model = this.model(modelId);
+    if (model.state === 'quarantined') return { code: 'model_quarantined', reason: model.reason };
+    if (model.state === 'unschedulable') return { code: 'model_unschedulable', reason: model.reason };
+    return null;
+  }
+  async reconcileNow(): Promise<void> {
+    this.calls.push(`reconcileNow`);
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const model of this.models.values()) {
+      if (model.state === 'unschedulable' && model.onReconcile === 'room-made') {
+        model.state = 'cold';
+        this.demand(model.id);
+      }
+    }
+  }
+  demand(modelId: string): void {
+    this.calls.push(`demand:${modelId}`);
+    const model = this.model(modelId);
+    if (model.state !== 'cold') return;
+    model.state = 'loading';
+    this.loadsStarted.set(modelId, (this.loadsStarted.get(modelId) ?? 0) + 1);
+    if (!Number.isFinite(model.loadMs)) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.setState(modelId, 'ready');
+    }, model.loadMs);
+    this.timers.add(timer);
+  }
+  waitUntilReady(modelId: string, signal: AbortSignal): Promise<void> {
+    this.calls.push(`waitUntilReady:${modelId}`);
+    if (this.model(modelId).state === 'ready') return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = { modelId, resolve, reject };
+      this.waiters.add(waiter);
+      signal.addEventListener('abort', () => {
+        this.waiters.delete(waiter);
+        reject(signal.reason);
+      });
+    });
+  }
+  servingModel(modelId: string): string {
+    return this.model(modelId).fallbackTo ?? modelId;
+  }
+  endpointFor(servingModelId: string): { baseUrl: string; apiKey: string } | undefined {
+    return this.model(servingModelId).state === 'ready' ? { baseUrl: this.engineBaseUrl, apiKey: this.engineKey } : undefined;
+  }
+  requestStarted(modelId: string): () => void {
+    this.startedTotal++;
+    this.inFlight.set(modelId, (this.inFlight.get(modelId) ?? 0) + 1);
+    let finished = false;
+    return () => {
+      if (finished) throw new Error(`finished() called twice for ${modelId}`);
+      finished = true;
+      this.finishedTotal++;
+      this.inFlight.set(modelId, (this.inFlight.get(modelId) ?? 0) - 1);
+    };
+  }
+
+  /** The controller's side: a state change, notifying waiters as the real one does. */
+  setState(modelId: string, state: ScriptedState, reason = ''): void {
+    const model = this.model(modelId);
+    model.state = state;
+    model.reason = reason;
+    for (const waiter of [...this.waiters]) {
+      if (waiter.modelId !== modelId) continue;
+      const why = this.whyUnservable(modelId);
+      if (state === 'ready') waiter.resolve();
+      else if (why !== null) waiter.reject(new ModelUnservableError(why));
+      else continue;
+      this.waiters.delete(waiter);
+    }
+  }
+
+  dispose(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+  }
+
+  private model(modelId: string): ScriptedModel {
+    const model = this.models.get(modelId);
+    if (model === undefined) throw new Error(`scripted gateway has no model ${modelId}`);
+    return model;
+  }
+}
+
+function scriptedModels(overrides: Partial<Record<string, Partial<ScriptedModel>>> = {}): Map<string, ScriptedModel> {
+  const base: ScriptedModel[] = [
+    { id: 'small', aliases: ['tiny'], state: 'ready', reason: '', loadMs: 0 },
+    { id: 'big', aliases: [], state: 'ready', reason: '', loadMs: 0, fallbackTo: 'small' },
+    { id: 'cold', aliases: [], state: 'cold', reason: '', loadMs: 20 },
+    { id: 'never', aliases: [], state: 'cold', reason: '', loadMs: Number.POSITIVE_INFINITY },
+    { id: 'broken', aliases: [], state: 'quarantined', reason: 'It failed to start 5 times in a row: llama_model_load: error loading model: unknown model architecture.', loadMs: 0 },
+    { id: 'huge', aliases: [], state: 'unschedulable', reason: 'needs 30.0 GB; 24.0 GB budget, 17.0 GB held by pinned qwen-32b.', loadMs: 20, onReconcile: 'stays' },
+  ];
+  return new Map(base.map((m) => [m.id, { ...m, ...overrides[m.id] }]));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const ENGINE_KEY = 'engine-per-launch-key';
+let engine: FakeEngine;
+let engineUrl: string;
+
+beforeAll(async () => {
+  engine = new FakeEngine(ENGINE_KEY);
+  engineUrl = await engine.start();
+});
+afterAll(() => engine.stop());
+
+const opened: { router: ListeningRouter; gateway: ScriptedGateway }[] = [];
+afterEach(async () => {
+  for (const { router, gateway } of opened.splice(0)) {
+    gateway.dispose();
+    await router.close();
+  }
+});
+
+async function startRouter(
+  options: Partial<RouterOptions> = {},
+  overrides: Parameters<typeof scriptedModels>[0] = {},
+): Promise<{ url: string; port: number; gateway: ScriptedGateway; client: OpenAI }> {
+  const gateway = new ScriptedGateway(scriptedModels(overrides), engineUrl, ENGINE_KEY);
+  const router = await createRouter({ gateway, ...options }).listen();
+  opened.push({ router, gateway });
+  const client = new OpenAI({ apiKey: options.apiKey ?? 'client-own-key', baseURL: router.url, maxRetries: 0 });
+  return { url: router.url, port: router.port, gateway, client };
+}
+
+/** A raw request, for what the SDK will not send (a hostile Host, broken JSON, chunked bodies). */
+function rawRequest(
+  port: number,
+  options: { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer[] },
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; json: { error?: { message: string; param: string | null; code: string | null } } }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method: options.method ?? 'POST', path: options.path, headers: options.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text === '' ? {} : JSON.parse(text) });
+      });
+    });
+    req.on('error', reject);
+    if (Array.isArray(options.body)) for (const part of options.body) req.write(part);
+    else if (options.body !== undefined) req.write(options.body);
+    req.end();
+  });
+}
+
+async function caught(promise: Promise<unknown>): Promise<APIError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof APIError) return error;
+    throw error;
+  }
+  throw new Error('expected the request to fail');
+}
+
+const hello = [{ role: 'user' as const, content: 'hello' }];
+
+describe('routing and answering', () => {
+  it('answers a non-stream chat through the engine with the engine key, never the client key', async () => {
+    const { client, gateway } = await startRouter();
+    const before = engine.requests.length;
+    const { data, response } = await client.chat.completions.create({ model: 'small', messages: hello }).withResponse();
+    expect(data.choices[0]?.message.content).toBe('echo: hello');
+    expect(response.headers.get('x-llmtray-served-by')).toBe('small');
+    expect(response.headers.get('access-control-allow-origin')).toBeNull();
+    const seen = engine.requests.slice(before);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.authorization).toBe(`Bearer ${ENGINE_KEY}`);
+    expect(gateway.calls).toEqual([]);
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
+    expect(gateway.startedTotal).toBe(1);
+  });
+
+  it('routes an alias to its model', async () => {
+    const { client } = await startRouter();
+    const { response } = await client.chat.completions.create({ model: 'tiny', messages: hello }).withResponse();
+    expect(response.headers.get('x-llmtray-served-by')).toBe('small');
+  });
+
+  it('streams a chat chunk by chunk: the first chunk arrives before the engine writes the second', async () => {
+    const { client } = await startRouter();
+    const stream = await client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:gated' }], stream: true });
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    expect(first.done).toBe(false);
+    expect(first.value?.choices[0]?.delta.content).toBe('first ');
+    engine.release();
+    const rest: string[] = [];
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) rest.push(next.value.choices[0]?.delta.content ?? '');
+    expect(rest.join('')).toBe('second');
+  });
+
+  it('answers completions and embeddings', async () => {
+    const { client } = await startRouter();
+    const completion = await client.completions.create({ model: 'small', prompt: 'once upon' });
+    expect(completion.choices[0]?.text).toBe('echo: once upon');
+    const embedding = await client.embeddings.create({ model: 'small', input: 'a sentence', encoding_format: 'float' });
+    expect(embedding.data[0]?.embedding).toEqual([0.25, 0.5]);
+  });
+
+  it('lists every catalog model with its state as extra fields', async () => {
+    const { client } = await startRouter();
+    const page = await client.models.list();
+    const entries = page.data as unknown as RouterModelEntry[];
+    expect(entries.map((m) => m.id).sort()).toEqual(['big', 'broken', 'cold', 'huge', 'never', 'small']);
+    expect(entries.find((m) => m.id === 'broken')).toMatchObject({ object: 'model', state: 'quarantined' });
+    expect(entries.find((m) => m.id === 'big')).toMatchObject({ state: 'fallback', served_by: 'small' });
+    const one = await client.models.retrieve('tiny');
+    expect(one.id).toBe('small');
+  });
+
+  it('refuses an unknown model with 404 naming the models that exist', async () => {
+    const { client } = await startRouter();
+    const error = await caught(client.chat.completions.create({ model: 'gpt-5', messages: hello }));
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect(error.code).toBe('model_not_found');
+    expect(error.param).toBe('model');
+    expect(error.message).toContain("'gpt-5'");
+    for (const id of ['small', 'big', 'cold', 'broken']) expect(error.message).toContain(id);
+    expect(error.headers?.get('x-llmtray-error-source')).toBe('router');
+  });
+
+  it('passes an engine error through, marked as the engine’s', async () => {
+    const { client } = await startRouter();
+    const error = await caught(client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:engine-400' }] }));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.message).toContain('exceeds the available context size');
+    expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
+  });
+});
+
+describe('on-demand activation', () => {
+  it('refuses a quarantined model at once with its reason, without asking for it', async () => {
+    const { client, gateway } = await startRouter();
+    const error = await caught(client.chat.completions.create({ model: 'broken', messages: hello }));
+    expect(error.status).toBe(503);
+    expect(error.code).toBe('model_quarantined');
+    expect(error.message).toContain('unknown model architecture');
+    expect(error.headers?.get('x-should-retry')).toBe('false');
+    expect(error.headers?.get('x-llmtray-error-source')).toBe('router');
+    expect(gateway.calls).toEqual([]);
+  });
+
+  it('refuses an unschedulable model only after one fresh controller pass', async () => {
+    const { client, gateway } = await startRouter();
+    const error = await caught(client.chat.completions.create({ model: 'huge', messages: hello }));
+    expect(error.status).toBe(503);
+    expect(error.code).toBe('model_unschedulable');
+    expect(error.message).toContain('needs 30.0 GB; 24.0 GB budget');
+    expect(gateway.calls).toEqual(['demand:huge', 'reconcileNow']);
+  });
+
+  it('serves a model left out of a stale plan once the fresh pass finds room', async () => {
+    const { client, gateway } = await startRouter({}, { huge: { onReconcile: 'room-made' } });
+    const answer = await client.chat.completions.create({ model: 'huge', messages: hello });
+    expect(answer.choices[0]?.message.content).toBe('echo: hello');
+    expect(gateway.calls.slice(0, 2)).toEqual(['demand:huge', 'reconcileNow']);
+  });
+
+  it('waits for a cold model, then answers; concurrent requests start one load', async () => {
+    const { client, gateway } = await startRouter();
+    const answers = await Promise.all(
+      [1, 2, 3, 4].map((n) => client.chat.completions.create({ model: 'cold', messages: [{ role: 'user', content: `request ${n}` }] })),
+    );
+    expect(answers.map((a) => a.choices[0]?.message.content)).toEqual(['echo: request 1', 'echo: request 2', 'echo: request 3', 'echo: request 4']);
+    expect(gateway.calls.filter((call) => call === 'demand:cold')).toHaveLength(4);
+    expect(gateway.loadsStarted.get('cold')).toBe(1);
+    await vi.waitFor(() => expect(gateway.inFlight.get('cold')).toBe(0));
+  });
+
+  it('answers 503 with Retry-After when the model is not ready within the wait', async () => {
+    const { client, gateway } = await startRouter({ activationWaitMs: 30, retryAfterSeconds: 7 });
+    const error = await caught(client.chat.completions.create({ model: 'never', messages: hello }));
+    expect(error.status).toBe(503);
+    expect(error.code).toBe('model_loading');
+    expect(error.headers?.get('retry-after')).toBe('7');
+    expect(error.message).toContain("'never'");
+    expect(gateway.startedTotal).toBe(0);
+  });
+
+  it('refuses a waiting request as soon as its model is quarantined, with the reason', async () => {
+    const { client, gateway } = await startRouter();
+    const pending = caught(client.chat.completions.create({ model: 'never', messages: hello }));
+    await vi.waitFor(() => expect(gateway.calls).toContain('waitUntilReady:never'));
+    gateway.setState('never', 'quarantined', 'Out of memory at every level, and no fallback is configured.');
+    const error = await pending;
+    expect(error.code).toBe('model_quarantined');
+    expect(error.message).toContain('Out of memory at every level');
+  });
+});
+
+describe('fallback', () => {
+  it('asks the engine for the fallback and names it in the answer (non-stream)', async () => {
+    const { client } = await startRouter();
+    const before = engine.requests.length;
+    const { data, response } = await client.chat.completions.create({ model: 'big', messages: hello }).withResponse();
+    expect(engine.requests[before]?.body['model']).toBe('small');
+    expect(data.model).toBe('small');
+    expect(response.headers.get('x-llmtray-served-by')).toBe('small');
+  });
+
+  it('names the fallback in every streamed chunk', async () => {
+    const { client } = await startRouter();
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'big', messages: hello, stream: true })
+      .withResponse();
+    expect(response.headers.get('x-llmtray-served-by')).toBe('small');
+    const models: string[] = [];
+    let text = '';
+    for await (const chunk of stream) {
+      models.push(chunk.model);
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    expect(text).toBe('first second');
+    expect(models.length).toBe(3);
+    expect(new Set(models)).toEqual(new Set(['small']));
+  });
+
+  it('leaves the engine’s model name alone when not falling back', async () => {
+    const { client } = await startRouter();
+    const answer = await client.chat.completions.create({ model: 'small', messages: hello });
+    expect(answer.model).toBe(ENGINE_MODEL_NAME);
+  });
+});
+
+describe('broken connections', () => {
+  it('aborts the engine request when the client disconnects mid-stream, and counts it finished', async () => {
+    const { client, gateway } = await startRouter();
+    const closedBefore = engine.closedEarly;
+    const abort = new AbortController();
+    const stream = await client.chat.completions.create(
+      { model: 'small', messages: [{ role: 'user', content: 'mode:hang' }], stream: true },
+      { signal: abort.signal },
+    );
+    const first = await stream[Symbol.asyncIterator]().next();
+    expect(first.value?.choices[0]?.delta.content).toBe('first ');
+    abort.abort();
+    await vi.waitFor(() => expect(engine.closedEarly).toBe(closedBefore + 1));
+    await vi.waitFor(() => expect(gateway.inFlight.get('small')).toBe(0));
+  });
+
+  it('aborts the wait when the client disconnects while its model loads', async () => {
+    const { client, gateway } = await startRouter();
+    const abort = new AbortController();
+    const pending = client.chat.completions.create({ model: 'never', messages: hello }, { signal: abort.signal }).catch((e: unknown) => e);
+    await vi.waitFor(() => expect(gateway.calls).toContain('waitUntilReady:never'));
+    abort.abort();
+    await pending;
+    gateway.setState('never', 'ready');
+    expect(gateway.startedTotal).toBe(0);
+  });
+
+  it('ends the stream with an error event when the engine dies mid-stream', async () => {
+    const { client, gateway } = await startRouter();
+    const stream = await client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:die-mid-stream' }], stream: true });
+    const received: string[] = [];
+    const error = await caught(
+      (async () => {
+        for await (const chunk of stream) received.push(chunk.choices[0]?.delta.content ?? '');
+      })(),
+    );
+    expect(received.join('')).toBe('first second');
+    expect(error.code).toBe('engine_stream_interrupted');
+    expect(error.type).toBe('engine_error');
+    await vi.waitFor(() => expect(gateway.inFlight.get('small')).toBe(0));
+  });
+
+  it('answers 502 from the engine when it dies before answering a non-stream request', async () => {
+    const { client, gateway } = await startRouter();
+    const error = await caught(client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:die-before-answer' }] }));
+    expect(error.status).toBe(502);
+    expect(error.code).toBe('engine_unreachable');
+    expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
+    await vi.waitFor(() => expect(gateway.inFlight.get('small')).toBe(0));
+  });
+});
+
+describe('security and request checks', () => {
+  it('refuses a Host that is not loopback with 403 (DNS rebinding), on every path', async () => {
+    const { port } = await startRouter({ fallthrough: (_req, res) => res.end('admin') });
+    for (const path of ['/v1/models', '/api/state']) {
+      const answer = await rawRequest(port, { method: 'GET', path, headers: { host: `attacker.example:${port}` } });
+      expect(answer.status).toBe(403);
+      expect(answer.json.error?.message).toContain('attacker.example');
+    }
+    const ok = await rawRequest(port, { method: 'GET', path: '/v1/models', headers: { host: `localhost:${port}` } });
+    expect(ok.status).toBe(200);
+  });
+
+  it('hands paths outside /v1 to the fallthrough handler after the guards', async () => {
+    const { port } = await startRouter({ fallthrough: (_req, res) => res.end('{"admin":true}') });
+    const answer = await rawRequest(port, { method: 'GET', path: '/api/state', headers: { host: `127.0.0.1:${port}` } });
+    expect(answer.json).toEqual({ admin: true });
+  });
+
+  it('refuses a cross-origin request unless its origin is configured, and then allows CORS', async () => {
+    const { port } = await startRouter({ corsOrigins: ['http://localhost:3000'] });
+    const body = JSON.stringify({ model: 'small', messages: hello });
+    const foreign = await rawRequest(port, { path: '/v1/chat/completions', headers: { origin: 'https://evil.example', 'content-type': 'text/plain' }, body });
+    expect(foreign.status).toBe(403);
+    const allowed = await rawRequest(port, { path: '/v1/chat/completions', headers: { origin: 'http://localhost:3000' }, body });
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers['access-control-allow-origin']).toBe('http://localhost:3000');
+  });
+
+  it('sends no CORS headers when none are configured', async () => {
+    const { port } = await startRouter();
+    const answer = await rawRequest(port, { method: 'GET', path: '/v1/models' });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('enforces the API key when one is configured', async () => {
+    const { client, url } = await startRouter({ apiKey: 'router-secret' });
+    const answer = await client.chat.completions.create({ model: 'small', messages: hello });
+    expect(answer.choices[0]?.message.content).toBe('echo: hello');
+    const wrong = new OpenAI({ apiKey: 'guess', baseURL: url, maxRetries: 0 });
+    const error = await caught(wrong.chat.completions.create({ model: 'small', messages: hello }));
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error.code).toBe('invalid_api_key');
+    expect(engine.requests.every((r) => r.authorization === `Bearer ${ENGINE_KEY}`)).toBe(true);
+  });
+
+  it('refuses a body over the limit with 413, declared or streamed', async () => {
+    const { client, port, gateway } = await startRouter({ bodyLimitBytes: 1024 });
+    const long = [{ role: 'user' as const, content: 'x'.repeat(2048) }];
+    const declared = await caught(client.chat.completions.create({ model: 'small', messages: long }));
+    expect(declared.status).toBe(413);
+    expect(declared.message).toContain('1024 bytes');
+    const chunked = await rawRequest(port, { path: '/v1/chat/completions', headers: { 'transfer-encoding': 'chunked' }, body: [Buffer.alloc(700, 32), Buffer.alloc(700, 32)] });
+    expect(chunked.status).toBe(413);
+    expect(gateway.calls).toEqual([]);
+  });
+
+  it('refuses malformed JSON with 400', async () => {
+    const { port } = await startRouter();
+    const answer = await rawRequest(port, { path: '/v1/chat/completions', body: '{"model": "small", "messages": [' });
+    expect(answer.status).toBe(400);
+    expect(answer.json.error?.message).toContain('not valid JSON');
+    expect(answer.headers['x-llmtray-error-source']).toBe('router');
+  });
+
+  it.each([
+    ['model', { messages: hello }],
+    ['messages', { model: 'small', messages: 'hello' }],
+    ['messages[0].role', { model: 'small', messages: [{ content: 'hi' }] }],
+    ['stream', { model: 'small', messages: hello, stream: 'yes' }],
+    ['max_tokens', { model: 'small', messages: hello, max_tokens: 0 }],
+    ['max_tokens', { model: 'small', messages: hello, max_tokens: 1.5 }],
+    ['temperature', { model: 'small', messages: hello, temperature: 'hot' }],
+  ])('refuses a bad %s with 400 naming the field, before loading anything', async (param, body) => {
+    const { client, gateway } = await startRouter();
+    const error = await caught(client.post('/chat/completions', { body }));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.param).toBe(param);
+    expect(gateway.calls).toEqual([]);
+  });
+
+  it('answers unknown /v1 paths and wrong methods in OpenAI’s shape', async () => {
+    const { port } = await startRouter();
+    const unknown = await rawRequest(port, { method: 'GET', path: '/v1/assistants' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.json.error?.message).toContain('/v1/assistants');
+    const wrongMethod = await rawRequest(port, { method: 'GET', path: '/v1/chat/completions' });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers['allow']).toBe('POST');
+  });
+
+  it('keeps requestStarted and finished balanced across every outcome', async () => {
+    const { client, gateway } = await startRouter();
+    const outcomes = await Promise.allSettled([
+      client.chat.completions.create({ model: 'small', messages: hello }),
+      client.chat.completions.create({ model: 'big', messages: hello }),
+      client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:engine-400' }] }),
+      client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:die-before-answer' }] }),
+      client.chat.completions.create({ model: 'broken', messages: hello }),
+      client.completions.create({ model: 'small', prompt: 'p' }),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled']);
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
+    expect(gateway.startedTotal).toBe(5);
+    expect([...gateway.inFlight.values()].every((n) => n === 0)).toBe(true);
+  });
+});

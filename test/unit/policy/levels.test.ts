@@ -1,0 +1,111 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { degradedContext, footprintAt, LAUNCH_LEVELS, type FootprintEstimate } from '../../../core/policy/index.js';
+
+const KiB = 1024;
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+const RUNS = { numRuns: 10_000 };
+
+describe('degradedContext', () => {
+  it.each([
+    [32768, 8192],
+    [8192, 2048],
+    [5000, 1024], // a quarter is 1250: down to a multiple of 256
+    [4096, 1024],
+    [2048, 512],
+    [1000, 512], // a quarter is 250: raised to the 512 floor
+    [300, 300], // the floor never exceeds what was configured
+    [0, 0],
+    [-4096, 0],
+    [Number.NaN, 0],
+  ])('%d tokens → %d', (configured, expected) => {
+    expect(degradedContext(configured)).toBe(expected);
+  });
+
+  it('is never more than configured, at least 512 when that is possible, and a multiple of 256 unless capped', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 1 << 20 }), (configured) => {
+        const smaller = degradedContext(configured);
+        expect(smaller).toBeLessThanOrEqual(configured);
+        expect(smaller).toBeGreaterThanOrEqual(Math.min(512, configured));
+        if (smaller !== configured) expect(smaller % 256).toBe(0);
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe('footprintAt', () => {
+  const draft: FootprintEstimate = { weightsBytes: 500 * MiB, kvBytesPerToken: 16 * KiB, contextTokens: 999, computeBytes: 50 * MiB };
+  const model: FootprintEstimate = { weightsBytes: 4 * GiB, kvBytesPerToken: 128 * KiB, contextTokens: 8192, computeBytes: 300 * MiB, draft };
+
+  it('puts weights, KV at the configured context, compute and the draft on the device at full', () => {
+    // KV: 128 KiB × 8192 = 1 GiB; the draft's KV at the primary's context: 16 KiB × 8192 = 128 MiB.
+    expect(footprintAt('full', model)).toEqual({
+      deviceBytes: 4 * GiB + 1 * GiB + 300 * MiB + (500 * MiB + 128 * MiB + 50 * MiB),
+      hostBytes: 0,
+      contextTokens: 8192,
+    });
+  });
+
+  it('shrinks only the KV cache at degraded, draft included', () => {
+    expect(footprintAt('degraded', model)).toEqual({
+      deviceBytes: 4 * GiB + 256 * MiB + 300 * MiB + (500 * MiB + 32 * MiB + 50 * MiB),
+      hostBytes: 0,
+      contextTokens: 2048,
+    });
+  });
+
+  it('moves the degraded footprint to host RAM at minimal', () => {
+    const degraded = footprintAt('degraded', model);
+    expect(footprintAt('minimal', model)).toEqual({ deviceBytes: 0, hostBytes: degraded.deviceBytes, contextTokens: 2048 });
+  });
+
+  it('counts negative inputs as zero', () => {
+    const broken: FootprintEstimate = { weightsBytes: -1, kvBytesPerToken: -5, contextTokens: 4096, computeBytes: 10 };
+    expect(footprintAt('full', broken)).toEqual({ deviceBytes: 10, hostBytes: 0, contextTokens: 4096 });
+    expect(footprintAt('full', { ...broken, kvBytesPerToken: 1, contextTokens: -4096 })).toEqual({ deviceBytes: 10, hostBytes: 0, contextTokens: 0 });
+  });
+
+  const bytes = fc.integer({ min: -1000, max: 1 << 30 });
+  const estimateArb = (depth: number): fc.Arbitrary<FootprintEstimate> =>
+    fc.record(
+      {
+        weightsBytes: bytes,
+        kvBytesPerToken: fc.integer({ min: -10, max: 1 << 20 }),
+        contextTokens: fc.integer({ min: -10, max: 1 << 17 }),
+        computeBytes: bytes,
+        ...(depth > 0 ? { draft: estimateArb(depth - 1) } : {}),
+      },
+      { requiredKeys: ['weightsBytes', 'kvBytesPerToken', 'contextTokens', 'computeBytes'] },
+    );
+
+  it('orders the levels on the device: full ≥ degraded ≥ minimal = 0', () => {
+    fc.assert(
+      fc.property(estimateArb(2), (estimate) => {
+        const [full, degraded, minimal] = LAUNCH_LEVELS.map((level) => footprintAt(level, estimate));
+        expect(full!.deviceBytes).toBeGreaterThanOrEqual(degraded!.deviceBytes);
+        expect(degraded!.deviceBytes).toBeGreaterThanOrEqual(minimal!.deviceBytes);
+        expect(minimal!.deviceBytes).toBe(0);
+        expect(minimal!.hostBytes).toBe(degraded!.deviceBytes);
+      }),
+      RUNS,
+    );
+  });
+
+  it('adds the draft at the primary context, at every level', () => {
+    fc.assert(
+      fc.property(estimateArb(0), estimateArb(1), fc.constantFrom(...LAUNCH_LEVELS), (primary, draft, level) => {
+        const alone = footprintAt(level, primary);
+        const draftAtPrimaryContext = footprintAt(level, { ...draft, contextTokens: primary.contextTokens });
+        const paired = footprintAt(level, { ...primary, draft });
+        expect(paired.deviceBytes + paired.hostBytes).toBe(
+          alone.deviceBytes + alone.hostBytes + draftAtPrimaryContext.deviceBytes + draftAtPrimaryContext.hostBytes,
+        );
+        expect(paired.contextTokens).toBe(alone.contextTokens);
+      }),
+      RUNS,
+    );
+  });
+});

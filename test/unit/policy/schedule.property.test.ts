@@ -1,0 +1,216 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { schedule, type Desired, type Plan, type Resident } from '../../../core/policy/index.js';
+
+// Small id pools so desired and resident overlap often; drafts have their own pool so that a
+// draft id showing up in a plan can only mean it was scheduled on its own.
+const MODEL_IDS = Array.from({ length: 14 }, (_, i) => `m${i}`);
+const DRAFT_IDS = ['d0', 'd1', 'd2'];
+const RUNS = { numRuns: 10_000 };
+
+const footprint = fc.integer({ min: -50, max: 1000 });
+const rarely = fc.integer({ min: 0, max: 5 }).map((n) => n === 0);
+const stamp = fc.integer({ min: 0, max: 4 });
+
+const desiredArb: fc.Arbitrary<Desired> = fc.record(
+  {
+    modelId: fc.constantFrom(...MODEL_IDS),
+    footprint,
+    priority: fc.integer({ min: 0, max: 3 }),
+    pinned: rarely,
+    draft: fc.record({ modelId: fc.constantFrom(...DRAFT_IDS), footprint }),
+    lastUsed: stamp,
+  },
+  { requiredKeys: ['modelId', 'footprint', 'priority', 'pinned'] },
+);
+
+const residentArb: fc.Arbitrary<Resident> = fc.record({
+  modelId: fc.constantFrom(...MODEL_IDS),
+  footprint,
+  pinned: rarely,
+  active: rarely,
+  lastUsed: stamp,
+});
+
+interface Scenario {
+  desired: Desired[];
+  resident: Resident[];
+  budget: number;
+}
+
+const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
+  desired: fc.uniqueArray(desiredArb, { selector: (d) => d.modelId, maxLength: 10 }),
+  resident: fc.uniqueArray(residentArb, { selector: (r) => r.modelId, maxLength: 10 }),
+  budget: fc.integer({ min: -100, max: 4000 }),
+});
+
+const clamp = (n: number): number => Math.max(0, n);
+const desiredCost = (d: Desired): number => clamp(d.footprint) + clamp(d.draft?.footprint ?? 0);
+const sum = (ns: number[]): number => ns.reduce((a, b) => a + b, 0);
+
+/** The facts about a plan the properties check, derived from the rules, not from the code. */
+function analyse({ desired, resident, budget }: Scenario, plan: Plan) {
+  const desiredById = new Map(desired.map((d) => [d.modelId, d]));
+  const residentById = new Map(resident.map((r) => [r.modelId, r]));
+  const evicted = new Set(plan.evict);
+  const kept = [...resident.map((r) => r.modelId).filter((id) => !evicted.has(id)), ...plan.launch];
+  const costOf = (id: string): number => {
+    const d = desiredById.get(id);
+    return d !== undefined ? desiredCost(d) : clamp(residentById.get(id)?.footprint ?? 0);
+  };
+  const isForced = (id: string): boolean => {
+    const r = residentById.get(id);
+    return desiredById.get(id)?.pinned === true || r?.pinned === true || r?.active === true;
+  };
+  const forced = kept.filter(isForced);
+  const admitted = kept.filter((id) => !isForced(id));
+  const forcedBytes = sum(forced.map(costOf));
+  const heldBytes = forcedBytes + sum(admitted.map(costOf));
+  return { desiredById, residentById, kept, admitted, forcedBytes, heldBytes, costOf, isForced, budget: clamp(budget) };
+}
+
+/** The resident set after the plan is applied: what the engines would then report. */
+function applyPlan({ desired, resident }: Scenario, plan: Plan): Resident[] {
+  const desiredById = new Map(desired.map((d) => [d.modelId, d]));
+  const evicted = new Set(plan.evict);
+  const after = resident
+    .filter((r) => !evicted.has(r.modelId))
+    .map((r) => {
+      const d = desiredById.get(r.modelId);
+      return d === undefined ? r : { ...r, footprint: desiredCost(d) };
+    });
+  for (const id of plan.launch) {
+    const d = desiredById.get(id);
+    if (d === undefined) throw new Error(`launched undesired ${id}`);
+    after.push({ modelId: id, footprint: desiredCost(d), pinned: d.pinned, active: false, lastUsed: d.lastUsed ?? 0 });
+  }
+  return after;
+}
+
+const run = (s: Scenario): Plan => schedule(s.desired, s.resident, s.budget);
+
+describe('schedule: properties', () => {
+  it('never evicts a pinned or active resident, and evicts only residents', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const plan = run(s);
+        const byId = new Map(s.resident.map((r) => [r.modelId, r]));
+        for (const id of plan.evict) {
+          const r = byId.get(id);
+          expect(r).toBeDefined();
+          expect(r?.pinned || r?.active).toBe(false);
+        }
+        expect(new Set(plan.evict).size).toBe(plan.evict.length);
+      }),
+      RUNS,
+    );
+  });
+
+  it('never launches a resident or undesired model, nor one twice', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const plan = run(s);
+        const residentIds = new Set(s.resident.map((r) => r.modelId));
+        const desiredIds = new Set(s.desired.map((d) => d.modelId));
+        for (const id of plan.launch) {
+          expect(residentIds.has(id)).toBe(false);
+          expect(desiredIds.has(id)).toBe(true);
+        }
+        expect(new Set(plan.launch).size).toBe(plan.launch.length);
+      }),
+      RUNS,
+    );
+  });
+
+  it('fits the non-forced models into what the forced ones leave, and wastes no room a left-out model could use', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const plan = run(s);
+        const a = analyse(s, plan);
+        expect(sum(a.admitted.map(a.costOf))).toBeLessThanOrEqual(Math.max(0, a.budget - a.forcedBytes));
+        for (const { modelId } of plan.unschedulable) expect(a.costOf(modelId)).toBeGreaterThan(a.budget - a.heldBytes);
+      }),
+      RUNS,
+    );
+  });
+
+  it('never lets a lower priority take room a left-out higher priority could have used', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const plan = run(s);
+        const a = analyse(s, plan);
+        for (const { modelId } of plan.unschedulable) {
+          const out = a.desiredById.get(modelId);
+          for (const id of a.admitted) {
+            const inside = a.desiredById.get(id);
+            if (out && inside && inside.priority < out.priority) expect(a.costOf(id)).toBeLessThan(a.costOf(modelId));
+          }
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('either keeps every desired model or says why, with an amount in units', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const plan = run(s);
+        const a = analyse(s, plan);
+        const kept = new Set(a.kept);
+        const out = new Set(plan.unschedulable.map((u) => u.modelId));
+        expect(out.size).toBe(plan.unschedulable.length);
+        for (const d of s.desired) expect(kept.has(d.modelId) !== out.has(d.modelId)).toBe(true);
+        for (const { modelId, reason } of plan.unschedulable) {
+          expect(a.isForced(modelId)).toBe(false);
+          expect(reason).toMatch(/^needs \d+(\.\d)? (B|KiB|MiB|GiB)\b/);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('keeps a pair with its draft or not at all: the draft never appears on its own', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const plan = run(s);
+        const planned = [...plan.launch, ...plan.evict, ...plan.unschedulable.map((u) => u.modelId)];
+        for (const id of planned) expect(DRAFT_IDS).not.toContain(id);
+        const byId = new Map(s.desired.map((d) => [d.modelId, d]));
+        for (const { modelId, reason } of plan.unschedulable) {
+          const draft = byId.get(modelId)?.draft;
+          if (draft) expect(reason).toContain(`with its draft ${draft.modelId}`);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('is a fixed point: applying the plan and scheduling again launches and evicts nothing', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const plan = run(s);
+        const again = run({ ...s, resident: applyPlan(s, plan) });
+        expect(again.launch).toEqual([]);
+        expect(again.evict).toEqual([]);
+        expect(again.unschedulable.map((u) => u.modelId).sort()).toEqual(plan.unschedulable.map((u) => u.modelId).sort());
+      }),
+      RUNS,
+    );
+  });
+
+  it('gives the same plan whatever the input order', () => {
+    const shuffled = scenarioArb.chain((s) =>
+      fc.record({
+        original: fc.constant(s),
+        desired: fc.shuffledSubarray(s.desired, { minLength: s.desired.length }),
+        resident: fc.shuffledSubarray(s.resident, { minLength: s.resident.length }),
+      }),
+    );
+    fc.assert(
+      fc.property(shuffled, ({ original, desired, resident }) => {
+        expect(schedule(desired, resident, original.budget)).toEqual(run(original));
+      }),
+      RUNS,
+    );
+  });
+});
