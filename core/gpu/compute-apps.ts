@@ -1,0 +1,46 @@
+// Per-process GPU memory from the NVIDIA driver, so "used by others" subtracts exactly what
+// our engines' pids hold rather than our own estimate of it (estimates forget the compute
+// buffer, and a wrong guess here would show phantom "other programs").
+//
+// Why gpu_bus_id and not only pid,used_memory: the budget is per GPU, and a process can
+// hold memory on several; the bus id is the key that matches systeminformation's devices
+// (its index order and CUDA's need not agree).
+import { canonicalBusAddress } from './normalize-si.js';
+import type { ExecFileText } from './exec-file.js';
+
+export const COMPUTE_APPS_ARGS = [
+  '--query-compute-apps=gpu_bus_id,pid,used_memory',
+  '--format=csv,noheader,nounits',
+] as const;
+
+export interface ComputeApp {
+  /** Canonical 'dddd:bb:dd.f'. */
+  busAddress: string;
+  pid: number;
+  /** null where the driver will not say ("[N/A]" under Windows WDDM, "[Insufficient Permissions]"). */
+  usedBytes: number | null;
+}
+
+/**
+ * Parses `nvidia-smi --query-compute-apps=gpu_bus_id,pid,used_memory --format=csv,noheader,nounits`.
+ * Lines that are not three fields with a bus id and a pid (blank lines, "No running
+ * processes found") are skipped: they describe no process.
+ */
+export function parseComputeApps(stdout: string): ComputeApp[] {
+  const apps: ComputeApp[] = [];
+  for (const line of stdout.split(/\r?\n/)) {
+    const fields = line.split(',').map((f) => f.trim());
+    if (fields.length !== 3) continue;
+    const busAddress = canonicalBusAddress(fields[0] ?? '');
+    const pid = Number(fields[1]);
+    if (busAddress === null || !Number.isInteger(pid) || pid <= 0) continue;
+    const mib = Number(fields[2]);
+    apps.push({ busAddress, pid, usedBytes: fields[2] !== '' && Number.isFinite(mib) && mib >= 0 ? mib * 1024 * 1024 : null });
+  }
+  return apps;
+}
+
+/** Runs the query. Blocks for one nvidia-smi call (~20–50 ms); rejects when nvidia-smi fails. */
+export async function queryComputeApps(exec: ExecFileText, nvidiaSmi = 'nvidia-smi'): Promise<ComputeApp[]> {
+  return parseComputeApps(await exec(nvidiaSmi, COMPUTE_APPS_ARGS));
+}

@@ -1,0 +1,196 @@
+// The memory budget the policy schedules against, from one probe of the machine.
+//
+// Pure: no I/O, no clock, so every case (two GPUs, a GPU another program fills, no GPU,
+// Apple's unified memory, a configured cap) is a table test. The live sampler
+// (live-budget.ts) calls it after every probe.
+//
+// The one real decision: the budget is what our models may hold, *including what they
+// already hold*. So it is total − reserve − what other programs use, never "free − reserve":
+// with "free", loading a model would shrink the budget by that model and the controller
+// would evict what it had just loaded.
+import { formatBytes } from '../policy/reasons.js';
+import { nonNegative } from '../policy/non-negative.js';
+
+export type BudgetMode = 'gpu' | 'cpu' | 'unified';
+
+/** One graphics device as the probe saw it. Sizes in bytes. */
+export interface GpuDevice {
+  /** Position in the probe's list (PCI bus order on Linux). Keys `ourUsageByGpu`. */
+  index: number;
+  name: string;
+  vendor: string;
+  /** Canonical PCI address 'dddd:bb:dd.f' (lowercase), or null where the OS gives none (Apple). */
+  busAddress: string | null;
+  /** Device memory; null when unknown (no driver tool reports it). */
+  totalBytes: number | null;
+  /**
+   * Memory unavailable to a new allocation (total − free, so the driver's own reservation
+   * counts), by every process; null when the device's usage cannot be measured.
+   */
+  usedBytes: number | null;
+  /** Shares host RAM instead of having its own (Apple Silicon). */
+  unifiedMemory: boolean;
+}
+
+export interface HostMemory {
+  totalBytes: number;
+  /** What the OS can give a new allocation without swapping (Linux MemAvailable). */
+  availableBytes: number;
+}
+
+export interface BudgetInput {
+  gpus: readonly GpuDevice[];
+  host: HostMemory;
+  /** Left free on each GPU (or in host RAM in 'cpu'/'unified' mode) for the desktop, drivers, spikes. */
+  reserveBytes: number;
+  /** A hard cap on the whole budget from the config; null for none. */
+  limitBytes: number | null;
+  /** Device memory our own engines hold, by GpuDevice.index ('gpu' mode). */
+  ourUsageByGpu: ReadonlyMap<number, number>;
+  /** Host memory our own engines hold, not reclaimable by the OS ('cpu' and 'unified' modes). Default 0. */
+  ourHostBytes?: number;
+  /** process.platform of the probed machine. */
+  platform: string;
+  /** Share of host RAM the GPU may use on unified memory, 0 < share ≤ 1. */
+  unifiedShare: number;
+}
+
+export interface GpuBudget {
+  index: number;
+  name: string;
+  vendor: string;
+  busAddress: string | null;
+  /** The device's memory; on unified memory, `unifiedShare` of host RAM. */
+  totalBytes: number;
+  usedBytes: number;
+  usedByOthersBytes: number;
+  usedByUsBytes: number;
+  reserveBytes: number;
+  /** What our models may hold on this device: total − reserve − used by others, at least 0. */
+  budgetBytes: number;
+}
+
+export interface Budget {
+  /** 'gpu': discrete GPUs; 'cpu': none usable, every launch at level minimal (-ngl 0); 'unified': Apple Silicon. */
+  mode: BudgetMode;
+  /** The budget the policy schedules against: Σ perGpu budgets (or host RAM in 'cpu' mode), capped by the limit. */
+  totalBytes: number;
+  /** Only the devices the budget counts; empty in 'cpu' mode. */
+  perGpu: GpuBudget[];
+  hostTotalBytes: number;
+  hostAvailableBytes: number;
+  /** Sentences a person can act on: why this mode, what caps the budget, which GPUs are left out. */
+  reason?: string;
+}
+
+/**
+ * Computes the budget. Pure and total for valid input; throws a RangeError naming the
+ * value when the configuration is out of range (negative reserve, share outside (0, 1],
+ * limit ≤ 0), because those come from a config file a person should fix.
+ */
+export function computeBudget(input: BudgetInput): Budget {
+  checkConfig(input);
+  const { gpus, host, reserveBytes, limitBytes } = input;
+  const hostTotalBytes = nonNegative(host.totalBytes);
+  const hostAvailableBytes = Math.min(nonNegative(host.availableBytes), hostTotalBytes);
+  const notes: string[] = [];
+
+  const discrete = gpus.filter(isMeasuredDiscrete);
+  for (const gpu of gpus) {
+    if (!isMeasuredDiscrete(gpu) && !(gpu.unifiedMemory && input.platform === 'darwin')) {
+      notes.push(`${gpu.name} is not used: its memory use cannot be measured (only NVIDIA GPUs through nvidia-smi and Apple Silicon are).`);
+    }
+  }
+
+  let mode: BudgetMode;
+  let perGpu: GpuBudget[];
+  let devicesBytes: number;
+  const apple = input.platform === 'darwin' ? gpus.find((g) => g.unifiedMemory) : undefined;
+
+  if (discrete.length > 0) {
+    mode = 'gpu';
+    perGpu = discrete.map((gpu) => {
+      const totalBytes = gpu.totalBytes;
+      const usedBytes = Math.min(gpu.usedBytes, totalBytes);
+      const usedByUsBytes = Math.min(nonNegative(input.ourUsageByGpu.get(gpu.index) ?? 0), usedBytes);
+      const usedByOthersBytes = usedBytes - usedByUsBytes;
+      const budgetBytes = nonNegative(totalBytes - reserveBytes - usedByOthersBytes);
+      if (budgetBytes === 0) {
+        notes.push(`${gpu.name} has no room: other programs hold ${formatBytes(usedByOthersBytes)} of its ${formatBytes(totalBytes)} and ${formatBytes(reserveBytes)} is reserved.`);
+      }
+      return { ...identity(gpu), totalBytes, usedBytes, usedByOthersBytes, usedByUsBytes, reserveBytes, budgetBytes };
+    });
+    devicesBytes = sum(perGpu.map((g) => g.budgetBytes));
+  } else if (apple !== undefined) {
+    mode = 'unified';
+    const capBytes = Math.floor(hostTotalBytes * input.unifiedShare);
+    const share = hostShare(hostTotalBytes, hostAvailableBytes, reserveBytes, input.ourHostBytes, capBytes);
+    if (share.budgetBytes === capBytes) {
+      notes.push(`The GPU shares host RAM: at most ${Math.round(input.unifiedShare * 100)} % of ${formatBytes(hostTotalBytes)} (${formatBytes(capBytes)}) goes to models.`);
+    }
+    perGpu = [{ ...identity(apple), totalBytes: capBytes, reserveBytes, ...share }];
+    devicesBytes = share.budgetBytes;
+  } else {
+    mode = 'cpu';
+    perGpu = [];
+    devicesBytes = hostShare(hostTotalBytes, hostAvailableBytes, reserveBytes, input.ourHostBytes, Infinity).budgetBytes;
+    const seeing =
+      input.platform === 'linux' ? ' (on Linux, GPUs are seen only with both `lspci` and `nvidia-smi` on PATH)' : '';
+    notes.unshift(`No GPU whose memory can be measured was found${seeing}, so models run on the CPU in host RAM.`);
+  }
+
+  let totalBytes = devicesBytes;
+  if (limitBytes !== null && limitBytes < devicesBytes) {
+    totalBytes = limitBytes;
+    notes.push(`Capped at ${formatBytes(limitBytes)} by the configured limit; the machine allows ${formatBytes(devicesBytes)}.`);
+  }
+
+  const budget: Budget = { mode, totalBytes, perGpu, hostTotalBytes, hostAvailableBytes };
+  if (notes.length > 0) budget.reason = notes.join(' ');
+  return budget;
+}
+
+type MeasuredGpu = GpuDevice & { totalBytes: number; usedBytes: number };
+
+function isMeasuredDiscrete(gpu: GpuDevice): gpu is MeasuredGpu {
+  return !gpu.unifiedMemory && gpu.totalBytes !== null && gpu.totalBytes > 0 && gpu.usedBytes !== null;
+}
+
+function identity(gpu: GpuDevice): Pick<GpuBudget, 'index' | 'name' | 'vendor' | 'busAddress'> {
+  return { index: gpu.index, name: gpu.name, vendor: gpu.vendor, busAddress: gpu.busAddress };
+}
+
+/**
+ * Host RAM as the device ('cpu' and 'unified'): the same rule as a GPU, total − reserve −
+ * used by others, where "used" is what the OS cannot hand out (total − available), capped
+ * at `capBytes` (the share macOS lets the GPU wire).
+ */
+function hostShare(
+  totalBytes: number,
+  availableBytes: number,
+  reserveBytes: number,
+  ourHostBytes: number | undefined,
+  capBytes: number,
+): Pick<GpuBudget, 'usedBytes' | 'usedByOthersBytes' | 'usedByUsBytes' | 'budgetBytes'> {
+  const usedBytes = totalBytes - availableBytes;
+  const usedByUsBytes = Math.min(nonNegative(ourHostBytes ?? 0), usedBytes);
+  const usedByOthersBytes = usedBytes - usedByUsBytes;
+  const budgetBytes = Math.min(capBytes, nonNegative(totalBytes - reserveBytes - usedByOthersBytes));
+  return { usedBytes, usedByOthersBytes, usedByUsBytes, budgetBytes };
+}
+
+function checkConfig(input: BudgetInput): void {
+  if (!(input.reserveBytes >= 0) || !Number.isFinite(input.reserveBytes)) {
+    throw new RangeError(`budget reserve must be 0 bytes or more, got ${input.reserveBytes}`);
+  }
+  if (input.limitBytes !== null && !(input.limitBytes > 0)) {
+    throw new RangeError(`budget limit must be more than 0 bytes, got ${input.limitBytes}`);
+  }
+  if (!(input.unifiedShare > 0 && input.unifiedShare <= 1)) {
+    throw new RangeError(`unified memory share must be more than 0 and at most 1, got ${input.unifiedShare}`);
+  }
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}

@@ -1,0 +1,23 @@
+// Runs a driver tool (nvidia-smi, ps) and hands back its stdout: the one effect the usage
+// queries need, injected so their tests run scripted answers instead of a GPU.
+import { execFile } from 'node:child_process';
+
+/**
+ * Runs `file` with `args` (no shell) and resolves with stdout. Rejects when the tool is
+ * missing, exits non-zero, or runs past the timeout; the error's message names the command.
+ */
+export type ExecFileText = (file: string, args: readonly string[]) => Promise<string>;
+
+/**
+ * Why a timeout: nvidia-smi can hang for many seconds when the driver is wedged (a known
+ * failure after Xid errors), and a sampler stuck on it would freeze the live budget.
+ */
+export const EXEC_TIMEOUT_MS = 5_000;
+
+export const execFileText: ExecFileText = (file, args) =>
+  new Promise((resolve, reject) => {
+    execFile(file, [...args], { timeout: EXEC_TIMEOUT_MS, windowsHide: true, maxBuffer: 4 * 1024 * 1024 }, (error, stdout) => {
+      if (error) reject(new Error(`${file} ${args.join(' ')} failed: ${error.message}`, { cause: error }));
+      else resolve(stdout);
+    });
+  });

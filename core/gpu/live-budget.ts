@@ -1,0 +1,190 @@
+// The live budget: probes on an interval and on demand, and tells listeners when the budget
+// moved enough to matter, so the daemon can trigger the controller. Another program taking
+// VRAM shrinks the budget (the controller evicts low-priority models); giving it back lets
+// them return.
+//
+// Why one sample at a time with at most one queued behind it: a probe spawns child
+// processes, and nvidia-smi can stall; overlapping samples would pile up. A caller of
+// sampleNow() wants numbers measured *after* it asked (the controller polls after an
+// eviction until the memory is really back), so it never gets a sample already under way;
+// every caller that arrives during one shares the single next one.
+import { computeBudget, type Budget } from './compute-budget.js';
+import { NO_OWN_USAGE, type OwnUsageProvider } from './own-usage.js';
+import type { GpuProbe } from './gpu-probe.js';
+
+export interface BudgetConfig {
+  reserveBytes: number;
+  limitBytes: number | null;
+  /** Share of RAM the GPU may use on Apple Silicon; macOS caps what the GPU may wire near this. */
+  unifiedShare: number;
+}
+
+export const DEFAULT_BUDGET_CONFIG: Readonly<BudgetConfig> = {
+  reserveBytes: 512 * 1024 * 1024,
+  limitBytes: null,
+  unifiedShare: 0.75,
+};
+
+/**
+ * A change this large fires the listeners. Why an absolute 256 MiB and not a percentage:
+ * the smallest models worth scheduling are a few hundred MiB, so a 1 % rule would hide a
+ * whole model's worth on a multi-GPU box (1 % of 160 GiB is 1.6 GiB), while the desktop's
+ * own churn (compositor, browser tabs) moves VRAM by tens of MiB and must not trigger
+ * reconcile passes every few seconds.
+ */
+export const DEFAULT_CHANGE_THRESHOLD_BYTES = 256 * 1024 * 1024;
+
+/** The lowest interval start() accepts: a probe costs ~20 ms of child processes. */
+export const MIN_INTERVAL_MS = 1_000;
+
+export interface BudgetSample extends Budget {
+  /** Epoch ms when the probe behind it finished. */
+  sampledAt: number;
+}
+
+/** `previous` is the sample that last fired, or null for the first one. */
+export type BudgetListener = (budget: BudgetSample, previous: BudgetSample | null) => void;
+
+/** Satisfied by the test FakeClock and by `{ now: Date.now, setTimeout, clearTimeout }`. */
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface LiveBudgetDeps {
+  probe: GpuProbe;
+  /** What our own engines hold; default: nothing. */
+  ownUsage?: OwnUsageProvider;
+  config?: BudgetConfig;
+  platform?: string;
+  clock?: Clock;
+  changeThresholdBytes?: number;
+  /** A failed sample or a throwing listener; the sampler keeps going. Default: console.error. */
+  onError?: (error: unknown) => void;
+}
+
+export interface LiveBudget {
+  /**
+   * Samples at once, then `intervalMs` after each sample ends. Does not block. Calling it
+   * again restarts with the new interval. Throws a RangeError below MIN_INTERVAL_MS.
+   */
+  start(intervalMs: number): void;
+  /** Stops the interval; a sample under way still completes and is recorded. Idempotent. */
+  stop(): void;
+  /** The last sample, or null before the first one. Does not block. */
+  current(): BudgetSample | null;
+  /**
+   * Probes now and resolves with a sample taken after this call (see the header). Fires
+   * the listeners first when it changed enough. Rejects when the probe or the own-usage
+   * query fails; current() then keeps the last good sample.
+   */
+  sampleNow(): Promise<BudgetSample>;
+  /**
+   * Calls `listener` synchronously after each sample that differs from the last fired one
+   * by mode, by number of GPUs, or by ≥ the threshold in total bytes (the first sample
+   * always fires). Returns the unsubscribe function.
+   */
+  onChange(listener: BudgetListener): () => void;
+}
+
+export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
+  const config = deps.config ?? DEFAULT_BUDGET_CONFIG;
+  const platform = deps.platform ?? process.platform;
+  const clock: Clock = deps.clock ?? { now: Date.now, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
+  const threshold = deps.changeThresholdBytes ?? DEFAULT_CHANGE_THRESHOLD_BYTES;
+  const onError = deps.onError ?? ((error: unknown) => console.error('[gpu] live budget:', error));
+  const listeners = new Set<BudgetListener>();
+
+  let latest: BudgetSample | null = null;
+  let lastFired: BudgetSample | null = null;
+  let inFlight: Promise<BudgetSample> | null = null;
+  let queued: Promise<BudgetSample> | null = null;
+  let timer: unknown = null;
+  let generation = 0;
+
+  async function takeSample(): Promise<BudgetSample> {
+    const { gpus, host } = await deps.probe.probe();
+    const own = deps.ownUsage === undefined ? NO_OWN_USAGE : await deps.ownUsage(gpus);
+    const budget = computeBudget({
+      gpus,
+      host,
+      reserveBytes: config.reserveBytes,
+      limitBytes: config.limitBytes,
+      unifiedShare: config.unifiedShare,
+      ourUsageByGpu: own.byGpu,
+      ourHostBytes: own.hostBytes,
+      platform,
+    });
+    const sample: BudgetSample = { ...budget, sampledAt: clock.now() };
+    latest = sample;
+    if (changedEnough(lastFired, sample, threshold)) {
+      const previous = lastFired;
+      lastFired = sample;
+      for (const listener of [...listeners]) {
+        try {
+          listener(sample, previous);
+        } catch (error) {
+          onError(error);
+        }
+      }
+    }
+    return sample;
+  }
+
+  function sampleNow(): Promise<BudgetSample> {
+    if (inFlight === null) {
+      inFlight = takeSample().finally(() => {
+        inFlight = null;
+      });
+      return inFlight;
+    }
+    queued ??= inFlight
+      .catch(() => undefined)
+      .then(() => {
+        queued = null;
+        return sampleNow();
+      });
+    return queued;
+  }
+
+  function stop(): void {
+    generation++;
+    if (timer !== null) clock.clearTimeout(timer);
+    timer = null;
+  }
+
+  function start(intervalMs: number): void {
+    if (!(intervalMs >= MIN_INTERVAL_MS)) {
+      throw new RangeError(`budget sampling interval must be at least ${MIN_INTERVAL_MS} ms, got ${intervalMs}`);
+    }
+    stop();
+    const mine = generation;
+    const tick = (): void => {
+      timer = null;
+      sampleNow()
+        .catch(onError)
+        .finally(() => {
+          if (generation === mine) timer = clock.setTimeout(tick, intervalMs);
+        });
+    };
+    tick();
+  }
+
+  return {
+    start,
+    stop,
+    current: () => latest,
+    sampleNow,
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+function changedEnough(before: Budget | null, after: Budget, thresholdBytes: number): boolean {
+  if (before === null) return true;
+  if (before.mode !== after.mode || before.perGpu.length !== after.perGpu.length) return true;
+  return Math.abs(after.totalBytes - before.totalBytes) >= thresholdBytes;
+}

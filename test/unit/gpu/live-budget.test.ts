@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock, settle } from '../../support/fake-clock.js';
+import { createLiveBudget, type BudgetSample, type LiveBudgetDeps } from '../../../core/gpu/live-budget.js';
+import type { GpuProbe, ProbeResult } from '../../../core/gpu/gpu-probe.js';
+import type { GpuDevice } from '../../../core/gpu/compute-budget.js';
+
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+const config = { reserveBytes: 512 * MiB, limitBytes: null, unifiedShare: 0.75 };
+
+function card(usedBytes: number): GpuDevice {
+  return { index: 0, name: 'NVIDIA GeForce RTX 4090', vendor: 'NVIDIA Corporation', busAddress: '0000:01:00.0', totalBytes: 24 * GiB, usedBytes, unifiedMemory: false };
+}
+
+/** A probe whose answer the test sets, that counts its calls and can be held open. */
+class ScriptedProbe implements GpuProbe {
+  calls = 0;
+  gpus: GpuDevice[] = [card(4 * GiB)];
+  failNext: Error | null = null;
+  private gate: { promise: Promise<void>; open: () => void } | null = null;
+
+  hold(): void {
+    let open = (): void => {};
+    const promise = new Promise<void>((resolve) => { open = resolve; });
+    this.gate = { promise, open };
+  }
+
+  release(): void {
+    const gate = this.gate;
+    this.gate = null;
+    gate?.open();
+  }
+
+  async probe(): Promise<ProbeResult> {
+    this.calls++;
+    const gpus = this.gpus;
+    if (this.gate) await this.gate.promise;
+    const error = this.failNext;
+    this.failNext = null;
+    if (error) throw error;
+    return { gpus, host: { totalBytes: 64 * GiB, availableBytes: 48 * GiB } };
+  }
+}
+
+function setup(extra: Partial<LiveBudgetDeps> = {}) {
+  const clock = new FakeClock();
+  const probe = new ScriptedProbe();
+  const errors: unknown[] = [];
+  const fired: [BudgetSample, BudgetSample | null][] = [];
+  const live = createLiveBudget({ probe, clock, config, platform: 'linux', onError: (e) => errors.push(e), ...extra });
+  live.onChange((budget, previous) => fired.push([budget, previous]));
+  return { clock, probe, live, errors, fired };
+}
+
+describe('LiveBudget: change detection', () => {
+  it('fires for the first sample and records when it was taken', async () => {
+    const { clock, live, fired } = setup();
+    expect(live.current()).toBeNull();
+    const sample = await live.sampleNow();
+    expect(sample.totalBytes).toBe(24 * GiB - 512 * MiB - 4 * GiB);
+    expect(sample.sampledAt).toBe(clock.now());
+    expect(live.current()).toBe(sample);
+    expect(fired).toEqual([[sample, null]]);
+  });
+
+  it('fires when another program takes VRAM and again when it gives it back', async () => {
+    const { probe, live, fired } = setup();
+    const first = await live.sampleNow();
+    probe.gpus = [card(12 * GiB)];
+    const shrunk = await live.sampleNow();
+    probe.gpus = [card(4 * GiB)];
+    const back = await live.sampleNow();
+    expect(shrunk.totalBytes).toBe(first.totalBytes - 8 * GiB);
+    expect(back.totalBytes).toBe(first.totalBytes);
+    expect(fired).toEqual([[first, null], [shrunk, first], [back, shrunk]]);
+  });
+
+  it('ignores changes under 256 MiB, but catches a slow drift against the last one it fired', async () => {
+    const { probe, live, fired } = setup();
+    await live.sampleNow();
+    for (const step of [1, 2]) {
+      probe.gpus = [card(4 * GiB + step * 100 * MiB)];
+      await live.sampleNow();
+    }
+    expect(fired).toHaveLength(1);
+    expect(live.current()?.totalBytes).toBe(24 * GiB - 512 * MiB - 4 * GiB - 200 * MiB);
+    probe.gpus = [card(4 * GiB + 300 * MiB)];
+    await live.sampleNow();
+    const [latest, previous] = fired[1] ?? [];
+    expect((latest?.totalBytes ?? 0) - (previous?.totalBytes ?? 0)).toBe(-300 * MiB);
+  });
+
+  it('takes its threshold from the deps', async () => {
+    const { probe, live, fired } = setup({ changeThresholdBytes: 64 * MiB });
+    await live.sampleNow();
+    probe.gpus = [card(4 * GiB + 100 * MiB)];
+    await live.sampleNow();
+    expect(fired).toHaveLength(2);
+  });
+
+  it('fires when the mode changes even if the total barely moves', async () => {
+    const { probe, live, fired } = setup({ config: { ...config, limitBytes: 1 * GiB } });
+    await live.sampleNow();
+    probe.gpus = [];
+    const cpu = await live.sampleNow();
+    expect(cpu.mode).toBe('cpu');
+    expect(cpu.totalBytes).toBe(1 * GiB);
+    expect(fired.map(([b]) => b.mode)).toEqual(['gpu', 'cpu']);
+  });
+
+  it('counts what our engines hold as ours', async () => {
+    const { live } = setup({ ownUsage: async (gpus) => ({ byGpu: new Map([[gpus[0]!.index, 3 * GiB]]), hostBytes: 0 }) });
+    const sample = await live.sampleNow();
+    expect(sample.perGpu[0]).toMatchObject({ usedByUsBytes: 3 * GiB, usedByOthersBytes: 1 * GiB });
+  });
+
+  it('keeps calling the other listeners when one throws, and stops calling an unsubscribed one', async () => {
+    const { probe, live, errors, fired } = setup();
+    const boom = new Error('listener broke');
+    live.onChange(() => { throw boom; });
+    let late = 0;
+    const unsubscribe = live.onChange(() => { late++; });
+    await live.sampleNow();
+    unsubscribe();
+    probe.gpus = [card(10 * GiB)];
+    await live.sampleNow();
+    expect(fired).toHaveLength(2);
+    expect(late).toBe(1);
+    expect(errors).toEqual([boom, boom]);
+  });
+});
+
+describe('LiveBudget: sampling', () => {
+  it('a caller during a sample under way gets the next sample, shared with every other such caller', async () => {
+    const { probe, live } = setup();
+    probe.hold();
+    const first = live.sampleNow();
+    probe.gpus = [card(10 * GiB)]; // taken after the first probe began
+    const second = live.sampleNow();
+    const third = live.sampleNow();
+    probe.release();
+    expect((await first).perGpu[0]?.usedBytes).toBe(4 * GiB);
+    expect(await second).toBe(await third);
+    expect((await second).perGpu[0]?.usedBytes).toBe(10 * GiB);
+    expect(probe.calls).toBe(2);
+  });
+
+  it('a failed probe rejects sampleNow and keeps the last good sample', async () => {
+    const { probe, live, fired } = setup();
+    const good = await live.sampleNow();
+    probe.failNext = new Error('nvidia-smi timed out');
+    await expect(live.sampleNow()).rejects.toThrow(/timed out/);
+    expect(live.current()).toBe(good);
+    expect(fired).toHaveLength(1);
+  });
+
+  it('start() samples at once, then each interval after the last sample ended, until stop()', async () => {
+    const { clock, probe, live } = setup();
+    live.start(2_000);
+    await settle();
+    expect(probe.calls).toBe(1);
+    expect(clock.pendingDelays()).toEqual([2_000]);
+    await clock.advance(1_999);
+    expect(probe.calls).toBe(1);
+    await clock.advance(1);
+    expect(probe.calls).toBe(2);
+    await clock.advance(6_000);
+    expect(probe.calls).toBe(5);
+    live.stop();
+    expect(clock.pendingDelays()).toEqual([]);
+    await clock.advance(10_000);
+    expect(probe.calls).toBe(5);
+    live.stop();
+  });
+
+  it('keeps sampling after a failed probe and reports the failure', async () => {
+    const { clock, probe, live, errors } = setup();
+    const crash = new Error('lspci crashed');
+    probe.failNext = crash;
+    live.start(1_000);
+    await settle();
+    expect(errors).toEqual([crash]);
+    expect(live.current()).toBeNull();
+    await clock.advance(1_000);
+    expect(live.current()).not.toBeNull();
+    live.stop();
+  });
+
+  it('restarting replaces the interval rather than adding a second one', async () => {
+    const { clock, probe, live } = setup();
+    live.start(5_000);
+    await settle();
+    live.start(1_000);
+    await settle();
+    expect(clock.pendingDelays()).toEqual([1_000]);
+    await clock.advance(5_000);
+    expect(probe.calls).toBe(2 + 5);
+    live.stop();
+  });
+
+  it('refuses an interval under one second, naming it', () => {
+    const { live } = setup();
+    expect(() => live.start(250)).toThrow(/at least 1000 ms, got 250/);
+  });
+});
