@@ -13,31 +13,9 @@ import type { OpenAIModel } from '../contracts/openai.js';
 import type { ModelStateName } from '../contracts/model-status.js';
 import type { LaunchLevel } from '../policy/levels.js';
 
-/** The machine codes of a model that will not come, as the 503's `error.code`. */
-export type UnservableCode = 'model_quarantined' | 'model_unschedulable';
-
-export interface Unservable {
-  code: UnservableCode;
-  /** The controller's sentence, with numbers ("needs 9.1 GB; 24 GB budget, 17 GB held by pinned qwen-32b"). */
-  reason: string;
-}
-
-/**
- * Thrown (rejected) by `waitUntilReady` when, while a request waits, the model turns out not
- * to come: quarantined by the recovery ladder, or left out by the plan. Carries the same code
- * and reason `whyUnservable` would give, so the router refuses with them and does not wait out
- * its bound for nothing.
- */
-export class ModelUnservableError extends Error {
-  readonly code: UnservableCode;
-  readonly reason: string;
-  constructor(unservable: Unservable) {
-    super(unservable.reason);
-    this.name = 'ModelUnservableError';
-    this.code = unservable.code;
-    this.reason = unservable.reason;
-  }
-}
+// One definition of "this model will not come", shared with the controller that raises it.
+import { ModelUnservableError, type Unservable, type UnservableCode } from '../contracts/controller-events.js';
+export { ModelUnservableError, type Unservable, type UnservableCode };
 
 /**
  * One entry of `GET /v1/models`: OpenAI's model object plus llmtray's own fields, in the

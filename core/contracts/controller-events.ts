@@ -1,0 +1,64 @@
+// What the controller tells the rest of llmtray, as one typed union of past-tense facts.
+//
+// Why events and not callers reading `status()` in a loop: a caller that polls a snapshot and
+// then decides races the loop that owns the state (llama-swap's old `state()` bug). The admin
+// service builds its snapshot from these; the router waits on them; Electron turns
+// ModelQuarantined into a desktop notification. Types only, plus the one error class the
+// controller and the router share.
+import type { FailureKind, RecoveryAction } from '../policy/recover.js';
+import type { LaunchLevel } from '../policy/levels.js';
+import type { ModelStatus } from './model-status.js';
+import type { PlanView } from './snapshot.js';
+
+export type ControllerEvent =
+  /** A model's visible status changed; `previous` is null the first time the controller sees it. */
+  | { type: 'ModelStateChanged'; modelId: string; status: ModelStatus; previous: ModelStatus | null }
+  /** A pass changed the plan or acted on it (launched or evicted something). */
+  | { type: 'PlanApplied'; plan: PlanView }
+  /** The model will not be launched again until a person retries it or its definition changes. */
+  | { type: 'ModelQuarantined'; modelId: string; reason: string; at: number }
+  /** The model's fallback answers in its place until a person retries it or its definition changes. */
+  | { type: 'ModelFellBack'; modelId: string; fallbackId: string; reason: string; at: number }
+  /** One launch failed; `nextAction` is the ladder's answer to it. */
+  | {
+      type: 'LaunchFailed';
+      modelId: string;
+      level: LaunchLevel;
+      kind: FailureKind;
+      attempts: number;
+      error: string;
+      nextAction: RecoveryAction;
+      at: number;
+    }
+  /** The plan started or stopped leaving the model out, or its reason changed; null: it fits now. */
+  | { type: 'ModelUnschedulableChanged'; modelId: string; reason: string | null; at: number }
+  /** A pass could not read the world or an eviction failed; it runs again after `retryInMs`. */
+  | { type: 'ReconcileFailed'; error: string; retryInMs: number; at: number };
+
+export type ControllerEventType = ControllerEvent['type'];
+
+/** The machine code of a model that will not come, as the router's 503 `error.code`. */
+export type UnservableCode = 'model_quarantined' | 'model_unschedulable';
+
+export interface Unservable {
+  code: UnservableCode;
+  /** A sentence a person can act on, with the numbers in it. */
+  reason: string;
+}
+
+/**
+ * What `waitUntilReady` rejects with when the model turns out not to come while a request
+ * waits: quarantined by the recovery ladder, or left out by the plan. It carries the same code
+ * and reason as `whyUnservable`, so the router refuses with them at once instead of waiting
+ * out its bound for something that will not come.
+ */
+export class ModelUnservableError extends Error {
+  readonly code: UnservableCode;
+  readonly reason: string;
+  constructor(unservable: Unservable) {
+    super(unservable.reason);
+    this.name = 'ModelUnservableError';
+    this.code = unservable.code;
+    this.reason = unservable.reason;
+  }
+}

@@ -1,0 +1,74 @@
+// A model's visible status, derived from the record and what the last pass observed.
+//
+// Why derived and not stored and mutated: the state machine then has exactly one place where
+// its precedence is written (an operation in progress, then the ladder's verdict, then
+// residency, then want), and a status can never disagree with the facts it came from.
+import { launchLevelAfter, type RecoveryAction } from '../policy/recover.js';
+import type { ModelStatus, ModelStateName } from '../contracts/model-status.js';
+import type { LaunchLevel } from '../policy/levels.js';
+import type { ModelDemand, ResidentServer } from './effects.js';
+import type { ModelRecord } from './model-record.js';
+
+export interface StatusFacts {
+  record: ModelRecord;
+  demand: ModelDemand | undefined;
+  resident: ResidentServer | undefined;
+  /** verdictOf(record, demands). */
+  verdict: RecoveryAction | null;
+  /** Desired by the last pass: wanted itself, or standing in for a model that falls back to it. */
+  desired: boolean;
+}
+
+export type StatusBody = Omit<ModelStatus, 'since'>;
+
+export function deriveStatus({ record, demand, resident, verdict, desired }: StatusFacts): StatusBody {
+  const nextLevel = launchLevelAfter(record.recovery);
+  const body = (state: ModelStateName, level: LaunchLevel | null, next: string | null, servedBy: string | null = null): StatusBody => ({
+    modelId: record.modelId,
+    state,
+    level,
+    recovery: {
+      kind: record.recovery.kind,
+      attempts: record.recovery.attempts,
+      nextAction: verdict,
+      nextAttemptAt: record.retry?.at ?? null,
+      lastError: record.lastError,
+    },
+    servedBy,
+    unschedulableReason: record.unschedulableReason,
+    next,
+  });
+
+  if (record.op?.kind === 'evicting') return body('evicting', record.op.level, 'stopping; its memory is not back yet');
+  if (record.op?.kind === 'loading') return body('loading', record.op.level, `starting at the ${record.op.level} level`);
+  if (verdict === 'quarantine') return body('quarantined', null, 'waiting for a retry or a changed definition');
+  if (verdict === 'fallback') {
+    const fallbackId = demand?.fallbackId ?? null;
+    return body('fallback', null, `${fallbackId} answers until a retry or a changed definition`, fallbackId);
+  }
+  if (resident !== undefined) {
+    const state = (demand?.inFlight ?? 0) > 0 ? 'active' : resident.level === 'full' ? 'ready' : 'degraded';
+    return body(state, resident.level, null);
+  }
+  if (verdict !== null) {
+    if (!desired) return body('failed', nextLevel, `relaunching at the ${nextLevel} level when next wanted`);
+    if (verdict === 'retry' && record.retry !== null) return body('failed', nextLevel, `retrying in ${seconds(record.retry.delayMs)}`);
+    return body('failed', nextLevel, `relaunching at the ${nextLevel} level`);
+  }
+  if (desired) {
+    return body('queued', null, record.unschedulableReason === null ? 'waiting for its turn' : 'waiting for memory');
+  }
+  return body('idle', null, null);
+}
+
+/** Whether two statuses say the same thing (ignoring when they were made). */
+export function sameStatus(a: StatusBody, b: StatusBody): boolean {
+  const { since: _a, ...left } = a as ModelStatus;
+  const { since: _b, ...right } = b as ModelStatus;
+  return JSON.stringify(left) === JSON.stringify(right);
+}
+
+/** "4 s", "1.5 s": delays for people. */
+export function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
+}

@@ -1,0 +1,14 @@
+// The controller's public API. See README.md for the data flow, the invariants and the state machine.
+export { Controller, DEFAULT_RESYNC_MS, type ControllerOptions } from './controller.js';
+export { DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+export type {
+  Classify,
+  Clock,
+  DesiredProvider,
+  DesiredState,
+  Log,
+  LogFields,
+  ModelDemand,
+  ResidentServer,
+  ServerControl,
+} from './effects.js';

@@ -1,0 +1,103 @@
+// What the controller remembers about one model between passes, and the pure readings of it.
+//
+// Why so little is stored: everything else (is it resident, is it wanted, what does it cost)
+// is read fresh on every pass. The record keeps only what the world cannot tell us again:
+// the failure memory, the operation the controller itself has in progress, and the last
+// status it published (to emit a change only when there is one).
+import { recover, type RecoveryAction, type RecoveryState } from '../policy/recover.js';
+import type { LaunchLevel } from '../policy/levels.js';
+import type { ModelStatus } from '../contracts/model-status.js';
+import type { ModelDemand } from './effects.js';
+
+export interface ModelRecord {
+  readonly modelId: string;
+  recovery: RecoveryState;
+  /** The last launch failure's message; null after a success or a reset. */
+  lastError: string | null;
+  /** A backed-off retry: no launch before `at`. Null when none is pending. */
+  retry: { at: number; delayMs: number } | null;
+  /** What the controller is doing to it now; at most one thing at a time. */
+  op: { kind: 'loading' | 'evicting'; level: LaunchLevel } | null;
+  /** The last plan's sentence for leaving it out; null when the plan did not leave it out. */
+  unschedulableReason: string | null;
+  /** The definition seen on the last pass; a change resets the recovery ladder. */
+  definitionHash: string | null;
+  /** The status last published; null before the first. */
+  status: ModelStatus | null;
+}
+
+export const NO_FAILURE: Readonly<RecoveryState> = Object.freeze({ kind: 'none', attempts: 0 });
+
+export function newRecord(modelId: string): ModelRecord {
+  return {
+    modelId,
+    recovery: NO_FAILURE,
+    lastError: null,
+    retry: null,
+    op: null,
+    unschedulableReason: null,
+    definitionHash: null,
+    status: null,
+  };
+}
+
+export type Demands = ReadonlyMap<string, ModelDemand>;
+export type Records = ReadonlyMap<string, ModelRecord>;
+
+/**
+ * Why the model cannot fall back, or null when it can: its fallback must be configured,
+ * another model, and in the catalog. A ladder that says fallback with a problem here means
+ * quarantine (DESIGN: "with none configured it means quarantine").
+ */
+export function fallbackProblem(modelId: string, demands: Demands): string | null {
+  const fallbackId = demands.get(modelId)?.fallbackId;
+  if (fallbackId === undefined) return 'it has no fallback model configured';
+  if (fallbackId === modelId) return 'its fallback is itself';
+  if (!demands.has(fallbackId)) return `its fallback '${fallbackId}' is not in the catalog`;
+  return null;
+}
+
+/** The ladder's answer for the model with the catalog applied; null when nothing is failing. */
+export function verdictOf(record: ModelRecord, demands: Demands): RecoveryAction | null {
+  if (record.recovery.kind === 'none' || record.recovery.attempts < 1) return null;
+  const action = recover(record.recovery);
+  return action === 'fallback' && fallbackProblem(record.modelId, demands) !== null ? 'quarantine' : action;
+}
+
+/**
+ * The model that answers for `modelId`: itself, or while its ladder says fallback, its
+ * fallback (and that one's, if it is falling back too). A cycle of fallbacks stops at the
+ * last model before it repeats, which is itself in fallback and so is never launched: the
+ * request waits out its bound rather than the loop spinning.
+ */
+export function servingModelOf(modelId: string, records: Records, demands: Demands): string {
+  let current = modelId;
+  const seen = new Set([modelId]);
+  for (;;) {
+    const record = records.get(current);
+    const next = demands.get(current)?.fallbackId;
+    if (record === undefined || next === undefined || verdictOf(record, demands) !== 'fallback' || seen.has(next)) return current;
+    seen.add(next);
+    current = next;
+  }
+}
+
+function failedLaunches(recovery: RecoveryState): string {
+  return `failed ${recovery.attempts} launch${recovery.attempts === 1 ? '' : 'es'} in a row`;
+}
+
+function lastFailure(record: ModelRecord): string {
+  return `last failure: ${record.recovery.kind}${record.lastError === null ? '' : ` — ${record.lastError}`}`;
+}
+
+/** Why a quarantined model will not be launched, and what lifts it. */
+export function quarantineReason(record: ModelRecord, demands: Demands): string {
+  const problem = recover(record.recovery) === 'fallback' ? fallbackProblem(record.modelId, demands) : null;
+  const ladder = problem === null ? '' : `; the ladder says fall back, but ${problem}`;
+  return `${failedLaunches(record.recovery)} (${lastFailure(record)})${ladder}. It is quarantined until you retry it or change its definition.`;
+}
+
+/** Why a model's fallback answers in its place, and what ends that. */
+export function fallbackReason(record: ModelRecord, fallbackId: string): string {
+  return `${failedLaunches(record.recovery)} (${lastFailure(record)}). ${fallbackId} answers in its place until you retry it or change its definition.`;
+}
