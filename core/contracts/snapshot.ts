@@ -28,6 +28,13 @@ export interface ModelView {
   engine: EngineKind;
   priority: number;
   pinned: boolean;
+  /**
+   * The controller wants it resident now: pinned, requested (waiting or in flight), or used
+   * within its idle TTL. What "should be running" means for `/metrics` and `llmtray status`:
+   * a desired model that is not ready is the alert, and only this field can say so for a
+   * model that has no server at all (the seed's alert that could never fire).
+   */
+  desired: boolean;
   draftId: string | null;
   fallbackId: string | null;
   /** Configured context, tokens. */

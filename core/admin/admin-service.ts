@@ -1,0 +1,239 @@
+// The one service behind the tray, the dashboard and the CLI: the snapshot, the event stream
+// and the commands. Transports (HTTP + SSE here, IPC in Electron) are thin and stateless over
+// it, so every surface sees the same revision and validates commands the same way.
+//
+// Level-triggered like the controller: the daemon does not say *what* changed, it calls
+// `changed()` and the service rebuilds the whole snapshot from its sources when it next sends.
+// Why not diffs or per-field events: a client that missed one would drift, and the snapshot
+// is small (tens of models); a full value per change is what lets the renderer's store be a
+// plain replace.
+import { isModelCommand, MODEL_COMMANDS, type CommandResult, type ModelCommand } from '../contracts/commands.js';
+import type { AdminEvent } from '../contracts/admin-events.js';
+import type { ModelView, Snapshot } from '../contracts/snapshot.js';
+
+/** Time as the service sees it; the controller's Clock and test/support's FakeClock fit. */
+export interface AdminClock {
+  /** Epoch ms. */
+  now(): number;
+  /** Calls `fn` once after `ms`; returns a handle for clearTimeout. Never blocks. */
+  setTimeout(fn: () => void, ms: number): unknown;
+  /** Cancels a pending timer; unknown or fired handles are ignored. */
+  clearTimeout(handle: unknown): void;
+}
+
+/**
+ * What each command does, implemented by the daemon over the controller and the pin store.
+ * Called only with a canonical model id that exists in the current snapshot. Each may block
+ * until its effect is recorded (a pin is on disk), not until a model has loaded. Resolving
+ * `{ ok: false }` means the action declined and says why; a rejection is a failure
+ * (reported as `action_failed`).
+ */
+export type ModelActions = Record<ModelCommand, (modelId: string) => Promise<CommandResult>>;
+
+/** The discrete events the daemon publishes; snapshots come only from `changed()`. */
+export type DiscreteAdminEvent = Exclude<AdminEvent, { type: 'SnapshotUpdated' }>;
+
+export type LogsLookup =
+  | { found: true; modelId: string; lines: string[] }
+  | { found: false; message: string };
+
+export type AdminListener = (event: AdminEvent) => void;
+
+export interface AdminServiceOptions {
+  /** Assembles the current view from the daemon's parts. Synchronous, cheap, no side effects. */
+  buildSnapshot: () => Omit<Snapshot, 'revision'>;
+  commands: ModelActions;
+  /** A model's recent server log, oldest first; undefined when it has none yet. Never blocks. */
+  logs: (modelId: string) => readonly string[] | undefined;
+  clock: AdminClock;
+  /** Least time between two SnapshotUpdated events, ms. Default 100. */
+  throttleMs?: number;
+  /** Told when a listener throws; the other listeners are still served. */
+  warn?: (message: string) => void;
+}
+
+export const DEFAULT_SNAPSHOT_THROTTLE_MS = 100;
+
+interface Subscriber {
+  listener: AdminListener;
+  /** The revision this subscriber saw last, so nobody is sent the same snapshot twice. */
+  sentRevision: number;
+}
+
+export class AdminService {
+  private readonly options: AdminServiceOptions;
+  private readonly throttleMs: number;
+  private readonly subscribers = new Set<Subscriber>();
+  private current: Snapshot | null = null;
+  private revision = 0;
+  private flushTimer: unknown = null;
+  private lastFlushAt = Number.NEGATIVE_INFINITY;
+
+  constructor(options: AdminServiceOptions) {
+    this.options = options;
+    this.throttleMs = options.throttleMs ?? DEFAULT_SNAPSHOT_THROTTLE_MS;
+  }
+
+  /**
+   * The current snapshot, built fresh. Its revision grows by one whenever the content differs
+   * from the last one built (the budget's `sampledAt` aside, which moves on every probe and
+   * would otherwise make every snapshot "new"). Never blocks; throws only if the builder does.
+   */
+  snapshot(): Snapshot {
+    const built = this.options.buildSnapshot();
+    if (this.current !== null && sameContent(built, this.current)) {
+      return { ...built, revision: this.current.revision };
+    }
+    this.revision += 1;
+    this.current = { ...built, revision: this.revision };
+    return this.current;
+  }
+
+  /**
+   * Carries out a command for a model named by id or alias. Never rejects: an unknown verb,
+   * an unknown model or a throwing action all resolve `{ ok: false }` with a `code` and a
+   * sentence; an action that declines resolves its own `{ ok: false }` without one. Whether
+   * it is idempotent is the action's business (pin and unpin are).
+   */
+  async run(command: string, modelName: string): Promise<CommandResult> {
+    if (!isModelCommand(command)) {
+      return {
+        ok: false,
+        code: 'unknown_command',
+        message: `Unknown command '${command}'; the commands are: ${MODEL_COMMANDS.join(', ')}.`,
+      };
+    }
+    const models = this.options.buildSnapshot().models;
+    const model = findModel(models, modelName);
+    if (model === undefined) return { ok: false, code: 'unknown_model', message: unknownModel(modelName, models) };
+    let result: CommandResult;
+    try {
+      result = await this.options.commands[command](model.id);
+    } catch (error) {
+      result = {
+        ok: false,
+        code: 'action_failed',
+        message: `${command} '${model.id}' failed: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+    // Whatever the action did is visible at once, not after the caller's next poll.
+    this.changed();
+    return result;
+  }
+
+  /**
+   * A model's recent log lines (by id or alias), oldest first: an empty list for a model that
+   * exists but has not logged, `{ found: false }` with the sentence listing the models for
+   * one that does not exist. Never blocks.
+   */
+  logs(modelName: string): LogsLookup {
+    const models = this.options.buildSnapshot().models;
+    const model = findModel(models, modelName);
+    if (model === undefined) return { found: false, message: unknownModel(modelName, models) };
+    return { found: true, modelId: model.id, lines: [...(this.options.logs(model.id) ?? [])] };
+  }
+
+  /**
+   * Calls `listener` with a full SnapshotUpdated at once, then with every later change and
+   * discrete event, in order, synchronously from `changed`'s timer and `publish`. Returns the
+   * unsubscribe function (idempotent). A listener must not block; a throwing one is reported
+   * through `warn` and kept.
+   */
+  subscribe(listener: AdminListener): () => void {
+    const subscriber: Subscriber = { listener, sentRevision: 0 };
+    this.subscribers.add(subscriber);
+    const snapshot = this.snapshot();
+    subscriber.sentRevision = snapshot.revision;
+    this.deliver(subscriber, { type: 'SnapshotUpdated', snapshot });
+    return () => {
+      this.subscribers.delete(subscriber);
+    };
+  }
+
+  /**
+   * Says "something may have changed; look again". Never blocks, idempotent within a window:
+   * a burst becomes one snapshot, at most one per `throttleMs`, and the last change of a burst
+   * is always sent (the trailing edge: the snapshot is built when the timer fires, so it sees
+   * everything that happened before). Even the first change waits for a timer turn (0 ms),
+   * because the daemon calls this from inside other components' event handlers, where
+   * rebuilding the snapshot synchronously would read them half-updated.
+   */
+  changed(): void {
+    if (this.flushTimer !== null) return;
+    const delay = Math.max(0, this.lastFlushAt + this.throttleMs - this.options.clock.now());
+    this.flushTimer = this.options.clock.setTimeout(() => this.flush(), delay);
+  }
+
+  /**
+   * Sends a discrete event to every subscriber at once (not throttled: each is a fact a
+   * person is told about, like a desktop notification). Never blocks. The daemon should batch
+   * LogAppended lines rather than publish one event per line.
+   */
+  publish(event: DiscreteAdminEvent): void {
+    for (const subscriber of [...this.subscribers]) this.deliver(subscriber, event);
+  }
+
+  /** Cancels a pending snapshot and drops every subscriber. Idempotent; for shutdown. */
+  close(): void {
+    if (this.flushTimer !== null) this.options.clock.clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    this.subscribers.clear();
+  }
+
+  private flush(): void {
+    this.flushTimer = null;
+    this.lastFlushAt = this.options.clock.now();
+    if (this.subscribers.size === 0) return;
+    const snapshot = this.snapshot();
+    for (const subscriber of [...this.subscribers]) {
+      if (subscriber.sentRevision === snapshot.revision) continue;
+      subscriber.sentRevision = snapshot.revision;
+      this.deliver(subscriber, { type: 'SnapshotUpdated', snapshot });
+    }
+  }
+
+  private deliver(subscriber: Subscriber, event: AdminEvent): void {
+    try {
+      subscriber.listener(event);
+    } catch (error) {
+      this.options.warn?.(
+        `An admin event listener threw on ${event.type}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+}
+
+/** The model a person means by `name`: its id first, then an alias. */
+function findModel(models: readonly ModelView[], name: string): ModelView | undefined {
+  return models.find((model) => model.id === name) ?? models.find((model) => model.aliases.includes(name));
+}
+
+function unknownModel(name: string, models: readonly ModelView[]): string {
+  const known = models.length === 0 ? 'no models are configured' : `the models are: ${models.map((m) => m.id).sort().join(', ')}`;
+  return `Unknown model '${name}'; ${known}.`;
+}
+
+/** Whether two snapshots show the same thing: deep equality, ignoring revision and budget.sampledAt. */
+function sameContent(a: Omit<Snapshot, 'revision'>, b: Snapshot): boolean {
+  const { revision: _revision, ...rest } = b;
+  return deepEqual(withoutSampleTime(a), withoutSampleTime(rest));
+}
+
+function withoutSampleTime(snapshot: Omit<Snapshot, 'revision'>): unknown {
+  return { ...snapshot, budget: { ...snapshot.budget, sampledAt: 0 } };
+}
+
+/** Structural equality over JSON-like values (what a snapshot is), key order ignored. */
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    return a.length === b.length && a.every((item, index) => deepEqual(item, b[index]));
+  }
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const keys = Object.keys(left).filter((key) => left[key] !== undefined);
+  const otherKeys = Object.keys(right).filter((key) => right[key] !== undefined);
+  return keys.length === otherKeys.length && keys.every((key) => deepEqual(left[key], right[key]));
+}

@@ -1,0 +1,17 @@
+// The admin layer's public API. See README.md for the data flow and the token hand-over.
+export {
+  AdminService,
+  DEFAULT_SNAPSHOT_THROTTLE_MS,
+  type AdminClock,
+  type AdminListener,
+  type AdminServiceOptions,
+  type DiscreteAdminEvent,
+  type LogsLookup,
+  type ModelActions,
+} from './admin-service.js';
+export { createAdminHandler, commandStatus, type AdminHandler, type AdminHandlerOptions, type MetricsAccess } from './admin-http.js';
+export { ADMIN_TOKEN_FILE, ensureAdminToken, readAdminToken } from './admin-token.js';
+export { PINS_FILE, PinStore, type PinStoreOptions } from './pin-store.js';
+export { METRICS_CONTENT_TYPE, renderMetrics } from './metrics.js';
+export { DASHBOARD_CSP } from './static-files.js';
+export { SESSION_COOKIE_PREFIX } from './admin-auth.js';

@@ -1,0 +1,127 @@
+// `/metrics` in Prometheus' text exposition format (version 0.0.4), as a pure function of the
+// snapshot: no registry, no counters kept on the side, so what Prometheus scrapes can never
+// disagree with what the dashboard shows.
+//
+// Every catalog model has every per-model series on every scrape, at 0 when it has no server.
+// The incident (seeds/001): the one alert for "a model that should run has nothing serving"
+// could never fire, because the ready series was published only while a replica was up, so
+// a model that failed 155 times in a row simply had no series. Here `desired == 1 and
+// ready == 0` is an expression that works.
+import { MODEL_STATE_NAMES, type ModelStateName } from '../contracts/model-status.js';
+import type { ModelView, Snapshot } from '../contracts/snapshot.js';
+import { LAUNCH_LEVELS } from '../policy/levels.js';
+
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+type Labels = Record<string, string>;
+
+interface Sample {
+  labels: Labels;
+  value: number;
+}
+
+interface Family {
+  name: string;
+  help: string;
+  samples: Sample[];
+}
+
+/** States in which the model's own server answers requests (fallback: another model answers). */
+const SERVING_STATES: ReadonlySet<ModelStateName> = new Set(['ready', 'active', 'degraded']);
+
+/** The whole exposition for one scrape. Pure; families in a fixed order, models sorted by id. */
+export function renderMetrics(snapshot: Snapshot): string {
+  return metricFamilies(snapshot).map(renderFamily).join('');
+}
+
+function metricFamilies(snapshot: Snapshot): Family[] {
+  const models = [...snapshot.models].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const perModel = (name: string, help: string, value: (model: ModelView) => number): Family => ({
+    name,
+    help,
+    samples: models.map((model) => ({ labels: { model: model.id }, value: value(model) })),
+  });
+  const { budget } = snapshot;
+  const perGpu = (name: string, help: string, value: (gpu: Snapshot['budget']['gpus'][number]) => number): Family => ({
+    name,
+    help,
+    samples: budget.gpus.map((gpu) => ({ labels: { gpu: String(gpu.index), name: gpu.name }, value: value(gpu) })),
+  });
+  const flag = (condition: boolean): number => (condition ? 1 : 0);
+
+  return [
+    perModel('llmtray_model_desired', 'Whether llmtray wants the model resident now (pinned, requested, or used within its idle TTL): 1 or 0.', (m) => flag(m.desired)),
+    perModel('llmtray_model_ready', "Whether the model's own server is up and answering (ready, active or degraded): 1 or 0.", (m) => flag(SERVING_STATES.has(m.status.state))),
+    perModel('llmtray_model_pinned', 'Whether the person pinned the model so it stays resident: 1 or 0.', (m) => flag(m.pinned)),
+    perModel('llmtray_model_in_flight', 'Requests the router is serving or holding for the model now.', (m) => m.inFlight),
+    perModel('llmtray_model_consecutive_failures', 'Launch failures in a row since the last success.', (m) => m.status.recovery.attempts),
+    perModel('llmtray_model_quarantined', 'Whether the model is quarantined (not launched again until retried or redefined): 1 or 0.', (m) => flag(m.status.state === 'quarantined')),
+    perModel('llmtray_model_unschedulable', 'Whether the last plan left the model out for lack of memory: 1 or 0.', (m) => flag(m.status.unschedulableReason !== null)),
+    perModel('llmtray_model_catalog_error', 'Whether the catalog could not read the model (missing or corrupt file): 1 or 0.', (m) => flag(m.catalogError !== null)),
+    {
+      name: 'llmtray_model_state',
+      help: 'The model state, one series per state name: 1 for the current state, 0 for the others.',
+      samples: models.flatMap((m) => MODEL_STATE_NAMES.map((state) => ({ labels: { model: m.id, state }, value: flag(m.status.state === state) }))),
+    },
+    {
+      name: 'llmtray_model_level',
+      help: 'The launch level the model runs or launches at, one series per level: 1 for the current one; all 0 when it is not resident.',
+      samples: models.flatMap((m) => LAUNCH_LEVELS.map((level) => ({ labels: { model: m.id, level }, value: flag(m.status.level === level) }))),
+    },
+    {
+      name: 'llmtray_model_estimate_bytes',
+      help: 'Estimated device memory of the model (with its draft) at each launch level, bytes.',
+      samples: models.flatMap((m) => LAUNCH_LEVELS.map((level) => ({ labels: { model: m.id, level }, value: m.estimateBytes[level] }))),
+    },
+    perModel('llmtray_model_measured_bytes', 'Memory the running server was measured to use, bytes; 0 while not measured.', (m) => m.measuredBytes ?? 0),
+    { name: 'llmtray_budget_bytes', help: 'The memory budget the policy schedules against, bytes.', samples: [{ labels: {}, value: budget.budgetBytes }] },
+    { name: 'llmtray_budget_used_bytes', help: "Sum of resident models' footprints, bytes.", samples: [{ labels: {}, value: budget.usedBytes }] },
+    {
+      name: 'llmtray_budget_limit_bytes',
+      help: 'The hard budget limit set in the config, bytes; absent when none is set.',
+      samples: budget.limitBytes === null ? [] : [{ labels: {}, value: budget.limitBytes }],
+    },
+    {
+      name: 'llmtray_budget_mode',
+      help: "Where models run: 'gpu', 'cpu' (host RAM) or 'unified' (Apple Silicon); 1 for the current mode.",
+      samples: (['gpu', 'cpu', 'unified'] as const).map((mode) => ({ labels: { mode }, value: flag(budget.mode === mode) })),
+    },
+    { name: 'llmtray_host_memory_total_bytes', help: 'Host RAM, bytes.', samples: [{ labels: {}, value: budget.hostTotalBytes }] },
+    { name: 'llmtray_host_memory_available_bytes', help: 'Host RAM available to new allocations, bytes.', samples: [{ labels: {}, value: budget.hostAvailableBytes }] },
+    perGpu('llmtray_gpu_total_bytes', 'Device memory of the GPU, bytes.', (g) => g.totalBytes),
+    perGpu('llmtray_gpu_budget_bytes', "The GPU's share of the budget: total - reserve - used by other programs, bytes.", (g) => g.budgetBytes),
+    perGpu('llmtray_gpu_used_by_us_bytes', "Device memory held by llmtray's model servers, bytes.", (g) => g.usedByUsBytes),
+    perGpu('llmtray_gpu_used_by_others_bytes', 'Device memory held by other programs and the driver, bytes.', (g) => g.usedByOthersBytes),
+    perGpu('llmtray_gpu_reserve_bytes', 'Device memory kept free on purpose (the configured reserve), bytes.', (g) => g.reserveBytes),
+    { name: 'llmtray_config_errors', help: 'Config problems that kept the last good config running; 0 when the config is fine.', samples: [{ labels: {}, value: snapshot.configErrors.length }] },
+    { name: 'llmtray_start_time_seconds', help: 'When the daemon started, seconds since the Unix epoch.', samples: [{ labels: {}, value: snapshot.startedAt / 1000 }] },
+  ];
+}
+
+function renderFamily(family: Family): string {
+  const lines = [`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} gauge`];
+  for (const sample of family.samples) lines.push(`${family.name}${renderLabels(sample.labels)} ${renderValue(sample.value)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function renderLabels(labels: Labels): string {
+  const pairs = Object.entries(labels).map(([name, value]) => `${name}="${escapeLabelValue(value)}"`);
+  return pairs.length === 0 ? '' : `{${pairs.join(',')}}`;
+}
+
+/** The format's escapes for a label value: backslash, double quote and line feed. */
+export function escapeLabelValue(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+/** HELP text escapes backslash and line feed (not quotes). */
+function escapeHelp(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+function renderValue(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Number.POSITIVE_INFINITY) return '+Inf';
+  if (value === Number.NEGATIVE_INFINITY) return '-Inf';
+  return String(value);
+}

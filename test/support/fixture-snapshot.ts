@@ -1,0 +1,93 @@
+// A small, realistic admin snapshot for the admin tests: one model ready on the GPU, one
+// quarantined with no server (the seed's case: its series must still exist), one idle whose
+// id needs escaping in a Prometheus label and encoding in a URL.
+import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
+
+const GiB = 1024 ** 3;
+
+export function fixtureModel(id: string, overrides: Partial<ModelView> = {}): ModelView {
+  return {
+    id,
+    aliases: [],
+    path: `/models/${id}.gguf`,
+    engine: 'embedded',
+    priority: 0,
+    pinned: false,
+    desired: false,
+    draftId: null,
+    fallbackId: null,
+    contextTokens: 4096,
+    estimateBytes: { full: 6 * GiB, degraded: 4 * GiB, minimal: 0 },
+    measuredBytes: null,
+    inFlight: 0,
+    lastUsed: null,
+    status: {
+      modelId: id,
+      state: 'idle',
+      level: null,
+      recovery: { kind: 'none', attempts: 0, nextAction: null, nextAttemptAt: null, lastError: null },
+      servedBy: null,
+      unschedulableReason: null,
+      next: null,
+      since: 1_700_000_000_000,
+    },
+    loading: null,
+    upstream: null,
+    catalogError: null,
+    ...overrides,
+  };
+}
+
+export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
+  const ready = fixtureModel('llama-3.1-8b', {
+    aliases: ['llama'],
+    pinned: true,
+    desired: true,
+    inFlight: 2,
+    measuredBytes: 5.5 * GiB,
+    status: { ...fixtureModel('x').status, modelId: 'llama-3.1-8b', state: 'ready', level: 'full' },
+    upstream: { baseUrl: 'http://127.0.0.1:40001', apiKey: 'engine-key', pid: 4242 },
+  });
+  const quarantined = fixtureModel('kev-0.5b', {
+    desired: true,
+    status: {
+      ...fixtureModel('x').status,
+      modelId: 'kev-0.5b',
+      state: 'quarantined',
+      recovery: { kind: 'crash', attempts: 5, nextAction: 'quarantine', nextAttemptAt: null, lastError: "unknown model architecture: 'kev'" },
+      unschedulableReason: null,
+      next: 'waiting for a retry',
+    },
+  });
+  const odd = fixtureModel('odd"name\\v1\nx');
+  return {
+    startedAt: 1_700_000_000_000,
+    endpoint: 'http://127.0.0.1:8080/v1',
+    models: [ready, quarantined, odd],
+    budget: {
+      mode: 'gpu',
+      budgetBytes: 20 * GiB,
+      usedBytes: 6 * GiB,
+      limitBytes: null,
+      gpus: [
+        {
+          index: 0,
+          name: 'NVIDIA GeForce RTX 4090',
+          totalBytes: 24 * GiB,
+          usedByOthersBytes: 3 * GiB,
+          usedByUsBytes: 6 * GiB,
+          reserveBytes: 1 * GiB,
+          budgetBytes: 20 * GiB,
+          holders: [{ kind: 'model', modelId: 'llama-3.1-8b', bytes: 6 * GiB }],
+        },
+      ],
+      hostTotalBytes: 64 * GiB,
+      hostAvailableBytes: 40 * GiB,
+      sampledAt: 1_700_000_000_000,
+    },
+    plan: null,
+    configErrors: [],
+    configPath: '/home/me/.config/llmtray/config.yaml',
+    modelDirs: ['/models'],
+  };
+}

@@ -1,0 +1,215 @@
+import { describe, expect, it } from 'vitest';
+import { AdminService, type ModelActions } from '../../../core/admin/admin-service.js';
+import type { AdminEvent } from '../../../core/contracts/admin-events.js';
+import type { CommandResult, ModelCommand } from '../../../core/contracts/commands.js';
+import type { Snapshot } from '../../../core/contracts/snapshot.js';
+import { FakeClock } from '../../support/fake-clock.js';
+import { fixtureSnapshot } from '../../support/fixture-snapshot.js';
+
+/** A service over a snapshot the test edits, actions that record their calls, and a fake clock. */
+function setup(answer: (command: ModelCommand, id: string) => Promise<CommandResult> = async (c, id) => ({ ok: true, message: `${c} ${id}` })) {
+  const clock = new FakeClock();
+  let view = fixtureSnapshot();
+  const calls: string[] = [];
+  const action = (command: ModelCommand) => (id: string) => {
+    calls.push(`${command} ${id}`);
+    return answer(command, id);
+  };
+  const commands: ModelActions = { pin: action('pin'), unpin: action('unpin'), load: action('load'), unload: action('unload'), retry: action('retry') };
+  const logs = new Map<string, string[]>([['llama-3.1-8b', ['loading', 'ready']]]);
+  const warnings: string[] = [];
+  const service = new AdminService({
+    buildSnapshot: () => view,
+    commands,
+    logs: (id) => logs.get(id),
+    clock,
+    warn: (message) => warnings.push(message),
+  });
+  const events: AdminEvent[] = [];
+  return {
+    clock,
+    service,
+    calls,
+    warnings,
+    events,
+    edit(change: (snapshot: Omit<Snapshot, 'revision'>) => void): void {
+      view = structuredClone(view);
+      change(view);
+    },
+    listen(): () => void {
+      return service.subscribe((event) => events.push(event));
+    },
+    snapshots(): Snapshot[] {
+      return events.flatMap((e) => (e.type === 'SnapshotUpdated' ? [e.snapshot] : []));
+    },
+  };
+}
+
+describe('AdminService revisions', () => {
+  it('bumps the revision only when the content changes, ignoring the budget sample time', () => {
+    const t = setup();
+    const first = t.service.snapshot();
+    expect(first.revision).toBe(1);
+    t.edit((s) => { s.budget.sampledAt += 5_000; });
+    const resampled = t.service.snapshot();
+    expect(resampled.revision).toBe(1);
+    expect(resampled.budget.sampledAt).toBe(first.budget.sampledAt + 5_000);
+    t.edit((s) => { s.models[0]!.inFlight = 3; });
+    expect(t.service.snapshot().revision).toBe(2);
+    t.edit((s) => { s.models[0]!.inFlight = 2; });
+    expect(t.service.snapshot().revision).toBe(3);
+    expect(t.service.snapshot().revision).toBe(3);
+  });
+});
+
+describe('AdminService events', () => {
+  it('sends a full snapshot first, then a change after changed(), and nothing for an unchanged one', async () => {
+    const t = setup();
+    t.listen();
+    expect(t.events).toHaveLength(1);
+    expect(t.events[0]).toMatchObject({ type: 'SnapshotUpdated', snapshot: { revision: 1 } });
+
+    t.service.changed();
+    await t.clock.advance(1_000);
+    expect(t.events).toHaveLength(1);
+
+    t.edit((s) => { s.models[1]!.status.state = 'loading'; });
+    t.service.changed();
+    expect(t.events).toHaveLength(1); // never synchronously inside the caller's handler
+    await t.clock.advance(0);
+    expect(t.snapshots().map((s) => s.revision)).toEqual([1, 2]);
+    expect(t.snapshots()[1]!.models[1]!.status.state).toBe('loading');
+  });
+
+  it('turns a burst into one snapshot and keeps at most one per 100 ms, always sending the last change', async () => {
+    const t = setup();
+    t.listen();
+    for (let i = 0; i < 50; i++) {
+      t.edit((s) => { s.models[0]!.inFlight = i; });
+      t.service.changed();
+    }
+    await t.clock.advance(0);
+    expect(t.snapshots()).toHaveLength(2);
+    expect(t.snapshots()[1]!.models[0]!.inFlight).toBe(49);
+
+    // Changes every 10 ms for one second: at most one snapshot per window.
+    for (let ms = 10; ms <= 1_000; ms += 10) {
+      t.edit((s) => { s.models[0]!.inFlight = ms; });
+      t.service.changed();
+      await t.clock.advance(10);
+    }
+    const sent = t.snapshots().slice(2);
+    expect(sent.length).toBeGreaterThanOrEqual(9);
+    expect(sent.length).toBeLessThanOrEqual(11);
+
+    // The trailing edge: the last change is sent once its window ends, not dropped.
+    t.edit((s) => { s.models[0]!.inFlight = 12_345; });
+    t.service.changed();
+    await t.clock.advance(100);
+    expect(t.snapshots().at(-1)!.models[0]!.inFlight).toBe(12_345);
+  });
+
+  it('waits out the window after a snapshot before sending the next', async () => {
+    const t = setup();
+    t.listen();
+    t.edit((s) => { s.models[0]!.inFlight = 7; });
+    t.service.changed();
+    await t.clock.advance(0);
+    t.edit((s) => { s.models[0]!.inFlight = 8; });
+    t.service.changed();
+    expect(t.clock.pendingDelays()).toEqual([100]);
+    await t.clock.advance(99);
+    expect(t.snapshots().at(-1)!.models[0]!.inFlight).toBe(7);
+    await t.clock.advance(1);
+    expect(t.snapshots().at(-1)!.models[0]!.inFlight).toBe(8);
+  });
+
+  it('does not resend to a subscriber the snapshot it got on subscribing', async () => {
+    const t = setup();
+    const early: AdminEvent[] = [];
+    t.service.subscribe((e) => early.push(e));
+    t.edit((s) => { s.models[0]!.pinned = false; });
+    t.service.changed();
+    t.listen(); // subscribes after the change: its first snapshot already shows it
+    await t.clock.advance(0);
+    expect(t.snapshots().map((s) => s.revision)).toEqual([2]);
+    expect(early.map((e) => (e.type === 'SnapshotUpdated' ? e.snapshot.revision : e.type))).toEqual([1, 2]);
+  });
+
+  it('publishes discrete events at once, in order, and stops after unsubscribe', async () => {
+    const t = setup();
+    const unsubscribe = t.listen();
+    t.service.publish({ type: 'ModelQuarantined', modelId: 'kev-0.5b', reason: 'crashed 5 times', at: 1 });
+    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', lines: ['a', 'b'] });
+    expect(t.events.map((e) => e.type)).toEqual(['SnapshotUpdated', 'ModelQuarantined', 'LogAppended']);
+    unsubscribe();
+    unsubscribe();
+    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', lines: ['c'] });
+    t.edit((s) => { s.models[0]!.inFlight = 0; });
+    t.service.changed();
+    await t.clock.advance(100);
+    expect(t.events).toHaveLength(3);
+  });
+
+  it('keeps serving the other listeners when one throws, and says so', () => {
+    const t = setup();
+    t.service.subscribe(() => { throw new Error('renderer gone'); });
+    t.listen();
+    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', lines: ['x'] });
+    expect(t.events.map((e) => e.type)).toEqual(['SnapshotUpdated', 'LogAppended']);
+    expect(t.warnings).toEqual([
+      'An admin event listener threw on SnapshotUpdated: renderer gone',
+      'An admin event listener threw on LogAppended: renderer gone',
+    ]);
+  });
+});
+
+describe('AdminService commands', () => {
+  it('refuses an unknown command without calling any action', async () => {
+    const t = setup();
+    const result = await t.service.run('delete', 'llama-3.1-8b');
+    expect(result).toEqual({ ok: false, code: 'unknown_command', message: "Unknown command 'delete'; the commands are: pin, unpin, load, unload, retry." });
+    expect(t.calls).toEqual([]);
+  });
+
+  it('refuses an unknown model naming the models that exist', async () => {
+    const t = setup();
+    const result = await t.service.run('pin', 'phi-4');
+    expect(result.ok).toBe(false);
+    expect(result.code).toBe('unknown_model');
+    expect(result.message).toContain("Unknown model 'phi-4'; the models are: kev-0.5b, llama-3.1-8b,");
+    expect(t.calls).toEqual([]);
+  });
+
+  it('resolves an alias to the model id and passes the action result through', async () => {
+    const t = setup(async (command, id) => (command === 'retry' ? { ok: false, message: `${id} is not quarantined` } : { ok: true, message: 'done' }));
+    expect(await t.service.run('unload', 'llama')).toEqual({ ok: true, message: 'done' });
+    expect(await t.service.run('retry', 'llama-3.1-8b')).toEqual({ ok: false, message: 'llama-3.1-8b is not quarantined' });
+    expect(t.calls).toEqual(['unload llama-3.1-8b', 'retry llama-3.1-8b']);
+  });
+
+  it('reports an action that throws as action_failed, and never rejects', async () => {
+    const t = setup(async () => { throw new Error('EACCES: pins.json'); });
+    expect(await t.service.run('pin', 'kev-0.5b')).toEqual({ ok: false, code: 'action_failed', message: "pin 'kev-0.5b' failed: EACCES: pins.json" });
+  });
+
+  it('sends the effect of a command without waiting for the daemon to call changed()', async () => {
+    const t = setup(async () => {
+      t.edit((s) => { s.models[1]!.pinned = true; });
+      return { ok: true, message: 'pinned' };
+    });
+    t.listen();
+    await t.service.run('pin', 'kev-0.5b');
+    await t.clock.advance(0);
+    expect(t.snapshots().at(-1)!.models[1]!.pinned).toBe(true);
+  });
+
+  it('answers logs by id or alias, empty for a model that has not logged, not found otherwise', () => {
+    const t = setup();
+    expect(t.service.logs('llama')).toEqual({ found: true, modelId: 'llama-3.1-8b', lines: ['loading', 'ready'] });
+    expect(t.service.logs('kev-0.5b')).toEqual({ found: true, modelId: 'kev-0.5b', lines: [] });
+    const missing = t.service.logs('nope');
+    expect(missing.found).toBe(false);
+    if (!missing.found) expect(missing.message).toMatch(/^Unknown model 'nope'; the models are: kev-0.5b/);
+  });
+});

@@ -1,0 +1,160 @@
+import { describe, expect, it } from 'vitest';
+import { escapeLabelValue, renderMetrics } from '../../../core/admin/metrics.js';
+import type { Snapshot } from '../../../core/contracts/snapshot.js';
+import { fixtureSnapshot } from '../../support/fixture-snapshot.js';
+
+interface ParsedSample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+interface Parsed {
+  help: Map<string, string>;
+  type: Map<string, string>;
+  samples: ParsedSample[];
+}
+
+/**
+ * A strict reader of the text exposition format (0.0.4): HELP and TYPE before a family's
+ * samples, label values with their three escapes, one sample per line. Throws on anything else.
+ */
+function parseExposition(text: string): Parsed {
+  const parsed: Parsed = { help: new Map(), type: new Map(), samples: [] };
+  expect(text.endsWith('\n')).toBe(true);
+  for (const line of text.slice(0, -1).split('\n')) {
+    const comment = /^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$/.exec(line);
+    if (comment !== null) {
+      const [, kind, name, rest] = comment as unknown as [string, string, string, string];
+      (kind === 'HELP' ? parsed.help : parsed.type).set(name, rest.replace(/\\n/g, '\n').replace(/\\\\/g, '\\'));
+      continue;
+    }
+    const head = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line);
+    if (head === null) throw new Error(`not a sample line: ${JSON.stringify(line)}`);
+    const name = head[1]!;
+    if (!parsed.type.has(name) || !parsed.help.has(name)) throw new Error(`${name} has a sample before its HELP and TYPE`);
+    let i = name.length;
+    const labels: Record<string, string> = {};
+    if (line[i] === '{') {
+      i++;
+      while (line[i] !== '}') {
+        const labelName = /^([a-zA-Z_][a-zA-Z0-9_]*)="/.exec(line.slice(i));
+        if (labelName === null) throw new Error(`bad label in ${JSON.stringify(line)}`);
+        i += labelName[0].length;
+        let value = '';
+        while (line[i] !== '"') {
+          if (i >= line.length) throw new Error(`unterminated label value in ${JSON.stringify(line)}`);
+          if (line[i] === '\\') {
+            const escaped = line[i + 1];
+            value += escaped === 'n' ? '\n' : escaped === '\\' ? '\\' : escaped === '"' ? '"' : (() => { throw new Error(`bad escape \\${escaped}`); })();
+            i += 2;
+          } else {
+            value += line[i];
+            i++;
+          }
+        }
+        i++;
+        labels[labelName[1]!] = value;
+        if (line[i] === ',') i++;
+      }
+      i++;
+    }
+    if (line[i] !== ' ') throw new Error(`no space before the value in ${JSON.stringify(line)}`);
+    const value = Number(line.slice(i + 1));
+    if (Number.isNaN(value)) throw new Error(`bad value in ${JSON.stringify(line)}`);
+    parsed.samples.push({ name, labels, value });
+  }
+  return parsed;
+}
+
+function withRevision(snapshot: Omit<Snapshot, 'revision'>): Snapshot {
+  return { ...snapshot, revision: 1 };
+}
+
+function value(parsed: Parsed, name: string, labels: Record<string, string>): number | undefined {
+  return parsed.samples.find((s) => s.name === name && JSON.stringify(s.labels) === JSON.stringify(labels))?.value;
+}
+
+const PER_MODEL = [
+  'llmtray_model_desired',
+  'llmtray_model_ready',
+  'llmtray_model_pinned',
+  'llmtray_model_in_flight',
+  'llmtray_model_consecutive_failures',
+  'llmtray_model_quarantined',
+  'llmtray_model_unschedulable',
+  'llmtray_model_catalog_error',
+  'llmtray_model_measured_bytes',
+];
+
+describe('renderMetrics', () => {
+  const snapshot = withRevision(fixtureSnapshot());
+  const parsed = parseExposition(renderMetrics(snapshot));
+
+  it('gives every catalog model every series, at 0 for a model with no server', () => {
+    for (const name of PER_MODEL) {
+      expect(parsed.type.get(name)).toBe('gauge');
+      expect(parsed.samples.filter((s) => s.name === name).map((s) => s.labels.model).sort()).toEqual(snapshot.models.map((m) => m.id).sort());
+    }
+    const kev = { model: 'kev-0.5b' };
+    expect(value(parsed, 'llmtray_model_desired', kev)).toBe(1);
+    expect(value(parsed, 'llmtray_model_ready', kev)).toBe(0);
+    expect(value(parsed, 'llmtray_model_quarantined', kev)).toBe(1);
+    expect(value(parsed, 'llmtray_model_consecutive_failures', kev)).toBe(5);
+    expect(value(parsed, 'llmtray_model_measured_bytes', kev)).toBe(0);
+    for (const level of ['full', 'degraded', 'minimal']) expect(value(parsed, 'llmtray_model_level', { model: 'kev-0.5b', level })).toBe(0);
+  });
+
+  it('reports the resident model as it is', () => {
+    const llama = { model: 'llama-3.1-8b' };
+    expect(value(parsed, 'llmtray_model_ready', llama)).toBe(1);
+    expect(value(parsed, 'llmtray_model_in_flight', llama)).toBe(2);
+    expect(value(parsed, 'llmtray_model_pinned', llama)).toBe(1);
+    expect(value(parsed, 'llmtray_model_measured_bytes', llama)).toBe(5.5 * 1024 ** 3);
+    expect(value(parsed, 'llmtray_model_level', { ...llama, level: 'full' })).toBe(1);
+    expect(value(parsed, 'llmtray_model_level', { ...llama, level: 'degraded' })).toBe(0);
+    expect(value(parsed, 'llmtray_model_estimate_bytes', { ...llama, level: 'degraded' })).toBe(4 * 1024 ** 3);
+    const states = parsed.samples.filter((s) => s.name === 'llmtray_model_state' && s.labels.model === 'llama-3.1-8b');
+    expect(states).toHaveLength(10);
+    expect(states.filter((s) => s.value === 1).map((s) => s.labels.state)).toEqual(['ready']);
+  });
+
+  it('reports the budget and each GPU', () => {
+    const gpu = { gpu: '0', name: 'NVIDIA GeForce RTX 4090' };
+    expect(value(parsed, 'llmtray_budget_bytes', {})).toBe(20 * 1024 ** 3);
+    expect(value(parsed, 'llmtray_gpu_budget_bytes', gpu)).toBe(20 * 1024 ** 3);
+    expect(value(parsed, 'llmtray_gpu_used_by_us_bytes', gpu)).toBe(6 * 1024 ** 3);
+    expect(value(parsed, 'llmtray_gpu_used_by_others_bytes', gpu)).toBe(3 * 1024 ** 3);
+    expect(value(parsed, 'llmtray_budget_mode', { mode: 'gpu' })).toBe(1);
+    expect(parsed.samples.some((s) => s.name === 'llmtray_budget_limit_bytes')).toBe(false);
+    const limited = parseExposition(renderMetrics({ ...snapshot, budget: { ...snapshot.budget, limitBytes: 16 * 1024 ** 3 } }));
+    expect(value(limited, 'llmtray_budget_limit_bytes', {})).toBe(16 * 1024 ** 3);
+  });
+
+  it('escapes label values so an odd model id reads back unchanged', () => {
+    const odd = snapshot.models[2]!.id;
+    expect(odd).toBe('odd"name\\v1\nx');
+    expect(value(parsed, 'llmtray_model_desired', { model: odd })).toBe(0);
+    expect(escapeLabelValue('a\\b"c\nd')).toBe('a\\\\b\\"c\\nd');
+  });
+
+  it('has one sample per name and label set, and no secret from the snapshot', () => {
+    const keys = parsed.samples.map((s) => `${s.name}${JSON.stringify(s.labels)}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    const text = renderMetrics(snapshot);
+    expect(text).not.toContain('engine-key');
+    expect(text).not.toContain('40001');
+  });
+
+  it('is pure: the same snapshot gives the same text, and the snapshot is untouched', () => {
+    const before = structuredClone(snapshot);
+    expect(renderMetrics(snapshot)).toBe(renderMetrics(structuredClone(snapshot)));
+    expect(snapshot).toEqual(before);
+  });
+
+  it('still declares every family with no models and no GPU', () => {
+    const empty = parseExposition(renderMetrics({ ...snapshot, models: [], budget: { ...snapshot.budget, mode: 'cpu', gpus: [] } }));
+    for (const name of [...PER_MODEL, 'llmtray_gpu_budget_bytes']) expect(empty.type.get(name)).toBe('gauge');
+    expect(value(empty, 'llmtray_budget_mode', { mode: 'cpu' })).toBe(1);
+  });
+});
