@@ -1,0 +1,109 @@
+// Command-line flags of the embedded engine: the subset of llama-server's flags that llmtray
+// launches it with, with the same spellings and meanings, so one argv builder serves both
+// engines. Anything else is refused by name: silently ignoring a flag would let a launch
+// that asked for something (say, a different context) run without it.
+
+export type GpuLayers = number | 'auto' | 'all';
+
+export interface EngineOptions {
+  modelPath: string;
+  /** Total context in tokens over all slots, as llama-server's -c; undefined = the model's own. */
+  contextSize: number | undefined;
+  gpuLayers: GpuLayers;
+  draftModelPath: string | undefined;
+  draftGpuLayers: GpuLayers;
+  threads: number | undefined;
+  parallel: number;
+  host: string;
+  /** 0 asks the OS for a free port; the chosen one is printed on stderr. */
+  port: number;
+  alias: string | undefined;
+  useMmap: boolean;
+  apiKey: string | undefined;
+}
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export const USAGE = `usage: main.js -m MODEL.gguf [options]
+  -m,   --model FNAME              model path (required)
+  -c,   --ctx-size N               total context size in tokens, shared by the slots (default: from the model)
+  -ngl, --n-gpu-layers N           layers to store in VRAM: a number, 'auto' or 'all' (default: auto; 0 = CPU only)
+  -md,  --model-draft FNAME        draft model for speculative decoding
+  -ngld, --n-gpu-layers-draft N    the same for the draft model
+  -t,   --threads N                CPU threads for generation (default: the CPU count)
+  -np,  --parallel N               number of slots, i.e. requests served at once (default: 1)
+        --host HOST                address to listen on (default: 127.0.0.1)
+        --port PORT                port to listen on, 0 for any free port (default: 8080)
+  -a,   --alias NAME               model name reported by the API (default: the file name)
+        --no-mmap, --mmap          whether to memory-map the model (default: mmap)
+        --api-key KEY              require 'Authorization: Bearer KEY' on every endpoint but /health
+        --metrics, --slots         accepted for llama-server compatibility: /metrics and /slots are always on`;
+
+type Setter = (opts: EngineOptions, value: string, flag: string) => void;
+
+function integer(flag: string, value: string, min: number): number {
+  const n = Number(value);
+  if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(n) || n < min) {
+    throw new UsageError(`${flag} expects an integer >= ${min}, got '${value}'`);
+  }
+  return n;
+}
+
+function gpuLayers(flag: string, value: string): GpuLayers {
+  if (value === 'auto' || value === 'all') return value;
+  return integer(flag, value, 0);
+}
+
+const WITH_VALUE: Record<string, Setter> = {};
+const SWITCHES: Record<string, (opts: EngineOptions) => void> = {};
+function valued(names: string[], set: Setter): void {
+  for (const n of names) WITH_VALUE[n] = set;
+}
+function switched(names: string[], set: (opts: EngineOptions) => void): void {
+  for (const n of names) SWITCHES[n] = set;
+}
+
+valued(['-m', '--model'], (o, v) => { o.modelPath = v; });
+valued(['-c', '--ctx-size'], (o, v, f) => { const n = integer(f, v, 0); o.contextSize = n === 0 ? undefined : n; });
+valued(['-ngl', '--n-gpu-layers', '--gpu-layers'], (o, v, f) => { o.gpuLayers = gpuLayers(f, v); });
+valued(['-md', '--model-draft'], (o, v) => { o.draftModelPath = v; });
+valued(['-ngld', '--n-gpu-layers-draft', '--gpu-layers-draft'], (o, v, f) => { o.draftGpuLayers = gpuLayers(f, v); });
+valued(['-t', '--threads'], (o, v, f) => { o.threads = integer(f, v, 1); });
+valued(['-np', '--parallel'], (o, v, f) => { o.parallel = integer(f, v, 1); });
+valued(['--host'], (o, v) => { o.host = v; });
+valued(['--port'], (o, v, f) => { o.port = integer(f, v, 0); if (o.port > 65535) throw new UsageError(`${f} expects a port 0..65535, got ${v}`); });
+valued(['-a', '--alias'], (o, v) => { o.alias = v; });
+valued(['--api-key'], (o, v, f) => { if (!v) throw new UsageError(`${f} expects a non-empty key`); o.apiKey = v; });
+switched(['--no-mmap'], (o) => { o.useMmap = false; });
+switched(['--mmap'], (o) => { o.useMmap = true; });
+switched(['--metrics', '--slots'], () => {});
+
+/** Parses argv (without node and the script). Pure; throws UsageError naming the bad flag. */
+export function parseEngineArgs(argv: readonly string[]): EngineOptions {
+  const opts: EngineOptions = {
+    modelPath: '', contextSize: undefined, gpuLayers: 'auto', draftModelPath: undefined, draftGpuLayers: 'auto',
+    threads: undefined, parallel: 1, host: '127.0.0.1', port: 8080, alias: undefined, useMmap: true, apiKey: undefined,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    const setter = WITH_VALUE[flag];
+    if (setter) {
+      const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+      if (value === undefined) throw new UsageError(`${flag} expects a value`);
+      setter(opts, value, flag);
+      continue;
+    }
+    const toggle = SWITCHES[flag];
+    if (toggle && eq < 0) {
+      toggle(opts);
+      continue;
+    }
+    throw new UsageError(`invalid argument: ${arg}`);
+  }
+  if (!opts.modelPath) throw new UsageError('-m/--model is required');
+  return opts;
+}

@@ -1,0 +1,112 @@
+// POST /v1/chat/completions and POST /v1/completions, streamed or not. The two differ only
+// in how the prompt is made and how a choice is shaped; everything else is one path.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ChatWrapper, LlamaText, Token } from 'node-llama-cpp';
+import { chatPrompt } from './chat-prompt.js';
+import { generate, type FinishReason, type GenerationResult, type GenerationTarget } from './generation.js';
+import { HttpError } from './http-error.js';
+import { readChatRequest, readCompletionRequest, type SamplingParams } from './openai-requests.js';
+import { startSse } from './sse.js';
+
+export interface CompletionEngine extends GenerationTarget {
+  modelName: string;
+  chatWrapper: ChatWrapper;
+}
+
+interface Prepared {
+  tokens: Token[];
+  extraStops: LlamaText[];
+  sampling: SamplingParams;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+/** How the two endpoints shape their answers. */
+interface Flavor {
+  idPrefix: string;
+  object: string;
+  chunkObject: string;
+  firstDelta?: Record<string, unknown>;
+  choice(text: string, finishReason: FinishReason | null): Record<string, unknown>;
+  deltaChoice(text: string | undefined, finishReason: FinishReason | null): Record<string, unknown>;
+}
+
+const CHAT: Flavor = {
+  idPrefix: 'chatcmpl-',
+  object: 'chat.completion',
+  chunkObject: 'chat.completion.chunk',
+  firstDelta: { role: 'assistant', content: '' },
+  choice: (text, finishReason) => ({ index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason, logprobs: null }),
+  deltaChoice: (text, finishReason) => ({ index: 0, delta: text === undefined ? {} : { content: text }, finish_reason: finishReason, logprobs: null }),
+};
+
+const TEXT: Flavor = {
+  idPrefix: 'cmpl-',
+  object: 'text_completion',
+  chunkObject: 'text_completion',
+  choice: (text, finishReason) => ({ index: 0, text, finish_reason: finishReason, logprobs: null }),
+  deltaChoice: (text, finishReason) => ({ index: 0, text: text ?? '', finish_reason: finishReason, logprobs: null }),
+};
+
+function usageOf(r: GenerationResult): Record<string, number> {
+  return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens };
+}
+
+/** An AbortSignal that fires when the client goes away before the answer is complete. */
+function clientGone(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
+  });
+  return controller.signal;
+}
+
+async function respond(engine: CompletionEngine, flavor: Flavor, p: Prepared, res: ServerResponse): Promise<void> {
+  const signal = clientGone(res);
+  const id = `${flavor.idPrefix}${randomUUID().replaceAll('-', '')}`;
+  const created = Math.floor(Date.now() / 1000);
+  const envelope = (object: string) => ({ id, object, created, model: engine.modelName, system_fingerprint: 'llmtray-embedded' });
+  const input = { tokens: p.tokens, sampling: p.sampling, extraStops: p.extraStops, signal };
+
+  if (!p.stream) {
+    const result = await generate(engine, input);
+    if (signal.aborted) return;
+    const body = { ...envelope(flavor.object), choices: [flavor.choice(result.text, result.finishReason)], usage: usageOf(result) };
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(body));
+    return;
+  }
+
+  const sse = startSse(res);
+  const chunk = (text: string | undefined, finishReason: FinishReason | null) => ({ ...envelope(flavor.chunkObject), choices: [flavor.deltaChoice(text, finishReason)] });
+  if (flavor.firstDelta) sse.send({ ...envelope(flavor.chunkObject), choices: [{ index: 0, delta: flavor.firstDelta, finish_reason: null, logprobs: null }] });
+  try {
+    const result = await generate(engine, { ...input, onText: (text) => sse.send(chunk(text, null)) });
+    // llama-server puts usage on the last chunk; OpenAI sends it in a chunk of its own when
+    // asked (stream_options.include_usage). Both, so either kind of client finds it.
+    sse.send({ ...chunk(undefined, result.finishReason), usage: usageOf(result) });
+    if (p.includeUsage) sse.send({ ...envelope(flavor.chunkObject), choices: [], usage: usageOf(result) });
+  } catch (error) {
+    const e = error instanceof HttpError ? error : new HttpError(500, `generation failed: ${(error as Error).message}`, 'server_error');
+    sse.send(e.body());
+  }
+  sse.done();
+}
+
+export async function handleChatCompletion(engine: CompletionEngine, body: unknown, _req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const request = readChatRequest(body);
+  const prompt = chatPrompt(engine.model, engine.chatWrapper, request.messages);
+  await respond(engine, CHAT, { tokens: prompt.tokens, extraStops: prompt.stops, sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage }, res);
+}
+
+export async function handleCompletion(engine: CompletionEngine, body: unknown, _req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const request = readCompletionRequest(body);
+  const tokens = typeof request.prompt === 'string'
+    ? engine.model.tokenize(request.prompt, true, 'trimLeadingSpace')
+    : (request.prompt as Token[]);
+  const vocab = engine.model.fileInfo.metadata.tokenizer.ggml.tokens.length;
+  const bad = tokens.find((t) => t >= vocab);
+  if (bad !== undefined) throw new HttpError(400, `prompt token ${bad} is outside the vocabulary (${vocab} tokens)`, 'invalid_request_error');
+  await respond(engine, TEXT, { tokens, extraStops: [], sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage }, res);
+}

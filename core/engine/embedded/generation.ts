@@ -1,0 +1,86 @@
+// One generation on one slot: the single path under both /v1/chat/completions and
+// /v1/completions, so limits, stops, counting and cancellation behave the same for both.
+import type { LlamaModel, LlamaText, Token } from 'node-llama-cpp';
+import { HttpError } from './http-error.js';
+import type { SamplingParams } from './openai-requests.js';
+import type { SlotPool } from './slot-pool.js';
+
+export type FinishReason = 'stop' | 'length';
+
+export interface GenerationResult {
+  text: string;
+  finishReason: FinishReason;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface GenerationInput {
+  /** Prompt tokens without the beginning-of-sequence token (node-llama-cpp adds it). */
+  tokens: Token[];
+  sampling: SamplingParams;
+  /** Stops besides the request's own: the chat template's end-of-turn markers. */
+  extraStops?: readonly LlamaText[];
+  /** Receives text as it is generated (stop strings held back until ruled out). */
+  onText?: (text: string) => void;
+  /** Aborting ends the generation early (client gone); the result then holds what was made. */
+  signal: AbortSignal;
+}
+
+export interface GenerationTarget {
+  model: LlamaModel;
+  pool: SlotPool;
+  contextPerSlot: number;
+}
+
+/**
+ * Waits for a slot, generates, frees the slot. Blocks for the whole generation.
+ * Rejects with HttpError 400 when the prompt does not fit the slot's context (llama-server's
+ * exceed_context_size_error; node-llama-cpp would silently cut the prompt instead), with the
+ * signal's reason if the caller gives up while waiting for a slot, or with node-llama-cpp's
+ * error if decoding fails.
+ */
+export async function generate(target: GenerationTarget, input: GenerationInput): Promise<GenerationResult> {
+  const { model, pool, contextPerSlot } = target;
+  const promptTokens = input.tokens.length + (model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? 1 : 0);
+  if (promptTokens >= contextPerSlot) {
+    throw new HttpError(400, `the request exceeds the available context size (${promptTokens} prompt tokens, ${contextPerSlot} per slot), try increasing it`,
+      'exceed_context_size_error', { n_prompt_tokens: promptTokens, n_ctx: contextPerSlot });
+  }
+  // node-llama-cpp reads maxTokens 0 as "no limit"; OpenAI and llama-server mean "nothing".
+  if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0 };
+  const slot = await pool.acquire(input.signal);
+  try {
+    pool.countPrompt(slot, promptTokens);
+    let completionTokens = 0;
+    const s = input.sampling;
+    const penalised = s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0;
+    const { response, metadata } = await slot.completion.generateCompletionWithMeta(input.tokens, {
+      maxTokens: s.maxTokens,
+      temperature: s.temperature,
+      topK: s.topK,
+      topP: s.topP,
+      minP: s.minP,
+      seed: s.seed,
+      repeatPenalty: penalised ? { penalty: s.repeatPenalty, frequencyPenalty: s.frequencyPenalty, presencePenalty: s.presencePenalty } : false,
+      customStopTriggers: [...s.stop, ...(input.extraStops ?? [])],
+      // llama-server stops at the end of the slot's context (its context shift is off by
+      // default); node-llama-cpp would otherwise drop old tokens and carry on.
+      disableContextShift: true,
+      signal: input.signal,
+      stopOnAbortSignal: true,
+      onToken: (tokens) => {
+        completionTokens += tokens.length;
+        pool.countDecoded(slot, tokens.length);
+      },
+      ...(input.onText ? { onTextChunk: input.onText } : {}),
+    });
+    return {
+      text: response,
+      finishReason: metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
+      promptTokens,
+      completionTokens,
+    };
+  } finally {
+    pool.release(slot);
+  }
+}

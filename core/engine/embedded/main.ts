@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+// The embedded engine: a llama-server-compatible model server built on node-llama-cpp.
+// `node dist/core/engine/embedded/main.js -m model.gguf -c 2048 --port 0 --api-key K`
+//
+// Lifecycle, as llama-server's: listen at once (/health answers 503 with progress), load,
+// print the ready lines, serve; exit 1 with llama.cpp's own cause on stderr when the load
+// fails; exit 0 on SIGTERM/SIGINT. See README.md beside this file for the log lines.
+import type { AddressInfo } from 'node:net';
+import { parseEngineArgs, USAGE, UsageError, type EngineOptions } from './cli-args.js';
+import { EmbeddingService } from './embeddings.js';
+import { createEngineLog, type EngineLog } from './engine-log.js';
+import { createEngineServer, type EnginePhase } from './http-server.js';
+
+async function exitAfterLog(log: EngineLog, code: number): Promise<never> {
+  await log.settle();
+  process.exit(code);
+}
+
+async function serve(opts: EngineOptions, log: EngineLog): Promise<void> {
+  let phase: EnginePhase = { phase: 'loading', progress: 0 };
+  const server = createEngineServer({ apiKey: opts.apiKey, phase: () => phase, log: (l) => log.line(l) });
+
+  const stop = (signal: string): void => {
+    log.line(`srv    operator(): ${signal} received, cleaning up before exit...`);
+    server.close();
+    server.closeAllConnections();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+
+  server.on('error', (error) => {
+    log.line(`main: couldn't bind HTTP server socket, hostname: ${opts.host}, port: ${opts.port}: ${error.message}`);
+    void exitAfterLog(log, 1);
+  });
+  await new Promise<void>((resolve) => server.listen(opts.port, opts.host, resolve));
+  const port = (server.address() as AddressInfo).port;
+  log.line(`main: HTTP server is listening, hostname: ${opts.host}, port: ${port}`);
+
+  const started = Date.now();
+  try {
+    // Imported only now: loading node-llama-cpp takes ~0.3 s, and /health should answer first.
+    const { loadEngine } = await import('./model-loader.js');
+    const engine = await loadEngine(opts, log, (fraction) => {
+      if (phase.phase === 'loading') phase = { phase: 'loading', progress: Math.round(fraction * 1000) / 1000 };
+    });
+    phase = {
+      phase: 'ready',
+      engine: { ...engine, createdAt: Date.now(), embeddings: new EmbeddingService(engine.model, engine.modelName, engine.contextPerSlot, engine.threads) },
+    };
+  } catch (error) {
+    const e = error as Error;
+    log.line(`srv    load_model: failed to load model, '${opts.modelPath}': ${e.name}: ${e.message}`);
+    log.line('srv  llama_server: exiting due to model loading error');
+    await exitAfterLog(log, 1);
+  }
+  log.line(`srv    load_model: loaded in ${((Date.now() - started) / 1000).toFixed(2)} s`);
+  log.line('srv  llama_server: model loaded');
+  log.line(`main: server is listening on http://${opts.host}:${port} - starting the main loop`);
+}
+
+const log = createEngineLog();
+let options: EngineOptions;
+try {
+  options = parseEngineArgs(process.argv.slice(2));
+} catch (error) {
+  if (!(error instanceof UsageError)) throw error;
+  log.line(`error: ${error.message}`);
+  log.line(USAGE);
+  process.exit(1);
+}
+process.on('unhandledRejection', (reason) => {
+  log.line(`srv  llama_server: unexpected error: ${reason instanceof Error ? reason.stack : String(reason)}`);
+  void exitAfterLog(log, 1);
+});
+void serve(options, log);

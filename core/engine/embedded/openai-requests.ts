@@ -1,0 +1,154 @@
+// Reads OpenAI-style request bodies into what the engine needs, refusing what it cannot
+// honour with a 400 that names the field and the value. Pure: no model, no I/O.
+//
+// Defaults are llama-server's, not OpenAI's or node-llama-cpp's (temperature 0.8, top_k 40,
+// top_p 0.95, min_p 0.05, no repeat penalty, no token limit but the context), so a model
+// answers the same whichever engine serves it.
+import { badRequest } from './http-error.js';
+
+export interface SamplingParams {
+  /** undefined: until a stop or the end of the slot's context, as llama-server's n_predict -1. */
+  maxTokens: number | undefined;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  seed: number | undefined;
+  stop: string[];
+  presencePenalty: number;
+  frequencyPenalty: number;
+  repeatPenalty: number;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'developer' | 'tool';
+  content: string;
+}
+
+export interface ChatRequest {
+  messages: ChatMessage[];
+  stream: boolean;
+  includeUsage: boolean;
+  sampling: SamplingParams;
+}
+
+export interface CompletionRequest {
+  /** Text to tokenize, or tokens given directly. */
+  prompt: string | number[];
+  stream: boolean;
+  includeUsage: boolean;
+  sampling: SamplingParams;
+}
+
+export interface EmbeddingRequest {
+  inputs: string[];
+}
+
+type Body = Record<string, unknown>;
+
+export function asObject(body: unknown): Body {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
+  return body as Body;
+}
+
+function numberField(body: Body, name: string, fallback: number, min: number, max: number): number {
+  const v = body[name];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
+    throw badRequest(`'${name}' must be a number from ${min} to ${max}, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+function integerField(body: Body, name: string, min: number): number | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw badRequest(`'${name}' must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function stopField(body: Body): string[] {
+  const v = body['stop'];
+  if (v === undefined || v === null) return [];
+  const list = typeof v === 'string' ? [v] : v;
+  if (!Array.isArray(list) || !list.every((s): s is string => typeof s === 'string')) {
+    throw badRequest(`'stop' must be a string or an array of strings, got ${JSON.stringify(v)}`);
+  }
+  return list.filter((s) => s.length > 0);
+}
+
+function readSampling(body: Body): SamplingParams {
+  const n = integerField(body, 'n', 1);
+  if (n !== undefined && n !== 1) throw badRequest(`'n' must be 1: this server generates one choice per request, got ${n}`);
+  // OpenAI's newer name first, then the classic one, then llama-server's own; -1 = no limit.
+  const maxTokens = integerField(body, 'max_completion_tokens', -1) ?? integerField(body, 'max_tokens', -1) ?? integerField(body, 'n_predict', -1);
+  const seed = integerField(body, 'seed', -1);
+  return {
+    maxTokens: maxTokens === undefined || maxTokens < 0 ? undefined : maxTokens,
+    temperature: numberField(body, 'temperature', 0.8, 0, 100),
+    topK: numberField(body, 'top_k', 40, 0, Number.MAX_SAFE_INTEGER),
+    topP: numberField(body, 'top_p', 0.95, 0, 1),
+    minP: numberField(body, 'min_p', 0.05, 0, 1),
+    seed: seed === undefined || seed < 0 ? undefined : seed,
+    stop: stopField(body),
+    presencePenalty: numberField(body, 'presence_penalty', 0, -2, 2),
+    frequencyPenalty: numberField(body, 'frequency_penalty', 0, -2, 2),
+    repeatPenalty: numberField(body, 'repeat_penalty', 1, 0, 10),
+  };
+}
+
+function streamFields(body: Body): { stream: boolean; includeUsage: boolean } {
+  const stream = body['stream'] === true;
+  const options = body['stream_options'];
+  const includeUsage = typeof options === 'object' && options !== null && (options as Body)['include_usage'] === true;
+  return { stream, includeUsage };
+}
+
+const ROLES: ReadonlySet<string> = new Set(['system', 'user', 'assistant', 'developer', 'tool']);
+
+/** Text of a message's content: a string, or the text parts of a content array. */
+function contentText(content: unknown, index: number): string {
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((part: unknown, p) => {
+      const o = typeof part === 'object' && part !== null ? (part as Body) : {};
+      if (o['type'] === 'text' && typeof o['text'] === 'string') return o['text'];
+      throw badRequest(`messages[${index}].content[${p}] has type ${JSON.stringify(o['type'])}; only text parts are supported by this model`);
+    }).join('');
+  }
+  throw badRequest(`messages[${index}].content must be a string or an array of parts`);
+}
+
+export function readChatRequest(raw: unknown): ChatRequest {
+  const body = asObject(raw);
+  const messages = body['messages'];
+  if (!Array.isArray(messages) || messages.length === 0) throw badRequest("'messages' must be a non-empty array");
+  const parsed = messages.map((m: unknown, i): ChatMessage => {
+    const o = typeof m === 'object' && m !== null ? (m as Body) : {};
+    const role = o['role'];
+    if (typeof role !== 'string' || !ROLES.has(role)) throw badRequest(`messages[${i}].role must be one of system, user, assistant, developer, tool; got ${JSON.stringify(role)}`);
+    return { role: role as ChatMessage['role'], content: contentText(o['content'], i) };
+  });
+  return { messages: parsed, ...streamFields(body), sampling: readSampling(body) };
+}
+
+export function readCompletionRequest(raw: unknown): CompletionRequest {
+  const body = asObject(raw);
+  let prompt = body['prompt'];
+  // One prompt per request; OpenAI's array-of-one form is accepted as that prompt.
+  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') prompt = prompt[0];
+  const isTokens = Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => Number.isSafeInteger(t) && (t as number) >= 0);
+  if (typeof prompt !== 'string' && !isTokens) throw badRequest("'prompt' must be a string or an array of token ids (one prompt per request)");
+  return { prompt: prompt as string | number[], ...streamFields(body), sampling: readSampling(body) };
+}
+
+export function readEmbeddingRequest(raw: unknown): EmbeddingRequest {
+  const body = asObject(raw);
+  const input = body['input'] ?? body['content'];
+  const inputs = typeof input === 'string' ? [input] : input;
+  if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((s): s is string => typeof s === 'string')) {
+    throw badRequest("'input' must be a string or a non-empty array of strings");
+  }
+  return { inputs };
+}

@@ -1,0 +1,261 @@
+// The embedded engine as a real child process from dist/, talking real HTTP on 127.0.0.1,
+// serving real generated GGUF models, driven by the official openai client.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { corruptModel, demoModels, tinyDraftModel, tinyModel, TINY_SHAPE } from '../support/test-models.js';
+
+const MAIN = fileURLToPath(new URL('../../dist/core/engine/embedded/main.js', import.meta.url));
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+const KEY = 'test-key-1234';
+
+interface Engine {
+  child: ChildProcess;
+  stderr: () => string;
+  /** Resolves with the first stderr match of `pattern`; rejects if the process exits first. */
+  waitFor: (pattern: RegExp) => Promise<RegExpMatchArray>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function startEngine(args: string[], addressSpaceLimit?: number): Engine {
+  const argv = ['node', MAIN, ...args];
+  const [cmd, ...rest] = addressSpaceLimit ? ['prlimit', `--as=${addressSpaceLimit}`, ...argv] : argv;
+  const child = spawn(cmd ?? 'node', rest, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let text = '';
+  const listeners = new Set<() => void>();
+  child.stderr?.on('data', (d: Buffer) => {
+    text += d.toString();
+    for (const l of listeners) l();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => {
+      // stderr may still hold the last lines when 'exit' fires; 'close' waits for them.
+      child.on('close', () => resolve({ code, signal }));
+    });
+  });
+  const waitFor = (pattern: RegExp) => new Promise<RegExpMatchArray>((resolve, reject) => {
+    const check = () => {
+      const m = text.match(pattern);
+      if (m) {
+        listeners.delete(check);
+        resolve(m);
+      }
+    };
+    listeners.add(check);
+    check();
+    void exited.then(() => {
+      check();
+      if (listeners.has(check)) reject(new Error(`engine exited before ${pattern}; stderr:\n${text}`));
+    });
+  });
+  return { child, stderr: () => text, waitFor, exited };
+}
+
+async function portOf(engine: Engine): Promise<number> {
+  const m = await engine.waitFor(/main: HTTP server is listening, hostname: 127\.0\.0\.1, port: (\d+)/);
+  return Number(m[1]);
+}
+
+async function stopEngine(engine: Engine): Promise<void> {
+  if (engine.child.exitCode === null && engine.child.signalCode === null) engine.child.kill('SIGTERM');
+  await engine.exited;
+}
+
+describe('embedded engine serving a tiny model with two slots', () => {
+  let engine: Engine;
+  let base: string;
+  let client: OpenAI;
+  let firstHealth: { status: number; body: Record<string, unknown> };
+  const auth = { Authorization: `Bearer ${KEY}` };
+
+  beforeAll(async () => {
+    engine = startEngine(['-m', await tinyModel(), '-c', '4096', '-np', '2', '-t', '1', '--port', '0', '--api-key', KEY, '--alias', 'tiny']);
+    base = `http://127.0.0.1:${await portOf(engine)}`;
+    const r = await fetch(`${base}/health`);
+    firstHealth = { status: r.status, body: (await r.json()) as Record<string, unknown> };
+    await engine.waitFor(/srv {2}llama_server: model loaded/);
+    client = new OpenAI({ baseURL: `${base}/v1`, apiKey: KEY, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    if (engine) await stopEngine(engine);
+  });
+
+  it('answers /health with 503 and progress while loading, then 200', async () => {
+    expect(firstHealth.status).toBe(503);
+    expect(firstHealth.body['error']).toEqual({ code: 503, message: 'Loading model', type: 'unavailable_error' });
+    expect(firstHealth.body['progress']).toBeGreaterThanOrEqual(0);
+    expect(firstHealth.body['progress']).toBeLessThanOrEqual(1);
+    const r = await fetch(`${base}/health`);
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ status: 'ok' });
+    expect(engine.stderr()).toMatch(/main: server is listening on http:\/\/127\.0\.0\.1:\d+ - starting the main loop/);
+    expect(engine.stderr()).toMatch(/n_slots = 2, n_ctx_slot = 2048/);
+  });
+
+  it('refuses every endpoint but /health without the key, in OpenAI error shape', async () => {
+    for (const [method, path] of [['GET', '/v1/models'], ['POST', '/v1/chat/completions'], ['GET', '/slots'], ['GET', '/metrics']] as const) {
+      const r = await fetch(`${base}${path}`, { method, headers: { Authorization: 'Bearer wrong' }, ...(method === 'POST' ? { body: '{}' } : {}) });
+      expect(r.status).toBe(401);
+      expect(await r.json()).toEqual({ error: { code: 401, message: 'Invalid API Key', type: 'authentication_error' } });
+    }
+    await expect(new OpenAI({ baseURL: `${base}/v1`, apiKey: 'nope', maxRetries: 0 }).models.list()).rejects.toMatchObject({ status: 401 });
+  });
+
+  it('lists the model under its alias', async () => {
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(['tiny']);
+  });
+
+  it('chats without streaming: printable text, max_tokens honoured, usage counted', async () => {
+    const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Say something.' }], max_tokens: 24, temperature: 0 });
+    const text = r.choices[0]?.message.content ?? '';
+    expect(PRINTABLE_ASCII.test(text)).toBe(true);
+    expect(r.choices[0]?.finish_reason).toBe('length');
+    expect(r.usage?.completion_tokens).toBe(24);
+    expect(r.usage?.prompt_tokens).toBeGreaterThan(5);
+    expect(r.model).toBe('tiny');
+  });
+
+  it('streams chat with the same text as without streaming', async () => {
+    const request = { model: 'tiny', messages: [{ role: 'user' as const, content: 'Stream please.' }], max_tokens: 30, temperature: 0 };
+    const whole = await client.chat.completions.create(request);
+    const stream = await client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let finish: string | null | undefined;
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      usage = chunk.usage ?? usage;
+    }
+    expect(text).toBe(whole.choices[0]?.message.content);
+    expect(finish).toBe('length');
+    expect(usage?.completion_tokens).toBe(30);
+  });
+
+  it('completes text, stops at a stop string, and repeats itself for the same seed', async () => {
+    const base = { model: 'tiny', prompt: 'Once upon a time', max_tokens: 40, temperature: 0 };
+    const free = (await client.completions.create(base)).choices[0]?.text ?? '';
+    expect(free.length).toBeGreaterThan(10);
+    const stop = free.slice(10, 12);
+    const stopped = await client.completions.create({ ...base, stop: [stop] });
+    expect(stopped.choices[0]?.text).toBe(free.slice(0, free.indexOf(stop)));
+    expect(stopped.choices[0]?.finish_reason).toBe('stop');
+
+    const sampled = { ...base, temperature: 1.5, top_p: 1, seed: 1234 };
+    const a = (await client.completions.create(sampled)).choices[0]?.text;
+    const b = (await client.completions.create(sampled)).choices[0]?.text;
+    expect(a).toBe(b);
+    expect(PRINTABLE_ASCII.test(a ?? '')).toBe(true);
+  });
+
+  it('streams completions', async () => {
+    const stream = await client.completions.create({ model: 'tiny', prompt: 'abc', max_tokens: 12, stream: true, temperature: 0 });
+    const parts: string[] = [];
+    for await (const chunk of stream) parts.push(chunk.choices[0]?.text ?? '');
+    expect(parts.join('')).toBe((await client.completions.create({ model: 'tiny', prompt: 'abc', max_tokens: 12, temperature: 0 })).choices[0]?.text);
+  });
+
+  it('embeds text', async () => {
+    const r = await client.embeddings.create({ model: 'tiny', input: ['hello', 'world'] });
+    expect(r.data).toHaveLength(2);
+    expect(r.data[0]?.embedding).toHaveLength(TINY_SHAPE.nEmbd);
+    expect(r.data[0]?.embedding).not.toEqual(r.data[1]?.embedding);
+  });
+
+  it('rejects a bad request with 400 naming the field', async () => {
+    await expect(client.chat.completions.create({ model: 'tiny', messages: [] })).rejects.toMatchObject({ status: 400 });
+    const r = await fetch(`${base}/v1/completions`, { method: 'POST', headers: auth, body: JSON.stringify({ prompt: 'x', temperature: 'hot' }) });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: { message: string } }).error.message).toMatch(/'temperature' must be a number/);
+  });
+
+  it('serves two requests at once on two slots, and counts decoded tokens', async () => {
+    const before = await (await fetch(`${base}/metrics`, { headers: auth })).text();
+    const predicted = (t: string) => Number(t.match(/^llamacpp:tokens_predicted_total (\d+)$/m)?.[1]);
+    const [a, b] = await Promise.all([0, 1].map((i) => client.completions.create({ model: 'tiny', prompt: `parallel ${i}`, max_tokens: 50, temperature: 0 })));
+    expect(a?.usage?.completion_tokens).toBe(50);
+    expect(b?.usage?.completion_tokens).toBe(50);
+    const after = await (await fetch(`${base}/metrics`, { headers: auth })).text();
+    expect(predicted(after) - predicted(before)).toBe(100);
+    const slots = (await (await fetch(`${base}/slots`, { headers: auth })).json()) as { id: number; n_decoded: number; is_processing: boolean }[];
+    expect(slots.map((s) => [s.id, s.n_decoded, s.is_processing])).toEqual([[0, 50, false], [1, 50, false]]);
+  });
+
+  it('stops generating when the client disconnects', async () => {
+    const controller = new AbortController();
+    const r = await fetch(`${base}/v1/completions`, {
+      method: 'POST', headers: auth, signal: controller.signal,
+      body: JSON.stringify({ prompt: 'long story', max_tokens: 1500, stream: true, temperature: 0 }),
+    });
+    const reader = r.body!.getReader();
+    await reader.read();
+    controller.abort();
+    let slots: { is_processing: boolean; n_decoded: number }[] = [];
+    for (let i = 0; i < 200; i++) {
+      slots = (await (await fetch(`${base}/slots`, { headers: auth })).json()) as typeof slots;
+      if (slots.every((s) => !s.is_processing)) break;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(slots.every((s) => !s.is_processing)).toBe(true);
+    expect(Math.max(...slots.map((s) => s.n_decoded))).toBeLessThan(1500);
+  });
+
+  it('exits with code 0 on SIGTERM', async () => {
+    engine.child.kill('SIGTERM');
+    expect(await engine.exited).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe('embedded engine with a draft model', () => {
+  it('gives the same greedy text as without the draft', async () => {
+    const request = { model: 'm', prompt: 'Speculate about this', max_tokens: 100, temperature: 0 };
+    const texts: string[] = [];
+    for (const extra of [[], ['-md', await tinyDraftModel()]]) {
+      const engine = startEngine(['-m', await tinyModel(), '-c', '1024', '-t', '1', '--port', '0', ...extra]);
+      try {
+        const port = await portOf(engine);
+        await engine.waitFor(/srv {2}llama_server: model loaded/);
+        const r = await new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'none', maxRetries: 0 }).completions.create(request);
+        texts.push(r.choices[0]?.text ?? '');
+        if (extra.length) {
+          expect(engine.stderr()).toMatch(/speculative = draft \(1 token\)/);
+          const slots = (await (await fetch(`http://127.0.0.1:${port}/slots`)).json()) as { draft: { validated: number } }[];
+          expect(slots[0]?.draft.validated).toBeGreaterThan(0);
+        }
+      } finally {
+        await stopEngine(engine);
+      }
+    }
+    expect(PRINTABLE_ASCII.test(texts[1] ?? '')).toBe(true);
+    expect(texts[1]).toBe(texts[0]);
+    expect(texts[0]?.length).toBeGreaterThan(20);
+  });
+});
+
+describe('embedded engine failures', () => {
+  it('exits 1 with llama.cpp\'s own cause for a corrupt model', async () => {
+    const engine = startEngine(['-m', await corruptModel(), '-c', '512', '-t', '1', '--port', '0']);
+    expect((await engine.exited).code).toBe(1);
+    expect(engine.stderr()).toMatch(/tensor '[^']+' data is not within the file bounds, model is corrupted or incomplete/);
+    expect(engine.stderr()).toMatch(/srv {2}llama_server: exiting due to model loading error/);
+  });
+
+  it('exits 1 naming an unknown flag', async () => {
+    const engine = startEngine(['-m', 'x.gguf', '--flash-everything']);
+    expect((await engine.exited).code).toBe(1);
+    expect(engine.stderr()).toMatch(/error: invalid argument: --flash-everything/);
+  });
+
+  it('fails with llama.cpp\'s allocation error when the context does not fit the address space', async () => {
+    // demo-chat at 262144 tokens needs a 2 GiB KV cache. Node with node-llama-cpp loaded
+    // reserves about 1.3-1.4 GB of address space on its own, so a 3 GB limit lets the
+    // process start and the weights map, and leaves too little for the cache.
+    const { chat } = await demoModels();
+    const engine = startEngine(['-m', chat.path, '-c', '262144', '-t', '1', '-ngl', '0', '--port', '0'], 3_000_000_000);
+    const { code } = await engine.exited;
+    expect(code).not.toBe(0);
+    expect(engine.stderr()).toMatch(/failed to allocate buffer for kv cache|insufficient memory|failed to allocate/);
+  });
+});
