@@ -1,0 +1,216 @@
+// Failure classifier: turns how a model server ended (exit code, signal, its log) into the
+// recovery ladder's cause and a sentence a person can act on.
+//
+// Why read the log and not only the exit status: llama.cpp ends an out-of-memory load in three
+// different ways — exit code 1 after "failed to allocate buffer for kv cache", SIGABRT from a
+// GGML_ASSERT right after "insufficient memory", or a silent SIGKILL from the kernel's OOM
+// killer. Judged by the exit status alone, the first two look like crashes and would be
+// retried unchanged, which fails the same way every time.
+//
+// Why the reason is llama.cpp's own line: "failed to allocate buffer for kv cache" tells the
+// person what to shrink; "exited with code 1" tells them nothing.
+import type { FailureKind } from '../policy/recover.js';
+
+/** A failure the ladder can act on ('none' never comes out of here). */
+export type LaunchFailureKind = Exclude<FailureKind, 'none'>;
+
+export interface FailureEvidence {
+  /** The process's exit code, or null when a signal ended it (or it never started). */
+  exitCode: number | null;
+  /** The signal that ended it (e.g. 'SIGKILL'), or null. */
+  signal: string | null;
+  /** Its stdout and stderr, in order, one entry per line (the supervisor's ring buffer). */
+  log: readonly string[];
+  /** It was still not ready when the load timeout ran out. */
+  timedOutWaitingForReady: boolean;
+  /** It stopped decoding while requests were in flight (judged by progress, not /health). */
+  stalledWithRequestsInFlight: boolean;
+  /** The load timeout it was given, for the hang sentence. */
+  loadTimeoutMs?: number;
+  /** It had been ready (serving) when it ended; absent means it died while loading. */
+  diedAfterReady?: boolean;
+}
+
+export interface FailureClassification {
+  kind: LaunchFailureKind;
+  /** llama.cpp's own cause line where there is one; otherwise what was observed, in words. */
+  reason: string;
+}
+
+/**
+ * Allocation failures, on any backend. Sources: llama.cpp's CPU and CUDA allocators, the
+ * model loader's "unable to allocate CUDA0 buffer", mmap of the weights, std::bad_alloc,
+ * node-llama-cpp's own pre-check, Vulkan, and V8 itself for the embedded engine.
+ */
+const OUT_OF_MEMORY = [
+  /failed to allocate/i,
+  /insufficient memory/i,
+  /out of memory/i,
+  /cudaMalloc failed/i,
+  /unable to allocate/i,
+  /mmap failed: Cannot allocate memory/i,
+  /bad_alloc/,
+  /InsufficientMemoryError/,
+  /(?:vk_)?error_?out_?of_?device_?memory/i,
+  /memory allocation of size \d+ failed/i,
+  /JavaScript heap out of memory/i,
+  /Fatal process OOM/i,
+];
+
+/**
+ * Lines that report that something failed but not why: every loader layer above the real
+ * cause repeats "failed to load model". Skipping them is what makes the chosen line the
+ * most specific one.
+ */
+const CONSEQUENCE = [
+  /^failed to (?:load model|create[ _]context)\b/i,
+  /exiting due to model loading error/i,
+  /encountered an error while trying to fit params/i,
+  /cleaning up before exit/i,
+];
+
+/**
+ * Wrappers whose text after the colon is the cause as the layer that understood it words
+ * it ("failed to initialize the context: failed to allocate buffer for kv cache").
+ */
+const CAUSE_WRAPPER = /(?:error loading model|failed to initialize the context):\s*(.+)$/i;
+
+/** Words that make an untagged line (old builds, node-llama-cpp, V8) an error line. */
+const ERROR_WORDS =
+  /\b(?:error|failed|failure|cannot|can't|unable|out of memory|insufficient|abort(?:ed)?|assert|exception|invalid|unsupported|corrupt(?:ed)?|not within|no such file|bad_alloc|fatal|segmentation)\b|GGML_ASSERT|Error:/i;
+
+/**
+ * The embedded engine's summary line, "failed to load model, 'path': InvalidGgufMagicError: …":
+ * what follows the path is node-llama-cpp's error, the only cause there is when llama.cpp
+ * printed none (a bad magic, a file that is not there).
+ */
+const EMBEDDED_FAILURE_PREFIX = /^(?:[a-z_]\w*:\s+)?failed to load model, '[^']*':\s+/i;
+
+/** Today's llama-server prefix: "0.00.063.013 E " then an optional module tag ("srv    "). */
+const LEVELLED_PREFIX = /^\d+\.\d+\.\d+\.\d+ ([DIWE]) (?:[a-z]{2,5}\s{2,})?/;
+/** The same module tag without the level, as the embedded engine and older builds print it. */
+const MODULE_TAG = /^[a-z]{2,5}\s{2,}/;
+
+/** Classifies one launch or run failure. Pure. */
+export function classifyFailure(evidence: FailureEvidence): FailureClassification {
+  const causes = causeLines(evidence.log);
+  if (evidence.timedOutWaitingForReady) {
+    const limit = evidence.loadTimeoutMs === undefined ? '' : ` (${formatSeconds(evidence.loadTimeoutMs)})`;
+    return { kind: 'hang', reason: `it did not become ready within the load timeout${limit}${lastWords(evidence.log)}` };
+  }
+  if (evidence.stalledWithRequestsInFlight) {
+    return { kind: 'hang', reason: `it stopped producing tokens while requests were in flight${lastWords(evidence.log)}` };
+  }
+  const oomCause = causes.find((c) => c.wrapped && isOutOfMemory(c.text)) ?? causes.find((c) => isOutOfMemory(c.raw));
+  if (oomCause !== undefined) return { kind: 'oom', reason: oomCause.text };
+  // A silent SIGKILL while loading is the OOM killer answering our own allocations: llama.cpp
+  // allocates every buffer during the load. After ready its memory is flat, so a kill then was
+  // about something else (a person's kill -9, room for another program) and a smaller relaunch
+  // is not the fix; the crash ladder retries and, if it keeps happening, quarantines.
+  const killed = evidence.signal === 'SIGKILL' || evidence.exitCode === 137;
+  if (killed && causes.length === 0) {
+    return evidence.diedAfterReady === true
+      ? { kind: 'crash', reason: 'it was killed by SIGKILL while serving, without an error line (a kill -9, or the kernel\'s out-of-memory killer making room for another program)' }
+      : { kind: 'oom', reason: 'it was killed by SIGKILL while loading, without an error line: that is how the kernel\'s out-of-memory killer ends a process' };
+  }
+  const cause = causes.find((c) => c.wrapped) ?? causes[0];
+  return { kind: 'crash', reason: cause?.text ?? exitWords(evidence) };
+}
+
+interface CauseLine {
+  /** The line as printed. */
+  raw: string;
+  /** The message without timestamps, module tags and function-name prefixes. */
+  text: string;
+  /** Extracted from a CAUSE_WRAPPER. */
+  wrapped: boolean;
+}
+
+/** The log's error lines that carry a cause, in log order, consequences removed. */
+function causeLines(log: readonly string[]): CauseLine[] {
+  const out: CauseLine[] = [];
+  for (const raw of log) {
+    const message = errorMessage(raw);
+    if (message === null) continue;
+    const wrapper = CAUSE_WRAPPER.exec(message);
+    const text = stripFunctionPrefixes((wrapper?.[1] ?? message).replace(EMBEDDED_FAILURE_PREFIX, ''));
+    if (text === '' || CONSEQUENCE.some((re) => re.test(text))) continue;
+    out.push({ raw, text, wrapped: wrapper !== null });
+  }
+  return out;
+}
+
+/** The message of an error line, or null when the line is not an error. */
+function errorMessage(raw: string): string | null {
+  const line = raw.replace(/^\[node-llama-cpp\]\s*/, '').trim();
+  if (line === '' || /^at\s/.test(line)) return null; // blank, or a JS stack frame
+  const levelled = LEVELLED_PREFIX.exec(line);
+  if (levelled !== null) return levelled[1] === 'E' ? line.slice(levelled[0].length) : null;
+  const untagged = line.replace(MODULE_TAG, '');
+  // Old builds have no level; their warnings must not turn another failure into an oom. Pinned
+  // host memory in particular is optional: llama.cpp falls back to a plain buffer and carries on.
+  if (/\bwarning\b|falling back|pinned memory/i.test(untagged)) return null;
+  return ERROR_WORDS.test(untagged) || isOutOfMemory(untagged) ? untagged : null;
+}
+
+/**
+ * "llama_model_load: error loading model: x" → "error loading model: x"; "InvalidGgufMagicError: x" → "x".
+ * Only C function names (lowercase start) and JS error class names are stripped: "ENOENT:" and
+ * "FATAL ERROR:" carry meaning and stay.
+ */
+function stripFunctionPrefixes(message: string): string {
+  let text = message.trim();
+  for (;;) {
+    const next = text.replace(/^(?:[a-z_][\w:]*(?:\(\))?|\w*Error):\s+/, '');
+    if (next === text) return text;
+    text = next;
+  }
+}
+
+function isOutOfMemory(text: string): boolean {
+  return OUT_OF_MEMORY.some((re) => re.test(text));
+}
+
+function exitWords(evidence: FailureEvidence): string {
+  const how = evidence.signal !== null ? `was terminated by ${evidence.signal}` : `exited with code ${evidence.exitCode ?? 'unknown'}`;
+  return `it ${how} without an error line; its log has the details`;
+}
+
+function lastWords(log: readonly string[]): string {
+  for (let i = log.length - 1; i >= 0; i--) {
+    const line = log[i]?.trim();
+    if (line) return `; its last log line was "${line}"`;
+  }
+  return '; it printed nothing';
+}
+
+function formatSeconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
+}
+
+/**
+ * What supervisor.launch rejects with when a model server could not be made ready. The
+ * controller reads `kind` for the recovery ladder and `reason` for the person; the message
+ * says both with the model's name.
+ */
+export class LaunchError extends Error {
+  override readonly name = 'LaunchError';
+  readonly kind: LaunchFailureKind;
+  readonly reason: string;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  /** The last lines of its log (stdout and stderr), for the dashboard. */
+  readonly logTail: readonly string[];
+
+  constructor(
+    modelId: string,
+    details: { kind: LaunchFailureKind; reason: string; exitCode: number | null; signal: string | null; logTail: readonly string[] },
+  ) {
+    super(`model server for '${modelId}' failed (${details.kind}): ${details.reason}`);
+    this.kind = details.kind;
+    this.reason = details.reason;
+    this.exitCode = details.exitCode;
+    this.signal = details.signal;
+    this.logTail = details.logTail;
+  }
+}

@@ -1,0 +1,103 @@
+// What it takes to start one model server, and the argv that says it to the engine.
+//
+// argvFor is pure so that every level × engine build is a table test: the argv is where an
+// estimate meets reality, and a wrong `-c` or `-ngl` is an OOM the scheduler cannot foresee.
+import { degradedContext, type LaunchLevel } from '../policy/levels.js';
+import type { EngineCapabilities } from './llama-server/capabilities.js';
+
+export interface LaunchSpec {
+  modelId: string;
+  engine: 'embedded' | 'llama-server';
+  modelPath: string;
+  /** The configured context; 'degraded' and 'minimal' launch at degradedContext of it. */
+  contextTokens: number;
+  gpuLayers: number | 'all';
+  /** A speculative-decoding draft, loaded in the same process. */
+  draft?: { modelPath: string; gpuLayers: number | 'all' };
+  /** A multimodal projector (`--mmproj`). */
+  projectorPath?: string;
+  threads?: number;
+  parallel?: number;
+  /** Extra names the engine answers to besides modelId. */
+  aliases: string[];
+  /** The user's own arguments, appended last so that they win where the engine lets the last one win. */
+  extraArgs: string[];
+  env: Record<string, string>;
+  /** Expected footprint in bytes, to scale the load timeout with the model's size. */
+  estimateBytes?: number;
+}
+
+/**
+ * The embedded engine (core/engine/embedded) takes this fixed subset of llama-server's flags.
+ * It decides the draft length itself, so it has no draft-length flag and no --spec-type.
+ */
+export const EMBEDDED_CAPABILITIES: EngineCapabilities = {
+  version: null,
+  flags: new Set([
+    '-m', '-c', '-ngl', '-md', '-ngld', '-t', '-np', '--host', '--port', '--alias', '--no-mmap', '--api-key',
+  ]),
+  draftMaxFlag: null,
+  specTypes: [],
+  gpuLayersAll: true,
+};
+
+/**
+ * How many tokens a draft proposes per step. Passed explicitly because the default moved
+ * between builds (16 before the `--spec-draft-n-max` rename, 3 after), and a footprint or
+ * speed learned on one build should hold on the next.
+ */
+export const DRAFT_MAX_TOKENS = 16;
+
+/**
+ * Layer count that means "every layer" for builds whose -ngl takes numbers only; llama.cpp
+ * clamps it to the model's layer count.
+ */
+const ALL_LAYERS = 999;
+
+/**
+ * The engine argv (after the command and its fixed prefix) for one launch. Pure.
+ * - full: the configured context and GPU layers.
+ * - degraded: degradedContext of the configured context, the same GPU layers.
+ * - minimal: the degraded context, `-ngl 0` and the draft on the CPU too (`-ngld 0`).
+ * Always passes explicit `-c` and `-ngl`: llama.cpp's automatic fitting only warns when it
+ * cannot fit and then fails later, and it turns it off with `-fit off` where the build has
+ * it, because the scheduler has already decided what goes where.
+ * Throws an Error naming the flag when the spec asks for something this engine cannot do
+ * (a projector without `--mmproj`).
+ */
+export function argvFor(
+  spec: LaunchSpec,
+  level: LaunchLevel,
+  capabilities: EngineCapabilities,
+  port: number,
+  apiKey: string,
+): string[] {
+  const onCpu = level === 'minimal';
+  const layers = (n: number | 'all'): string =>
+    onCpu ? '0' : n === 'all' ? (capabilities.gpuLayersAll ? 'all' : String(ALL_LAYERS)) : String(n);
+  const context = level === 'full' ? spec.contextTokens : degradedContext(spec.contextTokens);
+
+  const argv = ['-m', spec.modelPath, '-c', String(context), '-ngl', layers(spec.gpuLayers)];
+  if (capabilities.flags.has('--fit')) argv.push('--fit', 'off');
+  if (spec.draft) {
+    argv.push('-md', spec.draft.modelPath, '-ngld', layers(spec.draft.gpuLayers));
+    const draftType = capabilities.specTypes.find((t) => t === 'draft-simple') ?? capabilities.specTypes.find((t) => t.startsWith('draft'));
+    if (draftType !== undefined) argv.push('--spec-type', draftType);
+    if (capabilities.draftMaxFlag !== null) argv.push(capabilities.draftMaxFlag, String(DRAFT_MAX_TOKENS));
+  }
+  if (spec.projectorPath !== undefined) {
+    if (!capabilities.flags.has('--mmproj') && !capabilities.flags.has('-mm')) {
+      throw new Error(
+        `the ${spec.engine} engine has no --mmproj flag, so the projector ${spec.projectorPath} for '${spec.modelId}' cannot be loaded; use a llama-server build with multimodal support`,
+      );
+    }
+    argv.push('--mmproj', spec.projectorPath);
+  }
+  if (spec.threads !== undefined) argv.push('-t', String(spec.threads));
+  if (spec.parallel !== undefined) argv.push('-np', String(spec.parallel));
+  const names = [...new Set([spec.modelId, ...spec.aliases])];
+  argv.push('--alias', names.join(','));
+  argv.push('--host', '127.0.0.1', '--port', String(port), '--api-key', apiKey);
+  argv.push(...spec.extraArgs);
+  return argv;
+}

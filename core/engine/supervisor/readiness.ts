@@ -1,0 +1,139 @@
+// Knowing when a model server is ready, promptly and without hammering it.
+//
+// Why a notification and not a fixed poll: llama-swap polled /health every 250 ms, so every
+// swap paid up to 250 ms of idle waiting, and a per-request swap pays it every time. The
+// engine already says when it is ready — llama-server prints "model loaded" and "listening on
+// http://…" — so that line wakes one confirming GET /health. The backoff poll (5 ms, doubling,
+// at most 1 s) is only the fallback for engines that print no such line; it starts fast
+// because a tiny model loads in milliseconds.
+import { request } from 'node:http';
+import type { SupervisorClock } from './clock.js';
+
+/** Lines after which the engine is probably ready (llama-server's and the embedded engine's wording). */
+export const READY_LINE = /\bmodel loaded\b|\blistening on\b|\bserver is listening\b/i;
+
+const FIRST_POLL_MS = 5;
+const MAX_POLL_MS = 1_000;
+const HEALTH_TIMEOUT_MS = 2_000;
+
+export type Health =
+  | { kind: 'ready' }
+  /** Up and loading (503); progress 0…1 where the engine reports it. */
+  | { kind: 'loading'; progress: number | null }
+  /** Not listening yet, or not answering. */
+  | { kind: 'unreachable' };
+
+/** One GET /health. Never rejects. */
+export function checkHealth(port: number, apiKey: string): Promise<Health> {
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/health',
+        method: 'GET',
+        agent: false,
+        timeout: HEALTH_TIMEOUT_MS,
+        // llama-server exempts /health from the key; sending it anyway suits engines that do not.
+        headers: { authorization: `Bearer ${apiKey}` },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          if (body.length < 64 * 1024) body += chunk;
+        });
+        res.on('end', () => {
+          if (res.statusCode === 200) resolve({ kind: 'ready' });
+          else if (res.statusCode === 503) resolve({ kind: 'loading', progress: parseLoadProgress(body) });
+          else resolve({ kind: 'unreachable' });
+        });
+        res.on('error', () => resolve({ kind: 'unreachable' }));
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve({ kind: 'unreachable' }));
+    req.end();
+  });
+}
+
+/**
+ * The load progress in a 503 body, 0…1, or null when the engine does not report one.
+ * Accepts `{"progress":0.4}`, `{"status":"loading","progress":40}` style percentages, and the
+ * same inside llama-server's `{"error":{…}}` envelope. Pure.
+ */
+export function parseLoadProgress(body: string): number | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  const candidates = [parsed, (parsed as { error?: unknown } | null)?.error];
+  for (const candidate of candidates) {
+    const value = (candidate as { progress?: unknown } | null | undefined)?.progress;
+    if (typeof value === 'number' && Number.isFinite(value) && value >= 0) {
+      return value > 1 ? Math.min(value / 100, 1) : value;
+    }
+  }
+  return null;
+}
+
+/**
+ * A doorbell: `ring()` wakes the current `wait` at once, or the next one if nobody waits now —
+ * a ready line that arrives while a health check is in flight must not be lost.
+ */
+export class Doorbell {
+  private rung = false;
+  private wake: (() => void) | null = null;
+
+  ring(): void {
+    this.rung = true;
+    this.wake?.();
+  }
+
+  /** Resolves after `ms` on `clock`, on a ring, or on abort (whichever is first); clears its timer. */
+  wait(ms: number, signal: AbortSignal, clock: SupervisorClock): Promise<void> {
+    if (this.rung || signal.aborted) {
+      this.rung = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clock.clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.wake = null;
+        this.rung = false;
+        resolve();
+      };
+      const timer = clock.setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      this.wake = done;
+    });
+  }
+}
+
+/**
+ * Resolves when GET /health answers 200. Checks once at once, then after each doorbell ring
+ * or backoff step. Rejects with the signal's reason when aborted (the supervisor aborts on the
+ * child's exit, the load timeout or an eviction).
+ */
+export async function waitUntilReady(options: {
+  port: number;
+  apiKey: string;
+  doorbell: Doorbell;
+  signal: AbortSignal;
+  clock: SupervisorClock;
+  onProgress?: (progress: number | null) => void;
+}): Promise<void> {
+  let delay = FIRST_POLL_MS;
+  for (;;) {
+    options.signal.throwIfAborted();
+    const health = await checkHealth(options.port, options.apiKey);
+    options.signal.throwIfAborted();
+    if (health.kind === 'ready') return;
+    if (health.kind === 'loading') options.onProgress?.(health.progress);
+    await options.doorbell.wait(delay, options.signal, options.clock);
+    delay = Math.min(delay * 2, MAX_POLL_MS);
+  }
+}

@@ -1,0 +1,141 @@
+// One model server process: spawned, its output cut into lines, its exit observed.
+//
+// The supervisor decides; this only reports. It never restarts anything itself.
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+import type { LaunchLevel } from '../../policy/levels.js';
+import { LineRing, LineSplitter } from './log-ring.js';
+import { BufferTally } from './memory-measure.js';
+import { Doorbell, READY_LINE } from './readiness.js';
+
+/** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
+export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
+
+export type ServerPhase = 'loading' | 'ready' | 'stopping' | 'exited';
+
+export interface ProcessExit {
+  exitCode: number | null;
+  signal: string | null;
+}
+
+/** Lines kept per process for the failure classifier (the model's own ring keeps more, across launches). */
+const TAIL_LINES = 200;
+/**
+ * How long to wait for the pipes to drain after the exit: node-llama-cpp's last llama.cpp
+ * lines — often the cause — arrive after the process has already exited.
+ */
+const DRAIN_MS = 250;
+
+export class ServerProcess {
+  phase: ServerPhase = 'loading';
+  readyAt: number | null = null;
+  loadProgress: number | null = null;
+  /** Set once we decided to stop it: its exit is then not a failure. */
+  stopping = false;
+  exit: ProcessExit | null = null;
+  readonly tail = new LineRing(TAIL_LINES);
+  readonly buffers = new BufferTally();
+  readonly doorbell = new Doorbell();
+  /** Resolves with the exit once the process has exited and its output has drained. */
+  readonly exited: Promise<ProcessExit>;
+  /** Resolves when the process has started; rejects with the 'error' that comes instead of 'spawn'. */
+  readonly spawned: Promise<void>;
+
+  private constructor(
+    readonly child: ChildProcess,
+    readonly pid: number,
+    readonly port: number,
+    readonly apiKey: string,
+    readonly level: LaunchLevel,
+    readonly startedAt: number,
+    onLine: (line: string) => void,
+  ) {
+    const handleLine = (line: string): void => {
+      this.tail.push(line);
+      this.buffers.add(line);
+      if (READY_LINE.test(line)) this.doorbell.ring();
+      onLine(line);
+    };
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream === null) continue;
+      const splitter = new LineSplitter(handleLine);
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => splitter.write(chunk));
+      stream.on('end', () => splitter.end());
+    }
+    let started = false;
+    this.spawned = new Promise((resolve, reject) => {
+      child.once('spawn', () => {
+        started = true;
+        resolve();
+      });
+      // Listened to for the whole life of the child: an 'error' without a listener (a failed
+      // kill, say) would be thrown and take the daemon down.
+      child.on('error', (error) => {
+        if (started) onLine(`── llmtray: process error: ${error.message}`);
+        else reject(error);
+      });
+    });
+    this.exited = new Promise((resolve) => {
+      const settle = (code: number | null, signal: NodeJS.Signals | null): void => {
+        const exit = { exitCode: code, signal };
+        const drained = new Promise<void>((done) => {
+          const timer = setTimeout(done, DRAIN_MS);
+          child.once('close', () => {
+            clearTimeout(timer);
+            done();
+          });
+        });
+        void drained.then(() => {
+          this.exit = exit;
+          this.phase = 'exited';
+          resolve(exit);
+        });
+      };
+      child.once('exit', settle);
+      // A process that never started has no exit event; its 'error' is its end.
+      this.spawned.catch(() => {
+        this.exit = { exitCode: null, signal: null };
+        this.phase = 'exited';
+        resolve(this.exit);
+      });
+    });
+  }
+
+  /**
+   * Spawns the server. Throws what spawn throws synchronously (bad arguments); a command that
+   * cannot be started rejects `spawned` instead. Spawned detached on POSIX so that it leads its
+   * own process group and the supervisor can end its whole tree with one signal.
+   */
+  static start(options: {
+    spawn: SpawnFunction;
+    command: string;
+    args: readonly string[];
+    env: Record<string, string>;
+    platform: NodeJS.Platform;
+    port: number;
+    apiKey: string;
+    level: LaunchLevel;
+    startedAt: number;
+    onLine: (line: string) => void;
+  }): ServerProcess {
+    const child = options.spawn(options.command, options.args, {
+      detached: options.platform !== 'win32',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+      windowsHide: true,
+    });
+    return new ServerProcess(
+      child,
+      child.pid ?? -1,
+      options.port,
+      options.apiKey,
+      options.level,
+      options.startedAt,
+      options.onLine,
+    );
+  }
+
+  get running(): boolean {
+    return this.phase !== 'exited';
+  }
+}

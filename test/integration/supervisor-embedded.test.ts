@@ -1,0 +1,84 @@
+// The supervisor running the real embedded engine (dist/core/engine/embedded/main.js, built by
+// `npm test`) on real generated GGUF models: the path every launch takes in production where no
+// llama-server is installed.
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { LaunchError } from '../../core/engine/failure-classifier.js';
+import type { LaunchSpec } from '../../core/engine/launch-spec.js';
+import { defaultEngineCommand, embeddedEntryPath } from '../../core/engine/supervisor/engine-command.js';
+import { isRunning } from '../../core/engine/supervisor/process-tree.js';
+import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
+import { corruptModel, tinyModel } from '../support/test-models.js';
+
+let dataDir: string;
+let supervisor: Supervisor | undefined;
+const models = new Map<string, string>();
+
+beforeAll(async () => {
+  if (!existsSync(embeddedEntryPath())) throw new Error(`${embeddedEntryPath()} is missing: run npm run build first (npm test does)`);
+  models.set('tiny', await tinyModel());
+  models.set('broken', await corruptModel());
+});
+beforeEach(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'llmtray-embedded-'));
+  supervisor = await Supervisor.start({
+    specFor: (modelId): LaunchSpec => ({
+      modelId,
+      engine: 'embedded',
+      modelPath: models.get(modelId) ?? join(dataDir, 'absent.gguf'),
+      contextTokens: 512,
+      gpuLayers: 0,
+      threads: 1,
+      aliases: [],
+      extraArgs: [],
+      env: {},
+    }),
+    engineCommand: defaultEngineCommand({ llamaServerPath: null }),
+    footprint: () => 0,
+    dataDir,
+  });
+});
+afterEach(async () => {
+  await supervisor?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('Supervisor with the embedded engine', () => {
+  it('launches a real model, answers a chat completion, and stops', async () => {
+    if (!supervisor) throw new Error('no supervisor');
+    await supervisor.launch('tiny', 'full');
+    const endpoint = supervisor.endpointFor('tiny');
+    if (endpoint === null) throw new Error('ready but no endpoint');
+    const response = await fetch(`http://127.0.0.1:${endpoint.port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${endpoint.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { choices: { message: { role: string; content: string } }[] };
+    expect(body.choices[0]?.message.role).toBe('assistant');
+    expect(typeof body.choices[0]?.message.content).toBe('string');
+    expect(await supervisor.measured('tiny')).toBeGreaterThan(0);
+    expect(supervisor.logs('tiny').some((l) => /buffer size =/.test(l))).toBe(true);
+
+    await supervisor.evict('tiny');
+    expect(await isRunning(endpoint.pid)).toBe(false);
+    expect(supervisor.status('tiny')?.exit).toEqual({ exitCode: 0, signal: null });
+  });
+
+  it("rejects a corrupt model as a crash with llama.cpp's reason", async () => {
+    if (!supervisor) throw new Error('no supervisor');
+    const error = await supervisor.launch('broken', 'full').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LaunchError);
+    expect(error).toMatchObject({ kind: 'crash', exitCode: 1 });
+    expect((error as LaunchError).reason).toMatch(/^tensor '[\w.]+' data is not within the file bounds, model is corrupted or incomplete$/);
+  });
+
+  it('rejects a missing model file as a crash naming the file', async () => {
+    if (!supervisor) throw new Error('no supervisor');
+    await expect(supervisor.launch('absent', 'full')).rejects.toMatchObject({ kind: 'crash', reason: expect.stringMatching(/ENOENT.*absent\.gguf/) });
+  });
+});

@@ -1,0 +1,369 @@
+// The supervisor against real child processes: test/support/fake-engine.mjs speaks the
+// engines' flags and /health and misbehaves on request (slow load, ignored SIGTERM, a
+// grandchild, llama.cpp's real failure output). Nothing here asserts a duration.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LaunchError } from '../../core/engine/failure-classifier.js';
+import { EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch-spec.js';
+import { commandLineHash } from '../../core/engine/supervisor/engine-registry.js';
+import { isRunning } from '../../core/engine/supervisor/process-tree.js';
+import type { SpawnFunction } from '../../core/engine/supervisor/server-process.js';
+import { Supervisor, type EngineExit, type SupervisorDeps } from '../../core/engine/supervisor/supervisor.js';
+import type { LaunchLevel } from '../../core/policy/levels.js';
+import { FakeClock } from '../support/fake-clock.js';
+
+const FAKE_ENGINE = fileURLToPath(new URL('../support/fake-engine.mjs', import.meta.url));
+const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/llama-logs/${name}`, import.meta.url));
+const MIB = 1024 * 1024;
+
+let dataDir: string;
+const supervisors: Supervisor[] = [];
+const strays: ChildProcess[] = [];
+
+beforeEach(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'llmtray-supervisor-'));
+});
+afterEach(async () => {
+  await Promise.all(supervisors.splice(0).map((s) => s.close()));
+  for (const child of strays.splice(0)) child.kill('SIGKILL');
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+/** A supervisor whose models run the fake engine with the given test flags; counts spawns. */
+async function supervisorWith(
+  fakeFlags: Record<string, string[]>,
+  overrides: Partial<SupervisorDeps> = {},
+): Promise<{ supervisor: Supervisor; spawns: string[][] }> {
+  const spawns: string[][] = [];
+  const countingSpawn: SpawnFunction = (command, args, options) => {
+    spawns.push([...args]);
+    return spawn(command, args, options);
+  };
+  const supervisor = await Supervisor.start({
+    specFor: (modelId): LaunchSpec => ({
+      modelId,
+      engine: 'embedded',
+      modelPath: `/models/${modelId}.gguf`,
+      contextTokens: 2048,
+      gpuLayers: 'all',
+      threads: 1,
+      aliases: [],
+      extraArgs: fakeFlags[modelId] ?? [],
+      env: {},
+    }),
+    engineCommand: () => ({ command: process.execPath, args: [FAKE_ENGINE], capabilities: EMBEDDED_CAPABILITIES }),
+    footprint: (_modelId: string, level: LaunchLevel) => (level === 'minimal' ? 0 : 100 * MIB),
+    dataDir,
+    spawn: countingSpawn,
+    stopGraceMs: 1_000,
+    ...overrides,
+  });
+  supervisors.push(supervisor);
+  return { supervisor, spawns };
+}
+
+/** The value after `flag` in the argv of a spawn. */
+const argOf = (argv: string[] | undefined, flag: string): string | undefined => argv?.[argv.indexOf(flag) + 1];
+
+/** The number the fake engine printed after `label`. */
+function printed(supervisor: Supervisor, modelId: string, label: string): number {
+  const line = supervisor.logs(modelId).find((l) => l.startsWith(`fake-engine: ${label} `));
+  if (line === undefined) throw new Error(`the fake engine did not print '${label}'`);
+  return Number(line.slice(`fake-engine: ${label} `.length));
+}
+
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`gave up waiting until ${what}`);
+}
+
+describe('Supervisor with the fake engine', () => {
+  it('launches, serves with its per-launch key, and evicts leaving nothing behind', async () => {
+    const { supervisor } = await supervisorWith({});
+    await supervisor.launch('alpha', 'full');
+    const endpoint = supervisor.endpointFor('alpha');
+    expect(endpoint).not.toBeNull();
+    if (endpoint === null) return;
+    expect(endpoint.level).toBe('full');
+    const url = `http://127.0.0.1:${endpoint.port}/v1/chat/completions`;
+    const body = JSON.stringify({ model: 'alpha', messages: [{ role: 'user', content: 'hi' }] });
+    const withKey = await fetch(url, { method: 'POST', body, headers: { authorization: `Bearer ${endpoint.apiKey}` } });
+    expect(((await withKey.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content).toBe('echo: hi');
+    expect((await fetch(url, { method: 'POST', body })).status).toBe(401);
+    expect(await supervisor.resident()).toEqual([{ modelId: 'alpha', level: 'full', deviceBytes: 100 * MIB }]);
+    const registry = JSON.parse(await readFile(join(dataDir, 'engines.json'), 'utf8')) as { engines: { pid: number }[] };
+    expect(registry.engines.map((e) => e.pid)).toEqual([endpoint.pid]);
+
+    await supervisor.evict('alpha');
+    expect(await isRunning(endpoint.pid)).toBe(false);
+    expect(supervisor.endpointFor('alpha')).toBeNull();
+    expect(await supervisor.resident()).toEqual([]);
+    expect(supervisor.status('alpha')?.phase).toBe('exited');
+    await until(async () => (await readFile(join(dataDir, 'engines.json'), 'utf8')).includes('"engines": []'), 'the registry is empty');
+    await supervisor.evict('alpha'); // idempotent
+  });
+
+  it('notices readiness from the log line, with no polling at all', async () => {
+    // The clock never moves, so the backoff poll and the load timeout never fire: only the
+    // engine's "model loaded" line can end the wait.
+    const { supervisor } = await supervisorWith({ beta: ['--fake-ready-after', '150'] }, { clock: new FakeClock() });
+    await supervisor.launch('beta', 'full');
+    expect(supervisor.status('beta')?.phase).toBe('ready');
+  });
+
+  it('falls back to polling /health for an engine that prints no ready line', async () => {
+    const { supervisor } = await supervisorWith({ quiet: ['--fake-silent', '--fake-ready-after', '100'] });
+    await supervisor.launch('quiet', 'full');
+    expect(supervisor.logs('quiet').some((l) => /model loaded|listening on/.test(l))).toBe(false);
+    expect(supervisor.endpointFor('quiet')).not.toBeNull();
+  });
+
+  it('shows load progress from the 503 body while loading', async () => {
+    const { supervisor } = await supervisorWith({ slow: ['--fake-progress', '--fake-ready-after', '1500'] });
+    const launched = supervisor.launch('slow', 'full');
+    let seen: number | null = null;
+    await until(() => {
+      seen = supervisor.status('slow')?.loadProgress ?? null;
+      return seen !== null;
+    }, 'a load progress is reported');
+    expect(seen).toBeGreaterThanOrEqual(0);
+    expect(seen).toBeLessThan(1);
+    await launched;
+    expect(supervisor.status('slow')?.loadProgress).toBeNull();
+  });
+
+  it('starts one process for concurrent launches of one model', async () => {
+    const { supervisor, spawns } = await supervisorWith({ gamma: ['--fake-ready-after', '200'] });
+    await Promise.all([supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full')]);
+    expect(spawns).toHaveLength(1);
+    await supervisor.launch('gamma', 'full'); // already ready: no new process
+    expect(spawns).toHaveLength(1);
+  });
+
+  it('relaunches at another level, with that level’s argv', async () => {
+    const { supervisor, spawns } = await supervisorWith({});
+    await supervisor.launch('delta', 'full');
+    const firstPid = supervisor.endpointFor('delta')?.pid ?? -1;
+    await supervisor.launch('delta', 'minimal');
+    expect(spawns).toHaveLength(2);
+    expect(argOf(spawns[0], '-ngl')).toBe('all');
+    expect(argOf(spawns[1], '-ngl')).toBe('0');
+    expect(Number(argOf(spawns[1], '-c'))).toBeLessThan(2048);
+    expect(await isRunning(firstPid)).toBe(false);
+    expect(supervisor.endpointFor('delta')?.level).toBe('minimal');
+  });
+
+  it('relaunches on a fresh port when the engine finds its port taken', async () => {
+    const { supervisor, spawns } = await supervisorWith({ racer: ['--fake-port-taken-once', join(dataDir, 'taken')] });
+    await supervisor.launch('racer', 'full');
+    expect(spawns).toHaveLength(2);
+    expect(supervisor.logs('racer').some((l) => l.includes("couldn't bind HTTP server socket"))).toBe(true);
+    expect(supervisor.endpointFor('racer')?.port).toBe(Number(argOf(spawns[1], '--port')));
+  });
+
+  it('SIGKILLs an engine that ignores SIGTERM once the grace period is over', async () => {
+    const { supervisor } = await supervisorWith({ stubborn: ['--fake-ignore-sigterm'] }, { stopGraceMs: 300 });
+    await supervisor.launch('stubborn', 'full');
+    const pid = supervisor.endpointFor('stubborn')?.pid ?? -1;
+    await supervisor.evict('stubborn');
+    expect(await isRunning(pid)).toBe(false);
+    const log = supervisor.logs('stubborn');
+    expect(log.some((l) => l.includes('ignoring SIGTERM'))).toBe(true);
+    expect(log.some((l) => l.includes('sent SIGKILL'))).toBe(true);
+    expect(supervisor.status('stubborn')?.exit).toEqual({ exitCode: null, signal: 'SIGKILL' });
+  });
+
+  it('ends the grandchildren with the server', async () => {
+    const { supervisor } = await supervisorWith({ parent: ['--fake-spawn-child'] });
+    await supervisor.launch('parent', 'full');
+    const grandchild = printed(supervisor, 'parent', 'grandchild pid');
+    expect(await isRunning(grandchild)).toBe(true);
+    await supervisor.evict('parent');
+    expect(await isRunning(grandchild)).toBe(false);
+  });
+
+  it('SIGKILLs a grandchild that ignores SIGTERM after its parent has gone', async () => {
+    const { supervisor } = await supervisorWith({ family: ['--fake-spawn-child', '--fake-ignore-sigterm'] }, { stopGraceMs: 300 });
+    await supervisor.launch('family', 'full');
+    const grandchild = printed(supervisor, 'family', 'grandchild pid');
+    await supervisor.evict('family');
+    expect(await isRunning(grandchild)).toBe(false);
+  });
+
+  it('rejects with the cause from llama.cpp when the engine exits before ready', async () => {
+    const { supervisor } = await supervisorWith({
+      kv: ['--fake-log-file', fixture('server-kv-cache-oom.log'), '--fake-exit-with', '1'],
+      abort: ['--fake-log-file', fixture('server-weights-oom-sigabrt.log'), '--fake-exit-with', 'SIGABRT'],
+      corrupt: ['--fake-log-file', fixture('server-truncated-data.log'), '--fake-exit-with', '1'],
+    });
+    const kv = await supervisor.launch('kv', 'full').catch((e: unknown) => e);
+    expect(kv).toBeInstanceOf(LaunchError);
+    expect(kv).toMatchObject({ kind: 'oom', reason: 'failed to allocate buffer for kv cache', exitCode: 1, signal: null });
+    // stdout and stderr are two pipes, so only membership is certain, not the order between them.
+    expect((kv as LaunchError).logTail).toContainEqual(expect.stringContaining('exiting due to model loading error'));
+
+    await expect(supervisor.launch('abort', 'full')).rejects.toMatchObject({ kind: 'oom', signal: 'SIGABRT' });
+    await expect(supervisor.launch('corrupt', 'full')).rejects.toMatchObject({
+      kind: 'crash',
+      reason: "tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete",
+    });
+    expect(supervisor.status('kv')?.phase).toBe('exited');
+    expect(await supervisor.resident()).toEqual([]);
+  });
+
+  it('calls a load that outlives its timeout a hang and stops the process', async () => {
+    const { supervisor } = await supervisorWith({ sleepy: ['--fake-ready-after', '600000'] }, { loadTimeoutMs: () => 400 });
+    const error = await supervisor.launch('sleepy', 'full').catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'hang' });
+    expect((error as LaunchError).reason).toMatch(/did not become ready within the load timeout \(0\.4 s\)/);
+    const pid = supervisor.status('sleepy')?.pid ?? -1;
+    expect(await isRunning(pid)).toBe(false);
+  });
+
+  it('rejects with a crash naming the command when the engine cannot be started', async () => {
+    const { supervisor } = await supervisorWith(
+      {},
+      { engineCommand: () => ({ command: join(dataDir, 'no-such-engine'), args: [], capabilities: EMBEDDED_CAPABILITIES }) },
+    );
+    const error = await supervisor.launch('ghost', 'full').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LaunchError);
+    expect((error as LaunchError).reason).toMatch(/could not start .*no-such-engine: .*ENOENT/);
+  });
+
+  it('cancels a load when the caller aborts, and when the model is evicted', async () => {
+    const { supervisor } = await supervisorWith({ a: ['--fake-ready-after', '600000'], b: ['--fake-ready-after', '600000'] });
+    const controller = new AbortController();
+    const launchA = supervisor.launch('a', 'full', controller.signal);
+    await until(() => supervisor.status('a') !== null, 'a is spawned');
+    controller.abort(new DOMException('client went away', 'AbortError'));
+    await expect(launchA).rejects.toMatchObject({ name: 'AbortError' });
+    await until(async () => !(await isRunning(supervisor.status('a')?.pid ?? -1)), 'a has stopped');
+
+    const launchB = supervisor.launch('b', 'full');
+    await until(() => supervisor.status('b') !== null, 'b is spawned');
+    await supervisor.evict('b');
+    await expect(launchB).rejects.toMatchObject({ name: 'AbortError' });
+    expect(await isRunning(supervisor.status('b')?.pid ?? -1)).toBe(false);
+  });
+
+  it('keeps the load going while one of two callers still waits', async () => {
+    const { supervisor, spawns } = await supervisorWith({ shared: ['--fake-ready-after', '300'] });
+    const impatient = new AbortController();
+    const first = supervisor.launch('shared', 'full', impatient.signal);
+    const second = supervisor.launch('shared', 'full');
+    impatient.abort(new DOMException('gone', 'AbortError'));
+    await expect(first).rejects.toMatchObject({ name: 'AbortError' });
+    await second;
+    expect(spawns).toHaveLength(1);
+  });
+
+  it('keeps a bounded log per model, readable after the server exited', async () => {
+    const { supervisor } = await supervisorWith(
+      { chatty: ['--fake-log-file', fixture('server-missing-file.log'), '--fake-exit-with', '1'] },
+      { logLines: 5 },
+    );
+    await expect(supervisor.launch('chatty', 'full')).rejects.toBeInstanceOf(LaunchError);
+    await until(() => supervisor.logs('chatty').some((l) => l.includes('ended: exit code 1')), 'the exit is logged');
+    const log = supervisor.logs('chatty');
+    expect(log).toHaveLength(5);
+    expect(log.at(-1)).toContain('ended: exit code 1');
+  });
+
+  it('tells onExit listeners when a ready server is killed', async () => {
+    const { supervisor } = await supervisorWith({});
+    const exits: [string, EngineExit][] = [];
+    supervisor.onExit((modelId, exit) => exits.push([modelId, exit]));
+    await supervisor.launch('victim', 'degraded');
+    process.kill(supervisor.endpointFor('victim')?.pid ?? -1, 'SIGKILL');
+    await until(() => exits.length > 0, 'onExit is called');
+    expect(exits).toHaveLength(1);
+    expect(exits[0]?.[0]).toBe('victim');
+    expect(exits[0]?.[1]).toMatchObject({ kind: 'crash', signal: 'SIGKILL', exitCode: null, level: 'degraded' });
+    expect(supervisor.endpointFor('victim')).toBeNull();
+    await supervisor.launch('victim', 'degraded'); // a dead server is replaced
+    expect(supervisor.endpointFor('victim')).not.toBeNull();
+  });
+
+  it('does not call onExit for evictions', async () => {
+    const { supervisor } = await supervisorWith({});
+    const exits: string[] = [];
+    supervisor.onExit((modelId) => exits.push(modelId));
+    await supervisor.launch('calm', 'full');
+    await supervisor.evict('calm');
+    expect(exits).toEqual([]);
+  });
+
+  it('measures device bytes from buffer lines and host RSS at minimal', async () => {
+    const { supervisor } = await supervisorWith({ gpu: ['--fake-device-buffer-mib', '512'], cpu: ['--fake-device-buffer-mib', '512'] });
+    await supervisor.launch('gpu', 'full');
+    await supervisor.launch('cpu', 'minimal');
+    expect(await supervisor.measured('gpu')).toBe(512 * MIB);
+    const rss = await supervisor.measured('cpu');
+    expect(rss).toBeGreaterThan(MIB); // a Node process: tens of MiB
+    expect(rss).not.toBe(512 * MIB);
+    const resident = await supervisor.resident();
+    expect(resident.sort((a, b) => a.modelId.localeCompare(b.modelId))).toEqual([
+      { modelId: 'cpu', level: 'minimal', deviceBytes: 0 },
+      { modelId: 'gpu', level: 'full', deviceBytes: 512 * MIB },
+    ]);
+    expect(await supervisor.measured('nothing')).toBeNull();
+  });
+
+  it('prefers the driver’s per-process count over log lines', async () => {
+    let pid = -1;
+    const { supervisor } = await supervisorWith(
+      { drv: ['--fake-device-buffer-mib', '512'] },
+      { gpuProcessMemory: async () => new Map([[pid, 700 * MIB]]) },
+    );
+    await supervisor.launch('drv', 'full');
+    pid = supervisor.endpointFor('drv')?.pid ?? -1;
+    expect(supervisor.runningPids()).toEqual([pid]);
+    expect(await supervisor.measured('drv')).toBe(700 * MIB);
+  });
+
+  it('waits after an eviction until 75 % of the footprint is free again', async () => {
+    const free = [1_000 * MIB, 1_000 * MIB, 1_040 * MIB, 1_080 * MIB];
+    let probes = 0;
+    const { supervisor } = await supervisorWith(
+      {},
+      { memoryProbe: async () => free[Math.min(probes++, free.length - 1)] ?? 0, memoryWait: { pollMs: 10, maxMs: 60_000 } },
+    );
+    await supervisor.launch('big', 'full');
+    await supervisor.evict('big');
+    // before, then 1000, 1040 (< 1000 + 75), 1080 (≥): four probes and no more.
+    expect(probes).toBe(4);
+  });
+});
+
+describe('orphan cleanup', () => {
+  it('ends the servers of a crashed run and leaves a reused pid alone', async () => {
+    const crashed = await supervisorWith({ orphan: ['--fake-spawn-child'] });
+    await crashed.supervisor.launch('orphan', 'full');
+    const orphanPid = crashed.supervisor.endpointFor('orphan')?.pid ?? -1;
+    const grandchild = printed(crashed.supervisor, 'orphan', 'grandchild pid');
+    // The crashed run is never closed: drop it from cleanup, as a SIGKILLed daemon would be.
+    supervisors.splice(supervisors.indexOf(crashed.supervisor), 1);
+
+    // A pid in the record that now belongs to another program.
+    const unrelated = spawn('sleep', ['300'], { stdio: 'ignore' });
+    strays.push(unrelated);
+    const file = join(dataDir, 'engines.json');
+    const record = JSON.parse(await readFile(file, 'utf8')) as { engines: unknown[] };
+    record.engines.push({ modelId: 'ours-once', pid: unrelated.pid, commandHash: commandLineHash('node fake-engine.mjs --api-key gone'), startedAt: 1 });
+    await writeFile(file, JSON.stringify(record));
+
+    const next = await supervisorWith({});
+    expect(next.supervisor.orphans.ended.map((r) => r.pid)).toEqual([orphanPid]);
+    expect(next.supervisor.orphans.leftAlone.map((r) => r.pid)).toEqual([unrelated.pid]);
+    expect(await isRunning(orphanPid)).toBe(false);
+    expect(await isRunning(grandchild)).toBe(false);
+    expect(await isRunning(unrelated.pid ?? -1)).toBe(true);
+  });
+});

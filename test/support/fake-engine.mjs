@@ -1,0 +1,145 @@
+#!/usr/bin/env node
+// A stand-in model server for supervisor tests: speaks llama-server's launch flags and
+// /health (503 while "loading", then 200), prints llama-server's own log lines, and misbehaves
+// on request. Plain Node, no dependencies, so a test can spawn it like any engine.
+//
+// Test flags (all optional):
+//   --fake-ready-after MS       stay "loading" (503) for MS, then become ready
+//   --fake-silent               print no "model loaded"/"listening" line (readiness by polling only)
+//   --fake-progress             put {"progress": …} in the 503 body
+//   --fake-ignore-sigterm       ignore SIGTERM (so does the grandchild, if any)
+//   --fake-spawn-child          start a grandchild that lives until it is killed; prints its pid
+//   --fake-log-file FILE        print FILE's lines (but '# ' comments) to stderr, then exit (before ready, or after
+//                               ready when --fake-exit-after is given)
+//   --fake-exit-with CODE|SIG   exit code (default 1) or signal name used with the above
+//   --fake-exit-after MS        MS after ready, print --fake-log-file (if any) and exit
+//   --fake-device-buffer-mib N  print llama.cpp's "CUDA0 model buffer size = N MiB" while loading
+//   --fake-port-taken-once FILE act as if the port was taken (llama-server's bind error, exit 1)
+//                               unless FILE exists; creates FILE, so the next launch succeeds
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+
+const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child']);
+
+function parseArgs(argv) {
+  const flags = new Map();
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    if (BOOLEAN.has(flag)) flags.set(flag, true);
+    else flags.set(flag, argv[++i]);
+  }
+  return flags;
+}
+
+const flags = parseArgs(process.argv.slice(2));
+const started = Date.now();
+const stamp = () => {
+  const ms = Date.now() - started;
+  return `0.${String(Math.floor(ms / 1000)).padStart(2, '0')}.${String(ms % 1000).padStart(3, '0')}.000`;
+};
+const log = (level, text) => process.stderr.write(`${stamp()} ${level} ${text}\n`);
+
+const host = flags.get('--host') ?? '127.0.0.1';
+const port = Number(flags.get('--port') ?? 8080);
+const apiKey = flags.get('--api-key');
+const aliases = (flags.get('--alias') ?? 'fake').split(',');
+const readyAfter = Number(flags.get('--fake-ready-after') ?? 0);
+const exitWith = flags.get('--fake-exit-with') ?? '1';
+let ready = false;
+
+function exitNow() {
+  const logFile = flags.get('--fake-log-file');
+  if (logFile) {
+    for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+      if (line !== '' && !line.startsWith('# ')) process.stderr.write(`${line}\n`);
+    }
+  }
+  // Let stderr drain before ending, as a real engine's last lines do.
+  setTimeout(() => {
+    if (/^SIG/.test(exitWith)) process.kill(process.pid, exitWith);
+    else process.exit(Number(exitWith));
+  }, 20);
+}
+
+log('I', `srv    load_model: loading model '${flags.get('-m') ?? ''}'`);
+process.stdout.write(`fake-engine: pid ${process.pid}\n`);
+
+if (flags.get('--fake-spawn-child')) {
+  const ignore = flags.get('--fake-ignore-sigterm') ? "process.on('SIGTERM', () => {});" : '';
+  const child = spawn(process.execPath, ['-e', `${ignore} setInterval(() => {}, 1 << 30)`], { stdio: 'ignore' });
+  process.stdout.write(`fake-engine: grandchild pid ${child.pid}\n`);
+}
+
+if (flags.get('--fake-ignore-sigterm')) {
+  process.on('SIGTERM', () => log('W', 'srv  fake-engine: ignoring SIGTERM'));
+} else {
+  process.on('SIGTERM', () => {
+    log('I', 'srv    operator(): operator(): cleaning up before exit...');
+    process.exit(0);
+  });
+}
+
+function json(res, status, body) {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+const server = createServer((req, res) => {
+  if (req.url === '/health') {
+    if (ready) return json(res, 200, { status: 'ok' });
+    const error = { code: 503, message: 'Loading model', type: 'unavailable_error' };
+    if (flags.get('--fake-progress')) error.progress = Math.min(0.99, (Date.now() - started) / Math.max(1, readyAfter));
+    return json(res, 503, { error });
+  }
+  if (apiKey && req.headers.authorization !== `Bearer ${apiKey}`) {
+    return json(res, 401, { error: { code: 401, message: 'Invalid API Key', type: 'authentication_error' } });
+  }
+  if (req.url === '/v1/models') {
+    return json(res, 200, { object: 'list', data: aliases.map((id) => ({ id, object: 'model', owned_by: 'fake' })) });
+  }
+  if (req.url === '/v1/chat/completions' && req.method === 'POST') {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      const messages = JSON.parse(body || '{}').messages ?? [];
+      const last = messages.at(-1)?.content ?? '';
+      json(res, 200, {
+        id: 'chatcmpl-fake',
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: aliases[0],
+        choices: [{ index: 0, message: { role: 'assistant', content: `echo: ${last}` }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+      });
+    });
+    return;
+  }
+  json(res, 404, { error: { code: 404, message: 'File Not Found', type: 'not_found_error' } });
+});
+
+server.on('error', (error) => {
+  log('E', `srv          start: couldn't bind HTTP server socket, hostname: ${host}, port: ${port} (${error.code})`);
+  process.exit(1);
+});
+
+const portTakenOnce = flags.get('--fake-port-taken-once');
+if (portTakenOnce && !existsSync(portTakenOnce)) {
+  writeFileSync(portTakenOnce, 'taken\n');
+  server.emit('error', Object.assign(new Error('address already in use'), { code: 'EADDRINUSE' }));
+}
+
+server.listen(port, host, () => {
+  if (flags.get('--fake-log-file') && !flags.get('--fake-exit-after')) return exitNow();
+  const mib = flags.get('--fake-device-buffer-mib');
+  if (mib) log('I', `load_tensors:        CUDA0 model buffer size = ${Number(mib).toFixed(2)} MiB`);
+  setTimeout(() => {
+    ready = true;
+    if (!flags.get('--fake-silent')) {
+      log('I', 'srv  llama_server: model loaded');
+      log('I', `srv  llama_server: listening on http://${host}:${port}`);
+    }
+    const exitAfter = flags.get('--fake-exit-after');
+    if (exitAfter !== undefined) setTimeout(exitNow, Number(exitAfter));
+  }, readyAfter);
+});

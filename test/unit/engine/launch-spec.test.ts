@@ -1,0 +1,95 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { argvFor, DRAFT_MAX_TOKENS, EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../../core/engine/launch-spec.js';
+import { detectCapabilities } from '../../../core/engine/llama-server/capabilities.js';
+import { degradedContext } from '../../../core/policy/levels.js';
+
+const text = (name: string): string => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url), 'utf8');
+/** `llama-server --version` of the build whose help is the recent fixture, and of an older one. */
+const RECENT_VERSION = 'version: 0.4.0-dev (build 1, commit 80fb11a)\nbuilt with GNU 12.2.0 for Linux x86_64\n';
+const OLD_VERSION = 'version: 4567 (1d1e6a90)\nbuilt with cc (Ubuntu 13.2.0-23ubuntu4) 13.2.0 for x86_64-linux-gnu\n';
+const recent = detectCapabilities(text('llama-server-help.txt'), RECENT_VERSION);
+const old = detectCapabilities(text('llama-server-help-old.txt'), OLD_VERSION);
+
+const spec: LaunchSpec = {
+  modelId: 'qwen-7b',
+  engine: 'llama-server',
+  modelPath: '/models/qwen-7b.gguf',
+  contextTokens: 32_768,
+  gpuLayers: 'all',
+  aliases: ['qwen'],
+  extraArgs: ['--flash-attn', 'on'],
+  env: {},
+};
+const withDraft: LaunchSpec = { ...spec, draft: { modelPath: '/models/qwen-0.5b.gguf', gpuLayers: 'all' } };
+
+/** The value after `flag`, or undefined when the flag is absent. */
+function valueOf(argv: string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  return i < 0 ? undefined : argv[i + 1];
+}
+
+describe('argvFor', () => {
+  it('full: the configured context and GPU layers, explicit, with auto-fit off', () => {
+    const argv = argvFor(spec, 'full', recent, 41_234, 'k3y');
+    expect(argv.slice(0, 6)).toEqual(['-m', '/models/qwen-7b.gguf', '-c', '32768', '-ngl', 'all']);
+    expect(valueOf(argv, '--fit')).toBe('off');
+    expect(valueOf(argv, '--host')).toBe('127.0.0.1');
+    expect(valueOf(argv, '--port')).toBe('41234');
+    expect(valueOf(argv, '--api-key')).toBe('k3y');
+    expect(valueOf(argv, '--alias')).toBe('qwen-7b,qwen');
+  });
+
+  it("degraded: the policy's smaller context, the same GPU layers", () => {
+    const argv = argvFor(spec, 'degraded', recent, 1, 'k');
+    expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
+    expect(Number(valueOf(argv, '-c'))).toBeLessThan(32_768);
+    expect(valueOf(argv, '-ngl')).toBe('all');
+  });
+
+  it('minimal: nothing on the GPU, the draft included', () => {
+    const argv = argvFor(withDraft, 'minimal', recent, 1, 'k');
+    expect(valueOf(argv, '-ngl')).toBe('0');
+    expect(valueOf(argv, '-ngld')).toBe('0');
+    expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
+  });
+
+  it('a recent build: draft with --spec-type draft-simple and --spec-draft-n-max', () => {
+    const argv = argvFor(withDraft, 'full', recent, 1, 'k');
+    expect(valueOf(argv, '-md')).toBe('/models/qwen-0.5b.gguf');
+    expect(valueOf(argv, '-ngld')).toBe('all');
+    expect(valueOf(argv, '--spec-type')).toBe('draft-simple');
+    expect(valueOf(argv, '--spec-draft-n-max')).toBe(String(DRAFT_MAX_TOKENS));
+    expect(argv).not.toContain('--draft-max');
+  });
+
+  it("an older build: --draft-max, no --spec-type, no --fit, and a layer count instead of 'all'", () => {
+    const argv = argvFor(withDraft, 'full', old, 1, 'k');
+    expect(valueOf(argv, '--draft-max')).toBe(String(DRAFT_MAX_TOKENS));
+    expect(argv).not.toContain('--spec-type');
+    expect(argv).not.toContain('--spec-draft-n-max');
+    expect(argv).not.toContain('--fit');
+    expect(valueOf(argv, '-ngl')).toBe('999');
+    expect(valueOf(argv, '-ngld')).toBe('999');
+  });
+
+  it('the embedded engine: its fixed flag set, no draft-length or spec-type flags', () => {
+    const argv = argvFor({ ...withDraft, engine: 'embedded', threads: 1, parallel: 2 }, 'full', EMBEDDED_CAPABILITIES, 1, 'k');
+    const flags = argv.filter((a) => a.startsWith('-') && !spec.extraArgs.includes(a));
+    for (const flag of flags) expect(EMBEDDED_CAPABILITIES.flags.has(flag), flag).toBe(true);
+    expect(valueOf(argv, '-t')).toBe('1');
+    expect(valueOf(argv, '-np')).toBe('2');
+  });
+
+  it('passes numeric GPU layers through and puts user arguments last', () => {
+    const argv = argvFor({ ...spec, gpuLayers: 20 }, 'full', recent, 1, 'k');
+    expect(valueOf(argv, '-ngl')).toBe('20');
+    expect(argv.slice(-2)).toEqual(['--flash-attn', 'on']);
+  });
+
+  it('adds the projector where the engine takes one and refuses where it cannot', () => {
+    const multimodal = { ...spec, projectorPath: '/models/mmproj.gguf' };
+    expect(valueOf(argvFor(multimodal, 'full', recent, 1, 'k'), '--mmproj')).toBe('/models/mmproj.gguf');
+    expect(() => argvFor(multimodal, 'full', old, 1, 'k')).toThrow(/no --mmproj flag.*\/models\/mmproj\.gguf.*'qwen-7b'/);
+  });
+});

@@ -1,0 +1,74 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkHealth, Doorbell, parseLoadProgress, waitUntilReady } from '../../../core/engine/supervisor/readiness.js';
+import { realClock } from '../../../core/engine/supervisor/clock.js';
+import { freeLoopbackPort } from '../../../core/engine/supervisor/free-port.js';
+import { FakeClock } from '../../support/fake-clock.js';
+
+describe('parseLoadProgress', () => {
+  it.each([
+    ['{"progress":0.4}', 0.4],
+    ['{"status":"loading","progress":40}', 0.4],
+    ['{"error":{"code":503,"message":"Loading model","type":"unavailable_error","progress":0.25}}', 0.25],
+    ['{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}', null],
+    ['Loading model', null],
+  ])('%s → %s', (body, progress) => {
+    expect(parseLoadProgress(body)).toBe(progress);
+  });
+});
+
+describe('Doorbell', () => {
+  it('keeps a ring that came while nobody waited', async () => {
+    const bell = new Doorbell();
+    bell.ring();
+    // On a clock that never moves, only the kept ring can end the wait.
+    await bell.wait(5, new AbortController().signal, new FakeClock());
+  });
+
+  it('wakes a waiter', async () => {
+    const bell = new Doorbell();
+    const clock = new FakeClock();
+    const waiting = bell.wait(5, new AbortController().signal, clock);
+    expect(clock.pendingDelays()).toEqual([5]);
+    bell.ring();
+    await waiting;
+    expect(clock.pendingDelays()).toEqual([]);
+  });
+});
+
+describe('waitUntilReady against a real HTTP server', () => {
+  let server: Server | undefined;
+  afterEach(() => server?.close());
+
+  it('reports progress from 503 bodies and resolves on the first 200 after the ready line', async () => {
+    let ready = false;
+    const seenKeys: (string | undefined)[] = [];
+    server = createServer((req, res) => {
+      seenKeys.push(req.headers.authorization);
+      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(ready ? '{"status":"ok"}' : '{"error":{"code":503,"message":"Loading model","progress":0.5}}');
+    });
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const doorbell = new Doorbell();
+    const progress: (number | null)[] = [];
+    const done = waitUntilReady({ port, apiKey: 'sekret', doorbell, signal: new AbortController().signal, clock: realClock, onProgress: (p) => progress.push(p) });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    ready = true;
+    doorbell.ring();
+    await done;
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.every((p) => p === 0.5)).toBe(true);
+    expect(seenKeys.every((k) => k === 'Bearer sekret')).toBe(true);
+  });
+
+  it('rejects with the abort reason when aborted while nothing listens', async () => {
+    const port = await freeLoopbackPort();
+    const controller = new AbortController();
+    const done = waitUntilReady({ port, apiKey: 'k', doorbell: new Doorbell(), signal: controller.signal, clock: realClock });
+    controller.abort('exited');
+    await expect(done).rejects.toBe('exited');
+    expect(await checkHealth(port, 'k')).toEqual({ kind: 'unreachable' });
+  });
+});
