@@ -1,0 +1,407 @@
+// The catalog: every model llmtray can serve, with what it costs. The daemon's one view of
+// config + discovery + metadata + estimates.
+//
+//   config.yaml ──ConfigStore──┐
+//   model dirs ──discovery─────┼─► assemble ─► CatalogModel[] ─► controller, router, admin
+//   GGUF headers ─metadata─────┤     (ids, references, estimates, definition hashes)
+//   measurements.json ─────────┘
+//
+// A model that cannot be read, estimated or launched as configured is still listed, with
+// `metadataError` saying why, so the controller quarantines it with that reason instead of the
+// model silently missing from the tray.
+import { realpath, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FootprintEstimate } from '../policy/levels.js';
+import { ConfigStore, type ReloadResult } from './config/config-store.js';
+import type { LlmtrayConfig } from './config/load-config.js';
+import { DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
+import { definitionHash, type FileIdentity } from './definition-hash.js';
+import { discoverModels, projectorBeside } from './discovery.js';
+import { estimateFootprint } from './footprint.js';
+import { cachedMetadataReader, type GgufFacts, type MetadataReader, type MetadataResult } from './gguf-metadata.js';
+import { MEASUREMENTS_FILE_NAME, MeasurementStore, withMeasurement } from './measurements.js';
+import { assignUniqueIds } from './model-ids.js';
+import { currentPlatform, type PlatformFacts } from './paths.js';
+import { referenceProblems, type ReferenceProblem } from './references.js';
+
+export type ModelSource = 'config' | 'discovered';
+
+export interface CatalogModel {
+  id: string;
+  aliases: string[];
+  /** The first (or only) part; symlinks kept. */
+  path: string;
+  /** All parts together, bytes (0 when the file cannot be read). */
+  sizeBytes: number;
+  /** Context tokens the model launches with at the 'full' level. */
+  ctx: number;
+  priority: number;
+  pinnedByDefault: boolean;
+  draftId?: string;
+  fallbackId?: string;
+  gpuLayers: GpuLayers;
+  idleTtlMs: number;
+  engine: EngineChoice;
+  args: string[];
+  env: Record<string, string>;
+  projectorPath?: string;
+  /** Device memory at the 'full' level, draft included; null when it cannot be estimated (see metadataError). */
+  estimate: FootprintEstimate | null;
+  /** Why this model cannot be launched as defined, as a sentence naming the file; null when it can. */
+  metadataError: string | null;
+  definitionHash: string;
+  source: ModelSource;
+}
+
+/**
+ * Context for models that configure none: the trained context, capped. Trained contexts of
+ * 128k tokens and more are common now, and their KV cache alone outgrows most GPUs; the person
+ * raises `ctx` where they need it.
+ */
+export const DEFAULT_CONTEXT_CAP = 8192;
+/** When not even the header says: llama-server's own default. */
+const UNKNOWN_CONTEXT = 4096;
+
+export interface CatalogOptions {
+  configPath: string;
+  /** Folder for measurements.json. */
+  dataDir: string;
+  facts?: PlatformFacts;
+  /** Injected in tests; defaults to node-llama-cpp's reader behind a (path, size, mtime) cache. */
+  readMetadata?: MetadataReader;
+  now?: () => number;
+}
+
+export type CatalogChangedListener = (models: readonly CatalogModel[]) => void;
+
+interface Assembly {
+  models: CatalogModel[];
+  references: ReferenceProblem[];
+  problems: string[];
+}
+
+interface Entry {
+  id: string;
+  aliases: string[];
+  path: string;
+  file: FileIdentity | null;
+  realPath: string | null;
+  fileError: string | null;
+  configuredCtx?: number;
+  priority: number;
+  pinned: boolean;
+  draftId?: string;
+  fallbackId?: string;
+  gpuLayers: GpuLayers;
+  idleTtlMs: number;
+  engine: EngineChoice;
+  args: string[];
+  env: Record<string, string>;
+  projectorPath?: string;
+  source: ModelSource;
+  configIndex?: number;
+}
+
+export class Catalog {
+  private assembly: Assembly = { models: [], references: [], problems: [] };
+  private lastChecked: { config: LlmtrayConfig; assembly: Assembly } | undefined;
+  private readonly listeners = new Set<CatalogChangedListener>();
+  private readonly store: ConfigStore;
+  private readonly readMetadata: MetadataReader;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    options: CatalogOptions,
+    private readonly measurements: MeasurementStore,
+  ) {
+    this.readMetadata = options.readMetadata ?? cachedMetadataReader();
+    this.store = new ConfigStore({
+      file: options.configPath,
+      facts: options.facts ?? currentPlatform(),
+      check: async (candidate) => {
+        const assembly = await this.assemble(candidate);
+        this.lastChecked = { config: candidate, assembly };
+        return assembly.references.map((r) => r.message);
+      },
+    });
+  }
+
+  /** Opens the catalog and loads it once (see reload). Blocks on disk reads; never rejects for a bad config or model. */
+  static async open(options: CatalogOptions): Promise<Catalog> {
+    const measurements = await MeasurementStore.open(join(options.dataDir, MEASUREMENTS_FILE_NAME), options.now);
+    const catalog = new Catalog(options, measurements);
+    await catalog.reload();
+    return catalog;
+  }
+
+  /** Every model, configured ones first in file order, then discovered ones by id. Non-blocking. */
+  models(): readonly CatalogModel[] {
+    return this.assembly.models;
+  }
+
+  /** The model a request's `model` names: an id or alias, exact first, then ignoring case. Non-blocking. */
+  resolve(nameOrAlias: string): CatalogModel | undefined {
+    const models = this.assembly.models;
+    const exact = models.find((m) => m.id === nameOrAlias) ?? models.find((m) => m.aliases.includes(nameOrAlias));
+    if (exact) return exact;
+    const lower = nameOrAlias.toLowerCase();
+    return models.find((m) => m.id.toLowerCase() === lower || m.aliases.some((a) => a.toLowerCase() === lower));
+  }
+
+  /** The config in force (the last good one). Non-blocking. */
+  config(): LlmtrayConfig {
+    return this.store.current();
+  }
+
+  /** Config errors of the last reload, then discovery's notes (unreadable folders, incomplete splits). Non-blocking. */
+  problems(): string[] {
+    return [...this.store.errors(), ...this.assembly.problems];
+  }
+
+  /**
+   * Re-reads the config and rescans the model dirs. A config that fails any check is not taken
+   * (the last good one stays, the result says why), but the rescan still happens, so new
+   * downloads appear either way. Emits CatalogChanged when the model list differs. Blocks on
+   * disk reads; serialised; never rejects.
+   */
+  reload(): Promise<ReloadResult> {
+    const run = this.queue.then(async () => {
+      const result = await this.store.reload();
+      const config = this.store.current();
+      const checked = this.lastChecked;
+      this.lastChecked = undefined;
+      const assembly = result.ok && checked?.config === config ? checked.assembly : await this.assemble(config);
+      this.publish(withReferenceErrors(assembly));
+      return result;
+    });
+    this.queue = run;
+    return run;
+  }
+
+  /** Subscribes to CatalogChanged; returns the unsubscribe function. */
+  onChanged(listener: CatalogChangedListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Remembers what a running model really took on the device (the whole process: model, draft,
+   * projector, at the 'full' level): its estimate becomes at least that, now and after
+   * restarts, until its definition changes. Resolves once persisted; rejects for an unknown id
+   * or when the file cannot be written (the in-memory estimate is raised regardless).
+   */
+  async learnFromMeasurement(modelId: string, measuredBytes: number): Promise<void> {
+    const model = this.assembly.models.find((m) => m.id === modelId);
+    if (!model) throw new Error(`Cannot learn a measurement for "${modelId}": no such model in the catalog`);
+    const written = this.measurements.record(modelId, model.definitionHash, measuredBytes);
+    const learned = this.measurements.measuredBytes(modelId, model.definitionHash);
+    if (model.estimate) {
+      const raised = withMeasurement(model.estimate, learned);
+      if (raised !== model.estimate) {
+        this.publish({ ...this.assembly, models: this.assembly.models.map((m) => (m === model ? { ...m, estimate: raised } : m)) });
+      }
+    }
+    await written;
+  }
+
+  private publish(next: Assembly): void {
+    const changed = JSON.stringify(next.models) !== JSON.stringify(this.assembly.models);
+    this.assembly = next;
+    if (!changed) return;
+    for (const listener of this.listeners) {
+      try {
+        listener(next.models);
+      } catch (error) {
+        process.emitWarning(`CatalogChanged listener failed: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  private async assemble(config: LlmtrayConfig): Promise<Assembly> {
+    const discovery = await discoverModels(config.modelDirs);
+    const configured = await Promise.all(config.models.map(async (model): Promise<Entry> => {
+      const identity = await fileIdentity(model.path);
+      const fromArgs = projectorFromArgs(model.args);
+      const projectorPath = fromArgs === undefined ? await projectorBeside(model.path) : (fromArgs ?? undefined);
+      return {
+        id: model.id,
+        aliases: model.aliases,
+        path: model.path,
+        ...identity,
+        ...(model.ctx !== undefined ? { configuredCtx: model.ctx } : {}),
+        priority: model.priority,
+        pinned: model.pinned,
+        ...(model.draft !== undefined ? { draftId: model.draft } : {}),
+        ...(model.fallback !== undefined ? { fallbackId: model.fallback } : {}),
+        gpuLayers: model.gpuLayers,
+        idleTtlMs: model.idleTtlMs,
+        engine: model.engine,
+        args: model.args,
+        env: model.env,
+        ...(projectorPath !== undefined ? { projectorPath } : {}),
+        source: 'config',
+        configIndex: model.index,
+      };
+    }));
+
+    // Configured models override discovered ones with the same (resolved) file.
+    const configuredFiles = new Set(configured.flatMap((e) => [e.path, ...(e.realPath ? [e.realPath] : [])]));
+    const discoveredFiles = discovery.files.filter((f) => !configuredFiles.has(f.realPath) && !configuredFiles.has(f.path));
+    const taken = new Set(config.models.flatMap((m) => [m.id, ...m.aliases]).map((name) => name.toLowerCase()));
+    const ids = assignUniqueIds(discoveredFiles, taken);
+    const discovered: Entry[] = discoveredFiles
+      .map((f): Entry => ({
+        id: ids.get(f.path)!,
+        aliases: [],
+        path: f.path,
+        file: { path: f.realPath, sizeBytes: f.sizeBytes, mtimeMs: f.mtimeMs },
+        realPath: f.realPath,
+        fileError: f.problem ? `${f.path}: ${f.problem}` : null,
+        priority: 0,
+        pinned: false,
+        gpuLayers: 'all',
+        idleTtlMs: DEFAULT_IDLE_TTL_MS,
+        engine: 'auto',
+        args: [],
+        env: {},
+        ...(f.projectorPath !== undefined ? { projectorPath: f.projectorPath } : {}),
+        source: 'discovered',
+      }))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+
+    const entries = [...configured, ...discovered];
+    const read = (path: string | undefined) => (path === undefined ? Promise.resolve(undefined) : this.readMetadata(path));
+    const metadata = await Promise.all(entries.map((e) => (e.fileError || !e.file ? Promise.resolve(undefined) : this.readMetadata(e.path))));
+    const projectors = await Promise.all(entries.map((e) => read(e.projectorPath)));
+    const byId = new Map(entries.map((e, i) => [e.id, i]));
+
+    const references = referenceProblems(
+      entries.map((e, i) => ({
+        id: e.id,
+        aliases: e.aliases,
+        ...(e.draftId !== undefined ? { draftId: e.draftId } : {}),
+        ...(e.fallbackId !== undefined ? { fallbackId: e.fallbackId } : {}),
+        ...(e.configIndex !== undefined ? { configIndex: e.configIndex } : {}),
+        vocabulary: factsOf(metadata[i])?.vocabulary ?? null,
+      })),
+      config.file,
+    );
+
+    const ctxOf = (i: number) => {
+      const entry = entries[i]!;
+      const trained = factsOf(metadata[i])?.contextLength ?? null;
+      return entry.configuredCtx ?? (trained !== null ? Math.min(trained, DEFAULT_CONTEXT_CAP) : UNKNOWN_CONTEXT);
+    };
+
+    const models = entries.map((entry, i): CatalogModel => {
+      const ctx = ctxOf(i);
+      const draftIndex = entry.draftId === undefined ? undefined : byId.get(entry.draftId);
+      const draft = draftIndex === undefined ? undefined : entries[draftIndex];
+      const own = ownEstimate(entry, metadata[i], projectors[i], ctx);
+      let estimate = own.estimate;
+      let error = own.error;
+      if (draftIndex !== undefined && draft && estimate) {
+        const draftEstimate = ownEstimate({ ...draft, projectorPath: undefined }, metadata[draftIndex], undefined, ctx);
+        if (draftEstimate.estimate) estimate = { ...estimate, draft: draftEstimate.estimate };
+        else {
+          estimate = null;
+          error = `its draft "${draft.id}" cannot be used: ${draftEstimate.error}`;
+        }
+      }
+      const hash = definitionHash({
+        file: entry.file ?? { path: entry.path, sizeBytes: 0, mtimeMs: 0 },
+        ctx,
+        args: entry.args,
+        env: entry.env,
+        gpuLayers: entry.gpuLayers,
+        engine: entry.engine,
+        ...(entry.projectorPath !== undefined ? { projectorPath: entry.projectorPath } : {}),
+        ...(draft ? { draft: { id: draft.id, file: draft.file ?? { path: draft.path, sizeBytes: 0, mtimeMs: 0 }, gpuLayers: draft.gpuLayers } } : {}),
+        ...(entry.fallbackId !== undefined ? { fallbackId: entry.fallbackId } : {}),
+      });
+      return {
+        id: entry.id,
+        aliases: entry.aliases,
+        path: entry.path,
+        sizeBytes: entry.file?.sizeBytes ?? 0,
+        ctx,
+        priority: entry.priority,
+        pinnedByDefault: entry.pinned,
+        ...(entry.draftId !== undefined ? { draftId: entry.draftId } : {}),
+        ...(entry.fallbackId !== undefined ? { fallbackId: entry.fallbackId } : {}),
+        gpuLayers: entry.gpuLayers,
+        idleTtlMs: entry.idleTtlMs,
+        engine: entry.engine,
+        args: entry.args,
+        env: entry.env,
+        ...(entry.projectorPath !== undefined ? { projectorPath: entry.projectorPath } : {}),
+        estimate: estimate ? withMeasurement(estimate, this.measurements.measuredBytes(entry.id, hash)) : null,
+        metadataError: error,
+        definitionHash: hash,
+        source: entry.source,
+      };
+    });
+    return { models, references, problems: discovery.problems };
+  }
+}
+
+/**
+ * A config accepted earlier can break later without an edit (its draft's file was deleted, a
+ * discovered draft was renamed). Those models stay listed with the broken reference as the
+ * reason they cannot launch, instead of the whole catalog refusing to load.
+ */
+function withReferenceErrors(assembly: Assembly): Assembly {
+  if (assembly.references.length === 0) return assembly;
+  const reasons = new Map<string, string>();
+  for (const problem of assembly.references) if (!reasons.has(problem.modelId)) reasons.set(problem.modelId, problem.message);
+  return {
+    ...assembly,
+    models: assembly.models.map((m) => {
+      const reason = reasons.get(m.id);
+      return reason === undefined ? m : { ...m, estimate: null, metadataError: m.metadataError ?? reason };
+    }),
+  };
+}
+
+function factsOf(result: MetadataResult | undefined): GgufFacts | undefined {
+  return result?.ok ? result.facts : undefined;
+}
+
+function ownEstimate(
+  entry: Pick<Entry, 'path' | 'fileError' | 'gpuLayers' | 'projectorPath'>,
+  metadata: MetadataResult | undefined,
+  projector: MetadataResult | undefined,
+  ctx: number,
+): { estimate: FootprintEstimate | null; error: string | null } {
+  if (entry.fileError) return { estimate: null, error: entry.fileError };
+  if (!metadata) return { estimate: null, error: `${entry.path}: the model file cannot be read` };
+  if (!metadata.ok) return { estimate: null, error: metadata.error };
+  if (projector && !projector.ok) return { estimate: null, error: `its projector cannot be used: ${projector.error}` };
+  const result = estimateFootprint({ path: entry.path, facts: metadata.facts, contextTokens: ctx, gpuLayers: entry.gpuLayers, projector: projector?.ok ? projector.facts : null });
+  return result.ok ? { estimate: result.estimate, error: null } : { estimate: null, error: result.error };
+}
+
+async function fileIdentity(path: string): Promise<Pick<Entry, 'file' | 'realPath' | 'fileError'>> {
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) return { file: null, realPath: null, fileError: `${path}: expected a .gguf file, found a folder` };
+    const real = await realpath(path);
+    return { file: { path: real, sizeBytes: info.size, mtimeMs: info.mtimeMs }, realPath: real, fileError: null };
+  } catch (error) {
+    return { file: null, realPath: null, fileError: `${path}: cannot read the model file: ${(error as Error).message}` };
+  }
+}
+
+/**
+ * A projector the person passes in `args` wins over the folder's; `--no-mmproj` means none
+ * (null); undefined when the args say nothing.
+ */
+function projectorFromArgs(args: readonly string[]): string | null | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--no-mmproj') return null;
+    if (arg === '--mmproj' || arg === '-mm') return args[i + 1];
+    if (arg.startsWith('--mmproj=')) return arg.slice('--mmproj='.length);
+  }
+  return undefined;
+}

@@ -1,0 +1,87 @@
+// The config the daemon runs on, and the rule that a bad edit never takes it down.
+//
+// A person saving config.yaml with a typo must not lose the models that are serving: a reload
+// that fails validation keeps the last good config and returns why. A file that was never
+// valid leaves the defaults (discovery only) running, with the errors shown.
+import type { PlatformFacts } from '../paths.js';
+import { defaultConfig, loadConfigFile, type LlmtrayConfig } from './load-config.js';
+
+export type ReloadResult = { ok: true } | { ok: false; errors: string[] };
+
+export interface ConfigStoreOptions {
+  file: string;
+  facts: PlatformFacts;
+  /**
+   * Checks that need more than the file (ids of discovered models, vocabularies of GGUFs).
+   * Returns error sentences; any error rejects the candidate like a schema error would.
+   */
+  check?: (candidate: LlmtrayConfig) => Promise<string[]>;
+}
+
+export type ConfigChangedListener = (config: LlmtrayConfig) => void;
+
+export class ConfigStore {
+  private config: LlmtrayConfig;
+  private lastErrors: string[] = [];
+  private readonly listeners = new Set<ConfigChangedListener>();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: ConfigStoreOptions) {
+    this.config = defaultConfig(options.file, options.facts);
+  }
+
+  /** The config in force: the last one that passed every check, or the defaults. Non-blocking. */
+  current(): LlmtrayConfig {
+    return this.config;
+  }
+
+  /** The errors of the last reload; empty after a good one. Non-blocking. */
+  errors(): readonly string[] {
+    return this.lastErrors;
+  }
+
+  /**
+   * Re-reads and re-checks the file. On success the new config is in force (listeners hear of
+   * it if it differs); on failure the previous one stays and the errors say why. Blocks on file
+   * I/O and `check`. Never rejects. Calls are serialised: each sees the file as it was when
+   * its turn came, so the last call's outcome is what stays.
+   */
+  reload(): Promise<ReloadResult> {
+    const run = this.queue.then(() => this.reloadNow());
+    this.queue = run;
+    return run;
+  }
+
+  /** Subscribes to ConfigChanged; returns the unsubscribe function. */
+  onChanged(listener: ConfigChangedListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private async reloadNow(): Promise<ReloadResult> {
+    const loaded = await loadConfigFile(this.options.file, this.options.facts);
+    let errors = loaded.ok ? [] : loaded.errors;
+    if (loaded.ok && this.options.check) {
+      try {
+        errors = await this.options.check(loaded.config);
+      } catch (error) {
+        errors = [`${this.options.file}: the config could not be checked: ${(error as Error).message}`];
+      }
+    }
+    this.lastErrors = errors;
+    if (!loaded.ok || errors.length > 0) return { ok: false, errors };
+    const changed = JSON.stringify(loaded.config) !== JSON.stringify(this.config);
+    this.config = loaded.config;
+    if (changed) {
+      for (const listener of this.listeners) {
+        // One faulty subscriber must not make the reload look failed to the others.
+        try {
+          listener(loaded.config);
+        } catch (error) {
+          process.emitWarning(`ConfigChanged listener failed: ${(error as Error).message}`);
+        }
+      }
+    }
+    return { ok: true };
+  }
+}

@@ -1,0 +1,84 @@
+// The config file's schema: what each field accepts and, as its message, what was expected.
+//
+// Every message here is the "expected …" half of an error; format-issues.ts adds the file, the
+// field path and the value that was there, so no message repeats them. Objects are strict: a
+// misspelt key ("gpu_layers") would otherwise be ignored silently and the person would wonder
+// why the setting has no effect.
+import { z } from 'zod';
+import { DURATION_EXPECTATION, parseDuration, parseSize, SIZE_EXPECTATION } from './units.js';
+
+export type GpuLayers = number | 'all';
+export type EngineChoice = 'auto' | 'embedded' | 'llama-server';
+export const ENGINE_CHOICES: readonly EngineChoice[] = ['auto', 'embedded', 'llama-server'];
+
+export const DEFAULT_LISTEN = { host: '127.0.0.1', port: 11435 } as const;
+/** Head-room left to the desktop and other programs when nothing is configured. */
+export const DEFAULT_RESERVE_BYTES = 512 * 2 ** 20;
+export const DEFAULT_ACTIVATION_WAIT_MS = 45_000;
+export const DEFAULT_IDLE_TTL_MS = 10 * 60_000;
+
+function strict<T extends z.core.$ZodLooseShape>(shape: T) {
+  const known = Object.keys(shape).join(', ');
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}; expected one of: ${known}`
+        : 'expected a mapping (key: value lines)',
+  });
+}
+
+/** A field whose text is parsed by one of the unit parsers; the parser's failure is the issue. */
+function parsed(parse: (value: unknown) => number | undefined, expectation: string) {
+  return z.unknown().transform((value, ctx) => {
+    const result = parse(value);
+    if (result === undefined) {
+      ctx.addIssue({ code: 'custom', message: expectation });
+      return z.NEVER;
+    }
+    return result;
+  });
+}
+
+const nonEmptyText = (expected: string) => z.string({ error: expected }).trim().min(1, { error: expected });
+const integer = (expected: string, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.number({ error: expected }).int({ error: expected }).min(min, { error: expected }).max(max, { error: expected });
+/** Ids and aliases are what clients put in `model`: no whitespace, so they survive a URL and a shell. */
+const modelName = (what: string) =>
+  z.string({ error: `expected ${what} (text without spaces)` }).regex(/^\S+$/, { error: `expected ${what} (text without spaces)` });
+
+const GPU_LAYERS_EXPECTATION = 'expected "all" or a whole number of layers (0 or more)';
+const gpuLayers = z.union([z.literal('all'), integer(GPU_LAYERS_EXPECTATION, 0)], { error: GPU_LAYERS_EXPECTATION });
+
+export const modelConfigSchema = strict({
+  id: modelName('a model id'),
+  path: nonEmptyText('expected the path of a .gguf file'),
+  ctx: integer('expected a positive integer (context tokens)', 1).optional(),
+  priority: integer('expected a whole number (higher is kept first)', Number.MIN_SAFE_INTEGER).default(0),
+  pinned: z.boolean({ error: 'expected true or false' }).default(false),
+  draft: modelName("another model's id").optional(),
+  fallback: modelName("another model's id").optional(),
+  gpuLayers: gpuLayers.default('all'),
+  idleTtl: parsed(parseDuration, DURATION_EXPECTATION).optional(),
+  aliases: z.array(modelName('an alias'), { error: 'expected a list of names' }).default([]),
+  engine: z.enum(ENGINE_CHOICES as [EngineChoice, ...EngineChoice[]], { error: `expected one of: ${ENGINE_CHOICES.join(', ')}` }).default('auto'),
+  args: z.array(z.string({ error: 'expected text (one argument per list item)' }), { error: 'expected a list of arguments' }).default([]),
+  env: z.record(z.string(), z.string({ error: 'expected text (quote numbers: "0")' }), { error: 'expected a mapping of NAME: value' }).default({}),
+});
+
+export const configSchema = strict({
+  listen: strict({
+    host: nonEmptyText('expected a host name or address').default(DEFAULT_LISTEN.host),
+    port: integer('expected a port number from 1 to 65535', 1, 65535).default(DEFAULT_LISTEN.port),
+  }).default({ host: DEFAULT_LISTEN.host, port: DEFAULT_LISTEN.port }),
+  budget: strict({
+    reserve: parsed(parseSize, SIZE_EXPECTATION).optional(),
+    limit: parsed(parseSize, SIZE_EXPECTATION).optional(),
+  }).default({}),
+  modelDirs: z.array(nonEmptyText('expected a folder path'), { error: 'expected a list of folders' }).optional(),
+  engines: strict({ llamaServer: nonEmptyText('expected the path of a llama-server executable').optional() }).default({}),
+  activationWait: parsed(parseDuration, DURATION_EXPECTATION).optional(),
+  models: z.array(modelConfigSchema, { error: 'expected a list of models' }).default([]),
+});
+
+export type RawModelConfig = z.output<typeof modelConfigSchema>;
+export type RawConfig = z.output<typeof configSchema>;

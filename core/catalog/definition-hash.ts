@@ -1,0 +1,46 @@
+// A model's definition hash: changes exactly when relaunching it could turn out differently.
+//
+// The controller keeps a quarantined model down until a person retries it or this hash
+// changes (DESIGN.md, recover). So it covers what the person can change to fix a failure: the
+// file (a re-download has a new size or mtime), the context, the launch arguments and
+// environment, the offload, the engine, the projector and the draft (including the draft's
+// own file) and the fallback. It leaves out what cannot fix a failed launch: priority,
+// aliases, pinning, idle TTL — editing those must not release a quarantine.
+import { createHash } from 'node:crypto';
+import type { EngineChoice, GpuLayers } from './config/schema.js';
+
+export interface FileIdentity {
+  path: string;
+  sizeBytes: number;
+  mtimeMs: number;
+}
+
+export interface ModelDefinition {
+  file: FileIdentity;
+  ctx: number;
+  args: readonly string[];
+  env: Readonly<Record<string, string>>;
+  gpuLayers: GpuLayers;
+  engine: EngineChoice;
+  projectorPath?: string;
+  draft?: { id: string; file: FileIdentity; gpuLayers: GpuLayers };
+  fallbackId?: string;
+}
+
+/** 16 hex digits of sha256 over a canonical JSON of the definition; pure and deterministic. */
+export function definitionHash(definition: ModelDefinition): string {
+  const canonical = JSON.stringify({
+    file: [definition.file.path, definition.file.sizeBytes, definition.file.mtimeMs],
+    ctx: definition.ctx,
+    args: definition.args,
+    env: Object.entries(definition.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    gpuLayers: definition.gpuLayers,
+    engine: definition.engine,
+    projector: definition.projectorPath ?? null,
+    draft: definition.draft
+      ? [definition.draft.id, definition.draft.file.path, definition.draft.file.sizeBytes, definition.draft.file.mtimeMs, definition.draft.gpuLayers]
+      : null,
+    fallback: definition.fallbackId ?? null,
+  });
+  return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
+}

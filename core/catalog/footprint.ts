@@ -1,0 +1,100 @@
+// How much memory a model takes, from its GGUF header: the numbers behind FootprintEstimate.
+// The per-level arithmetic (which context, device or host) is core/policy/levels.ts's job.
+//
+// Estimates that forget the compute buffer, the draft or the projector are the most common
+// complaint against every tool in this space (DESIGN.md), so each is a term here; what the
+// formulas cannot know, learnFromMeasurement corrects upwards once the model has run.
+import type { FootprintEstimate } from '../policy/levels.js';
+import type { GpuLayers } from './config/schema.js';
+import type { GgufFacts } from './gguf-metadata.js';
+
+/** llama.cpp's default physical batch (`-ub`); the compute graph is sized for it. */
+export const DEFAULT_UBATCH_TOKENS = 512;
+/** The KV cache's element size: llama.cpp's default cache type is f16. */
+const KV_ELEMENT_BYTES = 2;
+/** Activations and attention scores in the compute graph are f32. */
+const F32_BYTES = 4;
+
+export type EstimateResult = { ok: true; estimate: FootprintEstimate } | { ok: false; error: string };
+
+export interface EstimateInput {
+  /** For messages: the file the facts came from. */
+  path: string;
+  facts: GgufFacts;
+  contextTokens: number;
+  gpuLayers: GpuLayers;
+  /** The multimodal projector's facts, when one is attached. */
+  projector?: GgufFacts | null;
+}
+
+/** The share of the layers on the device: all of them at 'all', proportional below the block count. */
+export function offloadedFraction(gpuLayers: GpuLayers, blockCount: number): number {
+  if (gpuLayers === 'all' || blockCount <= 0) return 1;
+  return Math.min(gpuLayers, blockCount) / blockCount;
+}
+
+/**
+ * KV cache bytes per context token: K and V, for every layer, each `head_count_kv` heads wide,
+ * at f16. With grouped-query attention this is n_embd_k_gqa = head_dim × head_count_kv, not
+ * n_embd, which is why a GQA model's cache is 4-8 times smaller than its embedding suggests.
+ */
+export function kvBytesPerToken(facts: Pick<GgufFacts, 'blockCount' | 'headCountKv' | 'keyLength' | 'valueLength'>): number {
+  const layers = facts.blockCount ?? 0;
+  const heads = facts.headCountKv ?? 0;
+  return layers * heads * ((facts.keyLength ?? 0) + (facts.valueLength ?? 0)) * KV_ELEMENT_BYTES;
+}
+
+/**
+ * The compute buffer llama.cpp reserves for one micro-batch, following Ollama's fitted formula
+ * for llama-family graphs (fs/ggml/ggml.go, GraphSize, full offload): the larger of
+ *  - the attention step: f32 scores of ubatch × n_ctx × n_head plus a few n_embd-wide
+ *    activations per token: 4 · ub · (1 + 4·n_embd + n_ctx·(1 + n_head)), and
+ *  - the output step: logits of ubatch × n_vocab plus the hidden state: 4 · ub · (n_embd + n_vocab).
+ * It assumes flash attention off, which materialises the scores: node-llama-cpp (the embedded
+ * engine) defaults to it off, and llama-server's `-fa auto` turns it off on backends without
+ * support. With flash attention on this over-estimates, which costs head-room, never an OOM.
+ */
+export function computeBufferBytes(facts: Pick<GgufFacts, 'embeddingLength' | 'headCount' | 'vocabulary'>, contextTokens: number): number {
+  const ubatch = Math.max(1, Math.min(DEFAULT_UBATCH_TOKENS, contextTokens));
+  const embd = facts.embeddingLength ?? 0;
+  const heads = facts.headCount ?? 0;
+  const vocab = facts.vocabulary?.tokenCount ?? 0;
+  const attention = F32_BYTES * ubatch * (1 + 4 * embd + contextTokens * (1 + heads));
+  const output = F32_BYTES * ubatch * (embd + vocab);
+  return Math.max(attention, output);
+}
+
+/**
+ * A vision projector's encoder graph for one image: f32 attention scores over its patches for
+ * every head, plus a few activations per patch. mtmd reserves this on the device next to the
+ * text model's own buffer.
+ */
+export function projectorComputeBytes(vision: NonNullable<GgufFacts['vision']>): number {
+  const patches = (vision.imageSize / vision.patchSize) ** 2;
+  return Math.ceil(F32_BYTES * (patches * patches * vision.headCount + 4 * patches * vision.embeddingLength));
+}
+
+/** The estimate for one model without its draft (the catalog attaches the draft's). */
+export function estimateFootprint(input: EstimateInput): EstimateResult {
+  const { facts } = input;
+  if (facts.blockCount === null || facts.embeddingLength === null) {
+    const missing = facts.blockCount === null ? 'block_count' : 'embedding_length';
+    return {
+      ok: false,
+      error: `${input.path}: cannot estimate its memory: the header has no ${facts.architecture}.${missing} (architecture "${facts.architecture}")`,
+    };
+  }
+  const fraction = offloadedFraction(input.gpuLayers, facts.blockCount);
+  const projector = input.projector ?? null;
+  return {
+    ok: true,
+    estimate: {
+      weightsBytes: Math.ceil(facts.tensorDataBytes * fraction) + (projector?.tensorDataBytes ?? 0),
+      // Layers left on the CPU keep their KV cache in host memory too (llama.cpp places each
+      // layer's cache with the layer), so the device share scales the same way.
+      kvBytesPerToken: Math.ceil(kvBytesPerToken(facts) * fraction),
+      contextTokens: input.contextTokens,
+      computeBytes: computeBufferBytes(facts, input.contextTokens) + (projector?.vision ? projectorComputeBytes(projector.vision) : 0),
+    },
+  };
+}

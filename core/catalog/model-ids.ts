@@ -1,0 +1,61 @@
+// Model ids for discovered files: what clients put in `model`, so they must be readable,
+// lowercase, stable across restarts and unique.
+import { createHash } from 'node:crypto';
+
+/** Lowercase, and only characters that survive URLs, shells and YAML unquoted. */
+export function slug(text: string): string {
+  const cleaned = text
+    .toLowerCase()
+    .replace(/[^a-z0-9._:-]+/g, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^[-.]+|[-.]+$/g, '');
+  return cleaned === '' ? 'model' : cleaned;
+}
+
+const QUANT_SUFFIX = /(?:^|[-_.])((?:I?Q\d+(?:_[A-Z0-9]+)*)|BF16|F16|F32|FP16)$/i;
+
+/** "Qwen2.5-7B-Instruct-Q4_K_M" → "q4_k_m"; undefined when the name carries no quantisation. */
+export function quantTag(stem: string): string | undefined {
+  return QUANT_SUFFIX.exec(stem)?.[1]?.toLowerCase();
+}
+
+export interface IdCandidate {
+  /** The id the file would get on its own. */
+  baseId: string;
+  /** Identity of the file (symlinks resolved), also the seed of a disambiguating suffix. */
+  realPath: string;
+  /** Position of the model dir it was found in: earlier dirs win a contested id. */
+  dirIndex: number;
+  path: string;
+}
+
+/**
+ * Unique ids for `candidates`, none of them in `taken` (lowercase configured ids and aliases).
+ * When several files want one id, the one from the earliest model dir (then the smallest path)
+ * keeps it and the others get a suffix from a hash of their own real path. Why a path hash and
+ * not "-2", "-3": a counter depends on which other files exist, so deleting one download would
+ * silently rename another model under a client that uses it; a path hash never changes.
+ * Deterministic: the same files give the same ids in any input order.
+ */
+export function assignUniqueIds(candidates: readonly IdCandidate[], taken: ReadonlySet<string>): Map<string, string> {
+  const used = new Set(taken);
+  const ids = new Map<string, string>();
+  const ordered = [...candidates].sort((a, b) => a.dirIndex - b.dirIndex || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const deferred: IdCandidate[] = [];
+  for (const candidate of ordered) {
+    if (used.has(candidate.baseId)) deferred.push(candidate);
+    else {
+      used.add(candidate.baseId);
+      ids.set(candidate.path, candidate.baseId);
+    }
+  }
+  for (const candidate of deferred) {
+    const digest = createHash('sha256').update(candidate.realPath).digest('hex');
+    let length = 6;
+    let id = `${candidate.baseId}-${digest.slice(0, length)}`;
+    while (used.has(id) && length < digest.length) id = `${candidate.baseId}-${digest.slice(0, ++length)}`;
+    used.add(id);
+    ids.set(candidate.path, id);
+  }
+  return ids;
+}

@@ -1,0 +1,89 @@
+// The catalog watcher against the real file system: fs.watch, real files, real debounce.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { isModelDirEvent, watchCatalog, type CatalogWatcher } from '../../core/catalog/watch-catalog.js';
+
+let root: string;
+let watcher: CatalogWatcher | undefined;
+let changes: string[][];
+let waiters: (() => void)[];
+
+/** Resolves at the next onChange after the call (or at once if one arrived unseen). */
+function nextChange(seen: number): Promise<string[]> {
+  return new Promise((resolve) => {
+    const check = () => (changes.length > seen ? resolve(changes[seen]!) : waiters.push(check));
+    check();
+  });
+}
+
+function start(options: { configPath: string; modelDirs: string[]; debounceMs?: number }): void {
+  watcher = watchCatalog({
+    ...options,
+    onChange: ({ paths }) => {
+      changes.push(paths);
+      const pending = waiters;
+      waiters = [];
+      for (const w of pending) w();
+    },
+  });
+}
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'llmtray-watch-'));
+  changes = [];
+  waiters = [];
+  await mkdir(join(root, 'config'));
+  await mkdir(join(root, 'models/nested'), { recursive: true });
+});
+
+afterEach(async () => {
+  watcher?.close();
+  watcher = undefined;
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('watchCatalog', () => {
+  test('saving the config file calls back with its path; other files in its folder do not', async () => {
+    start({ configPath: join(root, 'config/config.yaml'), modelDirs: [], debounceMs: 100 });
+    await writeFile(join(root, 'config/notes.txt'), 'unrelated');
+    await writeFile(join(root, 'config/config.yaml'), 'models: []\n');
+    expect(await nextChange(0)).toEqual([join(root, 'config/config.yaml')]);
+  });
+
+  test('an editor-style save (write elsewhere, rename over) is seen, twice in a row', async () => {
+    const configPath = join(root, 'config/config.yaml');
+    await writeFile(configPath, 'a: 1\n');
+    start({ configPath, modelDirs: [], debounceMs: 100 });
+    for (const [i, text] of ['b: 2\n', 'c: 3\n'].entries()) {
+      await writeFile(join(root, 'config/.config.yaml.swp'), text);
+      await rename(join(root, 'config/.config.yaml.swp'), configPath);
+      expect(await nextChange(i)).toContain(configPath);
+    }
+  });
+
+  test('a model appearing in a nested folder of a model dir calls back once for the burst', async () => {
+    start({ configPath: join(root, 'config/config.yaml'), modelDirs: [join(root, 'models')], debounceMs: 1000 });
+    for (let i = 0; i < 5; i++) writeFileSync(join(root, `models/nested/m${i}.gguf`), 'x');
+    const paths = await nextChange(0);
+    for (let i = 0; i < 5; i++) expect(paths).toContain(join(root, `models/nested/m${i}.gguf`));
+  });
+
+  test('a model dir that does not exist yet is picked up when it appears, and watched from then on', async () => {
+    const later = join(root, 'later/models');
+    start({ configPath: join(root, 'config/config.yaml'), modelDirs: [later], debounceMs: 100 });
+    mkdirSync(later, { recursive: true });
+    expect(await nextChange(0)).toContain(later);
+    await writeFile(join(later, 'new.gguf'), 'x');
+    expect(await nextChange(1)).toContain(join(later, 'new.gguf'));
+  });
+});
+
+describe('which model-dir events matter', () => {
+  test.each([
+    ['model.gguf', true], ['sub/dir/Model.GGUF', true], ['models--org--repo', true], [null, true],
+    ['model.gguf.part', false], ['blobs/abc.incomplete', false], ['model.gguf.partial-123', false], ['notes.txt', false],
+  ])('%s → %s', (name, matters) => expect(isModelDirEvent(name)).toBe(matters));
+});

@@ -1,0 +1,188 @@
+import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { Catalog, type CatalogModel } from '../../../core/catalog/catalog.js';
+import { writeLlamaGguf, type LlamaModelShape } from '../../../core/catalog/demo/gguf-writer.js';
+import { readGgufFacts, type MetadataReader } from '../../../core/catalog/gguf-metadata.js';
+import type { PlatformFacts } from '../../../core/catalog/paths.js';
+import { vocabularyFingerprint } from '../../../core/catalog/vocabulary.js';
+import { footprintAt } from '../../../core/policy/levels.js';
+
+let root: string;
+let facts: PlatformFacts;
+let configPath: string;
+let dataDir: string;
+const shape: LlamaModelShape = { name: 'tiny', nLayer: 2, nEmbd: 64, nHead: 4, nHeadKv: 2, nFf: 128, contextLength: 2048, fileType: 'f16', seed: 1 };
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'llmtray-catalog-'));
+  // homeDir = root, so the default model dirs (~/models, …) are inside the temp tree.
+  facts = { platform: 'linux', env: {}, homeDir: root };
+  await mkdir(join(root, 'models'), { recursive: true });
+  await writeLlamaGguf(join(root, 'models/Tiny-Main-F16.gguf'), shape);
+  await writeLlamaGguf(join(root, 'models/Tiny-Draft-F16.gguf'), { ...shape, name: 'draft', nLayer: 1, seed: 2 });
+  await writeFile(join(root, 'models/corrupt.gguf'), 'a text file saved with the wrong extension\n');
+  configPath = join(root, 'config/config.yaml');
+  dataDir = join(root, 'data');
+  await mkdir(join(root, 'config'));
+});
+
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  await rm(configPath, { force: true });
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const open = (readMetadata?: MetadataReader) => Catalog.open({ configPath, dataDir, facts, ...(readMetadata ? { readMetadata } : {}) });
+const byId = (catalog: Catalog, id: string): CatalogModel => {
+  const model = catalog.models().find((m) => m.id === id);
+  if (!model) throw new Error(`no ${id} in ${catalog.models().map((m) => m.id).join(', ')}`);
+  return model;
+};
+const MAIN_CONFIG = `models:
+  - id: main
+    path: ~/models/Tiny-Main-F16.gguf
+    ctx: 1024
+    aliases: [gpt-4o]
+    priority: 5
+    draft: tiny-draft-f16
+`;
+
+describe('Catalog', () => {
+  test('without a config file: every model in the default folders, ids from names, trained context capped', async () => {
+    const catalog = await open();
+    expect(catalog.models().map((m) => [m.id, m.source])).toEqual([
+      ['corrupt', 'discovered'], ['tiny-draft-f16', 'discovered'], ['tiny-main-f16', 'discovered'],
+    ]);
+    const main = byId(catalog, 'tiny-main-f16');
+    expect(main).toMatchObject({ ctx: 2048, gpuLayers: 'all', engine: 'auto', pinnedByDefault: false, metadataError: null });
+    expect(main.estimate).toMatchObject({ contextTokens: 2048, kvBytesPerToken: 2 * 2 * 16 * 2 * 2 });
+  });
+
+  test('an unreadable model is listed with the reason and no estimate; the others are unaffected', async () => {
+    const catalog = await open();
+    const corrupt = byId(catalog, 'corrupt');
+    expect(corrupt.estimate).toBeNull();
+    expect(corrupt.metadataError).toMatch(new RegExp(`^${join(root, 'models/corrupt.gguf')}: not a readable GGUF model`));
+  });
+
+  test('a configured model replaces the discovered one with the same file, and carries its draft', async () => {
+    await writeFile(configPath, MAIN_CONFIG);
+    const catalog = await open();
+    expect(catalog.models().map((m) => m.id)).toEqual(['main', 'corrupt', 'tiny-draft-f16']);
+    const main = byId(catalog, 'main');
+    expect(main).toMatchObject({ source: 'config', ctx: 1024, priority: 5, draftId: 'tiny-draft-f16', metadataError: null });
+    // The draft runs at the primary's context, with its own (one-layer) shape.
+    expect(main.estimate?.draft).toMatchObject({ contextTokens: 1024, kvBytesPerToken: 1 * 2 * 16 * 2 * 2 });
+    expect(catalog.resolve('GPT-4O')?.id).toBe('main');
+    expect(catalog.resolve('main')?.id).toBe('main');
+    expect(catalog.resolve('nothing')).toBeUndefined();
+  });
+
+  test('a draft with another vocabulary is a config error; the last good config stays', async () => {
+    // The demo writer has one vocabulary, so the draft's is replaced here to simulate another model family.
+    const draftPath = join(root, 'models/Tiny-Draft-F16.gguf');
+    const otherVocabulary: MetadataReader = async (path) => {
+      const result = await readGgufFacts(path);
+      if (!result.ok || path !== draftPath) return result;
+      const vocabulary = vocabularyFingerprint({ model: 'llama', tokens: Array.from({ length: 600 }, (_, i) => `x${i}`), bosId: 1, eosId: 2, addBos: true });
+      return { ok: true, facts: { ...result.facts, vocabulary } };
+    };
+    await writeFile(configPath, 'models:\n  - {id: main, path: ~/models/Tiny-Main-F16.gguf}\n');
+    const catalog = await open(otherVocabulary);
+    await writeFile(configPath, MAIN_CONFIG);
+    const result = await catalog.reload();
+    expect(result).toEqual({
+      ok: false,
+      errors: [`${configPath}: models[0].draft: expected a draft with the same vocabulary as "main", got "tiny-draft-f16" (vocabulary sizes differ by 244 tokens (356 vs 600; llama.cpp allows 128))`],
+    });
+    expect(byId(catalog, 'main').draftId).toBeUndefined();
+    expect(catalog.problems()).toEqual(!result.ok ? result.errors : []);
+  });
+
+  test('a bad edit keeps the last good models; the fix takes effect and is announced', async () => {
+    await writeFile(configPath, MAIN_CONFIG);
+    const catalog = await open();
+    const changes: (readonly CatalogModel[])[] = [];
+    catalog.onChanged((models) => changes.push(models));
+    await writeFile(configPath, MAIN_CONFIG.replace('ctx: 1024', 'ctx: -5').replace('tiny-draft-f16', 'nope'));
+    const bad = await catalog.reload();
+    expect(bad.ok).toBe(false);
+    expect(!bad.ok && bad.errors).toEqual([`${configPath}: models[0].ctx: expected a positive integer (context tokens), got -5`]);
+    expect(byId(catalog, 'main').ctx).toBe(1024);
+    expect(changes).toEqual([]);
+    await writeFile(configPath, MAIN_CONFIG.replace('ctx: 1024', 'ctx: 512'));
+    expect(await catalog.reload()).toEqual({ ok: true });
+    expect(byId(catalog, 'main').ctx).toBe(512);
+    expect(changes).toHaveLength(1);
+  });
+
+  test('an unknown draft id is refused with the ids that exist', async () => {
+    await writeFile(configPath, MAIN_CONFIG.replace('draft: tiny-draft-f16', 'draft: tiny-draft'));
+    const catalog = await open();
+    expect(catalog.problems()).toEqual([
+      `${configPath}: models[0].draft: expected another model's id, got "tiny-draft" (no model has that id; known ids: corrupt, main, tiny-draft-f16)`,
+    ]);
+    expect(catalog.models().map((m) => m.id)).toEqual(['corrupt', 'tiny-draft-f16', 'tiny-main-f16']);
+  });
+
+  test('the definition hash follows what can fix a failed launch, and nothing else', async () => {
+    const hashWith = async (config: string) => {
+      await writeFile(configPath, config);
+      const catalog = await open();
+      return byId(catalog, 'main').definitionHash;
+    };
+    const base = await hashWith(MAIN_CONFIG);
+    expect(await hashWith(MAIN_CONFIG)).toBe(base);
+    expect(await hashWith(MAIN_CONFIG.replace('priority: 5', 'priority: 9').replace('[gpt-4o]', '[gpt-5]'))).toBe(base);
+    const changed = [
+      await hashWith(MAIN_CONFIG.replace('ctx: 1024', 'ctx: 512')),
+      await hashWith(`${MAIN_CONFIG}    args: [--flash-attn, on]\n`),
+      await hashWith(`${MAIN_CONFIG}    gpuLayers: 1\n`),
+      await hashWith(MAIN_CONFIG.replace('    draft: tiny-draft-f16\n', '')),
+    ];
+    expect(new Set([base, ...changed]).size).toBe(5);
+    // A re-download of the same file (new mtime) is a new definition too.
+    const modelPath = join(root, 'models/Tiny-Main-F16.gguf');
+    await utimes(modelPath, new Date(), new Date(Date.now() + 60_000));
+    expect(await hashWith(MAIN_CONFIG)).not.toBe(base);
+  });
+
+  test('a measurement raises the estimate to at least what was measured, survives a restart, and ends with the definition', async () => {
+    await writeFile(configPath, MAIN_CONFIG);
+    const catalog = await open();
+    const estimated = footprintAt('full', byId(catalog, 'main').estimate!).deviceBytes;
+    const changes: number[] = [];
+    catalog.onChanged(() => changes.push(1));
+
+    await catalog.learnFromMeasurement('main', estimated - 1000);
+    expect(footprintAt('full', byId(catalog, 'main').estimate!).deviceBytes).toBe(estimated);
+    expect(changes).toEqual([]);
+
+    await catalog.learnFromMeasurement('main', estimated + 5_000_000);
+    const raised = byId(catalog, 'main').estimate!;
+    expect(footprintAt('full', raised).deviceBytes).toBe(estimated + 5_000_000);
+    expect(changes).toHaveLength(1);
+    expect(JSON.parse(await readFile(join(dataDir, 'measurements.json'), 'utf8')).models.main.bytes).toBe(estimated + 5_000_000);
+
+    const reopened = await open();
+    expect(byId(reopened, 'main').estimate).toEqual(raised);
+
+    await writeFile(configPath, MAIN_CONFIG.replace('ctx: 1024', 'ctx: 512'));
+    await reopened.reload();
+    expect(footprintAt('full', byId(reopened, 'main').estimate!).deviceBytes).toBeLessThan(estimated);
+    await expect(reopened.learnFromMeasurement('ghost', 1)).rejects.toThrow('Cannot learn a measurement for "ghost": no such model in the catalog');
+  });
+
+  test('a configured model whose file is missing is listed with the reason', async () => {
+    await writeFile(configPath, 'models:\n  - {id: gone, path: /nonexistent/gone.gguf}\n');
+    const catalog = await open();
+    expect(byId(catalog, 'gone')).toMatchObject({
+      estimate: null, sizeBytes: 0, metadataError: expect.stringMatching(/^\/nonexistent\/gone\.gguf: cannot read the model file: ENOENT/),
+    });
+  });
+});

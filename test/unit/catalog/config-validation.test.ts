@@ -1,0 +1,131 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { parseConfigText, type LlmtrayConfig } from '../../../core/catalog/config/load-config.js';
+import { DEFAULT_RESERVE_BYTES } from '../../../core/catalog/config/schema.js';
+import { parseDuration, parseSize } from '../../../core/catalog/config/units.js';
+import type { PlatformFacts } from '../../../core/catalog/paths.js';
+
+const fixtures = join(dirname(fileURLToPath(import.meta.url)), '../../fixtures/configs');
+const FILE = '/home/ada/.config/llmtray/config.yaml';
+const facts: PlatformFacts = { platform: 'linux', env: {}, homeDir: '/home/ada' };
+
+function errorsOf(text: string): string[] {
+  const result = parseConfigText(text, FILE, facts);
+  if (result.ok) throw new Error(`expected errors, the config was accepted: ${JSON.stringify(result.config)}`);
+  return result.errors;
+}
+
+function accepted(text: string): LlmtrayConfig {
+  const result = parseConfigText(text, FILE, facts);
+  if (!result.ok) throw new Error(result.errors.join('\n'));
+  return result.config;
+}
+
+const one = (fields: string) => `models:\n  - id: a\n    path: /m/a.gguf\n${fields}`;
+
+// Each row: a config, and the one error it must produce, in full: the file, the field path,
+// the bad value and what was expected.
+const table: [string, string, string][] = [
+  ['negative ctx', `models:\n  - {id: a, path: /m/a.gguf}\n  - {id: b, path: /m/b.gguf}\n  - {id: c, path: /m/c.gguf, ctx: -5}\n`,
+    `${FILE}: models[2].ctx: expected a positive integer (context tokens), got -5`],
+  ['fractional ctx', one('    ctx: 4096.5\n'), `${FILE}: models[0].ctx: expected a positive integer (context tokens), got 4096.5`],
+  ['ctx as text', one('    ctx: lots\n'), `${FILE}: models[0].ctx: expected a positive integer (context tokens), got "lots"`],
+  ['missing path', 'models:\n  - id: a\n', `${FILE}: models[0].path: expected the path of a .gguf file, got nothing`],
+  ['empty path', one('').replace('/m/a.gguf', '""'), `${FILE}: models[0].path: expected the path of a .gguf file, got ""`],
+  ['id with a space', 'models:\n  - id: my model\n    path: /m/a.gguf\n', `${FILE}: models[0].id: expected a model id (text without spaces), got "my model"`],
+  ['unknown field', one('    gpu_layers: 10\n'),
+    `${FILE}: models[0]: unknown field "gpu_layers"; expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, idleTtl, aliases, engine, args, env`],
+  ['unknown top-level field', 'modeldirs: [/x]\n',
+    `${FILE}: (top level): unknown field "modeldirs"; expected one of: listen, budget, modelDirs, engines, activationWait, models`],
+  ['gpuLayers word', one('    gpuLayers: most\n'), `${FILE}: models[0].gpuLayers: expected "all" or a whole number of layers (0 or more), got "most"`],
+  ['gpuLayers negative', one('    gpuLayers: -1\n'), `${FILE}: models[0].gpuLayers: expected "all" or a whole number of layers (0 or more), got -1`],
+  ['engine unknown', one('    engine: vllm\n'), `${FILE}: models[0].engine: expected one of: auto, embedded, llama-server, got "vllm"`],
+  ['pinned as text', one('    pinned: "yes please"\n'), `${FILE}: models[0].pinned: expected true or false, got "yes please"`],
+  ['args as one string', one('    args: --flash-attn on\n'), `${FILE}: models[0].args: expected a list of arguments, got "--flash-attn on"`],
+  ['args item a number', one('    args: [--threads, 4]\n'), `${FILE}: models[0].args[1]: expected text (one argument per list item), got 4`],
+  ['env value a number', one('    env:\n      CUDA_VISIBLE_DEVICES: 0\n'), `${FILE}: models[0].env.CUDA_VISIBLE_DEVICES: expected text (quote numbers: "0"), got 0`],
+  ['idleTtl nonsense', one('    idleTtl: soon\n'), `${FILE}: models[0].idleTtl: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got "soon"`],
+  ['budget reserve unit', 'budget:\n  reserve: 2G\n', `${FILE}: budget.reserve: expected a size like "2GiB", "512MB" or a number of bytes, got "2G"`],
+  ['budget limit negative', 'budget:\n  limit: -1\n', `${FILE}: budget.limit: expected a size like "2GiB", "512MB" or a number of bytes, got -1`],
+  ['port out of range', 'listen:\n  port: 70000\n', `${FILE}: listen.port: expected a port number from 1 to 65535, got 70000`],
+  ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
+  ['models a mapping', 'models:\n  a: {path: /m/a.gguf}\n', `${FILE}: models: expected a list of models, got a mapping`],
+  ['model entry empty', 'models:\n  -\n', `${FILE}: models[0]: expected a mapping (key: value lines), got an empty value`],
+  ['top level a list', '- a\n- b\n', `${FILE}: (top level): expected a mapping (key: value lines), got a list (2 items)`],
+  ['duplicate id', 'models:\n  - {id: qwen, path: /m/a.gguf}\n  - {id: qwen, path: /m/b.gguf}\n',
+    `${FILE}: models[1].id: expected a name no other model uses, got "qwen" (already used by models[0].id)`],
+  ['duplicate id by case', 'models:\n  - {id: qwen, path: /m/a.gguf}\n  - {id: Qwen, path: /m/b.gguf}\n',
+    `${FILE}: models[1].id: expected a name no other model uses, got "Qwen" (already used by models[0].id)`],
+  ['alias equals an id', 'models:\n  - {id: qwen, path: /m/a.gguf}\n  - {id: llama, path: /m/b.gguf, aliases: [qwen]}\n',
+    `${FILE}: models[1].aliases[0]: expected a name no other model uses, got "qwen" (already used by models[0].id)`],
+  ['duplicate alias', 'models:\n  - {id: a, path: /m/a.gguf, aliases: [gpt-4]}\n  - {id: b, path: /m/b.gguf, aliases: [gpt-4]}\n',
+    `${FILE}: models[1].aliases[0]: expected a name no other model uses, got "gpt-4" (already used by models[0].aliases[0])`],
+];
+
+describe('config validation', () => {
+  test.each(table)('%s', (_name, text, expected) => {
+    expect(errorsOf(text)).toEqual([expected]);
+  });
+
+  test('every problem in a file is reported, not only the first', () => {
+    const errors = errorsOf('listen: {port: 0}\nmodels:\n  - {id: a, path: /m/a.gguf, ctx: 0, priority: high}\n');
+    expect(errors).toHaveLength(3);
+    expect(errors.map((e) => e.split(': ')[1])).toEqual(['listen.port', 'models[0].ctx', 'models[0].priority']);
+  });
+
+  test('a YAML syntax error names the line and column', () => {
+    const text = readFileSync(join(fixtures, 'yaml-syntax-error.yaml'), 'utf8');
+    const [error, ...rest] = errorsOf(text);
+    expect(rest).toEqual([]);
+    expect(error).toMatch(new RegExp(`^${FILE.replace(/[.]/g, '\\.')}:5:1: YAML syntax error: Missing closing "quote$`));
+  });
+
+  test('a duplicate YAML key is a syntax error with its position', () => {
+    expect(errorsOf('listen:\n  port: 1\n  port: 2\n')).toEqual([`${FILE}:3:3: YAML syntax error: Map keys must be unique`]);
+  });
+
+  test('an empty file is the defaults', () => {
+    const config = accepted('# nothing yet\n');
+    expect(config.models).toEqual([]);
+    expect(config.budget).toEqual({ reserveBytes: DEFAULT_RESERVE_BYTES });
+    expect(config.modelDirs).toContain('/home/ada/.cache/huggingface/hub');
+  });
+
+  test('the full example is accepted with every value converted and every path resolved', () => {
+    const config = accepted(readFileSync(join(fixtures, 'full.yaml'), 'utf8'));
+    expect(config.listen).toEqual({ host: '127.0.0.1', port: 9137 });
+    expect(config.budget).toEqual({ reserveBytes: 1.5 * 2 ** 30, limitBytes: 20_000_000_000 });
+    expect(config.modelDirs).toEqual(['/home/ada/models', '/home/ada/.config/llmtray/more-models']);
+    expect(config.llamaServerPath).toBe('/opt/llama.cpp/bin/llama-server');
+    expect(config.activationWaitMs).toBe(90_000);
+    const [big, small] = config.models;
+    expect(big).toMatchObject({
+      id: 'qwen-7b', path: '/home/ada/models/qwen2.5-7b-instruct-q4_k_m.gguf', ctx: 16384, priority: 10, pinned: true,
+      draft: 'qwen-0.5b', fallback: 'qwen-0.5b', gpuLayers: 'all', idleTtlMs: 30 * 60_000, aliases: ['gpt-4o', 'coder'],
+      engine: 'llama-server', args: ['--flash-attn', 'on'], env: { CUDA_VISIBLE_DEVICES: '0' }, index: 0,
+    });
+    expect(small).toMatchObject({ path: '/home/ada/.config/llmtray/models/qwen2.5-0.5b-instruct-q8_0.gguf', gpuLayers: 12, idleTtlMs: 90_000, engine: 'embedded', index: 1 });
+    expect(small?.ctx).toBeUndefined();
+  });
+});
+
+describe('sizes and durations', () => {
+  test.each([
+    ['2GiB', 2 * 2 ** 30], ['512MB', 512e6], ['1.5 gb', 1.5e9], ['100', 100], [4096, 4096], ['3 KiB', 3072], ['0', 0],
+  ])('size %s is %d bytes', (text, bytes) => expect(parseSize(text)).toBe(bytes));
+
+  test.each(['2G', '2 gigs', '-1GB', '', 'GiB', '1e9', true])('size %s is refused', (text) => expect(parseSize(text)).toBeUndefined());
+
+  test.each([['45s', 45_000], ['10m', 600_000], ['1h30m', 5_400_000], ['250ms', 250], [90, 90_000], ['1.5s', 1500]])(
+    'duration %s is %d ms', (text, ms) => expect(parseDuration(text)).toBe(ms),
+  );
+
+  test.each(['45', '45 s', 'soon', '-5s', '1d', -1])('duration %s is refused', (text) => expect(parseDuration(text)).toBeUndefined());
+
+  test('every whole number of GiB and MB round-trips', () => {
+    fc.assert(fc.property(fc.integer({ min: 0, max: 4096 }), (n) => parseSize(`${n}GiB`) === n * 2 ** 30 && parseSize(`${n}MB`) === n * 1e6));
+  });
+});
