@@ -45,7 +45,9 @@ export function violations(file, source) {
     }
     if (file.startsWith('core/') && (spec === 'electron' || spec.startsWith('electron/'))) say('nothing under core/ may import electron');
     if (file.startsWith('renderer/')) {
-      if (NODE_BUILTIN.test(spec)) say('the renderer runs in a browser: no Node built-ins');
+      // Tests run under vitest in Node (a real loopback server for the HTTP bridge); the app itself runs in a browser.
+      const isTest = /\.test\.tsx?$/.test(file);
+      if (NODE_BUILTIN.test(spec) && !isTest) say('the renderer runs in a browser: no Node built-ins');
       if (spec === 'electron') say('the renderer talks to main through the preload bridge only');
       if (to.startsWith('core/') && !to.startsWith('core/contracts/')) say('the renderer may import only from core/contracts');
       if (to.startsWith('core/contracts/') && !typeOnly) say('the renderer imports only types from core/contracts (use `import type`)');

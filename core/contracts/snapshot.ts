@@ -83,6 +83,12 @@ export interface BudgetView {
   /** A hard limit from the config, when set. */
   limitBytes: number | null;
   gpus: GpuView[];
+  /**
+   * What holds the whole budget, biggest first: each resident model and its draft. In 'cpu'
+   * mode (no GPU) this is the only picture of memory there is; with GPUs each GpuView has its
+   * own share.
+   */
+  holders: MemoryHolder[];
   hostTotalBytes: number;
   hostAvailableBytes: number;
   /** Epoch ms of the sample. */

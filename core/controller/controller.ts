@@ -155,6 +155,21 @@ export class Controller {
     return true;
   }
 
+  /**
+   * A ready server ended on its own (a crash mid-run, the OOM killer). The supervisor tells
+   * the controller so the death climbs the recovery ladder like a failed launch, instead of
+   * the next pass silently relaunching it: a model that dies on every request must end
+   * quarantined, with llama.cpp's reason, not restart forever. Non-blocking; ignored for a
+   * model the controller is not running (an eviction's own stop is not a death).
+   */
+  serverDied(modelId: string, kind: FailureKind, error: string): void {
+    const running = this.running.get(modelId);
+    const record = this.records.get(modelId);
+    if (running === undefined || record === undefined || record.op !== null) return;
+    this.running.delete(modelId);
+    this.launchFailed(record, running.level, kind, error);
+  }
+
   /** The model's status as last published, or undefined when the controller has not seen it. */
   status(modelId: string): ModelStatus | undefined {
     return this.records.get(modelId)?.status ?? undefined;

@@ -69,6 +69,7 @@ export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
       budgetBytes: 20 * GiB,
       usedBytes: 6 * GiB,
       limitBytes: null,
+      holders: [{ kind: 'model', modelId: 'qwen-7b', bytes: 6 * GiB }],
       gpus: [
         {
           index: 0,

@@ -40,6 +40,11 @@ export class RecordingServer implements ServerControl {
     this.servers.set(modelId, { modelId, level, deviceBytes });
   }
 
+  /** The model's server ends on its own (a crash mid-run): it is no longer resident. */
+  die(modelId: string): void {
+    this.servers.delete(modelId);
+  }
+
   isRunning(modelId: string): boolean {
     return this.servers.has(modelId);
   }

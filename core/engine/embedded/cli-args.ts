@@ -36,7 +36,7 @@ export const USAGE = `usage: main.js -m MODEL.gguf [options]
   -np,  --parallel N               number of slots, i.e. requests served at once (default: 1)
         --host HOST                address to listen on (default: 127.0.0.1)
         --port PORT                port to listen on, 0 for any free port (default: 8080)
-  -a,   --alias NAME               model name reported by the API (default: the file name)
+  -a,   --alias NAME               model names, comma-separated; the API reports the first (default: the file name)
         --no-mmap, --mmap          whether to memory-map the model (default: mmap)
         --api-key KEY              require 'Authorization: Bearer KEY' on every endpoint but /health
         --metrics, --slots         accepted for llama-server compatibility: /metrics and /slots are always on`;
@@ -74,7 +74,8 @@ valued(['-t', '--threads'], (o, v, f) => { o.threads = integer(f, v, 1); });
 valued(['-np', '--parallel'], (o, v, f) => { o.parallel = integer(f, v, 1); });
 valued(['--host'], (o, v) => { o.host = v; });
 valued(['--port'], (o, v, f) => { o.port = integer(f, v, 0); if (o.port > 65535) throw new UsageError(`${f} expects a port 0..65535, got ${v}`); });
-valued(['-a', '--alias'], (o, v) => { o.alias = v; });
+// llama-server takes a comma-separated list and reports the first name; the rest are extra names.
+valued(['-a', '--alias'], (o, v) => { o.alias = v.split(',').map((name) => name.trim()).find((name) => name !== '') ?? v; });
 valued(['--api-key'], (o, v, f) => { if (!v) throw new UsageError(`${f} expects a non-empty key`); o.apiKey = v; });
 switched(['--no-mmap'], (o) => { o.useMmap = false; });
 switched(['--mmap'], (o) => { o.useMmap = true; });

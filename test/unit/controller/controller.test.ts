@@ -370,6 +370,26 @@ describe('the recovery ladder, end to end', () => {
     ]);
   });
 
+  it('a server that dies after it was ready climbs the ladder like a failed launch', async () => {
+    const w = world([model('a', 4)]);
+    await w.start();
+    expect(w.state('a')).toBe('ready');
+
+    w.server.die('a');
+    w.controller.serverDied('a', 'crash', 'engine exited with signal SIGKILL');
+    await settle();
+    expect(w.state('a')).toBe('failed');
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: 1, nextAction: 'retry', lastError: 'engine exited with signal SIGKILL' });
+    expect(w.server.launches()).toHaveLength(1);
+
+    await w.clock.advance(1000);
+    expect(w.server.launches()).toHaveLength(2);
+    expect(w.state('a')).toBe('ready');
+    // A death report for a model that is not running (say, one being evicted) changes nothing.
+    w.controller.serverDied('b', 'crash', 'not ours');
+    expect(w.controller.status('b')).toBeUndefined();
+  });
+
   it('a model that fails to launch does not disturb one that is serving', async () => {
     const w = world([model('b', 4)]);
     await w.start();

@@ -1,0 +1,243 @@
+#!/usr/bin/env node
+// `llmtray`: the headless daemon (`serve`) and a small client over its admin API.
+import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
+import { readAdminToken } from './admin/admin-token.js';
+import { currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
+import { isModelCommand, type ModelCommand } from './contracts/commands.js';
+import type { ModelView } from './contracts/snapshot.js';
+import { AdminClient } from './cli/admin-client.js';
+import { modelsText, statusText } from './cli/format.js';
+import { readDaemonInfo } from './daemon/daemon-info.js';
+
+const USAGE = `llmtray — keeps local LLMs resident in GPU memory and serves them on one OpenAI endpoint
+
+Usage:
+  llmtray serve [--demo] [--config FILE] [--port N] [--host H] [--data-dir DIR]
+  llmtray status [--json]            what is resident, the memory budget, what is failing
+  llmtray models [--json]            every model in the catalog
+  llmtray pin|unpin ID               keep a model resident, or let it go when idle
+  llmtray load ID                    load now and wait until it is ready (or says why not)
+  llmtray unload ID                  stop it (unpins it too)
+  llmtray retry ID                   lift a quarantine and try again
+  llmtray logs ID                    the model server's log tail
+  llmtray dashboard                  print the dashboard URL
+
+Options:
+  --data-dir DIR   the daemon's data dir (pins, admin token, logs); default ${defaultDataDir(currentPlatform())}
+  --json           machine-readable output
+  -h, --help       this text`;
+
+interface Flags {
+  demo: boolean;
+  config?: string;
+  port?: string;
+  host?: string;
+  'data-dir'?: string;
+  json: boolean;
+  help: boolean;
+  timeout?: string;
+}
+
+class UsageError extends Error {}
+
+function parse(argv: string[]): { command: string | undefined; rest: string[]; flags: Flags } {
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        demo: { type: 'boolean', default: false },
+        config: { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'data-dir': { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+        timeout: { type: 'string' },
+      },
+    });
+    return { command: positionals[0], rest: positionals.slice(1), flags: values as Flags };
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+function dataDirOf(flags: Flags): string {
+  return resolve(flags['data-dir'] ?? defaultDataDir(currentPlatform()));
+}
+
+function portOf(flags: Flags): number | undefined {
+  if (flags.port === undefined) return undefined;
+  const port = Number(flags.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: expected a port number from 0 to 65535, got '${flags.port}'`);
+  return port;
+}
+
+async function serve(flags: Flags): Promise<void> {
+  const { startDaemon } = await import('./daemon.js');
+  if (flags.demo && flags.config !== undefined) throw new UsageError('--demo uses its own generated config; drop --config, or drop --demo to use yours');
+  const port = portOf(flags);
+  const daemon = await startDaemon({
+    demo: flags.demo,
+    dataDir: dataDirOf(flags),
+    ...(flags.config === undefined ? {} : { configPath: resolve(flags.config) }),
+    ...(port === undefined ? {} : { port }),
+    ...(flags.host === undefined ? {} : { host: flags.host }),
+  });
+  process.stdout.write(
+    [
+      `llmtray is serving at ${daemon.endpoint}`,
+      `  dashboard:  ${daemon.dashboardUrl}`,
+      `  config:     ${daemon.configPath}`,
+      `  data dir:   ${daemon.dataDir}`,
+      `  try:        curl ${daemon.endpoint}/models`,
+      'Press Ctrl-C to stop every model server and exit.',
+      '',
+    ].join('\n'),
+  );
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      process.stderr.write(`${signal} again: exiting now; model servers are killed with the process\n`);
+      process.exit(130);
+    }
+    process.stderr.write(`${signal}: stopping every model server (Ctrl-C again to force)\n`);
+    void daemon.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`stopping failed: ${error instanceof Error ? error.message : String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+}
+
+async function client(flags: Flags): Promise<AdminClient> {
+  const dataDir = dataDirOf(flags);
+  const info = await readDaemonInfo(dataDir);
+  return new AdminClient(info.origin, await readAdminToken(dataDir));
+}
+
+function findModel(models: readonly ModelView[], name: string): ModelView | undefined {
+  return models.find((m) => m.id === name) ?? models.find((m) => m.aliases.includes(name));
+}
+
+/** `load` waits and narrates: loading (with progress) → ready, or the reason it will not come. */
+async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Promise<number> {
+  const result = await admin.command('load', name);
+  if (!result.ok) {
+    process.stderr.write(`${result.message}\n`);
+    return 1;
+  }
+  if (!flags.json) process.stdout.write(`${result.message}\n`);
+  const timeoutMs = flags.timeout === undefined ? 10 * 60_000 : Number(flags.timeout) * 1000;
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  let outcome: { code: number; message: string } = { code: 1, message: `still not ready after ${Math.round(timeoutMs / 1000)} s` };
+  let lastLine = '';
+  try {
+    await admin.events((event) => {
+      if (event.type !== 'SnapshotUpdated') return false;
+      const model = findModel(event.snapshot.models, name);
+      if (model === undefined) {
+        outcome = { code: 1, message: `'${name}' is no longer in the catalog` };
+        return true;
+      }
+      const s = model.status;
+      const line =
+        s.state === 'loading' && model.loading?.fraction != null ? `loading ${Math.round(model.loading.fraction * 100)} %` : `${s.state}${s.next ? ` — ${s.next}` : ''}`;
+      if (line !== lastLine && !flags.json) process.stdout.write(`  ${model.id}: ${line}\n`);
+      lastLine = line;
+      if (s.state === 'ready' || s.state === 'active' || s.state === 'degraded') {
+        outcome = { code: 0, message: `${model.id} is ready${s.level !== 'full' && s.level !== null ? ` at the ${s.level} level` : ''}` };
+        return true;
+      }
+      if (s.state === 'fallback') {
+        outcome = { code: 0, message: `${model.id} failed to load; ${s.servedBy ?? 'its fallback'} answers in its place: ${s.recovery.lastError ?? ''}` };
+        return s.servedBy !== null && findModel(event.snapshot.models, s.servedBy)?.status.state === 'ready';
+      }
+      if (s.state === 'quarantined') {
+        outcome = { code: 1, message: `${model.id} is quarantined: ${s.recovery.lastError ?? s.next ?? ''}` };
+        return true;
+      }
+      if (s.unschedulableReason !== null && !model.desired) {
+        outcome = { code: 1, message: `${model.id} does not fit: ${s.unschedulableReason}` };
+        return true;
+      }
+      return false;
+    }, abort.signal);
+  } catch (error) {
+    if (!abort.signal.aborted) throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  (outcome.code === 0 ? process.stdout : process.stderr).write(`${outcome.message}\n`);
+  return outcome.code;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { command, rest, flags } = parse(argv);
+  if (flags.help || command === undefined || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return command === undefined && !flags.help ? 1 : 0;
+  }
+  if (command === 'serve') {
+    await serve(flags);
+    return -1; // keeps running
+  }
+  const admin = await client(flags);
+  switch (command) {
+    case 'status': {
+      const snapshot = await admin.state();
+      process.stdout.write(`${flags.json ? JSON.stringify(snapshot, null, 2) : statusText(snapshot)}\n`);
+      return 0;
+    }
+    case 'models': {
+      const snapshot = await admin.state();
+      process.stdout.write(`${flags.json ? JSON.stringify(snapshot.models, null, 2) : modelsText(snapshot)}\n`);
+      return 0;
+    }
+    case 'dashboard': {
+      const dataDir = dataDirOf(flags);
+      const info = await readDaemonInfo(dataDir);
+      process.stdout.write(`${info.origin}/#token=${await readAdminToken(dataDir)}\n`);
+      return 0;
+    }
+    case 'logs': {
+      const id = rest[0];
+      if (id === undefined) throw new UsageError('logs: which model? (llmtray logs ID)');
+      const lines = await admin.logs(id);
+      process.stdout.write(flags.json ? `${JSON.stringify(lines)}\n` : lines.map((l) => `${l}\n`).join(''));
+      return 0;
+    }
+    default: {
+      if (!isModelCommand(command)) throw new UsageError(`unknown command '${command}'`);
+      const id = rest[0];
+      if (id === undefined) throw new UsageError(`${command}: which model? (llmtray ${command} ID)`);
+      if (command === 'load') return loadAndWait(admin, id, flags);
+      const result = await admin.command(command as ModelCommand, id);
+      process.stdout.write(`${flags.json ? JSON.stringify(result) : result.message}\n`);
+      return result.ok ? 0 : 1;
+    }
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`llmtray: ${error.message}\n\n${USAGE}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    process.stderr.write(`llmtray: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,78 @@
+// The CLI's side of the admin API: the same HTTP routes the dashboard uses, with the token
+// from DATA_DIR/admin-token in an Authorization header.
+import type { AdminEvent } from '../contracts/admin-events.js';
+import type { CommandResult, ModelCommand } from '../contracts/commands.js';
+import type { Snapshot } from '../contracts/snapshot.js';
+
+export class AdminClient {
+  constructor(
+    private readonly origin: string,
+    private readonly token: string,
+  ) {}
+
+  private headers(): Record<string, string> {
+    return { authorization: `Bearer ${this.token}` };
+  }
+
+  private async request(path: string, init: RequestInit = {}): Promise<Response> {
+    try {
+      return await fetch(`${this.origin}${path}`, { ...init, headers: { ...this.headers(), ...(init.headers as Record<string, string> | undefined) } });
+    } catch (error) {
+      throw new Error(`cannot reach the llmtray daemon at ${this.origin} (${error instanceof Error ? error.message : String(error)}); is \`llmtray serve\` running?`);
+    }
+  }
+
+  async state(): Promise<Snapshot> {
+    const res = await this.request('/api/state');
+    if (!res.ok) throw new Error(`the daemon answered ${res.status} to /api/state: ${await res.text()}`);
+    return (await res.json()) as Snapshot;
+  }
+
+  /** Runs a command; the daemon's own sentence comes back either way. */
+  async command(command: ModelCommand, modelId: string): Promise<CommandResult> {
+    const res = await this.request(`/api/models/${encodeURIComponent(modelId)}/${command}`, { method: 'POST' });
+    const body = (await res.json().catch(() => null)) as CommandResult | { error?: { message?: string } } | null;
+    if (body !== null && 'ok' in body) return body;
+    return { ok: false, message: body?.error?.message ?? `the daemon answered ${res.status}` };
+  }
+
+  async logs(modelId: string): Promise<string[]> {
+    const res = await this.request(`/api/models/${encodeURIComponent(modelId)}/logs`);
+    const body = (await res.json()) as { lines?: string[]; error?: { message?: string } };
+    if (!res.ok) throw new Error(body.error?.message ?? `the daemon answered ${res.status}`);
+    return body.lines ?? [];
+  }
+
+  /**
+   * Reads the admin event stream until `onEvent` returns true or `signal` aborts. SSE over
+   * fetch, because Node 20 has no EventSource and the stream needs the token header.
+   */
+  async events(onEvent: (event: AdminEvent) => boolean, signal: AbortSignal): Promise<void> {
+    const res = await this.request('/api/events', { signal, headers: { accept: 'text/event-stream' } });
+    if (!res.ok || res.body === null) throw new Error(`the daemon answered ${res.status} to /api/events`);
+    const decoder = new TextDecoder();
+    let buffer = '';
+    const reader = res.body.getReader();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = block
+            .split('\n')
+            .filter((line) => line.startsWith('data:'))
+            .map((line) => line.slice(5).trimStart())
+            .join('\n');
+          if (data === '') continue;
+          if (onEvent(JSON.parse(data) as AdminEvent)) return;
+        }
+      }
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+  }
+}

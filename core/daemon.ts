@@ -1,0 +1,320 @@
+// The composition root: wires catalog, live budget, supervisor, controller, router and admin
+// into one running daemon. `llmtray serve` and the Electron main process both start it here,
+// so the desktop app and the headless mode are the same program with different faces.
+//
+// Nothing here decides anything; it only connects the parts and turns their events into
+// "look again" (controller.trigger) and "something changed" (admin.changed).
+import { mkdir, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AdminService, createAdminHandler, ensureAdminToken, PinStore } from './admin/index.js';
+import { Catalog } from './catalog/catalog.js';
+import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
+import { watchCatalog, type CatalogWatcher } from './catalog/watch-catalog.js';
+import { Controller } from './controller/controller.js';
+import type { Log } from './controller/effects.js';
+import { LaunchError } from './engine/failure-classifier.js';
+import { findLlamaServer } from './engine/llama-server/find-binary.js';
+import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
+import { Supervisor } from './engine/supervisor/supervisor.js';
+import { queryComputeApps } from './gpu/compute-apps.js';
+import { execFileText } from './gpu/exec-file.js';
+import { createGpuProbe } from './gpu/gpu-probe.js';
+import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
+import { createOwnUsageProvider } from './gpu/own-usage.js';
+import { footprintAt, type LaunchLevel } from './policy/levels.js';
+import { createRouter, type ListeningRouter } from './router/router.js';
+import { ModelActivity } from './daemon/activity.js';
+import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
+import { DaemonDesiredState } from './daemon/desired-state.js';
+import { createGateway } from './daemon/gateway.js';
+import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
+import { launchSpecFor } from './daemon/launch-specs.js';
+import { createLogger } from './daemon/logger.js';
+import { createModelActions, PinPolicy } from './daemon/model-actions.js';
+import { buildSnapshot } from './daemon/snapshot-builder.js';
+import { writeDaemonInfo, DAEMON_INFO_FILE } from './daemon/daemon-info.js';
+
+export interface DaemonOptions {
+  /** The config file; default the platform's config dir (or the demo's own with `demo`). */
+  configPath?: string;
+  /** Where pins, the admin token, engine records and measurements live; default the platform's data dir. */
+  dataDir?: string;
+  /** Overrides the config's listen port; 0 picks a free one. */
+  port?: number;
+  /** Overrides the config's listen host. */
+  host?: string;
+  /** Generate the demo models and serve them with a budget that shows swapping, fallback and quarantine. */
+  demo?: boolean;
+  /** Environment for every engine process, e.g. ELECTRON_RUN_AS_NODE=1 inside Electron. */
+  engineEnv?: Record<string, string>;
+  /** The built dashboard; default dist/renderer next to the compiled core. */
+  staticDir?: string;
+  /** Threads per engine; default half the cores. */
+  threads?: number;
+  /** How often the GPU and host memory are sampled, ms (≥ 1000). Default 2000. */
+  budgetIntervalMs?: number;
+  log?: (subsystem: string) => Log;
+}
+
+export interface RunningDaemon {
+  admin: AdminService;
+  /** The OpenAI-compatible base URL, e.g. http://127.0.0.1:11435/v1. */
+  endpoint: string;
+  /** The dashboard with the admin token in the fragment (never sent to the server). */
+  dashboardUrl: string;
+  port: number;
+  dataDir: string;
+  configPath: string;
+  /** Stops every engine and waits for them, then releases the port and the lock. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** dist/renderer beside the compiled core, or beside the sources when run from them. */
+function defaultStaticDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const fromDist = resolve(here, '..', 'renderer');
+  return existsSync(join(fromDist, 'index.html')) ? fromDist : resolve(here, '..', 'dist', 'renderer');
+}
+
+const MEASURE_INTERVAL_MS = 5_000;
+
+export async function startDaemon(options: DaemonOptions = {}): Promise<RunningDaemon> {
+  const logFor = options.log ?? ((subsystem: string) => createLogger(subsystem));
+  const log = logFor('daemon');
+  const facts = currentPlatform();
+  const dataDir = resolve(options.dataDir ?? defaultDataDir(facts));
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const lock: InstanceLock = acquireInstanceLock(dataDir);
+  const cleanups: (() => Promise<void> | void)[] = [() => lock.release()];
+  const stopAll = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      try {
+        await cleanup();
+      } catch (error) {
+        log.error(`while stopping: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  };
+
+  try {
+    const startedAt = Date.now();
+    const token = await ensureAdminToken(dataDir);
+    const demo = options.demo === true ? await prepareDemo(dataDir) : null;
+    const configPath = demo?.configPath ?? options.configPath ?? configFilePath(facts);
+    const catalog = await Catalog.open({ configPath, dataDir, facts });
+    if (demo !== null) {
+      const limit = demoBudgetLimit(catalog.models());
+      if (limit !== null) {
+        await writeDemoLimit(demo, limit);
+        await catalog.reload();
+      }
+    }
+    for (const problem of catalog.problems()) log.warn(problem);
+    const config = catalog.config();
+
+    const activity = new ModelActivity({ now: Date.now });
+    const pins = await PinStore.open(dataDir);
+    if (pins.problem) log.warn(pins.problem);
+    const pinPolicy = new PinPolicy(pins);
+
+    const llamaServer = await findLlamaServer(config.llamaServerPath === undefined ? {} : { configured: config.llamaServerPath });
+    const llamaServerPath = llamaServer.found ? llamaServer.path : null;
+    log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
+
+    // The supervisor is made after the budget, which asks it for our engines' pids.
+    let supervisorRef: Supervisor | null = null;
+    const budget = createLiveBudget({
+      probe: createGpuProbe(),
+      ownUsage: createOwnUsageProvider({ pids: () => supervisorRef?.runningPids() ?? [] }),
+      config: { ...DEFAULT_BUDGET_CONFIG, reserveBytes: config.budget.reserveBytes, limitBytes: config.budget.limitBytes ?? null },
+      onError: (error) => log.warn(`memory probe failed; keeping the last budget: ${error instanceof Error ? error.message : String(error)}`),
+    });
+    const firstSample = await budget.sampleNow();
+    log.info(`memory budget: ${firstSample.mode} mode, ${(firstSample.totalBytes / 1024 ** 3).toFixed(2)} GiB${firstSample.reason ? ` (${firstSample.reason})` : ''}`);
+    const currentBudget = (): BudgetSample => budget.current() ?? firstSample;
+    const cpuOnly = () => currentBudget().mode === 'cpu';
+
+    const footprint = (modelId: string, level: LaunchLevel): number => {
+      const estimate = catalog.resolve(modelId)?.estimate;
+      return estimate == null ? 0 : footprintAt(level, estimate).deviceBytes;
+    };
+    const gpuMode = () => currentBudget().mode === 'gpu';
+    const supervisor = await Supervisor.start({
+      dataDir,
+      specFor: (modelId) =>
+        launchSpecFor(modelId, {
+          resolve: (id) => catalog.resolve(id),
+          cpuOnly,
+          llamaServerPath,
+          ...(options.engineEnv === undefined ? {} : { engineEnv: options.engineEnv }),
+          ...(options.threads === undefined ? {} : { threads: options.threads }),
+        }),
+      engineCommand: defaultEngineCommand({ llamaServerPath }),
+      footprint,
+      memoryProbe: async () => {
+        if (!gpuMode()) return Number.POSITIVE_INFINITY; // host memory is back when the process is gone
+        const sample = await budget.sampleNow();
+        return sample.perGpu.reduce((sum, gpu) => sum + Math.max(0, gpu.totalBytes - gpu.usedBytes), 0);
+      },
+      gpuProcessMemory: async () => {
+        const byPid = new Map<number, number>();
+        if (!gpuMode()) return byPid;
+        for (const app of await queryComputeApps(execFileText).catch(() => [])) {
+          if (app.usedBytes !== null) byPid.set(app.pid, (byPid.get(app.pid) ?? 0) + app.usedBytes);
+        }
+        return byPid;
+      },
+    });
+    supervisorRef = supervisor;
+    cleanups.push(() => supervisor.close());
+    if (supervisor.orphans.ended.length > 0) log.warn(`ended ${supervisor.orphans.ended.length} model server(s) left by an earlier run`);
+
+    const desired = new DaemonDesiredState({
+      models: () => catalog.models(),
+      isPinned: (model) => pinPolicy.isPinned(model),
+      activity,
+      budget: async () => budget.current() ?? budget.sampleNow(),
+    });
+    const controller = new Controller({
+      provider: desired,
+      server: supervisor,
+      classify: (error) => (error instanceof LaunchError ? error.kind : 'crash'),
+      clock: { now: Date.now, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout) },
+      log: logFor('controller'),
+    });
+
+    const measured = new Map<string, number>();
+    let listening: ListeningRouter | null = null;
+    const endpoint = () => (listening === null ? '' : listening.url);
+    const snapshotParts = {
+      startedAt,
+      endpoint,
+      catalog,
+      controller,
+      supervisor,
+      activity,
+      isPinned: (model: Parameters<PinPolicy['isPinned']>[0]) => pinPolicy.isPinned(model),
+      wanted: (id: string) => desired.wanted(id),
+      engineOf: (model: Parameters<PinPolicy['isPinned']>[0]) =>
+        model.engine === 'auto' ? (llamaServerPath === null ? 'embedded' : 'llama-server') : model.engine,
+      measuredBytes: (id: string) => measured.get(id) ?? null,
+      budget: () => budget.current(),
+      limitBytes: config.budget.limitBytes ?? null,
+      configPath,
+    } as const;
+    const admin = new AdminService({
+      buildSnapshot: () => buildSnapshot(snapshotParts),
+      commands: createModelActions({ resolve: (id) => catalog.resolve(id), pins, activity, controller }, pinPolicy),
+      logs: (id) => supervisor.logs(id),
+      clock: { now: Date.now, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout) },
+      warn: (message) => log.warn(message),
+    });
+    cleanups.push(() => admin.close());
+
+    // Events → "look again" and "something changed".
+    const controllerLog = logFor('events');
+    controller.onEvent((event) => {
+      admin.changed();
+      if (event.type === 'ModelQuarantined') admin.publish({ type: 'ModelQuarantined', modelId: event.modelId, reason: event.reason, at: event.at });
+      if (event.type === 'ModelFellBack') admin.publish({ type: 'ModelFellBack', modelId: event.modelId, fallbackId: event.fallbackId, reason: event.reason, at: event.at });
+    });
+    activity.onChange(() => admin.changed());
+    budget.onChange(() => {
+      controller.trigger();
+      admin.changed();
+    });
+    catalog.onChanged(() => {
+      controller.trigger();
+      admin.changed();
+    });
+    supervisor.onExit((modelId, exit) => {
+      controllerLog.warn(`${modelId}'s server ended on its own (${exit.kind}): ${exit.reason}`);
+      measured.delete(modelId);
+      controller.serverDied(modelId, exit.kind, exit.reason);
+      controller.trigger();
+    });
+
+    const router = createRouter({
+      gateway: createGateway({ catalog, controller, supervisor, activity, startedAt }),
+      activationWaitMs: config.activationWaitMs,
+      fallthrough: createAdminHandler({ service: admin, token, staticDir: options.staticDir ?? defaultStaticDir() }),
+    });
+    listening = await router.listen({ port: options.port ?? config.listen.port, host: options.host ?? config.listen.host });
+    cleanups.push(async () => {
+      router.close();
+      await listening?.close();
+    });
+    const port = listening.port;
+    const origin = `http://${listening.url.replace(/^http:\/\//, '').replace(/\/v1$/, '')}`;
+    const dashboardUrl = `${origin}/#token=${token}`;
+
+    // The loop, the samplers and the watchers.
+    const abort = new AbortController();
+    const running = controller.run(abort.signal);
+    cleanups.push(async () => {
+      abort.abort();
+      await running;
+    });
+    budget.start(Math.max(1000, options.budgetIntervalMs ?? 2000));
+    cleanups.push(() => budget.stop());
+
+    const measureTimer = setInterval(() => void measureAll(), MEASURE_INTERVAL_MS);
+    measureTimer.unref();
+    cleanups.push(() => clearInterval(measureTimer));
+    async function measureAll(): Promise<void> {
+      for (const model of catalog.models()) {
+        const at = supervisor.endpointFor(model.id);
+        if (at === null) continue;
+        const bytes = await supervisor.measured(model.id).catch(() => null);
+        if (bytes === null) continue;
+        if (measured.get(model.id) !== bytes) {
+          measured.set(model.id, bytes);
+          admin.changed();
+        }
+        // Learn only from the driver's per-process device figure at the full level: on the CPU
+        // the RSS includes the runtime and mapped file pages, which are not what the budget counts.
+        if (gpuMode() && at.level === 'full') await catalog.learnFromMeasurement(model.id, bytes).catch(() => undefined);
+      }
+    }
+
+    let watcher: CatalogWatcher | null = null;
+    const watch = () => {
+      watcher?.close();
+      watcher = watchCatalog({
+        configPath,
+        modelDirs: catalog.config().modelDirs,
+        onChange: () => {
+          void catalog.reload().then((result) => {
+            if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
+          });
+        },
+        onError: (error) => log.warn(`watching models and config: ${error instanceof Error ? error.message : String(error)}`),
+      });
+    };
+    if (demo === null) {
+      watch();
+      catalog.onChanged(() => watch());
+    }
+    cleanups.push(() => watcher?.close());
+
+    await writeDaemonInfo(dataDir, { pid: process.pid, port, endpoint: listening.url, origin, startedAt });
+    cleanups.push(() => rm(join(dataDir, DAEMON_INFO_FILE), { force: true }));
+    log.info(`serving ${catalog.models().length} model(s) at ${listening.url}`);
+
+    let stopping: Promise<void> | null = null;
+    return {
+      admin,
+      endpoint: listening.url,
+      dashboardUrl,
+      port,
+      dataDir,
+      configPath,
+      stop: () => (stopping ??= stopAll()),
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}

@@ -1,0 +1,117 @@
+// What local apps are doing with each model: requests waiting and in flight, the last use.
+//
+// The router writes it on every request; the desired-state provider reads it on every pass.
+// It is the only source of `active` (never evict a model that is decoding) and of `lastUsed`
+// (a model with a request waiting beats an idle one of the same priority, which is what makes
+// on-demand swapping work), so it stays a few map operations: it sits on the request path.
+//
+// Why a request that was refused does not keep its model wanted: a demand only stamps
+// `demandedAt`, which counts for a short grace (long enough for the router's fresh controller
+// pass), while the idle TTL runs from real use (a request served, or a person's Load). Counting
+// the refusal as use would load the model minutes later, when nobody is asking any more.
+
+export interface ActivityClock {
+  now(): number;
+}
+
+/** How long a bare demand (a cold request before it waits, or is refused) keeps a model wanted. */
+export const DEMAND_GRACE_MS = 15_000;
+
+export class ModelActivity {
+  private readonly inFlightById = new Map<string, number>();
+  private readonly waitingById = new Map<string, number>();
+  /** Ordering stamp: any demand or use. The policy's `lastUsed`. */
+  private readonly lastUsedById = new Map<string, number>();
+  /** Real use (served, or loaded by a person): the idle TTL runs from here. */
+  private readonly keptAtById = new Map<string, number>();
+  private readonly demandedAtById = new Map<string, number>();
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly clock: ActivityClock) {}
+
+  /**
+   * A request starts decoding on `modelId`. Returns its `finished` callback, which is
+   * idempotent so that a response's 'close' and 'error' may both call it. Non-blocking.
+   */
+  begin(modelId: string): () => void {
+    this.inFlightById.set(modelId, (this.inFlightById.get(modelId) ?? 0) + 1);
+    this.use(modelId);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      decrement(this.inFlightById, modelId);
+      this.use(modelId);
+    };
+  }
+
+  /** A request for a model that is not serving yet: wanted now, and most recent among equals. */
+  demand(modelId: string): void {
+    const now = this.clock.now();
+    this.demandedAtById.set(modelId, now);
+    this.lastUsedById.set(modelId, now);
+    this.changed();
+  }
+
+  /** A request waits for the model to become ready; the returned callback ends the wait (idempotent). */
+  wait(modelId: string): () => void {
+    this.waitingById.set(modelId, (this.waitingById.get(modelId) ?? 0) + 1);
+    this.changed();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      decrement(this.waitingById, modelId);
+      this.changed();
+    };
+  }
+
+  /** A person's Load: counts as use, so the model stays for its idle TTL. */
+  use(modelId: string): void {
+    const now = this.clock.now();
+    this.lastUsedById.set(modelId, now);
+    this.keptAtById.set(modelId, now);
+    this.changed();
+  }
+
+  /** A person's Unload: nothing keeps the model now but a pin or a request. */
+  forget(modelId: string): void {
+    const had = this.keptAtById.delete(modelId) || this.demandedAtById.delete(modelId);
+    this.lastUsedById.delete(modelId);
+    if (had) this.changed();
+  }
+
+  inFlight(modelId: string): number {
+    return this.inFlightById.get(modelId) ?? 0;
+  }
+
+  lastUsed(modelId: string): number | undefined {
+    return this.lastUsedById.get(modelId);
+  }
+
+  /** Wanted because of use: decoding, waiting, just demanded, or used within its idle TTL. */
+  recentlyUsed(modelId: string, idleTtlMs: number): boolean {
+    if (this.inFlight(modelId) > 0 || (this.waitingById.get(modelId) ?? 0) > 0) return true;
+    const now = this.clock.now();
+    const demanded = this.demandedAtById.get(modelId);
+    if (demanded !== undefined && now - demanded < DEMAND_GRACE_MS) return true;
+    const kept = this.keptAtById.get(modelId);
+    return kept !== undefined && now - kept < idleTtlMs;
+  }
+
+  /** Called after every change; the daemon refreshes the snapshot from it. Returns an unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
+}

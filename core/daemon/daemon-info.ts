@@ -1,0 +1,37 @@
+// Where a running daemon can be reached, for the CLI: DATA_DIR/daemon.json. It holds no
+// secret (the admin token has its own 0600 file); it is removed on a clean stop, and a stale
+// one left by a crash is harmless because the CLI's request then fails with a clear message.
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export const DAEMON_INFO_FILE = 'daemon.json';
+
+export interface DaemonInfo {
+  pid: number;
+  port: number;
+  /** The OpenAI base URL, e.g. http://127.0.0.1:11435/v1. */
+  endpoint: string;
+  /** The admin API's origin, e.g. http://127.0.0.1:11435. */
+  origin: string;
+  startedAt: number;
+}
+
+export async function writeDaemonInfo(dataDir: string, info: DaemonInfo): Promise<void> {
+  const path = join(dataDir, DAEMON_INFO_FILE);
+  const temp = `${path}.${process.pid}.tmp`;
+  await writeFile(temp, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+  await rename(temp, path);
+}
+
+/** The running daemon's address, or an Error that says how to start one. */
+export async function readDaemonInfo(dataDir: string): Promise<DaemonInfo> {
+  let text: string;
+  try {
+    text = await readFile(join(dataDir, DAEMON_INFO_FILE), 'utf8');
+  } catch {
+    throw new Error(`no llmtray daemon is running for ${dataDir} (start one with \`llmtray serve\`, or pass --data-dir)`);
+  }
+  const info = JSON.parse(text) as DaemonInfo;
+  if (typeof info.origin !== 'string' || typeof info.port !== 'number') throw new Error(`${join(dataDir, DAEMON_INFO_FILE)} is not a daemon record; remove it and start the daemon again`);
+  return info;
+}

@@ -1,0 +1,73 @@
+// `llmtray serve --demo`: generated models and a config whose budget makes every behaviour
+// visible on any machine — swapping, fallback and quarantine — without a GPU or a download.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { generateDemoModels, type DemoModels } from '../catalog/demo/demo-models.js';
+import type { CatalogModel } from '../catalog/catalog.js';
+import { footprintAt } from '../policy/levels.js';
+
+export interface DemoSetup {
+  configPath: string;
+  models: DemoModels;
+}
+
+const DEMO_CONTEXT = 4096;
+
+function demoConfigText(models: DemoModels, limitBytes: number | null): string {
+  const limit = limitBytes === null ? '' : `  limit: ${limitBytes}\n`;
+  return `# Written by \`llmtray serve --demo\`; regenerated at every demo start.
+# The budget fits demo-chat with its draft, or the smaller models, but not all at once,
+# so on-demand swapping, fallback (demo-chat -> demo-tiny) and quarantine (demo-broken) show.
+# Every model has the same priority, so the most recently requested one wins the memory.
+modelDirs: []
+budget:
+  reserve: 0
+${limit}models:
+  - id: demo-chat
+    path: ${JSON.stringify(models.chat.path)}
+    ctx: ${DEMO_CONTEXT}
+    draft: demo-draft
+    fallback: demo-tiny
+    aliases: [chat]
+  - id: demo-draft
+    path: ${JSON.stringify(models.draft.path)}
+    ctx: ${DEMO_CONTEXT}
+  - id: demo-tiny
+    path: ${JSON.stringify(models.tiny.path)}
+    ctx: 2048
+    aliases: [tiny]
+  - id: demo-broken
+    path: ${JSON.stringify(models.broken.path)}
+    ctx: 2048
+`;
+}
+
+/** Generates the demo models into DATA_DIR/demo and writes a config without a budget limit yet. */
+export async function prepareDemo(dataDir: string): Promise<DemoSetup> {
+  const dir = join(dataDir, 'demo');
+  await mkdir(dir, { recursive: true });
+  const models = await generateDemoModels(dir);
+  const configPath = join(dir, 'config.yaml');
+  await writeFile(configPath, demoConfigText(models, null));
+  return { configPath, models };
+}
+
+/**
+ * The demo's budget limit from the catalog's own estimates: room for demo-chat with its draft
+ * plus half of demo-tiny, so the two never sit together and asking for one evicts the other.
+ */
+export function demoBudgetLimit(models: readonly CatalogModel[]): number | null {
+  const bytes = (id: string) => {
+    const estimate = models.find((m) => m.id === id)?.estimate;
+    return estimate == null ? null : footprintAt('full', estimate).deviceBytes;
+  };
+  const chat = bytes('demo-chat');
+  const tiny = bytes('demo-tiny');
+  if (chat === null || tiny === null) return null;
+  return chat + Math.floor(tiny / 2);
+}
+
+/** Rewrites the demo config with its budget limit; the caller reloads the catalog. */
+export async function writeDemoLimit(setup: DemoSetup, limitBytes: number): Promise<void> {
+  await writeFile(setup.configPath, demoConfigText(setup.models, limitBytes));
+}

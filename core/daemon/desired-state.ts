@@ -1,0 +1,59 @@
+// The controller's view of what should be resident, assembled fresh on every pass from the
+// four sources that own a piece of it: the catalog (what exists and what it costs), the
+// person's pins, the router's activity (requests in flight, recent use) and the live budget.
+import type { DesiredProvider, DesiredState, ModelDemand } from '../controller/effects.js';
+import type { CatalogModel } from '../catalog/catalog.js';
+import type { FootprintEstimate } from '../policy/levels.js';
+import type { BudgetSample } from '../gpu/live-budget.js';
+import type { ModelActivity } from './activity.js';
+
+export interface DesiredSources {
+  models(): readonly CatalogModel[];
+  isPinned(model: CatalogModel): boolean;
+  activity: ModelActivity;
+  /** The latest budget sample; samples now when there is none yet. */
+  budget(): Promise<BudgetSample>;
+}
+
+/**
+ * A model whose metadata cannot be read still takes part, at zero cost: when someone asks
+ * for it, its launch fails with the catalog's reason and the recovery ladder quarantines it,
+ * so the person sees why in every surface instead of the model silently missing.
+ */
+const UNREADABLE: FootprintEstimate = { weightsBytes: 0, kvBytesPerToken: 0, contextTokens: 0, computeBytes: 0 };
+
+export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity'>): ModelDemand {
+  const pinned = sources.isPinned(model);
+  const demand: ModelDemand = {
+    modelId: model.id,
+    priority: model.priority,
+    pinned,
+    wanted: pinned || sources.activity.recentlyUsed(model.id, model.idleTtlMs),
+    inFlight: sources.activity.inFlight(model.id),
+    estimate: model.estimate ?? UNREADABLE,
+    definitionHash: model.definitionHash,
+  };
+  const lastUsed = sources.activity.lastUsed(model.id);
+  if (lastUsed !== undefined) demand.lastUsed = lastUsed;
+  if (model.draftId !== undefined) demand.draftId = model.draftId;
+  if (model.fallbackId !== undefined) demand.fallbackId = model.fallbackId;
+  return demand;
+}
+
+export class DaemonDesiredState implements DesiredProvider {
+  private wantedIds: ReadonlySet<string> = new Set();
+
+  constructor(private readonly sources: DesiredSources) {}
+
+  async read(): Promise<DesiredState> {
+    const budget = await this.sources.budget();
+    const models = this.sources.models().map((model) => demandOf(model, this.sources));
+    this.wantedIds = new Set(models.filter((m) => m.wanted).map((m) => m.modelId));
+    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.hostAvailableBytes };
+  }
+
+  /** Whether the last pass wanted the model resident (for the snapshot and /metrics). */
+  wanted(modelId: string): boolean {
+    return this.wantedIds.has(modelId);
+  }
+}

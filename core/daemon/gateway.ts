@@ -1,0 +1,88 @@
+// The router's one window onto the rest of llmtray (core/router/model-gateway.ts), over the
+// catalog (names), the controller (decisions, readiness), the supervisor (where a model
+// listens) and the activity counters (in flight, last use). Everything here runs on the
+// request path: map lookups only, no I/O.
+import type { Catalog } from '../catalog/catalog.js';
+import type { Controller } from '../controller/controller.js';
+import type { ModelStateName } from '../contracts/model-status.js';
+import type { Supervisor } from '../engine/supervisor/supervisor.js';
+import type { ModelGateway, RouterModelEntry, Unservable } from '../router/model-gateway.js';
+import type { ModelActivity } from './activity.js';
+
+/** States in which a model's server takes requests. 'evicting' is not one: it is going away. */
+const SERVING: ReadonlySet<ModelStateName> = new Set(['ready', 'active', 'degraded']);
+
+export interface GatewayParts {
+  catalog: Pick<Catalog, 'models' | 'resolve'>;
+  controller: Pick<Controller, 'status' | 'whyUnservable' | 'reconcileNow' | 'trigger' | 'waitUntilReady' | 'servingModel'>;
+  supervisor: Pick<Supervisor, 'endpointFor'>;
+  activity: ModelActivity;
+  /** When the daemon started, as the `created` of every model in /v1/models. */
+  startedAt: number;
+}
+
+export function createGateway(parts: GatewayParts): ModelGateway {
+  const { catalog, controller, supervisor, activity } = parts;
+  const created = Math.floor(parts.startedAt / 1000);
+  return {
+    resolve(name) {
+      const model = catalog.resolve(name);
+      return model === undefined ? undefined : { modelId: model.id };
+    },
+    modelIds: () => catalog.models().map((m) => m.id),
+    listModels(): RouterModelEntry[] {
+      return catalog.models().map((model) => {
+        const status = controller.status(model.id);
+        const why: Unservable | null = controller.whyUnservable(model.id);
+        const servedBy = controller.servingModel(model.id);
+        return {
+          id: model.id,
+          object: 'model',
+          created,
+          owned_by: 'llmtray',
+          aliases: model.aliases,
+          state: status?.state ?? 'idle',
+          level: status?.level ?? null,
+          served_by: servedBy === model.id ? null : servedBy,
+          reason: why?.reason ?? model.metadataError,
+        };
+      });
+    },
+    whyUnservable: (modelId) => controller.whyUnservable(modelId),
+    reconcileNow: () => controller.reconcileNow(),
+    demand(modelId) {
+      activity.demand(modelId);
+      controller.trigger();
+    },
+    async waitUntilReady(modelId, signal) {
+      const done = activity.wait(modelId);
+      try {
+        await controller.waitUntilReady(modelId, signal);
+      } finally {
+        done();
+      }
+    },
+    servingModel: (modelId) => controller.servingModel(modelId),
+    endpointFor(servingModelId) {
+      const state = controller.status(servingModelId)?.state;
+      if (state === undefined || !SERVING.has(state)) return undefined;
+      const endpoint = supervisor.endpointFor(servingModelId);
+      if (endpoint === null) return undefined;
+      return { baseUrl: `http://127.0.0.1:${endpoint.port}`, apiKey: endpoint.apiKey };
+    },
+    requestStarted(modelId) {
+      // Counted on the process that answers: while falling back that is the fallback, and it
+      // is the one that must not be evicted mid-answer. The requested model is stamped too,
+      // so its want (and its fallback's) stays fresh.
+      const serving = controller.servingModel(modelId);
+      if (serving !== modelId) activity.use(modelId);
+      const finishedOnServing = activity.begin(serving);
+      controller.trigger();
+      return () => {
+        finishedOnServing();
+        // An active model that goes idle may now be evicted for one that waits.
+        controller.trigger();
+      };
+    },
+  };
+}

@@ -1,0 +1,54 @@
+// Catalog model → what the supervisor starts. The one place that decides which engine runs a
+// model and how many layers go to the GPU, so the argv and the budget cannot disagree.
+import { availableParallelism } from 'node:os';
+import type { CatalogModel } from '../catalog/catalog.js';
+import type { LaunchSpec } from '../engine/launch-spec.js';
+
+export interface LaunchSpecSources {
+  resolve(id: string): CatalogModel | undefined;
+  /** True when the live budget has no GPU: every engine runs on the CPU. */
+  cpuOnly(): boolean;
+  /** The user's llama-server, or null when none was found (then `auto` means embedded). */
+  llamaServerPath: string | null;
+  /** Extra environment for every engine (e.g. ELECTRON_RUN_AS_NODE inside Electron). */
+  engineEnv?: Record<string, string>;
+  /** Threads per engine; default half the cores, at least 1. */
+  threads?: number;
+}
+
+/**
+ * Half the cores by default: llama.cpp's own default (every core) makes two resident models
+ * fight over the CPU, and on small machines oversubscription is catastrophic (node-llama-cpp's
+ * default of 4 threads on a 2-core machine is ~100× slower than 1).
+ */
+export function defaultThreads(): number {
+  return Math.max(1, Math.floor(availableParallelism() / 2));
+}
+
+/** Throws an Error naming the cause when the model cannot be started as defined. */
+export function launchSpecFor(modelId: string, sources: LaunchSpecSources): LaunchSpec {
+  const model = sources.resolve(modelId);
+  if (model === undefined) throw new Error(`'${modelId}' is no longer in the catalog`);
+  if (model.metadataError !== null) throw new Error(model.metadataError);
+  const cpu = sources.cpuOnly();
+  const engine = model.engine === 'auto' ? (sources.llamaServerPath === null ? 'embedded' : 'llama-server') : model.engine;
+  const spec: LaunchSpec = {
+    modelId: model.id,
+    engine,
+    modelPath: model.path,
+    contextTokens: model.ctx,
+    gpuLayers: cpu ? 0 : model.gpuLayers,
+    threads: sources.threads ?? defaultThreads(),
+    aliases: model.aliases,
+    extraArgs: model.args,
+    env: { ...sources.engineEnv, ...model.env },
+  };
+  if (model.estimate !== null) spec.estimateBytes = model.estimate.weightsBytes;
+  if (model.projectorPath !== undefined) spec.projectorPath = model.projectorPath;
+  if (model.draftId !== undefined) {
+    const draft = sources.resolve(model.draftId);
+    if (draft === undefined) throw new Error(`'${modelId}' names draft '${model.draftId}', which is not in the catalog`);
+    spec.draft = { modelPath: draft.path, gpuLayers: cpu ? 0 : draft.gpuLayers };
+  }
+  return spec;
+}

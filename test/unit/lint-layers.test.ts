@@ -1,0 +1,35 @@
+// The layering lint is what keeps DESIGN.md's dependency arrows true; test that it catches
+// each kind of wrong-way import, and lets the right ones through.
+import { describe, expect, it } from 'vitest';
+// @ts-expect-error -- a plain .mjs script without type declarations
+import { violations } from '../../scripts/lint-layers.mjs';
+
+const check = violations as (file: string, source: string) => string[];
+
+describe('lint-layers', () => {
+  it.each([
+    ['core/policy/schedule.ts', "import { readFileSync } from 'node:fs';", /must not import packages, Node/],
+    ['core/policy/schedule.ts', "import { x } from '../catalog/catalog.js';", /depends on nothing outside itself/],
+    ['core/contracts/snapshot.ts', "import type { Catalog } from '../catalog/catalog.js';", /may only use core\/policy types/],
+    ['core/router/router.ts', "import { app } from 'electron';", /nothing under core\/ may import electron/],
+    ['renderer/src/app.tsx', "import { schedule } from '../../core/policy/schedule.js';", /may import only from core\/contracts/],
+    ['renderer/src/app.tsx', "import { MODEL_COMMANDS } from '../../core/contracts/commands.js';", /only types/],
+    ['renderer/src/app.tsx', "import { join } from 'node:path';", /no Node built-ins/],
+    ['renderer/src/app.tsx', "const m = await import('electron');", /preload bridge only/],
+  ])('%s: %s is refused', (file, source, why) => {
+    const found = check(file, source);
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(why);
+  });
+
+  it.each([
+    ['core/policy/schedule.ts', "import { footprintAt } from './levels.js';"],
+    ['core/contracts/snapshot.ts', "import type { LaunchLevel } from '../policy/levels.js';"],
+    ['core/router/router.ts', "import http from 'node:http';"],
+    ['renderer/src/app.tsx', "import type { Snapshot } from '../../core/contracts/snapshot.js';"],
+    ['renderer/src/app.tsx', "import { create } from 'zustand';"],
+    ['renderer/src/transport/http-bridge.test.tsx', "import http from 'node:http';"],
+  ])('%s: %s is allowed', (file, source) => {
+    expect(check(file, source)).toEqual([]);
+  });
+});
