@@ -1,0 +1,34 @@
+// What the Electron main process needs from the daemon's composition root (core/daemon.ts).
+//
+// main.ts loads core/daemon.js at run time and checks it against this type, so the daemon can
+// be written and changed without main importing its implementation modules (and without the
+// main process loading node-llama-cpp: only the engine child processes do).
+import type { AdminPort } from './admin-port.js';
+import type { EngineNodeCommand } from './engine-node-command.js';
+
+export interface DesktopDaemonOptions {
+  /** Generate and serve the demo models (no config needed); `--demo` on the command line. */
+  demo: boolean;
+  /**
+   * How to run a Node script (the embedded engine) as a child process. Inside Electron,
+   * `process.execPath` is the Electron binary, which starts a second GUI app unless the
+   * child's environment says ELECTRON_RUN_AS_NODE=1.
+   */
+  engineNode: EngineNodeCommand;
+}
+
+export interface DesktopDaemon {
+  admin: AdminPort;
+  /** The OpenAI-compatible base URL, e.g. http://127.0.0.1:PORT/v1. */
+  endpoint: string;
+  /** The dashboard over HTTP (the headless way in), for a browser. */
+  dashboardUrl: string;
+  /**
+   * Stops every model server and the listener. Blocks until every engine process has exited
+   * (SIGTERM, then SIGKILL after the supervisor's grace period). Idempotent.
+   */
+  stop(): Promise<void>;
+}
+
+/** Starts the daemon. Rejects with a sentence when it cannot (port taken, config unreadable). */
+export type StartDaemon = (options: DesktopDaemonOptions) => Promise<DesktopDaemon>;

@@ -1,0 +1,72 @@
+// The `npm start` entry (dist/electron/launch.js): the desktop app where it can run, the
+// headless daemon where it cannot, saying which and why. Arguments are passed on to either
+// (`--demo` generates and serves the demo models).
+//
+// Environment: LLMTRAY_HEADLESS=1 forces headless; LLMTRAY_ELECTRON_BINARY names the Electron
+// binary to use; LLMTRAY_HEADLESS_CMD replaces the headless command (a JSON array).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chooseLaunchMode, findElectronBinary, headlessCommand } from './launch-mode.js';
+
+/** dist/electron/launch.js → the repository (or unpacked app) root. */
+const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const args = process.argv.slice(2);
+
+function electronPackageDir(): string | null {
+  try {
+    // Resolving package.json finds the package without running its index.js (which downloads).
+    return dirname(createRequire(join(appRoot, 'package.json')).resolve('electron/package.json'));
+  } catch {
+    return null;
+  }
+}
+
+/** Runs a child with our stdio, passes on Ctrl-C and SIGTERM, and exits the way it exits. */
+function runToCompletion(child: ChildProcess, onSpawnError: (error: Error) => void): void {
+  const forward = (signal: NodeJS.Signals): void => {
+    child.kill(signal);
+  };
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  child.on('error', (error) => {
+    process.off('SIGINT', forward);
+    process.off('SIGTERM', forward);
+    onSpawnError(error);
+  });
+  child.on('exit', (code, signal) => {
+    process.exitCode = code ?? (signal !== null ? 1 : 0);
+  });
+}
+
+function runHeadless(why: string): void {
+  let argv: string[];
+  try {
+    argv = headlessCommand({ env: process.env, nodePath: process.execPath, appRoot, args });
+  } catch (error) {
+    console.error(`llmtray: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 2;
+    return;
+  }
+  console.log(`llmtray: ${why}; running headless (llmtray serve): the daemon prints the endpoint and the dashboard URL.`);
+  const [program, ...rest] = argv as [string, ...string[]];
+  runToCompletion(spawn(program, rest, { stdio: 'inherit' }), (error) => {
+    console.error(`llmtray: could not start the headless daemon (${program}): ${error.message}`);
+    process.exitCode = 1;
+  });
+}
+
+const binary = findElectronBinary({ env: process.env, electronPackageDir: electronPackageDir() });
+const mode = chooseLaunchMode({ platform: process.platform, env: process.env, electronBinaryExists: binary.path !== null });
+
+if (mode.mode === 'headless') {
+  runHeadless(binary.problem !== null && mode.cause === 'no-electron' ? `${mode.message} (${binary.problem})` : mode.message);
+} else if (binary.path !== null) {
+  // A shell with ELECTRON_RUN_AS_NODE set would make the binary act as plain Node.
+  const env = { ...process.env };
+  delete env.ELECTRON_RUN_AS_NODE;
+  runToCompletion(spawn(binary.path, [appRoot, ...args], { stdio: 'inherit', env }), (error) => {
+    runHeadless(`the Electron binary at ${binary.path} could not be started (${error.message})`);
+  });
+}

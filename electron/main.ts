@@ -1,0 +1,296 @@
+// The Electron main process: the composition root of the desktop app.
+//
+// Everything that decides something lives in the pure modules next to this file (menu content,
+// icon state, IPC validation, sender checks, notifications, quit sequencing, URL rules) and is
+// unit-tested without Electron; this file only wires them to Electron's objects, so reading it
+// top to bottom is the whole lifecycle: one instance, start the daemon, show the tray, open the
+// dashboard on demand, stop every engine before exiting.
+//
+// The daemon comes from core/daemon.js, loaded at run time (see loadStartDaemon). The main
+// process itself never loads node-llama-cpp: only the engine child processes do, run by
+// Electron's own Node (engineNodeCommand), so the app has no native module of its own.
+import {
+  app,
+  BrowserWindow,
+  clipboard,
+  dialog,
+  ipcMain,
+  Menu,
+  nativeImage,
+  nativeTheme,
+  net,
+  Notification,
+  powerMonitor,
+  protocol,
+  session,
+  shell,
+  Tray,
+} from 'electron';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { DASHBOARD_CSP } from '../core/admin/static-files.js';
+import type { Snapshot } from '../core/contracts/snapshot.js';
+import { assertNever } from './assert-never.js';
+import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
+import { engineNodeCommand } from './engine-node-command.js';
+import { forwardAdminEvents, registerIpcHandlers } from './ipc-main-handlers.js';
+import { createLoginItem, relaunchCommand } from './login-item.js';
+import { toMenuTemplate } from './menu-template.js';
+import { notificationFor, type NotificationText } from './notifications.js';
+import { createQuitCoordinator } from './quit-coordinator.js';
+import { createThrottle, type ThrottleClock } from './throttle.js';
+import { trayIconDir, trayIconFile } from './tray-icons.js';
+import { buildTrayMenu, trayStatus, type TrayActions, type TrayHealth } from './tray-menu.js';
+import {
+  DASHBOARD_INDEX_URL,
+  DASHBOARD_SCHEME,
+  dashboardSenderCheck,
+  isDashboardUrl,
+  isExternalHttpUrl,
+  resolveDashboardFile,
+} from './window-security.js';
+
+/** dist/electron; the renderer is built to dist/renderer next to it. */
+const here = dirname(fileURLToPath(import.meta.url));
+const RENDERER_DIR = join(here, '..', 'renderer');
+const PRELOAD = join(here, 'preload.cjs');
+/** At most this often the native menu is rebuilt while snapshots stream in. */
+const MENU_REBUILD_INTERVAL_MS = 250;
+/** Longest wait for the engines to stop on quit; the supervisor's own SIGKILL comes well before. */
+const QUIT_GRACE_MS = 20_000;
+
+const systemClock: ThrottleClock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/**
+ * The daemon's composition root, loaded when the app starts (a dynamic import, so the window
+ * and tray code load first). It keeps the same data dir and config as `llmtray serve`, so
+ * `llmtray status` and friends talk to the desktop app too.
+ */
+async function loadStartDaemon(): Promise<StartDaemon> {
+  const { startDaemon } = await import('../core/daemon.js');
+  return (options) => startDaemon({ demo: options.demo, engineEnv: { ...options.engineNode.env } });
+}
+
+// Must happen before 'ready': only a standard, secure scheme gets an origin of its own.
+protocol.registerSchemesAsPrivileged([
+  { scheme: DASHBOARD_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true } },
+]);
+
+if (!app.requestSingleInstanceLock()) {
+  // Another llmtray owns the tray, the port and the engines; it shows its dashboard instead.
+  app.exit(0);
+} else {
+  void run();
+}
+
+async function run(): Promise<void> {
+  let dashboard: BrowserWindow | null = null;
+  const liveDashboard = (): BrowserWindow | null => (dashboard !== null && !dashboard.isDestroyed() ? dashboard : null);
+
+  let daemon: DesktopDaemon | null = null;
+  let stopListening: () => void = () => {};
+  const daemonStarting = app.whenReady().then(async () => {
+    const startDaemon = await loadStartDaemon();
+    return startDaemon({
+      demo: process.argv.includes('--demo'),
+      engineNode: engineNodeCommand({ execPath: process.execPath, isElectron: true }),
+    });
+  });
+
+  const quit = createQuitCoordinator({
+    stop: async () => {
+      stopListening();
+      const started = await daemonStarting.catch(() => null);
+      await started?.stop();
+    },
+    exit: (code) => app.exit(code),
+    clock: systemClock,
+    graceMs: QUIT_GRACE_MS,
+    log: (message) => console.error(message),
+  });
+  app.on('before-quit', (event) => quit.onBeforeQuit(event));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => app.quit());
+  app.on('second-instance', () => showDashboard());
+  // The app lives in the tray: closing the last window must not quit it.
+  app.on('window-all-closed', () => {});
+
+  function showDashboard(): void {
+    const window = liveDashboard() ?? createDashboardWindow();
+    dashboard = window;
+    if (window.isMinimized()) window.restore();
+    window.show();
+    window.focus();
+  }
+
+  function createDashboardWindow(): BrowserWindow {
+    const window = new BrowserWindow({
+      width: 900,
+      height: 600,
+      show: false,
+      title: 'llmtray',
+      autoHideMenuBar: true,
+      webPreferences: {
+        preload: PRELOAD,
+        contextIsolation: true,
+        sandbox: true,
+        nodeIntegration: false,
+        webviewTag: false,
+        spellcheck: false,
+      },
+    });
+    // Closing hides: the app, its tray and its engines keep running until Quit.
+    window.on('close', (event) => {
+      if (!quit.quitting) {
+        event.preventDefault();
+        window.hide();
+      }
+    });
+    window.webContents.on('will-navigate', (event) => {
+      if (isDashboardUrl(event.url)) return;
+      event.preventDefault();
+      if (isExternalHttpUrl(event.url)) void shell.openExternal(event.url);
+    });
+    window.webContents.setWindowOpenHandler(({ url }) => {
+      if (isExternalHttpUrl(url)) void shell.openExternal(url);
+      return { action: 'deny' };
+    });
+    window.webContents.on('will-attach-webview', (event) => event.preventDefault());
+    void window.loadURL(DASHBOARD_INDEX_URL);
+    return window;
+  }
+
+  function notify(text: NotificationText | null): void {
+    if (text === null || !Notification.isSupported()) return;
+    const notification = new Notification({ title: text.title, body: text.body });
+    notification.on('click', () => showDashboard());
+    notification.show();
+  }
+
+  await app.whenReady();
+  if (process.platform === 'darwin') app.dock?.hide();
+  serveDashboardFiles();
+  session.defaultSession.setPermissionRequestHandler((_contents, _permission, callback) => callback(false));
+  session.defaultSession.setPermissionCheckHandler(() => false);
+
+  try {
+    daemon = await daemonStarting;
+  } catch (error) {
+    dialog.showErrorBox('llmtray could not start', error instanceof Error ? error.message : String(error));
+    app.exit(1);
+    return;
+  }
+  const admin = daemon.admin;
+
+  const loginItem = createLoginItem({
+    platform: process.platform,
+    app,
+    autostartDir: join(process.env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'autostart'),
+    command: relaunchCommand({ execPath: process.execPath, isPackaged: app.isPackaged, appPath: app.getAppPath(), appImage: process.env.APPIMAGE }),
+  });
+
+  const iconDir = trayIconDir({ isPackaged: app.isPackaged, resourcesPath: process.resourcesPath, appPath: app.getAppPath() });
+  const icon = (health: TrayHealth): Electron.NativeImage =>
+    nativeImage.createFromPath(join(iconDir, trayIconFile({ platform: process.platform, health, panelIsDark: nativeTheme.shouldUseDarkColors })));
+  const tray = new Tray(icon('loading'));
+  tray.on('click', () => showDashboard());
+
+  const actions: TrayActions = {
+    copyEndpoint: (endpoint) => clipboard.writeText(endpoint),
+    runCommand: (command, modelId) => {
+      void admin.run(command, modelId).then((result) => {
+        if (!result.ok) notify({ title: `Could not ${command} ${modelId}`, body: result.message });
+      });
+    },
+    openDashboard: () => showDashboard(),
+    setStartAtLogin: (enabled) => {
+      try {
+        loginItem.set(enabled);
+      } catch (error) {
+        notify({ title: 'Could not change Start at Login', body: error instanceof Error ? error.message : String(error) });
+      }
+      menu.request();
+    },
+    quit: () => app.quit(),
+  };
+
+  let latest: Snapshot = admin.snapshot();
+  const menu = createThrottle(
+    () => {
+      const items = buildTrayMenu(latest, actions, { startAtLogin: loginItem.get(), now: Date.now() });
+      tray.setContextMenu(Menu.buildFromTemplate(toMenuTemplate(items, process.platform)));
+      const status = trayStatus(latest);
+      tray.setImage(icon(status.health));
+      tray.setToolTip(status.tooltip);
+    },
+    MENU_REBUILD_INTERVAL_MS,
+    systemClock,
+  );
+  nativeTheme.on('updated', () => menu.request());
+
+  const forward = forwardAdminEvents(() => liveDashboard()?.webContents ?? null);
+  const unsubscribe = admin.subscribe((event) => {
+    forward(event);
+    switch (event.type) {
+      case 'SnapshotUpdated':
+        latest = event.snapshot;
+        menu.request();
+        break;
+      case 'ModelQuarantined':
+      case 'ModelFellBack':
+        notify(notificationFor(event));
+        break;
+      case 'LogAppended':
+        break;
+      default:
+        assertNever(event);
+    }
+  });
+  const unregisterIpc = registerIpcHandlers({
+    ipcMain,
+    admin,
+    isTrustedSender: dashboardSenderCheck(() => liveDashboard()?.webContents.id ?? null),
+  });
+  stopListening = () => {
+    unsubscribe();
+    unregisterIpc();
+    menu.cancel();
+  };
+  // Logout and shutdown on Linux and macOS: hold the OS until the engines are down. Electron
+  // passes an event with preventDefault here although its typings declare no argument.
+  const onShutdown = (event?: { preventDefault(): void }): void => {
+    event?.preventDefault();
+    app.quit();
+  };
+  powerMonitor.on('shutdown', onShutdown);
+  menu.request();
+  console.log(`llmtray: serving ${daemon.endpoint}; the dashboard is in the tray menu (and at ${daemon.dashboardUrl})`);
+}
+
+/**
+ * Serves dist/renderer on llmtray://dashboard/ with the same CSP as the headless server, so
+ * the dashboard runs under one policy whichever way it is opened.
+ */
+function serveDashboardFiles(): void {
+  protocol.handle(DASHBOARD_SCHEME, async (request) => {
+    const file = resolveDashboardFile(RENDERER_DIR, request.url);
+    const text = (status: number, body: string): Response =>
+      new Response(body, { status, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+    if (!file.ok) return text(file.status, file.reason);
+    let upstream: Response;
+    try {
+      upstream = await net.fetch(pathToFileURL(file.path).href);
+    } catch {
+      return text(404, `${file.path} does not exist; build the dashboard with npm run build`);
+    }
+    const headers = new Headers(upstream.headers);
+    headers.set('content-security-policy', DASHBOARD_CSP);
+    headers.set('x-content-type-options', 'nosniff');
+    headers.set('referrer-policy', 'no-referrer');
+    return new Response(upstream.body, { status: upstream.status, headers });
+  });
+}

@@ -1,0 +1,38 @@
+// Which admin events become a desktop notification, and their words.
+//
+// Only the two a person must act on or should know about even with no window open: a model
+// that will not come back by itself (quarantined) and one whose answers now come from another
+// model (fell back), each naming the reason. Snapshots and log lines never notify.
+import type { AdminEvent } from '../core/contracts/admin-events.js';
+import { assertNever } from './assert-never.js';
+
+export interface NotificationText {
+  title: string;
+  body: string;
+}
+
+export function notificationFor(event: AdminEvent): NotificationText | null {
+  switch (event.type) {
+    case 'ModelQuarantined':
+      return {
+        title: `${event.modelId} is quarantined`,
+        body: `${sentence(event.reason)} It will not be loaded again until you retry it from the tray or the dashboard.`,
+      };
+    case 'ModelFellBack':
+      return {
+        title: `${event.modelId} fell back to ${event.fallbackId}`,
+        body: `${sentence(event.reason)} Requests for ${event.modelId} are answered by ${event.fallbackId} for now.`,
+      };
+    case 'SnapshotUpdated':
+    case 'LogAppended':
+      return null;
+    default:
+      return assertNever(event);
+  }
+}
+
+/** The reason as a sentence, so the next one does not run into it. */
+function sentence(text: string): string {
+  const trimmed = text.trim();
+  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+}

@@ -1,0 +1,41 @@
+// Rebuilding a native menu is not free (on Linux it re-exports the whole menu over D-Bus), and
+// snapshots arrive up to ten a second while a model loads. This collapses bursts: the first
+// request runs at once, later ones within the interval become one trailing run that sees the
+// latest state. Time comes from an injected clock so the behaviour is tested without sleeping.
+
+/** The timer functions used; test/support's FakeClock and the admin service's clock fit. */
+export interface ThrottleClock {
+  /** Epoch ms. */
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface Throttle {
+  /** Asks for a run. Never blocks; runs now, or once at the end of the current interval. */
+  request(): void;
+  /** Drops a pending trailing run. Idempotent. */
+  cancel(): void;
+}
+
+export function createThrottle(run: () => void, intervalMs: number, clock: ThrottleClock): Throttle {
+  let lastRunAt = Number.NEGATIVE_INFINITY;
+  let pending: unknown = null;
+  const fire = (): void => {
+    pending = null;
+    lastRunAt = clock.now();
+    run();
+  };
+  return {
+    request() {
+      if (pending !== null) return;
+      const wait = lastRunAt + intervalMs - clock.now();
+      if (wait <= 0) fire();
+      else pending = clock.setTimeout(fire, wait);
+    },
+    cancel() {
+      if (pending !== null) clock.clearTimeout(pending);
+      pending = null;
+    },
+  };
+}

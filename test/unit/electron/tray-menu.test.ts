@@ -1,0 +1,255 @@
+import { describe, expect, it } from 'vitest';
+import type { ModelCommand } from '../../../core/contracts/commands.js';
+import { MODEL_STATE_NAMES, type ModelStatus } from '../../../core/contracts/model-status.js';
+import type { ModelView } from '../../../core/contracts/snapshot.js';
+import {
+  buildTrayMenu,
+  modelStateWords,
+  primaryCommand,
+  shorten,
+  trayStatus,
+  type TrayActions,
+  type TrayMenuItem,
+} from '../../../electron/tray-menu.js';
+import { GiB, NOW, model, snapshot } from './snapshot-fixture.js';
+
+function recordingActions() {
+  const calls: string[] = [];
+  const actions: TrayActions = {
+    copyEndpoint: (endpoint) => calls.push(`copy ${endpoint}`),
+    runCommand: (command: ModelCommand, modelId) => calls.push(`${command} ${modelId}`),
+    openDashboard: () => calls.push('open dashboard'),
+    setStartAtLogin: (enabled) => calls.push(`start at login ${enabled}`),
+    quit: () => calls.push('quit'),
+  };
+  return { calls, actions };
+}
+
+const labelOf = (item: TrayMenuItem): string => (item.type === 'separator' ? '---' : item.label);
+
+function find(items: readonly TrayMenuItem[], label: string | RegExp): TrayMenuItem {
+  const found = items.find((item) => item.type !== 'separator' && (typeof label === 'string' ? item.label === label : label.test(item.label)));
+  if (found === undefined) throw new Error(`no item ${String(label)} in: ${items.map(labelOf).join(' | ')}`);
+  return found;
+}
+
+function click(item: TrayMenuItem): void {
+  if (item.type !== 'normal' && item.type !== 'checkbox') throw new Error(`${labelOf(item)} is not clickable`);
+  if (!item.click) throw new Error(`${item.label} has no click`);
+  item.click();
+}
+
+function submenuOf(items: readonly TrayMenuItem[], modelId: string): TrayMenuItem[] {
+  const item = find(items, new RegExp(`^${modelId} — `));
+  if (item.type !== 'submenu') throw new Error(`${modelId} is not a submenu`);
+  return item.submenu;
+}
+
+const failure = (kind: ModelStatus['recovery']['kind'], extra: Partial<ModelStatus['recovery']> = {}): ModelStatus['recovery'] => ({
+  kind,
+  attempts: 1,
+  nextAction: null,
+  nextAttemptAt: null,
+  lastError: null,
+  ...extra,
+});
+
+const LONG_ERROR =
+  "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'kev' (the file may need a newer llama.cpp)";
+
+describe('modelStateWords: every state in words a person reads', () => {
+  const cases: Array<[string, ModelView, string]> = [
+    ['idle', model('m'), 'idle'],
+    ['queued', model('m', { state: 'queued' }), 'queued'],
+    ['queued, left out by the plan', model('m', { state: 'queued', unschedulableReason: 'needs 9.1 GiB; 24 GiB budget' }), 'queued, does not fit now'],
+    ['loading with progress', model('m', { state: 'loading', level: 'full' }, { loading: { fraction: 0.42, startedAt: NOW - 5000 } }), 'loading 42 %'],
+    ['loading without progress', model('m', { state: 'loading' }, { loading: { fraction: null, startedAt: NOW - 12_500 } }), 'loading (12 s)'],
+    ['loading, no detail yet', model('m', { state: 'loading' }), 'loading'],
+    ['ready', model('m', { state: 'ready', level: 'full' }), 'ready'],
+    ['ready on the CPU', model('m', { state: 'ready', level: 'minimal' }), 'ready on CPU'],
+    ['active', model('m', { state: 'active', level: 'full' }, { inFlight: 2 }), 'answering 2 requests'],
+    ['active, one request', model('m', { state: 'active', level: 'full' }, { inFlight: 1 }), 'answering 1 request'],
+    ['evicting', model('m', { state: 'evicting' }), 'unloading'],
+    [
+      'failed with a countdown',
+      model('m', { state: 'failed', recovery: failure('oom', { nextAction: 'degrade', nextAttemptAt: NOW + 3200 }) }),
+      'failed: out of memory, retrying smaller in 4 s',
+    ],
+    ['failed, waiting without a timer', model('m', { state: 'failed', recovery: failure('crash'), next: 'waiting for memory' }), 'failed: crashed, waiting for memory'],
+    ['degraded to a smaller context', model('m', { state: 'degraded', level: 'degraded' }), 'degraded: smaller context'],
+    ['degraded to the CPU', model('m', { state: 'degraded', level: 'minimal' }), 'degraded: CPU only'],
+    ['fallback', model('m', { state: 'fallback', servedBy: 'demo-tiny' }), 'answered by demo-tiny'],
+    [
+      'quarantined, reason shortened',
+      model('m', { state: 'quarantined', recovery: failure('crash', { attempts: 5, nextAction: 'quarantine', lastError: LONG_ERROR }) }),
+      'quarantined: llama_model_load: error loading model: error…',
+    ],
+  ];
+  it.each(cases)('%s', (_name, view, words) => {
+    expect(modelStateWords(view, NOW)).toBe(words);
+  });
+
+  it('every state has words, and the label carries the model id', () => {
+    const { actions } = recordingActions();
+    for (const state of MODEL_STATE_NAMES) {
+      const items = buildTrayMenu(snapshot([model('demo-chat', { state })]), actions, { startAtLogin: false, now: NOW });
+      expect(labelOf(find(items, /^demo-chat — /))).toBe(`demo-chat — ${modelStateWords(model('demo-chat', { state }), NOW)}`);
+    }
+  });
+});
+
+describe('buildTrayMenu', () => {
+  it('starts with the endpoint, which copies itself, and the memory in use', () => {
+    const { calls, actions } = recordingActions();
+    const items = buildTrayMenu(snapshot([model('a')]), actions, { startAtLogin: false, now: NOW });
+    expect(labelOf(items[0]!)).toBe('Endpoint: http://127.0.0.1:8080/v1 (click to copy)');
+    click(items[0]!);
+    expect(calls).toEqual(['copy http://127.0.0.1:8080/v1']);
+    expect(items[1]).toMatchObject({ label: 'GPU memory: 17.2 GiB of 24 GiB in use', enabled: false });
+  });
+
+  it('says so when there is no GPU', () => {
+    const base = snapshot([]);
+    const items = buildTrayMenu({ ...base, budget: { ...base.budget, mode: 'cpu', usedBytes: 2 * GiB, budgetBytes: 40 * GiB } }, recordingActions().actions, { startAtLogin: false, now: NOW });
+    expect(labelOf(items[1]!)).toBe('Memory (no GPU): 2 GiB of 40 GiB in use');
+  });
+
+  it('pins an unpinned model and unpins a pinned one, whatever the checkbox shows by then', () => {
+    const { calls, actions } = recordingActions();
+    const items = buildTrayMenu(snapshot([model('free', { state: 'ready', level: 'full' }), model('held', { state: 'ready', level: 'full' }, { pinned: true })]), actions, {
+      startAtLogin: false,
+      now: NOW,
+    });
+    const freePin = find(submenuOf(items, 'free'), 'Pinned');
+    const heldPin = find(submenuOf(items, 'held'), 'Pinned');
+    expect(freePin).toMatchObject({ type: 'checkbox', checked: false });
+    expect(heldPin).toMatchObject({ type: 'checkbox', checked: true });
+    click(freePin);
+    click(heldPin);
+    expect(calls).toEqual(['pin free', 'unpin held']);
+  });
+
+  it.each([
+    ['idle', 'Load', 'load'],
+    ['evicting', 'Load', 'load'],
+    ['ready', 'Unload', 'unload'],
+    ['loading', 'Unload', 'unload'],
+    ['failed', 'Unload', 'unload'],
+    ['quarantined', 'Retry', 'retry'],
+  ] as const)('a %s model offers %s, which runs %s', (state, label, command) => {
+    const { calls, actions } = recordingActions();
+    const items = buildTrayMenu(snapshot([model('demo-chat', { state })]), actions, { startAtLogin: false, now: NOW });
+    const submenu = submenuOf(items, 'demo-chat');
+    click(find(submenu, label));
+    expect(calls).toEqual([`${command} demo-chat`]);
+    for (const other of ['Load', 'Unload', 'Retry'].filter((l) => l !== label)) {
+      expect(submenu.some((item) => item.type !== 'separator' && item.label === other)).toBe(false);
+    }
+  });
+
+  it('offers exactly one of Load, Unload and Retry in every state, Retry only when quarantined', () => {
+    for (const state of MODEL_STATE_NAMES) {
+      expect(primaryCommand(state) === 'retry').toBe(state === 'quarantined');
+    }
+  });
+
+  it('shows a quarantined model\'s reason next to Retry', () => {
+    const quarantined = model('kev', { state: 'quarantined', recovery: failure('crash', { attempts: 5, nextAction: 'quarantine', lastError: LONG_ERROR }) });
+    const submenu = submenuOf(buildTrayMenu(snapshot([quarantined]), recordingActions().actions, { startAtLogin: false, now: NOW }), 'kev');
+    const reason = labelOf(find(submenu, /^Reason: /));
+    expect(reason.startsWith('Reason: llama_model_load: error loading model')).toBe(true);
+    expect(reason.length).toBeLessThanOrEqual(100);
+    expect(reason.endsWith('…')).toBe(true);
+    expect(find(submenu, 'Retry')).toMatchObject({ enabled: true });
+  });
+
+  it('names the level of a degraded model and of one on the CPU', () => {
+    const items = buildTrayMenu(
+      snapshot([model('smaller', { state: 'degraded', level: 'degraded' }), model('cpu', { state: 'ready', level: 'minimal' }), model('full', { state: 'ready', level: 'full' })]),
+      recordingActions().actions,
+      { startAtLogin: false, now: NOW },
+    );
+    expect(find(submenuOf(items, 'smaller'), /^Level: /)).toMatchObject({ label: 'Level: smaller context (degraded)', enabled: false });
+    expect(labelOf(find(submenuOf(items, 'cpu'), /^Level: /))).toBe('Level: CPU only (minimal)');
+    expect(submenuOf(items, 'full').some((item) => item.type !== 'separator' && item.label.startsWith('Level'))).toBe(false);
+  });
+
+  it('says who answers for a model that fell back, and why a model was left out', () => {
+    const items = buildTrayMenu(
+      snapshot([
+        model('big', { state: 'fallback', servedBy: 'demo-tiny' }),
+        model('huge', { state: 'queued', unschedulableReason: 'needs 30 GiB; 24 GiB budget, 17 GiB held by pinned big' }),
+      ]),
+      recordingActions().actions,
+      { startAtLogin: false, now: NOW },
+    );
+    expect(labelOf(find(submenuOf(items, 'big'), /answered by/))).toBe('Requests for big are answered by demo-tiny');
+    expect(labelOf(find(submenuOf(items, 'huge'), /^Left out/))).toBe('Left out: needs 30 GiB; 24 GiB budget, 17 GiB held by pinned big');
+  });
+
+  it('tells how to add models when the catalog is empty', () => {
+    const items = buildTrayMenu(snapshot([]), recordingActions().actions, { startAtLogin: false, now: NOW });
+    expect(find(items, 'No models yet')).toMatchObject({ enabled: false });
+    expect(labelOf(find(items, /^Put \.gguf files in /))).toBe('Put .gguf files in /home/ada/models');
+    expect(labelOf(find(items, /^or list models in/))).toBe('or list models in /home/ada/.config/llmtray/config.yaml');
+    expect(items.some((item) => item.type === 'submenu')).toBe(false);
+  });
+
+  it('shows config problems', () => {
+    const items = buildTrayMenu(snapshot([], { configErrors: ['config.yaml: models[0].context: must be a positive number, got -1'] }), recordingActions().actions, {
+      startAtLogin: false,
+      now: NOW,
+    });
+    expect(labelOf(find(items, /^Config problem/))).toBe('Config problem: config.yaml: models[0].context: must be a positive number, got -1');
+  });
+
+  it('ends with Open Dashboard, Start at Login and Quit, each doing what it says', () => {
+    for (const startAtLogin of [false, true]) {
+      const { calls, actions } = recordingActions();
+      const items = buildTrayMenu(snapshot([model('a')]), actions, { startAtLogin, now: NOW });
+      expect(items.slice(-5).map(labelOf)).toEqual(['---', 'Open Dashboard', 'Start at Login', '---', 'Quit llmtray']);
+      expect(find(items, 'Start at Login')).toMatchObject({ type: 'checkbox', checked: startAtLogin });
+      click(find(items, 'Open Dashboard'));
+      click(find(items, 'Start at Login'));
+      click(find(items, 'Quit llmtray'));
+      expect(calls).toEqual(['open dashboard', `start at login ${!startAtLogin}`, 'quit']);
+    }
+  });
+});
+
+describe('trayStatus', () => {
+  it('is ok with everything resident, and counts resident models and memory', () => {
+    const status = trayStatus(snapshot([model('a', { state: 'ready', level: 'full' }), model('b', { state: 'active', level: 'full' }), model('c')]));
+    expect(status).toEqual({ health: 'ok', tooltip: 'llmtray — 2 models resident · 17.2 GiB of 24 GiB' });
+  });
+
+  it('is loading while a model loads, queues or unloads', () => {
+    for (const state of ['loading', 'queued', 'evicting'] as const) {
+      const status = trayStatus(snapshot([model('a', { state: 'ready', level: 'full' }), model('b', { state })]));
+      expect(status).toEqual({ health: 'loading', tooltip: 'llmtray — 1 model resident · 17.2 GiB of 24 GiB · 1 loading' });
+    }
+  });
+
+  it('is a problem when anything needs attention, and says what, even while others load', () => {
+    for (const state of ['quarantined', 'failed', 'fallback', 'degraded'] as const) {
+      const status = trayStatus(snapshot([model('a', { state: 'loading' }), model('b', { state, level: state === 'degraded' ? 'degraded' : null })]));
+      expect(status.health).toBe('problem');
+      expect(status.tooltip.endsWith(`1 loading · 1 ${state}`)).toBe(true);
+    }
+    expect(trayStatus(snapshot([], { configErrors: ['bad'] })).health).toBe('problem');
+    expect(trayStatus(snapshot([model('a', {}, { catalogError: 'not a GGUF file' })])).tooltip).toContain('1 unreadable');
+  });
+
+  it('keeps the tooltip within what Windows shows', () => {
+    const many = Array.from({ length: 40 }, (_, i) => model(`model-${i}`, { state: (['quarantined', 'failed', 'fallback', 'degraded', 'loading'] as const)[i % 5] }));
+    expect(trayStatus(snapshot(many, { configErrors: ['x'] })).tooltip.length).toBeLessThanOrEqual(127);
+  });
+});
+
+describe('shorten', () => {
+  it('keeps the first non-empty line, collapses spaces, and cuts at a word', () => {
+    expect(shorten('\n  out   of\tmemory \nsecond line', 40)).toBe('out of memory');
+    expect(shorten('cudaMalloc failed: out of memory on device 0', 20)).toBe('cudaMalloc failed:…');
+    expect(shorten('x'.repeat(30), 10)).toBe(`${'x'.repeat(9)}…`);
+  });
+});
