@@ -1,0 +1,86 @@
+// @vitest-environment jsdom
+import { act, cleanup, screen, within } from '@testing-library/react';
+import { userEvent } from '@testing-library/user-event';
+import { afterEach, describe, expect, it } from 'vitest';
+import { renderWithSnapshot } from '../test-fixtures/render.js';
+import { twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
+import { budget, GiB, holder, model, NOW, snapshot } from '../test-fixtures/snapshot-builder.js';
+import { MemoryPanel } from './memory-panel.js';
+
+afterEach(cleanup);
+
+const TEN_MINUTES = 10 * 60_000;
+
+function legend(title: string): string[] {
+  return within(screen.getByRole('list', { name: `${title} memory holders` }))
+    .getAllByRole('listitem')
+    .map((item) => item.textContent ?? '');
+}
+
+describe('MemoryPanel', () => {
+  it('draws each GPU as segments named with their numbers, other programs included', () => {
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, twoGpusWithOtherProgram());
+    const gpu0 = screen.getByRole('group', { name: 'GPU 0 memory, 24 GiB total, 23 GiB budget' });
+    expect(within(gpu0).getAllByRole('img').map((segment) => segment.getAttribute('aria-label'))).toEqual([
+      'qwen-14b: 9.6 GiB (40% of the device), estimate 9.2 GiB, measured 9.6 GiB',
+      'qwen-0.5b, draft of qwen-14b: 600 MiB (2% of the device)',
+      'Free: 12.8 GiB (53% of the device)',
+      'Reserve kept free for the driver and other programs: 1 GiB',
+    ]);
+    const gpu1 = screen.getByRole('group', { name: 'GPU 1 memory, 12 GiB total, 8 GiB budget' });
+    expect(within(gpu1).getByRole('img', { name: 'Other programs: 3 GiB (25% of the device)' })).toBeTruthy();
+    expect(within(gpu1).getByRole('img', { name: /^llama-8b: 5.5 GiB/ })).toBeTruthy();
+    expect(legend('GPU 1')).toEqual(['llama-8b5.5 GiB', 'Free2.5 GiB', 'Reserve1 GiB', 'Other programs3 GiB']);
+    expect(screen.getByText('NVIDIA GeForce RTX 3060')).toBeTruthy();
+    expect(screen.getByText('budget 8 GiB')).toBeTruthy();
+  });
+
+  it('shows used, budget and what is left across all GPUs', () => {
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, twoGpusWithOtherProgram());
+    const totals = Object.fromEntries(
+      screen.getAllByRole('term').filter((t) => t.closest('.totals')).map((t) => [t.textContent, t.nextElementSibling?.textContent]),
+    );
+    expect(totals).toEqual({ Used: '15.7 GiB', Budget: '31 GiB', Left: '15.3 GiB' });
+  });
+
+  it('gives exact numbers on hover and on keyboard focus', async () => {
+    const user = userEvent.setup();
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, twoGpusWithOtherProgram());
+    const others = screen.getByRole('img', { name: /^Other programs/ });
+    await user.hover(others);
+    const tip = screen.getByRole('tooltip');
+    expect(tip.textContent).toContain('3,221,225,472 bytes');
+    expect(others.getAttribute('aria-describedby')).toBe(tip.id);
+    await user.unhover(others);
+    expect(screen.queryByRole('tooltip')).toBeNull();
+
+    await user.tab();
+    expect(document.activeElement?.getAttribute('aria-label')).toMatch(/^qwen-14b: 9.6 GiB/);
+    expect(screen.getByRole('tooltip').textContent).toContain('qwen-14b');
+    expect(screen.getByRole('tooltip').textContent).toContain('10,307,921,510 bytes');
+  });
+
+  it("draws host RAM when there is no GPU, from the budget's holders", () => {
+    const snap = snapshot({
+      models: [
+        model('demo-chat', { draftId: 'demo-draft', measuredBytes: 5 * GiB, status: { state: 'ready', level: 'minimal' } }, 6),
+        model('demo-tiny', { status: { state: 'idle' } }, 1),
+      ],
+      budget: budget([], { usedBytes: 5.5 * GiB, holders: [holder('model', 'demo-chat', 5 * GiB), holder('draft', 'demo-draft', 0.5 * GiB)] }),
+    });
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, snap);
+    expect(screen.getByText('CPU only')).toBeTruthy();
+    expect(legend('Host memory')).toEqual(['demo-chat5 GiB', 'demo-draft draft512 MiB', 'Free40 GiB', 'Other programs18.5 GiB']);
+  });
+
+  it('keeps a history of used versus budget from the snapshots it receives', () => {
+    const first = twoGpusWithOtherProgram();
+    const { bridge } = renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, {
+      ...first,
+      budget: { ...first.budget, sampledAt: NOW - 120_000, usedBytes: 20 * GiB },
+    });
+    act(() => bridge.emit({ type: 'SnapshotUpdated', snapshot: { ...first, budget: { ...first.budget, usedBytes: 10 * GiB } } }));
+    const chart = screen.getByRole('img', { name: /^Memory over the last 10 min/ });
+    expect(chart.getAttribute('aria-label')).toBe('Memory over the last 10 min: 10 GiB used of a 31 GiB budget now; peak 20 GiB.');
+  });
+});

@@ -1,0 +1,105 @@
+// The memory budget as a picture: one stacked bar per GPU (or host RAM in CPU mode), a legend
+// with every figure, and the recent history of used versus budget.
+import { useMemo } from 'react';
+import type { BudgetView, ModelView } from '../../../core/contracts/snapshot.js';
+import { formatBytes } from '../format/format.js';
+import { devicesOf, type Device } from '../memory/device-segments.js';
+import { useDashboard } from '../store/store-context.js';
+import { BudgetHistory } from './budget-history.js';
+import { MemoryBar, describeSegment } from './memory-bar.js';
+
+export interface MemoryPanelProps {
+  historyWindowMs: number;
+}
+
+export function MemoryPanel({ historyWindowMs }: MemoryPanelProps) {
+  const budget = useDashboard((state) => state.snapshot?.budget);
+  const models = useDashboard((state) => state.snapshot?.models);
+  if (budget === undefined || models === undefined) return null;
+  return (
+    <section className="memory-panel" aria-labelledby="memory-heading">
+      <div className="section-head">
+        <h2 id="memory-heading">Memory</h2>
+        <span className="muted">{modeLabel(budget)}</span>
+      </div>
+      <Totals budget={budget} />
+      <Devices budget={budget} models={models} />
+      <BudgetHistory windowMs={historyWindowMs} />
+    </section>
+  );
+}
+
+function Totals({ budget }: { budget: BudgetView }) {
+  const free = Math.max(0, budget.budgetBytes - budget.usedBytes);
+  const over = budget.usedBytes > budget.budgetBytes;
+  return (
+    <dl className="totals">
+      <div>
+        <dt>Used</dt>
+        <dd>{formatBytes(budget.usedBytes)}</dd>
+      </div>
+      <div>
+        <dt>Budget</dt>
+        <dd>
+          {formatBytes(budget.budgetBytes)}
+          {budget.limitBytes !== null && <span className="muted"> (limit {formatBytes(budget.limitBytes)})</span>}
+        </dd>
+      </div>
+      <div className={over ? 'is-over' : undefined}>
+        <dt>{over ? 'Over budget' : 'Left'}</dt>
+        <dd>{formatBytes(over ? budget.usedBytes - budget.budgetBytes : free)}</dd>
+      </div>
+    </dl>
+  );
+}
+
+function Devices({ budget, models }: { budget: BudgetView; models: readonly ModelView[] }) {
+  const devices = useMemo(() => devicesOf(budget, models), [budget, models]);
+  return (
+    <ul className="devices">
+      {devices.map((device) => (
+        <li key={device.key} className="device">
+          <div className="device-head">
+            <span className="device-title" title={device.subtitle}>
+              {device.title} <span className="muted">{device.subtitle}</span>
+            </span>
+            <span className="device-total">{formatBytes(device.totalBytes)}</span>
+          </div>
+          <MemoryBar device={device} />
+          <Legend device={device} />
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function Legend({ device }: { device: Device }) {
+  return (
+    <ul className="legend" aria-label={`${device.title} memory holders`}>
+      {device.segments.map((segment) => (
+        <li key={segment.key} title={describeSegment(segment, device.totalBytes)}>
+          <span
+            className={`swatch swatch-${segment.kind}${segment.series === null ? '' : ` series-${segment.series}`}`}
+            aria-hidden="true"
+          />
+          <span className="legend-label">
+            {segment.label}
+            {segment.kind === 'draft' && <span className="muted"> draft</span>}
+          </span>
+          <span className="legend-value">{formatBytes(segment.bytes)}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function modeLabel(budget: BudgetView): string {
+  switch (budget.mode) {
+    case 'gpu':
+      return budget.gpus.length === 1 ? '1 GPU' : `${budget.gpus.length} GPUs`;
+    case 'cpu':
+      return 'CPU only';
+    case 'unified':
+      return 'Unified memory';
+  }
+}

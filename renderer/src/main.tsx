@@ -1,0 +1,16 @@
+// The dashboard's entry: inside Electron the preload's bridge, in a browser the HTTP + SSE
+// bridge against the daemon that served this page.
+import { startDashboard } from './start.js';
+import { electronBridge } from './transport/electron-bridge.js';
+import { browserHttpEnvironment, createHttpBridge } from './transport/http-bridge.js';
+import type { DashboardStore } from './store/dashboard-store.js';
+
+const container = document.getElementById('root');
+if (container === null) throw new Error('index.html has no #root element.');
+
+// The HTTP bridge reports a refused session from inside its first request, which runs after
+// startDashboard has returned, so `store` is set by then.
+let store: DashboardStore | null = null;
+const bridge =
+  electronBridge() ?? createHttpBridge(browserHttpEnvironment((detail) => store?.getState().setUnauthorized(detail)));
+store = startDashboard(bridge, container);

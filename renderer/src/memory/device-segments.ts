@@ -1,0 +1,151 @@
+// Turns one device's memory holders into the segments of the stacked bar, in display order:
+// each model followed by its draft, then free memory, then the reserve and other programs.
+// Why this order: our models start at the left edge, so the budget line (drawn at
+// budgetBytes from the left) falls where our memory would have to stop, and free memory sits
+// right before it.
+//
+// Display arithmetic only: the bytes are the snapshot's; nothing here decides what fits.
+import type { GpuView, MemoryHolder, ModelView, BudgetView } from '../../../core/contracts/snapshot.js';
+
+export type SegmentKind = MemoryHolder['kind'] | 'free';
+
+export interface Segment {
+  key: string;
+  kind: SegmentKind;
+  /** What the segment is, as a person reads it: "demo-chat", "Other programs". */
+  label: string;
+  bytes: number;
+  /** Palette slot for model and draft segments (stable per catalog position), else null. */
+  series: number | null;
+  /** For model segments: the model's own estimate at its level, and the measured figure once known. */
+  estimateBytes: number | null;
+  measuredBytes: number | null;
+  /** For drafts: the model the draft rides with. */
+  draftOf: string | null;
+}
+
+/** One bar: a GPU, or host RAM when the budget is in 'cpu' mode. */
+export interface Device {
+  key: string;
+  title: string;
+  subtitle: string;
+  totalBytes: number;
+  budgetBytes: number;
+  segments: Segment[];
+}
+
+export const SERIES_COUNT = 8;
+
+/** A stable palette slot per model: its position in the catalog. */
+export function seriesOf(modelId: string, models: readonly ModelView[]): number {
+  const index = models.findIndex((model) => model.id === modelId);
+  return (index === -1 ? hash(modelId) : index) % SERIES_COUNT;
+}
+
+export function gpuDevice(gpu: GpuView, models: readonly ModelView[]): Device {
+  const held = heldSegments(gpu.holders, models);
+  const sumOf = (kind: MemoryHolder['kind']): number =>
+    gpu.holders.filter((holder) => holder.kind === kind).reduce((sum, holder) => sum + holder.bytes, 0);
+  const rest = [plainSegment('reserve', 'Reserve', sumOf('reserve')), plainSegment('other-programs', 'Other programs', sumOf('other-programs'))];
+  const heldBytes = [...held, ...rest].reduce((sum, segment) => sum + segment.bytes, 0);
+  const free = plainSegment('free', 'Free', Math.max(0, gpu.totalBytes - heldBytes));
+  return {
+    key: `gpu-${gpu.index}`,
+    title: `GPU ${gpu.index}`,
+    subtitle: gpu.name,
+    totalBytes: gpu.totalBytes,
+    budgetBytes: gpu.budgetBytes,
+    segments: [...held, free, ...rest].filter((segment) => segment.bytes > 0 || segment.kind === 'free'),
+  };
+}
+
+/** The model and draft holders as segments, each draft right after the model it rides with. */
+function heldSegments(holders: readonly MemoryHolder[], models: readonly ModelView[]): Segment[] {
+  const held: Segment[] = [];
+  const draftHolders = holders.filter((holder) => holder.kind === 'draft');
+  const placedDrafts = new Set<MemoryHolder>();
+  for (const holder of holders) {
+    if (holder.kind !== 'model') continue;
+    held.push(modelSegment(holder, models));
+    const model = models.find((m) => m.id === holder.modelId);
+    for (const draft of draftHolders) {
+      if (placedDrafts.has(draft) || model?.draftId == null || draft.modelId !== model.draftId) continue;
+      placedDrafts.add(draft);
+      held.push(draftSegment(draft, model.id, models));
+    }
+  }
+  for (const draft of draftHolders) {
+    if (placedDrafts.has(draft)) continue;
+    const primary = models.find((m) => m.draftId === draft.modelId)?.id ?? null;
+    held.push(draftSegment(draft, primary, models));
+  }
+  return held;
+}
+
+/**
+ * Host RAM as one bar, for 'cpu' mode where the snapshot has no GPUs: what the budget's
+ * holders hold (each resident model and its draft), what else the machine uses, and what is
+ * available.
+ */
+export function hostDevice(budget: BudgetView, models: readonly ModelView[]): Device {
+  const held = heldSegments(budget.holders, models);
+  const ours = held.reduce((sum, segment) => sum + segment.bytes, 0);
+  const others = Math.max(0, budget.hostTotalBytes - budget.hostAvailableBytes - ours);
+  return {
+    key: 'host',
+    title: 'Host memory',
+    subtitle: 'No GPU: models run on the CPU',
+    totalBytes: budget.hostTotalBytes,
+    budgetBytes: budget.budgetBytes,
+    segments: [
+      ...held,
+      plainSegment('free', 'Free', Math.max(0, budget.hostTotalBytes - ours - others)),
+      plainSegment('other-programs', 'Other programs', others),
+    ].filter((segment) => segment.bytes > 0 || segment.kind === 'free'),
+  };
+}
+
+/** The bars to draw for a snapshot's budget. */
+export function devicesOf(budget: BudgetView, models: readonly ModelView[]): Device[] {
+  return budget.gpus.length === 0 ? [hostDevice(budget, models)] : budget.gpus.map((gpu) => gpuDevice(gpu, models));
+}
+
+function modelSegment(holder: MemoryHolder, models: readonly ModelView[]): Segment {
+  const id = holder.modelId ?? 'unknown model';
+  const model = models.find((m) => m.id === id);
+  const level = model?.status.level ?? 'full';
+  return {
+    key: `model-${id}`,
+    kind: 'model',
+    label: id,
+    bytes: holder.bytes,
+    series: seriesOf(id, models),
+    estimateBytes: model === undefined ? null : model.estimateBytes[level],
+    measuredBytes: model?.measuredBytes ?? null,
+    draftOf: null,
+  };
+}
+
+function draftSegment(holder: MemoryHolder, primary: string | null, models: readonly ModelView[]): Segment {
+  const id = holder.modelId ?? 'draft';
+  return {
+    key: `draft-${id}-${primary ?? ''}`,
+    kind: 'draft',
+    label: id,
+    bytes: holder.bytes,
+    series: seriesOf(primary ?? id, models),
+    estimateBytes: null,
+    measuredBytes: null,
+    draftOf: primary,
+  };
+}
+
+function plainSegment(kind: 'free' | 'reserve' | 'other-programs', label: string, bytes: number): Segment {
+  return { key: kind, kind, label, bytes, series: null, estimateBytes: null, measuredBytes: null, draftOf: null };
+}
+
+function hash(text: string): number {
+  let h = 0;
+  for (let i = 0; i < text.length; i++) h = (h * 31 + text.charCodeAt(i)) >>> 0;
+  return h;
+}

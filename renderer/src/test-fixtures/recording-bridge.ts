@@ -1,0 +1,62 @@
+// A DashboardBridge that records what the dashboard asks of it and lets a test play the
+// daemon: push events, drop and restore the connection. Not a module mock: the store is
+// handed this object exactly as main.tsx hands it a real transport.
+import type { AdminEvent } from '../../../core/contracts/admin-events.js';
+import type { DashboardBridge } from '../../../core/contracts/bridge.js';
+import type { CommandResult, ModelCommand } from '../../../core/contracts/commands.js';
+import type { Snapshot } from '../../../core/contracts/snapshot.js';
+
+export class RecordingBridge implements DashboardBridge {
+  readonly commands: { command: ModelCommand; modelId: string }[] = [];
+  readonly logRequests: string[] = [];
+  /** What getLogs answers, per model. */
+  logs: Record<string, string[]> = {};
+  /** What runCommand answers; a function to vary by call. */
+  answer: (command: ModelCommand, modelId: string) => Promise<CommandResult> = async (command, modelId) => ({
+    ok: true,
+    message: `${command} ${modelId}: done`,
+  });
+  private listener: ((event: AdminEvent) => void) | null = null;
+  private onConnection: ((connected: boolean) => void) | null = null;
+
+  constructor(private current: Snapshot | null = null) {}
+
+  async getSnapshot(): Promise<Snapshot> {
+    if (this.current === null) throw new Error('no snapshot yet');
+    return this.current;
+  }
+
+  runCommand(command: ModelCommand, modelId: string): Promise<CommandResult> {
+    this.commands.push({ command, modelId });
+    return this.answer(command, modelId);
+  }
+
+  async getLogs(modelId: string): Promise<string[]> {
+    this.logRequests.push(modelId);
+    return [...(this.logs[modelId] ?? [])];
+  }
+
+  subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {
+    this.listener = listener;
+    this.onConnection = onConnection ?? null;
+    if (this.current !== null) listener({ type: 'SnapshotUpdated', snapshot: this.current });
+    return () => {
+      this.listener = null;
+      this.onConnection = null;
+    };
+  }
+
+  /** Delivers an event as the daemon would; a SnapshotUpdated also becomes the current snapshot. */
+  emit(event: AdminEvent): void {
+    if (event.type === 'SnapshotUpdated') this.current = event.snapshot;
+    this.listener?.(event);
+  }
+
+  setConnected(connected: boolean): void {
+    this.onConnection?.(connected);
+  }
+
+  get subscribed(): boolean {
+    return this.listener !== null;
+  }
+}

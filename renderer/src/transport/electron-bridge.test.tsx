@@ -1,0 +1,11 @@
+import { describe, expect, it } from 'vitest';
+import { RecordingBridge } from '../test-fixtures/recording-bridge.js';
+import { electronBridge } from './electron-bridge.js';
+
+describe('electronBridge', () => {
+  it("uses the preload's window.llmtray when it is there, and says there is none otherwise", () => {
+    const preload = new RecordingBridge();
+    expect(electronBridge({ llmtray: preload })).toBe(preload);
+    expect(electronBridge({})).toBeNull();
+  });
+});
