@@ -12,13 +12,13 @@ import { fileURLToPath } from 'node:url';
 
 const NODE_BUILTIN = /^node:|^(fs|path|os|child_process|http|https|net|url|events|stream|crypto|util|worker_threads|process|timers)(\/|$)/;
 
-/** Every import specifier in a source text, with whether it is type-only. */
+/** Every import specifier in a source text. */
 export function importsOf(source) {
   const found = [];
-  const staticImport = /^\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
-  for (const m of source.matchAll(staticImport)) found.push({ spec: m[3], typeOnly: Boolean(m[2]) });
+  const staticImport = /^\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
+  for (const m of source.matchAll(staticImport)) found.push(m[1]);
   const dynamicImport = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
-  for (const m of source.matchAll(dynamicImport)) found.push({ spec: m[1], typeOnly: false });
+  for (const m of source.matchAll(dynamicImport)) found.push(m[1]);
   return found;
 }
 
@@ -34,7 +34,7 @@ function target(fromFile, spec) {
  */
 export function violations(file, source) {
   const out = [];
-  for (const { spec, typeOnly } of importsOf(source)) {
+  for (const spec of importsOf(source)) {
     const to = target(file, spec);
     const say = (why) => out.push(`${file}: imports '${spec}' — ${why}`);
     const pure = file.startsWith('core/policy/') || file.startsWith('core/contracts/');
@@ -49,8 +49,9 @@ export function violations(file, source) {
       const isTest = /\.test\.tsx?$/.test(file);
       if (NODE_BUILTIN.test(spec) && !isTest) say('the renderer runs in a browser: no Node built-ins');
       if (spec === 'electron') say('the renderer talks to main through the preload bridge only');
+      // DESIGN: the renderer imports from core/contracts (types, and the few pure helpers it
+      // re-exports), never runtime code from elsewhere in core/.
       if (to.startsWith('core/') && !to.startsWith('core/contracts/')) say('the renderer may import only from core/contracts');
-      if (to.startsWith('core/contracts/') && !typeOnly) say('the renderer imports only types from core/contracts (use `import type`)');
       if (to.startsWith('electron/')) say('the renderer must not import electron/ code');
     }
   }

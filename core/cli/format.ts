@@ -1,18 +1,6 @@
 // Human output for the CLI: aligned tables and the few words each state needs.
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
-
-const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-
-export function bytes(n: number): string {
-  let value = Math.max(0, n);
-  let unit = 0;
-  while (value >= 1024 && unit < UNITS.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  const text = value >= 100 || unit === 0 ? Math.round(value).toString() : value.toFixed(1).replace(/\.0$/, '');
-  return `${text} ${UNITS[unit]}`;
-}
+import { formatBytes as bytes } from '../policy/reasons.js';
 
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));

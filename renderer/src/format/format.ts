@@ -1,32 +1,6 @@
-// Display formatting for the dashboard. The renderer may not import core/policy at run time,
-// so it carries its own formatter; it follows the same convention as the policy's reason
-// sentences (binary units labelled as such, one decimal below 100) so that a number in a
-// reason and the same number in the memory picture read alike.
-
-const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'] as const;
-
-/** "0 B", "512 MiB", "9.1 GiB", "24 GiB". Negative amounts keep their sign. */
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes)) return '—';
-  const sign = bytes < 0 ? '-' : '';
-  let value = Math.abs(bytes);
-  let unit = 0;
-  while (unit < UNITS.length - 1 && value >= 1024) {
-    value /= 1024;
-    unit++;
-  }
-  let shown = rounded(value, unit);
-  // 1023.97 MiB reads "1 GiB", not "1024 MiB".
-  if (shown >= 1024 && unit < UNITS.length - 1) {
-    unit++;
-    shown = rounded(value / 1024, unit);
-  }
-  return `${sign}${shown} ${UNITS[unit]}`;
-}
-
-function rounded(value: number, unit: number): number {
-  return unit === 0 || value >= 100 ? Math.round(value) : Math.round(value * 10) / 10;
-}
+// Display formatting for the dashboard. Byte counts use the contract's formatter, the same
+// one the policy's reason sentences use, so a number reads alike everywhere.
+export { formatBytes } from '../../../core/contracts/format-bytes.js';
 
 /** The exact count, for tooltips: "6,442,450,944 bytes". */
 export function formatExactBytes(bytes: number): string {

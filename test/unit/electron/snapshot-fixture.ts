@@ -1,42 +1,14 @@
 // Snapshots for the Electron adapter tests: one model in any state, and a snapshot around them.
 import type { ModelStatus } from '../../../core/contracts/model-status.js';
 import type { ModelView, Snapshot } from '../../../core/contracts/snapshot.js';
+import { fixtureModel } from '../../support/fixture-snapshot.js';
 
 export const GiB = 1024 ** 3;
 export const NOW = 1_700_000_100_000;
 
 export function model(id: string, status: Partial<ModelStatus> = {}, view: Partial<ModelView> = {}): ModelView {
-  return {
-    id,
-    aliases: [],
-    path: `/models/${id}.gguf`,
-    engine: 'embedded',
-    priority: 0,
-    pinned: false,
-    desired: false,
-    draftId: null,
-    fallbackId: null,
-    contextTokens: 4096,
-    estimateBytes: { full: 6 * GiB, degraded: 4 * GiB, minimal: 0 },
-    measuredBytes: null,
-    inFlight: 0,
-    lastUsed: null,
-    loading: null,
-    upstream: null,
-    catalogError: null,
-    ...view,
-    status: {
-      modelId: id,
-      state: 'idle',
-      level: null,
-      recovery: { kind: 'none', attempts: 0, nextAction: null, nextAttemptAt: null, lastError: null },
-      servedBy: null,
-      unschedulableReason: null,
-      next: null,
-      since: NOW - 60_000,
-      ...status,
-    },
-  };
+  const base = fixtureModel(id, view);
+  return { ...base, status: { ...base.status, modelId: id, since: NOW - 60_000, ...status } };
 }
 
 export function snapshot(models: ModelView[], overrides: Partial<Snapshot> = {}): Snapshot {
