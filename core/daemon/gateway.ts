@@ -73,15 +73,17 @@ export function createGateway(parts: GatewayParts): ModelGateway {
     requestStarted(modelId) {
       // Counted on the process that answers: while falling back that is the fallback, and it
       // is the one that must not be evicted mid-answer. The requested model is stamped too,
-      // so its want (and its fallback's) stays fresh.
+      // so its want (and its fallback's) stays fresh. A pass is asked for only when the model
+      // turns busy or idle (its visible state moves between ready and active, and an idle one
+      // may now be evicted for a model that waits), not on every request: every pass reads the
+      // counts afresh anyway, and the request path should not schedule work per request.
       const serving = controller.servingModel(modelId);
       if (serving !== modelId) activity.use(modelId);
       const finishedOnServing = activity.begin(serving);
-      controller.trigger();
+      if (activity.inFlight(serving) === 1) controller.trigger();
       return () => {
         finishedOnServing();
-        // An active model that goes idle may now be evicted for one that waits.
-        controller.trigger();
+        if (activity.inFlight(serving) === 0) controller.trigger();
       };
     },
   };

@@ -1,0 +1,39 @@
+// Catalog model → launch spec: which engine, how many GPU layers, the draft, and the errors.
+import { describe, expect, it } from 'vitest';
+import { launchSpecFor, type LaunchSpecSources } from '../../../core/daemon/launch-specs.js';
+import { catalogModel } from './catalog-model.js';
+
+function sources(models: ReturnType<typeof catalogModel>[], overrides: Partial<LaunchSpecSources> = {}): LaunchSpecSources {
+  return { resolve: (id) => models.find((m) => m.id === id), cpuOnly: () => false, llamaServerPath: null, threads: 1, ...overrides };
+}
+
+describe('launchSpecFor', () => {
+  it('runs auto models on llama-server when one was found, else on the embedded engine', () => {
+    const m = catalogModel('a');
+    expect(launchSpecFor('a', sources([m])).engine).toBe('embedded');
+    expect(launchSpecFor('a', sources([m], { llamaServerPath: '/usr/bin/llama-server' })).engine).toBe('llama-server');
+    expect(launchSpecFor('a', sources([catalogModel('a', { engine: 'embedded' })], { llamaServerPath: '/x' })).engine).toBe('embedded');
+  });
+
+  it('puts no layer on a GPU when the budget has none, the draft included', () => {
+    const models = [catalogModel('a', { draftId: 'd', gpuLayers: 20 }), catalogModel('d')];
+    const gpu = launchSpecFor('a', sources(models));
+    expect(gpu.gpuLayers).toBe(20);
+    expect(gpu.draft).toEqual({ modelPath: '/models/d.gguf', gpuLayers: 'all' });
+    const cpu = launchSpecFor('a', sources(models, { cpuOnly: () => true }));
+    expect(cpu.gpuLayers).toBe(0);
+    expect(cpu.draft?.gpuLayers).toBe(0);
+  });
+
+  it('merges the engine environment under the model’s own', () => {
+    const m = catalogModel('a', { env: { CUDA_VISIBLE_DEVICES: '1', SHARED: 'model' } });
+    const spec = launchSpecFor('a', sources([m], { engineEnv: { ELECTRON_RUN_AS_NODE: '1', SHARED: 'app' } }));
+    expect(spec.env).toEqual({ ELECTRON_RUN_AS_NODE: '1', CUDA_VISIBLE_DEVICES: '1', SHARED: 'model' });
+  });
+
+  it('refuses with the catalog’s reason a model it cannot read, and names a missing draft', () => {
+    expect(() => launchSpecFor('a', sources([catalogModel('a', { metadataError: '/m/a.gguf: not a GGUF file' })]))).toThrow('/m/a.gguf: not a GGUF file');
+    expect(() => launchSpecFor('a', sources([catalogModel('a', { draftId: 'gone' })]))).toThrow(/draft 'gone'/);
+    expect(() => launchSpecFor('zzz', sources([]))).toThrow(/'zzz' is no longer in the catalog/);
+  });
+});

@@ -1,0 +1,71 @@
+// A person's commands change the desired state's inputs and ask the controller to look again.
+import { describe, expect, it } from 'vitest';
+import { ModelActivity } from '../../../core/daemon/activity.js';
+import { createModelActions, PinPolicy } from '../../../core/daemon/model-actions.js';
+import { catalogModel } from './catalog-model.js';
+
+function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault: true })]) {
+  const pinned = new Set<string>();
+  const pins = {
+    isPinned: (id: string) => pinned.has(id),
+    setPinned: async (id: string, on: boolean) => {
+      const changed = pinned.has(id) !== on;
+      if (on) pinned.add(id);
+      else pinned.delete(id);
+      return changed;
+    },
+  };
+  const clock = { now: () => 1_000 };
+  const activity = new ModelActivity(clock);
+  const calls: string[] = [];
+  const controller = {
+    trigger: () => calls.push('trigger'),
+    retry: (id: string) => (calls.push(`retry ${id}`), true),
+  };
+  const policy = new PinPolicy(pins);
+  const actions = createModelActions({ resolve: (id) => models.find((m) => m.id === id), pins, activity, controller }, policy);
+  const model = (id: string) => models.find((m) => m.id === id)!;
+  return { actions, pinned, activity, calls, policy, model };
+}
+
+describe('model actions', () => {
+  it('pin persists and triggers; pinning twice says so', async () => {
+    const s = setup();
+    expect((await s.actions.pin('a')).message).toMatch(/a pinned/);
+    expect(s.pinned.has('a')).toBe(true);
+    expect(s.policy.isPinned(s.model('a'))).toBe(true);
+    expect((await s.actions.pin('a')).message).toMatch(/already pinned/);
+    expect(s.calls.filter((c) => c === 'trigger')).toHaveLength(2);
+  });
+
+  it('unpins a model the config pins, for this run, and says the config will pin it again', async () => {
+    const s = setup();
+    expect(s.policy.isPinned(s.model('p'))).toBe(true);
+    const result = await s.actions.unpin('p');
+    expect(s.policy.isPinned(s.model('p'))).toBe(false);
+    expect(result.message).toMatch(/pinned again at the next start by the config file/);
+  });
+
+  it('load counts as use; unload forgets it and unpins', async () => {
+    const s = setup();
+    await s.actions.load('a');
+    expect(s.activity.recentlyUsed('a', 600_000)).toBe(true);
+    await s.actions.pin('a');
+    const result = await s.actions.unload('a');
+    expect(s.activity.recentlyUsed('a', 600_000)).toBe(false);
+    expect(s.policy.isPinned(s.model('a'))).toBe(false);
+    expect(result.message).toMatch(/unloads now \(and is no longer pinned\)/);
+  });
+
+  it('unload of a busy model says it waits for its requests', async () => {
+    const s = setup();
+    s.activity.begin('a');
+    expect((await s.actions.unload('a')).message).toMatch(/after its 1 request\(s\) in flight finish/);
+  });
+
+  it('retry asks the controller to start the ladder over', async () => {
+    const s = setup();
+    await s.actions.retry('a');
+    expect(s.calls).toContain('retry a');
+  });
+});

@@ -1,0 +1,91 @@
+// The snapshot the tray, dashboard and CLI read: what holds memory, and where.
+import { describe, expect, it } from 'vitest';
+import { ModelActivity } from '../../../core/daemon/activity.js';
+import { buildSnapshot, type SnapshotParts } from '../../../core/daemon/snapshot-builder.js';
+import type { BudgetSample } from '../../../core/gpu/live-budget.js';
+import { footprintAt } from '../../../core/policy/levels.js';
+import { catalogModel } from './catalog-model.js';
+
+const GiB = 1024 ** 3;
+const MiB = 1024 ** 2;
+
+const chat = catalogModel('chat', {
+  draftId: 'draft',
+  estimate: {
+    weightsBytes: 6 * GiB,
+    kvBytesPerToken: 128 * 1024,
+    contextTokens: 8192,
+    computeBytes: 300 * MiB,
+    draft: { weightsBytes: 500 * MiB, kvBytesPerToken: 16 * 1024, contextTokens: 8192, computeBytes: 50 * MiB },
+  },
+});
+const idle = catalogModel('idle');
+
+function gpu(index: number, budgetBytes: number): BudgetSample['perGpu'][number] {
+  return { index, name: `GPU ${index}`, vendor: 'NVIDIA', busAddress: null, totalBytes: budgetBytes + GiB, usedBytes: GiB, usedByOthersBytes: 512 * MiB, usedByUsBytes: 0, reserveBytes: 512 * MiB, budgetBytes };
+}
+
+function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | null = null): SnapshotParts {
+  return {
+    startedAt: 1,
+    endpoint: () => 'http://127.0.0.1:11435/v1',
+    catalog: { models: () => [chat, idle], problems: () => [], config: () => ({ modelDirs: ['/models'] }) as never },
+    controller: { status: () => undefined, lastPlan: () => null },
+    supervisor: {
+      status: () => null,
+      endpointFor: (id: string) => (id === 'chat' ? { port: 40001, apiKey: 'k', pid: 77, level: 'full', startedAt: 1, readyAt: 2 } : null),
+    },
+    activity: new ModelActivity({ now: () => 5 }),
+    isPinned: () => false,
+    wanted: (id) => id === 'chat',
+    engineOf: () => 'embedded',
+    measuredBytes: () => null,
+    budget: () => sample,
+    limitBytes: null,
+    configPath: '/cfg/config.yaml',
+    ...overrides,
+  };
+}
+
+describe('buildSnapshot', () => {
+  it('shows a resident pair as the model and its draft, by their estimates', () => {
+    const snapshot = buildSnapshot(parts());
+    const total = footprintAt('full', chat.estimate!).deviceBytes;
+    const draft = footprintAt('full', chat.estimate!.draft!).deviceBytes;
+    expect(snapshot.budget.holders).toEqual([
+      { kind: 'model', modelId: 'chat', bytes: total - draft },
+      { kind: 'draft', modelId: 'draft', bytes: draft },
+    ]);
+    expect(snapshot.budget.usedBytes).toBe(total);
+    const view = snapshot.models.find((m) => m.id === 'chat');
+    expect(view?.upstream).toEqual({ baseUrl: 'http://127.0.0.1:40001', apiKey: 'k', pid: 77 });
+    expect(view?.desired).toBe(true);
+    expect(view?.status.state).toBe('idle');
+    expect(snapshot.models.find((m) => m.id === 'idle')?.upstream).toBeNull();
+  });
+
+  it('lets a measurement replace the estimate, keeping the draft’s share', () => {
+    const snapshot = buildSnapshot(parts({ measuredBytes: (id) => (id === 'chat' ? 10 * GiB : null) }));
+    expect(snapshot.budget.usedBytes).toBe(10 * GiB);
+    const [model, draft] = snapshot.budget.holders;
+    expect((model?.bytes ?? 0) + (draft?.bytes ?? 0)).toBe(10 * GiB);
+    expect(draft?.bytes).toBeGreaterThan(0);
+  });
+
+  it('splits each model across GPUs in proportion to their budgets, and adds other programs and the reserve', () => {
+    const sample: BudgetSample = {
+      mode: 'gpu',
+      totalBytes: 30 * GiB,
+      perGpu: [gpu(0, 20 * GiB), gpu(1, 10 * GiB)],
+      hostTotalBytes: 64 * GiB,
+      hostAvailableBytes: 40 * GiB,
+      sampledAt: 9,
+    };
+    const snapshot = buildSnapshot(parts({}, sample));
+    const [first, second] = snapshot.budget.gpus;
+    const modelOn = (g: typeof first) => g?.holders.find((h) => h.kind === 'model')?.bytes ?? 0;
+    expect(modelOn(first)).toBeCloseTo(2 * modelOn(second), -2);
+    expect(first?.holders.map((h) => h.kind)).toEqual(['model', 'draft', 'other-programs', 'reserve']);
+    expect(snapshot.budget.budgetBytes).toBe(30 * GiB);
+  });
+});
