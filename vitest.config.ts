@@ -3,13 +3,32 @@ import { defineConfig } from 'vitest/config';
 // One runner for every suite. Integration tests spawn real engine processes from dist/,
 // which `npm test` builds first; they get generous timeouts because a 2-core CI machine
 // loads models slowly, while nothing asserts a duration (speed lives in `npm run bench`).
+// The browser tests (test/e2e, a real daemon and Chromium per file) are their own project
+// only for their longer bounds: a file's daemon, browser and model loads share one hook.
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'renderer/**/*.test.tsx'],
-    exclude: ['node_modules', 'dist', 'test/e2e/**'],
     pool: 'forks',
     maxWorkers: 2,
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit+integration',
+          include: ['test/**/*.test.ts', 'renderer/**/*.test.tsx'],
+          exclude: ['node_modules', 'dist', 'test/e2e/**'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.e2e.test.ts'],
+          testTimeout: 90_000,
+          hookTimeout: 90_000,
+        },
+      },
+    ],
   },
 });
