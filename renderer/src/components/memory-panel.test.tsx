@@ -73,6 +73,22 @@ describe('MemoryPanel', () => {
     expect(legend('Host memory')).toEqual(['demo-chat5 GiB', 'demo-draft draft512 MiB', 'Free40 GiB', 'Other programs18.5 GiB']);
   });
 
+  it('draws the budget itself when a configured limit caps it far below host RAM', () => {
+    const MiB = 1024 ** 2;
+    const snap = snapshot({
+      models: [model('demo-chat', { draftId: 'demo-draft', status: { state: 'ready', level: 'full' } }, 0.2)],
+      budget: budget([], {
+        budgetBytes: 210 * MiB,
+        limitBytes: 210 * MiB,
+        usedBytes: 197 * MiB,
+        holders: [holder('model', 'demo-chat', 154 * MiB), holder('draft', 'demo-draft', 43 * MiB)],
+      }),
+    });
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, snap);
+    expect(legend('Host memory')).toEqual(['demo-chat154 MiB', 'demo-draft draft43 MiB', 'Free13 MiB']);
+    expect(screen.getByText(/within a limit of 210 MiB/)).toBeTruthy();
+  });
+
   it('keeps a history of used versus budget from the snapshots it receives', () => {
     const first = twoGpusWithOtherProgram();
     const { bridge } = renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, {

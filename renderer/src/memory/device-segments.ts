@@ -6,6 +6,7 @@
 //
 // Display arithmetic only: the bytes are the snapshot's; nothing here decides what fits.
 import type { GpuView, MemoryHolder, ModelView, BudgetView } from '../../../core/contracts/snapshot.js';
+import { formatBytes } from '../format/format.js';
 
 export type SegmentKind = MemoryHolder['kind'] | 'free';
 
@@ -85,11 +86,26 @@ function heldSegments(holders: readonly MemoryHolder[], models: readonly ModelVi
 /**
  * Host RAM as one bar, for 'cpu' mode where the snapshot has no GPUs: what the budget's
  * holders hold (each resident model and its draft), what else the machine uses, and what is
- * available.
+ * available. When a configured limit caps the budget far below the machine's RAM (the demo's
+ * 210 MiB of 23 GiB), the bar is the budget itself: drawn to the whole RAM, the models would be
+ * a sliver nobody can read.
  */
 export function hostDevice(budget: BudgetView, models: readonly ModelView[]): Device {
   const held = heldSegments(budget.holders, models);
   const ours = held.reduce((sum, segment) => sum + segment.bytes, 0);
+  const capped = budget.limitBytes !== null && budget.limitBytes < budget.hostTotalBytes;
+  if (capped) {
+    return {
+      key: 'host',
+      title: 'Host memory',
+      subtitle: `No GPU: models run on the CPU, within a ${formatBudgetNote(budget)}`,
+      totalBytes: Math.max(budget.budgetBytes, ours),
+      budgetBytes: budget.budgetBytes,
+      segments: [...held, plainSegment('free', 'Free', Math.max(0, budget.budgetBytes - ours))].filter(
+        (segment) => segment.bytes > 0 || segment.kind === 'free',
+      ),
+    };
+  }
   const others = Math.max(0, budget.hostTotalBytes - budget.hostAvailableBytes - ours);
   return {
     key: 'host',
@@ -103,6 +119,10 @@ export function hostDevice(budget: BudgetView, models: readonly ModelView[]): De
       plainSegment('other-programs', 'Other programs', others),
     ].filter((segment) => segment.bytes > 0 || segment.kind === 'free'),
   };
+}
+
+function formatBudgetNote(budget: BudgetView): string {
+  return `limit of ${formatBytes(budget.limitBytes ?? budget.budgetBytes)} (the machine has ${formatBytes(budget.hostTotalBytes)})`;
 }
 
 /** The bars to draw for a snapshot's budget. */
