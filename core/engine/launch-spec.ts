@@ -34,12 +34,25 @@ export interface LaunchSpec {
 export const EMBEDDED_CAPABILITIES: EngineCapabilities = {
   version: null,
   flags: new Set([
-    '-m', '-c', '-ngl', '-md', '-ngld', '-t', '-np', '--host', '--port', '--alias', '--no-mmap', '--api-key',
+    '-m', '-c', '-ngl', '-md', '-ngld', '-t', '-np', '--host', '--port', '--alias', '--no-mmap', '--api-key', '--api-key-file',
   ]),
   draftMaxFlag: null,
   specTypes: [],
   gpuLayersAll: true,
 };
+
+/**
+ * How the per-launch API key reaches the engine: the path of a file holding it, or the key
+ * itself. Why a file: an argv is readable by every local user (`ps`, /proc/PID/cmdline), and
+ * the key is what keeps other users and web pages off the engine's loopback port. The key
+ * itself only for builds that predate `--api-key-file`.
+ */
+export type ApiKeyArgument = { keyFile: string } | { key: string };
+
+/** Whether the engine reads its API key from a file (`--api-key-file`), so the key stays off its argv. */
+export function readsApiKeyFile(capabilities: EngineCapabilities): boolean {
+  return capabilities.flags.has('--api-key-file');
+}
 
 /**
  * How many tokens a draft proposes per step. Passed explicitly because the default moved
@@ -62,15 +75,16 @@ const ALL_LAYERS = 999;
  * Always passes explicit `-c` and `-ngl`: llama.cpp's automatic fitting only warns when it
  * cannot fit and then fails later, and it turns it off with `-fit off` where the build has
  * it, because the scheduler has already decided what goes where.
+ * The key goes as `--api-key-file` or, given `{ key }`, as `--api-key` (see ApiKeyArgument).
  * Throws an Error naming the flag when the spec asks for something this engine cannot do
- * (a projector without `--mmproj`).
+ * (a projector without `--mmproj`, a key file without `--api-key-file`).
  */
 export function argvFor(
   spec: LaunchSpec,
   level: LaunchLevel,
   capabilities: EngineCapabilities,
   port: number,
-  apiKey: string,
+  apiKey: ApiKeyArgument,
 ): string[] {
   const onCpu = level === 'minimal';
   const layers = (n: number | 'all'): string =>
@@ -97,7 +111,15 @@ export function argvFor(
   if (spec.parallel !== undefined) argv.push('-np', String(spec.parallel));
   const names = [...new Set([spec.modelId, ...spec.aliases])];
   argv.push('--alias', names.join(','));
-  argv.push('--host', '127.0.0.1', '--port', String(port), '--api-key', apiKey);
+  argv.push('--host', '127.0.0.1', '--port', String(port));
+  if ('keyFile' in apiKey) {
+    if (!readsApiKeyFile(capabilities)) {
+      throw new Error(`the ${spec.engine} engine has no --api-key-file flag, so '${spec.modelId}' cannot be given its API key in a file; this build takes the key itself ({ key })`);
+    }
+    argv.push('--api-key-file', apiKey.keyFile);
+  } else {
+    argv.push('--api-key', apiKey.key);
+  }
   argv.push(...spec.extraArgs);
   return argv;
 }

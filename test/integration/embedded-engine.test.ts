@@ -1,6 +1,9 @@
 // The embedded engine as a real child process from dist/, talking real HTTP on 127.0.0.1,
 // serving real generated GGUF models, driven by the official openai client.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -205,6 +208,57 @@ describe('embedded engine serving a tiny model with two slots', () => {
   it('exits with code 0 on SIGTERM', async () => {
     engine.child.kill('SIGTERM');
     expect(await engine.exited).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe('embedded engine with its key in a file (--api-key-file)', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'llmtray-keyfile-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reads the key from the file and requires it, as with --api-key', async () => {
+    const keyFile = join(dir, 'engine.key');
+    // llama-server's format: '#' comments and blank lines around the key are skipped.
+    await writeFile(keyFile, '# per-launch key\n\n  file-key-5678  \n', { mode: 0o600 });
+    const engine = startEngine(['-m', await tinyModel(), '-c', '512', '-t', '1', '--port', '0', '--api-key-file', keyFile]);
+    try {
+      const url = `http://127.0.0.1:${await portOf(engine)}`;
+      await engine.waitFor(/srv {2}llama_server: model loaded/);
+      expect((await fetch(`${url}/health`)).status).toBe(200);
+      expect((await fetch(`${url}/v1/models`)).status).toBe(401);
+      expect((await fetch(`${url}/v1/models`, { headers: { Authorization: 'Bearer # per-launch key' } })).status).toBe(401);
+      const models = await fetch(`${url}/v1/models`, { headers: { Authorization: 'Bearer file-key-5678' } });
+      expect(models.status).toBe(200);
+      const chat = await new OpenAI({ baseURL: `${url}/v1`, apiKey: 'file-key-5678', maxRetries: 0 }).chat.completions.create({
+        model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3,
+      });
+      expect(chat.choices[0]?.message.role).toBe('assistant');
+    } finally {
+      await stopEngine(engine);
+    }
+  });
+
+  it('exits 1 before loading when the key file is missing, holds no key or two, or comes with --api-key', async () => {
+    const empty = join(dir, 'empty.key');
+    const two = join(dir, 'two.key');
+    await writeFile(empty, '# nothing here\n\n');
+    await writeFile(two, 'first\nsecond\n');
+    const cases: [string[], RegExp][] = [
+      [['--api-key-file', join(dir, 'absent.key')], /error: --api-key-file: cannot read .*absent\.key: ENOENT/],
+      [['--api-key-file', empty], /error: --api-key-file: .*empty\.key holds 0 keys; the embedded engine takes exactly one/],
+      [['--api-key-file', two], /error: --api-key-file: .*two\.key holds 2 keys/],
+      [['--api-key-file', two, '--api-key', 'k'], /error: give --api-key or --api-key-file, not both/],
+    ];
+    for (const [flags, message] of cases) {
+      const engine = startEngine(['-m', 'never-loaded.gguf', '--port', '0', ...flags]);
+      expect((await engine.exited).code).toBe(1);
+      expect(engine.stderr()).toMatch(message);
+      expect(engine.stderr()).not.toMatch(/HTTP server is listening/);
+    }
   });
 });
 

@@ -9,7 +9,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LaunchError } from '../../core/engine/failure-classifier.js';
 import type { LaunchSpec } from '../../core/engine/launch-spec.js';
 import { defaultEngineCommand, embeddedEntryPath } from '../../core/engine/supervisor/engine-command.js';
-import { isRunning } from '../../core/engine/supervisor/process-tree.js';
+import { isRunning, readCommandLine } from '../../core/engine/supervisor/process-tree.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
 import { corruptModel, tinyModel } from '../support/test-models.js';
 
@@ -58,6 +58,13 @@ describe('Supervisor with the embedded engine', () => {
       body: JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
     });
     expect(response.status).toBe(200);
+    // The engine read its key from the file the supervisor wrote: it is enforced, and not on the command line.
+    expect((await fetch(`http://127.0.0.1:${endpoint.port}/v1/models`)).status).toBe(401);
+    const commandLine = (await readCommandLine(endpoint.pid)) ?? '';
+    expect(commandLine).toContain('--api-key-file');
+    expect(commandLine).not.toContain(endpoint.apiKey);
+    const keyFile = /--api-key-file (\S+)/.exec(commandLine)?.[1] ?? '';
+    expect(existsSync(keyFile)).toBe(true);
     const body = (await response.json()) as { choices: { message: { role: string; content: string } }[] };
     expect(body.choices[0]?.message.role).toBe('assistant');
     expect(typeof body.choices[0]?.message.content).toBe('string');
@@ -66,6 +73,7 @@ describe('Supervisor with the embedded engine', () => {
 
     await supervisor.evict('tiny');
     expect(await isRunning(endpoint.pid)).toBe(false);
+    expect(existsSync(keyFile)).toBe(false);
     expect(supervisor.status('tiny')?.exit).toEqual({ exitCode: 0, signal: null });
   });
 

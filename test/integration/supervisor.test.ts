@@ -2,7 +2,8 @@
 // engines' flags and /health and misbehaves on request (slow load, ignored SIGTERM, a
 // grandchild, llama.cpp's real failure output). Nothing here asserts a duration.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -108,6 +109,42 @@ describe('Supervisor with the fake engine', () => {
     expect(supervisor.status('alpha')?.phase).toBe('exited');
     await until(async () => (await readFile(join(dataDir, 'engines.json'), 'utf8')).includes('"engines": []'), 'the registry is empty');
     await supervisor.evict('alpha'); // idempotent
+  });
+
+  it('gives the engine its key in a 0600 file, never on the argv, and removes the file when the server ends', async () => {
+    const { supervisor, spawns } = await supervisorWith({});
+    await supervisor.launch('alpha', 'full');
+    const key = supervisor.endpointFor('alpha')?.apiKey ?? '';
+    expect(key).toMatch(/^[0-9a-f]{48}$/);
+    expect(spawns[0]?.some((arg) => arg.includes(key))).toBe(false);
+    expect(spawns[0]).not.toContain('--api-key');
+    const keyFile = argOf(spawns[0], '--api-key-file') ?? '';
+    expect(keyFile.startsWith(join(dataDir, 'engine-keys'))).toBe(true);
+    expect(await readFile(keyFile, 'utf8')).toBe(`${key}\n`);
+    expect((await stat(keyFile)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(dataDir, 'engine-keys'))).mode & 0o777).toBe(0o700);
+    expect(supervisor.logs('alpha').some((line) => line.includes(key))).toBe(false);
+
+    await supervisor.evict('alpha');
+    expect(existsSync(keyFile)).toBe(false);
+    await supervisor.launch('alpha', 'full');
+    const second = argOf(spawns[1], '--api-key-file');
+    expect(second).not.toBe(keyFile); // a fresh file per launch keeps each command line unique
+    process.kill(supervisor.endpointFor('alpha')?.pid ?? -1, 'SIGKILL');
+    await until(() => supervisor.status('alpha')?.phase === 'exited', 'the killed server is seen to exit');
+    expect(await readdir(join(dataDir, 'engine-keys'))).toEqual([]);
+  });
+
+  it('passes the key itself only to a build without --api-key-file', async () => {
+    const flags = new Set([...EMBEDDED_CAPABILITIES.flags].filter((flag) => flag !== '--api-key-file'));
+    const { supervisor, spawns } = await supervisorWith(
+      {},
+      { engineCommand: () => ({ command: process.execPath, args: [FAKE_ENGINE], capabilities: { ...EMBEDDED_CAPABILITIES, flags } }) },
+    );
+    await supervisor.launch('old', 'full');
+    expect(argOf(spawns[0], '--api-key')).toBe(supervisor.endpointFor('old')?.apiKey);
+    expect(spawns[0]).not.toContain('--api-key-file');
+    expect(existsSync(join(dataDir, 'engine-keys'))).toBe(false);
   });
 
   it('notices readiness from the log line, with no polling at all', async () => {
@@ -359,8 +396,11 @@ describe('orphan cleanup', () => {
     record.engines.push({ modelId: 'ours-once', pid: unrelated.pid, commandHash: commandLineHash('node fake-engine.mjs --api-key gone'), startedAt: 1 });
     await writeFile(file, JSON.stringify(record));
 
+    expect(await readdir(join(dataDir, 'engine-keys'))).toHaveLength(1);
+
     const next = await supervisorWith({});
     expect(next.supervisor.orphans.ended.map((r) => r.pid)).toEqual([orphanPid]);
+    expect(existsSync(join(dataDir, 'engine-keys'))).toBe(false); // the crashed run's key file went with its server
     expect(next.supervisor.orphans.leftAlone.map((r) => r.pid)).toEqual([unrelated.pid]);
     expect(await isRunning(orphanPid)).toBe(false);
     expect(await isRunning(grandchild)).toBe(false);

@@ -42,7 +42,9 @@ const log = (level, text) => process.stderr.write(`${stamp()} ${level} ${text}\n
 
 const host = flags.get('--host') ?? '127.0.0.1';
 const port = Number(flags.get('--port') ?? 8080);
-const apiKey = flags.get('--api-key');
+// The supervisor passes the key in a file where the build takes one (as llama-server: one key a line).
+const apiKeyFile = flags.get('--api-key-file');
+const apiKey = apiKeyFile ? readFileSync(apiKeyFile, 'utf8').trim() : flags.get('--api-key');
 const aliases = (flags.get('--alias') ?? 'fake').split(',');
 const readyAfter = Number(flags.get('--fake-ready-after') ?? 0);
 const exitWith = flags.get('--fake-exit-with') ?? '1';

@@ -20,6 +20,8 @@ export interface EngineOptions {
   alias: string | undefined;
   useMmap: boolean;
   apiKey: string | undefined;
+  /** A file holding the key (see apiKeyOf); the supervisor's way, so the key is not on the argv. */
+  apiKeyFile: string | undefined;
 }
 
 export class UsageError extends Error {
@@ -39,6 +41,7 @@ export const USAGE = `usage: main.js -m MODEL.gguf [options]
   -a,   --alias NAME               model names, comma-separated; the API reports the first (default: the file name)
         --no-mmap, --mmap          whether to memory-map the model (default: mmap)
         --api-key KEY              require 'Authorization: Bearer KEY' on every endpoint but /health
+        --api-key-file FNAME       the same with the key read from FNAME (one key; '#' lines are comments)
         --metrics, --slots         accepted for llama-server compatibility: /metrics and /slots are always on`;
 
 type Setter = (opts: EngineOptions, value: string, flag: string) => void;
@@ -77,6 +80,7 @@ valued(['--port'], (o, v, f) => { o.port = integer(f, v, 0); if (o.port > 65535)
 // llama-server takes a comma-separated list and reports the first name; the rest are extra names.
 valued(['-a', '--alias'], (o, v) => { o.alias = v.split(',').map((name) => name.trim()).find((name) => name !== '') ?? v; });
 valued(['--api-key'], (o, v, f) => { if (!v) throw new UsageError(`${f} expects a non-empty key`); o.apiKey = v; });
+valued(['--api-key-file'], (o, v, f) => { if (!v) throw new UsageError(`${f} expects a file name`); o.apiKeyFile = v; });
 switched(['--no-mmap'], (o) => { o.useMmap = false; });
 switched(['--mmap'], (o) => { o.useMmap = true; });
 switched(['--metrics', '--slots'], () => {});
@@ -86,6 +90,7 @@ export function parseEngineArgs(argv: readonly string[]): EngineOptions {
   const opts: EngineOptions = {
     modelPath: '', contextSize: undefined, gpuLayers: 'auto', draftModelPath: undefined, draftGpuLayers: 'auto',
     threads: undefined, parallel: 1, host: '127.0.0.1', port: 8080, alias: undefined, useMmap: true, apiKey: undefined,
+    apiKeyFile: undefined,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
@@ -106,5 +111,26 @@ export function parseEngineArgs(argv: readonly string[]): EngineOptions {
     throw new UsageError(`invalid argument: ${arg}`);
   }
   if (!opts.modelPath) throw new UsageError('-m/--model is required');
+  if (opts.apiKey !== undefined && opts.apiKeyFile !== undefined) throw new UsageError('give --api-key or --api-key-file, not both');
   return opts;
+}
+
+/**
+ * The key the engine requires: --api-key's, or the one in --api-key-file read with `readText`
+ * (llama-server's format: one key a line, blank lines and lines starting with '#' skipped);
+ * undefined when neither is given. Throws UsageError when the file cannot be read or does not
+ * hold exactly one key: llama-server accepts several, but this engine checks one, and
+ * serving with none would leave the port open.
+ */
+export function apiKeyOf(opts: EngineOptions, readText: (path: string) => string): string | undefined {
+  if (opts.apiKeyFile === undefined) return opts.apiKey;
+  let text: string;
+  try {
+    text = readText(opts.apiKeyFile);
+  } catch (error) {
+    throw new UsageError(`--api-key-file: cannot read ${opts.apiKeyFile}: ${(error as Error).message}`);
+  }
+  const keys = text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'));
+  if (keys.length !== 1) throw new UsageError(`--api-key-file: ${opts.apiKeyFile} holds ${keys.length} keys; the embedded engine takes exactly one`);
+  return keys[0];
 }

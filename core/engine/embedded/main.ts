@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // The embedded engine: a llama-server-compatible model server built on node-llama-cpp.
-// `node dist/core/engine/embedded/main.js -m model.gguf -c 2048 --port 0 --api-key K`
+// `node dist/core/engine/embedded/main.js -m model.gguf -c 2048 --port 0 --api-key-file KEY_FILE`
 //
 // Lifecycle, as llama-server's: listen at once (/health answers 503 with progress), load,
 // print the ready lines, serve; exit 1 with llama.cpp's own cause on stderr when the load
 // fails; exit 0 on SIGTERM/SIGINT. See README.md beside this file for the log lines.
 import type { AddressInfo } from 'node:net';
-import { parseEngineArgs, USAGE, UsageError, type EngineOptions } from './cli-args.js';
+import { readFileSync } from 'node:fs';
+import { apiKeyOf, parseEngineArgs, USAGE, UsageError, type EngineOptions } from './cli-args.js';
 import { EmbeddingService } from './embeddings.js';
 import { createEngineLog, type EngineLog } from './engine-log.js';
 import { createEngineServer, type EnginePhase } from './http-server.js';
@@ -16,9 +17,9 @@ async function exitAfterLog(log: EngineLog, code: number): Promise<never> {
   process.exit(code);
 }
 
-async function serve(opts: EngineOptions, log: EngineLog): Promise<void> {
+async function serve(opts: EngineOptions, apiKey: string | undefined, log: EngineLog): Promise<void> {
   let phase: EnginePhase = { phase: 'loading', progress: 0 };
-  const server = createEngineServer({ apiKey: opts.apiKey, phase: () => phase, log: (l) => log.line(l) });
+  const server = createEngineServer({ apiKey, phase: () => phase, log: (l) => log.line(l) });
 
   const stop = (signal: string): void => {
     log.line(`srv    operator(): ${signal} received, cleaning up before exit...`);
@@ -61,8 +62,10 @@ async function serve(opts: EngineOptions, log: EngineLog): Promise<void> {
 
 const log = createEngineLog();
 let options: EngineOptions;
+let apiKey: string | undefined;
 try {
   options = parseEngineArgs(process.argv.slice(2));
+  apiKey = apiKeyOf(options, (path) => readFileSync(path, 'utf8'));
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;
   log.line(`error: ${error.message}`);
@@ -73,4 +76,4 @@ process.on('unhandledRejection', (reason) => {
   log.line(`srv  llama_server: unexpected error: ${reason instanceof Error ? reason.stack : String(reason)}`);
   void exitAfterLog(log, 1);
 });
-void serve(options, log);
+void serve(options, apiKey, log);

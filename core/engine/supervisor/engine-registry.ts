@@ -3,9 +3,8 @@
 //
 // Why pid AND command line: pids are reused. After a reboot or a long uptime the pid of a
 // dead llama-server may belong to the user's editor; killing by pid alone would end it. Each
-// launch has its own random API key in its argv, so a matching command line means "this
-// very server" and nothing else. Only a hash of the command line is stored, so the key never
-// lands on disk.
+// launch names its own randomly named API-key file in its argv, so a matching command line
+// means "this very server" and nothing else. Only a hash of the command line is stored.
 //
 // Why a rewrite of the whole file with rename: a crash mid-write must leave either the old or
 // the new list, never half of one — a torn file would hide exactly the orphans it exists for.

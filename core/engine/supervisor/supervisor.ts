@@ -11,7 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LaunchLevel } from '../../policy/levels.js';
 import { classifyFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
-import { argvFor, type LaunchSpec } from '../launch-spec.js';
+import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
+import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
 import { realClock, type SupervisorClock } from './clock.js';
 import type { EngineCommand } from './engine-command.js';
 import { commandLineHash, EngineRegistry, type OrphanSweep } from './engine-registry.js';
@@ -29,7 +30,7 @@ export interface SupervisorDeps {
   engineCommand(spec: LaunchSpec): EngineCommand | Promise<EngineCommand>;
   /** The estimated device footprint of a model at a level, bytes (for resident() and the memory wait). */
   footprint(modelId: string, level: LaunchLevel): number;
-  /** Where engines.json (the record of running servers) lives. */
+  /** Where engines.json (the record of running servers) and the engines' API key files live. */
   dataDir: string;
   /** child_process.spawn by default. */
   spawn?: SpawnFunction;
@@ -168,8 +169,9 @@ export class Supervisor {
 
   /**
    * Makes a supervisor: ends the servers a crashed earlier run left (recorded in
-   * dataDir/engines.json, matched by pid and command line), and arranges that this process's
-   * own servers are SIGKILLed if it exits without close(). Blocks until the orphans are gone.
+   * dataDir/engines.json, matched by pid and command line) and removes their API key files,
+   * and arranges that this process's own servers are SIGKILLed if it exits without close().
+   * Blocks until the orphans are gone.
    */
   static async start(deps: SupervisorDeps): Promise<Supervisor> {
     const supervisor = new Supervisor(deps);
@@ -178,6 +180,7 @@ export class Supervisor {
       readCommandLine: (pid) => readCommandLine(pid, supervisor.platform),
       terminate: (pid) => terminateTree(pid, { graceMs: supervisor.graceMs, platform: supervisor.platform }),
     });
+    await clearApiKeyFiles(apiKeyDir(deps.dataDir));
     process.on('exit', supervisor.killAllOnExit);
     return supervisor;
   }
@@ -364,11 +367,21 @@ export class Supervisor {
   ): Promise<'ready' | 'port-taken' | Error> {
     const port = await freeLoopbackPort();
     const apiKey = randomBytes(24).toString('hex');
+    // In a file where the build reads one, so that `ps` does not show it (see api-key-file.ts).
+    const keyFile = readsApiKeyFile(command.capabilities) ? newApiKeyFilePath(apiKeyDir(this.deps.dataDir)) : null;
     let args: string[];
     try {
-      args = [...command.args, ...argvFor(spec, level, command.capabilities, port, apiKey)];
+      args = [...command.args, ...argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile })];
     } catch (error) {
       return this.setupFailure(owner, error);
+    }
+    if (keyFile !== null) {
+      try {
+        await writeApiKeyFile(keyFile, apiKey);
+      } catch (error) {
+        removeApiKeyFile(keyFile);
+        return this.setupFailure(owner, new Error(`could not write its API key file ${keyFile}: ${(error as Error).message}`));
+      }
     }
     owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${[command.command, ...args].join(' ').replace(apiKey, '<key>')}`);
     let server: ServerProcess;
@@ -387,6 +400,7 @@ export class Supervisor {
       });
       await server.spawned;
     } catch (error) {
+      if (keyFile !== null) removeApiKeyFile(keyFile);
       return this.setupFailure(owner, new Error(`could not start ${command.command}: ${(error as Error).message}`));
     }
     owner.server = server;
@@ -394,7 +408,7 @@ export class Supervisor {
     await this.registry.add({ modelId: owner.modelId, pid: server.pid, commandHash, startedAt: server.startedAt }).catch((error: Error) =>
       owner.log.push(`── llmtray: could not record pid ${server.pid} in engines.json (${error.message}); an orphan of this server would not be found`),
     );
-    void server.exited.then(() => this.afterExit(owner, server));
+    void server.exited.then(() => this.afterExit(owner, server, keyFile));
 
     const loadTimeoutMs = (this.deps.loadTimeoutMs ?? defaultLoadTimeoutMs)(spec);
     const waiting = new AbortController();
@@ -470,7 +484,8 @@ export class Supervisor {
     }
   }
 
-  private afterExit(owner: ModelOwner, server: ServerProcess): void {
+  private afterExit(owner: ModelOwner, server: ServerProcess, keyFile: string | null): void {
+    if (keyFile !== null) removeApiKeyFile(keyFile);
     void this.registry.remove(server.pid).catch(() => undefined);
     const exit = server.exit ?? { exitCode: null, signal: null };
     owner.log.push(`── llmtray: '${owner.modelId}' (pid ${server.pid}) ended: ${exit.signal ?? `exit code ${exit.exitCode}`}`);

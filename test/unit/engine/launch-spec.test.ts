@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { argvFor, DRAFT_MAX_TOKENS, EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../../core/engine/launch-spec.js';
+import { argvFor, DRAFT_MAX_TOKENS, EMBEDDED_CAPABILITIES, readsApiKeyFile, type LaunchSpec } from '../../../core/engine/launch-spec.js';
 import { detectCapabilities } from '../../../core/engine/llama-server/capabilities.js';
 import { degradedContext } from '../../../core/policy/levels.js';
 
@@ -21,6 +21,8 @@ const spec: LaunchSpec = {
   extraArgs: ['--flash-attn', 'on'],
   env: {},
 };
+/** The supervisor's usual way: the key in a file, only the path on the argv. */
+const KEY_FILE = { keyFile: '/data/engine-keys/0123abcd.key' };
 const withDraft: LaunchSpec = { ...spec, draft: { modelPath: '/models/qwen-0.5b.gguf', gpuLayers: 'all' } };
 
 /** The value after `flag`, or undefined when the flag is absent. */
@@ -31,31 +33,31 @@ function valueOf(argv: string[], flag: string): string | undefined {
 
 describe('argvFor', () => {
   it('full: the configured context and GPU layers, explicit, with auto-fit off', () => {
-    const argv = argvFor(spec, 'full', recent, 41_234, 'k3y');
+    const argv = argvFor(spec, 'full', recent, 41_234, KEY_FILE);
     expect(argv.slice(0, 6)).toEqual(['-m', '/models/qwen-7b.gguf', '-c', '32768', '-ngl', 'all']);
     expect(valueOf(argv, '--fit')).toBe('off');
     expect(valueOf(argv, '--host')).toBe('127.0.0.1');
     expect(valueOf(argv, '--port')).toBe('41234');
-    expect(valueOf(argv, '--api-key')).toBe('k3y');
+    expect(valueOf(argv, '--api-key-file')).toBe('/data/engine-keys/0123abcd.key');
     expect(valueOf(argv, '--alias')).toBe('qwen-7b,qwen');
   });
 
   it("degraded: the policy's smaller context, the same GPU layers", () => {
-    const argv = argvFor(spec, 'degraded', recent, 1, 'k');
+    const argv = argvFor(spec, 'degraded', recent, 1, KEY_FILE);
     expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
     expect(Number(valueOf(argv, '-c'))).toBeLessThan(32_768);
     expect(valueOf(argv, '-ngl')).toBe('all');
   });
 
   it('minimal: nothing on the GPU, the draft included', () => {
-    const argv = argvFor(withDraft, 'minimal', recent, 1, 'k');
+    const argv = argvFor(withDraft, 'minimal', recent, 1, KEY_FILE);
     expect(valueOf(argv, '-ngl')).toBe('0');
     expect(valueOf(argv, '-ngld')).toBe('0');
     expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
   });
 
   it('a recent build: draft with --spec-type draft-simple and --spec-draft-n-max', () => {
-    const argv = argvFor(withDraft, 'full', recent, 1, 'k');
+    const argv = argvFor(withDraft, 'full', recent, 1, KEY_FILE);
     expect(valueOf(argv, '-md')).toBe('/models/qwen-0.5b.gguf');
     expect(valueOf(argv, '-ngld')).toBe('all');
     expect(valueOf(argv, '--spec-type')).toBe('draft-simple');
@@ -64,7 +66,7 @@ describe('argvFor', () => {
   });
 
   it("an older build: --draft-max, no --spec-type, no --fit, and a layer count instead of 'all'", () => {
-    const argv = argvFor(withDraft, 'full', old, 1, 'k');
+    const argv = argvFor(withDraft, 'full', old, 1, { key: 'k' });
     expect(valueOf(argv, '--draft-max')).toBe(String(DRAFT_MAX_TOKENS));
     expect(argv).not.toContain('--spec-type');
     expect(argv).not.toContain('--spec-draft-n-max');
@@ -74,7 +76,7 @@ describe('argvFor', () => {
   });
 
   it('the embedded engine: its fixed flag set, no draft-length or spec-type flags', () => {
-    const argv = argvFor({ ...withDraft, engine: 'embedded', threads: 1, parallel: 2 }, 'full', EMBEDDED_CAPABILITIES, 1, 'k');
+    const argv = argvFor({ ...withDraft, engine: 'embedded', threads: 1, parallel: 2 }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE);
     const flags = argv.filter((a) => a.startsWith('-') && !spec.extraArgs.includes(a));
     for (const flag of flags) expect(EMBEDDED_CAPABILITIES.flags.has(flag), flag).toBe(true);
     expect(valueOf(argv, '-t')).toBe('1');
@@ -82,14 +84,31 @@ describe('argvFor', () => {
   });
 
   it('passes numeric GPU layers through and puts user arguments last', () => {
-    const argv = argvFor({ ...spec, gpuLayers: 20 }, 'full', recent, 1, 'k');
+    const argv = argvFor({ ...spec, gpuLayers: 20 }, 'full', recent, 1, KEY_FILE);
     expect(valueOf(argv, '-ngl')).toBe('20');
     expect(argv.slice(-2)).toEqual(['--flash-attn', 'on']);
   });
 
   it('adds the projector where the engine takes one and refuses where it cannot', () => {
     const multimodal = { ...spec, projectorPath: '/models/mmproj.gguf' };
-    expect(valueOf(argvFor(multimodal, 'full', recent, 1, 'k'), '--mmproj')).toBe('/models/mmproj.gguf');
-    expect(() => argvFor(multimodal, 'full', old, 1, 'k')).toThrow(/no --mmproj flag.*\/models\/mmproj\.gguf.*'qwen-7b'/);
+    expect(valueOf(argvFor(multimodal, 'full', recent, 1, KEY_FILE), '--mmproj')).toBe('/models/mmproj.gguf');
+    expect(() => argvFor(multimodal, 'full', old, 1, { key: 'k' })).toThrow(/no --mmproj flag.*\/models\/mmproj\.gguf.*'qwen-7b'/);
+  });
+
+  it('keeps the key off the argv of every build that reads a key file: the recent llama-server and the embedded engine', () => {
+    for (const [name, capabilities] of [['recent llama-server', recent], ['embedded', EMBEDDED_CAPABILITIES]] as const) {
+      expect(readsApiKeyFile(capabilities), name).toBe(true);
+      const argv = argvFor(withDraft, 'full', capabilities, 1, KEY_FILE);
+      expect(valueOf(argv, '--api-key-file'), name).toBe(KEY_FILE.keyFile);
+      expect(argv, name).not.toContain('--api-key');
+    }
+  });
+
+  it('passes the key itself only to a build without --api-key-file, and refuses a key file there', () => {
+    expect(readsApiKeyFile(old)).toBe(false);
+    const argv = argvFor(spec, 'full', old, 1, { key: 's3cret' });
+    expect(valueOf(argv, '--api-key')).toBe('s3cret');
+    expect(argv).not.toContain('--api-key-file');
+    expect(() => argvFor(spec, 'full', old, 1, KEY_FILE)).toThrow(/no --api-key-file flag.*'qwen-7b'/);
   });
 });

@@ -1,0 +1,101 @@
+// A real llama.cpp llama-server, opt-in: set LLMTRAY_LLAMA_SERVER to its binary to run this
+// suite (`LLMTRAY_LLAMA_SERVER=/path/to/llama-server npx vitest run test/integration/llama-server-real.test.ts`).
+// Without it the suite is reported as skipped, not passed: the project's machines have no
+// llama-server, and everything else runs the embedded engine instead.
+//
+// What only a real build can tell: that the argv argvFor builds from the probed --help is one
+// it accepts at every level, that its ready line wakes the supervisor, that it reads the key
+// from --api-key-file, and that llama.cpp's own failure line reaches the classifier.
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { LaunchError } from '../../core/engine/failure-classifier.js';
+import { readsApiKeyFile, type LaunchSpec } from '../../core/engine/launch-spec.js';
+import { probeCapabilities, type EngineCapabilities } from '../../core/engine/llama-server/capabilities.js';
+import { defaultEngineCommand } from '../../core/engine/supervisor/engine-command.js';
+import { isRunning, readCommandLine } from '../../core/engine/supervisor/process-tree.js';
+import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
+import type { LaunchLevel } from '../../core/policy/levels.js';
+import { corruptModel, tinyModel } from '../support/test-models.js';
+
+const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
+
+describe.skipIf(!LLAMA_SERVER)('a real llama-server (LLMTRAY_LLAMA_SERVER)', () => {
+  const binary = LLAMA_SERVER ?? '';
+  const models = new Map<string, string>();
+  let capabilities: EngineCapabilities;
+  let dataDir: string;
+  let supervisor: Supervisor | undefined;
+
+  beforeAll(async () => {
+    if (!existsSync(binary)) throw new Error(`LLMTRAY_LLAMA_SERVER names ${binary}, which does not exist`);
+    capabilities = await probeCapabilities(binary);
+    models.set('tiny', await tinyModel());
+    models.set('broken', await corruptModel());
+  });
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'llmtray-llama-server-'));
+    supervisor = await Supervisor.start({
+      specFor: (modelId): LaunchSpec => ({
+        modelId,
+        engine: 'llama-server',
+        modelPath: models.get(modelId) ?? join(dataDir, 'absent.gguf'),
+        contextTokens: 1024,
+        gpuLayers: 'all',
+        threads: 1,
+        // One slot: recent builds default to several, which would split the small context.
+        parallel: 1,
+        aliases: [],
+        extraArgs: [],
+        env: {},
+      }),
+      engineCommand: defaultEngineCommand({ llamaServerPath: binary }),
+      footprint: () => 0,
+      dataDir,
+    });
+  });
+  afterEach(async () => {
+    await supervisor?.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('probes what the build accepts from its --help', () => {
+    for (const flag of ['-m', '-c', '-ngl', '--host', '--port', '--alias', '--api-key']) expect(capabilities.flags.has(flag), flag).toBe(true);
+    expect(capabilities.version).not.toBeNull();
+  });
+
+  it.each<LaunchLevel>(['full', 'minimal'])('launches a tiny model at %s, answers a chat completion with its key only, and stops', async (level) => {
+    if (!supervisor) throw new Error('no supervisor');
+    await supervisor.launch('tiny', level);
+    const endpoint = supervisor.endpointFor('tiny');
+    if (endpoint === null) throw new Error('ready but no endpoint');
+    expect(endpoint.level).toBe(level);
+    const commandLine = (await readCommandLine(endpoint.pid)) ?? '';
+    expect(commandLine).toContain(level === 'minimal' ? '-ngl 0' : `-ngl ${capabilities.gpuLayersAll ? 'all' : '999'}`);
+    if (readsApiKeyFile(capabilities)) expect(commandLine).not.toContain(endpoint.apiKey);
+
+    const url = `http://127.0.0.1:${endpoint.port}/v1/chat/completions`;
+    const body = JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 });
+    expect((await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status).toBe(401);
+    const response = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${endpoint.apiKey}`, 'content-type': 'application/json' }, body });
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as { choices: { message: { role: string; content: string } }[] };
+    expect(answer.choices[0]?.message.role).toBe('assistant');
+    expect(typeof answer.choices[0]?.message.content).toBe('string');
+
+    await supervisor.evict('tiny');
+    expect(await isRunning(endpoint.pid)).toBe(false);
+    expect(supervisor.endpointFor('tiny')).toBeNull();
+    if (readsApiKeyFile(capabilities)) expect(await readdir(join(dataDir, 'engine-keys'))).toEqual([]);
+  });
+
+  it("rejects a corrupt model as a crash with llama.cpp's reason", async () => {
+    if (!supervisor) throw new Error('no supervisor');
+    const error = await supervisor.launch('broken', 'full').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LaunchError);
+    expect(error).toMatchObject({ kind: 'crash' });
+    expect((error as LaunchError).reason).toMatch(/data is not within the file bounds/);
+  });
+});
