@@ -281,7 +281,16 @@ export class Controller {
 
   private observe(state: DesiredState, running: readonly ResidentServer[]): void {
     this.demands = new Map(state.models.map((m) => [m.modelId, m]));
+    const before = this.running;
     this.running = new Map(running.map((r) => [r.modelId, r]));
+    // A server that is gone though nobody stopped it died on its own. The supervisor says so
+    // through serverDied, with llama.cpp's reason, but a pass may look first; either way the
+    // death must climb the ladder, or a model that dies on every request restarts forever.
+    for (const [modelId, was] of before) {
+      const record = this.records.get(modelId);
+      if (this.running.has(modelId) || record === undefined || record.op !== null) continue;
+      this.launchFailed(record, was.level, 'crash', `${modelId}'s server ended without being asked to`);
+    }
     for (const demand of state.models) {
       const record = this.recordFor(demand.modelId);
       if (record.definitionHash !== null && record.definitionHash !== demand.definitionHash && record.recovery.attempts > 0) {

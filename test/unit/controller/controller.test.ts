@@ -390,6 +390,19 @@ describe('the recovery ladder, end to end', () => {
     expect(w.controller.status('b')).toBeUndefined();
   });
 
+  it('a server found gone by a pass, before anyone reported its death, counts as a crash too', async () => {
+    const w = world([model('a', 4)]);
+    await w.start();
+    w.server.die('a');
+    w.controller.trigger();
+    await settle();
+    expect(w.state('a')).toBe('failed');
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: 1, lastError: "a's server ended without being asked to" });
+    // The supervisor's report that follows is not counted twice.
+    w.controller.serverDied('a', 'crash', 'killed by SIGKILL while serving');
+    expect(w.controller.status('a')?.recovery.attempts).toBe(1);
+  });
+
   it('a model that fails to launch does not disturb one that is serving', async () => {
     const w = world([model('b', 4)]);
     await w.start();
