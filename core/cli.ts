@@ -17,7 +17,7 @@ Usage:
   llmtray status [--json]            what is resident, the memory budget, what is failing
   llmtray models [--json]            every model in the catalog
   llmtray pin|unpin ID               keep a model resident, or let it go when idle
-  llmtray load ID                    load now and wait until it is ready (or says why not)
+  llmtray load ID [--timeout S]      load now and wait until it is ready (or says why not)
   llmtray unload ID                  stop it (unpins it too)
   llmtray retry ID                   lift a quarantine and try again
   llmtray logs ID                    the model server's log tail
@@ -40,6 +40,9 @@ interface Flags {
 }
 
 class UsageError extends Error {}
+
+/** The commands besides `serve` and the model commands; each reads from a running daemon. */
+const DAEMON_QUERIES: ReadonlySet<string> = new Set(['status', 'models', 'dashboard', 'logs']);
 
 function parse(argv: string[]): { command: string | undefined; rest: string[]; flags: Flags } {
   try {
@@ -129,6 +132,8 @@ function findModel(models: readonly ModelView[], name: string): ModelView | unde
 
 /** `load` waits and narrates: loading (with progress) → ready, or the reason it will not come. */
 async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Promise<number> {
+  // Passes planned from here on saw the load; an older plan's "does not fit" may be stale.
+  const askedAt = Date.now();
   const result = await admin.command('load', name);
   if (!result.ok) {
     process.stderr.write(`${result.message}\n`);
@@ -165,7 +170,9 @@ async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Prom
         outcome = { code: 1, message: `${model.id} is quarantined: ${s.recovery.lastError ?? s.next ?? ''}` };
         return true;
       }
-      if (s.unschedulableReason !== null && !model.desired) {
+      // Left out of a plan that wanted it: nothing will make room (the router refuses such a
+      // request at once too), so waiting would only hang until --timeout.
+      if (s.unschedulableReason !== null && model.desired && (event.snapshot.plan?.at ?? 0) >= askedAt) {
         outcome = { code: 1, message: `${model.id} does not fit: ${s.unschedulableReason}` };
         return true;
       }
@@ -190,6 +197,12 @@ async function main(argv: string[]): Promise<number> {
     await serve(flags);
     return -1; // keeps running
   }
+  // The command line is checked before the daemon is looked for: a typo must get the usage
+  // (exit 2), not "no daemon is running" (exit 1), which sends a person off to start one.
+  if (!DAEMON_QUERIES.has(command) && !isModelCommand(command)) throw new UsageError(`unknown command '${command}'`);
+  const id = rest[0] ?? '';
+  if ((command === 'logs' || isModelCommand(command)) && id === '') throw new UsageError(`${command}: which model? (llmtray ${command} ID)`);
+  if (flags.timeout !== undefined && !(Number(flags.timeout) > 0)) throw new UsageError(`--timeout: expected a number of seconds above 0, got '${flags.timeout}'`);
   const admin = await client(flags);
   switch (command) {
     case 'status': {
@@ -209,18 +222,14 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'logs': {
-      const id = rest[0];
-      if (id === undefined) throw new UsageError('logs: which model? (llmtray logs ID)');
       const lines = await admin.logs(id);
       process.stdout.write(flags.json ? `${JSON.stringify(lines)}\n` : lines.map((l) => `${l}\n`).join(''));
       return 0;
     }
     default: {
-      if (!isModelCommand(command)) throw new UsageError(`unknown command '${command}'`);
-      const id = rest[0];
-      if (id === undefined) throw new UsageError(`${command}: which model? (llmtray ${command} ID)`);
-      if (command === 'load') return loadAndWait(admin, id, flags);
-      const result = await admin.command(command as ModelCommand, id);
+      const modelCommand = command as ModelCommand;
+      if (modelCommand === 'load') return loadAndWait(admin, id, flags);
+      const result = await admin.command(modelCommand, id);
       process.stdout.write(`${flags.json ? JSON.stringify(result) : result.message}\n`);
       return result.ok ? 0 : 1;
     }

@@ -3,6 +3,7 @@
 // one left by a crash is harmless because the CLI's request then fails with a clear message.
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processProbe, type LockProbe } from './instance-lock.js';
 
 export const DAEMON_INFO_FILE = 'daemon.json';
 
@@ -24,7 +25,7 @@ export async function writeDaemonInfo(dataDir: string, info: DaemonInfo): Promis
 }
 
 /** The running daemon's address, or an Error that says how to start one. */
-export async function readDaemonInfo(dataDir: string): Promise<DaemonInfo> {
+export async function readDaemonInfo(dataDir: string, probe: Pick<LockProbe, 'alive'> = processProbe): Promise<DaemonInfo> {
   let text: string;
   try {
     text = await readFile(join(dataDir, DAEMON_INFO_FILE), 'utf8');
@@ -33,5 +34,10 @@ export async function readDaemonInfo(dataDir: string): Promise<DaemonInfo> {
   }
   const info = JSON.parse(text) as DaemonInfo;
   if (typeof info.origin !== 'string' || typeof info.port !== 'number') throw new Error(`${join(dataDir, DAEMON_INFO_FILE)} is not a daemon record; remove it and start the daemon again`);
+  // A daemon that was killed (kill -9, a power cut) leaves its record behind. Its port may
+  // since belong to another program, which would then be sent the admin token.
+  if (typeof info.pid === 'number' && !probe.alive(info.pid)) {
+    throw new Error(`no llmtray daemon is running for ${dataDir}: the one that wrote ${DAEMON_INFO_FILE} (pid ${info.pid}) has ended (start one with \`llmtray serve\`)`);
+  }
   return info;
 }

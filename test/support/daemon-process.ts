@@ -1,0 +1,226 @@
+// The real daemon as a child process: `node dist/core/cli.js serve --demo` on a free port
+// with its own data dir, for tests that must see what a person or a local app sees — the
+// process, its engines, its files and its exit — rather than the parts wired in-process.
+//
+// Why a child and not startDaemon() in the test process: signal handling, the instance lock,
+// daemon.json, the supervisor's exit hook and the engines' process tree only exist for real
+// in a separate process, and several of the bugs these tests guard against live exactly there.
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Snapshot, ModelView } from '../../core/contracts/snapshot.js';
+
+const REPO = resolve(import.meta.dirname, '..', '..');
+export const CLI_ENTRY = join(REPO, 'dist', 'core', 'cli.js');
+
+export interface DaemonExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface DaemonProcess {
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  /** The OpenAI base URL, http://127.0.0.1:PORT/v1. */
+  endpoint: string;
+  /** http://127.0.0.1:PORT, where /api, /metrics and the dashboard live. */
+  origin: string;
+  /** The admin token from DATA_DIR/admin-token. */
+  token: string;
+  dataDir: string;
+  /** Everything the daemon wrote to stderr so far (its log). */
+  stderr(): string;
+  /** Resolves when the process has exited, with how. */
+  exited: Promise<DaemonExit>;
+  /** Sends `signal` (default SIGTERM) and waits for the exit; SIGKILLs after `graceMs`. Idempotent. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<DaemonExit>;
+  /** GET /api/state with the token. */
+  state(): Promise<Snapshot>;
+  /** One model's view from /api/state. */
+  model(id: string): Promise<ModelView>;
+  /** An admin API call with the token. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+}
+
+export interface StartOptions {
+  /** Reuse a data dir (a restart); default a fresh temp dir. */
+  dataDir?: string;
+  /** How long to wait for daemon.json, ms. */
+  startTimeoutMs?: number;
+}
+
+/** A fresh temp data dir; the caller removes it with removeDataDir. */
+export function makeDataDir(): Promise<string> {
+  return mkdtemp(join(tmpdir(), 'llmtray-daemon-'));
+}
+
+export function removeDataDir(dir: string): Promise<void> {
+  return rm(dir, { recursive: true, force: true });
+}
+
+/**
+ * Starts `llmtray serve --demo --port 0` and resolves once DATA_DIR/daemon.json names this
+ * child (a file left by an earlier run names another pid). Rejects with the daemon's stderr
+ * when it exits first.
+ */
+export async function startDaemonProcess(options: StartOptions = {}): Promise<DaemonProcess> {
+  const dataDir = options.dataDir ?? (await makeDataDir());
+  const child = spawn(process.execPath, [CLI_ENTRY, 'serve', '--demo', '--data-dir', dataDir, '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+  child.stdout?.resume();
+  const exited = new Promise<DaemonExit>((done) => child.once('exit', (code, signal) => done({ code, signal })));
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('the daemon process did not start');
+
+  const info = await waitForInfo(dataDir, pid, exited, () => stderr, options.startTimeoutMs ?? 30_000).catch((error: unknown) => {
+    child.kill('SIGKILL');
+    throw error;
+  });
+  const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
+  const origin = info.origin;
+
+  let stopping: Promise<DaemonExit> | null = null;
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(`${origin}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string> | undefined) } });
+  const state = async (): Promise<Snapshot> => {
+    const res = await api('/api/state');
+    if (!res.ok) throw new Error(`/api/state answered ${res.status}: ${await res.text()}`);
+    return (await res.json()) as Snapshot;
+  };
+  return {
+    child,
+    pid,
+    port: info.port,
+    endpoint: info.endpoint,
+    origin,
+    token,
+    dataDir,
+    stderr: () => stderr,
+    exited,
+    state,
+    async model(id) {
+      const found = (await state()).models.find((m) => m.id === id);
+      if (found === undefined) throw new Error(`/api/state has no model '${id}'`);
+      return found;
+    },
+    api,
+    stop(signal = 'SIGTERM', graceMs = 20_000) {
+      stopping ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        try {
+          return await exited;
+        } finally {
+          clearTimeout(timer);
+        }
+      })();
+      return stopping;
+    },
+  };
+}
+
+async function waitForInfo(
+  dataDir: string,
+  pid: number,
+  exited: Promise<DaemonExit>,
+  stderr: () => string,
+  timeoutMs: number,
+): Promise<{ port: number; endpoint: string; origin: string }> {
+  let exit: DaemonExit | null = null;
+  void exited.then((e) => (exit = e));
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (exit !== null) {
+      const { code, signal } = exit as DaemonExit;
+      throw new Error(`the daemon exited (code ${code}, signal ${signal}) before writing daemon.json:\n${stderr()}`);
+    }
+    try {
+      const info = JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8')) as { pid: number; port: number; endpoint: string; origin: string };
+      if (info.pid === pid) return info;
+    } catch {
+      // Not written yet (or mid-rename).
+    }
+    await sleep(50);
+  }
+  throw new Error(`the daemon wrote no daemon.json within ${timeoutMs} ms:\n${stderr()}`);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
+/**
+ * Polls `probe` until it returns a value other than undefined. For conditions the daemon
+ * reaches on its own (a pinned model loading after a start): the bound is a failure message's
+ * deadline, not an assertion about speed.
+ */
+export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 45_000, pollMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
+    await sleep(pollMs);
+  }
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `llmtray ARGS` (the built CLI) to its end. */
+export function runCli(args: readonly string[], timeoutMs = 60_000): Promise<CliResult> {
+  return new Promise((done) => {
+    execFile(process.execPath, [CLI_ENTRY, ...args], { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Whether a process runs: it exists and is not a zombie. A zombie has ended and holds no
+ * memory; it only waits for its parent (or init, after the parent died) to reap it.
+ */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  }
+}
+
+/** Live embedded engines whose command line mentions `dataDir` (their model paths live under it). */
+export function enginesUsing(dataDir: string): Promise<{ pid: number; ppid: number; args: string }[]> {
+  return new Promise((done, fail) => {
+    execFile('ps', ['-eo', 'pid=,ppid=,stat=,args='], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
+      if (error !== null) return fail(error);
+      const rows = stdout
+        .split('\n')
+        .map((line) => /^\s*(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/.exec(line))
+        .flatMap((m) => (m === null ? [] : [{ pid: Number(m[1]), ppid: Number(m[2]), stat: m[3] ?? '', args: m[4] ?? '' }]))
+        .filter((row) => !row.stat.startsWith('Z') && row.args.includes(join('dist', 'core', 'engine', 'embedded', 'main.js')) && row.args.includes(dataDir));
+      done(rows.map(({ pid, ppid, args }) => ({ pid, ppid, args })));
+    });
+  });
+}
