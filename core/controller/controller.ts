@@ -167,7 +167,7 @@ export class Controller {
     const record = this.records.get(modelId);
     if (running === undefined || record === undefined || record.op !== null) return;
     this.running.delete(modelId);
-    this.launchFailed(record, running.level, kind, error);
+    this.launchFailed(record, running.level, kind, error, 'died while serving');
   }
 
   /** The model's status as last published, or undefined when the controller has not seen it. */
@@ -289,7 +289,7 @@ export class Controller {
     for (const [modelId, was] of before) {
       const record = this.records.get(modelId);
       if (this.running.has(modelId) || record === undefined || record.op !== null) continue;
-      this.launchFailed(record, was.level, 'crash', `${modelId}'s server ended without being asked to`);
+      this.launchFailed(record, was.level, 'crash', `${modelId}'s server ended without being asked to`, 'died while serving');
     }
     for (const demand of state.models) {
       const record = this.recordFor(demand.modelId);
@@ -409,7 +409,8 @@ export class Controller {
   }
 
   /** Climbs the ladder one rung and arranges what it says. */
-  private launchFailed(record: ModelRecord, level: LaunchLevel, kind: FailureKind, error: string): void {
+  /** `what` says what went wrong in the log line: a launch that failed, or a server that died later. */
+  private launchFailed(record: ModelRecord, level: LaunchLevel, kind: FailureKind, error: string, what = 'failed to launch'): void {
     const { modelId } = record;
     record.recovery = { kind: kind === 'none' ? 'crash' : kind, attempts: record.recovery.attempts + 1 };
     record.lastError = error;
@@ -422,20 +423,20 @@ export class Controller {
       case 'retry': {
         const delayMs = backoffDelay(record.recovery.attempts, this.backoff);
         record.retry = { at: at + delayMs, delayMs };
-        this.log.warn(`${modelId} failed to launch; retrying in ${seconds(delayMs)}`, fields);
+        this.log.warn(`${modelId} ${what}; retrying in ${seconds(delayMs)}`, fields);
         if (this.live()) this.retryTimer(modelId).set(delayMs, () => this.loop.trigger());
         this.refresh(record);
         return;
       }
       case 'degrade':
-        this.log.warn(`${modelId} failed to launch; relaunching at the ${launchLevelAfter(record.recovery)} level`, fields);
+        this.log.warn(`${modelId} ${what}; relaunching at the ${launchLevelAfter(record.recovery)} level`, fields);
         this.refresh(record);
         this.loop.trigger();
         return;
       case 'fallback': {
         const fallbackId = this.demands.get(modelId)?.fallbackId ?? '';
         const reason = fallbackReason(record, fallbackId);
-        this.log.warn(`${modelId} failed to launch; falling back to ${fallbackId}`, fields);
+        this.log.warn(`${modelId} ${what}; falling back to ${fallbackId}`, fields);
         this.refresh(record);
         this.emit({ type: 'ModelFellBack', modelId, fallbackId, reason, at });
         this.loop.trigger();

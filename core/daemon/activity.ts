@@ -76,9 +76,12 @@ export class ModelActivity {
 
   /** A person's Unload: nothing keeps the model now but a pin or a request. */
   forget(modelId: string): void {
-    const had = this.keptAtById.delete(modelId) || this.demandedAtById.delete(modelId);
+    // Both, always: `a.delete() || b.delete()` would stop at the first, leaving a just-served
+    // model wanted for the demand grace after an Unload.
+    const kept = this.keptAtById.delete(modelId);
+    const demanded = this.demandedAtById.delete(modelId);
     this.lastUsedById.delete(modelId);
-    if (had) this.changed();
+    if (kept || demanded) this.changed();
   }
 
   inFlight(modelId: string): number {

@@ -11,7 +11,7 @@ export interface ActionParts {
   resolve(id: string): CatalogModel | undefined;
   pins: Pick<PinStore, 'isPinned' | 'setPinned'>;
   activity: ModelActivity;
-  controller: { trigger(): void; retry(modelId: string): boolean };
+  controller: { trigger(): void; retry(modelId: string): boolean; whyUnservable(modelId: string): { code: string; reason: string } | null };
 }
 
 /**
@@ -56,6 +56,12 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
     unpin: (id) => setPinned(id, false),
     async load(id) {
       const m = model(id);
+      // Loading a quarantined model would only keep it wanted until a retry relaunches it by
+      // surprise; say what is wrong and what to do instead.
+      const why = parts.controller.whyUnservable(m.id);
+      if (why?.code === 'model_quarantined') {
+        return { ok: false, message: `${m.id} is quarantined; retry it first (llmtray retry ${m.id}): ${why.reason}` };
+      }
       parts.activity.use(m.id);
       parts.controller.trigger();
       return { ok: true, message: `${m.id} requested: it loads now and stays for its idle time (${Math.round(m.idleTtlMs / 1000)} s)` };

@@ -64,6 +64,14 @@ describe('ModelActivity', () => {
     expect(activity.lastUsed('m')).toBeUndefined();
   });
 
+  it('Unload forgets a model that was both served and just demanded', () => {
+    const { activity } = activityAt();
+    activity.begin('m')();
+    activity.demand('m');
+    activity.forget('m');
+    expect(activity.recentlyUsed('m', TTL)).toBe(false);
+  });
+
   it('tells its listeners about every change', () => {
     const { activity } = activityAt();
     let changes = 0;

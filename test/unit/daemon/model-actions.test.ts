@@ -18,14 +18,16 @@ function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault:
   const clock = { now: () => 1_000 };
   const activity = new ModelActivity(clock);
   const calls: string[] = [];
+  const quarantined = new Map<string, string>();
   const controller = {
     trigger: () => calls.push('trigger'),
     retry: (id: string) => (calls.push(`retry ${id}`), true),
+    whyUnservable: (id: string) => (quarantined.has(id) ? { code: 'model_quarantined', reason: quarantined.get(id) ?? '' } : null),
   };
   const policy = new PinPolicy(pins);
   const actions = createModelActions({ resolve: (id) => models.find((m) => m.id === id), pins, activity, controller }, policy);
   const model = (id: string) => models.find((m) => m.id === id)!;
-  return { actions, pinned, activity, calls, policy, model };
+  return { actions, pinned, activity, calls, policy, model, quarantined };
 }
 
 describe('model actions', () => {
@@ -55,6 +57,15 @@ describe('model actions', () => {
     expect(s.activity.recentlyUsed('a', 600_000)).toBe(false);
     expect(s.policy.isPinned(s.model('a'))).toBe(false);
     expect(result.message).toMatch(/unloads now \(and is no longer pinned\)/);
+  });
+
+  it('refuses to load a quarantined model, saying why and what to do, without keeping it wanted', async () => {
+    const s = setup();
+    s.quarantined.set('a', 'tensor data is not within the file bounds');
+    const result = await s.actions.load('a');
+    expect(result.ok).toBe(false);
+    expect(result.message).toMatch(/a is quarantined; retry it first \(llmtray retry a\): tensor data is not within the file bounds/);
+    expect(s.activity.recentlyUsed('a', 600_000)).toBe(false);
   });
 
   it('unload of a busy model says it waits for its requests', async () => {
