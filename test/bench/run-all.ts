@@ -1,10 +1,40 @@
 // `npm run bench`: every benchmark in turn. Benchmarks print; they never fail a build, because
 // timings on a shared 2-core machine are evidence to read, not a gate.
+// `node dist/test/bench/run-all.js router memory` runs only the benchmarks named.
+import { availableParallelism, cpus, loadavg } from 'node:os';
+import { runActivationBench } from './activation-bench.js';
+import { removeBenchFiles } from './bench-models.js';
+import { runMemoryBench } from './memory-bench.js';
+import { runReadinessBench } from './readiness-bench.js';
+import { runRouterBench } from './router-bench.js';
 import { runScheduleBench } from './schedule-bench.js';
 
-const benches: (() => Promise<void>)[] = [runScheduleBench];
+const benches: Record<string, () => Promise<void>> = {
+  schedule: runScheduleBench,
+  router: runRouterBench,
+  readiness: runReadinessBench,
+  activation: runActivationBench,
+  memory: runMemoryBench,
+};
 
-for (const bench of benches) {
-  await bench();
-  console.log();
+const chosen = process.argv.slice(2);
+const unknown = chosen.filter((name) => !(name in benches));
+if (unknown.length > 0) {
+  console.error(`unknown benchmark(s): ${unknown.join(', ')}; the benchmarks are: ${Object.keys(benches).join(', ')}`);
+  process.exit(2);
+}
+
+// Every figure below depends on what else the machine was doing: say so next to them.
+const load = (): string => loadavg().map((n) => n.toFixed(2)).join(' ');
+console.log(`node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), load average ${load()}`);
+console.log();
+try {
+  for (const [name, bench] of Object.entries(benches)) {
+    if (chosen.length > 0 && !chosen.includes(name)) continue;
+    await bench();
+    console.log(`(load average after ${name}: ${load()})`);
+    console.log();
+  }
+} finally {
+  await removeBenchFiles();
 }
