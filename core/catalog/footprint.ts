@@ -14,6 +14,7 @@ export const DEFAULT_UBATCH_TOKENS = 512;
 const KV_ELEMENT_BYTES = 2;
 /** Activations and attention scores in the compute graph are f32. */
 const F32_BYTES = 4;
+const F16_BYTES = 2;
 
 export type EstimateResult = { ok: true; estimate: FootprintEstimate } | { ok: false; error: string };
 
@@ -45,23 +46,27 @@ export function kvBytesPerToken(facts: Pick<GgufFacts, 'blockCount' | 'headCount
 }
 
 /**
- * The compute buffer llama.cpp reserves for one micro-batch, following Ollama's fitted formula
- * for llama-family graphs (fs/ggml/ggml.go, GraphSize, full offload): the larger of
- *  - the attention step: f32 scores of ubatch × n_ctx × n_head plus a few n_embd-wide
- *    activations per token: 4 · ub · (1 + 4·n_embd + n_ctx·(1 + n_head)), and
- *  - the output step: logits of ubatch × n_vocab plus the hidden state: 4 · ub · (n_embd + n_vocab).
- * It assumes flash attention off, which materialises the scores: node-llama-cpp (the embedded
- * engine) defaults to it off, and llama-server's `-fa auto` turns it off on backends without
- * support. With flash attention on this over-estimates, which costs head-room, never an OOM.
+ * The compute buffer llama.cpp reserves for one micro-batch, with flash attention on — which
+ * is how our engines run: the embedded engine asks for it explicitly, and llama-server's
+ * default (`-fa auto`) turns it on wherever the backend supports it (the CPU, CUDA, Metal,
+ * Vulkan). Flash attention never materialises the ubatch × n_ctx × n_head score matrix, so the
+ * largest live tensors are the FFN's gate and up activations and a few n_embd-wide ones, the
+ * logits, and the f16 mask over the context:
+ *   4 · ub · (3·n_ff + 4·n_embd + n_vocab) + 2 · ub · n_ctx
+ * Checked against llama.cpp's own "compute buffer size" lines for demo-chat at 2k and 8k
+ * context (BENCHMARKS.md, within 5 %). An old build without flash attention needs more (the
+ * scores, Ollama's formula); the measurement a running model reports then raises the estimate.
  */
-export function computeBufferBytes(facts: Pick<GgufFacts, 'embeddingLength' | 'headCount' | 'vocabulary'>, contextTokens: number): number {
+export function computeBufferBytes(
+  facts: Pick<GgufFacts, 'embeddingLength' | 'feedForwardLength' | 'vocabulary'>,
+  contextTokens: number,
+): number {
   const ubatch = Math.max(1, Math.min(DEFAULT_UBATCH_TOKENS, contextTokens));
   const embd = facts.embeddingLength ?? 0;
-  const heads = facts.headCount ?? 0;
+  // Llama-family FFNs are 2.7–4 × n_embd; 4 keeps an incomplete header on the safe side.
+  const ff = facts.feedForwardLength ?? 4 * embd;
   const vocab = facts.vocabulary?.tokenCount ?? 0;
-  const attention = F32_BYTES * ubatch * (1 + 4 * embd + contextTokens * (1 + heads));
-  const output = F32_BYTES * ubatch * (embd + vocab);
-  return Math.max(attention, output);
+  return F32_BYTES * ubatch * (3 * ff + 4 * embd + vocab) + F16_BYTES * ubatch * contextTokens;
 }
 
 /**

@@ -94,9 +94,9 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
   if (contextPerSlot < 16) {
     throw new Error(`a context of ${totalContext} tokens over ${opts.parallel} slots leaves ${contextPerSlot} tokens per slot; at least 16 are needed`);
   }
-  const context = await model.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, failedCreationRemedy: false });
+  const context = await model.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false });
   const draftContext = draftModel
-    ? await draftModel.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, failedCreationRemedy: false })
+    ? await draftModel.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false })
     : undefined;
   onProgress(1);
 

@@ -103,8 +103,8 @@ describe('footprint estimate', () => {
     const result = estimateFootprint({ path: 'tiny', facts: f, contextTokens: 512, gpuLayers: 'all' });
     // K and V × 2 layers × (head_dim 16 × 2 KV heads) × 2 bytes (f16)
     const kvByHand = 2 * 2 * (16 * 2) * 2;
-    // ubatch 512: max(4·512·(1 + 4·64 + 512·(1 + 4)), 4·512·(64 + 356))
-    const computeByHand = Math.max(4 * 512 * (1 + 4 * 64 + 512 * 5), 4 * 512 * (64 + VOCAB));
+    // ubatch 512, flash attention: 4·512·(3·n_ff 128 + 4·n_embd 64 + n_vocab) + 2·512·n_ctx 512
+    const computeByHand = 4 * 512 * (3 * 128 + 4 * 64 + VOCAB) + 2 * 512 * 512;
     expect(result).toEqual({
       ok: true,
       estimate: { weightsBytes: tensorBytesByHand(shape), kvBytesPerToken: kvByHand, contextTokens: 512, computeBytes: computeByHand },
@@ -143,10 +143,12 @@ describe('footprint estimate', () => {
   });
 
   test('the compute buffer grows with context and never uses a micro-batch larger than the context', () => {
-    const f = { embeddingLength: 4096, headCount: 32, vocabulary: null };
-    expect(computeBufferBytes(f, 8192)).toBe(4 * 512 * (1 + 4 * 4096 + 8192 * 33));
-    expect(computeBufferBytes(f, 32768)).toBeGreaterThan(computeBufferBytes(f, 8192));
-    expect(computeBufferBytes(f, 100)).toBe(4 * 100 * (1 + 4 * 4096 + 100 * 33));
+    const f = { embeddingLength: 4096, feedForwardLength: 11008, vocabulary: null };
+    expect(computeBufferBytes(f, 8192)).toBe(4 * 512 * (3 * 11008 + 4 * 4096) + 2 * 512 * 8192);
+    expect(computeBufferBytes(f, 32768) - computeBufferBytes(f, 8192)).toBe(2 * 512 * (32768 - 8192));
+    expect(computeBufferBytes(f, 100)).toBe(4 * 100 * (3 * 11008 + 4 * 4096) + 2 * 100 * 100);
+    // A header without the FFN width is costed at 4 × n_embd, the wide end of llama-family models.
+    expect(computeBufferBytes({ ...f, feedForwardLength: null }, 8192)).toBe(4 * 512 * (3 * 4 * 4096 + 4 * 4096) + 2 * 512 * 8192);
   });
 
   test('a header without the layer count cannot be estimated, and says which key is missing', async () => {
