@@ -9,20 +9,20 @@ import OpenAI, { APIError } from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, memoryFigure, modelRow, openWatchedPage, screenshot, type WatchedPage } from './support/browser.js';
-import { serveDemo, type ServedDemo } from './support/serve.js';
+import { startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 const DEMO_MODELS = ['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken'];
 /** Bounds for what the daemon does on its own on a loaded 2-core machine; a failure's deadline, never a speed assertion. */
 const LOAD_MS = 60_000;
 
 let dataDir: string;
-let daemon: ServedDemo;
+let daemon: DaemonProcess;
 let browser: Browser;
 const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'llmtray-e2e-dashboard-'));
-  [daemon, browser] = await Promise.all([serveDemo({ dataDir }), launchChromium()]);
+  [daemon, browser] = await Promise.all([startDaemonProcess({ dataDir, startTimeoutMs: 60_000 }), launchChromium()]);
 });
 
 afterAll(async () => {

@@ -8,19 +8,19 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchChromium, modelRow, openWatchedPage, screenshot, type WatchedPage } from './support/browser.js';
-import { serveDemo, type ServedDemo } from './support/serve.js';
+import { startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 /** The page's reconnect backoff grows to 10 s; a restart takes a few more on a loaded machine. */
 const RECONNECT_MS = 45_000;
 
 let dataDir: string;
-const daemons: ServedDemo[] = [];
+const daemons: DaemonProcess[] = [];
 let browser: Browser;
 let watched: WatchedPage;
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'llmtray-e2e-reconnect-'));
-  const [first, launched] = await Promise.all([serveDemo({ dataDir }), launchChromium()]);
+  const [first, launched] = await Promise.all([startDaemonProcess({ dataDir, startTimeoutMs: 60_000 }), launchChromium()]);
   daemons.push(first);
   browser = launched;
   watched = await openWatchedPage(browser);
@@ -47,7 +47,7 @@ it('shows Reconnecting while the daemon is down and comes back live by itself af
   await modelRow(page, 'demo-chat').waitFor();
   await screenshot(page, 'reconnecting');
 
-  const second = await serveDemo({ dataDir, port: first.port });
+  const second = await startDaemonProcess({ dataDir, port: first.port, startTimeoutMs: 60_000 });
   daemons.push(second);
   expect(second.origin).toBe(first.origin);
 

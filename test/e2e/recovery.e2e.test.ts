@@ -9,19 +9,19 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchChromium, modelRow, openWatchedPage, screenshot, type WatchedPage } from './support/browser.js';
-import { serveDemo, type ServedDemo } from './support/serve.js';
+import { startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 /** Five crashing launches and four backoffs, on a loaded machine. A failure's deadline only. */
 const QUARANTINE_MS = 90_000;
 
 let dataDir: string;
-let daemon: ServedDemo;
+let daemon: DaemonProcess;
 let browser: Browser;
 let watched: WatchedPage;
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'llmtray-e2e-recovery-'));
-  [daemon, browser] = await Promise.all([serveDemo({ dataDir }), launchChromium()]);
+  [daemon, browser] = await Promise.all([startDaemonProcess({ dataDir, startTimeoutMs: 60_000 }), launchChromium()]);
   watched = await openWatchedPage(browser);
 });
 

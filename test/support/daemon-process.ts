@@ -30,6 +30,8 @@ export interface DaemonProcess {
   origin: string;
   /** The admin token from DATA_DIR/admin-token. */
   token: string;
+  /** The dashboard as the daemon prints it: the origin with the token in the fragment. */
+  dashboardUrl: string;
   dataDir: string;
   /** Everything the daemon wrote to stderr so far (its log). */
   stderr(): string;
@@ -50,6 +52,8 @@ export interface StartOptions {
   dataDir?: string;
   /** How long to wait for daemon.json, ms. */
   startTimeoutMs?: number;
+  /** A fixed port (a restart on the same origin, which an open dashboard must find again); default 0, a free one. */
+  port?: number;
 }
 
 /** A fresh temp data dir; the caller removes it with removeDataDir. */
@@ -68,7 +72,7 @@ export function removeDataDir(dir: string): Promise<void> {
  */
 export async function startDaemonProcess(options: StartOptions = {}): Promise<DaemonProcess> {
   const dataDir = options.dataDir ?? (await makeDataDir());
-  const child = spawn(process.execPath, [CLI_ENTRY, 'serve', '--demo', '--data-dir', dataDir, '--port', '0'], {
+  const child = spawn(process.execPath, [CLI_ENTRY, 'serve', '--demo', '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -100,6 +104,7 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
     endpoint: info.endpoint,
     origin,
     token,
+    dashboardUrl: `${origin}/#token=${token}`,
     dataDir,
     stderr: () => stderr,
     exited,

@@ -7,10 +7,10 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
-import { REPO_DIR } from './serve.js';
+
 
 export const CHROMIUM_PATH = process.env['CHROMIUM'] ?? '/usr/bin/chromium';
-export const SCREENSHOT_DIR = join(REPO_DIR, 'test-results', 'e2e');
+export const SCREENSHOT_DIR = join(import.meta.dirname, '..', '..', '..', 'test-results', 'e2e');
 
 /** Headless, no sandbox (CI runs as root in a container), nothing that phones home. */
 export function launchChromium(): Promise<Browser> {
