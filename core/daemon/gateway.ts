@@ -1,7 +1,12 @@
 // The router's one window onto the rest of llmtray (core/router/model-gateway.ts), over the
 // catalog (names), the controller (decisions, readiness), the supervisor (where a model
 // listens) and the activity counters (in flight, last use). Everything here runs on the
-// request path: map lookups only, no I/O.
+// request path: map lookups only, no I/O; the waits are on notifications, never polls.
+//
+// Two parts know whether an engine is up, and they learn of its death at different times: the
+// supervisor the moment the process exits, the controller only once its output has drained
+// (up to 250 ms later, so that the crash report carries llama.cpp's last lines). A model is
+// served here only while both say it is up, and a wait for readiness ends only when both do.
 import type { Catalog } from '../catalog/catalog.js';
 import type { Controller } from '../controller/controller.js';
 import type { ModelStateName } from '../contracts/model-status.js';
@@ -14,16 +19,32 @@ const SERVING: ReadonlySet<ModelStateName> = new Set(['ready', 'active', 'degrad
 
 export interface GatewayParts {
   catalog: Pick<Catalog, 'models' | 'resolve'>;
-  controller: Pick<Controller, 'status' | 'whyUnservable' | 'reconcileNow' | 'trigger' | 'waitUntilReady' | 'servingModel'>;
-  supervisor: Pick<Supervisor, 'endpointFor'>;
+  controller: Pick<Controller, 'status' | 'whyUnservable' | 'reconcileNow' | 'trigger' | 'waitUntilReady' | 'servingModel' | 'onEvent'>;
+  supervisor: Pick<Supervisor, 'endpointFor' | 'serverEnded'>;
   activity: ModelActivity;
   /** When the daemon started, as the `created` of every model in /v1/models. */
   startedAt: number;
 }
 
+/**
+ * How long a request whose engine refused or reset its connection waits for the supervisor to
+ * see that engine's exit. A killed process's exit follows its sockets' close within
+ * milliseconds; the bound is for an engine that reset one connection and lives on.
+ */
+export const ENGINE_END_WAIT_MS = 2_000;
+
 export function createGateway(parts: GatewayParts): ModelGateway {
   const { catalog, controller, supervisor, activity } = parts;
   const created = Math.floor(parts.startedAt / 1000);
+
+  function endpointFor(servingModelId: string): { baseUrl: string; apiKey: string } | undefined {
+    const state = controller.status(servingModelId)?.state;
+    if (state === undefined || !SERVING.has(state)) return undefined;
+    const endpoint = supervisor.endpointFor(servingModelId);
+    if (endpoint === null) return undefined;
+    return { baseUrl: `http://127.0.0.1:${endpoint.port}`, apiKey: endpoint.apiKey };
+  }
+
   return {
     resolve(name) {
       const model = catalog.resolve(name);
@@ -57,18 +78,24 @@ export function createGateway(parts: GatewayParts): ModelGateway {
     async waitUntilReady(modelId, signal) {
       const done = activity.wait(modelId);
       try {
-        await controller.waitUntilReady(modelId, signal);
+        // The controller may still call a model ready whose engine the supervisor has seen
+        // die: resolving then would send the request to the dead port, or spin the router's
+        // re-checks. Its next event (the death reaching it, say) is the moment to look again.
+        for (;;) {
+          await controller.waitUntilReady(modelId, signal);
+          if (endpointFor(controller.servingModel(modelId)) !== undefined) return;
+          await nextEvent(controller, signal);
+        }
       } finally {
         done();
       }
     },
     servingModel: (modelId) => controller.servingModel(modelId),
-    endpointFor(servingModelId) {
-      const state = controller.status(servingModelId)?.state;
-      if (state === undefined || !SERVING.has(state)) return undefined;
-      const endpoint = supervisor.endpointFor(servingModelId);
-      if (endpoint === null) return undefined;
-      return { baseUrl: `http://127.0.0.1:${endpoint.port}`, apiKey: endpoint.apiKey };
+    endpointFor,
+    async engineUnreachable(servingModelId, endpoint, signal) {
+      const port = Number(new URL(endpoint.baseUrl).port);
+      const bound = AbortSignal.any([signal, AbortSignal.timeout(ENGINE_END_WAIT_MS)]);
+      await supervisor.serverEnded(servingModelId, { port, apiKey: endpoint.apiKey }, bound);
     },
     requestStarted(modelId) {
       // Counted on the process that answers: while falling back that is the fallback, and it
@@ -87,4 +114,21 @@ export function createGateway(parts: GatewayParts): ModelGateway {
       };
     },
   };
+}
+
+/** Resolves at the controller's next event; rejects with `signal.reason` if it aborts first. */
+function nextEvent(controller: Pick<Controller, 'onEvent'>, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      unsubscribe();
+      reject(signal.reason);
+    };
+    const unsubscribe = controller.onEvent(() => {
+      unsubscribe();
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

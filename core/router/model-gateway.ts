@@ -70,8 +70,9 @@ export interface ModelGateway {
   demand(modelId: string): void;
 
   /**
-   * Resolves when the model (or its fallback, while falling back) is ready to serve, by
-   * notification from the controller, not by polling. Blocks until then. Rejects with
+   * Resolves when the model (or its fallback, while falling back) is ready to serve — when
+   * `endpointFor` has an endpoint for it — by notification from the controller, not by
+   * polling. Blocks until then. Rejects with
    * `ModelUnservableError` as soon as the model is quarantined or left out of a plan while it
    * waits, and with `signal.reason` when `signal` aborts (the router's bound, or the client
    * leaving). Idempotent; it does not itself ask for the model (that is `demand`).
@@ -91,6 +92,16 @@ export interface ModelGateway {
    * only the router sends. Non-blocking, pure.
    */
   endpointFor(servingModelId: string): { baseUrl: string; apiKey: string } | undefined;
+
+  /**
+   * The engine at `endpoint` (as `endpointFor` gave it) refused or reset the router's
+   * connection before answering. Resolves once the gateway knows whether that engine ended —
+   * at once if it already knew, or if another engine serves the model now — so that the next
+   * `endpointFor` and `waitUntilReady` no longer name a dead engine. Blocks for at most a
+   * couple of seconds (an engine that reset one connection and lives on stays served), or
+   * until `signal` aborts. Idempotent; never rejects.
+   */
+  engineUnreachable(servingModelId: string, endpoint: { baseUrl: string; apiKey: string }, signal: AbortSignal): Promise<void>;
 
   /**
    * Counts one request in flight for `modelId` (the requested id; while falling back the

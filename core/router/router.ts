@@ -13,7 +13,7 @@ import { sendError, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
 import { readBody } from './read-body.js';
 import { answerPreflight, applyCors, refuseApiKey, refuseHostOrOrigin } from './request-guard.js';
-import { forwardToEngine } from './upstream.js';
+import { forwardToEngine, unreachableError } from './upstream.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 
 export interface RouterOptions {
@@ -129,22 +129,37 @@ export function createRouter(options: RouterOptions): Router {
     const resolved = gateway.resolve(parsed.model);
     if (resolved === undefined) return sendError(res, unknownModel(parsed.model, gateway.modelIds()));
 
-    const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation);
-    if (ready.kind === 'client_gone') return;
-    if (ready.kind === 'refused') return sendError(res, ready.error);
-    exchange.finishWith(ready.finished);
-    if (exchange.clientGone.aborted) return;
+    // At most two tries. An engine that dies closes its sockets before its exit reaches the
+    // supervisor, so a request sent in that gap meets a refused or reset connection though the
+    // model still looked ready. Nothing reached the client yet and the router still holds the
+    // body, so it waits until the death is known and activates again (a relaunch, with its own
+    // activation bound); a second failure is answered 502. Never after an answer began: part of
+    // an answer cannot be taken back. Cost of the rule: a request that itself kills the engine
+    // kills it twice — the recovery ladder still quarantines a model that dies on every request.
+    for (let attempt = 1; ; attempt++) {
+      const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation);
+      if (ready.kind === 'client_gone') return;
+      if (ready.kind === 'refused') return sendError(res, ready.error);
+      exchange.finishWith(ready.finished);
+      if (exchange.clientGone.aborted) return;
 
-    const fallingBack = ready.servedBy !== resolved.modelId;
-    forwardToEngine(agent, res, exchange.clientGone, {
-      baseUrl: ready.endpoint.baseUrl,
-      apiKey: ready.endpoint.apiKey,
-      path,
-      // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
-      body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: ready.servedBy })) : read.body,
-      servedBy: ready.servedBy,
-      rewriteModelTo: fallingBack ? ready.servedBy : null,
-    });
+      const fallingBack = ready.servedBy !== resolved.modelId;
+      const outcome = await forwardToEngine(agent, res, exchange.clientGone, {
+        baseUrl: ready.endpoint.baseUrl,
+        apiKey: ready.endpoint.apiKey,
+        path,
+        // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
+        body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: ready.servedBy })) : read.body,
+        servedBy: ready.servedBy,
+        rewriteModelTo: fallingBack ? ready.servedBy : null,
+      });
+      if (outcome.kind === 'answered' || exchange.clientGone.aborted) return;
+      if (attempt === 2) return sendError(res, unreachableError(ready.servedBy, outcome.cause));
+      // This try is over: its in-flight count must not hold a dead engine "active" meanwhile.
+      exchange.finishNow();
+      await gateway.engineUnreachable(ready.servedBy, ready.endpoint, exchange.clientGone);
+      if (exchange.clientGone.aborted) return;
+    }
   }
 
   function serveModels(res: ServerResponse, modelName: string | null): void {
@@ -165,10 +180,11 @@ export function createRouter(options: RouterOptions): Router {
 
 /**
  * The client's side of one exchange: `clientGone` aborts when the client disconnects before
- * its answer is complete, and the in-flight count's `finished` runs exactly once when the
- * response closes for any reason — including a close that came before the count began.
+ * its answer is complete, and each in-flight count's `finished` runs exactly once: when the
+ * response closes for any reason (including a close that came before the count began), or
+ * earlier through `finishNow` when a try ends and the request is sent again.
  */
-function trackExchange(res: ServerResponse): { clientGone: AbortSignal; finishWith(finished: () => void): void } {
+function trackExchange(res: ServerResponse): { clientGone: AbortSignal; finishWith(finished: () => void): void; finishNow(): void } {
   const gone = new AbortController();
   let closed = false;
   let finished: (() => void) | null = null;
@@ -183,6 +199,10 @@ function trackExchange(res: ServerResponse): { clientGone: AbortSignal; finishWi
     finishWith(callback) {
       if (closed) callback();
       else finished = callback;
+    },
+    finishNow() {
+      finished?.();
+      finished = null;
     },
   };
 }

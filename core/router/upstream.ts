@@ -12,7 +12,7 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { OpenAIErrorBody } from '../contracts/openai.js';
-import { ERROR_SOURCE_HEADER, errorBody, sendError } from './errors.js';
+import { ERROR_SOURCE_HEADER, errorBody, sendError, type RouterError } from './errors.js';
 
 export const SERVED_BY_HEADER = 'x-llmtray-served-by';
 
@@ -31,10 +31,21 @@ export interface UpstreamExchange {
 }
 
 /**
- * Sends the exchange upstream through `agent` and answers `res` with what comes back.
- * `clientGone` aborts when the client disconnects before its answer is complete. Never throws.
+ * How a forward went, as far as the caller must act on it. 'answered': the engine's answer
+ * arrived and is being relayed to the client (every ending from there on is handled here).
+ * 'unreachable': the connection failed before any answer — refused, reset, or cut by the
+ * client leaving — and nothing was written to the client, so the request may be sent again.
  */
-export function forwardToEngine(agent: http.Agent, res: ServerResponse, clientGone: AbortSignal, exchange: UpstreamExchange): void {
+export type ForwardOutcome = { kind: 'answered' } | { kind: 'unreachable'; cause: string };
+
+/**
+ * Sends the exchange upstream through `agent` and, once the engine answers, relays the answer
+ * to `res`. Resolves as soon as the outcome is known: at the answer's headers, or at a
+ * connection failure before them, which it leaves to the caller to answer (a retry, or
+ * `unreachableError`). `clientGone` aborts when the client disconnects before its answer is
+ * complete. Never rejects.
+ */
+export function forwardToEngine(agent: http.Agent, res: ServerResponse, clientGone: AbortSignal, exchange: UpstreamExchange): Promise<ForwardOutcome> {
   const target = new URL(exchange.baseUrl);
   const upstream = http.request({
     agent,
@@ -51,25 +62,41 @@ export function forwardToEngine(agent: http.Agent, res: ServerResponse, clientGo
 
   // A client that left cancels the engine's work: destroying the request closes its socket,
   // which llama-server notices and stops decoding.
-  clientGone.addEventListener('abort', () => upstream.destroy(), { once: true });
+  const cancel = (): void => void upstream.destroy();
+  clientGone.addEventListener('abort', cancel, { once: true });
 
-  upstream.once('error', (error: NodeJS.ErrnoException) => {
-    if (res.headersSent) {
-      endInterrupted(res, exchange.servedBy, `its connection failed (${error.code ?? error.message})`);
-      return;
-    }
-    sendError(res, {
-      status: 502,
-      source: 'engine',
-      type: 'engine_error',
-      code: 'engine_unreachable',
-      param: null,
-      message: `The model server for '${exchange.servedBy}' did not answer (${error.code ?? error.message}); llmtray's controller will notice and restart or replace it.`,
+  return new Promise((resolve) => {
+    let answered = false;
+    upstream.once('error', (error: NodeJS.ErrnoException) => {
+      const cause = error.code ?? error.message;
+      if (!answered) {
+        clientGone.removeEventListener('abort', cancel);
+        resolve({ kind: 'unreachable', cause });
+      } else if (res.headersSent) {
+        endInterrupted(res, exchange.servedBy, `its connection failed (${cause})`);
+      } else {
+        sendError(res, unreachableError(exchange.servedBy, cause));
+      }
     });
+    upstream.once('response', (answer) => {
+      answered = true;
+      relayAnswer(answer, res, exchange);
+      resolve({ kind: 'answered' });
+    });
+    upstream.end(exchange.body);
   });
+}
 
-  upstream.once('response', (answer) => relayAnswer(answer, res, exchange));
-  upstream.end(exchange.body);
+/** The 502 for an engine whose connection failed before it answered (for the router: on the resend too). */
+export function unreachableError(servedBy: string, cause: string): RouterError {
+  return {
+    status: 502,
+    source: 'engine',
+    type: 'engine_error',
+    code: 'engine_unreachable',
+    param: null,
+    message: `The model server for '${servedBy}' did not answer (${cause}); llmtray's controller will notice and restart or replace it.`,
+  };
 }
 
 function relayAnswer(answer: IncomingMessage, res: ServerResponse, exchange: UpstreamExchange): void {

@@ -37,5 +37,7 @@ export function fixedGateway(engine: FixedEngine): ModelGateway {
     // The daemon's bookkeeping here (activity counters, a controller trigger) is the daemon's
     // cost, not the router's; the activation benchmark covers the whole daemon.
     requestStarted: () => () => {},
+    // The benchmark's engine never dies; a failed forward is the benchmark's own failure.
+    engineUnreachable: () => Promise.resolve(),
   };
 }

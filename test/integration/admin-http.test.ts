@@ -33,6 +33,7 @@ const noModels: ModelGateway = {
   servingModel: (id) => id,
   endpointFor: () => undefined,
   requestStarted: () => () => {},
+  engineUnreachable: async () => {},
 };
 
 interface Reply {

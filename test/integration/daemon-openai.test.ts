@@ -13,7 +13,7 @@ import http from 'node:http';
 import OpenAI, { APIError, BadRequestError, NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelView } from '../../core/contracts/snapshot.js';
-import { eventually, isProcessAlive, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { isProcessAlive, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 const DEMO_IDS = ['demo-broken', 'demo-chat', 'demo-draft', 'demo-tiny'];
 const SERVING = ['ready', 'active'];
@@ -202,7 +202,7 @@ describe('concurrency', () => {
 });
 
 describe('an engine that dies mid-answer', () => {
-  it('ends the client stream with an error within 1 s, and the next request is served by a relaunched engine', async () => {
+  it('ends the client stream with an error within 1 s; requests sent at the kill and right after the error are served by a relaunched engine', async () => {
     const tinyPid = (await daemon.model('demo-tiny')).upstream?.pid;
     expect(tinyPid).toBeGreaterThan(0);
 
@@ -214,6 +214,7 @@ describe('an engine that dies mid-answer', () => {
     });
     let killedAt = 0;
     let received = 0;
+    let sentAtKill: Promise<unknown> = Promise.resolve(null);
     const failure = await (async () => {
       try {
         for await (const chunk of stream) {
@@ -221,6 +222,9 @@ describe('an engine that dies mid-answer', () => {
           if (killedAt === 0 && chunk.choices[0]?.delta.content) {
             process.kill(tinyPid as number, 'SIGKILL');
             killedAt = performance.now();
+            // Reaches the router while the engine dies: forwarded to the dying engine (which
+            // resets it) or to its closed port, unless the exit has already been seen.
+            sentAtKill = client.chat.completions.create({ model: 'demo-tiny', messages: [{ role: 'user', content: 'at the kill' }], max_tokens: 8 }).catch((error: unknown) => error);
           }
         }
         return null;
@@ -237,12 +241,12 @@ describe('an engine that dies mid-answer', () => {
     // at once, not after a socket timeout or never (DESIGN: "Streams straight through").
     expect(erroredAfterMs).toBeLessThan(1000);
 
-    // Waits until the daemon has seen the death. Sent at once, the next request races it: the
-    // engine's sockets close before its exit reaches the supervisor, and a request in between is
-    // forwarded to the dead port and answered 502 (reported to the lead; a router fix).
-    await eventually('the daemon notices that demo-tiny\'s engine died', async () => ((await daemon.model('demo-tiny')).upstream?.pid === tinyPid ? undefined : true));
+    // Sent at once, racing the death: the engine's sockets close before its exit reaches the
+    // supervisor, and its exit reaches the controller only after its log has drained. Each
+    // request must wait for the relaunch, never meet the dead engine with a 502.
     const next = await client.chat.completions.create({ model: 'demo-tiny', messages: [{ role: 'user', content: 'again' }], max_tokens: 8 });
     expect(next.model).toBe('demo-tiny');
+    expect(await sentAtKill).toMatchObject({ model: 'demo-tiny', object: 'chat.completion' });
     const relaunched = await daemon.model('demo-tiny');
     expect(relaunched.upstream?.pid).not.toBe(tinyPid);
     expect(isProcessAlive(relaunched.upstream?.pid as number)).toBe(true);

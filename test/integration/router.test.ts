@@ -3,7 +3,7 @@
 // in-memory object standing in for controller + supervisor + catalog, so each test can make a
 // model cold, quarantined, left out of the plan, or falling back.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRouter, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
@@ -121,9 +121,29 @@ function json(res: http.ServerResponse, value: unknown): void {
   res.end(JSON.stringify(value));
 }
 
+/**
+ * An engine in its last moments: it accepts each connection and resets it before answering,
+ * as a killed llama-server's port does in the instant before its exit is seen.
+ */
+async function startDyingEngine(): Promise<{ url: string; connections: () => number; stop: () => Promise<void> }> {
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    connections++;
+    socket.resetAndDestroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    connections: () => connections,
+    stop: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // A scripted gateway: models are 'ready', 'cold' (ready `loadMs` after the first demand; never
 // when loadMs is Infinity), 'quarantined' or 'unschedulable'; one may fall back to another.
+// A model's engine may be another than the shared fake one, and `onUnreachable` scripts what
+// the gateway learns when the router reports that engine unreachable.
 // ---------------------------------------------------------------------------------------------
 
 type ScriptedState = 'ready' | 'cold' | 'loading' | 'quarantined' | 'unschedulable';
@@ -137,6 +157,14 @@ interface ScriptedModel {
   fallbackTo?: string;
   /** What the next reconcileNow pass decides for an unschedulable model. */
   onReconcile?: 'stays' | 'room-made';
+  /** Where its engine listens; default the shared fake engine. */
+  engineUrl?: string;
+  /**
+   * What engineUnreachable finds: 'lives-on' (default: nothing changed, resolves at once),
+   * 'died' (the engine is gone: the model turns cold, and its relaunch is the shared fake
+   * engine), or 'unknown' (nothing is learned until the router's signal aborts).
+   */
+  onUnreachable?: 'lives-on' | 'died' | 'unknown';
 }
 
 class ScriptedGateway implements ModelGateway {
@@ -219,7 +247,18 @@ class ScriptedGateway implements ModelGateway {
     return this.model(modelId).fallbackTo ?? modelId;
   }
   endpointFor(servingModelId: string): { baseUrl: string; apiKey: string } | undefined {
-    return this.model(servingModelId).state === 'ready' ? { baseUrl: this.engineBaseUrl, apiKey: this.engineKey } : undefined;
+    const model = this.model(servingModelId);
+    return model.state === 'ready' ? { baseUrl: model.engineUrl ?? this.engineBaseUrl, apiKey: this.engineKey } : undefined;
+  }
+  engineUnreachable(servingModelId: string, endpoint: { baseUrl: string }, signal: AbortSignal): Promise<void> {
+    this.calls.push(`engineUnreachable:${servingModelId}@${endpoint.baseUrl}`);
+    const model = this.model(servingModelId);
+    if (model.onUnreachable === 'unknown') return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    if (model.onUnreachable === 'died') {
+      model.state = 'cold';
+      model.engineUrl = undefined;
+    }
+    return Promise.resolve();
   }
   requestStarted(modelId: string): () => void {
     this.startedTotal++;
@@ -276,12 +315,17 @@ function scriptedModels(overrides: Partial<Record<string, Partial<ScriptedModel>
 const ENGINE_KEY = 'engine-per-launch-key';
 let engine: FakeEngine;
 let engineUrl: string;
+let dying: Awaited<ReturnType<typeof startDyingEngine>>;
 
 beforeAll(async () => {
   engine = new FakeEngine(ENGINE_KEY);
   engineUrl = await engine.start();
+  dying = await startDyingEngine();
 });
-afterAll(() => engine.stop());
+afterAll(async () => {
+  await engine.stop();
+  await dying.stop();
+});
 
 const opened: { router: ListeningRouter; gateway: ScriptedGateway }[] = [];
 afterEach(async () => {
@@ -530,8 +574,9 @@ describe('broken connections', () => {
     expect(gateway.startedTotal).toBe(0);
   });
 
-  it('ends the stream with an error event when the engine dies mid-stream', async () => {
+  it('ends the stream with an error event when the engine dies mid-stream, and never resends it', async () => {
     const { client, gateway } = await startRouter();
+    const before = engine.requests.length;
     const stream = await client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:die-mid-stream' }], stream: true });
     const received: string[] = [];
     const error = await caught(
@@ -543,15 +588,64 @@ describe('broken connections', () => {
     expect(error.code).toBe('engine_stream_interrupted');
     expect(error.type).toBe('engine_error');
     await vi.waitFor(() => expect(gateway.inFlight.get('small')).toBe(0));
+    expect(engine.requests.length - before).toBe(1);
+    expect(gateway.calls).toEqual([]);
   });
 
-  it('answers 502 from the engine when it dies before answering a non-stream request', async () => {
+  it('answers 502 from the engine when it dies before answering, on the one resend too', async () => {
     const { client, gateway } = await startRouter();
+    const before = engine.requests.length;
     const error = await caught(client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:die-before-answer' }] }));
     expect(error.status).toBe(502);
     expect(error.code).toBe('engine_unreachable');
     expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
+    expect(engine.requests.length - before).toBe(2);
+    expect(gateway.calls).toEqual([`engineUnreachable:small@${engineUrl}`]);
     await vi.waitFor(() => expect(gateway.inFlight.get('small')).toBe(0));
+    expect(gateway.finishedTotal).toBe(2);
+  });
+
+  it('resends a request whose engine reset the connection to the relaunched engine, once its death is known', async () => {
+    const { client, gateway } = await startRouter({}, { small: { engineUrl: dying.url, onUnreachable: 'died' } });
+    const resets = dying.connections();
+    const { data, response } = await client.chat.completions.create({ model: 'small', messages: hello }).withResponse();
+    expect(data.choices[0]?.message.content).toBe('echo: hello');
+    expect(response.headers.get('x-llmtray-served-by')).toBe('small');
+    expect(dying.connections() - resets).toBe(1);
+    // The retry asked for the model like any cold request, after the gateway learned of the death.
+    expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`, 'demand:small', 'waitUntilReady:small']);
+    expect(gateway.loadsStarted.get('small')).toBe(1);
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2));
+    expect(gateway.startedTotal).toBe(2);
+    expect(gateway.inFlight.get('small')).toBe(0);
+  });
+
+  it('resends a streamed request too, and answers 502 when the engine is still unreachable the second time', async () => {
+    const { client, gateway } = await startRouter({}, { small: { engineUrl: dying.url, onUnreachable: 'lives-on' } });
+    const resets = dying.connections();
+    const error = await caught(client.chat.completions.create({ model: 'small', messages: hello, stream: true }));
+    expect(error.status).toBe(502);
+    expect(error.code).toBe('engine_unreachable');
+    expect(error.message).toContain("'small'");
+    expect(dying.connections() - resets).toBe(2);
+    expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`]);
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2));
+    expect(gateway.startedTotal).toBe(2);
+    expect(gateway.inFlight.get('small')).toBe(0);
+  });
+
+  it('gives up the resend when the client leaves while the engine’s death is awaited', async () => {
+    const { client, gateway } = await startRouter({}, { small: { engineUrl: dying.url, onUnreachable: 'unknown' } });
+    const resets = dying.connections();
+    const abort = new AbortController();
+    const pending = client.chat.completions.create({ model: 'small', messages: hello }, { signal: abort.signal }).catch((e: unknown) => e);
+    await vi.waitFor(() => expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`]));
+    abort.abort();
+    await pending;
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1));
+    expect(gateway.startedTotal).toBe(1);
+    expect(dying.connections() - resets).toBe(1);
+    expect(gateway.calls).toHaveLength(1);
   });
 });
 
@@ -658,7 +752,7 @@ describe('security and request checks', () => {
     ]);
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled']);
     await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
-    expect(gateway.startedTotal).toBe(5);
+    expect(gateway.startedTotal).toBe(6); // the engine that died before answering was tried twice
     expect([...gateway.inFlight.values()].every((n) => n === 0)).toBe(true);
   });
 });

@@ -328,6 +328,53 @@ describe('Supervisor with the fake engine', () => {
     expect(supervisor.endpointFor('victim')).not.toBeNull();
   });
 
+  it('stops naming a killed server’s endpoint at its exit, before its output drains and onExit is told', async () => {
+    const children: ChildProcess[] = [];
+    const { supervisor } = await supervisorWith(
+      {},
+      {
+        spawn: (command, args, options) => {
+          const child = spawn(command, args, options);
+          children.push(child);
+          return child;
+        },
+      },
+    );
+    const exits: string[] = [];
+    supervisor.onExit((modelId) => exits.push(modelId));
+    await supervisor.launch('victim', 'full');
+    const endpoint = supervisor.endpointFor('victim');
+    const child = children[0];
+    if (endpoint === null || child === undefined) throw new Error('victim is not ready');
+
+    // Alive, its end is not known: serverEnded waits until its caller gives up.
+    const giveUp = new AbortController();
+    let gaveUp = false;
+    const waited = supervisor.serverEnded('victim', endpoint, giveUp.signal).then(() => (gaveUp = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(gaveUp).toBe(false);
+    giveUp.abort();
+    await waited;
+
+    // Listened to after the supervisor's own 'exit' listener, so this runs just after it: the
+    // router's view must already be right, while the exit listeners still wait for the drain.
+    const atExit = new Promise<{ endpoint: unknown; told: number }>((resolve) =>
+      child.once('exit', () => resolve({ endpoint: supervisor.endpointFor('victim'), told: exits.length })),
+    );
+    const ended = supervisor.serverEnded('victim', endpoint, new AbortController().signal);
+    process.kill(endpoint.pid, 'SIGKILL');
+    expect(await atExit).toEqual({ endpoint: null, told: 0 });
+    await ended;
+    await until(() => exits.length === 1, 'onExit is called');
+    expect(exits).toEqual(['victim']);
+
+    // Once it has ended, or for an endpoint that is not the model's server, it answers at once.
+    const never = new AbortController().signal;
+    await supervisor.serverEnded('victim', endpoint, never);
+    await supervisor.serverEnded('victim', { port: endpoint.port, apiKey: 'another launch' }, never);
+    await supervisor.serverEnded('never-launched', endpoint, never);
+  });
+
   it('does not call onExit for evictions', async () => {
     const { supervisor } = await supervisorWith({});
     const exits: string[] = [];

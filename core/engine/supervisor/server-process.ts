@@ -32,11 +32,22 @@ export class ServerProcess {
   /** Set once we decided to stop it: its exit is then not a failure. */
   stopping = false;
   exit: ProcessExit | null = null;
+  /**
+   * True from the moment the process is known to have exited (or never started), before its
+   * output has drained: its port is dead, so nothing may be sent there any more, even while
+   * `phase` still says 'ready' for the drain's sake.
+   */
+  hasEnded = false;
   readonly tail = new LineRing(TAIL_LINES);
   readonly buffers = new BufferTally();
   readonly doorbell = new Doorbell();
   /** Resolves with the exit once the process has exited and its output has drained. */
   readonly exited: Promise<ProcessExit>;
+  /**
+   * Resolves as soon as the process has exited (or failed to start), without waiting for the
+   * drain: for those who only need to know its port is dead, not why. `hasEnded` is set first.
+   */
+  readonly ended: Promise<void>;
   /** Resolves when the process has started; rejects with the 'error' that comes instead of 'spawn'. */
   readonly spawned: Promise<void>;
 
@@ -75,8 +86,18 @@ export class ServerProcess {
         else reject(error);
       });
     });
+    let markEnded = (): void => {};
+    this.ended = new Promise((resolve) => {
+      markEnded = () => {
+        this.hasEnded = true;
+        resolve();
+      };
+    });
     this.exited = new Promise((resolve) => {
       const settle = (code: number | null, signal: NodeJS.Signals | null): void => {
+        // Marked at once, not after the drain: a dying engine's sockets close before its exit
+        // arrives, and for the drain's 250 ms the router must already stop sending it requests.
+        markEnded();
         const exit = { exitCode: code, signal };
         const drained = new Promise<void>((done) => {
           const timer = setTimeout(done, DRAIN_MS);
@@ -94,6 +115,7 @@ export class ServerProcess {
       child.once('exit', settle);
       // A process that never started has no exit event; its 'error' is its end.
       this.spawned.catch(() => {
+        markEnded();
         this.exit = { exitCode: null, signal: null };
         this.phase = 'exited';
         resolve(this.exit);

@@ -249,12 +249,40 @@ export class Supervisor {
     return [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [owner.server.pid] : []));
   }
 
-  /** Where to send a model's requests, or null unless its server is ready. */
+  /**
+   * Where to send a model's requests, or null unless its server is ready and alive. Null from
+   * the moment its process exits, though the exit listeners hear of it only after the drain
+   * (up to 250 ms later): a request sent in between would meet a dead port.
+   */
   endpointFor(modelId: string): Endpoint | null {
     const server = this.owners.get(modelId)?.server;
-    if (!server || server.phase !== 'ready' || server.readyAt === null) return null;
+    if (!server || server.phase !== 'ready' || server.readyAt === null || server.hasEnded) return null;
     const { port, apiKey, pid, level, startedAt, readyAt } = server;
     return { port, apiKey, pid, level, startedAt, readyAt };
+  }
+
+  /**
+   * Resolves once the model's server at `endpoint` (matched by port and per-launch key) is
+   * known to have ended, so that `endpointFor` no longer names it: at once if it has, or if
+   * the model's server is another one now (relaunched) or none; else at its process's exit.
+   * For the router, whose request an engine refused or reset: a dying engine's sockets close
+   * before its exit is seen. Blocks until then or until `signal` aborts, which resolves it too
+   * (the caller bounds the wait: an engine that reset one connection may live on). Idempotent;
+   * never rejects.
+   */
+  serverEnded(modelId: string, endpoint: Pick<Endpoint, 'port' | 'apiKey'>, signal: AbortSignal): Promise<void> {
+    const server = this.owners.get(modelId)?.server;
+    if (!server || server.hasEnded || server.port !== endpoint.port || server.apiKey !== endpoint.apiKey || signal.aborted) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = (): void => {
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done, { once: true });
+      void server.ended.then(done);
+    });
   }
 
   /** The latest server of a model (running or ended), or null if it was never launched. */
@@ -338,7 +366,7 @@ export class Supervisor {
   private async launchNow(owner: ModelOwner, level: LaunchLevel, cancel: AbortSignal): Promise<void> {
     cancel.throwIfAborted();
     const current = owner.server;
-    if (current?.phase === 'ready' && current.level === level) return;
+    if (current?.phase === 'ready' && !current.hasEnded && current.level === level) return;
     if (current?.running) await this.stop(owner, current);
     let spec: LaunchSpec;
     let command: EngineCommand;
