@@ -2,10 +2,10 @@
 // `llmtray`: the headless daemon (`serve`) and a small client over its admin API.
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
+import { findModel } from './admin/admin-service.js';
 import { readAdminToken } from './admin/admin-token.js';
 import { currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { isModelCommand, type ModelCommand } from './contracts/commands.js';
-import type { ModelView } from './contracts/snapshot.js';
 import { AdminClient } from './cli/admin-client.js';
 import { modelsText, statusText } from './cli/format.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
@@ -120,16 +120,6 @@ async function serve(flags: Flags): Promise<void> {
   process.on('SIGHUP', onSignal);
 }
 
-async function client(flags: Flags): Promise<AdminClient> {
-  const dataDir = dataDirOf(flags);
-  const info = await readDaemonInfo(dataDir);
-  return new AdminClient(info.origin, await readAdminToken(dataDir));
-}
-
-function findModel(models: readonly ModelView[], name: string): ModelView | undefined {
-  return models.find((m) => m.id === name) ?? models.find((m) => m.aliases.includes(name));
-}
-
 /** `load` waits and narrates: loading (with progress) → ready, or the reason it will not come. */
 async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Promise<number> {
   // Passes planned from here on saw the load; an older plan's "does not fit" may be stale.
@@ -203,7 +193,14 @@ async function main(argv: string[]): Promise<number> {
   const id = rest[0] ?? '';
   if ((command === 'logs' || isModelCommand(command)) && id === '') throw new UsageError(`${command}: which model? (llmtray ${command} ID)`);
   if (flags.timeout !== undefined && !(Number(flags.timeout) > 0)) throw new UsageError(`--timeout: expected a number of seconds above 0, got '${flags.timeout}'`);
-  const admin = await client(flags);
+  const dataDir = dataDirOf(flags);
+  const info = await readDaemonInfo(dataDir);
+  const token = await readAdminToken(dataDir);
+  if (command === 'dashboard') {
+    process.stdout.write(`${info.origin}/#token=${token}\n`);
+    return 0;
+  }
+  const admin = new AdminClient(info.origin, token);
   switch (command) {
     case 'status': {
       const snapshot = await admin.state();
@@ -213,12 +210,6 @@ async function main(argv: string[]): Promise<number> {
     case 'models': {
       const snapshot = await admin.state();
       process.stdout.write(`${flags.json ? JSON.stringify(snapshot.models, null, 2) : modelsText(snapshot)}\n`);
-      return 0;
-    }
-    case 'dashboard': {
-      const dataDir = dataDirOf(flags);
-      const info = await readDaemonInfo(dataDir);
-      process.stdout.write(`${info.origin}/#token=${await readAdminToken(dataDir)}\n`);
       return 0;
     }
     case 'logs': {

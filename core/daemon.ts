@@ -9,13 +9,14 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdminService, createAdminHandler, ensureAdminToken, PinStore } from './admin/index.js';
-import { Catalog } from './catalog/catalog.js';
+import { Catalog, type CatalogModel } from './catalog/catalog.js';
 import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { watchCatalog, type CatalogWatcher } from './catalog/watch-catalog.js';
 import { Controller } from './controller/controller.js';
 import type { Log } from './controller/effects.js';
 import { LaunchError } from './engine/failure-classifier.js';
 import { findLlamaServer } from './engine/llama-server/find-binary.js';
+import { realClock } from './engine/supervisor/clock.js';
 import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
 import { Supervisor } from './engine/supervisor/supervisor.js';
 import { queryComputeApps } from './gpu/compute-apps.js';
@@ -24,13 +25,14 @@ import { createGpuProbe } from './gpu/gpu-probe.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
 import { footprintAt, type LaunchLevel } from './policy/levels.js';
+import { formatBytes } from './policy/reasons.js';
 import { createRouter, type ListeningRouter } from './router/router.js';
 import { ModelActivity } from './daemon/activity.js';
 import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
 import { DaemonDesiredState } from './daemon/desired-state.js';
 import { createGateway } from './daemon/gateway.js';
 import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
-import { launchSpecFor } from './daemon/launch-specs.js';
+import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
 import { createLogger } from './daemon/logger.js';
 import { createModelActions, PinPolicy } from './daemon/model-actions.js';
 import { buildSnapshot } from './daemon/snapshot-builder.js';
@@ -132,7 +134,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       onError: (error) => log.warn(`memory probe failed; keeping the last budget: ${error instanceof Error ? error.message : String(error)}`),
     });
     const firstSample = await budget.sampleNow();
-    log.info(`memory budget: ${firstSample.mode} mode, ${(firstSample.totalBytes / 1024 ** 3).toFixed(2)} GiB${firstSample.reason ? ` (${firstSample.reason})` : ''}`);
+    log.info(`memory budget: ${firstSample.mode} mode, ${formatBytes(firstSample.totalBytes)}${firstSample.reason ? ` (${firstSample.reason})` : ''}`);
     const currentBudget = (): BudgetSample => budget.current() ?? firstSample;
     const cpuOnly = () => currentBudget().mode === 'cpu';
 
@@ -181,7 +183,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       provider: desired,
       server: supervisor,
       classify: (error) => (error instanceof LaunchError ? error.kind : 'crash'),
-      clock: { now: Date.now, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout) },
+      clock: realClock,
       log: logFor('controller'),
     });
 
@@ -195,10 +197,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       controller,
       supervisor,
       activity,
-      isPinned: (model: Parameters<PinPolicy['isPinned']>[0]) => pinPolicy.isPinned(model),
+      isPinned: (model: CatalogModel) => pinPolicy.isPinned(model),
       wanted: (id: string) => desired.wanted(id),
-      engineOf: (model: Parameters<PinPolicy['isPinned']>[0]) =>
-        model.engine === 'auto' ? (llamaServerPath === null ? 'embedded' : 'llama-server') : model.engine,
+      engineOf: (model: CatalogModel) => engineFor(model, llamaServerPath),
       measuredBytes: (id: string) => measured.get(id) ?? null,
       budget: () => budget.current(),
       limitBytes: config.budget.limitBytes ?? null,
@@ -208,7 +209,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       buildSnapshot: () => buildSnapshot(snapshotParts),
       commands: createModelActions({ resolve: (id) => catalog.resolve(id), pins, activity, controller }, pinPolicy),
       logs: (id) => supervisor.logs(id),
-      clock: { now: Date.now, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout) },
+      clock: realClock,
       warn: (message) => log.warn(message),
     });
     cleanups.push(() => admin.close());
@@ -247,7 +248,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       await listening?.close();
     });
     const port = listening.port;
-    const origin = `http://${listening.url.replace(/^http:\/\//, '').replace(/\/v1$/, '')}`;
+    const origin = listening.url.replace(/\/v1$/, '');
     const dashboardUrl = `${origin}/#token=${token}`;
 
     // The loop, the samplers and the watchers.

@@ -4,17 +4,10 @@
 // be written and changed without main importing its implementation modules (and without the
 // main process loading node-llama-cpp: only the engine child processes do).
 import type { AdminPort } from './admin-port.js';
-import type { EngineNodeCommand } from './engine-node-command.js';
 
 export interface DesktopDaemonOptions {
   /** Generate and serve the demo models (no config needed); `--demo` on the command line. */
   demo: boolean;
-  /**
-   * How to run a Node script (the embedded engine) as a child process. Inside Electron,
-   * `process.execPath` is the Electron binary, which starts a second GUI app unless the
-   * child's environment says ELECTRON_RUN_AS_NODE=1.
-   */
-  engineNode: EngineNodeCommand;
 }
 
 export interface DesktopDaemon {

@@ -8,7 +8,7 @@
 //
 // The daemon comes from core/daemon.js, loaded at run time (see loadStartDaemon). The main
 // process itself never loads node-llama-cpp: only the engine child processes do, run by
-// Electron's own Node (engineNodeCommand), so the app has no native module of its own.
+// Electron's own Node (ENGINE_ENV), so the app has no native module of its own.
 import {
   app,
   BrowserWindow,
@@ -33,7 +33,6 @@ import { DASHBOARD_CSP } from '../core/admin/static-files.js';
 import type { Snapshot } from '../core/contracts/snapshot.js';
 import { assertNever } from './assert-never.js';
 import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
-import { engineNodeCommand } from './engine-node-command.js';
 import { forwardAdminEvents, registerIpcHandlers } from './ipc-main-handlers.js';
 import { createLoginItem, relaunchCommand } from './login-item.js';
 import { toMenuTemplate } from './menu-template.js';
@@ -67,13 +66,21 @@ const systemClock: ThrottleClock = {
 };
 
 /**
+ * The engines' extra environment. The daemon runs the embedded engine under
+ * `process.execPath`, which here is the Electron binary: without ELECTRON_RUN_AS_NODE=1 each
+ * engine would open a second app (and a second tray icon). Setting it on our own process.env
+ * instead was rejected: every child would inherit it, including anything the app relaunches.
+ */
+const ENGINE_ENV: Readonly<Record<string, string>> = { ELECTRON_RUN_AS_NODE: '1' };
+
+/**
  * The daemon's composition root, loaded when the app starts (a dynamic import, so the window
  * and tray code load first). It keeps the same data dir and config as `llmtray serve`, so
  * `llmtray status` and friends talk to the desktop app too.
  */
 async function loadStartDaemon(): Promise<StartDaemon> {
   const { startDaemon } = await import('../core/daemon.js');
-  return (options) => startDaemon({ demo: options.demo, engineEnv: { ...options.engineNode.env } });
+  return (options) => startDaemon({ demo: options.demo, engineEnv: { ...ENGINE_ENV } });
 }
 
 // Must happen before 'ready': only a standard, secure scheme gets an origin of its own.
@@ -96,10 +103,7 @@ async function run(): Promise<void> {
   let stopListening: () => void = () => {};
   const daemonStarting = app.whenReady().then(async () => {
     const startDaemon = await loadStartDaemon();
-    return startDaemon({
-      demo: process.argv.includes('--demo'),
-      engineNode: engineNodeCommand({ execPath: process.execPath, isElectron: true }),
-    });
+    return startDaemon({ demo: process.argv.includes('--demo') });
   });
 
   const quit = createQuitCoordinator({

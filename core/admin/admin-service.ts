@@ -204,7 +204,7 @@ export class AdminService {
 }
 
 /** The model a person means by `name`: its id first, then an alias. */
-function findModel(models: readonly ModelView[], name: string): ModelView | undefined {
+export function findModel(models: readonly ModelView[], name: string): ModelView | undefined {
   return models.find((model) => model.id === name) ?? models.find((model) => model.aliases.includes(name));
 }
 

@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdminEvent } from '../contracts/admin-events.js';
 import type { AdminClock, AdminService } from './admin-service.js';
+import { BASE_HEADERS } from './replies.js';
 
 /** A comment line this often keeps proxies and idle-connection reapers from closing the stream. */
 export const DEFAULT_HEARTBEAT_MS = 15_000;
@@ -29,9 +30,8 @@ export interface EventStreamOptions {
  */
 export function openEventStream(req: IncomingMessage, res: ServerResponse, service: AdminService, options: EventStreamOptions): void {
   res.writeHead(200, {
+    ...BASE_HEADERS,
     'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-store',
-    'x-content-type-options': 'nosniff',
     connection: 'keep-alive',
     // Proxies such as nginx buffer responses unless told not to; a buffered stream is a dead one.
     'x-accel-buffering': 'no',

@@ -271,7 +271,7 @@ export class Catalog {
 
     const entries = [...configured, ...discovered];
     const read = (path: string | undefined) => (path === undefined ? Promise.resolve(undefined) : this.readMetadata(path));
-    const metadata = await Promise.all(entries.map((e) => (e.fileError || !e.file ? Promise.resolve(undefined) : this.readMetadata(e.path))));
+    const metadata = await Promise.all(entries.map((e) => read(e.fileError || !e.file ? undefined : e.path)));
     const projectors = await Promise.all(entries.map((e) => read(e.projectorPath)));
     const byId = new Map(entries.map((e, i) => [e.id, i]));
 

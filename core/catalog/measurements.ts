@@ -4,8 +4,9 @@
 // log lines) is the truth. The next estimate for a model is the larger of the two (DESIGN.md:
 // learn from measurement). A measurement belongs to one definition: after the person changes
 // the context or the file, the old number says nothing and is ignored.
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { writeFileAtomic } from '../admin/atomic-file.js';
 import { footprintAt, type FootprintEstimate } from '../policy/levels.js';
 
 export const MEASUREMENTS_FILE_NAME = 'measurements.json';
@@ -67,9 +68,7 @@ export class MeasurementStore {
     // Serialised so two quick measurements cannot interleave their renames.
     this.writes = this.writes.catch(() => undefined).then(async () => {
       await mkdir(dirname(this.file), { recursive: true });
-      const temporary = `${this.file}.${process.pid}.tmp`;
-      await writeFile(temporary, `${JSON.stringify(snapshot, null, 2)}\n`);
-      await rename(temporary, this.file);
+      await writeFileAtomic(this.file, `${JSON.stringify(snapshot, null, 2)}\n`);
     });
     return this.writes;
   }

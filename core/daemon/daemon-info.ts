@@ -1,8 +1,9 @@
 // Where a running daemon can be reached, for the CLI: DATA_DIR/daemon.json. It holds no
 // secret (the admin token has its own 0600 file); it is removed on a clean stop, and a stale
-// one left by a crash is harmless because the CLI's request then fails with a clear message.
-import { readFile, rename, writeFile } from 'node:fs/promises';
+// one left by a crash is told apart by its pid (readDaemonInfo).
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../admin/atomic-file.js';
 import { processProbe, type LockProbe } from './instance-lock.js';
 
 export const DAEMON_INFO_FILE = 'daemon.json';
@@ -18,10 +19,7 @@ export interface DaemonInfo {
 }
 
 export async function writeDaemonInfo(dataDir: string, info: DaemonInfo): Promise<void> {
-  const path = join(dataDir, DAEMON_INFO_FILE);
-  const temp = `${path}.${process.pid}.tmp`;
-  await writeFile(temp, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
-  await rename(temp, path);
+  await writeFileAtomic(join(dataDir, DAEMON_INFO_FILE), `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** The running daemon's address, or an Error that says how to start one. */

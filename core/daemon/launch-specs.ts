@@ -25,16 +25,21 @@ export function defaultThreads(): number {
   return Math.max(1, Math.floor(availableParallelism() / 2));
 }
 
+/** The engine that runs `model`: its own choice, or for `auto` llama-server when one was found. */
+export function engineFor(model: Pick<CatalogModel, 'engine'>, llamaServerPath: string | null): LaunchSpec['engine'] {
+  if (model.engine !== 'auto') return model.engine;
+  return llamaServerPath === null ? 'embedded' : 'llama-server';
+}
+
 /** Throws an Error naming the cause when the model cannot be started as defined. */
 export function launchSpecFor(modelId: string, sources: LaunchSpecSources): LaunchSpec {
   const model = sources.resolve(modelId);
   if (model === undefined) throw new Error(`'${modelId}' is no longer in the catalog`);
   if (model.metadataError !== null) throw new Error(model.metadataError);
   const cpu = sources.cpuOnly();
-  const engine = model.engine === 'auto' ? (sources.llamaServerPath === null ? 'embedded' : 'llama-server') : model.engine;
   const spec: LaunchSpec = {
     modelId: model.id,
-    engine,
+    engine: engineFor(model, sources.llamaServerPath),
     modelPath: model.path,
     contextTokens: model.ctx,
     gpuLayers: cpu ? 0 : model.gpuLayers,

@@ -16,6 +16,3 @@ export function createLogger(subsystem: string, sink: LogSink = (line) => proces
     error: (message, fields) => write('E', message, fields),
   };
 }
-
-/** A log that drops everything, for tests that assert behaviour, not wording. */
-export const silentLog: Log = { info() {}, warn() {}, error() {} };

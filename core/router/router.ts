@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OpenAIModelList } from '../contracts/openai.js';
+import { formatBytes } from '../policy/reasons.js';
 import { activate } from './activation.js';
 import { sendError, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
@@ -274,14 +275,13 @@ function wrongMethod(path: string, allowed: 'GET' | 'POST'): RouterError {
 }
 
 function tooLarge(receivedBytes: number, limitBytes: number): RouterError {
-  const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
   return {
     status: 413,
     source: 'router',
     type: 'invalid_request_error',
     code: 'request_too_large',
     param: null,
-    message: `The request body is at least ${mib(receivedBytes)} (${receivedBytes} bytes); this endpoint accepts at most ${mib(limitBytes)} (${limitBytes} bytes, the bodyLimitBytes setting).`,
+    message: `The request body is at least ${formatBytes(receivedBytes)} (${receivedBytes} bytes); this endpoint accepts at most ${formatBytes(limitBytes)} (${limitBytes} bytes, the bodyLimitBytes setting).`,
   };
 }
 

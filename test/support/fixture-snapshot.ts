@@ -2,40 +2,17 @@
 // quarantined with no server (the seed's case: its series must still exist), one idle whose
 // id needs escaping in a Prometheus label and encoding in a URL.
 import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
+import { GiB, model } from '../../renderer/src/test-fixtures/snapshot-builder.js';
 
-const GiB = 1024 ** 3;
-
+/** The renderer's model builder, with this fixture's path, context, estimates and clock. */
 export function fixtureModel(id: string, overrides: Partial<ModelView> = {}): ModelView {
-  return {
-    id,
-    aliases: [],
+  return model(id, {
     path: `/models/${id}.gguf`,
-    engine: 'embedded',
-    priority: 0,
-    pinned: false,
-    desired: false,
-    draftId: null,
-    fallbackId: null,
     contextTokens: 4096,
     estimateBytes: { full: 6 * GiB, degraded: 4 * GiB, minimal: 0 },
-    measuredBytes: null,
-    inFlight: 0,
-    lastUsed: null,
-    status: {
-      modelId: id,
-      state: 'idle',
-      level: null,
-      recovery: { kind: 'none', attempts: 0, nextAction: null, nextAttemptAt: null, lastError: null },
-      servedBy: null,
-      unschedulableReason: null,
-      next: null,
-      since: 1_700_000_000_000,
-    },
-    loading: null,
-    upstream: null,
-    catalogError: null,
     ...overrides,
-  };
+    status: { since: 1_700_000_000_000, ...overrides.status },
+  });
 }
 
 export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {

@@ -6,11 +6,12 @@
 // launch names its own randomly named API-key file in its argv, so a matching command line
 // means "this very server" and nothing else. Only a hash of the command line is stored.
 //
-// Why a rewrite of the whole file with rename: a crash mid-write must leave either the old or
+// Why an atomic rewrite of the whole file: a crash mid-write must leave either the old or
 // the new list, never half of one — a torn file would hide exactly the orphans it exists for.
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { writeFileAtomic } from '../../admin/atomic-file.js';
 
 export interface EngineRecord {
   modelId: string;
@@ -104,10 +105,7 @@ export class EngineRegistry {
     // Chained so that writes land in order; a failed write does not block the ones after it.
     this.writes = this.writes.catch(() => undefined).then(async () => {
       await mkdir(dirname(this.file), { recursive: true });
-      // Unique per write: a second writer of the same file must never rename our half-written one.
-      const temporary = `${this.file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-      await writeFile(temporary, snapshot);
-      await rename(temporary, this.file);
+      await writeFileAtomic(this.file, snapshot);
     });
     return this.writes;
   }

@@ -81,7 +81,7 @@ async function processTable(platform: NodeJS.Platform): Promise<ProcessRow[]> {
 }
 
 /** Every descendant of `pid` (children, grandchildren, …); empty when it has none or it is gone. */
-export async function descendantsOf(pid: number, platform: NodeJS.Platform = process.platform): Promise<number[]> {
+async function descendantsOf(pid: number, platform: NodeJS.Platform = process.platform): Promise<number[]> {
   const table = await processTable(platform);
   const out: number[] = [];
   const frontier = [pid];

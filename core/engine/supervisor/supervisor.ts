@@ -234,7 +234,9 @@ export class Supervisor {
    * their device bytes (measured where possible). Does not block on the processes.
    */
   async resident(): Promise<ResidentServer[]> {
-    const gpu = await this.gpuUsage();
+    // The controller asks on every pass: no driver query (an nvidia-smi run) when nothing on the device could use it.
+    const onDevice = [...this.owners.values()].some((owner) => owner.server?.running && owner.server.level !== 'minimal');
+    const gpu = onDevice ? await this.gpuUsage() : null;
     const out: ResidentServer[] = [];
     for (const owner of this.owners.values()) {
       const server = owner.server;
@@ -491,7 +493,8 @@ export class Supervisor {
     if (server.running) server.phase = 'stopping';
     const probe = this.deps.memoryProbe;
     const freeBefore = wasReady && probe ? await probe().catch(() => null) : null;
-    const footprintBytes = this.deviceBytesOf(owner.modelId, server, await this.gpuUsage());
+    // Only the memory wait needs the footprint; without one, asking the driver would be wasted.
+    const footprintBytes = freeBefore === null ? 0 : this.deviceBytesOf(owner.modelId, server, await this.gpuUsage());
     const { forced } = await terminateTree(server.pid, {
       graceMs: this.graceMs,
       leaderExited: server.exited,

@@ -32,8 +32,3 @@ export function formatAgo(at: number | null, now: number): string {
 export function formatClock(at: number): string {
   return new Date(at).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
 }
-
-/** "1 model", "2 models". */
-export function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
-}

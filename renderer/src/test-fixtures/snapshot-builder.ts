@@ -1,6 +1,7 @@
 // Typed builders for realistic snapshots. Each takes only what a case is about and fills the
 // rest with what the daemon would send, so a fixture reads as the situation it describes and a
-// field added to the contract is filled in one place.
+// field added to the contract is filled in one place (test/support/fixture-snapshot.ts and the
+// Electron tests build on these too).
 import type { ModelStatus, RecoveryView } from '../../../core/contracts/model-status.js';
 import type { BudgetView, GpuView, MemoryHolder, ModelView, PlanView, Snapshot } from '../../../core/contracts/snapshot.js';
 

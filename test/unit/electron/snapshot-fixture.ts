@@ -1,9 +1,11 @@
-// Snapshots for the Electron adapter tests: one model in any state, and a snapshot around them.
+// Snapshots for the Electron adapter tests: one model in any state, and a snapshot around them,
+// built with the renderer's builders so a field added to the contract is filled in one place.
 import type { ModelStatus } from '../../../core/contracts/model-status.js';
 import type { ModelView, Snapshot } from '../../../core/contracts/snapshot.js';
+import { budget, GiB, snapshot as buildSnapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
 import { fixtureModel } from '../../support/fixture-snapshot.js';
 
-export const GiB = 1024 ** 3;
+export { GiB };
 export const NOW = 1_700_000_100_000;
 
 export function model(id: string, status: Partial<ModelStatus> = {}, view: Partial<ModelView> = {}): ModelView {
@@ -11,27 +13,13 @@ export function model(id: string, status: Partial<ModelStatus> = {}, view: Parti
   return { ...base, status: { ...base.status, modelId: id, since: NOW - 60_000, ...status } };
 }
 
+/** No GPUs listed; 17.2 GiB of a 24 GiB budget in use. */
 export function snapshot(models: ModelView[], overrides: Partial<Snapshot> = {}): Snapshot {
-  return {
-    revision: 7,
+  return buildSnapshot({
     startedAt: NOW - 3_600_000,
     endpoint: 'http://127.0.0.1:8080/v1',
     models,
-    budget: {
-      mode: 'gpu',
-      budgetBytes: 24 * GiB,
-      usedBytes: 17.2 * GiB,
-      limitBytes: null,
-      gpus: [],
-      holders: [],
-      hostTotalBytes: 64 * GiB,
-      hostAvailableBytes: 40 * GiB,
-      sampledAt: NOW,
-    },
-    plan: null,
-    configErrors: [],
-    configPath: '/home/ada/.config/llmtray/config.yaml',
-    modelDirs: ['/home/ada/models'],
+    budget: budget([], { mode: 'gpu', budgetBytes: 24 * GiB, usedBytes: 17.2 * GiB, sampledAt: NOW }),
     ...overrides,
-  };
+  });
 }
