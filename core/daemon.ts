@@ -16,7 +16,7 @@ import { Controller } from './controller/controller.js';
 import type { Log } from './controller/effects.js';
 import { LaunchError } from './engine/failure-classifier.js';
 import { findLlamaServer } from './engine/llama-server/find-binary.js';
-import { realClock } from './engine/supervisor/clock.js';
+import { realClock } from './common/clock.js';
 import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
 import { Supervisor } from './engine/supervisor/supervisor.js';
 import { queryComputeApps } from './gpu/compute-apps.js';

@@ -30,6 +30,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DASHBOARD_CSP } from '../core/admin/static-files.js';
+import { realClock } from '../core/common/clock.js';
 import type { Snapshot } from '../core/contracts/snapshot.js';
 import { assertNever } from './assert-never.js';
 import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
@@ -38,7 +39,7 @@ import { createLoginItem, relaunchCommand } from './login-item.js';
 import { toMenuTemplate } from './menu-template.js';
 import { notificationFor, type NotificationText } from './notifications.js';
 import { createQuitCoordinator } from './quit-coordinator.js';
-import { createThrottle, type ThrottleClock } from './throttle.js';
+import { createThrottle } from './throttle.js';
 import { trayIconDir, trayIconFile } from './tray-icons.js';
 import { buildTrayMenu, trayStatus, type TrayActions, type TrayHealth } from './tray-menu.js';
 import {
@@ -59,11 +60,6 @@ const MENU_REBUILD_INTERVAL_MS = 250;
 /** Longest wait for the engines to stop on quit; the supervisor's own SIGKILL comes well before. */
 const QUIT_GRACE_MS = 20_000;
 
-const systemClock: ThrottleClock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
 
 /**
  * The engines' extra environment. The daemon runs the embedded engine under
@@ -113,7 +109,7 @@ async function run(): Promise<void> {
       await started?.stop();
     },
     exit: (code) => app.exit(code),
-    clock: systemClock,
+    clock: realClock,
     graceMs: QUIT_GRACE_MS,
     log: (message) => console.error(message),
   });
@@ -232,7 +228,7 @@ async function run(): Promise<void> {
       tray.setToolTip(status.tooltip);
     },
     MENU_REBUILD_INTERVAL_MS,
-    systemClock,
+    realClock,
   );
   nativeTheme.on('updated', () => menu.request());
 

@@ -3,13 +3,10 @@
 // request runs at once, later ones within the interval become one trailing run that sees the
 // latest state. Time comes from an injected clock so the behaviour is tested without sleeping.
 
-/** The timer functions used; test/support's FakeClock and the admin service's clock fit. */
-export interface ThrottleClock {
-  /** Epoch ms. */
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+import type { Clock } from '../core/common/clock.js';
+
+/** The shared injected clock; test/support's FakeClock fits. */
+export type ThrottleClock = Clock;
 
 export interface Throttle {
   /** Asks for a run. Never blocks; runs now, or once at the end of the current interval. */

@@ -16,6 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CommandResult, ModelLogsResponse } from '../contracts/commands.js';
 import { createAdminAuth } from './admin-auth.js';
 import type { AdminClock, AdminService } from './admin-service.js';
+import { realClock } from '../common/clock.js';
 import { DEFAULT_HEARTBEAT_MS, openEventStream } from './event-stream.js';
 import { METRICS_CONTENT_TYPE, renderMetrics } from './metrics.js';
 import { BASE_HEADERS, sendAdminError, sendJson } from './replies.js';
@@ -45,12 +46,6 @@ export interface AdminHandlerOptions {
 }
 
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => void;
-
-const realClock: AdminClock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
 
 const MODEL_ROUTE = /^\/api\/models\/([^/]+)\/([^/]+)$/;
 

@@ -10,16 +10,10 @@
 import { isModelCommand, MODEL_COMMANDS, type CommandResult, type ModelCommand } from '../contracts/commands.js';
 import type { AdminEvent } from '../contracts/admin-events.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
+import type { Clock } from '../common/clock.js';
 
-/** Time as the service sees it; the controller's Clock and test/support's FakeClock fit. */
-export interface AdminClock {
-  /** Epoch ms. */
-  now(): number;
-  /** Calls `fn` once after `ms`; returns a handle for clearTimeout. Never blocks. */
-  setTimeout(fn: () => void, ms: number): unknown;
-  /** Cancels a pending timer; unknown or fired handles are ignored. */
-  clearTimeout(handle: unknown): void;
-}
+/** Time as the service sees it: the shared injected clock (test/support's FakeClock fits). */
+export type AdminClock = Clock;
 
 /**
  * What each command does, implemented by the daemon over the controller and the pin store.

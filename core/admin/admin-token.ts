@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { isCode, writeFileAtomic } from './atomic-file.js';
+import { isCode, writeFileAtomic } from '../common/atomic-file.js';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 

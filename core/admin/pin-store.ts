@@ -8,7 +8,7 @@
 // is told where the old file is).
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { isCode, removeStaleTemps, writeFileAtomic, type AtomicWriteFs } from './atomic-file.js';
+import { isCode, removeStaleTemps, writeFileAtomic, type AtomicWriteFs } from '../common/atomic-file.js';
 
 export const PINS_FILE = 'pins.json';
 

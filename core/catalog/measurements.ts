@@ -6,7 +6,7 @@
 // the context or the file, the old number says nothing and is ignored.
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { writeFileAtomic } from '../admin/atomic-file.js';
+import { writeFileAtomic } from '../common/atomic-file.js';
 import { footprintAt, type FootprintEstimate } from '../policy/levels.js';
 
 export const MEASUREMENTS_FILE_NAME = 'measurements.json';

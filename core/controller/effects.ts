@@ -89,15 +89,8 @@ export interface ServerControl {
   evict(modelId: string): Promise<void>;
 }
 
-/** Time as the controller sees it; tests step a fake one instead of sleeping. */
-export interface Clock {
-  /** Epoch ms. */
-  now(): number;
-  /** Calls `fn` once after `ms`; returns a handle for clearTimeout. Never blocks. */
-  setTimeout(fn: () => void, ms: number): unknown;
-  /** Cancels a pending timer; unknown or fired handles are ignored. */
-  clearTimeout(handle: unknown): void;
-}
+/** Time as the controller sees it (the shared injected clock); tests step a fake one instead of sleeping. */
+export type { Clock } from '../common/clock.js';
 
 export type LogFields = Record<string, unknown>;
 

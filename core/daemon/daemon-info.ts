@@ -3,7 +3,7 @@
 // one left by a crash is told apart by its pid (readDaemonInfo).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../admin/atomic-file.js';
+import { writeFileAtomic } from '../common/atomic-file.js';
 import { processProbe, type LockProbe } from './instance-lock.js';
 
 export const DAEMON_INFO_FILE = 'daemon.json';

@@ -11,6 +11,7 @@
 import { computeBudget, type Budget } from './compute-budget.js';
 import { NO_OWN_USAGE, type OwnUsageProvider } from './own-usage.js';
 import type { GpuProbe } from './gpu-probe.js';
+import { realClock, type Clock } from '../common/clock.js';
 
 export interface BudgetConfig {
   reserveBytes: number;
@@ -45,12 +46,7 @@ export interface BudgetSample extends Budget {
 /** `previous` is the sample that last fired, or null for the first one. */
 export type BudgetListener = (budget: BudgetSample, previous: BudgetSample | null) => void;
 
-/** Satisfied by the test FakeClock and by `{ now: Date.now, setTimeout, clearTimeout }`. */
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+export type { Clock };
 
 export interface LiveBudgetDeps {
   probe: GpuProbe;
@@ -91,7 +87,7 @@ export interface LiveBudget {
 export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   const config = deps.config ?? DEFAULT_BUDGET_CONFIG;
   const platform = deps.platform ?? process.platform;
-  const clock: Clock = deps.clock ?? { now: Date.now, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
+  const clock: Clock = deps.clock ?? realClock;
   const threshold = deps.changeThresholdBytes ?? DEFAULT_CHANGE_THRESHOLD_BYTES;
   const onError = deps.onError ?? ((error: unknown) => console.error('[gpu] live budget:', error));
   const listeners = new Set<BudgetListener>();

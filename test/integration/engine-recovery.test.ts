@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { realClock } from '../../core/common/clock.js';
 import type { ModelStatus } from '../../core/contracts/model-status.js';
 import type { ControllerEvent } from '../../core/contracts/controller-events.js';
 import { Controller } from '../../core/controller/controller.js';
@@ -48,12 +49,6 @@ afterEach(async () => {
 });
 
 const quietLog: Log = { info: () => {}, warn: () => {}, error: () => {} };
-const realClock = {
-  now: () => Date.now(),
-  setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms),
-  clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
-};
-
 interface Rig {
   supervisor: Supervisor;
   controller: Controller;

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { writeFileAtomic } from '../../admin/atomic-file.js';
+import { writeFileAtomic } from '../../common/atomic-file.js';
 
 export interface EngineRecord {
   modelId: string;

@@ -5,12 +5,12 @@
 // memory has grown by 75 % of the unloaded model's footprint, at most a few seconds; 75 %
 // rather than 100 % because other programs allocate and free meanwhile and the estimate is not
 // exact, and a bound because a probe that never shows the memory must not stall the controller.
-import type { SupervisorClock } from './clock.js';
+import type { Clock } from '../../common/clock.js';
 
 export interface MemoryWaitOptions {
   /** Free device memory now, bytes. */
   probe: () => Promise<number>;
-  clock: SupervisorClock;
+  clock: Clock;
   /** Free bytes measured just before the server was stopped. */
   freeBefore: number;
   /** The stopped server's device footprint, bytes. */

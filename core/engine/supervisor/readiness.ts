@@ -7,7 +7,7 @@
 // at most 1 s) is only the fallback for engines that print no such line; it starts fast
 // because a tiny model loads in milliseconds.
 import { request } from 'node:http';
-import type { SupervisorClock } from './clock.js';
+import type { Clock } from '../../common/clock.js';
 
 /** Lines after which the engine is probably ready (llama-server's and the embedded engine's wording). */
 export const READY_LINE = /\bmodel loaded\b|\blistening on\b|\bserver is listening\b/i;
@@ -93,7 +93,7 @@ export class Doorbell {
   }
 
   /** Resolves after `ms` on `clock`, on a ring, or on abort (whichever is first); clears its timer. */
-  wait(ms: number, signal: AbortSignal, clock: SupervisorClock): Promise<void> {
+  wait(ms: number, signal: AbortSignal, clock: Clock): Promise<void> {
     if (this.rung || signal.aborted) {
       this.rung = false;
       return Promise.resolve();
@@ -123,7 +123,7 @@ export async function waitUntilReady(options: {
   apiKey: string;
   doorbell: Doorbell;
   signal: AbortSignal;
-  clock: SupervisorClock;
+  clock: Clock;
   onProgress?: (progress: number | null) => void;
 }): Promise<void> {
   let delay = FIRST_POLL_MS;

@@ -13,7 +13,7 @@ import type { LaunchLevel } from '../../policy/levels.js';
 import { classifyFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
 import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
-import { realClock, type SupervisorClock } from './clock.js';
+import { realClock, type Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
 import { commandLineHash, EngineRegistry, type OrphanSweep } from './engine-registry.js';
 import { freeLoopbackPort, PORT_IN_USE } from './free-port.js';
@@ -34,7 +34,7 @@ export interface SupervisorDeps {
   dataDir: string;
   /** child_process.spawn by default. */
   spawn?: SpawnFunction;
-  clock?: SupervisorClock;
+  clock?: Clock;
   /** Free device memory now, bytes. Absent: evictions do not wait for memory to come back. */
   memoryProbe?: () => Promise<number>;
   /**
@@ -142,7 +142,7 @@ export class Supervisor {
   private readonly exitListeners = new Set<EngineExitListener>();
   private readonly registry: EngineRegistry;
   private readonly spawn: SpawnFunction;
-  private readonly clock: SupervisorClock;
+  private readonly clock: Clock;
   private readonly platform: NodeJS.Platform;
   private readonly graceMs: number;
   private readonly killAllOnExit = (): void => {

@@ -2,7 +2,7 @@ import * as fsp from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { nodeAtomicWriteFs, type AtomicWriteFs } from '../../../core/admin/atomic-file.js';
+import { nodeAtomicWriteFs, type AtomicWriteFs } from '../../../core/common/atomic-file.js';
 import { PINS_FILE, PinStore } from '../../../core/admin/pin-store.js';
 
 let dataDir: string;

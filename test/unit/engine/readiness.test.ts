@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkHealth, Doorbell, parseLoadProgress, waitUntilReady } from '../../../core/engine/supervisor/readiness.js';
-import { realClock } from '../../../core/engine/supervisor/clock.js';
+import { realClock } from '../../../core/common/clock.js';
 import { freeLoopbackPort } from '../../../core/engine/supervisor/free-port.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
