@@ -1,6 +1,7 @@
 // The CLI's side of the admin API: the same HTTP routes the dashboard uses, with the token
 // from DATA_DIR/admin-token in an Authorization header.
 import type { AdminEvent } from '../contracts/admin-events.js';
+import { readEventStream } from '../contracts/event-stream-reader.js';
 import type { CommandResult, ModelCommand } from '../contracts/commands.js';
 import type { Snapshot } from '../contracts/snapshot.js';
 
@@ -44,35 +45,19 @@ export class AdminClient {
   }
 
   /**
-   * Reads the admin event stream until `onEvent` returns true or `signal` aborts. SSE over
-   * fetch, because Node 20 has no EventSource and the stream needs the token header.
+   * Reads the admin event stream until `onEvent` returns true or `signal` aborts. Over fetch,
+   * because Node 20 has no EventSource and the stream needs the token header.
    */
   async events(onEvent: (event: AdminEvent) => boolean, signal: AbortSignal): Promise<void> {
-    const res = await this.request('/api/events', { signal, headers: { accept: 'text/event-stream' } });
+    const done = new AbortController();
+    const res = await this.request('/api/events', { signal: AbortSignal.any([signal, done.signal]), headers: { accept: 'text/event-stream' } });
     if (!res.ok || res.body === null) throw new Error(`the daemon answered ${res.status} to /api/events`);
-    const decoder = new TextDecoder();
-    let buffer = '';
-    const reader = res.body.getReader();
     try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buffer += decoder.decode(value, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = block
-            .split('\n')
-            .filter((line) => line.startsWith('data:'))
-            .map((line) => line.slice(5).trimStart())
-            .join('\n');
-          if (data === '') continue;
-          if (onEvent(JSON.parse(data) as AdminEvent)) return;
-        }
-      }
-    } finally {
-      await reader.cancel().catch(() => undefined);
+      await readEventStream(res.body, (message) => {
+        if (!done.signal.aborted && onEvent(JSON.parse(message.data) as AdminEvent)) done.abort();
+      });
+    } catch (error) {
+      if (!done.signal.aborted) throw error;
     }
   }
 }

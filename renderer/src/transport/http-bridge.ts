@@ -17,7 +17,7 @@ import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
-import { readEventStream } from './sse-reader.js';
+import { readEventStream } from '../../../core/contracts/event-stream-reader.js';
 
 /** The sentence the dashboard shows when the daemon refuses this page. */
 export const AUTH_REQUIRED_MESSAGE =

@@ -1,4 +1,6 @@
-// Server-Sent Events read from a fetch body.
+// Server-Sent Events read from a fetch body: how every client of the admin event stream
+// (`/api/events`) reads it — the dashboard's HTTP bridge and the CLI alike — so both parse the
+// wire the same way. Pure: globals only (fetch streams, TextDecoder), no imports.
 //
 // Why not EventSource: it cannot be told to stop retrying on a 401 (it just fails), it cannot
 // notice a connection that went silent (a laptop that slept), and Node 20, where the transport
