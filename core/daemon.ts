@@ -130,7 +130,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const budget = createLiveBudget({
       probe: createGpuProbe(),
       ownUsage: createOwnUsageProvider({ pids: () => supervisorRef?.runningPids() ?? [] }),
-      config: { ...DEFAULT_BUDGET_CONFIG, reserveBytes: config.budget.reserveBytes, limitBytes: config.budget.limitBytes ?? null },
+      config: {
+        reserveBytes: config.budget.reserveBytes,
+        limitBytes: config.budget.limitBytes ?? null,
+        unifiedShare: config.budget.unifiedShare ?? DEFAULT_BUDGET_CONFIG.unifiedShare,
+      },
       onError: (error) => log.warn(`memory probe failed; keeping the last budget: ${error instanceof Error ? error.message : String(error)}`),
     });
     const firstSample = await budget.sampleNow();

@@ -46,6 +46,7 @@ const integer = (expected: string, min: number, max = Number.MAX_SAFE_INTEGER) =
 const modelName = (what: string) =>
   z.string({ error: `expected ${what} (text without spaces)` }).regex(/^\S+$/, { error: `expected ${what} (text without spaces)` });
 
+const UNIFIED_SHARE_EXPECTATION = 'expected a share of RAM above 0 and at most 1 (e.g. 0.75)';
 const GPU_LAYERS_EXPECTATION = 'expected "all" or a whole number of layers (0 or more)';
 const gpuLayers = z.union([z.literal('all'), integer(GPU_LAYERS_EXPECTATION, 0)], { error: GPU_LAYERS_EXPECTATION });
 
@@ -73,6 +74,12 @@ export const configSchema = strict({
   budget: strict({
     reserve: parsed(parseSize, SIZE_EXPECTATION).optional(),
     limit: parsed(parseSize, SIZE_EXPECTATION).optional(),
+    // Apple Silicon: the share of RAM the GPU may use; macOS caps what it lets the GPU wire.
+    unifiedShare: z
+      .number({ error: UNIFIED_SHARE_EXPECTATION })
+      .gt(0, { error: UNIFIED_SHARE_EXPECTATION })
+      .lte(1, { error: UNIFIED_SHARE_EXPECTATION })
+      .optional(),
   }).default({}),
   modelDirs: z.array(nonEmptyText('expected a folder path'), { error: 'expected a list of folders' }).optional(),
   engines: strict({ llamaServer: nonEmptyText('expected the path of a llama-server executable').optional() }).default({}),
