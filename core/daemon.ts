@@ -88,7 +88,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
   const facts = currentPlatform();
   const dataDir = resolve(options.dataDir ?? defaultDataDir(facts));
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const lock: InstanceLock = acquireInstanceLock(dataDir);
+  const lock: InstanceLock = await acquireInstanceLock(dataDir);
   const cleanups: (() => Promise<void> | void)[] = [() => lock.release()];
   const stopAll = async () => {
     for (const cleanup of cleanups.splice(0).reverse()) {

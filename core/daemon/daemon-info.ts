@@ -34,7 +34,7 @@ export async function readDaemonInfo(dataDir: string, probe: Pick<LockProbe, 'al
   if (typeof info.origin !== 'string' || typeof info.port !== 'number') throw new Error(`${join(dataDir, DAEMON_INFO_FILE)} is not a daemon record; remove it and start the daemon again`);
   // A daemon that was killed (kill -9, a power cut) leaves its record behind. Its port may
   // since belong to another program, which would then be sent the admin token.
-  if (typeof info.pid === 'number' && !probe.alive(info.pid)) {
+  if (typeof info.pid === 'number' && !(await probe.alive(info.pid))) {
     throw new Error(`no llmtray daemon is running for ${dataDir}: the one that wrote ${DAEMON_INFO_FILE} (pid ${info.pid}) has ended (start one with \`llmtray serve\`)`);
   }
   return info;

@@ -5,6 +5,7 @@
 // behind, so a lock whose pid is gone, or belongs to a process that is not llmtray (the pid
 // was reused), is stale and taken over — a crash must never leave the user locked out.
 import { openSync, writeSync, closeSync, readFileSync, unlinkSync } from 'node:fs';
+import { isRunning, readCommandLine } from '../engine/supervisor/process-tree.js';
 import { join } from 'node:path';
 
 export interface InstanceLock {
@@ -14,28 +15,16 @@ export interface InstanceLock {
 }
 
 export interface LockProbe {
-  /** True when a process with this pid exists. */
-  alive(pid: number): boolean;
+  /** True when a process with this pid exists (a zombie does not count). */
+  alive(pid: number): Promise<boolean>;
   /** Its command line, or null when it cannot be read. */
-  commandLine(pid: number): string | null;
+  commandLine(pid: number): Promise<string | null>;
 }
 
+/** The supervisor's own process checks: /proc on Linux, `ps` on macOS and the BSDs. */
 export const processProbe: LockProbe = {
-  alive(pid) {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  },
-  commandLine(pid) {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-    } catch {
-      return null;
-    }
-  },
+  alive: (pid) => isRunning(pid),
+  commandLine: (pid) => readCommandLine(pid),
 };
 
 export class InstanceLockedError extends Error {
@@ -46,7 +35,7 @@ export class InstanceLockedError extends Error {
 }
 
 /** Takes the lock for `dataDir`, or throws InstanceLockedError naming the running daemon. */
-export function acquireInstanceLock(dataDir: string, probe: LockProbe = processProbe, pid = process.pid): InstanceLock {
+export async function acquireInstanceLock(dataDir: string, probe: LockProbe = processProbe, pid = process.pid): Promise<InstanceLock> {
   const path = join(dataDir, 'daemon.lock');
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
@@ -67,7 +56,7 @@ export function acquireInstanceLock(dataDir: string, probe: LockProbe = processP
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const holder = Number.parseInt(readFileSync(path, 'utf8').trim(), 10);
-    if (Number.isInteger(holder) && holder !== pid && probe.alive(holder) && looksLikeLlmtray(probe.commandLine(holder))) {
+    if (Number.isInteger(holder) && holder !== pid && (await probe.alive(holder)) && looksLikeLlmtray(await probe.commandLine(holder))) {
       throw new InstanceLockedError(path, holder);
     }
     // Stale: the holder is gone or is some other program that reused the pid.
@@ -80,7 +69,7 @@ export function acquireInstanceLock(dataDir: string, probe: LockProbe = processP
   throw new Error(`could not take the daemon lock ${path}: it keeps reappearing; is another llmtray starting right now?`);
 }
 
-/** A pid whose command line we cannot read is assumed to be ours: refusing is the safe side. */
+/** A pid whose command line cannot be read (Windows) is assumed to be ours: refusing is the safe side. */
 function looksLikeLlmtray(commandLine: string | null): boolean {
   return commandLine === null || /llmtray|cli\.js|electron/i.test(commandLine);
 }
