@@ -54,6 +54,8 @@ export interface StartOptions {
   startTimeoutMs?: number;
   /** A fixed port (a restart on the same origin, which an open dashboard must find again); default 0, a free one. */
   port?: number;
+  /** Environment for the daemon on top of this process's (e.g. a PATH with a llama-server on it). */
+  env?: Record<string, string>;
 }
 
 /** A fresh temp data dir; the caller removes it with removeDataDir. */
@@ -74,6 +76,7 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
   const dataDir = options.dataDir ?? (await makeDataDir());
   const child = spawn(process.execPath, [CLI_ENTRY, 'serve', '--demo', '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
   });
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (text: string) => (stderr += text));
