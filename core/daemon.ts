@@ -272,15 +272,18 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       for (const model of catalog.models()) {
         const at = supervisor.endpointFor(model.id);
         if (at === null) continue;
-        const bytes = await supervisor.measured(model.id).catch(() => null);
-        if (bytes === null) continue;
-        if (measured.get(model.id) !== bytes) {
-          measured.set(model.id, bytes);
+        const measurement = await supervisor.measured(model.id).catch(() => null);
+        if (measurement === null) continue;
+        if (measured.get(model.id) !== measurement.bytes) {
+          measured.set(model.id, measurement.bytes);
           admin.changed();
         }
-        // Learn only from the driver's per-process device figure at the full level: on the CPU
-        // the RSS includes the runtime and mapped file pages, which are not what the budget counts.
-        if (gpuMode() && at.level === 'full') await catalog.learnFromMeasurement(model.id, bytes).catch(() => undefined);
+        // Learn only from a device figure (the driver's, or llama.cpp's buffers) at the full level
+        // in GPU mode: RSS also holds the runtime and mapped file pages, which the budget does not
+        // count, and an engine the driver does not list (on the CPU, in a container) has no other.
+        if (gpuMode() && at.level === 'full' && measurement.where === 'device') {
+          await catalog.learnFromMeasurement(model.id, measurement.bytes).catch(() => undefined);
+        }
       }
     }
 

@@ -68,7 +68,7 @@ describe('Supervisor with the embedded engine', () => {
     const body = (await response.json()) as { choices: { message: { role: string; content: string } }[] };
     expect(body.choices[0]?.message.role).toBe('assistant');
     expect(typeof body.choices[0]?.message.content).toBe('string');
-    expect(await supervisor.measured('tiny')).toBeGreaterThan(0);
+    expect((await supervisor.measured('tiny'))?.bytes).toBeGreaterThan(0);
     expect(supervisor.logs('tiny').some((l) => /buffer size =/.test(l))).toBe(true);
 
     await supervisor.evict('tiny');

@@ -388,10 +388,11 @@ describe('Supervisor with the fake engine', () => {
     const { supervisor } = await supervisorWith({ gpu: ['--fake-device-buffer-mib', '512'], cpu: ['--fake-device-buffer-mib', '512'] });
     await supervisor.launch('gpu', 'full');
     await supervisor.launch('cpu', 'minimal');
-    expect(await supervisor.measured('gpu')).toBe(512 * MIB);
+    expect(await supervisor.measured('gpu')).toEqual({ bytes: 512 * MIB, where: 'device' });
     const rss = await supervisor.measured('cpu');
-    expect(rss).toBeGreaterThan(MIB); // a Node process: tens of MiB
-    expect(rss).not.toBe(512 * MIB);
+    expect(rss?.where).toBe('host');
+    expect(rss?.bytes).toBeGreaterThan(MIB); // a Node process: tens of MiB
+    expect(rss?.bytes).not.toBe(512 * MIB);
     const resident = await supervisor.resident();
     expect(resident.sort((a, b) => a.modelId.localeCompare(b.modelId))).toEqual([
       { modelId: 'cpu', level: 'minimal', deviceBytes: 0 },
@@ -409,7 +410,7 @@ describe('Supervisor with the fake engine', () => {
     await supervisor.launch('drv', 'full');
     pid = supervisor.endpointFor('drv')?.pid ?? -1;
     expect(supervisor.runningPids()).toEqual([pid]);
-    expect(await supervisor.measured('drv')).toBe(700 * MIB);
+    expect(await supervisor.measured('drv')).toEqual({ bytes: 700 * MIB, where: 'device' });
   });
 
   it('waits after an eviction until 75 % of the footprint is free again', async () => {

@@ -56,6 +56,8 @@ export interface StartOptions {
   port?: number;
   /** Environment for the daemon on top of this process's (e.g. a PATH with a llama-server on it). */
   env?: Record<string, string>;
+  /** Serve this config file (`--config FILE`) instead of the generated demo (`--demo`). */
+  config?: string;
 }
 
 /** A fresh temp data dir; the caller removes it with removeDataDir. */
@@ -68,13 +70,14 @@ export function removeDataDir(dir: string): Promise<void> {
 }
 
 /**
- * Starts `llmtray serve --demo --port 0` and resolves once DATA_DIR/daemon.json names this
- * child (a file left by an earlier run names another pid). Rejects with the daemon's stderr
- * when it exits first.
+ * Starts `llmtray serve --demo --port 0` (or `--config FILE` with `config`) and resolves once
+ * DATA_DIR/daemon.json names this child (a file left by an earlier run names another pid).
+ * Rejects with the daemon's stderr when it exits first.
  */
 export async function startDaemonProcess(options: StartOptions = {}): Promise<DaemonProcess> {
   const dataDir = options.dataDir ?? (await makeDataDir());
-  const child = spawn(process.execPath, [CLI_ENTRY, 'serve', '--demo', '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
+  const source = options.config === undefined ? ['--demo'] : ['--config', options.config];
+  const child = spawn(process.execPath, [CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
   });

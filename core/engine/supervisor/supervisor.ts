@@ -84,6 +84,12 @@ export interface ServerStatus {
   exit: { exitCode: number | null; signal: string | null } | null;
 }
 
+/** A running server's memory: a device figure (driver or llama.cpp's buffers), or host RSS. */
+export interface Measurement {
+  bytes: number;
+  where: 'device' | 'host';
+}
+
 /** A ready server that ended without being asked to: what the controller hears through onExit. */
 export interface EngineExit extends FailureClassification {
   exitCode: number | null;
@@ -310,19 +316,21 @@ export class Supervisor {
   }
 
   /**
-   * What the model's running server really uses, bytes, for the footprint it occupies: at
-   * 'minimal' the host RSS of its process tree; otherwise device memory from the driver's
-   * per-process accounting, else from llama.cpp's device "buffer size" lines, else (an engine on
-   * the CPU, where host RAM is the device) the tree's RSS. Null when it is not running.
+   * What the model's running server really uses, for the footprint it occupies: at 'minimal'
+   * the host RSS of its process tree; otherwise device memory from the driver's per-process
+   * accounting, else from llama.cpp's device "buffer size" lines, else (an engine on the CPU,
+   * where host RAM is the device) the tree's RSS. `where` says which kind of figure it is: only a
+   * device figure may teach the catalog a model's GPU footprint, since RSS also holds the
+   * runtime and mapped file pages. Null when it is not running.
    */
-  async measured(modelId: string): Promise<number | null> {
+  async measured(modelId: string): Promise<Measurement | null> {
     const server = this.owners.get(modelId)?.server;
     if (!server?.running) return null;
     if (server.level !== 'minimal') {
       const device = this.measuredDeviceBytes(server, await this.gpuUsage());
-      if (device !== null) return device;
+      if (device !== null) return { bytes: device, where: 'device' };
     }
-    return treeResidentBytes(server.pid, this.platform);
+    return { bytes: await treeResidentBytes(server.pid, this.platform), where: 'host' };
   }
 
   /**
