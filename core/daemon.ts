@@ -246,7 +246,12 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       activationWaitMs: config.activationWaitMs,
       fallthrough: createAdminHandler({ service: admin, token, staticDir: options.staticDir ?? defaultStaticDir() }),
     });
-    listening = await router.listen({ port: options.port ?? config.listen.port, host: options.host ?? config.listen.host });
+    const listenAt = { port: options.port ?? config.listen.port, host: options.host ?? config.listen.host };
+    listening = await router.listen(listenAt).catch((error: unknown) => {
+      throw (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+        ? new Error(`port ${listenAt.port} on ${listenAt.host} is already in use (another llmtray, or another program); pass --port N, or set listen.port in ${configPath}`)
+        : error;
+    });
     cleanups.push(async () => {
       router.close();
       await listening?.close();

@@ -2,7 +2,7 @@
 // a child process, as a person runs it, and what it prints is checked against what the
 // daemon's own /api/state says.
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
@@ -155,6 +155,23 @@ describe('llmtray CLI without a daemon', () => {
       expect(status.code).toBe(1);
       expect(status.stderr).toContain('no llmtray daemon is running');
       expect(status.stderr).toContain(`pid ${gone.stdout}`);
+    } finally {
+      await removeDataDir(dir);
+    }
+  });
+});
+
+describe('llmtray serve', () => {
+  it('`serve` on a port that is taken exits 1 saying so and how to choose another, leaving nothing behind', async () => {
+    const dir = await makeDataDir();
+    try {
+      const result = await runCli(['serve', '--demo', '--data-dir', dir, '--port', String(daemon.port)]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`port ${daemon.port} on 127.0.0.1 is already in use`);
+      expect(result.stderr).toContain('--port N');
+      // It released its own lock and wrote no daemon record, so a corrected start just works.
+      expect(existsSync(join(dir, 'daemon.lock'))).toBe(false);
+      expect(existsSync(join(dir, 'daemon.json'))).toBe(false);
     } finally {
       await removeDataDir(dir);
     }
