@@ -19,7 +19,7 @@ import { findLlamaServer } from './engine/llama-server/find-binary.js';
 import { realClock } from './common/clock.js';
 import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
 import { Supervisor } from './engine/supervisor/supervisor.js';
-import { queryComputeApps } from './gpu/compute-apps.js';
+import { queryComputeApps, sharedComputeAppsReader } from './gpu/compute-apps.js';
 import { execFileText } from './gpu/exec-file.js';
 import { createGpuProbe } from './gpu/gpu-probe.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
@@ -125,11 +125,13 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const llamaServerPath = llamaServer.found ? llamaServer.path : null;
     log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
 
+    // One per-process GPU query for the budget's own-usage and the supervisor's measurements.
+    const computeApps = sharedComputeAppsReader(() => queryComputeApps(execFileText), realClock);
     // The supervisor is made after the budget, which asks it for our engines' pids.
     let supervisorRef: Supervisor | null = null;
     const budget = createLiveBudget({
       probe: createGpuProbe(),
-      ownUsage: createOwnUsageProvider({ pids: () => supervisorRef?.runningPids() ?? [] }),
+      ownUsage: createOwnUsageProvider({ pids: () => supervisorRef?.runningPids() ?? [], computeApps }),
       config: {
         reserveBytes: config.budget.reserveBytes,
         limitBytes: config.budget.limitBytes ?? null,
@@ -167,7 +169,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       gpuProcessMemory: async () => {
         const byPid = new Map<number, number>();
         if (!gpuMode()) return byPid;
-        for (const app of await queryComputeApps(execFileText).catch(() => [])) {
+        for (const app of await computeApps().catch(() => [])) {
           if (app.usedBytes !== null) byPid.set(app.pid, (byPid.get(app.pid) ?? 0) + app.usedBytes);
         }
         return byPid;

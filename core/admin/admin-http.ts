@@ -21,6 +21,7 @@ import { DEFAULT_HEARTBEAT_MS, openEventStream } from './event-stream.js';
 import { METRICS_CONTENT_TYPE, renderMetrics } from './metrics.js';
 import { BASE_HEADERS, sendAdminError, sendJson } from './replies.js';
 import { serveStatic } from './static-files.js';
+import { pathOf } from '../common/url-path.js';
 
 /**
  * Who may scrape /metrics.
@@ -153,8 +154,3 @@ function decodeSegment(segment: string): string | null {
   }
 }
 
-function pathOf(url: string | undefined): string {
-  const raw = url ?? '/';
-  const query = raw.indexOf('?');
-  return query === -1 ? raw : raw.slice(0, query);
-}

@@ -80,25 +80,17 @@ interface Assembly {
   problems: string[];
 }
 
-interface Entry {
-  id: string;
-  aliases: string[];
-  path: string;
+/** A model while the catalog assembles it: the fields it keeps as they are, and what it still works out. */
+interface Entry
+  extends Pick<
+    CatalogModel,
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'idleTtlMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'source'
+  > {
   file: FileIdentity | null;
   realPath: string | null;
   fileError: string | null;
   configuredCtx?: number;
-  priority: number;
   pinned: boolean;
-  draftId?: string;
-  fallbackId?: string;
-  gpuLayers: GpuLayers;
-  idleTtlMs: number;
-  engine: EngineChoice;
-  args: string[];
-  env: Record<string, string>;
-  projectorPath?: string;
-  source: ModelSource;
   configIndex?: number;
 }
 

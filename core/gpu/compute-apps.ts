@@ -44,3 +44,30 @@ export function parseComputeApps(stdout: string): ComputeApp[] {
 export async function queryComputeApps(exec: ExecFileText, nvidiaSmi = 'nvidia-smi'): Promise<ComputeApp[]> {
   return parseComputeApps(await exec(nvidiaSmi, COMPUTE_APPS_ARGS));
 }
+
+/** The per-process query as a function of nothing, so several readers can share one. */
+export type ComputeAppsReader = () => Promise<ComputeApp[]>;
+
+/**
+ * One nvidia-smi query shared by everyone who asks within `freshForMs`: the live budget (what
+ * our engines hold, each sample) and the supervisor (what each engine measures, each pass) ask
+ * the same question seconds apart, and each answer costs a process spawn and a driver call.
+ * A query in flight is joined; a failed one is not kept, so the next caller asks again.
+ */
+export function sharedComputeAppsReader(
+  query: ComputeAppsReader,
+  clock: { now(): number },
+  freshForMs = 1_000,
+): ComputeAppsReader {
+  let last: { at: number; answer: Promise<ComputeApp[]> } | null = null;
+  return () => {
+    if (last !== null && clock.now() - last.at < freshForMs) return last.answer;
+    const answer = query();
+    const entry = { at: clock.now(), answer };
+    last = entry;
+    answer.catch(() => {
+      if (last === entry) last = null;
+    });
+    return answer;
+  };
+}

@@ -4,7 +4,7 @@
 // what it had just launched. Device memory comes from the driver per pid (compute-apps.ts);
 // host memory (the 'cpu' and 'unified' modes) from the OS per pid.
 import { readFile as readFileAsync } from 'node:fs/promises';
-import { queryComputeApps } from './compute-apps.js';
+import { queryComputeApps, type ComputeAppsReader } from './compute-apps.js';
 import { execFileText, type ExecFileText } from './exec-file.js';
 import type { GpuDevice } from './compute-budget.js';
 
@@ -28,6 +28,8 @@ export const NO_OWN_USAGE: OwnUsage = { byGpu: new Map(), hostBytes: 0 };
 export interface OwnUsageDeps {
   /** The pids of our running engine processes, read at each sample. */
   pids: () => Iterable<number>;
+  /** The per-process GPU query; default a fresh nvidia-smi call through `exec` each time. */
+  computeApps?: ComputeAppsReader;
   exec?: ExecFileText;
   readFile?: (path: string) => Promise<string>;
   platform?: string;
@@ -37,24 +39,25 @@ export function createOwnUsageProvider(deps: OwnUsageDeps): OwnUsageProvider {
   const exec = deps.exec ?? execFileText;
   const readFile = deps.readFile ?? ((path: string) => readFileAsync(path, 'utf8'));
   const platform = deps.platform ?? process.platform;
+  const computeApps = deps.computeApps ?? (() => queryComputeApps(exec));
 
   return async (gpus) => {
     const pids = [...new Set(deps.pids())].filter((p) => Number.isInteger(p) && p > 0);
     if (pids.length === 0) return NO_OWN_USAGE;
     const [byGpu, hostBytes] = await Promise.all([
-      deviceBytesByGpu(gpus, pids, exec),
+      deviceBytesByGpu(gpus, pids, computeApps),
       hostBytesOf(pids, platform, exec, readFile),
     ]);
     return { byGpu, hostBytes };
   };
 }
 
-async function deviceBytesByGpu(gpus: readonly GpuDevice[], pids: readonly number[], exec: ExecFileText): Promise<Map<number, number>> {
+async function deviceBytesByGpu(gpus: readonly GpuDevice[], pids: readonly number[], computeApps: ComputeAppsReader): Promise<Map<number, number>> {
   const byGpu = new Map<number, number>();
   const measured = gpus.filter((g) => g.usedBytes !== null && !g.unifiedMemory && g.busAddress !== null);
   if (measured.length === 0) return byGpu;
   const ours = new Set(pids);
-  for (const app of await queryComputeApps(exec)) {
+  for (const app of await computeApps()) {
     if (!ours.has(app.pid) || app.usedBytes === null) continue;
     const gpu = measured.find((g) => g.busAddress === app.busAddress);
     if (gpu !== undefined) byGpu.set(gpu.index, (byGpu.get(gpu.index) ?? 0) + app.usedBytes);

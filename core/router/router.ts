@@ -16,6 +16,7 @@ import { readBody } from './read-body.js';
 import { answerPreflight, applyCors, refuseApiKey, refuseHostOrOrigin } from './request-guard.js';
 import { forwardToEngine, unreachableError } from './upstream.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
+import { pathOf } from '../common/url-path.js';
 
 export interface RouterOptions {
   gateway: ModelGateway;
@@ -245,12 +246,6 @@ function safeDecode(segment: string): string {
   } catch {
     return segment;
   }
-}
-
-function pathOf(url: string | undefined): string {
-  const raw = url ?? '/';
-  const query = raw.indexOf('?');
-  return query === -1 ? raw : raw.slice(0, query);
 }
 
 function unknownModel(name: string, modelIds: readonly string[]): RouterError {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { COMPUTE_APPS_ARGS, parseComputeApps, queryComputeApps } from '../../../core/gpu/compute-apps.js';
+import { COMPUTE_APPS_ARGS, parseComputeApps, queryComputeApps, sharedComputeAppsReader } from '../../../core/gpu/compute-apps.js';
 
 const MiB = 1024 ** 2;
 
@@ -41,5 +41,35 @@ describe('queryComputeApps', () => {
 
   it('rejects when nvidia-smi fails', async () => {
     await expect(queryComputeApps(async () => { throw new Error('nvidia-smi failed: NVML not loaded'); })).rejects.toThrow(/NVML/);
+  });
+});
+
+describe('sharedComputeAppsReader', () => {
+  const app = { busAddress: '0000:01:00.0', pid: 42, usedBytes: 1024 };
+
+  it('answers every caller within the freshness window from one query, and asks again after it', async () => {
+    const clock = { t: 0, now: () => clock.t };
+    let queries = 0;
+    const read = sharedComputeAppsReader(async () => (queries++, [app]), clock, 1_000);
+    expect(await Promise.all([read(), read()])).toEqual([[app], [app]]);
+    clock.t = 999;
+    await read();
+    expect(queries).toBe(1);
+    clock.t = 1_000;
+    await read();
+    expect(queries).toBe(2);
+  });
+
+  it('does not keep a failed query: the next caller asks again', async () => {
+    const clock = { now: () => 0 };
+    let queries = 0;
+    const read = sharedComputeAppsReader(async () => {
+      queries++;
+      if (queries === 1) throw new Error('nvidia-smi failed');
+      return [app];
+    }, clock);
+    await expect(read()).rejects.toThrow('nvidia-smi failed');
+    expect(await read()).toEqual([app]);
+    expect(queries).toBe(2);
   });
 });
