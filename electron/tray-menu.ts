@@ -180,6 +180,7 @@ const FAILURE_WORDS: Readonly<Record<FailureKind, string>> = {
   crash: 'crashed',
   oom: 'out of memory',
   hang: 'not responding',
+  invalid: 'cannot be loaded',
 };
 
 const NEXT_ACTION_WORDS: Readonly<Record<RecoveryAction, string>> = {

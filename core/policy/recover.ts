@@ -12,8 +12,10 @@ import type { LaunchLevel } from './levels.js';
  * - crash: the process exited or failed to start with no sign that memory was the cause.
  * - oom: an allocation failed on the device or the host (or the OOM killer ended it).
  * - hang: it started but never became ready within the load timeout, or stopped making progress.
+ * - invalid: a load error no retry can fix (a corrupt, truncated or missing file, an unknown
+ *   architecture, a draft whose vocabulary does not match its primary).
  */
-export type FailureKind = 'none' | 'crash' | 'oom' | 'hang';
+export type FailureKind = 'none' | 'crash' | 'oom' | 'hang' | 'invalid';
 
 /**
  * The next step for a failing model, in increasing severity.
@@ -61,6 +63,9 @@ const ACTION_LADDER: Readonly<Record<Failure, readonly RecoveryAction[]>> = {
   oom: ['degrade', 'degrade', 'fallback'],
   hang: ['retry', 'degrade', 'degrade', 'fallback'],
   crash: ['retry', 'retry', 'retry', 'retry'],
+  // Every retry of a file that cannot be loaded fails the same way; its first caller should
+  // hear why within seconds, not after four backoffs.
+  invalid: [],
 };
 
 /**
@@ -73,6 +78,7 @@ const LEVEL_LADDER: Readonly<Record<Failure, readonly LaunchLevel[]>> = {
   oom: ['degraded', 'minimal'],
   hang: ['full', 'degraded'],
   crash: ['full'],
+  invalid: ['full'],
 };
 
 /**

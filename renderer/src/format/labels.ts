@@ -31,6 +31,7 @@ export const FAILURE_LABEL: Record<FailureKind, string> = {
   crash: 'Crashed',
   oom: 'Out of memory',
   hang: 'Hung (no progress)',
+  invalid: 'Cannot be loaded (bad file)',
 };
 
 export const ACTION_LABEL: Record<RecoveryAction, string> = {
