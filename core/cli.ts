@@ -8,6 +8,7 @@ import { currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { isModelCommand, type ModelCommand } from './contracts/commands.js';
 import { AdminClient } from './cli/admin-client.js';
 import { modelsText, statusText } from './cli/format.js';
+import { stopOnSignals } from './cli/stop-on-signals.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
 
 const USAGE = `llmtray — keeps local LLMs resident in GPU memory and serves them on one OpenAI endpoint
@@ -99,25 +100,13 @@ async function serve(flags: Flags): Promise<void> {
       '',
     ].join('\n'),
   );
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    signals++;
-    if (signals > 1) {
-      process.stderr.write(`${signal} again: exiting now; model servers are killed with the process\n`);
-      process.exit(130);
-    }
-    process.stderr.write(`${signal}: stopping every model server (Ctrl-C again to force)\n`);
-    void daemon.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(`stopping failed: ${error instanceof Error ? error.message : String(error)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGHUP', onSignal);
+  stopOnSignals({
+    stop: () => daemon.stop(),
+    signals: process,
+    now: () => performance.now(),
+    say: (line) => process.stderr.write(`${line}\n`),
+    exit: (code) => process.exit(code),
+  });
 }
 
 /** `load` waits and narrates: loading (with progress) → ready, or the reason it will not come. */
