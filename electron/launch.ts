@@ -13,6 +13,7 @@ import { chooseLaunchMode, findElectronBinary, headlessCommand } from './launch-
 /** dist/electron/launch.js → the repository (or unpacked app) root. */
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
+const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 function electronPackageDir(): string | null {
   try {
@@ -23,16 +24,22 @@ function electronPackageDir(): string | null {
   }
 }
 
-/** Runs a child with our stdio, passes on Ctrl-C and SIGTERM, and exits the way it exits. */
+/**
+ * Runs a child with our stdio, passes on Ctrl-C, SIGTERM and SIGHUP, and exits the way it exits.
+ *
+ * Forwarding makes a copy of a terminal's Ctrl-C (the child is in our process group and got it
+ * too), and npm adds one of its own; the daemon takes copies that arrive together as one press
+ * (core/cli/stop-on-signals.ts). Forwarding everything is still right: a `kill` aimed at this
+ * process alone must reach the child, SIGHUP included: without a listener a `kill -HUP` would
+ * end the launcher and leave the daemon serving, orphaned.
+ */
 function runToCompletion(child: ChildProcess, onSpawnError: (error: Error) => void): void {
   const forward = (signal: NodeJS.Signals): void => {
     child.kill(signal);
   };
-  process.on('SIGINT', forward);
-  process.on('SIGTERM', forward);
+  for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
   child.on('error', (error) => {
-    process.off('SIGINT', forward);
-    process.off('SIGTERM', forward);
+    for (const signal of FORWARDED_SIGNALS) process.off(signal, forward);
     onSpawnError(error);
   });
   child.on('exit', (code, signal) => {
