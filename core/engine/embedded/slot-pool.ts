@@ -32,9 +32,11 @@ export interface Slot {
  * only thing that moves while one long prompt is evaluated: generateCompletion hands the whole
  * prompt to the context, which splits it into batches internally and reports nothing until
  * the first token. The meter counts a batch's tokens when the batch is submitted, so the value
- * includes the batch being decoded now, as llama-server's does. It meters a token as "output"
- * when logits are requested for it; the first such token of a request is the prompt's last
- * (its logits give the first generated token), every later one is generated or drafted.
+ * includes the batch being decoded now; llama-server counts a batch once decoded, one batch
+ * behind. Either way it moves once per batch, which is what hang detection needs. The meter
+ * counts a token as "output" when logits are requested for it; the first such token of a
+ * request is the prompt's last (its logits give the first generated token), every later one
+ * is generated or drafted.
  */
 export function promptTokensProcessed(slot: Slot): number {
   const meter = slot.sequence.tokenMeter;
