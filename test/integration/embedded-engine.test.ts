@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { corruptModel, demoModels, tinyDraftModel, tinyModel, TINY_SHAPE } from '../support/test-models.js';
+import { corruptModel, demoModels, modelWithShape, tinyDraftModel, tinyModel, TINY_SHAPE } from '../support/test-models.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/core/engine/embedded/main.js', import.meta.url));
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
@@ -285,6 +285,65 @@ describe('embedded engine with a draft model', () => {
     expect(PRINTABLE_ASCII.test(texts[1] ?? '')).toBe(true);
     expect(texts[1]).toBe(texts[0]);
     expect(texts[0]?.length).toBeGreaterThan(20);
+  });
+});
+
+describe('embedded engine evaluating a long prompt', () => {
+  // demo-chat's size: one thread evaluates a 512-token batch of it in a few hundred ms at
+  // best, so a ~2000-token prompt spends seconds in four batches before its first token,
+  // and 100 ms polls see every batch on an idle machine and more polls on a loaded one.
+  const PROMPT_SHAPE = { name: 'test-prompt-progress', nLayer: 8, nEmbd: 512, nHead: 8, nHeadKv: 4, nFf: 1408, contextLength: 4096, fileType: 'f16', seed: 11 } as const;
+  const prompt = Array.from({ length: 300 }, (_, i) => `word${i % 97}`).join(' ');
+  type SlotView = { is_processing: boolean; n_prompt_tokens: number; n_prompt_tokens_processed: number; n_decoded: number };
+  let engine: Engine;
+  let base: string;
+  const auth = { Authorization: `Bearer ${KEY}` };
+  const slot0 = async (): Promise<SlotView> => ((await (await fetch(`${base}/slots`, { headers: auth })).json()) as SlotView[])[0]!;
+  const promptTokensTotal = async (): Promise<number> =>
+    Number((await (await fetch(`${base}/metrics`, { headers: auth })).text()).match(/^llamacpp:prompt_tokens_total (\d+)$/m)?.[1]);
+  const complete = async (): Promise<OpenAI.Completion> => {
+    const r = await fetch(`${base}/v1/completions`, { method: 'POST', headers: auth, body: JSON.stringify({ prompt, max_tokens: 1, temperature: 0 }) });
+    return (await r.json()) as OpenAI.Completion;
+  };
+
+  beforeAll(async () => {
+    engine = startEngine(['-m', await modelWithShape(PROMPT_SHAPE), '-c', '4096', '-np', '1', '-t', '1', '--port', '0', '--api-key', KEY]);
+    base = `http://127.0.0.1:${await portOf(engine)}`;
+    await engine.waitFor(/srv {2}llama_server: model loaded/);
+  });
+  afterAll(async () => {
+    if (engine) await stopEngine(engine);
+  });
+
+  it('shows n_prompt_tokens_processed moving before the first token, then the whole prompt', async () => {
+    let answered = false;
+    const answer = complete().finally(() => { answered = true; });
+    const seen: SlotView[] = [];
+    while (!answered) {
+      const slot = await slot0();
+      // A view that arrived after the answer may show the finished request; only views taken
+      // while no answer byte had arrived say anything about evaluation.
+      if (!answered) seen.push(slot);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const promptTokens = (await answer).usage?.prompt_tokens ?? 0;
+    expect(promptTokens).toBeGreaterThan(1536);
+    const during = seen.filter((s) => s.is_processing);
+    expect(during.every((s) => s.n_prompt_tokens === promptTokens)).toBe(true);
+    const processed = during.map((s) => s.n_prompt_tokens_processed);
+    expect(processed).toEqual([...processed].sort((a, b) => a - b));
+    const partial = new Set(processed.filter((n) => n > 0 && n < promptTokens));
+    expect(partial.size, `n_prompt_tokens_processed seen while evaluating: ${processed.join(', ')}`).toBeGreaterThanOrEqual(2);
+
+    expect(await slot0()).toMatchObject({ is_processing: false, n_prompt_tokens: promptTokens, n_prompt_tokens_processed: promptTokens, n_decoded: 1 });
+    expect(await promptTokensTotal()).toBe(promptTokens);
+  });
+
+  it('evaluates only the last token again when the same prompt comes back (cached prefix)', async () => {
+    const before = await promptTokensTotal();
+    const promptTokens = (await complete()).usage?.prompt_tokens ?? 0;
+    expect(await slot0()).toMatchObject({ n_prompt_tokens: promptTokens, n_prompt_tokens_processed: 1 });
+    expect(await promptTokensTotal()).toBe(before + 1);
   });
 });
 

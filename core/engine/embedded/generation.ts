@@ -48,9 +48,8 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
   }
   // node-llama-cpp reads maxTokens 0 as "no limit"; OpenAI and llama-server mean "nothing".
   if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0 };
-  const slot = await pool.acquire(input.signal);
+  const slot = await pool.acquire(promptTokens, input.signal);
   try {
-    pool.countPrompt(slot, promptTokens);
     let completionTokens = 0;
     const s = input.sampling;
     const penalised = s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0;

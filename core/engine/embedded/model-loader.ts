@@ -110,7 +110,7 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
       ? new DraftSequenceTokenPredictor(draftContext.getSequence(), { minTokens: 1, maxTokens: 1 })
       : undefined;
     const sequence = context.getSequence(tokenPredictor ? { tokenPredictor } : undefined);
-    slots.push({ id, sequence, completion: new LlamaCompletion({ contextSequence: sequence }), processing: false, taskId: -1, nPrompt: 0, nDecoded: 0 });
+    slots.push({ id, sequence, completion: new LlamaCompletion({ contextSequence: sequence }), processing: false, taskId: -1, nPrompt: 0, nDecoded: 0, meterAtTake: sequence.tokenMeter.getState() });
   }
   log.line(`srv    load_model: initializing slots, n_slots = ${opts.parallel}, n_ctx_slot = ${contextPerSlot}, n_threads = ${threads}${draftModel ? ', speculative = draft (1 token)' : ''}`);
   return {

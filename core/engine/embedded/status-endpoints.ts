@@ -1,10 +1,11 @@
 // The read-only endpoints: /v1/models, /slots and /metrics, shaped as llama-server's.
 //
 // /slots and /metrics exist for hang detection: /health stays 200 during a wedged decode, so
-// the supervisor watches n_decoded (per slot) and llamacpp:tokens_predicted_total move while
-// requests are processing.
+// the supervisor watches n_prompt_tokens_processed and n_decoded (per slot) and
+// llamacpp:prompt_tokens_total and llamacpp:tokens_predicted_total move while requests are
+// processing. The prompt counters are what moves before the first token of a long prompt.
 import type { LlamaModel } from 'node-llama-cpp';
-import type { SlotPool } from './slot-pool.js';
+import { promptTokensProcessed, type SlotPool } from './slot-pool.js';
 
 export interface StatusSource {
   model: LlamaModel;
@@ -43,6 +44,7 @@ export function slotsBody(s: StatusSource): unknown {
     speculative: s.draftModel !== undefined,
     is_processing: slot.processing,
     n_prompt_tokens: slot.nPrompt,
+    n_prompt_tokens_processed: promptTokensProcessed(slot),
     n_decoded: slot.nDecoded,
     // Cumulative draft statistics (validated + refuted = drafts checked): shows the draft works.
     ...(s.draftModel ? { draft: slot.sequence.tokenPredictions } : {}),
@@ -54,7 +56,7 @@ export function slotsBody(s: StatusSource): unknown {
 export function metricsText(s: StatusSource): string {
   const c = s.pool.counters;
   const rows: [string, 'counter' | 'gauge', string, number][] = [
-    ['prompt_tokens_total', 'counter', 'Number of prompt tokens processed.', c.promptTokensTotal],
+    ['prompt_tokens_total', 'counter', 'Number of prompt tokens processed.', s.pool.promptTokensTotal],
     ['tokens_predicted_total', 'counter', 'Number of generation tokens processed.', c.tokensPredictedTotal],
     ['requests_total', 'counter', 'Number of generation requests started.', c.requestsTotal],
     ['requests_processing', 'gauge', 'Number of requests processing.', s.pool.busy],
