@@ -7,6 +7,7 @@
 import type { ModelCommand } from '../core/contracts/commands.js';
 import type { ModelStateName } from '../core/contracts/model-status.js';
 import type { BudgetView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
+import type { LaunchLevel } from '../core/policy/levels.js';
 import type { FailureKind, RecoveryAction } from '../core/policy/recover.js';
 import { formatBytes } from '../core/policy/reasons.js';
 import { assertNever } from './assert-never.js';
@@ -150,7 +151,7 @@ export function modelStateWords(model: ModelView, now: number): string {
       return `loading (${Math.max(0, Math.floor((now - model.loading.startedAt) / 1000))} s)`;
     }
     case 'ready':
-      return status.level === 'minimal' ? 'ready on CPU' : 'ready';
+      return status.level === 'minimal' ? 'ready on CPU' : status.level === 'partial' ? 'ready, part on CPU' : 'ready';
     case 'active':
       return model.inFlight > 0 ? `answering ${model.inFlight} request${model.inFlight === 1 ? '' : 's'}` : 'active';
     case 'evicting':
@@ -165,7 +166,7 @@ export function modelStateWords(model: ModelView, now: number): string {
       return ['failed', cause].filter(Boolean).join(': ') + (then ? `, ${then}` : '');
     }
     case 'degraded':
-      return status.level === 'minimal' ? 'degraded: CPU only' : 'degraded: smaller context';
+      return `degraded: ${LEVEL_WORDS[status.level ?? 'degraded']}`;
     case 'fallback':
       return status.servedBy !== null ? `answered by ${status.servedBy}` : 'fallback';
     case 'quarantined':
@@ -174,6 +175,14 @@ export function modelStateWords(model: ModelView, now: number): string {
       return assertNever(status.state);
   }
 }
+
+/** How far the ladder shrank a resident model, in the words "degraded: …" and "Level: …" use. */
+const LEVEL_WORDS: Readonly<Record<LaunchLevel, string>> = {
+  full: 'full',
+  degraded: 'smaller context',
+  partial: 'part on CPU',
+  minimal: 'CPU only',
+};
 
 const FAILURE_WORDS: Readonly<Record<FailureKind, string>> = {
   none: '',
@@ -207,8 +216,7 @@ function detailLines(model: ModelView): string[] {
   if (status.state === 'fallback' && status.servedBy !== null) lines.push(`Requests for ${model.id} are answered by ${status.servedBy}`);
   if (status.unschedulableReason !== null && status.state !== 'quarantined') lines.push(`Left out: ${status.unschedulableReason}`);
   const resident = status.state === 'ready' || status.state === 'active' || status.state === 'degraded';
-  if (resident && status.level === 'degraded') lines.push('Level: smaller context (degraded)');
-  if (resident && status.level === 'minimal') lines.push('Level: CPU only (minimal)');
+  if (resident && status.level !== null && status.level !== 'full') lines.push(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`);
   return lines.map((line) => shorten(line, DETAIL_CHARS));
 }
 

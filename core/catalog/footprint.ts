@@ -31,7 +31,12 @@ export interface EstimateInput {
 /** The share of the layers on the device: all of them at 'all', proportional below the block count. */
 export function offloadedFraction(gpuLayers: GpuLayers, blockCount: number): number {
   if (gpuLayers === 'all' || blockCount <= 0) return 1;
-  return Math.min(gpuLayers, blockCount) / blockCount;
+  return offloadedLayers(gpuLayers, blockCount) / blockCount;
+}
+
+/** How many of the model's blocks a full launch puts on the device: gpuLayers, at most the block count. */
+function offloadedLayers(gpuLayers: GpuLayers, blockCount: number): number {
+  return gpuLayers === 'all' ? blockCount : Math.min(gpuLayers, blockCount);
 }
 
 /**
@@ -100,6 +105,7 @@ export function estimateFootprint(input: EstimateInput): EstimateResult {
       kvBytesPerToken: Math.ceil(kvBytesPerToken(facts) * fraction),
       contextTokens: input.contextTokens,
       computeBytes: computeBufferBytes(facts, input.contextTokens) + (projector?.vision ? projectorComputeBytes(projector.vision) : 0),
+      layers: offloadedLayers(input.gpuLayers, facts.blockCount),
     },
   };
 }

@@ -1,5 +1,6 @@
 // Human output for the CLI: aligned tables and the few words each state needs.
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
+import type { LaunchLevel } from '../policy/levels.js';
 import { formatBytes as bytes } from '../policy/reasons.js';
 
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -9,10 +10,17 @@ export function table(header: readonly string[], rows: readonly (readonly string
   return [line(header), ...rows.map(line)].join('\n');
 }
 
+/** A record, not a chain of ternaries, so a new level is a compile error here rather than a wrong word. */
+const LEVEL_WORDS: Readonly<Record<LaunchLevel, string>> = {
+  full: 'full',
+  degraded: 'smaller context',
+  partial: 'part on CPU',
+  minimal: 'CPU only',
+};
+
 function levelWords(model: ModelView): string {
   const level = model.status.level;
-  if (level === null) return '';
-  return level === 'full' ? 'full' : level === 'degraded' ? 'smaller context' : 'CPU only';
+  return level === null ? '' : LEVEL_WORDS[level];
 }
 
 function note(model: ModelView): string {

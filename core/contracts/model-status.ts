@@ -11,7 +11,7 @@ import type { LaunchLevel } from '../policy/levels.js';
  * - loading: its server is starting. ready: resident and serving. active: decoding a request.
  * - evicting: its server is stopping and its memory is not back yet.
  * - failed: the last launch failed; the recovery ladder says what comes next.
- * - degraded: resident at a smaller level (shorter context, or CPU only) after failures.
+ * - degraded: resident at a smaller level (shorter context, part on the CPU, or CPU only) after failures.
  * - fallback: its configured fallback model answers in its place.
  * - quarantined: not launched again until a person retries it or its definition changes.
  */

@@ -49,6 +49,8 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
     env: { ...sources.engineEnv, ...model.env },
   };
   if (model.estimate !== null) spec.estimateBytes = model.estimate.weightsBytes;
+  // The same layer count the estimate split for 'partial', so its -ngl is the share the plan costed.
+  if (model.estimate?.layers !== undefined) spec.layers = model.estimate.layers;
   if (model.projectorPath !== undefined) spec.projectorPath = model.projectorPath;
   if (model.draftId !== undefined) {
     const draft = sources.resolve(model.draftId);

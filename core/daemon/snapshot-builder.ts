@@ -6,7 +6,7 @@ import type { MemoryHolder, ModelView, Snapshot, BudgetView, GpuView } from '../
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
-import { footprintAt, LAUNCH_LEVELS, type LaunchLevel } from '../policy/levels.js';
+import { footprintAt, LAUNCH_LEVELS, type FootprintEstimate, type LaunchLevel } from '../policy/levels.js';
 import type { ModelActivity } from './activity.js';
 
 export interface SnapshotParts {
@@ -39,7 +39,7 @@ function idleStatus(modelId: string, since: number): ModelStatus {
 }
 
 function estimatesOf(model: CatalogModel): Record<LaunchLevel, number> {
-  const out = { full: 0, degraded: 0, minimal: 0 } as Record<LaunchLevel, number>;
+  const out = { full: 0, degraded: 0, partial: 0, minimal: 0 } as Record<LaunchLevel, number>;
   if (model.estimate === null) return out;
   for (const level of LAUNCH_LEVELS) out[level] = footprintAt(level, model.estimate).deviceBytes;
   return out;
@@ -48,16 +48,22 @@ function estimatesOf(model: CatalogModel): Record<LaunchLevel, number> {
 /**
  * A resident model's share of memory, split into the model and its draft. Measured bytes,
  * when known, replace the estimate for the whole process; the draft keeps its estimated
- * share of it, since one process cannot be measured per model.
+ * share of it, since one process cannot be measured per model. The draft's share is the pair
+ * less the primary alone, not the draft's own footprintAt: in a pair the draft runs at the
+ * primary's context and stays on the device at 'partial', neither of which its own estimate
+ * knows.
  */
 function holdersOf(model: CatalogModel, level: LaunchLevel, measured: number | null): MemoryHolder[] {
   if (model.estimate === null) return [];
-  const total = footprintAt(level, model.estimate);
-  const onDevice = level === 'minimal' ? total.hostBytes : total.deviceBytes;
-  const bytes = measured ?? onDevice;
-  const draftEstimate = model.estimate.draft === undefined ? 0 : footprintAt(level, model.estimate.draft);
-  const draftShare = draftEstimate === 0 ? 0 : (level === 'minimal' ? draftEstimate.hostBytes : draftEstimate.deviceBytes);
-  const draftBytes = onDevice > 0 ? Math.round((bytes * draftShare) / onDevice) : 0;
+  const { draft, ...primary } = model.estimate;
+  const held = (estimate: FootprintEstimate): number => {
+    const footprint = footprintAt(level, estimate);
+    return level === 'minimal' ? footprint.hostBytes : footprint.deviceBytes;
+  };
+  const estimated = held(model.estimate);
+  const bytes = measured ?? estimated;
+  const draftShare = draft === undefined ? 0 : estimated - held(primary);
+  const draftBytes = estimated > 0 ? Math.round((bytes * draftShare) / estimated) : 0;
   const holders: MemoryHolder[] = [{ kind: 'model', modelId: model.id, bytes: bytes - draftBytes }];
   if (draftBytes > 0) holders.push({ kind: 'draft', modelId: model.draftId ?? null, bytes: draftBytes });
   return holders;

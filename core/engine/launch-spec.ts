@@ -2,16 +2,22 @@
 //
 // argvFor is pure so that every level × engine build is a table test: the argv is where an
 // estimate meets reality, and a wrong `-c` or `-ngl` is an OOM the scheduler cannot foresee.
-import { degradedContext, type LaunchLevel } from '../policy/levels.js';
+import { degradedContext, partialLayers, type LaunchLevel } from '../policy/levels.js';
 import type { EngineCapabilities } from './llama-server/capabilities.js';
 
 export interface LaunchSpec {
   modelId: string;
   engine: 'embedded' | 'llama-server';
   modelPath: string;
-  /** The configured context; 'degraded' and 'minimal' launch at degradedContext of it. */
+  /** The configured context; every level but 'full' launches at degradedContext of it. */
   contextTokens: number;
   gpuLayers: number | 'all';
+  /**
+   * The layers a 'full' launch puts on the device (the estimate's `layers`): 'partial' passes
+   * partialLayers of it, capped by a numeric gpuLayers. Absent: unknown, and 'partial' then
+   * launches as 'minimal' does, which is what its footprint assumed.
+   */
+  layers?: number;
   /** A speculative-decoding draft, loaded in the same process. */
   draft?: { modelPath: string; gpuLayers: number | 'all' };
   /** A multimodal projector (`--mmproj`). */
@@ -71,6 +77,10 @@ const ALL_LAYERS = 999;
  * The engine argv (after the command and its fixed prefix) for one launch. Pure.
  * - full: the configured context and GPU layers.
  * - degraded: degradedContext of the configured context, the same GPU layers.
+ * - partial: the degraded context, `-ngl partialLayers(layers)` with the rest on the CPU, the
+ *   draft's GPU layers as configured (it stays on the device, as footprintAt counts it).
+ *   When that is 0 layers (unknown, or gpuLayers 0 as on a machine without a GPU) it is
+ *   minimal's argv, as its footprint is minimal's.
  * - minimal: the degraded context, `-ngl 0` and the draft on the CPU too (`-ngld 0`).
  * Always passes explicit `-c` and `-ngl`: llama.cpp's automatic fitting only warns when it
  * cannot fit and then fails later, and it turns it off with `-fit off` where the build has
@@ -86,12 +96,14 @@ export function argvFor(
   port: number,
   apiKey: ApiKeyArgument,
 ): string[] {
-  const onCpu = level === 'minimal';
+  const splitLayers = level === 'partial' ? partialLayers(layersAtFull(spec)) : null;
+  const onCpu = level === 'minimal' || splitLayers === 0;
   const layers = (n: number | 'all'): string =>
     onCpu ? '0' : n === 'all' ? (capabilities.gpuLayersAll ? 'all' : String(ALL_LAYERS)) : String(n);
   const context = level === 'full' ? spec.contextTokens : degradedContext(spec.contextTokens);
 
-  const argv = ['-m', spec.modelPath, '-c', String(context), '-ngl', layers(spec.gpuLayers)];
+  const primaryLayers = splitLayers === null ? layers(spec.gpuLayers) : String(splitLayers);
+  const argv = ['-m', spec.modelPath, '-c', String(context), '-ngl', primaryLayers];
   if (capabilities.flags.has('--fit')) argv.push('--fit', 'off');
   if (spec.draft) {
     argv.push('-md', spec.draft.modelPath, '-ngld', layers(spec.draft.gpuLayers));
@@ -122,4 +134,10 @@ export function argvFor(
   }
   argv.push(...spec.extraArgs);
   return argv;
+}
+
+/** The layers a 'full' launch of the spec puts on the device: its known layer count, capped by a numeric gpuLayers. */
+function layersAtFull(spec: LaunchSpec): number {
+  const known = spec.layers ?? 0;
+  return spec.gpuLayers === 'all' ? known : Math.min(known, spec.gpuLayers);
 }

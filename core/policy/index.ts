@@ -13,6 +13,7 @@ export {
   degradedContext,
   footprintAt,
   LAUNCH_LEVELS,
+  partialLayers,
   type FootprintEstimate,
   type LaunchLevel,
   type LevelFootprint,

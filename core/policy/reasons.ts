@@ -4,6 +4,7 @@
 // 9.1 GiB; 24 GiB budget, 17.2 GiB held by pinned qwen-32b (12 GiB) …" tells them to unpin
 // qwen-32b or wait. The dashboard, the tray, the CLI and the router's 503 all show these
 // strings as they are, so they are built once, here.
+import type { LaunchLevel } from './levels.js';
 
 const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'] as const;
 
@@ -122,9 +123,16 @@ export function reasonWriter(budgetBytes: number): ReasonWriter {
   };
 }
 
-/** "needs 6.2 GiB of RAM on the CPU; 3.1 GiB free": a 'minimal' (CPU-only) launch that RAM cannot hold. */
-export function hostMemoryReason(needBytes: number, freeBytes: number): string {
-  return `needs ${formatBytes(needBytes)} of RAM on the CPU; ${formatBytes(freeBytes)} free`;
+/**
+ * Why a launch that puts memory in host RAM was refused, given its hostBytes (footprintAt):
+ * "needs 6.2 GiB of RAM on the CPU; 3.1 GiB free" for a 'minimal' (CPU-only) launch, "needs
+ * 3.1 GiB of RAM for the layers on the CPU; 2 GiB free" for a 'partial' one. Why the level in
+ * the words: a person reading "needs 3.1 GiB on the CPU" about a model that is 12 GiB on disk
+ * would think the number wrong; it is only the part that did not go to the GPU.
+ */
+export function hostMemoryReason(needBytes: number, freeBytes: number, level: Extract<LaunchLevel, 'partial' | 'minimal'> = 'minimal'): string {
+  const what = level === 'partial' ? 'of RAM for the layers on the CPU' : 'of RAM on the CPU';
+  return `needs ${formatBytes(needBytes)} ${what}; ${formatBytes(freeBytes)} free`;
 }
 
 function needs(need: Need): string {

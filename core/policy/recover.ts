@@ -54,13 +54,14 @@ type Failure = Exclude<FailureKind, 'none'>;
 /**
  * The action for attempt 1, 2, 3, ... of each kind; past the end of a row is quarantine.
  *
- *   | kind  | 1       | 2       | 3        | 4          | 5+         |
- *   | oom   | degrade | degrade | fallback | quarantine | quarantine |
- *   | hang  | retry   | degrade | degrade  | fallback   | quarantine |
- *   | crash | retry   | retry   | retry    | retry      | quarantine |
+ *   | kind    | 1          | 2          | 3          | 4          | 5+         |
+ *   | oom     | degrade    | degrade    | degrade    | fallback   | quarantine |
+ *   | hang    | retry      | degrade    | degrade    | fallback   | quarantine |
+ *   | crash   | retry      | retry      | retry      | retry      | quarantine |
+ *   | invalid | quarantine | quarantine | quarantine | quarantine | quarantine |
  */
 const ACTION_LADDER: Readonly<Record<Failure, readonly RecoveryAction[]>> = {
-  oom: ['degrade', 'degrade', 'fallback'],
+  oom: ['degrade', 'degrade', 'degrade', 'fallback'],
   hang: ['retry', 'degrade', 'degrade', 'fallback'],
   crash: ['retry', 'retry', 'retry', 'retry'],
   // Every retry of a file that cannot be loaded fails the same way; its first caller should
@@ -70,12 +71,21 @@ const ACTION_LADDER: Readonly<Record<Failure, readonly RecoveryAction[]>> = {
 
 /**
  * The level for the launch after attempt 1, 2, ...; past the end of a row the last entry
- * holds. oom: the first degrade shrinks the context, the second moves to the CPU. hang: a
- * wedged load is not a memory shortage, so it only gets the lighter context, never the CPU.
- * crash: nothing suggests the size was at fault.
+ * holds.
+ *
+ *   | kind    | 1        | 2        | 3 and more |
+ *   | oom     | degraded | partial  | minimal    |
+ *   | hang    | full     | degraded | degraded   |
+ *   | crash   | full     | full     | full       |
+ *
+ * oom: the first degrade shrinks the context, the second moves part of the layers to host
+ * RAM, the third the whole model to the CPU. Why partial before the CPU: a model a little too
+ * big for the device still runs its device half at GPU speed, where the CPU alone is several
+ * times slower. hang: a wedged load is not a memory shortage, so it only gets the lighter
+ * context, never the CPU. crash: nothing suggests the size was at fault.
  */
 const LEVEL_LADDER: Readonly<Record<Failure, readonly LaunchLevel[]>> = {
-  oom: ['degraded', 'minimal'],
+  oom: ['degraded', 'partial', 'minimal'],
   hang: ['full', 'degraded'],
   crash: ['full'],
   invalid: ['full'],

@@ -17,6 +17,7 @@ const SCENARIOS: Record<string, () => Snapshot> = {
   }),
   'two-gpus': scenarios.twoGpusWithOtherProgram,
   fallback: scenarios.fallbackServing,
+  partial: scenarios.partlyOnCpu,
   cpu: scenarios.degradedToCpu,
 };
 

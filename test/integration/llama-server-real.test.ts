@@ -20,7 +20,7 @@ import { isRunning, readCommandLine } from '../../core/engine/supervisor/process
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
 import type { LaunchLevel } from '../../core/policy/levels.js';
 import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
-import { corruptModel, tinyModel } from '../support/test-models.js';
+import { corruptModel, TINY_SHAPE, tinyModel } from '../support/test-models.js';
 
 const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
 
@@ -46,6 +46,8 @@ describe.skipIf(!LLAMA_SERVER)('a real llama-server (LLMTRAY_LLAMA_SERVER)', () 
         modelPath: models.get(modelId) ?? join(dataDir, 'absent.gguf'),
         contextTokens: 1024,
         gpuLayers: 'all',
+        // What the catalog reads from the header: 'partial' puts half of these on the device.
+        layers: TINY_SHAPE.nLayer,
         threads: 1,
         // One slot: recent builds default to several, which would split the small context.
         parallel: 1,
@@ -68,14 +70,15 @@ describe.skipIf(!LLAMA_SERVER)('a real llama-server (LLMTRAY_LLAMA_SERVER)', () 
     expect(capabilities.version).not.toBeNull();
   });
 
-  it.each<LaunchLevel>(['full', 'minimal'])('launches a tiny model at %s, answers a chat completion with its key only, and stops', async (level) => {
+  it.each<LaunchLevel>(['full', 'partial', 'minimal'])('launches a tiny model at %s, answers a chat completion with its key only, and stops', async (level) => {
     if (!supervisor) throw new Error('no supervisor');
     await supervisor.launch('tiny', level);
     const endpoint = supervisor.endpointFor('tiny');
     if (endpoint === null) throw new Error('ready but no endpoint');
     expect(endpoint.level).toBe(level);
     const commandLine = (await readCommandLine(endpoint.pid)) ?? '';
-    expect(commandLine).toContain(level === 'minimal' ? '-ngl 0' : `-ngl ${capabilities.gpuLayersAll ? 'all' : '999'}`);
+    const all = capabilities.gpuLayersAll ? 'all' : '999';
+    expect(commandLine).toContain(`-ngl ${level === 'minimal' ? '0' : level === 'partial' ? TINY_SHAPE.nLayer / 2 : all} `);
     if (readsApiKeyFile(capabilities)) expect(commandLine).not.toContain(endpoint.apiKey);
 
     const url = `http://127.0.0.1:${endpoint.port}/v1/chat/completions`;

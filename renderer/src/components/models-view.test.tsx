@@ -2,7 +2,7 @@
 import { cleanup, screen, waitFor, within } from '@testing-library/react';
 import { userEvent } from '@testing-library/user-event';
 import { afterEach, describe, expect, it } from 'vitest';
-import { degradedToCpu, emptyCatalog, fallbackServing, loading, twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
+import { degradedToCpu, emptyCatalog, fallbackServing, loading, partlyOnCpu, twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
 import { renderWithSnapshot } from '../test-fixtures/render.js';
 import { model, snapshot } from '../test-fixtures/snapshot-builder.js';
 import { ModelsView } from './models-view.js';
@@ -19,9 +19,17 @@ describe('ModelsView', () => {
     const chat = row('demo-chat');
     expect(within(chat).getByText('Degraded')).toBeTruthy();
     expect(within(chat).getByText('CPU only')).toBeTruthy();
-    expect(within(chat).getByText(/running on the CPU after 2 out-of-memory failures/)).toBeTruthy();
+    expect(within(chat).getByText(/running on the CPU after 3 out-of-memory failures/)).toBeTruthy();
     expect(within(chat).getByText(/measured 5.1 GiB/)).toBeTruthy();
     expect(within(chat).getByRole('button', { name: 'Recovery details for demo-chat' })).toBeTruthy();
+  });
+
+  it('shows a model partly on the CPU with its level and only the GPU share of its footprint', () => {
+    renderWithSnapshot(<ModelsView />, partlyOnCpu());
+    const chat = row('demo-chat');
+    expect(within(chat).getByText('Part on CPU')).toBeTruthy();
+    // The fixture's 6 GiB model is estimated at 2.4 GiB on the device at partial.
+    expect(within(chat).getByText('Footprint').nextSibling?.textContent).toBe('2.4 GiB on the GPU, the rest in RAM');
   });
 
   it('says which model answers for one in fallback', () => {

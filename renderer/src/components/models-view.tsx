@@ -67,8 +67,12 @@ const ModelRow = memo(function ModelRow({ model, series }: { model: ModelView; s
 
         <dl className="model-facts">
           <Fact term="Footprint">
-            {/* At 'minimal' the device estimate is 0 by definition: the model lives in host RAM. */}
-            {level === 'minimal' ? 'in RAM, not on the GPU' : formatBytes(model.estimateBytes[level ?? 'full'])}
+            {/* The estimate is device bytes: 0 at 'minimal' by definition, only the GPU's share at 'partial'. */}
+            {level === 'minimal'
+              ? 'in RAM, not on the GPU'
+              : level === 'partial'
+                ? `${formatBytes(model.estimateBytes.partial)} on the GPU, the rest in RAM`
+                : formatBytes(model.estimateBytes[level ?? 'full'])}
             {model.measuredBytes !== null && <span className="muted"> · measured {formatBytes(model.measuredBytes)}</span>}
           </Fact>
           <Fact term="Context">{model.contextTokens.toLocaleString('en-US')} tokens</Fact>

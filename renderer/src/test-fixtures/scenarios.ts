@@ -45,7 +45,25 @@ export function retrying(): Snapshot {
   });
 }
 
-/** demo-chat ran out of GPU memory twice and now runs on the CPU. */
+/** demo-chat ran out of GPU memory twice and now runs with half its layers on the CPU. */
+export function partlyOnCpu(): Snapshot {
+  return snapshot({
+    models: [
+      model('demo-chat', {
+        desired: true,
+        pinned: true,
+        status: {
+          state: 'degraded',
+          level: 'partial',
+          next: 'running partly on the CPU after 2 out-of-memory failures; retry to try the GPU alone again',
+          recovery: { kind: 'oom', attempts: 2, nextAction: 'degrade', lastError: CUDA_OOM_ERROR },
+        },
+      }, 6),
+    ],
+  });
+}
+
+/** demo-chat ran out of GPU memory three times and now runs on the CPU. */
 export function degradedToCpu(): Snapshot {
   return snapshot({
     models: [
@@ -56,8 +74,8 @@ export function degradedToCpu(): Snapshot {
         status: {
           state: 'degraded',
           level: 'minimal',
-          next: 'running on the CPU after 2 out-of-memory failures; retry to try the GPU again',
-          recovery: { kind: 'oom', attempts: 2, nextAction: 'fallback', lastError: CUDA_OOM_ERROR },
+          next: 'running on the CPU after 3 out-of-memory failures; retry to try the GPU again',
+          recovery: { kind: 'oom', attempts: 3, nextAction: 'fallback', lastError: CUDA_OOM_ERROR },
         },
       }, 6),
     ],

@@ -107,7 +107,7 @@ describe('footprint estimate', () => {
     const computeByHand = 4 * 512 * (3 * 128 + 4 * 64 + VOCAB) + 2 * 512 * 512;
     expect(result).toEqual({
       ok: true,
-      estimate: { weightsBytes: tensorBytesByHand(shape), kvBytesPerToken: kvByHand, contextTokens: 512, computeBytes: computeByHand },
+      estimate: { weightsBytes: tensorBytesByHand(shape), kvBytesPerToken: kvByHand, contextTokens: 512, computeBytes: computeByHand, layers: 2 },
     });
   });
 
@@ -116,7 +116,7 @@ describe('footprint estimate', () => {
     expect(result.ok && result.estimate.kvBytesPerToken).toBe(2 * 2 * (16 * 4) * 2);
   });
 
-  test('partial offload puts the offloaded share of weights and KV on the device', async () => {
+  test('fewer GPU layers than blocks put the offloaded share of weights and KV on the device, and count only those layers', async () => {
     const f = await facts(join(dir, 'tiny-f16.gguf'));
     const full = estimateFootprint({ path: 't', facts: f, contextTokens: 512, gpuLayers: 'all' });
     const half = estimateFootprint({ path: 't', facts: f, contextTokens: 512, gpuLayers: 1 });
@@ -127,6 +127,8 @@ describe('footprint estimate', () => {
     expect(half.estimate.kvBytesPerToken).toBe(full.estimate.kvBytesPerToken / 2);
     expect(none.estimate).toMatchObject({ weightsBytes: 0, kvBytesPerToken: 0 });
     expect(beyond.estimate).toEqual(full.estimate);
+    // The tiny model has 2 blocks: the layers 'partial' splits are the ones a full launch offloads.
+    expect([full, half, none, beyond].map((r) => r.estimate.layers)).toEqual([2, 1, 0, 2]);
   });
 
   test('a projector adds its weights and its image encoder compute', async () => {

@@ -264,15 +264,16 @@ describe('the recovery ladder, end to end', () => {
     expect(w.server.launches()).toHaveLength(5);
   });
 
-  it('oom: degraded, then CPU only, then its fallback serves in its place', async () => {
+  it('oom: degraded, then part on the CPU, then CPU only, then its fallback serves in its place', async () => {
     const w = world([model('a', 8, { fallbackId: 'small' }), model('small', 2, { wanted: false })]);
-    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 3);
+    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 4);
     const ready = w.controller.waitUntilReady('a', new AbortController().signal).then(() => 'ready');
     await w.start();
 
     expect(w.server.launches()).toEqual([
       { modelId: 'a', level: 'full' },
       { modelId: 'a', level: 'degraded' },
+      { modelId: 'a', level: 'partial' },
       { modelId: 'a', level: 'minimal' },
       { modelId: 'small', level: 'full' },
     ]);
@@ -287,7 +288,7 @@ describe('the recovery ladder, end to end', () => {
     // A person's retry lifts the fallback: the model itself comes back, its stand-in goes.
     w.controller.retry('a');
     await settle();
-    expect(w.server.calls.slice(4)).toEqual([
+    expect(w.server.calls.slice(5)).toEqual([
       { op: 'evict', modelId: 'small' },
       { op: 'launch', modelId: 'a', level: 'full' },
     ]);
@@ -297,37 +298,37 @@ describe('the recovery ladder, end to end', () => {
 
   it('oom: when the fallback fails too, the model is unservable with the fallback’s reason', async () => {
     const w = world([model('a', 8, { fallbackId: 'small' }), model('small', 2, { wanted: false })]);
-    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 3);
-    w.server.fail('launch', 'small', new ScriptedFailure('oom'), 3);
+    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 4);
+    w.server.fail('launch', 'small', new ScriptedFailure('oom'), 4);
     const outcome = w.controller.waitUntilReady('a', new AbortController().signal).catch((error: unknown) => error);
     await w.start();
 
     expect(w.server.launches().map((l) => `${l.modelId} ${l.level}`)).toEqual([
-      'a full', 'a degraded', 'a minimal', 'small full', 'small degraded', 'small minimal',
+      'a full', 'a degraded', 'a partial', 'a minimal', 'small full', 'small degraded', 'small partial', 'small minimal',
     ]);
     expect(w.state('a')).toBe('fallback');
     expect(w.state('small')).toBe('quarantined');
     const why = w.controller.whyUnservable('a');
-    expect(why).toEqual({ code: 'model_quarantined', reason: expect.stringMatching(/^its fallback small is unavailable: failed 3 launches in a row/) });
+    expect(why).toEqual({ code: 'model_quarantined', reason: expect.stringMatching(/^its fallback small is unavailable: failed 4 launches in a row/) });
     expect(await outcome).toMatchObject(why ?? {});
   });
 
   it('oom with no fallback configured ends in quarantine, saying so', async () => {
     const w = world([model('a', 8)]);
-    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 3);
+    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 4);
     await w.start();
 
-    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'degraded', 'minimal']);
+    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'degraded', 'partial', 'minimal']);
     expect(w.state('a')).toBe('quarantined');
     expect(w.controller.whyUnservable('a')?.reason).toMatch(/the ladder says fall back, but it has no fallback model configured/);
   });
 
   it('a CPU-only launch that host RAM cannot hold is refused with the numbers, without launching', async () => {
     const w = world([model('a', 4)], { hostFreeGiB: 1 });
-    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 2);
+    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 3);
     await w.start();
 
-    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'degraded']);
+    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'degraded', 'partial']);
     expect(w.controller.status('a')?.recovery.lastError).toBe('a needs 4 GiB of RAM on the CPU; 1 GiB free');
     expect(w.state('a')).toBe('quarantined');
   });
@@ -346,15 +347,15 @@ describe('the recovery ladder, end to end', () => {
 
   it('retry() lifts quarantine; nothing else does until the definition changes', async () => {
     const w = world([model('a', 4), model('b', 4)]);
-    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 3);
-    w.server.fail('launch', 'b', new ScriptedFailure('oom'), 3);
+    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 4);
+    w.server.fail('launch', 'b', new ScriptedFailure('oom'), 4);
     await w.start();
     expect(w.state('a')).toBe('quarantined');
     expect(w.state('b')).toBe('quarantined');
 
     w.controller.trigger();
     await w.clock.advance(5 * 60_000);
-    expect(w.server.launches()).toHaveLength(6);
+    expect(w.server.launches()).toHaveLength(8);
 
     expect(w.controller.retry('a')).toBe(true);
     await settle();
@@ -364,7 +365,7 @@ describe('the recovery ladder, end to end', () => {
     w.controller.trigger();
     await settle();
     expect(w.state('b')).toBe('ready');
-    expect(w.server.launches().slice(6)).toEqual([
+    expect(w.server.launches().slice(8)).toEqual([
       { modelId: 'a', level: 'full' },
       { modelId: 'b', level: 'full' },
     ]);
@@ -514,7 +515,7 @@ describe('waitUntilReady', () => {
 
   it('rejects with the reason as soon as the model is quarantined', async () => {
     const w = world([model('a', 4)]);
-    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 3);
+    w.server.fail('launch', 'a', new ScriptedFailure('oom'), 4);
     const outcome = w.controller.waitUntilReady('a', new AbortController().signal).then(
       () => null,
       (error: unknown) => error,
@@ -522,7 +523,7 @@ describe('waitUntilReady', () => {
     await w.start();
     const error = await outcome;
     expect(error).toBeInstanceOf(ModelUnservableError);
-    expect(error).toMatchObject({ code: 'model_quarantined', reason: expect.stringMatching(/^failed 3 launches in a row \(last failure: oom/) });
+    expect(error).toMatchObject({ code: 'model_quarantined', reason: expect.stringMatching(/^failed 4 launches in a row \(last failure: oom/) });
   });
 
   it('rejects at once for a model the plan leaves out', async () => {

@@ -57,13 +57,13 @@ describe('policyInputs', () => {
         demand('a', { pinned: true, priority: 7, lastUsed: 2_000, fallbackId: 'small' }),
         demand('small', { wanted: true, priority: 1, lastUsed: 1_000 }),
       ],
-      { a: { kind: 'oom', attempts: 3 } },
+      { a: { kind: 'oom', attempts: 4 } },
     );
     expect(desired).toEqual([{ modelId: 'small', priority: 7, pinned: true, lastUsed: 2_000, footprint: 5 * GiB }]);
   });
 
   it('a ladder that says fallback with no fallback configured is quarantine: nothing is desired', () => {
-    const { desired } = inputs([demand('a')], { a: { kind: 'oom', attempts: 3 } });
+    const { desired } = inputs([demand('a')], { a: { kind: 'oom', attempts: 4 } });
     expect(desired).toEqual([]);
   });
 

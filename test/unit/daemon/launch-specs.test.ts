@@ -1,6 +1,7 @@
 // Catalog model → launch spec: which engine, how many GPU layers, the draft, and the errors.
 import { describe, expect, it } from 'vitest';
 import { launchSpecFor, type LaunchSpecSources } from '../../../core/daemon/launch-specs.js';
+import { argvFor, EMBEDDED_CAPABILITIES } from '../../../core/engine/launch-spec.js';
 import { catalogModel } from './catalog-model.js';
 
 function sources(models: ReturnType<typeof catalogModel>[], overrides: Partial<LaunchSpecSources> = {}): LaunchSpecSources {
@@ -23,6 +24,20 @@ describe('launchSpecFor', () => {
     const cpu = launchSpecFor('a', sources(models, { cpuOnly: () => true }));
     expect(cpu.gpuLayers).toBe(0);
     expect(cpu.draft?.gpuLayers).toBe(0);
+  });
+
+  it('carries the layers the estimate splits, so a partial launch passes the -ngl its footprint costed', () => {
+    const estimate = { weightsBytes: 1, kvBytesPerToken: 1, contextTokens: 4096, computeBytes: 1, layers: 20 };
+    const models = [catalogModel('a', { gpuLayers: 20, estimate })];
+    const ngl = (spec: ReturnType<typeof launchSpecFor>) => {
+      const argv = argvFor(spec, 'partial', EMBEDDED_CAPABILITIES, 1, { keyFile: '/k' });
+      return argv[argv.indexOf('-ngl') + 1];
+    };
+    const gpu = launchSpecFor('a', sources(models));
+    expect(gpu.layers).toBe(20);
+    expect(ngl(gpu)).toBe('10');
+    expect(ngl(launchSpecFor('a', sources(models, { cpuOnly: () => true })))).toBe('0');
+    expect(launchSpecFor('b', sources([catalogModel('b')])).layers).toBeUndefined();
   });
 
   it('merges the engine environment under the model’s own', () => {

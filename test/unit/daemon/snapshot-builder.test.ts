@@ -64,6 +64,24 @@ describe('buildSnapshot', () => {
     expect(snapshot.models.find((m) => m.id === 'idle')?.upstream).toBeNull();
   });
 
+  it('shows a pair at partial as the primary’s device share and its whole draft, which stays on the device', () => {
+    const split = { ...chat.estimate!, layers: 32, draft: { ...chat.estimate!.draft!, layers: 24 } };
+    const model = { ...chat, estimate: split };
+    const snapshot = buildSnapshot(
+      parts({
+        catalog: { models: () => [model], problems: () => [], config: () => ({ modelDirs: ['/models'] }) as never },
+        supervisor: { status: () => null, endpointFor: () => ({ port: 40001, apiKey: 'k', pid: 77, level: 'partial', startedAt: 1, readyAt: 2 }) },
+      }),
+    );
+    const { draft, ...primary } = split;
+    expect(snapshot.budget.holders).toEqual([
+      { kind: 'model', modelId: 'chat', bytes: footprintAt('partial', primary).deviceBytes },
+      { kind: 'draft', modelId: 'draft', bytes: footprintAt('degraded', draft).deviceBytes },
+    ]);
+    expect(snapshot.budget.usedBytes).toBe(footprintAt('partial', split).deviceBytes);
+    expect(snapshot.models[0]?.estimateBytes.partial).toBe(footprintAt('partial', split).deviceBytes);
+  });
+
   it('lets a measurement replace the estimate, keeping the draft’s share', () => {
     const snapshot = buildSnapshot(parts({ measuredBytes: (id) => (id === 'chat' ? 10 * GiB : null) }));
     expect(snapshot.budget.usedBytes).toBe(10 * GiB);

@@ -67,6 +67,7 @@ describe('modelStateWords: every state in words a person reads', () => {
     ['loading, no detail yet', model('m', { state: 'loading' }), 'loading'],
     ['ready', model('m', { state: 'ready', level: 'full' }), 'ready'],
     ['ready on the CPU', model('m', { state: 'ready', level: 'minimal' }), 'ready on CPU'],
+    ['ready with part on the CPU', model('m', { state: 'ready', level: 'partial' }), 'ready, part on CPU'],
     ['active', model('m', { state: 'active', level: 'full' }, { inFlight: 2 }), 'answering 2 requests'],
     ['active, one request', model('m', { state: 'active', level: 'full' }, { inFlight: 1 }), 'answering 1 request'],
     ['evicting', model('m', { state: 'evicting' }), 'unloading'],
@@ -77,6 +78,7 @@ describe('modelStateWords: every state in words a person reads', () => {
     ],
     ['failed, waiting without a timer', model('m', { state: 'failed', recovery: failure('crash'), next: 'waiting for memory' }), 'failed: crashed, waiting for memory'],
     ['degraded to a smaller context', model('m', { state: 'degraded', level: 'degraded' }), 'degraded: smaller context'],
+    ['degraded to part on the CPU', model('m', { state: 'degraded', level: 'partial' }), 'degraded: part on CPU'],
     ['degraded to the CPU', model('m', { state: 'degraded', level: 'minimal' }), 'degraded: CPU only'],
     ['fallback', model('m', { state: 'fallback', servedBy: 'demo-tiny' }), 'answered by demo-tiny'],
     [
@@ -163,13 +165,19 @@ describe('buildTrayMenu', () => {
     expect(find(submenu, 'Retry')).toMatchObject({ enabled: true });
   });
 
-  it('names the level of a degraded model and of one on the CPU', () => {
+  it('names the level of a degraded model, of one partly and of one wholly on the CPU', () => {
     const items = buildTrayMenu(
-      snapshot([model('smaller', { state: 'degraded', level: 'degraded' }), model('cpu', { state: 'ready', level: 'minimal' }), model('full', { state: 'ready', level: 'full' })]),
+      snapshot([
+        model('smaller', { state: 'degraded', level: 'degraded' }),
+        model('split', { state: 'degraded', level: 'partial' }),
+        model('cpu', { state: 'ready', level: 'minimal' }),
+        model('full', { state: 'ready', level: 'full' }),
+      ]),
       recordingActions().actions,
       { startAtLogin: false, now: NOW },
     );
     expect(find(submenuOf(items, 'smaller'), /^Level: /)).toMatchObject({ label: 'Level: smaller context (degraded)', enabled: false });
+    expect(labelOf(find(submenuOf(items, 'split'), /^Level: /))).toBe('Level: part on CPU (partial)');
     expect(labelOf(find(submenuOf(items, 'cpu'), /^Level: /))).toBe('Level: CPU only (minimal)');
     expect(submenuOf(items, 'full').some((item) => item.type !== 'separator' && item.label.startsWith('Level'))).toBe(false);
   });

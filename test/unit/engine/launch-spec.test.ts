@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { argvFor, DRAFT_MAX_TOKENS, EMBEDDED_CAPABILITIES, readsApiKeyFile, type LaunchSpec } from '../../../core/engine/launch-spec.js';
 import { detectCapabilities } from '../../../core/engine/llama-server/capabilities.js';
@@ -54,6 +55,50 @@ describe('argvFor', () => {
     expect(valueOf(argv, '-ngl')).toBe('0');
     expect(valueOf(argv, '-ngld')).toBe('0');
     expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
+  });
+
+  it('partial: the degraded context, half the layers on the GPU, the draft as configured', () => {
+    const argv = argvFor({ ...withDraft, layers: 32 }, 'partial', recent, 1, KEY_FILE);
+    expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
+    expect(valueOf(argv, '-ngl')).toBe('16');
+    expect(valueOf(argv, '-ngld')).toBe('all');
+  });
+
+  it('partial: halves the layers a numeric gpuLayers puts on the GPU, not the whole model', () => {
+    expect(valueOf(argvFor({ ...spec, gpuLayers: 20, layers: 32 }, 'partial', recent, 1, KEY_FILE), '-ngl')).toBe('10');
+    expect(valueOf(argvFor({ ...spec, gpuLayers: 40, layers: 33 }, 'partial', old, 1, { key: 'k' }), '-ngl')).toBe('16');
+  });
+
+  it.each([
+    ['the layer count is unknown', { ...withDraft }],
+    ['there is no GPU (gpuLayers 0)', { ...withDraft, gpuLayers: 0, draft: { modelPath: '/models/qwen-0.5b.gguf', gpuLayers: 0 }, layers: 32 }],
+    ['one layer cannot be split', { ...withDraft, layers: 1 }],
+  ] satisfies [string, LaunchSpec][])('partial is the minimal argv when %s, as its footprint is', (_name, partialSpec) => {
+    const argv = argvFor(partialSpec, 'partial', recent, 1, KEY_FILE);
+    expect(valueOf(argv, '-ngl')).toBe('0');
+    expect(valueOf(argv, '-ngld')).toBe('0');
+    expect(argv).toEqual(argvFor(partialSpec, 'minimal', recent, 1, KEY_FILE));
+  });
+
+  it('partial: never more layers on the GPU than degraded, at its context, and the minimal argv when none', () => {
+    const gpuLayers = fc.oneof(fc.constant<'all'>('all'), fc.integer({ min: 0, max: 300 }));
+    fc.assert(
+      fc.property(gpuLayers, gpuLayers, fc.option(fc.integer({ min: -2, max: 200 }), { nil: undefined }), (primary, draft, layers) => {
+        const s: LaunchSpec = { ...spec, gpuLayers: primary, draft: { modelPath: '/models/d.gguf', gpuLayers: draft }, layers };
+        const partial = argvFor(s, 'partial', old, 1, { key: 'k' });
+        const degraded = argvFor(s, 'degraded', old, 1, { key: 'k' });
+        expect(valueOf(partial, '-c')).toBe(valueOf(degraded, '-c'));
+        const ngl = Number(valueOf(partial, '-ngl'));
+        if (ngl === 0) {
+          expect(partial).toEqual(argvFor(s, 'minimal', old, 1, { key: 'k' }));
+        } else {
+          const atFull = Math.min(Number(valueOf(degraded, '-ngl')), layers ?? 0);
+          expect(2 * ngl).toBeLessThanOrEqual(atFull);
+          expect(valueOf(partial, '-ngld')).toBe(valueOf(degraded, '-ngld'));
+        }
+      }),
+      { numRuns: 2_000 },
+    );
   });
 
   it('a recent build: draft with --spec-type draft-simple and --spec-draft-n-max', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { degradedContext, footprintAt, LAUNCH_LEVELS, type FootprintEstimate } from '../../../core/policy/index.js';
+import { degradedContext, footprintAt, LAUNCH_LEVELS, partialLayers, type FootprintEstimate } from '../../../core/policy/index.js';
 
 const KiB = 1024;
 const MiB = 1024 ** 2;
@@ -36,9 +36,25 @@ describe('degradedContext', () => {
   });
 });
 
+describe('partialLayers', () => {
+  it.each([
+    [32, 16],
+    [33, 16], // rounded down: the device half is the one a wrong guess OOMs
+    [2, 1],
+    [1, 0], // one layer cannot be split
+    [0, 0], // unknown
+    [5.9, 2], // a fractional count is its whole layers
+    [-4, 0],
+    [Number.NaN, 0],
+    [Number.POSITIVE_INFINITY, 0],
+  ])('%d layers on the device at full → %d at partial', (layers, expected) => {
+    expect(partialLayers(layers)).toBe(expected);
+  });
+});
+
 describe('footprintAt', () => {
   const draft: FootprintEstimate = { weightsBytes: 500 * MiB, kvBytesPerToken: 16 * KiB, contextTokens: 999, computeBytes: 50 * MiB };
-  const model: FootprintEstimate = { weightsBytes: 4 * GiB, kvBytesPerToken: 128 * KiB, contextTokens: 8192, computeBytes: 300 * MiB, draft };
+  const model: FootprintEstimate = { weightsBytes: 4 * GiB, kvBytesPerToken: 128 * KiB, contextTokens: 8192, computeBytes: 300 * MiB, layers: 32, draft };
 
   it('puts weights, KV at the configured context, compute and the draft on the device at full', () => {
     // KV: 128 KiB × 8192 = 1 GiB; the draft's KV at the primary's context: 16 KiB × 8192 = 128 MiB.
@@ -62,6 +78,32 @@ describe('footprintAt', () => {
     expect(footprintAt('minimal', model)).toEqual({ deviceBytes: 0, hostBytes: degraded.deviceBytes, contextTokens: 2048 });
   });
 
+  it('moves half of the layers, their weights and KV, to host RAM at partial; compute and the draft stay on the device', () => {
+    // Degraded KV: 128 KiB × 2048 = 256 MiB. 16 of 32 layers leave: half of 4 GiB + 256 MiB.
+    expect(footprintAt('partial', model)).toEqual({
+      deviceBytes: 2 * GiB + 128 * MiB + 300 * MiB + (500 * MiB + 32 * MiB + 50 * MiB),
+      hostBytes: 2 * GiB + 128 * MiB,
+      contextTokens: 2048,
+    });
+  });
+
+  it('sends the larger share of an odd layer count to host RAM, in whole bytes', () => {
+    const odd = { ...model, layers: 33, draft: undefined };
+    const layerBytes = 4 * GiB + 256 * MiB;
+    // 16 layers stay, 17 leave.
+    expect(footprintAt('partial', odd).hostBytes).toBe(Math.floor((layerBytes * 17) / 33));
+    expect(footprintAt('partial', odd).deviceBytes + footprintAt('partial', odd).hostBytes).toBe(footprintAt('degraded', odd).deviceBytes);
+  });
+
+  it.each([
+    ['unknown', undefined],
+    ['zero', 0],
+    ['one, which cannot be split,', 1],
+    ['negative', -3],
+  ])('costs partial as minimal when the layer count is %s', (_name, layers) => {
+    expect(footprintAt('partial', { ...model, layers })).toEqual(footprintAt('minimal', model));
+  });
+
   it('counts negative inputs as zero', () => {
     const broken: FootprintEstimate = { weightsBytes: -1, kvBytesPerToken: -5, contextTokens: 4096, computeBytes: 10 };
     expect(footprintAt('full', broken)).toEqual({ deviceBytes: 10, hostBytes: 0, contextTokens: 4096 });
@@ -76,19 +118,63 @@ describe('footprintAt', () => {
         kvBytesPerToken: fc.integer({ min: -10, max: 1 << 20 }),
         contextTokens: fc.integer({ min: -10, max: 1 << 17 }),
         computeBytes: bytes,
+        layers: fc.integer({ min: -2, max: 200 }),
         ...(depth > 0 ? { draft: estimateArb(depth - 1) } : {}),
       },
       { requiredKeys: ['weightsBytes', 'kvBytesPerToken', 'contextTokens', 'computeBytes'] },
     );
 
-  it('orders the levels on the device: full ≥ degraded ≥ minimal = 0', () => {
+  it('orders the levels on the device: full ≥ degraded ≥ partial ≥ minimal = 0', () => {
+    expect(LAUNCH_LEVELS).toEqual(['full', 'degraded', 'partial', 'minimal']);
     fc.assert(
       fc.property(estimateArb(2), (estimate) => {
-        const [full, degraded, minimal] = LAUNCH_LEVELS.map((level) => footprintAt(level, estimate));
+        const [full, degraded, partial, minimal] = LAUNCH_LEVELS.map((level) => footprintAt(level, estimate));
         expect(full!.deviceBytes).toBeGreaterThanOrEqual(degraded!.deviceBytes);
-        expect(degraded!.deviceBytes).toBeGreaterThanOrEqual(minimal!.deviceBytes);
+        expect(degraded!.deviceBytes).toBeGreaterThanOrEqual(partial!.deviceBytes);
+        expect(partial!.deviceBytes).toBeGreaterThanOrEqual(minimal!.deviceBytes);
         expect(minimal!.deviceBytes).toBe(0);
         expect(minimal!.hostBytes).toBe(degraded!.deviceBytes);
+      }),
+      RUNS,
+    );
+  });
+
+  it('moves bytes between device and host below full, never adds or loses any: device + host is the degraded total', () => {
+    fc.assert(
+      fc.property(estimateArb(2), fc.constantFrom(...LAUNCH_LEVELS.slice(1)), (estimate, level) => {
+        const at = footprintAt(level, estimate);
+        expect(at.hostBytes).toBeGreaterThanOrEqual(0);
+        expect(at.deviceBytes).toBeGreaterThanOrEqual(0);
+        expect(at.deviceBytes + at.hostBytes).toBe(footprintAt('degraded', estimate).deviceBytes);
+        expect(at.contextTokens).toBe(footprintAt('degraded', estimate).contextTokens);
+      }),
+      RUNS,
+    );
+  });
+
+  it('sends between a half and two thirds of the layer bytes to host RAM at partial, the rest and the compute buffer stay', () => {
+    fc.assert(
+      fc.property(estimateArb(0), (estimate) => {
+        fc.pre(partialLayers(estimate.layers ?? 0) > 0);
+        const { contextTokens, hostBytes, deviceBytes } = footprintAt('partial', estimate);
+        const layerBytes = Math.max(0, estimate.weightsBytes) + Math.max(0, estimate.kvBytesPerToken) * contextTokens;
+        expect(hostBytes).toBeGreaterThanOrEqual(Math.floor(layerBytes / 2));
+        expect(hostBytes).toBeLessThanOrEqual((layerBytes * 2) / 3);
+        expect(deviceBytes).toBeGreaterThanOrEqual(Math.max(0, estimate.computeBytes));
+      }),
+      RUNS,
+    );
+  });
+
+  it('keeps the draft wholly on the device at partial, whatever its own layer count, while any of the primary is there', () => {
+    fc.assert(
+      fc.property(estimateArb(0), estimateArb(0), (primary, draft) => {
+        fc.pre(partialLayers(primary.layers ?? 0) > 0);
+        const alone = footprintAt('partial', primary);
+        const paired = footprintAt('partial', { ...primary, draft });
+        const draftDegraded = footprintAt('degraded', { ...draft, contextTokens: primary.contextTokens }).deviceBytes;
+        expect(paired.deviceBytes - alone.deviceBytes).toBe(draftDegraded);
+        expect(paired.hostBytes).toBe(alone.hostBytes);
       }),
       RUNS,
     );

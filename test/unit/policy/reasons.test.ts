@@ -70,6 +70,11 @@ describe('reason sentences', () => {
 
   it('words a host-memory shortfall for a CPU-only launch', () => {
     expect(hostMemoryReason(6.2 * GiB, 3.1 * GiB)).toBe('needs 6.2 GiB of RAM on the CPU; 3.1 GiB free');
+    expect(hostMemoryReason(6.2 * GiB, 3.1 * GiB, 'minimal')).toBe('needs 6.2 GiB of RAM on the CPU; 3.1 GiB free');
+  });
+
+  it('says a partial launch needs RAM only for the layers it leaves on the CPU', () => {
+    expect(hostMemoryReason(3.1 * GiB, 2 * GiB, 'partial')).toBe('needs 3.1 GiB of RAM for the layers on the CPU; 2 GiB free');
   });
 });
 

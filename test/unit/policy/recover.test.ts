@@ -10,20 +10,22 @@ import {
   type RecoveryAction,
 } from '../../../core/policy/index.js';
 
-const FAILURES = ['oom', 'hang', 'crash'] as const;
+const FAILURES = ['oom', 'hang', 'crash', 'invalid'] as const;
 const RUNS = { numRuns: 10_000 };
 
 // The ladder as DESIGN.md states it, attempts 1 to 5; 5 stands for "5 and more".
 const LADDER: Record<(typeof FAILURES)[number], RecoveryAction[]> = {
-  oom: ['degrade', 'degrade', 'fallback', 'quarantine', 'quarantine'],
+  oom: ['degrade', 'degrade', 'degrade', 'fallback', 'quarantine'],
   hang: ['retry', 'degrade', 'degrade', 'fallback', 'quarantine'],
   crash: ['retry', 'retry', 'retry', 'retry', 'quarantine'],
+  invalid: ['quarantine', 'quarantine', 'quarantine', 'quarantine', 'quarantine'],
 };
 
 const LEVELS: Record<(typeof FAILURES)[number], LaunchLevel[]> = {
-  oom: ['degraded', 'minimal', 'minimal', 'minimal', 'minimal'],
+  oom: ['degraded', 'partial', 'minimal', 'minimal', 'minimal'],
   hang: ['full', 'degraded', 'degraded', 'degraded', 'degraded'],
   crash: ['full', 'full', 'full', 'full', 'full'],
+  invalid: ['full', 'full', 'full', 'full', 'full'],
 };
 
 const ladderCases = FAILURES.flatMap((kind) => LADDER[kind].map((action, i) => ({ kind, attempts: i + 1, action })));
@@ -77,6 +79,12 @@ describe('recover', () => {
 describe('launchLevelAfter', () => {
   it.each(levelCases)('$kind attempt $attempts → $level', ({ kind, attempts, level }) => {
     expect(launchLevelAfter({ kind, attempts })).toBe(level);
+  });
+
+  it('walks an out-of-memory model down every level, one per degrade, before it falls back', () => {
+    // Each degrade must change the launch, or the next attempt repeats the one that failed.
+    const degrades = [1, 2, 3, 4, 5].filter((attempts) => recover({ kind: 'oom', attempts }) === 'degrade');
+    expect(degrades.map((attempts) => launchLevelAfter({ kind: 'oom', attempts }))).toEqual(LAUNCH_LEVELS.slice(1));
   });
 
   it('never climbs back to a larger level as attempts grow', () => {
