@@ -83,9 +83,9 @@ const UNLOADABLE_MODEL = [
   // The model (or draft, or projector) is not there: llama.cpp, then the embedded engine.
   /^failed to open GGUF file '.*' \(No such file or directory\)$/,
   /^ENOENT: no such file or directory, open '/,
-  // A draft of another vocabulary: llama-server (common/speculative.cpp), then the embedded
-  // engine's draftIncompatibility (model-loader.ts).
-  /^the target and draft vocabs are not compatible$/,
+  // A draft of another vocabulary: the embedded engine's draftIncompatibility (model-loader.ts).
+  // Not llama-server's "the target and draft vocabs are not compatible": today's build logs it
+  // as an error, then serves without the draft (server-draft-vocab-mismatch-serves.log).
   /^the draft model '.*' is not compatible with the target model: /,
 ];
 
@@ -153,7 +153,9 @@ export function classifyFailure(evidence: FailureEvidence): FailureClassificatio
   }
   const oomCause = causes.find((c) => c.wrapped && isOutOfMemory(c.text)) ?? causes.find((c) => isOutOfMemory(c.raw));
   if (oomCause !== undefined) return { kind: 'oom', reason: oomCause.text };
-  const invalidCause = causes.find((c) => UNLOADABLE_MODEL.some((re) => re.test(c.text)));
+  // Only a load can be hopeless: a server that became ready had loaded its files, so whatever
+  // its log said about them then did not stop it, and cannot explain a later death.
+  const invalidCause = evidence.diedAfterReady === true ? undefined : causes.find((c) => UNLOADABLE_MODEL.some((re) => re.test(c.text)));
   if (invalidCause !== undefined) return { kind: 'invalid', reason: invalidCause.text };
   // A silent SIGKILL while loading is the OOM killer answering our own allocations: llama.cpp
   // allocates every buffer during the load. After ready its memory is flat, so a kill then was

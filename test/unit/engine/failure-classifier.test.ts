@@ -22,7 +22,7 @@ function evidence(partial: Partial<FailureEvidence>): FailureEvidence {
 }
 
 /** Captured logs that are not one failure each: buffer-size lines, a healthy start, a log whose signal decides. */
-const NOT_IN_THE_TABLE = ['buffer-sizes-cuda.log', 'server-ready.log', 'segfault-no-output.log'];
+const NOT_IN_THE_TABLE = ['buffer-sizes-cuda.log', 'server-ready.log', 'server-draft-vocab-mismatch-serves.log', 'segfault-no-output.log'];
 
 describe('classifyFailure on real llama.cpp output', () => {
   const table: { log: string; exitCode: number | null; signal: string | null; kind: string; reason: string }[] = [
@@ -36,6 +36,11 @@ describe('classifyFailure on real llama.cpp output', () => {
       log: 'server-truncated-data.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: "tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete",
     },
+    { log: 'server-truncated-fixed-header.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read header' },
+    { log: 'server-truncated-tensor-info.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read tensor info' },
+    { log: 'server-empty-file.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read magic' },
+    { log: 'server-bad-magic.log', exitCode: 1, signal: null, kind: 'invalid', reason: "invalid magic characters: '<!DO', expected 'GGUF'" },
+    { log: 'server-unknown-architecture.log', exitCode: 1, signal: null, kind: 'invalid', reason: "unknown model architecture: 'notarealarch'" },
     {
       log: 'server-missing-file.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: "failed to open GGUF file '/nonexistent/model.gguf' (No such file or directory)",
@@ -110,6 +115,18 @@ describe('classifyFailure on real llama.cpp output', () => {
     expect(classifyFailure(evidence({ log: [...broken, ...allocation] }))).toEqual(expected);
     expect(classifyFailure(evidence({ log: [...allocation, ...broken] }))).toEqual(expected);
     expect(classifyFailure(evidence({ exitCode: null, signal: 'SIGABRT', log: [...fixture('embedded-unknown-architecture.log'), ...fixture('vulkan-oom.log')] })).kind).toBe('oom');
+  });
+
+  it('calls a crash after ready a crash, though the load logged that the draft speaks another vocabulary', () => {
+    const log = fixture('server-draft-vocab-mismatch-serves.log');
+    expect(log).toContainEqual(expect.stringContaining('E spec common_specu: the target and draft vocabs are not compatible'));
+    const result = classifyFailure(evidence({ exitCode: null, signal: 'SIGSEGV', log, diedAfterReady: true }));
+    expect(result.kind).toBe('crash');
+  });
+
+  it('judges no file broken once the server was ready: it had loaded them', () => {
+    const result = classifyFailure(evidence({ exitCode: null, signal: 'SIGBUS', log: fixture('embedded-corrupt.log'), diedAfterReady: true }));
+    expect(result.kind).toBe('crash');
   });
 
   it('keeps a load timeout a hang even when the log says the file is broken', () => {
