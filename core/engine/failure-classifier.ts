@@ -9,6 +9,11 @@
 //
 // Why the reason is llama.cpp's own line: "failed to allocate buffer for kv cache" tells the
 // person what to shrink; "exited with code 1" tells them nothing.
+//
+// Why `invalid` is told apart from `crash`: a corrupt, truncated or missing file fails the
+// same way on every launch, and as a crash it was retried four times with backoff, so the
+// first request for it waited 20 s for a 503. Its patterns are deliberately narrow: a
+// transient crash taken for `invalid` is quarantined until a person notices, the worse error.
 import type { FailureKind } from '../policy/recover.js';
 
 /** A failure the ladder can act on ('none' never comes out of here). */
@@ -58,6 +63,51 @@ const OUT_OF_MEMORY = [
 ];
 
 /**
+ * Causes in a model server's log that no retry can fix, as llama.cpp, node-llama-cpp and the
+ * embedded engine word them (matched against the cause text, prefixes already stripped). Each
+ * is about the file, never about the machine's state: a missing API key file or a missing
+ * shared library also say "No such file or directory", so only the model loader's own
+ * wording counts.
+ */
+const UNLOADABLE_MODEL = [
+  // Tensor data cut short (an interrupted download or copy): llama.cpp's model loader.
+  /data is not within the file bounds/,
+  // llama.cpp's GGUF reader on an empty file or a header cut short.
+  /^failed to read (?:magic|header|key-value pairs|tensor info)$/,
+  // Not a GGUF at all: llama.cpp, then node-llama-cpp (which checks before llama.cpp runs).
+  /^invalid magic characters: '.*', expected 'GGUF'$/,
+  /^Invalid GGUF magic\. /,
+  // node-llama-cpp on "GGUF" followed by garbage (the version field is the first casualty).
+  /^Unsupported GGUF version /,
+  /^unknown model architecture: '/,
+  // The model (or draft, or projector) is not there: llama.cpp, then the embedded engine.
+  /^failed to open GGUF file '.*' \(No such file or directory\)$/,
+  /^ENOENT: no such file or directory, open '/,
+  // A draft of another vocabulary: the embedded engine's draftIncompatibility (model-loader.ts).
+  // Not llama-server's "the target and draft vocabs are not compatible": today's build logs it
+  // as an error, then serves without the draft (server-draft-vocab-mismatch-serves.log).
+  /^the draft model '.*' is not compatible with the target model: /,
+];
+
+/**
+ * The catalog's sentences (its `metadataError`) for a model that cannot be launched as
+ * defined. Each names a fault of the file or the definition that stays until a person
+ * changes one of them, which also changes the definition hash and lifts the quarantine.
+ */
+const UNUSABLE_DEFINITION = [
+  /: cannot read the model file: (?:ENOENT|ENOTDIR): /,
+  /: expected a \.gguf file, found a folder$/,
+  /: split model is missing parts? [\d, ]+ of \d+ in /,
+  // Whatever node-llama-cpp's header parser rejected (bad magic, a header longer than the
+  // file, garbage lengths), except the two that may pass: an operating-system error while
+  // reading ("EIO: i/o error"), and the read timeout, which a stalled network drive hits too.
+  /: not a readable GGUF model \((?!its header could not be read within|E[A-Z]+: )/,
+  // An architecture without the keys llama.cpp needs (an unknown one, or a header cut short).
+  /: cannot estimate its memory: the header has no /,
+  /: expected a draft with the same vocabulary as /,
+];
+
+/**
  * Lines that report that something failed but not why: every loader layer above the real
  * cause repeats "failed to load model". Skipping them is what makes the chosen line the
  * most specific one.
@@ -103,6 +153,10 @@ export function classifyFailure(evidence: FailureEvidence): FailureClassificatio
   }
   const oomCause = causes.find((c) => c.wrapped && isOutOfMemory(c.text)) ?? causes.find((c) => isOutOfMemory(c.raw));
   if (oomCause !== undefined) return { kind: 'oom', reason: oomCause.text };
+  // Only a load can be hopeless: a server that became ready had loaded its files, so whatever
+  // its log said about them then did not stop it, and cannot explain a later death.
+  const invalidCause = evidence.diedAfterReady === true ? undefined : causes.find((c) => UNLOADABLE_MODEL.some((re) => re.test(c.text)));
+  if (invalidCause !== undefined) return { kind: 'invalid', reason: invalidCause.text };
   // A silent SIGKILL while loading is the OOM killer answering our own allocations: llama.cpp
   // allocates every buffer during the load. After ready its memory is flat, so a kill then was
   // about something else (a person's kill -9, room for another program) and a smaller relaunch
@@ -115,6 +169,17 @@ export function classifyFailure(evidence: FailureEvidence): FailureClassificatio
   }
   const cause = causes.find((c) => c.wrapped) ?? causes[0];
   return { kind: 'crash', reason: cause?.text ?? exitWords(evidence) };
+}
+
+/**
+ * Classifies an error thrown while preparing a launch, before any process ran (the catalog's
+ * `metadataError`, a draft not in the catalog, an engine that cannot be found): `invalid`
+ * for a fault of the model's file or definition, `crash` for everything else. The reason is
+ * the message unchanged. Pure.
+ */
+export function classifySetupFailure(message: string): FailureClassification {
+  const kind = UNUSABLE_DEFINITION.some((re) => re.test(message)) ? 'invalid' : 'crash';
+  return { kind, reason: message };
 }
 
 interface CauseLine {

@@ -96,11 +96,11 @@ describe.skipIf(!LLAMA_SERVER)('a real llama-server (LLMTRAY_LLAMA_SERVER)', () 
     if (readsApiKeyFile(capabilities)) expect(await readdir(join(dataDir, 'engine-keys'))).toEqual([]);
   });
 
-  it("rejects a corrupt model as a crash with llama.cpp's reason", async () => {
+  it("rejects a corrupt model as invalid (no retry can fix it) with llama.cpp's reason", async () => {
     if (!supervisor) throw new Error('no supervisor');
     const error = await supervisor.launch('broken', 'full').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LaunchError);
-    expect(error).toMatchObject({ kind: 'crash' });
+    expect(error).toMatchObject({ kind: 'invalid' });
     expect((error as LaunchError).reason).toMatch(/data is not within the file bounds/);
   });
 });

@@ -77,16 +77,16 @@ describe('Supervisor with the embedded engine', () => {
     expect(supervisor.status('tiny')?.exit).toEqual({ exitCode: 0, signal: null });
   });
 
-  it("rejects a corrupt model as a crash with llama.cpp's reason", async () => {
+  it("rejects a corrupt model as invalid (no retry can fix it) with llama.cpp's reason", async () => {
     if (!supervisor) throw new Error('no supervisor');
     const error = await supervisor.launch('broken', 'full').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LaunchError);
-    expect(error).toMatchObject({ kind: 'crash', exitCode: 1 });
+    expect(error).toMatchObject({ kind: 'invalid', exitCode: 1 });
     expect((error as LaunchError).reason).toMatch(/^tensor '[\w.]+' data is not within the file bounds, model is corrupted or incomplete$/);
   });
 
-  it('rejects a missing model file as a crash naming the file', async () => {
+  it('rejects a missing model file as invalid, naming the file', async () => {
     if (!supervisor) throw new Error('no supervisor');
-    await expect(supervisor.launch('absent', 'full')).rejects.toMatchObject({ kind: 'crash', reason: expect.stringMatching(/ENOENT.*absent\.gguf/) });
+    await expect(supervisor.launch('absent', 'full')).rejects.toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/ENOENT.*absent\.gguf/) });
   });
 });

@@ -248,7 +248,7 @@ describe('Supervisor with the fake engine', () => {
 
     await expect(supervisor.launch('abort', 'full')).rejects.toMatchObject({ kind: 'oom', signal: 'SIGABRT' });
     await expect(supervisor.launch('corrupt', 'full')).rejects.toMatchObject({
-      kind: 'crash',
+      kind: 'invalid',
       reason: "tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete",
     });
     expect(supervisor.status('kv')?.phase).toBe('exited');

@@ -1,6 +1,15 @@
-import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
-import { classifyFailure, LaunchError, type FailureEvidence } from '../../../core/engine/failure-classifier.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Catalog, type CatalogModel } from '../../../core/catalog/catalog.js';
+import { layoutGguf } from '../../../core/catalog/demo/gguf-encoder.js';
+import { seededRandom } from '../../../core/catalog/demo/seeded-random.js';
+import { spmVocab } from '../../../core/catalog/demo/spm-vocab.js';
+import { referenceProblems } from '../../../core/catalog/references.js';
+import { vocabularyFingerprint } from '../../../core/catalog/vocabulary.js';
+import { classifyFailure, classifySetupFailure, LaunchError, type FailureEvidence } from '../../../core/engine/failure-classifier.js';
+import { testModelDir, tinyModel } from '../../support/test-models.js';
 
 /** A captured log, without the fixture's own '# ' header lines. */
 function fixture(name: string): string[] {
@@ -12,6 +21,9 @@ function evidence(partial: Partial<FailureEvidence>): FailureEvidence {
   return { exitCode: 1, signal: null, log: [], timedOutWaitingForReady: false, stalledWithRequestsInFlight: false, ...partial };
 }
 
+/** Captured logs that are not one failure each: buffer-size lines, a healthy start, a log whose signal decides. */
+const NOT_IN_THE_TABLE = ['buffer-sizes-cuda.log', 'server-ready.log', 'server-draft-vocab-mismatch-serves.log', 'segfault-no-output.log'];
+
 describe('classifyFailure on real llama.cpp output', () => {
   const table: { log: string; exitCode: number | null; signal: string | null; kind: string; reason: string }[] = [
     { log: 'server-kv-cache-oom.log', exitCode: 1, signal: null, kind: 'oom', reason: 'failed to allocate buffer for kv cache' },
@@ -19,13 +31,18 @@ describe('classifyFailure on real llama.cpp output', () => {
       log: 'server-weights-oom-sigabrt.log', exitCode: null, signal: 'SIGABRT', kind: 'oom',
       reason: 'insufficient memory (attempted to allocate  19.73 MB)',
     },
-    { log: 'server-truncated-header.log', exitCode: 1, signal: null, kind: 'crash', reason: 'failed to read key-value pairs' },
+    { log: 'server-truncated-header.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read key-value pairs' },
     {
-      log: 'server-truncated-data.log', exitCode: 1, signal: null, kind: 'crash',
+      log: 'server-truncated-data.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: "tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete",
     },
+    { log: 'server-truncated-fixed-header.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read header' },
+    { log: 'server-truncated-tensor-info.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read tensor info' },
+    { log: 'server-empty-file.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read magic' },
+    { log: 'server-bad-magic.log', exitCode: 1, signal: null, kind: 'invalid', reason: "invalid magic characters: '<!DO', expected 'GGUF'" },
+    { log: 'server-unknown-architecture.log', exitCode: 1, signal: null, kind: 'invalid', reason: "unknown model architecture: 'notarealarch'" },
     {
-      log: 'server-missing-file.log', exitCode: 1, signal: null, kind: 'crash',
+      log: 'server-missing-file.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: "failed to open GGUF file '/nonexistent/model.gguf' (No such file or directory)",
     },
     { log: 'node-llama-cpp-context-oom.log', exitCode: 1, signal: null, kind: 'oom', reason: 'failed to allocate buffer for kv cache' },
@@ -40,36 +57,81 @@ describe('classifyFailure on real llama.cpp output', () => {
       reason: 'FATAL ERROR: NewSpace::EnsureCurrentCapacity Allocation failed - JavaScript heap out of memory',
     },
     {
-      log: 'node-llama-cpp-bad-magic.log', exitCode: 1, signal: null, kind: 'crash',
+      log: 'node-llama-cpp-bad-magic.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: 'Invalid GGUF magic. Expected "GGUF" but got "\\u0000\\u0000\\u0000\\u0000"',
     },
     {
-      log: 'node-llama-cpp-random-bytes.log', exitCode: 1, signal: null, kind: 'crash',
+      log: 'node-llama-cpp-random-bytes.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: 'Unsupported GGUF version "2180680215". Reading the file as GGUF version 3',
     },
     {
-      log: 'node-llama-cpp-truncated-data.log', exitCode: 1, signal: null, kind: 'crash',
+      log: 'node-llama-cpp-truncated-data.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: "tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete",
     },
     { log: 'cuda-oom-weights.log', exitCode: 1, signal: null, kind: 'oom', reason: 'unable to allocate CUDA0 buffer' },
     {
-      log: 'cuda-pinned-fallback-then-bad-arch.log', exitCode: 1, signal: null, kind: 'crash',
+      // The pinned-memory line is an allocation failure llama.cpp recovers from: it must not hide the real cause.
+      log: 'cuda-pinned-fallback-then-bad-arch.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: "unknown model architecture: 'notarealarch'",
     },
     {
-      log: 'embedded-corrupt.log', exitCode: 1, signal: null, kind: 'crash',
+      log: 'embedded-corrupt.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: "tensor 'blk.1.attn_norm.weight' data is not within the file bounds, model is corrupted or incomplete",
     },
-    { log: 'embedded-empty-file.log', exitCode: 1, signal: null, kind: 'crash', reason: 'Invalid GGUF magic. Expected "GGUF" but got "    ".' },
+    { log: 'embedded-empty-file.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'Invalid GGUF magic. Expected "GGUF" but got "    ".' },
+    { log: 'embedded-bad-magic.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'Invalid GGUF magic. Expected "GGUF" but got "<!DO".' },
+    { log: 'embedded-truncated-header.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read key-value pairs' },
+    { log: 'embedded-truncated-tensor-info.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read tensor info' },
+    { log: 'embedded-unknown-architecture.log', exitCode: 1, signal: null, kind: 'invalid', reason: "unknown model architecture: 'notarealarch'" },
     {
-      log: 'embedded-missing-file.log', exitCode: 1, signal: null, kind: 'crash',
+      log: 'embedded-missing-file.log', exitCode: 1, signal: null, kind: 'invalid',
       reason: "ENOENT: no such file or directory, open 'models/missing.gguf'",
+    },
+    {
+      log: 'embedded-draft-vocab-mismatch.log', exitCode: 1, signal: null, kind: 'invalid',
+      reason: "the draft model 'models/draft-other-vocab.gguf' is not compatible with the target model: special tokens differ (bos 1 vs 3, eos 2 vs 2)",
+    },
+    {
+      // "No such file or directory" about a file other than the model: the engine's setup, not the model, is at fault.
+      log: 'embedded-missing-api-key-file.log', exitCode: 1, signal: null, kind: 'crash',
+      reason: "--api-key-file: cannot read keys/missing.key: ENOENT: no such file or directory, open 'keys/missing.key'",
     },
     { log: 'vulkan-oom.log', exitCode: null, signal: 'SIGABRT', kind: 'oom', reason: 'Device memory allocation of size 118497280 failed.' },
   ];
 
   it.each(table)('$log → $kind', ({ log, exitCode, signal, kind, reason }) => {
     expect(classifyFailure(evidence({ exitCode, signal, log: fixture(log) }))).toEqual({ kind, reason });
+  });
+
+  it('has an expected verdict for every captured failure log', () => {
+    const captured = readdirSync(new URL('../../fixtures/llama-logs/', import.meta.url)).filter((name) => !NOT_IN_THE_TABLE.includes(name));
+    expect(captured.sort()).toEqual(table.map((row) => row.log).sort());
+  });
+
+  it('calls it an oom when an allocation failed, whatever else in the log says the file is broken', () => {
+    const broken = fixture('server-truncated-data.log');
+    const allocation = fixture('server-kv-cache-oom.log');
+    const expected = { kind: 'oom', reason: 'failed to allocate buffer for kv cache' };
+    expect(classifyFailure(evidence({ log: [...broken, ...allocation] }))).toEqual(expected);
+    expect(classifyFailure(evidence({ log: [...allocation, ...broken] }))).toEqual(expected);
+    expect(classifyFailure(evidence({ exitCode: null, signal: 'SIGABRT', log: [...fixture('embedded-unknown-architecture.log'), ...fixture('vulkan-oom.log')] })).kind).toBe('oom');
+  });
+
+  it('calls a crash after ready a crash, though the load logged that the draft speaks another vocabulary', () => {
+    const log = fixture('server-draft-vocab-mismatch-serves.log');
+    expect(log).toContainEqual(expect.stringContaining('E spec common_specu: the target and draft vocabs are not compatible'));
+    const result = classifyFailure(evidence({ exitCode: null, signal: 'SIGSEGV', log, diedAfterReady: true }));
+    expect(result.kind).toBe('crash');
+  });
+
+  it('judges no file broken once the server was ready: it had loaded them', () => {
+    const result = classifyFailure(evidence({ exitCode: null, signal: 'SIGBUS', log: fixture('embedded-corrupt.log'), diedAfterReady: true }));
+    expect(result.kind).toBe('crash');
+  });
+
+  it('keeps a load timeout a hang even when the log says the file is broken', () => {
+    const result = classifyFailure(evidence({ exitCode: null, signal: 'SIGTERM', log: fixture('embedded-corrupt.log'), timedOutWaitingForReady: true }));
+    expect(result.kind).toBe('hang');
   });
 
   it('reads a SIGKILL with no error line while loading as the OOM killer', () => {
@@ -131,5 +193,75 @@ describe('LaunchError', () => {
     expect(error.kind).toBe('oom');
     expect(error.message).toBe("model server for 'qwen-7b' failed (oom): failed to allocate buffer for kv cache");
     expect(error.logTail).toEqual(['x']);
+  });
+});
+
+describe("classifySetupFailure on the catalog's own sentences", () => {
+  // Real files through the real catalog: the sentences are whatever it says about them today.
+  const broken: Record<string, (dir: string) => Promise<void>> = {
+    'missing': async () => undefined,
+    'empty': (dir) => writeFile(join(dir, 'empty.gguf'), ''),
+    'web-page': (dir) => writeFile(join(dir, 'web-page.gguf'), '<!DOCTYPE html>\n<html><body>Not Found</body></html>\n'),
+    'cut-in-header': async (dir) => writeFile(join(dir, 'cut-in-header.gguf'), (await readFile(await tinyModel())).subarray(0, 600)),
+    'garbage-after-magic': (dir) => {
+      const bytes = new Float32Array(1024);
+      seededRandom(3).fillUniform(bytes, 1e30);
+      return writeFile(join(dir, 'garbage-after-magic.gguf'), Buffer.concat([Buffer.from('GGUF'), Buffer.from(bytes.buffer)]));
+    },
+    'unknown-arch': (dir) =>
+      writeFile(join(dir, 'unknown-arch.gguf'), layoutGguf(new Map([['general.architecture', { kind: 'string', value: 'notarealarch' }]]), []).header),
+    'folder': (dir) => mkdir(join(dir, 'folder.gguf')),
+  };
+  let models: readonly CatalogModel[] = [];
+  let splitFolder = '';
+
+  beforeAll(async () => {
+    const dir = join(testModelDir(), 'setup-failures');
+    splitFolder = join(dir, 'split');
+    await mkdir(splitFolder, { recursive: true });
+    for (const write of Object.values(broken)) await write(dir);
+    await copyFile(await tinyModel(), join(splitFolder, 'halves-00001-of-00002.gguf'));
+    const configPath = join(dir, 'config.yaml');
+    const entries = Object.keys(broken).map((id) => `  - {id: ${id}, path: ${join(dir, `${id}.gguf`)}}`);
+    entries.push(`  - {id: under-a-file, path: ${join(dir, 'empty.gguf', 'model.gguf')}}`);
+    await writeFile(configPath, `modelDirs: [${splitFolder}]\nmodels:\n${entries.join('\n')}\n`);
+    const catalog = await Catalog.open({ configPath, dataDir: join(dir, 'data'), facts: { platform: 'linux', env: {}, homeDir: dir } });
+    models = catalog.models();
+  });
+
+  it.each([...Object.keys(broken), 'under-a-file'])('%s: invalid, with the catalog sentence as the reason', (id) => {
+    const error = models.find((m) => m.id === id)?.metadataError;
+    if (!error) throw new Error(`the catalog found nothing wrong with ${id}`);
+    expect(classifySetupFailure(error)).toEqual({ kind: 'invalid', reason: error });
+  });
+
+  it('a split model with a part missing: invalid', () => {
+    const error = models.find((m) => m.path.startsWith(splitFolder))?.metadataError;
+    if (!error) throw new Error('the catalog found nothing wrong with the split model');
+    expect(classifySetupFailure(error).kind).toBe('invalid');
+  });
+
+  it('a draft of another vocabulary: invalid', () => {
+    const vocab = spmVocab();
+    const primary = vocabularyFingerprint({ model: 'llama', tokens: vocab.tokens, bosId: vocab.bosId, eosId: vocab.eosId, addBos: true });
+    const other = vocabularyFingerprint({ model: 'gpt2', tokens: vocab.tokens, bosId: vocab.bosId, eosId: vocab.eosId, addBos: true });
+    const [problem] = referenceProblems(
+      [{ id: 'main', aliases: [], draftId: 'small', configIndex: 0, vocabulary: primary }, { id: 'small', aliases: [], vocabulary: other }],
+      'config.yaml',
+    );
+    if (!problem) throw new Error('the vocabulary check found nothing wrong');
+    expect(classifySetupFailure(problem.message)).toEqual({ kind: 'invalid', reason: problem.message });
+  });
+
+  it.each([
+    // The supervisor's own setup failures: the machine, not the model.
+    "could not write its API key file /data/engine-keys/a.key: ENOSPC: no space left on device, open '/data/engine-keys/a.key'",
+    'could not start /opt/llama/llama-server: spawn /opt/llama/llama-server ENOENT',
+    "'qwen-7b' is no longer in the catalog",
+    // Catalog sentences a retry may get past: a read error, and a header read that a stalled network drive also times out.
+    '/m/qwen.gguf: not a readable GGUF model (EIO: i/o error, read)',
+    '/m/qwen.gguf: not a readable GGUF model (its header could not be read within 15 s; the file is probably cut short or corrupt)',
+  ])('stays a crash: %s', (message) => {
+    expect(classifySetupFailure(message)).toEqual({ kind: 'crash', reason: message });
   });
 });
