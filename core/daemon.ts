@@ -183,6 +183,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       models: () => catalog.models(),
       isPinned: (model) => pinPolicy.isPinned(model),
       activity,
+      inFlight: (id) => supervisor.inFlight(id),
       budget: async () => budget.current() ?? budget.sampleNow(),
     });
     const controller = new Controller({
@@ -213,7 +214,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     } as const;
     const admin = new AdminService({
       buildSnapshot: () => buildSnapshot(snapshotParts),
-      commands: createModelActions({ resolve: (id) => catalog.resolve(id), pins, activity, controller }, pinPolicy),
+      commands: createModelActions({ resolve: (id) => catalog.resolve(id), pins, activity, inFlight: (id) => supervisor.inFlight(id), controller }, pinPolicy),
       logs: (id) => supervisor.logs(id),
       clock: realClock,
       warn: (message) => log.warn(message),
@@ -236,15 +237,13 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       controller.trigger();
       admin.changed();
     });
-    supervisor.onExit((modelId, exit) => {
-      controllerLog.warn(`${modelId}'s server ended on its own (${exit.kind}): ${exit.reason}`);
-      measured.delete(modelId);
-      controller.serverDied(modelId, exit.kind, exit.reason);
-      controller.trigger();
+    supervisor.subscribe((event) => {
+      if (event.type === 'ServerExited' || event.type === 'ServerStopped') measured.delete(event.modelId);
+      if (event.type === 'ServerExited' && event.wasReady) controllerLog.warn(`${event.modelId}'s server ended on its own (${event.kind}): ${event.reason}`);
     });
 
     const router = createRouter({
-      gateway: createGateway({ catalog, controller, supervisor, activity, startedAt }),
+      gateway: createGateway({ catalog, controller, supervisor, activity, startedAt, turnMs: config.swapTurnMs }),
       activationWaitMs: config.activationWaitMs,
       fallthrough: createAdminHandler({ service: admin, token, staticDir: options.staticDir ?? defaultStaticDir() }),
     });

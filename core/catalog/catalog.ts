@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { FootprintEstimate } from '../policy/levels.js';
 import { ConfigStore, type ReloadResult } from './config/config-store.js';
 import type { LlmtrayConfig } from './config/load-config.js';
-import { DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
+import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
 import { definitionHash, type FileIdentity } from './definition-hash.js';
 import { discoverModels, projectorBeside } from './discovery.js';
 import { estimateFootprint } from './footprint.js';
@@ -41,6 +41,8 @@ export interface CatalogModel {
   fallbackId?: string;
   gpuLayers: GpuLayers;
   idleTtlMs: number;
+  /** No progress this long with requests in flight: hung, killed, and the ladder climbs 'hang'. */
+  hangLimitMs: number;
   engine: EngineChoice;
   args: string[];
   env: Record<string, string>;
@@ -84,7 +86,7 @@ interface Assembly {
 interface Entry
   extends Pick<
     CatalogModel,
-    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'idleTtlMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'source'
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'source'
   > {
   file: FileIdentity | null;
   realPath: string | null;
@@ -227,6 +229,7 @@ export class Catalog {
         ...(model.fallback !== undefined ? { fallbackId: model.fallback } : {}),
         gpuLayers: model.gpuLayers,
         idleTtlMs: model.idleTtlMs,
+        hangLimitMs: model.hangLimitMs,
         engine: model.engine,
         args: model.args,
         env: model.env,
@@ -253,6 +256,7 @@ export class Catalog {
         pinned: false,
         gpuLayers: 'all',
         idleTtlMs: DEFAULT_IDLE_TTL_MS,
+        hangLimitMs: DEFAULT_HANG_LIMIT_MS,
         engine: 'auto',
         args: [],
         env: {},
@@ -323,6 +327,7 @@ export class Catalog {
         ...(entry.fallbackId !== undefined ? { fallbackId: entry.fallbackId } : {}),
         gpuLayers: entry.gpuLayers,
         idleTtlMs: entry.idleTtlMs,
+        hangLimitMs: entry.hangLimitMs,
         engine: entry.engine,
         args: entry.args,
         env: entry.env,

@@ -33,7 +33,9 @@ export type ControllerEvent =
   /** The plan started or stopped leaving the model out, or its reason changed; null: it fits now. */
   | { type: 'ModelUnschedulableChanged'; modelId: string; reason: string | null; at: number }
   /** A pass could not read the world or an eviction failed; it runs again after `retryInMs`. */
-  | { type: 'ReconcileFailed'; error: string; retryInMs: number; at: number };
+  | { type: 'ReconcileFailed'; error: string; retryInMs: number; at: number }
+  /** The controller's run ended (quit): nothing will be launched any more; waiters should give up. */
+  | { type: 'ControllerStopped'; at: number };
 
 export type ControllerEventType = ControllerEvent['type'];
 

@@ -3,6 +3,7 @@
 // bridge, the CLI and the renderer all consume this type and nothing else, so a field added
 // here is a compile error everywhere it is not handled.
 import type { LaunchLevel } from '../policy/levels.js';
+import type { LeftOut } from '../policy/schedule.js';
 import type { ModelStatus } from './model-status.js';
 
 export type EngineKind = 'embedded' | 'llama-server';
@@ -99,7 +100,8 @@ export interface PlanView {
   at: number;
   launch: string[];
   evict: string[];
-  unschedulable: { modelId: string; reason: string }[];
+  /** Each left out with its reason; `strict`: it will not fit until a pin goes or the budget grows. */
+  unschedulable: LeftOut[];
 }
 
 export interface Snapshot {

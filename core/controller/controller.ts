@@ -12,19 +12,25 @@
 // evict meanwhile). A launch in flight counts as resident and active in later passes, so it is
 // neither launched twice nor evicted halfway; its end (ready or failed) triggers a pass.
 //
+// What runs is what the supervisor's lifecycle events say (core/contracts/server-events.ts),
+// folded into the records as they arrive: a failure is one ServerExited event and climbs the
+// ladder once, however many passes look, with llama.cpp's own words. There is no snapshot of
+// resident servers to diff against the last one, so nothing can be seen twice.
+//
 // Single owner: only this class changes a model's record, and each model has at most one
 // operation in progress. Nobody outside branches on a status snapshot to mutate; they call
 // trigger/retry and let the next pass decide.
 import { footprintAt, type LaunchLevel } from '../policy/levels.js';
 import { hostMemoryReason } from '../policy/reasons.js';
 import { launchLevelAfter, type FailureKind } from '../policy/recover.js';
-import { schedule, type Plan } from '../policy/schedule.js';
+import { schedule, type LeftOut, type Plan } from '../policy/schedule.js';
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { PlanView } from '../contracts/snapshot.js';
-import { ModelUnservableError, type ControllerEvent, type Unservable } from '../contracts/controller-events.js';
+import type { ServerEvent } from '../contracts/server-events.js';
+import type { ControllerEvent, Unservable } from '../contracts/controller-events.js';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 import { deriveStatus, sameStatus, seconds } from './derive-status.js';
-import type { Classify, Clock, DesiredProvider, DesiredState, Log, ModelDemand, ResidentServer, ServerControl } from './effects.js';
+import type { Classify, Clock, DesiredProvider, DesiredState, EvictOutcome, Log, ModelDemand, ResidentServer, ServerControl } from './effects.js';
 import {
   fallbackReason,
   newRecord,
@@ -36,7 +42,7 @@ import {
 } from './model-record.js';
 import { OneShotTimer } from './one-shot-timer.js';
 import { PassLoop } from './pass-loop.js';
-import { policyInputs } from './policy-inputs.js';
+import { policyInputs, type PolicyInputs } from './policy-inputs.js';
 
 export interface ControllerOptions {
   provider: DesiredProvider;
@@ -52,9 +58,6 @@ export interface ControllerOptions {
 
 export const DEFAULT_RESYNC_MS = 30_000;
 
-/** States in which the model that answers requests is up. */
-const SERVING: ReadonlySet<ModelStatus['state']> = new Set(['ready', 'active', 'degraded']);
-
 export class Controller {
   private readonly provider: DesiredProvider;
   private readonly server: ServerControl;
@@ -66,10 +69,13 @@ export class Controller {
 
   private readonly records = new Map<string, ModelRecord>();
   private demands = new Map<string, ModelDemand>();
-  private running = new Map<string, ResidentServer>();
+  /** What each server held on the device at the last pass's measurement. */
+  private measured: ReadonlyMap<string, number> = new Map();
   private plan: PlanView | null = null;
   /** The models the last pass asked the policy for. */
   private desiredIds = new Set<string>();
+  /** Busy models the last pass would have swapped out for waiting ones, were they idle; see yieldsTo. */
+  private yields: ReadonlyMap<string, readonly string[]> = new Map();
 
   private readonly loop = new PassLoop(() => this.reconcile());
   private readonly resync: OneShotTimer;
@@ -83,8 +89,6 @@ export class Controller {
   private readonly launches = new Set<Promise<void>>();
 
   private readonly listeners = new Set<(event: ControllerEvent) => void>();
-  /** Pending waitUntilReady calls, each re-checked after every event and when the controller stops. */
-  private readonly readinessChecks = new Set<() => void>();
 
   constructor(options: ControllerOptions) {
     this.provider = options.provider;
@@ -96,6 +100,8 @@ export class Controller {
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.resync = new OneShotTimer(this.clock);
     this.passRetry = new OneShotTimer(this.clock);
+    // From construction on, so that no server's life is missed, however early it starts.
+    this.server.subscribe((event) => this.serverEvent(event));
   }
 
   /**
@@ -123,7 +129,7 @@ export class Controller {
     this.clearTimers();
     this.stopping = null;
     this.stopped = true;
-    for (const check of [...this.readinessChecks]) check();
+    this.emit({ type: 'ControllerStopped', at: this.clock.now() });
   }
 
   /** Asks for a pass. Never blocks; a burst before or during a pass is one more pass. Dropped when not running. */
@@ -155,21 +161,6 @@ export class Controller {
     return true;
   }
 
-  /**
-   * A ready server ended on its own (a crash mid-run, the OOM killer). The supervisor tells
-   * the controller so the death climbs the recovery ladder like a failed launch, instead of
-   * the next pass silently relaunching it: a model that dies on every request must end
-   * quarantined, with llama.cpp's reason, not restart forever. Non-blocking; ignored for a
-   * model the controller is not running (an eviction's own stop is not a death).
-   */
-  serverDied(modelId: string, kind: FailureKind, error: string): void {
-    const running = this.running.get(modelId);
-    const record = this.records.get(modelId);
-    if (running === undefined || record === undefined || record.op !== null) return;
-    this.running.delete(modelId);
-    this.launchFailed(record, running.level, kind, error, 'died while serving');
-  }
-
   /** The model's status as last published, or undefined when the controller has not seen it. */
   status(modelId: string): ModelStatus | undefined {
     return this.records.get(modelId)?.status ?? undefined;
@@ -193,9 +184,12 @@ export class Controller {
   }
 
   /**
-   * Why the model will not come if asked now, or null when it may: quarantined (final until
-   * a retry), or left out of the last plan (may be stale: call reconcileNow and ask again
-   * before refusing). While it falls back, its fallback's problem counts as its own. Pure lookup.
+   * Why the model will not come if asked now, or null when it may: quarantined (final until a
+   * retry), or left out of the last plan in the strict sense — it cannot fit even with every
+   * evictable model gone (may be stale: call reconcileNow and ask again before refusing). A
+   * model kept out only until busy or higher-ranked models make room is not unservable: a
+   * request for it waits (see waitReason). While it falls back, its fallback's problem counts
+   * as its own. Pure lookup.
    */
   whyUnservable(modelId: string): Unservable | null {
     const own = this.ownUnservable(modelId);
@@ -207,32 +201,35 @@ export class Controller {
   }
 
   /**
-   * Resolves when the model that serves for `modelId` is up (ready, active or degraded), by
-   * notification. Blocks until then; does not itself ask for the model. Rejects with
-   * ModelUnservableError as soon as whyUnservable has an answer, with `signal.reason` when
-   * `signal` aborts, and with an Error when the controller's run ends (a wait that begins
-   * before run() starts just waits).
+   * Why the model that serves for `modelId` is not up yet, in words, for a request that waited
+   * out its bound: the plan's reason while it waits for room, else what it is doing. Pure lookup.
    */
-  waitUntilReady(modelId: string, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const finish = (): void => {
-        this.readinessChecks.delete(check);
-        signal.removeEventListener('abort', check);
-      };
-      const check = (): void => {
-        const serving = this.status(this.servingModel(modelId));
-        const unservable = this.whyUnservable(modelId);
-        if (signal.aborted) reject(signal.reason);
-        else if (serving !== undefined && SERVING.has(serving.state)) resolve();
-        else if (unservable !== null) reject(new ModelUnservableError(unservable));
-        else if (this.stopped) reject(new Error(`the controller stopped, so ${modelId} will not be loaded`));
-        else return;
-        finish();
-      };
-      this.readinessChecks.add(check);
-      signal.addEventListener('abort', check);
-      check();
-    });
+  waitReason(modelId: string): string {
+    const serving = this.servingModel(modelId);
+    const record = this.records.get(serving);
+    const subject = serving === modelId ? 'it' : `its fallback ${serving}`;
+    if (record === undefined) return `${subject} is waiting for its first pass`;
+    const failed = record.recovery.attempts > 0 ? `its last launch failed (${record.recovery.kind}: ${record.lastError ?? 'no reason given'}) and ` : '';
+    if (record.leftOut !== null) return `${subject === 'it' ? '' : `${subject}: `}${failed}it is waiting for memory: ${record.leftOut.reason}`;
+    const status = record.status;
+    if (status === null) return `${subject} is waiting for its first pass`;
+    return `${subject} is ${status.state}${status.next === null ? '' : ` (${status.next})`}`;
+  }
+
+  /**
+   * The models that `modelId` stands in the way of: those the last plan left out that it would
+   * have launched, with `modelId` evicted, had no busy model been busy. Empty when it is in
+   * nobody's way. The router uses it to end a busy model's turn: once such a model has waited
+   * long enough, new requests for `modelId` wait too, so it drains and the swap happens
+   * (requests are served grouped by model, and no model starves). Pure lookup.
+   */
+  yieldsTo(modelId: string): readonly string[] {
+    return this.yields.get(modelId) ?? NONE;
+  }
+
+  /** Whether a run() has ended (quit) and no other has started: nothing will be launched any more. */
+  hasStopped(): boolean {
+    return this.stopped;
   }
 
   /** Subscribes to the controller's events; returns the unsubscribe. Listeners run synchronously and must not throw (a throw is logged and ignored). */
@@ -263,34 +260,46 @@ export class Controller {
   }
 
   private async applyOnce(): Promise<void> {
-    // Taken before reading: a launch that ends while the reads are in flight must still count
-    // as resident in this pass, or the pass could launch it a second time.
-    const loading = new Map<string, LaunchLevel>();
-    for (const r of this.records.values()) if (r.op?.kind === 'loading') loading.set(r.modelId, r.op.level);
-
-    const [state, running] = await Promise.all([this.provider.read(), this.server.resident()]);
-    this.observe(state, running);
-    const inputs = policyInputs({ demands: this.demands, records: this.records, running, loading });
+    const [state, measured] = await Promise.all([this.provider.read(), this.server.measure()]);
+    // Everything below reads the records as they are now, after the awaits: a launch that ended
+    // or a server that died while the world was being read is already folded in.
+    this.measured = measured;
+    this.observe(state);
+    const inputs = policyInputs({ demands: this.demands, records: this.records, running: this.residents(), loading: this.loading() });
     this.desiredIds = new Set(inputs.desired.map((d) => d.modelId));
     const plan = schedule(inputs.desired, inputs.resident, state.budgetBytes);
+    this.yields = yieldsOf(plan, inputs, state.budgetBytes);
     const planChanged = this.recordPlan(plan);
-    await this.evictAll(plan.evict);
-    const acted = this.startLaunches(plan.launch, state.hostFreeBytes);
+    const roomMade = await this.evictAll(plan.evict);
+    const acted = roomMade ? this.startLaunches(plan.launch, state.hostFreeBytes) : false;
     if (this.plan !== null && (planChanged || plan.evict.length > 0 || acted)) this.emit({ type: 'PlanApplied', plan: this.plan });
   }
 
-  private observe(state: DesiredState, running: readonly ResidentServer[]): void {
-    this.demands = new Map(state.models.map((m) => [m.modelId, m]));
-    const before = this.running;
-    this.running = new Map(running.map((r) => [r.modelId, r]));
-    // A server that is gone though nobody stopped it died on its own. The supervisor says so
-    // through serverDied, with llama.cpp's reason, but a pass may look first; either way the
-    // death must climb the ladder, or a model that dies on every request restarts forever.
-    for (const [modelId, was] of before) {
-      const record = this.records.get(modelId);
-      if (this.running.has(modelId) || record === undefined || record.op !== null) continue;
-      this.launchFailed(record, was.level, 'crash', `${modelId}'s server ended without being asked to`, 'died while serving');
+  /** The servers running now, as the events say, priced by the last measurement (else the estimate). */
+  private residents(): ResidentServer[] {
+    const out: ResidentServer[] = [];
+    for (const record of this.records.values()) {
+      const server = record.server;
+      if (server === null) continue;
+      const estimate = this.demands.get(record.modelId)?.estimate;
+      const deviceBytes = this.measured.get(record.modelId) ?? (estimate === undefined ? 0 : footprintAt(server.level, estimate).deviceBytes);
+      out.push({ modelId: record.modelId, level: server.level, deviceBytes });
     }
+    return out;
+  }
+
+  /** Models loading: the controller's launch in flight, or a server spawned and not yet ready. */
+  private loading(): Map<string, LaunchLevel> {
+    const out = new Map<string, LaunchLevel>();
+    for (const record of this.records.values()) {
+      if (record.op?.kind === 'loading') out.set(record.modelId, record.op.level);
+      else if (record.server !== null && !record.server.ready) out.set(record.modelId, record.server.level);
+    }
+    return out;
+  }
+
+  private observe(state: DesiredState): void {
+    this.demands = new Map(state.models.map((m) => [m.modelId, m]));
     for (const demand of state.models) {
       const record = this.recordFor(demand.modelId);
       if (record.definitionHash !== null && record.definitionHash !== demand.definitionHash && record.recovery.attempts > 0) {
@@ -299,9 +308,8 @@ export class Controller {
       }
       record.definitionHash = demand.definitionHash;
     }
-    for (const r of running) this.recordFor(r.modelId);
     for (const [modelId, record] of this.records) {
-      if (this.demands.has(modelId) || this.running.has(modelId) || record.op !== null) continue;
+      if (this.demands.has(modelId) || record.server !== null || record.op !== null) continue;
       this.retryTimers.get(modelId)?.clear();
       this.retryTimers.delete(modelId);
       this.records.delete(modelId);
@@ -312,15 +320,15 @@ export class Controller {
   private recordPlan(plan: Plan): boolean {
     const previous = this.plan;
     this.plan = { at: this.clock.now(), launch: plan.launch, evict: plan.evict, unschedulable: plan.unschedulable };
-    const reasons = new Map(plan.unschedulable.map((u) => [u.modelId, u.reason]));
+    const leftOut = new Map(plan.unschedulable.map((u) => [u.modelId, u]));
     for (const record of this.records.values()) {
-      const reason = reasons.get(record.modelId) ?? null;
-      if (reason === record.unschedulableReason) continue;
+      const now = leftOut.get(record.modelId) ?? null;
+      if (sameLeftOut(now, record.leftOut)) continue;
       // Logged on change only: the same sentence every resync would bury everything else.
-      if (reason === null) this.log.info(`${record.modelId} is no longer left out of the plan`);
-      else this.log.info(`${record.modelId} does not fit: ${reason}`);
-      record.unschedulableReason = reason;
-      this.emit({ type: 'ModelUnschedulableChanged', modelId: record.modelId, reason, at: this.clock.now() });
+      if (now === null) this.log.info(`${record.modelId} is no longer left out of the plan`);
+      else this.log.info(`${record.modelId} does not fit${now.strict ? '' : ' yet'}: ${now.reason}`);
+      record.leftOut = now;
+      this.emit({ type: 'ModelUnschedulableChanged', modelId: record.modelId, reason: now?.reason ?? null, at: this.clock.now() });
     }
     for (const record of this.records.values()) this.refresh(record);
     const { at: _then, ...before } = previous ?? { at: 0 };
@@ -328,20 +336,27 @@ export class Controller {
     return JSON.stringify(before) !== JSON.stringify(after);
   }
 
-  /** Evicts in parallel and waits for all; throws (failing the pass, so nothing launches) if any failed. */
-  private async evictAll(modelIds: readonly string[]): Promise<void> {
+  /**
+   * Evicts in parallel and waits for all. True when the room was made; false when a request
+   * had claimed a server the plan meant to stop, so the launches that needed its memory wait
+   * for the next pass (the claim's release asks for one). Throws (failing the pass, so nothing
+   * launches) if any eviction failed.
+   */
+  private async evictAll(modelIds: readonly string[]): Promise<boolean> {
     const results = await Promise.allSettled(modelIds.map((id) => this.evictOne(id)));
     const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [`${modelIds[i]}: ${describe(r.reason)}`] : []));
     if (failures.length > 0) throw new Error(`could not evict ${failures.join('; ')}`);
+    return results.every((r) => r.status === 'fulfilled' && r.value === 'stopped');
   }
 
-  private async evictOne(modelId: string): Promise<void> {
+  private async evictOne(modelId: string): Promise<EvictOutcome> {
     const record = this.recordFor(modelId);
     this.log.info(`evicting ${modelId}`);
-    this.setOp(record, { kind: 'evicting', level: this.running.get(modelId)?.level ?? 'full' });
+    this.setOp(record, { kind: 'evicting', level: record.server?.level ?? 'full' });
     try {
-      await this.server.evict(modelId);
-      this.running.delete(modelId);
+      const outcome = await this.server.evict(modelId);
+      if (outcome === 'claimed') this.log.info(`${modelId} was not evicted: a request claimed it meanwhile; the next pass decides again`);
+      return outcome;
     } finally {
       this.setOp(record, null);
     }
@@ -356,16 +371,17 @@ export class Controller {
       const record = this.records.get(modelId);
       const demand = this.demands.get(modelId);
       const signal = this.stopping?.signal;
-      if (record === undefined || demand === undefined || signal === undefined || signal.aborted || record.op !== null) continue;
+      if (record === undefined || demand === undefined || signal === undefined || signal.aborted || record.op !== null || record.server !== null) continue;
       if (record.retry !== null && record.retry.at > now) continue; // its retry timer triggers a pass
       const level = launchLevelAfter(record.recovery);
       acted = true;
-      if (level === 'minimal') {
-        // A CPU-only launch that RAM cannot hold would be killed by the OOM killer minutes
-        // into the load; refusing it now with the numbers is the same 'oom' step, sooner.
-        const need = footprintAt('minimal', demand.estimate).hostBytes;
+      // A launch whose host share RAM cannot hold (CPU only, or the layers left on the CPU)
+      // would be killed by the OOM killer minutes into the load; refusing it now with the
+      // numbers is the same 'oom' step, sooner.
+      const need = footprintAt(level, demand.estimate).hostBytes;
+      if (need > 0) {
         if (need > hostFree) {
-          this.launchFailed(record, level, 'oom', `${modelId} ${hostMemoryReason(need, hostFree)}`);
+          this.launchFailed(record, level, 'oom', `${modelId} ${hostMemoryReason(need, hostFree, level === 'partial' ? 'partial' : 'minimal')}`);
           continue;
         }
         hostFree -= need;
@@ -380,24 +396,58 @@ export class Controller {
   private async launchOne(record: ModelRecord, level: LaunchLevel, signal: AbortSignal): Promise<void> {
     const { modelId } = record;
     this.log.info(`launching ${modelId} at the ${level} level`);
-    this.setOp(record, { kind: 'loading', level });
+    const op = { kind: 'loading' as const, level, failureReported: false };
+    this.setOp(record, op);
     try {
       await this.server.launch(modelId, level, signal);
     } catch (error) {
-      record.op = null;
-      if (signal.aborted) this.refresh(record); // stopping, not failing
-      else this.launchFailed(record, level, this.kindOf(error), describe(error));
+      if (record.op === op) record.op = null;
+      // The failure was counted from its ServerExited event; only a server control that broke
+      // its contract (rejecting without one) is counted here, so that it cannot loop hot.
+      if (!signal.aborted && !op.failureReported) this.launchFailed(record, level, this.kindOf(error), describe(error));
+      this.refresh(record);
+      this.loop.trigger();
       return;
     }
-    record.op = null;
-    const demand = this.demands.get(modelId);
-    const deviceBytes = demand === undefined ? 0 : footprintAt(level, demand.estimate).deviceBytes;
-    // The next pass reads the server's own figure; until then the estimate stands in.
-    this.running.set(modelId, { modelId, level, deviceBytes });
-    this.resetRecovery(record);
+    if (record.op === op) record.op = null;
     this.refresh(record);
-    this.log.info(`${modelId} is ready at the ${level} level`);
     this.loop.trigger();
+  }
+
+  /** Folds one lifecycle event into the model's record; the one place a server's life is learned. */
+  private serverEvent(event: ServerEvent): void {
+    const record = this.recordFor(event.modelId);
+    switch (event.type) {
+      case 'ServerSpawned':
+        record.server = { level: event.level, pid: event.pid, ready: false };
+        this.refresh(record);
+        return;
+      case 'ServerReady':
+        record.server = { level: event.level, pid: event.pid, ready: true };
+        if (record.op?.kind === 'loading') record.op = null;
+        // Success resets the ladder, so the next launch after an eviction is 'full' again.
+        this.resetRecovery(record);
+        this.log.info(`${event.modelId} is ready at the ${event.level} level`);
+        this.refresh(record);
+        this.loop.trigger();
+        return;
+      case 'ServerStopped':
+        if (record.server?.pid === event.pid) record.server = null;
+        this.refresh(record);
+        this.loop.trigger();
+        return;
+      case 'ServerExited':
+        if (event.pid === null || record.server?.pid === event.pid) record.server = null;
+        if (record.op?.kind === 'loading') {
+          record.op.failureReported = true;
+          record.op = null;
+        }
+        this.launchFailed(record, event.level, event.kind, event.reason, event.wasReady ? 'died while serving' : 'failed to launch');
+        this.loop.trigger();
+        return;
+      default:
+        assertNever(event);
+    }
   }
 
   private kindOf(error: unknown): FailureKind {
@@ -408,8 +458,10 @@ export class Controller {
     }
   }
 
-  /** Climbs the ladder one rung and arranges what it says. */
-  /** `what` says what went wrong in the log line: a launch that failed, or a server that died later. */
+  /**
+   * Climbs the ladder one rung and arranges what it says. `what` says what went wrong in the
+   * log line: a launch that failed, or a server that died later.
+   */
   private launchFailed(record: ModelRecord, level: LaunchLevel, kind: FailureKind, error: string, what = 'failed to launch'): void {
     const { modelId } = record;
     record.recovery = { kind: kind === 'none' ? 'crash' : kind, attempts: record.recovery.attempts + 1 };
@@ -447,6 +499,9 @@ export class Controller {
         this.log.error(`${modelId} is quarantined: ${reason}`, fields);
         this.refresh(record);
         this.emit({ type: 'ModelQuarantined', modelId, reason, at });
+        // It leaves the desired set: the next pass drops it from the plan, frees the memory the
+        // plan had set aside for it, and lets the models it was keeping out come back.
+        this.loop.trigger();
         return;
       }
     }
@@ -489,7 +544,6 @@ export class Controller {
     const body = deriveStatus({
       record,
       demand: this.demands.get(record.modelId),
-      resident: this.running.get(record.modelId),
       verdict: verdictOf(record, this.demands),
       desired: this.desiredIds.has(record.modelId),
     });
@@ -504,7 +558,7 @@ export class Controller {
     const record = this.records.get(modelId);
     if (record === undefined) return null;
     if (verdictOf(record, this.demands) === 'quarantine') return { code: 'model_quarantined', reason: quarantineReason(record, this.demands) };
-    if (record.unschedulableReason !== null) return { code: 'model_unschedulable', reason: record.unschedulableReason };
+    if (record.leftOut?.strict === true) return { code: 'model_unschedulable', reason: record.leftOut.reason };
     return null;
   }
 
@@ -516,7 +570,6 @@ export class Controller {
         this.log.error('a controller event listener threw; ignored', { event: event.type, error: describe(error) });
       }
     }
-    for (const check of [...this.readinessChecks]) check();
   }
 
   private live(): boolean {
@@ -530,6 +583,31 @@ export class Controller {
   }
 }
 
+const NONE: readonly string[] = [];
+
+/**
+ * Who would make way for whom if busy models were idle: the plan again with every busy (not
+ * loading, not pinned) resident unforced. Only computed when the real plan left something out
+ * that room could be made for, which is the only time anyone waits on a busy model.
+ */
+function yieldsOf(plan: Plan, inputs: PolicyInputs, budgetBytes: number): Map<string, readonly string[]> {
+  const out = new Map<string, readonly string[]>();
+  if (!plan.unschedulable.some((u) => !u.strict)) return out;
+  const relaxed = inputs.resident.map((r) => (r.active && !inputs.loadingIds.has(r.modelId) ? { ...r, active: false } : r));
+  const ifIdle = schedule(inputs.desired, relaxed, budgetBytes);
+  if (ifIdle.launch.length === 0) return out;
+  for (const modelId of ifIdle.evict) out.set(modelId, ifIdle.launch);
+  return out;
+}
+
+function sameLeftOut(a: LeftOut | null, b: LeftOut | null): boolean {
+  return a === b || (a !== null && b !== null && a.reason === b.reason && a.strict === b.strict);
+}
+
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected value ${JSON.stringify(value)}`);
 }

@@ -6,13 +6,12 @@
 import { launchLevelAfter, type RecoveryAction } from '../policy/recover.js';
 import type { ModelStatus, ModelStateName } from '../contracts/model-status.js';
 import type { LaunchLevel } from '../policy/levels.js';
-import type { ModelDemand, ResidentServer } from './effects.js';
+import type { ModelDemand } from './effects.js';
 import type { ModelRecord } from './model-record.js';
 
 export interface StatusFacts {
   record: ModelRecord;
   demand: ModelDemand | undefined;
-  resident: ResidentServer | undefined;
   /** verdictOf(record, demands). */
   verdict: RecoveryAction | null;
   /** Desired by the last pass: wanted itself, or standing in for a model that falls back to it. */
@@ -21,7 +20,7 @@ export interface StatusFacts {
 
 export type StatusBody = Omit<ModelStatus, 'since'>;
 
-export function deriveStatus({ record, demand, resident, verdict, desired }: StatusFacts): StatusBody {
+export function deriveStatus({ record, demand, verdict, desired }: StatusFacts): StatusBody {
   const nextLevel = launchLevelAfter(record.recovery);
   const body = (state: ModelStateName, level: LaunchLevel | null, next: string | null, servedBy: string | null = null): StatusBody => ({
     modelId: record.modelId,
@@ -35,20 +34,22 @@ export function deriveStatus({ record, demand, resident, verdict, desired }: Sta
       lastError: record.lastError,
     },
     servedBy,
-    unschedulableReason: record.unschedulableReason,
+    unschedulableReason: record.leftOut?.reason ?? null,
     next,
   });
 
   if (record.op?.kind === 'evicting') return body('evicting', record.op.level, 'stopping; its memory is not back yet');
-  if (record.op?.kind === 'loading') return body('loading', record.op.level, `starting at the ${record.op.level} level`);
+  const starting = record.op?.kind === 'loading' ? record.op.level : record.server?.ready === false ? record.server.level : null;
+  if (starting !== null) return body('loading', starting, `starting at the ${starting} level`);
   if (verdict === 'quarantine') return body('quarantined', null, 'waiting for a retry or a changed definition');
   if (verdict === 'fallback') {
     const fallbackId = demand?.fallbackId ?? null;
     return body('fallback', null, `${fallbackId} answers until a retry or a changed definition`, fallbackId);
   }
-  if (resident !== undefined) {
-    const state = (demand?.inFlight ?? 0) > 0 ? 'active' : resident.level === 'full' ? 'ready' : 'degraded';
-    return body(state, resident.level, null);
+  if (record.server?.ready === true) {
+    const level = record.server.level;
+    const state = (demand?.inFlight ?? 0) > 0 ? 'active' : level === 'full' ? 'ready' : 'degraded';
+    return body(state, level, null);
   }
   if (verdict !== null) {
     if (!desired) return body('failed', nextLevel, `relaunching at the ${nextLevel} level when next wanted`);
@@ -56,7 +57,9 @@ export function deriveStatus({ record, demand, resident, verdict, desired }: Sta
     return body('failed', nextLevel, `relaunching at the ${nextLevel} level`);
   }
   if (desired) {
-    return body('queued', null, record.unschedulableReason === null ? 'waiting for its turn' : 'waiting for memory');
+    const leftOut = record.leftOut;
+    const next = leftOut === null ? 'waiting for its turn' : leftOut.strict ? 'waiting until a pinned model is unpinned or memory grows' : 'waiting for memory';
+    return body('queued', null, next);
   }
   return body('idle', null, null);
 }

@@ -7,6 +7,7 @@
 // never learns about processes, HTTP or files.
 import type { FailureKind } from '../policy/recover.js';
 import type { FootprintEstimate, LaunchLevel } from '../policy/levels.js';
+import type { ServerEventListener } from '../contracts/server-events.js';
 
 /** One catalog model as the desired-state provider sees it, read fresh on every pass. */
 export interface ModelDemand {
@@ -21,6 +22,8 @@ export interface ModelDemand {
   inFlight: number;
   /** Epoch ms of the last request; a waiting request stamps it, so on-demand swaps win ties. */
   lastUsed?: number;
+  /** Epoch ms at which its oldest request still waiting for it arrived; absent when none waits. */
+  waitingSince?: number;
   /**
    * What it costs, draft included. The controller prices it with the policy's footprintAt at
    * the level it will launch, the same function the engine uses for `-c`/`-ngl`, so the plan
@@ -55,7 +58,7 @@ export interface DesiredProvider {
   read(): Promise<DesiredState>;
 }
 
-/** A model server running now. A pair with a draft is one server and one entry. */
+/** A model server running now, as the controller's records say. A pair with a draft is one server and one entry. */
 export interface ResidentServer {
   modelId: string;
   level: LaunchLevel;
@@ -63,30 +66,43 @@ export interface ResidentServer {
   deviceBytes: number;
 }
 
+/** What an eviction did: the server is gone (or was), or a request had claimed it and it stays. */
+export type EvictOutcome = 'stopped' | 'claimed';
+
 /** The controller's hands on the model servers; the engine supervisor implements it. */
 export interface ServerControl {
   /**
-   * The servers that are up and ready now. Called once at the start of every pass; cheap and
-   * idempotent. A server still starting may be listed or not: the controller counts its own
-   * launches in flight either way. A rejection fails the pass (backoff, then again).
+   * Every server's lifecycle events (core/contracts/server-events.ts), in order per model,
+   * delivered synchronously. The controller subscribes once, before its first pass, and folds
+   * them into its records: what is resident is what these events say, never a snapshot.
+   * Returns the unsubscribe.
    */
-  resident(): Promise<ResidentServer[]>;
+  subscribe(listener: ServerEventListener): () => void;
+  /**
+   * What each running server holds on the device now, bytes, by model id (measured where
+   * possible, else estimated). Called once per pass to price the residents; may run a driver
+   * query. A model missing from the answer is priced by its estimate. A rejection fails the
+   * pass (backoff, then again).
+   */
+  measure(): Promise<ReadonlyMap<string, number>>;
   /**
    * Starts the model at `level` and resolves once it is ready to serve. Blocks for the load
    * (seconds to minutes). Idempotent: a model already running or starting is not started
-   * twice. Rejects when the server could not be made ready; the rejection goes to `Classify`
-   * and its message becomes the model's lastError, so it should name the cause. When `signal`
-   * aborts (the controller is stopping) it stops the start and rejects.
+   * twice. Every failure is also reported once as a `ServerExited` event, before this
+   * rejects; the controller counts the event, not the rejection. When `signal` aborts (the
+   * controller is stopping) it stops the start and rejects.
    */
   launch(modelId: string, level: LaunchLevel, signal: AbortSignal): Promise<void>;
   /**
-   * Stops the model and resolves only when it is gone AND its device memory is back (the
-   * next launch would otherwise OOM on memory the dying process still holds). Blocks up to
-   * the stop grace plus the memory wait. Idempotent: an absent model resolves at once. A
-   * rejection means it may still hold memory: the pass fails, launches wait, and the pass
-   * runs again after a backoff.
+   * Stops the model and resolves 'stopped' only when it is gone AND its device memory is back
+   * (the next launch would otherwise OOM on memory the dying process still holds). Resolves
+   * 'claimed', stopping nothing, when a request has claimed the ready server: checked at the
+   * moment of stopping, so a claim made after the pass read the counts is still honoured; the
+   * eviction waits for a later pass. Blocks up to the stop grace plus the memory wait.
+   * Idempotent: an absent model resolves 'stopped' at once. A rejection means it may still
+   * hold memory: the pass fails, launches wait, and the pass runs again after a backoff.
    */
-  evict(modelId: string): Promise<void>;
+  evict(modelId: string): Promise<EvictOutcome>;
 }
 
 /** Time as the controller sees it (the shared injected clock); tests step a fake one instead of sleeping. */

@@ -1,11 +1,13 @@
 // What the controller remembers about one model between passes, and the pure readings of it.
 //
-// Why so little is stored: everything else (is it resident, is it wanted, what does it cost)
-// is read fresh on every pass. The record keeps only what the world cannot tell us again:
-// the failure memory, the operation the controller itself has in progress, and the last
-// status it published (to emit a change only when there is one).
+// Why so little is stored: everything else (is it wanted, what does it cost) is read fresh on
+// every pass. The record keeps what the world cannot tell us again: the failure memory, the
+// operation the controller itself has in progress, its server as the supervisor's lifecycle
+// events said (the one truth about what is resident: a view of events, never a snapshot to
+// compare), and the last status it published (to emit a change only when there is one).
 import { recover, type RecoveryAction, type RecoveryState } from '../policy/recover.js';
 import type { LaunchLevel } from '../policy/levels.js';
+import type { LeftOut } from '../policy/schedule.js';
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { ModelDemand } from './effects.js';
 
@@ -16,10 +18,16 @@ export interface ModelRecord {
   lastError: string | null;
   /** A backed-off retry: no launch before `at`. Null when none is pending. */
   retry: { at: number; delayMs: number } | null;
-  /** What the controller is doing to it now; at most one thing at a time. */
-  op: { kind: 'loading' | 'evicting'; level: LaunchLevel } | null;
-  /** The last plan's sentence for leaving it out; null when the plan did not leave it out. */
-  unschedulableReason: string | null;
+  /**
+   * What the controller is doing to it now; at most one thing at a time. A loading op carries
+   * its launch's own flag: a ServerExited event already counted that launch's failure, so its
+   * rejection is not a second one (the next launch may start before the rejection arrives).
+   */
+  op: { kind: 'loading'; level: LaunchLevel; failureReported: boolean } | { kind: 'evicting'; level: LaunchLevel } | null;
+  /** Its server, folded from the lifecycle events: spawned (loading), ready; null when none runs. */
+  server: { level: LaunchLevel; pid: number; ready: boolean } | null;
+  /** Why the last plan left it out; null when the plan did not leave it out. */
+  leftOut: LeftOut | null;
   /** The definition seen on the last pass; a change resets the recovery ladder. */
   definitionHash: string | null;
   /** The status last published; null before the first. */
@@ -35,7 +43,8 @@ export function newRecord(modelId: string): ModelRecord {
     lastError: null,
     retry: null,
     op: null,
-    unschedulableReason: null,
+    server: null,
+    leftOut: null,
     definitionHash: null,
     status: null,
   };

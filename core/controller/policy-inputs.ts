@@ -8,8 +8,13 @@
 // - a desired model is priced at the level it runs at if resident, else at the level its
 //   recovery state asks for, draft included (one footprintAt for plan and launch);
 // - a resident model costs what the server reports, and is active while it decodes or while
-//   the controller's own launch of it is in flight: a load is finished before it is judged,
-//   never evicted halfway (that would waste the load and race the supervisor).
+//   it loads (the controller's launch in flight, or a spawned server not ready yet): a load is
+//   finished before it is judged, never evicted halfway (that would waste the load and race
+//   the supervisor);
+// - a model that failed since its last success is `retrying`: admitted last and not forced by
+//   its pin, so its retries never push out a model that is wanted;
+// - the arrival of a model's oldest waiting request is its `waitingSince`, so waiting requests
+//   are served a model at a time in the order they came.
 import { footprintAt, type LaunchLevel } from '../policy/levels.js';
 import { launchLevelAfter } from '../policy/recover.js';
 import type { Desired, Draft, Resident } from '../policy/schedule.js';
@@ -29,28 +34,35 @@ interface Want {
   priority: number;
   pinned: boolean;
   lastUsed?: number;
+  waitingSince?: number;
 }
 
 function merge(into: Want | undefined, demand: ModelDemand): Want {
-  if (into === undefined) return { priority: demand.priority, pinned: demand.pinned, lastUsed: demand.lastUsed };
-  const lastUsed = [into.lastUsed, demand.lastUsed].filter((t): t is number => t !== undefined);
+  if (into === undefined) return { priority: demand.priority, pinned: demand.pinned, lastUsed: demand.lastUsed, waitingSince: demand.waitingSince };
   return {
     priority: Math.max(into.priority, demand.priority),
     pinned: into.pinned || demand.pinned,
-    lastUsed: lastUsed.length === 0 ? undefined : Math.max(...lastUsed),
+    lastUsed: pick(Math.max, into.lastUsed, demand.lastUsed),
+    waitingSince: pick(Math.min, into.waitingSince, demand.waitingSince),
   };
+}
+
+function pick(choose: (a: number, b: number) => number, a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : choose(a, b);
 }
 
 export interface PolicyInputs {
   desired: Desired[];
   resident: Resident[];
+  /** The residents that are active because they are loading (not because they decode). */
+  loadingIds: ReadonlySet<string>;
 }
 
 export function policyInputs(observed: {
   demands: Demands;
   records: Records;
   running: readonly ResidentServer[];
-  /** The controller's launches in flight when the pass read the world, with their level. */
+  /** Models loading (the controller's launch in flight, or a server spawned and not ready), with their level. */
   loading: ReadonlyMap<string, LaunchLevel>;
 }): PolicyInputs {
   const { demands, records, running, loading } = observed;
@@ -71,8 +83,12 @@ export function policyInputs(observed: {
     const demand = demands.get(modelId);
     if (demand === undefined) continue;
     const record = records.get(modelId);
-    const level = runningById.get(modelId)?.level ?? loading.get(modelId) ?? launchLevelAfter(record?.recovery ?? NO_FAILURE);
-    desired.push({ modelId, priority: want.priority, pinned: want.pinned, lastUsed: want.lastUsed, ...costAt(level, demand) });
+    const recovery = record?.recovery ?? NO_FAILURE;
+    const level = runningById.get(modelId)?.level ?? loading.get(modelId) ?? launchLevelAfter(recovery);
+    const entry: Desired = { modelId, priority: want.priority, pinned: want.pinned, lastUsed: want.lastUsed, ...costAt(level, demand) };
+    if (want.waitingSince !== undefined) entry.waitingSince = want.waitingSince;
+    if (recovery.attempts > 0) entry.retrying = true;
+    desired.push(entry);
   }
 
   const resident: Resident[] = running.map((r) => residentEntry(r.modelId, r.deviceBytes, loading.has(r.modelId), wants, demands));
@@ -82,7 +98,7 @@ export function policyInputs(observed: {
     const bytes = demand === undefined ? 0 : footprintAt(level, demand.estimate).deviceBytes;
     resident.push(residentEntry(modelId, bytes, true, wants, demands));
   }
-  return { desired, resident };
+  return { desired, resident, loadingIds: new Set(loading.keys()) };
 }
 
 function residentEntry(modelId: string, deviceBytes: number, loading: boolean, wants: Map<string, Want>, demands: Demands): Resident {

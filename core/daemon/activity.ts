@@ -1,9 +1,12 @@
-// What local apps are doing with each model: requests waiting and in flight, the last use.
+// What local apps are doing with each model: requests waiting, the last use.
 //
 // The router writes it on every request; the desired-state provider reads it on every pass.
-// It is the only source of `active` (never evict a model that is decoding) and of `lastUsed`
-// (a model with a request waiting beats an idle one of the same priority, which is what makes
-// on-demand swapping work), so it stays a few map operations: it sits on the request path.
+// It is the source of `lastUsed` (a model with a request waiting beats an idle one of the same
+// priority, which is what makes on-demand swapping work) and of `waitingSince` (requests for
+// several models are served a model at a time, in the order they came), so it stays a few map
+// operations: it sits on the request path. Requests in flight are not counted here but where
+// they are claimed, on the engine's server (core/engine/supervisor/server-claims.ts), which is
+// where an eviction must see them.
 //
 // Why a request that was refused does not keep its model wanted: a demand only stamps
 // `demandedAt`, which counts for a short grace (long enough for the router's fresh controller
@@ -18,8 +21,8 @@ export interface ActivityClock {
 export const DEMAND_GRACE_MS = 15_000;
 
 export class ModelActivity {
-  private readonly inFlightById = new Map<string, number>();
-  private readonly waitingById = new Map<string, number>();
+  /** Per model, its waiting requests' arrivals in arrival order (a Map keeps insertion order). */
+  private readonly waitingById = new Map<string, Map<object, number>>();
   /** Ordering stamp: any demand or use. The policy's `lastUsed`. */
   private readonly lastUsedById = new Map<string, number>();
   /** Real use (served, or loaded by a person): the idle TTL runs from here. */
@@ -29,22 +32,6 @@ export class ModelActivity {
 
   constructor(private readonly clock: ActivityClock) {}
 
-  /**
-   * A request starts decoding on `modelId`. Returns its `finished` callback, which is
-   * idempotent so that a response's 'close' and 'error' may both call it. Non-blocking.
-   */
-  begin(modelId: string): () => void {
-    this.inFlightById.set(modelId, (this.inFlightById.get(modelId) ?? 0) + 1);
-    this.use(modelId);
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      decrement(this.inFlightById, modelId);
-      this.use(modelId);
-    };
-  }
-
   /** A request for a model that is not serving yet: wanted now, and most recent among equals. */
   demand(modelId: string): void {
     const now = this.clock.now();
@@ -53,17 +40,30 @@ export class ModelActivity {
     this.changed();
   }
 
-  /** A request waits for the model to become ready; the returned callback ends the wait (idempotent). */
+  /** A request waits for the model; the returned callback ends the wait (idempotent). */
   wait(modelId: string): () => void {
-    this.waitingById.set(modelId, (this.waitingById.get(modelId) ?? 0) + 1);
+    let waiting = this.waitingById.get(modelId);
+    if (waiting === undefined) {
+      waiting = new Map();
+      this.waitingById.set(modelId, waiting);
+    }
+    const token = {};
+    waiting.set(token, this.clock.now());
     this.changed();
-    let done = false;
     return () => {
-      if (done) return;
-      done = true;
-      decrement(this.waitingById, modelId);
+      const still = this.waitingById.get(modelId);
+      if (still === undefined || !still.delete(token)) return;
+      if (still.size === 0) this.waitingById.delete(modelId);
       this.changed();
     };
+  }
+
+  /** When the model's oldest waiting request arrived; undefined when none waits. */
+  waitingSince(modelId: string): number | undefined {
+    const waiting = this.waitingById.get(modelId);
+    if (waiting === undefined) return undefined;
+    for (const arrivedAt of waiting.values()) return arrivedAt;
+    return undefined;
   }
 
   /** A person's Load: counts as use, so the model stays for its idle TTL. */
@@ -84,17 +84,13 @@ export class ModelActivity {
     if (kept || demanded) this.changed();
   }
 
-  inFlight(modelId: string): number {
-    return this.inFlightById.get(modelId) ?? 0;
-  }
-
   lastUsed(modelId: string): number | undefined {
     return this.lastUsedById.get(modelId);
   }
 
-  /** Wanted because of use: decoding, waiting, just demanded, or used within its idle TTL. */
+  /** Wanted because of use: waiting, just demanded, or used within its idle TTL (in flight is the claims'). */
   recentlyUsed(modelId: string, idleTtlMs: number): boolean {
-    if (this.inFlight(modelId) > 0 || (this.waitingById.get(modelId) ?? 0) > 0) return true;
+    if (this.waitingById.has(modelId)) return true;
     const now = this.clock.now();
     const demanded = this.demandedAtById.get(modelId);
     if (demanded !== undefined && now - demanded < DEMAND_GRACE_MS) return true;
@@ -111,10 +107,4 @@ export class ModelActivity {
   private changed(): void {
     for (const listener of this.listeners) listener();
   }
-}
-
-function decrement(counts: Map<string, number>, key: string): void {
-  const left = (counts.get(key) ?? 1) - 1;
-  if (left > 0) counts.set(key, left);
-  else counts.delete(key);
 }

@@ -11,6 +11,8 @@ export interface DesiredSources {
   models(): readonly CatalogModel[];
   isPinned(model: CatalogModel): boolean;
   activity: ModelActivity;
+  /** Requests claimed on the model's server now (the supervisor's count). */
+  inFlight(modelId: string): number;
   /** The latest budget sample; samples now when there is none yet. */
   budget(): Promise<BudgetSample>;
 }
@@ -22,19 +24,22 @@ export interface DesiredSources {
  */
 const UNREADABLE: FootprintEstimate = { weightsBytes: 0, kvBytesPerToken: 0, contextTokens: 0, computeBytes: 0 };
 
-export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity'>): ModelDemand {
+export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight'>): ModelDemand {
   const pinned = sources.isPinned(model);
+  const inFlight = sources.inFlight(model.id);
   const demand: ModelDemand = {
     modelId: model.id,
     priority: model.priority,
     pinned,
-    wanted: pinned || sources.activity.recentlyUsed(model.id, model.idleTtlMs),
-    inFlight: sources.activity.inFlight(model.id),
+    wanted: pinned || inFlight > 0 || sources.activity.recentlyUsed(model.id, model.idleTtlMs),
+    inFlight,
     estimate: model.estimate ?? UNREADABLE,
     definitionHash: model.definitionHash,
   };
   const lastUsed = sources.activity.lastUsed(model.id);
   if (lastUsed !== undefined) demand.lastUsed = lastUsed;
+  const waitingSince = sources.activity.waitingSince(model.id);
+  if (waitingSince !== undefined) demand.waitingSince = waitingSince;
   if (model.draftId !== undefined) demand.draftId = model.draftId;
   if (model.fallbackId !== undefined) demand.fallbackId = model.fallbackId;
   return demand;

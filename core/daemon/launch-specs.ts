@@ -47,6 +47,7 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
     aliases: model.aliases,
     extraArgs: model.args,
     env: { ...sources.engineEnv, ...model.env },
+    hangLimitMs: model.hangLimitMs,
   };
   if (model.estimate !== null) spec.estimateBytes = model.estimate.weightsBytes;
   // The same layer count the estimate split for 'partial', so its -ngl is the share the plan costed.

@@ -11,6 +11,8 @@ export interface ActionParts {
   resolve(id: string): CatalogModel | undefined;
   pins: Pick<PinStore, 'isPinned' | 'setPinned'>;
   activity: ModelActivity;
+  /** Requests claimed on the model's server now. */
+  inFlight(modelId: string): number;
   controller: { trigger(): void; retry(modelId: string): boolean; whyUnservable(modelId: string): { code: string; reason: string } | null };
 }
 
@@ -75,7 +77,7 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
       }
       parts.activity.forget(m.id);
       parts.controller.trigger();
-      const busy = parts.activity.inFlight(m.id);
+      const busy = parts.inFlight(m.id);
       const when = busy > 0 ? `after its ${busy} request(s) in flight finish` : 'now';
       return { ok: true, message: `${m.id} unloads ${when}${wasPinned ? ' (and is no longer pinned)' : ''}` };
     },

@@ -14,7 +14,7 @@ export interface SnapshotParts {
   endpoint: () => string;
   catalog: Pick<Catalog, 'models' | 'problems' | 'config'>;
   controller: Pick<Controller, 'status' | 'lastPlan'>;
-  supervisor: Pick<Supervisor, 'status' | 'endpointFor'>;
+  supervisor: Pick<Supervisor, 'status' | 'endpointFor' | 'inFlight'>;
   activity: ModelActivity;
   isPinned(model: CatalogModel): boolean;
   wanted(modelId: string): boolean;
@@ -91,7 +91,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       contextTokens: model.ctx,
       estimateBytes: estimatesOf(model),
       measuredBytes: measured,
-      inFlight: parts.activity.inFlight(model.id),
+      inFlight: parts.supervisor.inFlight(model.id),
       lastUsed: lastUsed ?? null,
       status: parts.controller.status(model.id) ?? idleStatus(model.id, parts.startedAt),
       loading: server !== null && server.phase === 'loading' ? { fraction: server.loadProgress, startedAt: server.startedAt } : null,

@@ -28,8 +28,6 @@ export interface FailureEvidence {
   log: readonly string[];
   /** It was still not ready when the load timeout ran out. */
   timedOutWaitingForReady: boolean;
-  /** It stopped decoding while requests were in flight (judged by progress, not /health). */
-  stalledWithRequestsInFlight: boolean;
   /** The load timeout it was given, for the hang sentence. */
   loadTimeoutMs?: number;
   /** It had been ready (serving) when it ended; absent means it died while loading. */
@@ -147,9 +145,6 @@ export function classifyFailure(evidence: FailureEvidence): FailureClassificatio
   if (evidence.timedOutWaitingForReady) {
     const limit = evidence.loadTimeoutMs === undefined ? '' : ` (${formatSeconds(evidence.loadTimeoutMs)})`;
     return { kind: 'hang', reason: `it did not become ready within the load timeout${limit}${lastWords(evidence.log)}` };
-  }
-  if (evidence.stalledWithRequestsInFlight) {
-    return { kind: 'hang', reason: `it stopped producing tokens while requests were in flight${lastWords(evidence.log)}` };
   }
   const oomCause = causes.find((c) => c.wrapped && isOutOfMemory(c.text)) ?? causes.find((c) => isOutOfMemory(c.raw));
   if (oomCause !== undefined) return { kind: 'oom', reason: oomCause.text };

@@ -29,6 +29,8 @@ export interface LaunchSpec {
   /** The user's own arguments, appended last so that they win where the engine lets the last one win. */
   extraArgs: string[];
   env: Record<string, string>;
+  /** No progress this long with requests in flight and the server is hung (the supervisor's default when absent). */
+  hangLimitMs?: number;
   /** Expected footprint in bytes, to scale the load timeout with the model's size. */
   estimateBytes?: number;
 }

@@ -1,5 +1,5 @@
 // The policy's public API: pure decisions, no I/O. See README.md for the data flow and invariants.
-export { schedule, type Desired, type Draft, type Plan, type Resident } from './schedule.js';
+export { schedule, type Desired, type Draft, type LeftOut, type Plan, type Resident } from './schedule.js';
 export {
   recover,
   launchLevelAfter,

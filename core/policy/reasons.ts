@@ -95,6 +95,11 @@ export interface ReasonWriter {
    * llama-8b (5.2 GiB), 6.8 GiB free": it would fit once some of the named holders go.
    */
   noRoom(need: Need, room: Room): string;
+  /**
+   * "needs 9.1 GiB; 24 GiB budget, 17.2 GiB held by pinned qwen-32b (17.2 GiB): it fits only if
+   * a pinned model is unpinned": even with every other model evicted there is no room.
+   */
+  pinnedOut(need: Need, pinned: Room): string;
 }
 
 /**
@@ -106,19 +111,20 @@ export interface ReasonWriter {
 export function reasonWriter(budgetBytes: number): ReasonWriter {
   const budget = formatBytes(budgetBytes);
   const roomWords = new Map<Room, string>();
+  const left = (heldBytes: number): string =>
+    heldBytes > budgetBytes ? `${formatBytes(heldBytes - budgetBytes)} over it` : `${formatBytes(budgetBytes - heldBytes)} free`;
   return {
     overWholeBudget: (need) => `${needs(need)}, more than the whole ${budget} budget`,
     noRoom(need, room) {
       let words = roomWords.get(room);
       if (words === undefined) {
-        const left =
-          room.heldBytes > budgetBytes
-            ? `${formatBytes(room.heldBytes - budgetBytes)} over it`
-            : `${formatBytes(budgetBytes - room.heldBytes)} free`;
-        words = `; ${budget} budget, ${formatBytes(room.heldBytes)} held by ${holderList(room.named, room.holderCount)}, ${left}`;
+        words = `; ${budget} budget, ${formatBytes(room.heldBytes)} held by ${holderList(room.named, room.holderCount)}, ${left(room.heldBytes)}`;
         roomWords.set(room, words);
       }
       return needs(need) + words;
+    },
+    pinnedOut(need, pinned) {
+      return `${needs(need)}; ${budget} budget, ${formatBytes(pinned.heldBytes)} held by ${holderList(pinned.named, pinned.holderCount)}, ${left(pinned.heldBytes)}: it fits only if a pinned model is unpinned`;
     },
   };
 }

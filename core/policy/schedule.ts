@@ -35,6 +35,20 @@ export interface Desired {
   draft?: Draft;
   /** When a request last wanted it (any monotonic stamp); absent: its resident's, else never. */
   lastUsed?: number;
+  /**
+   * When its oldest request still waiting for it arrived (same clock as lastUsed); absent: no
+   * request waits. Among models of one priority, those with requests waiting go first, the
+   * longest-waiting first: requests for several models are served a model at a time, in the
+   * order they came, and no model with waiting requests is passed over for ever.
+   */
+  waitingSince?: number;
+  /**
+   * It failed since its last success and is being tried again. It is admitted after every
+   * other desired model, and a pin does not force it: its retries may use free memory, or
+   * memory held by models nobody wants, but never push out a model that is wanted — a broken
+   * model retried on every backoff would otherwise evict a working one each time.
+   */
+  retrying?: boolean;
 }
 
 /** A model server running now, as the engines report it. */
@@ -56,7 +70,21 @@ export interface Plan {
   /** Resident models to stop, least recently used first; none is pinned or active. */
   evict: string[];
   /** Desired models left out, most important first, each with a sentence a person can act on. */
-  unschedulable: { modelId: string; reason: string }[];
+  unschedulable: LeftOut[];
+}
+
+/** A desired model the plan left out, and why. */
+export interface LeftOut {
+  modelId: string;
+  reason: string;
+  /**
+   * True when it cannot fit even if every model that may be evicted were gone: what pinned
+   * models hold stays, and so does what other programs use (the budget already leaves that
+   * out). Then asking again will not help until a person unpins something or the budget
+   * grows. False when it fits once busy, loading or higher-ranked models make room: a request
+   * for it waits rather than being refused.
+   */
+  strict: boolean;
 }
 
 interface Candidate {
@@ -69,6 +97,9 @@ interface Candidate {
   draftBytes: number;
   priority: number;
   lastUsed: number;
+  /** Its oldest waiting request's arrival; +Infinity when none waits, so that waiting models sort first. */
+  waitingSince: number;
+  retrying: boolean;
   /** Why it is kept regardless of the budget, or null when it must earn its place. */
   forcedBy: HoldReason | null;
 }
@@ -76,14 +107,18 @@ interface Candidate {
 /**
  * The launches and evictions that bring `resident` to the chosen set within `budget` bytes.
  *
- * 1. Forced models are kept first, whatever they cost: every pinned desired model, and every
- *    resident model that is pinned or active (desired or not).
- * 2. The other desired models are admitted in order (priority high first, then lastUsed
- *    recent first, then already resident first, then id) whenever they fit what is left.
+ * 1. Forced models are kept first, whatever they cost: every pinned desired model (unless it
+ *    is retrying after a failure), and every resident model that is pinned or active
+ *    (desired or not).
+ * 2. The other desired models are admitted in order (models retrying after a failure last,
+ *    then priority high first, then those with
+ *    requests waiting, the longest-waiting first, then lastUsed recent first, then already
+ *    resident first, then id) whenever they fit what is left.
  *    A model that does not fit is skipped, not a stop: a smaller one further down may still
  *    use the room, and it only gets room that no model before it could use.
  * 3. Every other resident model is evicted; every desired model left out is reported with
- *    its reason.
+ *    its reason, and whether it is left out for good (`strict`: pinned models alone leave it
+ *    no room) or only until room is made.
  *
  * Deterministic and independent of input order; a fixed point (apply the plan, call again:
  * nothing to launch or evict). O(n log n): one sort of the desired models, one of the evictions.
@@ -109,7 +144,10 @@ export function schedule(desired: readonly Desired[], resident: readonly Residen
       draftBytes,
       priority: Number.isNaN(d.priority) ? 0 : d.priority,
       lastUsed: recency(d.lastUsed ?? running?.lastUsed),
-      forcedBy: d.pinned || running?.pinned ? 'pinned' : running?.active ? 'active' : null,
+      waitingSince: d.waitingSince === undefined || Number.isNaN(d.waitingSince) ? Infinity : d.waitingSince,
+      retrying: d.retrying === true,
+      // A retrying model's pin does not force its launch; a resident that is pinned stays pinned.
+      forcedBy: (d.pinned && d.retrying !== true) || running?.pinned ? 'pinned' : running?.active ? 'active' : null,
     });
   }
   candidates.sort(admissionOrder);
@@ -126,6 +164,10 @@ export function schedule(desired: readonly Desired[], resident: readonly Residen
 
   let held = 0;
   let holderCount = 0;
+  // What pinned models hold: the room no eviction can make, for `strict`.
+  let pinnedHeld = 0;
+  let pinnedNamed: readonly Holder[] = [];
+  let pinnedCount = 0;
   let named: readonly Holder[] = [];
   // What held the budget, as the reasons will tell it; rebuilt only when a model turned away
   // finds it stale, so every model turned away between two admissions shares one Room.
@@ -133,6 +175,11 @@ export function schedule(desired: readonly Desired[], resident: readonly Residen
   const hold = (modelId: string, bytes: number, why: HoldReason, priority: number): void => {
     held += bytes;
     if (bytes <= 0) return;
+    if (why === 'pinned') {
+      pinnedHeld += bytes;
+      pinnedCount++;
+      pinnedNamed = withHolder(pinnedNamed, { modelId, bytes, why, priority });
+    }
     holderCount++;
     named = withHolder(named, { modelId, bytes, why, priority });
     room = null;
@@ -165,8 +212,12 @@ export function schedule(desired: readonly Desired[], resident: readonly Residen
     evict: toEvict.map((r) => r.modelId),
     unschedulable: turnedAway.map(({ candidate, room: then }) => {
       const need = needOf(candidate);
-      const reason = candidate.cost > budgetBytes ? reasons.overWholeBudget(need) : reasons.noRoom(need, then);
-      return { modelId: candidate.modelId, reason };
+      if (candidate.cost > budgetBytes) return { modelId: candidate.modelId, reason: reasons.overWholeBudget(need), strict: true };
+      if (candidate.cost > budgetBytes - pinnedHeld) {
+        const pinned: Room = { heldBytes: pinnedHeld, named: pinnedNamed, holderCount: pinnedCount };
+        return { modelId: candidate.modelId, reason: reasons.pinnedOut(need, pinned), strict: true };
+      }
+      return { modelId: candidate.modelId, reason: reasons.noRoom(need, then), strict: false };
     }),
   };
 }
@@ -191,7 +242,9 @@ function recency(lastUsed: number | undefined): number {
 }
 
 function admissionOrder(a: Candidate, b: Candidate): number {
+  if (a.retrying !== b.retrying) return a.retrying ? 1 : -1;
   if (a.priority !== b.priority) return a.priority > b.priority ? -1 : 1;
+  if (a.waitingSince !== b.waitingSince) return a.waitingSince < b.waitingSince ? -1 : 1;
   if (a.lastUsed !== b.lastUsed) return a.lastUsed > b.lastUsed ? -1 : 1;
   const aRuns = a.running !== undefined;
   if (aRuns !== (b.running !== undefined)) return aRuns ? -1 : 1;

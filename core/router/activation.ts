@@ -1,40 +1,37 @@
-// Gets a request a ready engine, loading its model on demand, or says at once why not.
+// Gets a request a claimed engine, loading its model on demand, waiting for room that will be
+// made, or says at once why not.
 //
 // The one real design decision in on-demand loading (from the reference router this ports):
 // refusing a cold model makes the feature useless, since the first request for every model
 // fails; waiting without a bound turns a request into a job that holds a client's socket for
 // minutes. So a request waits, bounded (45 s by default), then is told to come back with
-// Retry-After while the load goes on. And a model that will not come — quarantined, or left out
-// of the plan — is refused at once with the reason, never "loading, retry", which clients
-// retry forever.
+// Retry-After, with the reason it is still waiting. Only a model that will not come is refused
+// at once: quarantined, or unschedulable in the strict sense (it cannot fit even if every model
+// that may be evicted were gone). A model kept out only by models that are decoding, loading or
+// stopping is waited for: that room will be made (seeds/001: "a model that fits once room is
+// made is not refused on a stale answer"). Refusing it was what turned 84 of 200 requests of two
+// clients alternating two models into 503s, for memory a request would free within milliseconds.
 //
-// A stale "left out" must not refuse a model that would fit now (room is made when another
-// model idles out): the request first asks the controller for one fresh pass that sees its
-// demand, and refuses only with that pass's answer. A quarantine is final until a person acts,
-// so it is refused without asking.
-import { type ModelGateway, ModelUnservableError, type Unservable } from './model-gateway.js';
+// The wait is level-triggered: every change (a controller event, another model's turn ending)
+// only says "look again", and each look asks the gateway afresh whether the model is refused,
+// or claimable now. A stale strict "left out" is not trusted: the request first asks the
+// controller for one fresh pass that sees its demand, and refuses only with that pass's answer.
+import type { EngineClaim, ModelGateway, Unservable } from './model-gateway.js';
 import type { RouterError } from './errors.js';
 
 export interface ActivationOptions {
-  /** How long one request waits for a cold model, ms. */
+  /** How long one request waits for its model, ms. */
   waitMs: number;
   /** What the 503 past the wait tells the client, seconds. */
   retryAfterSeconds: number;
 }
 
 export type Activation =
-  | { kind: 'ready'; servedBy: string; endpoint: { baseUrl: string; apiKey: string }; finished: () => void }
+  | { kind: 'ready'; claim: EngineClaim }
   | { kind: 'refused'; error: RouterError }
   | { kind: 'client_gone' };
 
-/**
- * How many times a request that saw its model become ready goes back to waiting because the
- * model was gone again by the time it looked (evicted in between). Bounded so a gateway that
- * says "ready" without an endpoint cannot spin the event loop.
- */
-const MAX_READY_RECHECKS = 3;
-
-/** Resolves once the request may be forwarded, must be refused, or its client left. Never rejects. */
+/** Resolves once the request holds an engine, must be refused, or its client left. Never rejects. */
 export async function activate(
   gateway: ModelGateway,
   modelId: string,
@@ -43,10 +40,13 @@ export async function activate(
 ): Promise<Activation> {
   const known = gateway.whyUnservable(modelId);
   if (known?.code === 'model_quarantined') return refuse(modelId, known);
-  const hot = claimEndpoint(gateway, modelId);
-  if (hot !== undefined) return hot;
+  if (known === null) {
+    const hot = gateway.claim(modelId);
+    if (hot !== null) return { kind: 'ready', claim: hot };
+  }
 
   gateway.demand(modelId);
+  const waiting = gateway.wait(modelId);
   const bound = new AbortController();
   const timer = setTimeout(() => bound.abort('activation_timeout'), options.waitMs);
   const onClientGone = (): void => bound.abort('client_gone');
@@ -54,53 +54,39 @@ export async function activate(
   try {
     if (known !== null) {
       await untilSettledOrAborted(gateway.reconcileNow(), bound.signal);
-      if (bound.signal.aborted) return ended(bound.signal, modelId, options);
-      const fresh = gateway.whyUnservable(modelId);
-      if (fresh !== null) return refuse(modelId, fresh);
+      if (bound.signal.aborted) return ended(bound.signal, gateway, modelId, options);
     }
-    for (let attempt = 0; attempt < MAX_READY_RECHECKS; attempt++) {
+    for (;;) {
+      const why = gateway.whyUnservable(modelId);
+      if (why !== null) return refuse(modelId, why);
+      const claim = gateway.claim(modelId);
+      if (claim !== null) return { kind: 'ready', claim };
       try {
-        await gateway.waitUntilReady(modelId, bound.signal);
+        await gateway.nextChange(bound.signal);
       } catch (error) {
-        if (error instanceof ModelUnservableError) return refuse(modelId, error);
-        if (bound.signal.aborted) return ended(bound.signal, modelId, options);
+        if (bound.signal.aborted) return ended(bound.signal, gateway, modelId, options);
         return {
           kind: 'refused',
           error: { status: 503, source: 'router', type: 'unavailable_error', code: 'model_unavailable', param: 'model', message: `Model '${modelId}' could not be made ready: ${(error as Error).message}` },
         };
       }
-      const ready = claimEndpoint(gateway, modelId);
-      if (ready !== undefined) return ready;
-      gateway.demand(modelId);
     }
-    return tooSlow(modelId, options, 'it became ready but was unloaded again before the request reached it');
   } finally {
+    waiting();
     clearTimeout(timer);
     clientGone.removeEventListener('abort', onClientGone);
   }
 }
 
-/**
- * The serving model's endpoint with the request already counted in flight, or undefined when
- * it is not resident. Synchronous from look-up to count, so no controller pass can evict the
- * model between the two.
- */
-function claimEndpoint(gateway: ModelGateway, modelId: string): Activation | undefined {
-  const servedBy = gateway.servingModel(modelId);
-  const endpoint = gateway.endpointFor(servedBy);
-  if (endpoint === undefined) return undefined;
-  return { kind: 'ready', servedBy, endpoint, finished: gateway.requestStarted(modelId) };
-}
-
-function ended(signal: AbortSignal, modelId: string, options: ActivationOptions): Activation {
-  return signal.reason === 'client_gone' ? { kind: 'client_gone' } : tooSlow(modelId, options, 'it is still loading');
+function ended(signal: AbortSignal, gateway: ModelGateway, modelId: string, options: ActivationOptions): Activation {
+  return signal.reason === 'client_gone' ? { kind: 'client_gone' } : tooSlow(modelId, options, gateway.waitReason(modelId));
 }
 
 function refuse(modelId: string, why: Unservable): Activation {
   const message =
     why.code === 'model_quarantined'
       ? `Model '${modelId}' is quarantined and will not be loaded until it is retried (tray, dashboard or \`llmtray retry ${modelId}\`): ${why.reason}`
-      : `Model '${modelId}' cannot be loaded now: ${why.reason}`;
+      : `Model '${modelId}' cannot be loaded even with every other model unloaded: ${why.reason}`;
   return {
     kind: 'refused',
     // x-should-retry: OpenAI's SDKs retry every 5xx unless told not to; retrying cannot help here.
@@ -108,7 +94,7 @@ function refuse(modelId: string, why: Unservable): Activation {
   };
 }
 
-function tooSlow(modelId: string, options: ActivationOptions, what: string): Activation {
+function tooSlow(modelId: string, options: ActivationOptions, reason: string): Activation {
   const waited = (options.waitMs / 1000).toFixed(options.waitMs % 1000 === 0 ? 0 : 1);
   return {
     kind: 'refused',
@@ -118,7 +104,7 @@ function tooSlow(modelId: string, options: ActivationOptions, what: string): Act
       type: 'unavailable_error',
       code: 'model_loading',
       param: 'model',
-      message: `Model '${modelId}' is not ready after ${waited} s (${what}); the load continues, retry in ${options.retryAfterSeconds} s.`,
+      message: `Model '${modelId}' is not ready after ${waited} s: ${reason}. It is still coming; retry in ${options.retryAfterSeconds} s.`,
       headers: { 'retry-after': String(options.retryAfterSeconds) },
     },
   };

@@ -14,8 +14,8 @@ import type { ModelStateName } from '../contracts/model-status.js';
 import type { LaunchLevel } from '../policy/levels.js';
 
 // One definition of "this model will not come", shared with the controller that raises it.
-import { ModelUnservableError, type Unservable, type UnservableCode } from '../contracts/controller-events.js';
-export { ModelUnservableError, type Unservable, type UnservableCode };
+import type { Unservable, UnservableCode } from '../contracts/controller-events.js';
+export type { Unservable, UnservableCode };
 
 /**
  * One entry of `GET /v1/models`: OpenAI's model object plus llmtray's own fields, in the
@@ -33,6 +33,29 @@ export interface RouterModelEntry extends OpenAIModel {
   reason: string | null;
 }
 
+/** Why a claimed engine was given up on while answering: its client is told this. */
+export interface EngineLost {
+  kind: 'hang';
+  reason: string;
+}
+
+/**
+ * One request's hold on the engine that answers it: while held, that engine is counted busy
+ * and is never stopped by an eviction (the supervisor checks at the moment of stopping).
+ */
+export interface EngineClaim {
+  /** The model that answers: the requested one, or its fallback while falling back. */
+  servedBy: string;
+  /** The engine's origin (`http://127.0.0.1:41234`) and its per-launch key, which only the router sends. */
+  endpoint: { baseUrl: string; apiKey: string };
+  /** Aborts with an EngineLost when the engine is found hung, just before it is killed. */
+  lost: AbortSignal;
+  /** Bytes of the answer reached the client: progress, for hang detection. O(1). */
+  progressed(): void;
+  /** The exchange is over (completed, failed, client gone, or this try is resent). Idempotent. */
+  release(): void;
+}
+
 export interface ModelGateway {
   /**
    * The catalog id for a request's `model`: an id or an alias. Non-blocking, pure lookup.
@@ -48,11 +71,19 @@ export interface ModelGateway {
 
   /**
    * Why the model will not come if asked now, from what the controller last decided:
-   * quarantined (needs a person's retry), or left out of the last plan. `null` means it may
-   * come. Non-blocking, pure. The unschedulable answer may be stale: the router calls
-   * `reconcileNow()` and asks again before refusing with it; a quarantined answer is final.
+   * quarantined (needs a person's retry), or unschedulable in the strict sense (it cannot fit
+   * even with every evictable model gone). `null` means it may come, perhaps after room is
+   * made: the request waits. Non-blocking, pure. The unschedulable answer may be stale: the
+   * router calls `reconcileNow()` and asks again before refusing with it; a quarantined answer
+   * is final.
    */
   whyUnservable(modelId: string): Unservable | null;
+
+  /**
+   * Why the model is not serving yet, as a sentence, for a request that waited out its bound
+   * ("it is waiting for memory: needs 105 MiB; … held by active demo-tiny"). Non-blocking, pure.
+   */
+  waitReason(modelId: string): string;
 
   /**
    * Runs (or joins) one fresh controller pass that sees every demand made before the call,
@@ -63,51 +94,42 @@ export interface ModelGateway {
   reconcileNow(): Promise<void>;
 
   /**
-   * Marks the model wanted now (lastUsed = now, a request waiting) and triggers the
-   * controller. Non-blocking and idempotent: any number of concurrent demands for one cold
-   * model start one load, never two (DESIGN's lesson from the anchors). Never throws.
+   * Marks the model wanted now (lastUsed = now) and triggers the controller. Non-blocking and
+   * idempotent: any number of concurrent demands for one cold model start one load, never two
+   * (DESIGN's lesson from the anchors). Never throws.
    */
   demand(modelId: string): void;
 
   /**
-   * Resolves when the model (or its fallback, while falling back) is ready to serve — when
-   * `endpointFor` has an endpoint for it — by notification from the controller, not by
-   * polling. Blocks until then. Rejects with
-   * `ModelUnservableError` as soon as the model is quarantined or left out of a plan while it
-   * waits, and with `signal.reason` when `signal` aborts (the router's bound, or the client
-   * leaving). Idempotent; it does not itself ask for the model (that is `demand`).
+   * A request starts waiting for the model: it is wanted while it waits, and its arrival
+   * orders it among waiting requests (a model at a time, in the order they came). Returns the
+   * callback that ends the wait, which is idempotent. Non-blocking.
    */
-  waitUntilReady(modelId: string, signal: AbortSignal): Promise<void>;
+  wait(modelId: string): () => void;
 
   /**
-   * The model that answers requests for `modelId`: itself, or its configured fallback while
-   * the recovery ladder says fallback. Non-blocking, pure.
+   * Claims the engine that answers for `modelId` for one request, counted in flight from this
+   * moment: synchronous from look-up to count, so no eviction can stop that engine in between.
+   * Null when it is not ready (not resident, loading, stopping, dead), or when it is busy but
+   * its turn is over: another model has waited longer than the turn allows for the memory it
+   * holds, so new requests wait while it drains. Non-blocking.
    */
-  servingModel(modelId: string): string;
+  claim(modelId: string): EngineClaim | null;
 
   /**
-   * Where the serving model's engine listens while it is resident and ready, else
-   * `undefined`. `baseUrl` is the engine's origin (`http://127.0.0.1:41234`): the router
-   * appends the request's own `/v1/...` path. `apiKey` is the engine's per-launch key, which
-   * only the router sends. Non-blocking, pure.
+   * Resolves at the next change that may turn a wait into a claim or a refusal (any controller
+   * event, or the end of another model's turn), by notification, never by polling. Rejects with
+   * `signal.reason` when `signal` aborts, and with an Error when the controller has stopped
+   * (nothing will be loaded any more).
    */
-  endpointFor(servingModelId: string): { baseUrl: string; apiKey: string } | undefined;
+  nextChange(signal: AbortSignal): Promise<void>;
 
   /**
-   * The engine at `endpoint` (as `endpointFor` gave it) refused or reset the router's
-   * connection before answering. Resolves once the gateway knows whether that engine ended —
-   * at once if it already knew, or if another engine serves the model now — so that the next
-   * `endpointFor` and `waitUntilReady` no longer name a dead engine. Blocks for at most a
-   * couple of seconds (an engine that reset one connection and lives on stays served), or
-   * until `signal` aborts. Idempotent; never rejects.
+   * The engine at `endpoint` refused or reset the router's connection before answering.
+   * Resolves once the gateway knows whether that engine ended — at once if it already knew, or
+   * if another engine serves the model now — so that the next claim no longer names a dead
+   * engine. Blocks for at most a couple of seconds (an engine that reset one connection and
+   * lives on stays served), or until `signal` aborts. Idempotent; never rejects.
    */
   engineUnreachable(servingModelId: string, endpoint: { baseUrl: string; apiKey: string }, signal: AbortSignal): Promise<void>;
-
-  /**
-   * Counts one request in flight for `modelId` (the requested id; while falling back the
-   * gateway counts it on the process that answers) and stamps lastUsed: an active model is
-   * never evicted. Returns the `finished` callback, which the router calls exactly once, when
-   * the exchange ends for any reason (completed, engine error, client gone). Non-blocking.
-   */
-  requestStarted(modelId: string): () => void;
 }

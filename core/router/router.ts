@@ -142,24 +142,22 @@ export function createRouter(options: RouterOptions): Router {
       const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation);
       if (ready.kind === 'client_gone') return;
       if (ready.kind === 'refused') return sendError(res, ready.error);
-      exchange.finishWith(ready.finished);
+      const { claim } = ready;
+      exchange.finishWith(claim.release);
       if (exchange.clientGone.aborted) return;
 
-      const fallingBack = ready.servedBy !== resolved.modelId;
-      const outcome = await forwardToEngine(agent, res, exchange.clientGone, {
-        baseUrl: ready.endpoint.baseUrl,
-        apiKey: ready.endpoint.apiKey,
+      const fallingBack = claim.servedBy !== resolved.modelId;
+      const outcome = await forwardToEngine(agent, res, exchange.clientGone, claim, {
         path,
         // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
-        body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: ready.servedBy })) : read.body,
-        servedBy: ready.servedBy,
-        rewriteModelTo: fallingBack ? ready.servedBy : null,
+        body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: claim.servedBy })) : read.body,
+        rewriteModelTo: fallingBack ? claim.servedBy : null,
       });
       if (outcome.kind === 'answered' || exchange.clientGone.aborted) return;
-      if (attempt === 2) return sendError(res, unreachableError(ready.servedBy, outcome.cause));
-      // This try is over: its in-flight count must not hold a dead engine "active" meanwhile.
+      if (attempt === 2) return sendError(res, unreachableError(claim.servedBy, outcome.cause));
+      // This try is over: its claim must not hold a dead engine "busy" meanwhile.
       exchange.finishNow();
-      await gateway.engineUnreachable(ready.servedBy, ready.endpoint, exchange.clientGone);
+      await gateway.engineUnreachable(claim.servedBy, claim.endpoint, exchange.clientGone);
       if (exchange.clientGone.aborted) return;
     }
   }

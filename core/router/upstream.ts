@@ -4,28 +4,25 @@
 // came (re-serialised only when a fallback model must be named in them), and the answer is
 // written to the client chunk by chunk as it arrives — never collected, never parsed, unless a
 // fallback's name must replace the engine's in the `model` fields. Plain `data`/`write` with
-// backpressure rather than `pipe()`/`pipeline()`, because the two ways a stream can end
+// backpressure rather than `pipe()`/`pipeline()`, because the three ways a stream can end
 // badly need different endings: a client that leaves must abort the engine's request (so it
-// stops decoding for nobody), and an engine that dies must end the client's stream with an
-// error event it can read, not a socket that hangs or a close that looks like success.
+// stops decoding for nobody); an engine that dies must end the client's stream with an error
+// event it can read, not a socket that hangs or a close that looks like success; and an engine
+// found hung (the claim's `lost`) must release its client with the reason — an error event
+// mid-stream, a 504 before any answer — not leave it waiting on a socket that never closes.
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { OpenAIErrorBody } from '../contracts/openai.js';
 import { ERROR_SOURCE_HEADER, errorBody, sendError, type RouterError } from './errors.js';
+import type { EngineClaim, EngineLost } from './model-gateway.js';
 
 export const SERVED_BY_HEADER = 'x-llmtray-served-by';
 
 export interface UpstreamExchange {
-  /** The engine's origin, e.g. `http://127.0.0.1:41234`. */
-  baseUrl: string;
-  /** The engine's per-launch key; the client's own Authorization is never forwarded. */
-  apiKey: string;
   /** The request path, forwarded unchanged (`/v1/chat/completions`). */
   path: string;
   body: Buffer;
-  /** The model that answers; named in the `x-llmtray-served-by` header. */
-  servedBy: string;
   /** When set, every `model` field of a successful answer is replaced by this (fallback). */
   rewriteModelTo: string | null;
 }
@@ -39,14 +36,22 @@ export interface UpstreamExchange {
 export type ForwardOutcome = { kind: 'answered' } | { kind: 'unreachable'; cause: string };
 
 /**
- * Sends the exchange upstream through `agent` and, once the engine answers, relays the answer
- * to `res`. Resolves as soon as the outcome is known: at the answer's headers, or at a
- * connection failure before them, which it leaves to the caller to answer (a retry, or
- * `unreachableError`). `clientGone` aborts when the client disconnects before its answer is
- * complete. Never rejects.
+ * Sends the exchange upstream through `agent` to the claimed engine (its key, never the
+ * client's Authorization) and, once the engine answers, relays the answer to `res`, telling the
+ * claim each time bytes reach the client. Resolves as soon as the outcome is known: at the
+ * answer's headers, or at a connection failure before them, which it leaves to the caller to
+ * answer (a retry, or `unreachableError`). `clientGone` aborts when the client disconnects
+ * before its answer is complete. When the claim is lost (the engine hung) the client is
+ * answered here, with the reason, and the outcome is 'answered'. Never rejects.
  */
-export function forwardToEngine(agent: http.Agent, res: ServerResponse, clientGone: AbortSignal, exchange: UpstreamExchange): Promise<ForwardOutcome> {
-  const target = new URL(exchange.baseUrl);
+export function forwardToEngine(
+  agent: http.Agent,
+  res: ServerResponse,
+  clientGone: AbortSignal,
+  claim: EngineClaim,
+  exchange: UpstreamExchange,
+): Promise<ForwardOutcome> {
+  const target = new URL(claim.endpoint.baseUrl);
   const upstream = http.request({
     agent,
     method: 'POST',
@@ -56,35 +61,63 @@ export function forwardToEngine(agent: http.Agent, res: ServerResponse, clientGo
     headers: {
       'content-type': 'application/json',
       'content-length': exchange.body.length,
-      authorization: `Bearer ${exchange.apiKey}`,
+      authorization: `Bearer ${claim.endpoint.apiKey}`,
     },
   });
+  const { servedBy } = claim;
 
   // A client that left cancels the engine's work: destroying the request closes its socket,
   // which llama-server notices and stops decoding.
   const cancel = (): void => void upstream.destroy();
   clientGone.addEventListener('abort', cancel, { once: true });
 
+  // What was relayed so far: a cut stream gets its error event on a line of its own; a cut JSON answer is cut.
+  const relayed: Relayed = { tail: '', eventStream: false };
   return new Promise((resolve) => {
     let answered = false;
     upstream.once('error', (error: NodeJS.ErrnoException) => {
       const cause = error.code ?? error.message;
       if (!answered) {
         clientGone.removeEventListener('abort', cancel);
+        claim.lost.removeEventListener('abort', onLost);
         resolve({ kind: 'unreachable', cause });
-      } else if (res.headersSent) {
-        endInterrupted(res, exchange.servedBy, `its connection failed (${cause})`);
       } else {
-        sendError(res, unreachableError(exchange.servedBy, cause));
+        endBrokenAnswer(res, relayed, servedBy, `its connection failed (${cause})`, 'engine_stream_interrupted');
       }
     });
-    upstream.once('response', (answer) => {
+    // Told before the hung engine is killed, so the client hears "hung" rather than a reset.
+    function onLost(): void {
+      const lost = claim.lost.reason as EngineLost;
+      const wasAnswered = answered;
       answered = true;
-      relayAnswer(answer, res, exchange);
+      if (res.headersSent) endBrokenAnswer(res, relayed, servedBy, `it made no progress and was stopped (${lost.reason})`, 'engine_hung');
+      else sendError(res, hungError(servedBy, lost.reason));
+      upstream.destroy();
+      if (!wasAnswered) resolve({ kind: 'answered' });
+    }
+    if (claim.lost.aborted) return onLost();
+    claim.lost.addEventListener('abort', onLost, { once: true });
+    upstream.once('response', (answer) => {
+      if (answered) return void answer.resume();
+      answered = true;
+      claim.progressed();
+      relayAnswer(answer, res, claim, exchange, relayed);
       resolve({ kind: 'answered' });
     });
     upstream.end(exchange.body);
   });
+}
+
+/** The 504 for a request whose engine was found hung before it answered. */
+export function hungError(servedBy: string, reason: string): RouterError {
+  return {
+    status: 504,
+    source: 'engine',
+    type: 'engine_error',
+    code: 'engine_hung',
+    param: null,
+    message: `The model server for '${servedBy}' made no progress and was stopped: ${reason}. llmtray restarts it; retry the request.`,
+  };
 }
 
 /** The 502 for an engine whose connection failed before it answered (for the router: on the resend too). */
@@ -99,18 +132,39 @@ export function unreachableError(servedBy: string, cause: string): RouterError {
   };
 }
 
-function relayAnswer(answer: IncomingMessage, res: ServerResponse, exchange: UpstreamExchange): void {
+/** What the relay has written so far, as far as ending it cleanly needs to know. */
+interface Relayed {
+  /** The last two characters written (an SSE event ends in a blank line). */
+  tail: string;
+  /** The answer is an event stream, which can end with an error event; anything else can only be cut. */
+  eventStream: boolean;
+}
+
+/**
+ * Ends an answer that broke off after its headers went out: an event stream with an error
+ * event (see endInterrupted), any other answer by cutting the connection, the only honest
+ * signal left once a 200 and part of a body went out (the client sees a short body, not success).
+ */
+function endBrokenAnswer(res: ServerResponse, relayed: Relayed, servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung'): void {
+  if (relayed.eventStream) endInterrupted(res, servedBy, what, code, relayed.tail);
+  else if (res.headersSent) res.destroy();
+  else sendError(res, code === 'engine_hung' ? hungError(servedBy, what) : unreachableError(servedBy, what));
+}
+
+function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: EngineClaim, exchange: UpstreamExchange, relayed: Relayed): void {
+  const { servedBy } = claim;
   // A connection lost mid-answer surfaces as 'error' and then 'close' with `complete` false;
   // 'close' decides what the client is told, so the error itself needs no more than a listener.
   answer.on('error', () => {});
   const status = answer.statusCode ?? 502;
   const contentType = answer.headers['content-type'] ?? 'application/json';
   const isEventStream = contentType.startsWith('text/event-stream');
+  relayed.eventStream = isEventStream;
   const rewriteTo = status < 400 ? exchange.rewriteModelTo : null;
 
   // Headers are chosen, not copied: llama-server answers with `Access-Control-Allow-Origin: *`,
   // which would hand every web page our answers if it leaked through.
-  const headers: http.OutgoingHttpHeaders = { 'content-type': contentType, [SERVED_BY_HEADER]: exchange.servedBy };
+  const headers: http.OutgoingHttpHeaders = { 'content-type': contentType, [SERVED_BY_HEADER]: servedBy };
   if (status >= 400) headers[ERROR_SOURCE_HEADER] = 'engine';
   if (isEventStream) {
     headers['cache-control'] = 'no-cache';
@@ -118,7 +172,7 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, exchange: Ups
   }
 
   if (rewriteTo !== null && !isEventStream) {
-    relayRewrittenJson(answer, res, status, headers, rewriteTo, exchange.servedBy);
+    relayRewrittenJson(answer, res, status, headers, rewriteTo, claim);
     return;
   }
   if (rewriteTo === null && answer.headers['content-length'] !== undefined) {
@@ -126,24 +180,21 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, exchange: Ups
   }
   res.writeHead(status, headers);
   const rewriter = rewriteTo === null ? null : new SseModelRewriter(rewriteTo);
-  let tail = '';
   answer.on('data', (chunk: Buffer) => {
-    if (res.destroyed) return;
+    if (res.writableEnded || res.destroyed) return;
+    claim.progressed();
     const out = rewriter === null ? chunk : rewriter.push(chunk);
     if (out.length === 0) return;
-    tail = lastTwoChars(tail, out);
+    relayed.tail = lastTwoChars(relayed.tail, out);
     if (!res.write(out)) answer.pause();
   });
   res.on('drain', () => answer.resume());
   answer.once('close', () => {
+    if (res.writableEnded) return; // already answered: the engine was found hung
     if (answer.complete) {
       res.end(rewriter?.flush() ?? '');
-    } else if (isEventStream) {
-      endInterrupted(res, exchange.servedBy, 'it closed the connection mid-answer', tail);
     } else {
-      // A plain JSON answer whose headers already went out cannot turn into a 502; cutting the
-      // connection is the only honest signal left (the client sees a short body, not success).
-      res.destroy();
+      endBrokenAnswer(res, relayed, servedBy, 'it closed the connection mid-answer', 'engine_stream_interrupted');
     }
   });
 }
@@ -155,11 +206,16 @@ function relayRewrittenJson(
   status: number,
   headers: http.OutgoingHttpHeaders,
   rewriteTo: string,
-  servedBy: string,
+  claim: EngineClaim,
 ): void {
+  const { servedBy } = claim;
   const chunks: Buffer[] = [];
-  answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+  answer.on('data', (chunk: Buffer) => {
+    claim.progressed();
+    chunks.push(chunk);
+  });
   answer.once('close', () => {
+    if (res.writableEnded) return; // already answered: the engine was found hung
     if (!answer.complete) {
       sendError(res, {
         status: 502,
@@ -184,11 +240,11 @@ function relayRewrittenJson(
  * `tail` is the end of what was written so far: a partial event is terminated first so the
  * error arrives as an event of its own.
  */
-function endInterrupted(res: ServerResponse, servedBy: string, what: string, tail = '\n\n'): void {
+function endInterrupted(res: ServerResponse, servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung', tail = '\n\n'): void {
   if (res.writableEnded || res.destroyed) return;
   const event: OpenAIErrorBody = errorBody({
     type: 'engine_error',
-    code: 'engine_stream_interrupted',
+    code,
     param: null,
     message: `The model server for '${servedBy}' stopped before the answer was complete: ${what}. The answer above is partial.`,
   });

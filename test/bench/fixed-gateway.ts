@@ -2,7 +2,7 @@
 // when the model is hot, with the controller, catalog and supervisor taken out. Benchmarking
 // the router through it measures the router's own cost per request and nothing else — every
 // method is the constant-time answer the daemon's gateway gives for a resident model.
-import type { ModelGateway, RouterModelEntry } from '../../core/router/model-gateway.js';
+import type { EngineClaim, ModelGateway, RouterModelEntry } from '../../core/router/model-gateway.js';
 
 export interface FixedEngine {
   modelId: string;
@@ -23,20 +23,33 @@ export function fixedGateway(engine: FixedEngine): ModelGateway {
     served_by: null,
     reason: null,
   };
-  const endpoint = { baseUrl: engine.baseUrl, apiKey: engine.apiKey };
+  // One claim serves every request: its endpoint is fixed and the benchmark's engine never
+  // hangs, so `lost` never aborts. The daemon's bookkeeping on a claim (the supervisor's count,
+  // activity stamps, a controller trigger) is the daemon's cost, not the router's; the
+  // activation benchmark covers the whole daemon.
+  const claim: EngineClaim = {
+    servedBy: engine.modelId,
+    endpoint: { baseUrl: engine.baseUrl, apiKey: engine.apiKey },
+    lost: new AbortController().signal,
+    progressed: () => {},
+    release: () => {},
+  };
   return {
     resolve: (name) => (name === engine.modelId ? { modelId: engine.modelId } : undefined),
     modelIds: () => [engine.modelId],
     listModels: () => [entry],
     whyUnservable: () => null,
+    waitReason: () => 'it is ready',
     reconcileNow: () => Promise.resolve(),
     demand: () => {},
-    waitUntilReady: () => Promise.resolve(),
-    servingModel: (modelId) => modelId,
-    endpointFor: (servingModelId) => (servingModelId === engine.modelId ? endpoint : undefined),
-    // The daemon's bookkeeping here (activity counters, a controller trigger) is the daemon's
-    // cost, not the router's; the activation benchmark covers the whole daemon.
-    requestStarted: () => () => {},
+    wait: () => () => {},
+    claim: (modelId) => (modelId === engine.modelId ? claim : null),
+    // The model is always claimable, so no request waits for a change; nothing ever changes.
+    nextChange: (signal) =>
+      new Promise((_resolve, reject) => {
+        if (signal.aborted) return reject(signal.reason);
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      }),
     // The benchmark's engine never dies; a failed forward is the benchmark's own failure.
     engineUnreachable: () => Promise.resolve(),
   };

@@ -21,18 +21,22 @@ import type { ModelGateway } from '../../core/router/model-gateway.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { fixtureSnapshot } from '../support/fixture-snapshot.js';
 
-/** The router needs a gateway; the admin routes never reach it. */
+/** The router needs a gateway; the admin routes never reach it (no model resolves, so nothing is claimed or awaited). */
 const noModels: ModelGateway = {
   resolve: () => undefined,
   modelIds: () => [],
   listModels: () => [],
   whyUnservable: () => null,
+  waitReason: () => 'no models are configured',
   reconcileNow: async () => {},
   demand: () => {},
-  waitUntilReady: async () => {},
-  servingModel: (id) => id,
-  endpointFor: () => undefined,
-  requestStarted: () => () => {},
+  wait: () => () => {},
+  claim: () => null,
+  nextChange: (signal) =>
+    new Promise((_resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    }),
   engineUnreachable: async () => {},
 };
 

@@ -171,7 +171,7 @@ describe('the live GPU budget in the running daemon', () => {
     expect(low.desired).toBe(true);
     expect(low.status.state).toBe('queued');
     expect(low.status.unschedulableReason).toMatch(new RegExp(`held by ${HIGH}`));
-    expect(pressed.plan?.unschedulable).toEqual([{ modelId: LOW, reason: low.status.unschedulableReason }]);
+    expect(pressed.plan?.unschedulable).toEqual([{ modelId: LOW, reason: low.status.unschedulableReason, strict: false }]);
     expect(isProcessAlive(lowPid)).toBe(false);
 
     const high = find(pressed, HIGH);

@@ -1,25 +1,24 @@
 // The router end to end: the official `openai` client → the router on 127.0.0.1 → a real
 // HTTP engine that speaks the OpenAI subset llama-server does. The model gateway is a scripted
 // in-memory object standing in for controller + supervisor + catalog, so each test can make a
-// model cold, quarantined, left out of the plan, or falling back.
+// model cold, quarantined, left out of the plan, kept out by a busy one, falling back, or its
+// engine found hung while it answers.
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRouter, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
-import {
-  ModelUnservableError,
-  type ModelGateway,
-  type RouterModelEntry,
-  type Unservable,
-} from '../../core/router/model-gateway.js';
+import type { EngineClaim, EngineLost, ModelGateway, RouterModelEntry, Unservable } from '../../core/router/model-gateway.js';
 
 // ---------------------------------------------------------------------------------------------
 // A fake engine: a real HTTP server answering like llama-server. The last user message (or the
 // prompt) picks a behaviour: `mode:gated` streams one chunk and waits for `release()`,
+// `mode:steps` waits for `release()` after each of its first two chunks,
 // `mode:die-mid-stream` destroys its socket after two chunks, `mode:hang` streams one chunk
-// and never finishes, `mode:die-before-answer` destroys the socket without answering,
-// `mode:engine-400` answers like llama-server refusing a prompt over its context.
+// and never finishes, `mode:silent` accepts the request and never answers (a wedged decode),
+// `mode:json-stall` sends a JSON answer's headers and first bytes and never the rest,
+// `mode:die-before-answer` destroys the socket without answering, `mode:engine-400` answers
+// like llama-server refusing a prompt over its context.
 // ---------------------------------------------------------------------------------------------
 
 /** llama-server names the model by its file, not by what the client asked for. */
@@ -73,6 +72,13 @@ class FakeEngine {
     const text = textOf(body);
     const mode = /mode:([\w-]+)/.exec(text)?.[1] ?? 'normal';
     if (mode === 'die-before-answer') return void req.socket.destroy();
+    if (mode === 'silent') return;
+    if (mode === 'json-stall') {
+      // A plain JSON answer whose headers and first bytes went out before the engine wedged.
+      const full = JSON.stringify({ id: 'cmpl-1', object: 'chat.completion', created: 1, model: ENGINE_MODEL_NAME, choices: [] });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(full) });
+      return void res.write(full.slice(0, 20));
+    }
     if (mode === 'engine-400') {
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: 'the request exceeds the available context size', type: 'exceed_context_size_error', code: 400 } }));
@@ -96,13 +102,14 @@ class FakeEngine {
       `data: ${JSON.stringify({ id: 'chunk', object: 'chat.completion.chunk', created: 1, model: ENGINE_MODEL_NAME, choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
     res.write(event('first ', null));
     if (mode === 'hang') return;
-    if (mode === 'gated') await new Promise<void>((resolve) => (this.gate = resolve));
+    if (mode === 'gated' || mode === 'steps') await new Promise<void>((resolve) => (this.gate = resolve));
     if (mode === 'die-mid-stream') {
       // Flushed first: destroying a socket drops what is still queued, and the point is an
       // engine that dies after the client has seen part of the answer.
       return void res.write(event('second', null), () => req.socket.destroy());
     }
     res.write(event('second', null));
+    if (mode === 'steps') await new Promise<void>((resolve) => (this.gate = resolve));
     res.write(event('', 'stop'));
     res.end('data: [DONE]\n\n');
   }
@@ -141,12 +148,17 @@ async function startDyingEngine(): Promise<{ url: string; connections: () => num
 
 // ---------------------------------------------------------------------------------------------
 // A scripted gateway: models are 'ready', 'cold' (ready `loadMs` after the first demand; never
-// when loadMs is Infinity), 'quarantined' or 'unschedulable'; one may fall back to another.
-// A model's engine may be another than the shared fake one, and `onUnreachable` scripts what
-// the gateway learns when the router reports that engine unreachable.
+// when loadMs is Infinity), 'queued' (kept out only by busy models: it waits, and comes when the
+// test says), 'quarantined' or 'unschedulable'; one may fall back to another. A ready model
+// whose `turnOver` is set refuses claims, as the daemon's does while another model's turn runs.
+// Every state change is a change for `nextChange`. Each claim is recorded, with how often it
+// was released and how often progress was reported, and `loseEngine` aborts the `lost` of every
+// open claim on a model's engine, as the supervisor does for a hung one. A model's engine may
+// be another than the shared fake one, and `onUnreachable` scripts what the gateway learns
+// when the router reports that engine unreachable.
 // ---------------------------------------------------------------------------------------------
 
-type ScriptedState = 'ready' | 'cold' | 'loading' | 'quarantined' | 'unschedulable';
+type ScriptedState = 'ready' | 'cold' | 'loading' | 'queued' | 'quarantined' | 'unschedulable';
 
 interface ScriptedModel {
   id: string;
@@ -155,10 +167,16 @@ interface ScriptedModel {
   reason: string;
   loadMs: number;
   fallbackTo?: string;
+  /** While set, a ready model refuses new claims: another model's turn. */
+  turnOver?: boolean;
+  /** What waitReason says; default "it is <state>". */
+  waitReason?: string;
   /** What the next reconcileNow pass decides for an unschedulable model. */
   onReconcile?: 'stays' | 'room-made';
   /** Where its engine listens; default the shared fake engine. */
   engineUrl?: string;
+  /** When set, each claim is handed over already lost with this reason (found hung in between). */
+  lostAtClaim?: string;
   /**
    * What engineUnreachable finds: 'lives-on' (default: nothing changed, resolves at once),
    * 'died' (the engine is gone: the model turns cold, and its relaunch is the shared fake
@@ -167,13 +185,24 @@ interface ScriptedModel {
   onUnreachable?: 'lives-on' | 'died' | 'unknown';
 }
 
+interface ScriptedClaim extends EngineClaim {
+  /** How often the router called release (the contract makes repeats harmless; the router makes none). */
+  releases: number;
+  /** How often the router reported progress. */
+  progress: number;
+  lose(reason: string): void;
+}
+
 class ScriptedGateway implements ModelGateway {
   readonly calls: string[] = [];
   readonly loadsStarted = new Map<string, number>();
-  readonly inFlight = new Map<string, number>();
-  startedTotal = 0;
-  finishedTotal = 0;
-  private readonly waiters = new Set<{ modelId: string; resolve: () => void; reject: (error: unknown) => void }>();
+  readonly claims: ScriptedClaim[] = [];
+  /** Requests waiting per model now (wait called, its done not yet). */
+  readonly waiting = new Map<string, number>();
+  /** How many nextChange calls were made. */
+  nextChanges = 0;
+  private stopped = false;
+  private readonly changeWaiters = new Set<{ resolve: () => void; reject: (error: unknown) => void }>();
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(
@@ -208,6 +237,10 @@ class ScriptedGateway implements ModelGateway {
     if (model.state === 'unschedulable') return { code: 'model_unschedulable', reason: model.reason };
     return null;
   }
+  waitReason(modelId: string): string {
+    const model = this.model(modelId);
+    return model.waitReason ?? `it is ${model.state}`;
+  }
   async reconcileNow(): Promise<void> {
     this.calls.push(`reconcileNow`);
     await new Promise((resolve) => setImmediate(resolve));
@@ -231,24 +264,54 @@ class ScriptedGateway implements ModelGateway {
     }, model.loadMs);
     this.timers.add(timer);
   }
-  waitUntilReady(modelId: string, signal: AbortSignal): Promise<void> {
-    this.calls.push(`waitUntilReady:${modelId}`);
-    if (this.model(modelId).state === 'ready') return Promise.resolve();
+  wait(modelId: string): () => void {
+    this.calls.push(`wait:${modelId}`);
+    this.waiting.set(modelId, (this.waiting.get(modelId) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.waiting.set(modelId, (this.waiting.get(modelId) ?? 0) - 1);
+    };
+  }
+  claim(modelId: string): EngineClaim | null {
+    const servedBy = this.model(modelId).fallbackTo ?? modelId;
+    const serving = this.model(servedBy);
+    if (serving.state !== 'ready' || serving.turnOver === true) return null;
+    const lost = new AbortController();
+    const claim: ScriptedClaim = {
+      servedBy,
+      endpoint: { baseUrl: serving.engineUrl ?? this.engineBaseUrl, apiKey: this.engineKey },
+      lost: lost.signal,
+      releases: 0,
+      progress: 0,
+      progressed: () => void claim.progress++,
+      release: () => void claim.releases++,
+      lose: (reason) => lost.abort({ kind: 'hang', reason } satisfies EngineLost),
+    };
+    this.claims.push(claim);
+    if (serving.lostAtClaim !== undefined) claim.lose(serving.lostAtClaim);
+    return claim;
+  }
+  nextChange(signal: AbortSignal): Promise<void> {
+    this.nextChanges++;
     return new Promise((resolve, reject) => {
-      const waiter = { modelId, resolve, reject };
-      this.waiters.add(waiter);
-      signal.addEventListener('abort', () => {
-        this.waiters.delete(waiter);
+      if (signal.aborted) return reject(signal.reason);
+      if (this.stopped) return reject(new Error('llmtray is stopping, so no model will be loaded'));
+      const waiter = {
+        resolve: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject,
+      };
+      const onAbort = (): void => {
+        this.changeWaiters.delete(waiter);
         reject(signal.reason);
-      });
+      };
+      this.changeWaiters.add(waiter);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
-  }
-  servingModel(modelId: string): string {
-    return this.model(modelId).fallbackTo ?? modelId;
-  }
-  endpointFor(servingModelId: string): { baseUrl: string; apiKey: string } | undefined {
-    const model = this.model(servingModelId);
-    return model.state === 'ready' ? { baseUrl: model.engineUrl ?? this.engineBaseUrl, apiKey: this.engineKey } : undefined;
   }
   engineUnreachable(servingModelId: string, endpoint: { baseUrl: string }, signal: AbortSignal): Promise<void> {
     this.calls.push(`engineUnreachable:${servingModelId}@${endpoint.baseUrl}`);
@@ -260,30 +323,51 @@ class ScriptedGateway implements ModelGateway {
     }
     return Promise.resolve();
   }
-  requestStarted(modelId: string): () => void {
-    this.startedTotal++;
-    this.inFlight.set(modelId, (this.inFlight.get(modelId) ?? 0) + 1);
-    let finished = false;
-    return () => {
-      if (finished) throw new Error(`finished() called twice for ${modelId}`);
-      finished = true;
-      this.finishedTotal++;
-      this.inFlight.set(modelId, (this.inFlight.get(modelId) ?? 0) - 1);
-    };
+
+  /** Requests waiting in nextChange now. */
+  get parked(): number {
+    return this.changeWaiters.size;
+  }
+  /** Claims on the model's engine not yet released. */
+  inFlight(servingModelId: string): number {
+    return this.claims.filter((c) => c.servedBy === servingModelId && c.releases === 0).length;
+  }
+  get startedTotal(): number {
+    return this.claims.length;
+  }
+  get finishedTotal(): number {
+    return this.claims.filter((c) => c.releases > 0).length;
   }
 
-  /** The controller's side: a state change, notifying waiters as the real one does. */
+  /** The controller's side: a state change, a change for every waiting request. */
   setState(modelId: string, state: ScriptedState, reason = ''): void {
     const model = this.model(modelId);
     model.state = state;
     model.reason = reason;
-    for (const waiter of [...this.waiters]) {
-      if (waiter.modelId !== modelId) continue;
-      const why = this.whyUnservable(modelId);
-      if (state === 'ready') waiter.resolve();
-      else if (why !== null) waiter.reject(new ModelUnservableError(why));
-      else continue;
-      this.waiters.delete(waiter);
+    this.changed();
+  }
+  /** A turn starts or ends for the model (a change too). */
+  setTurnOver(modelId: string, turnOver: boolean): void {
+    this.model(modelId).turnOver = turnOver;
+    this.changed();
+  }
+  /** Some change that concerns other models: every waiting request looks again. */
+  changed(): void {
+    for (const waiter of [...this.changeWaiters]) {
+      this.changeWaiters.delete(waiter);
+      waiter.resolve();
+    }
+  }
+  /** The model's engine is found hung: every open claim on it is lost, as the supervisor does before the kill. */
+  loseEngine(servingModelId: string, reason: string): void {
+    for (const claim of this.claims) if (claim.servedBy === servingModelId && claim.releases === 0) claim.lose(reason);
+  }
+  /** The controller's run ended: nothing will come any more. */
+  stop(): void {
+    this.stopped = true;
+    for (const waiter of [...this.changeWaiters]) {
+      this.changeWaiters.delete(waiter);
+      waiter.reject(new Error('llmtray is stopping, so no model will be loaded'));
     }
   }
 
@@ -304,6 +388,7 @@ function scriptedModels(overrides: Partial<Record<string, Partial<ScriptedModel>
     { id: 'big', aliases: [], state: 'ready', reason: '', loadMs: 0, fallbackTo: 'small' },
     { id: 'cold', aliases: [], state: 'cold', reason: '', loadMs: 20 },
     { id: 'never', aliases: [], state: 'cold', reason: '', loadMs: Number.POSITIVE_INFINITY },
+    { id: 'blocked', aliases: [], state: 'queued', reason: '', loadMs: 0, waitReason: 'it is waiting for memory: needs 6.0 GB; 2.0 GB free, 4.0 GB held by active small' },
     { id: 'broken', aliases: [], state: 'quarantined', reason: 'It failed to start 5 times in a row: llama_model_load: error loading model: unknown model architecture.', loadMs: 0 },
     { id: 'huge', aliases: [], state: 'unschedulable', reason: 'needs 30.0 GB; 24.0 GB budget, 17.0 GB held by pinned qwen-32b.', loadMs: 20, onReconcile: 'stays' },
   ];
@@ -426,7 +511,7 @@ describe('routing and answering', () => {
     const { client } = await startRouter();
     const page = await client.models.list();
     const entries = page.data as unknown as RouterModelEntry[];
-    expect(entries.map((m) => m.id).sort()).toEqual(['big', 'broken', 'cold', 'huge', 'never', 'small']);
+    expect(entries.map((m) => m.id).sort()).toEqual(['big', 'blocked', 'broken', 'cold', 'huge', 'never', 'small']);
     expect(entries.find((m) => m.id === 'broken')).toMatchObject({ object: 'model', state: 'quarantined' });
     expect(entries.find((m) => m.id === 'big')).toMatchObject({ state: 'fallback', served_by: 'small' });
     const one = await client.models.retrieve('tiny');
@@ -463,22 +548,56 @@ describe('on-demand activation', () => {
     expect(error.headers?.get('x-should-retry')).toBe('false');
     expect(error.headers?.get('x-llmtray-error-source')).toBe('router');
     expect(gateway.calls).toEqual([]);
+    expect(gateway.nextChanges).toBe(0);
   });
 
-  it('refuses an unschedulable model only after one fresh controller pass', async () => {
+  it('refuses a strictly unschedulable model after exactly one fresh controller pass, without waiting for a change', async () => {
     const { client, gateway } = await startRouter();
     const error = await caught(client.chat.completions.create({ model: 'huge', messages: hello }));
     expect(error.status).toBe(503);
     expect(error.code).toBe('model_unschedulable');
     expect(error.message).toContain('needs 30.0 GB; 24.0 GB budget');
-    expect(gateway.calls).toEqual(['demand:huge', 'reconcileNow']);
+    expect(error.headers?.get('x-should-retry')).toBe('false');
+    expect(gateway.calls).toEqual(['demand:huge', 'wait:huge', 'reconcileNow']);
+    expect(gateway.nextChanges).toBe(0);
+    expect(gateway.waiting.get('huge')).toBe(0);
+    expect(gateway.startedTotal).toBe(0);
   });
 
   it('serves a model left out of a stale plan once the fresh pass finds room', async () => {
     const { client, gateway } = await startRouter({}, { huge: { onReconcile: 'room-made' } });
     const answer = await client.chat.completions.create({ model: 'huge', messages: hello });
     expect(answer.choices[0]?.message.content).toBe('echo: hello');
-    expect(gateway.calls.slice(0, 2)).toEqual(['demand:huge', 'reconcileNow']);
+    expect(gateway.calls.slice(0, 3)).toEqual(['demand:huge', 'wait:huge', 'reconcileNow']);
+  });
+
+  it('waits for a model kept out only by a busy one, looking again at each change, and serves it once it can be claimed', async () => {
+    const { client, gateway } = await startRouter();
+    const answer = client.chat.completions.create({ model: 'blocked', messages: hello });
+    await vi.waitFor(() => expect(gateway.parked).toBe(1));
+    expect(gateway.waiting.get('blocked')).toBe(1);
+    // A change that makes no room (another model's state, say): the request asks again and waits on.
+    gateway.changed();
+    await vi.waitFor(() => expect(gateway.nextChanges).toBe(2));
+    expect(gateway.parked).toBe(1);
+    expect(gateway.startedTotal).toBe(0);
+    gateway.setState('blocked', 'ready');
+    expect((await answer).choices[0]?.message.content).toBe('echo: hello');
+    expect(gateway.calls).toEqual(['demand:blocked', 'wait:blocked']); // never a reconcileNow: nothing said it will not come
+    expect(gateway.claims.map((c) => c.servedBy)).toEqual(['blocked']);
+    expect(gateway.waiting.get('blocked')).toBe(0);
+  });
+
+  it('holds a request for a ready model whose turn is over until its turn comes again', async () => {
+    const { client, gateway } = await startRouter({}, { small: { turnOver: true } });
+    const before = engine.requests.length;
+    const answer = client.chat.completions.create({ model: 'small', messages: hello });
+    await vi.waitFor(() => expect(gateway.parked).toBe(1));
+    expect(engine.requests.length).toBe(before);
+    expect(gateway.startedTotal).toBe(0);
+    gateway.setTurnOver('small', false);
+    expect((await answer).choices[0]?.message.content).toBe('echo: hello');
+    expect(gateway.startedTotal).toBe(1);
   });
 
   it('waits for a cold model, then answers; concurrent requests start one load', async () => {
@@ -488,32 +607,51 @@ describe('on-demand activation', () => {
     const answers = Promise.all(
       [1, 2, 3, 4].map((n) => client.chat.completions.create({ model: 'never', messages: [{ role: 'user', content: `request ${n}` }] })),
     );
-    await vi.waitFor(() => expect(gateway.calls.filter((call) => call === 'waitUntilReady:never')).toHaveLength(4));
+    await vi.waitFor(() => expect(gateway.parked).toBe(4));
     gateway.setState('never', 'ready');
     expect((await answers).map((a) => a.choices[0]?.message.content)).toEqual(['echo: request 1', 'echo: request 2', 'echo: request 3', 'echo: request 4']);
     expect(gateway.calls.filter((call) => call === 'demand:never')).toHaveLength(4);
     expect(gateway.loadsStarted.get('never')).toBe(1);
-    await vi.waitFor(() => expect(gateway.inFlight.get('never')).toBe(0));
+    expect(gateway.waiting.get('never')).toBe(0);
+    await vi.waitFor(() => expect(gateway.inFlight('never')).toBe(0));
   });
 
-  it('answers 503 with Retry-After when the model is not ready within the wait', async () => {
+  it('answers 503 model_loading with Retry-After and the gateway’s reason when the model is not ready within the wait', async () => {
     const { client, gateway } = await startRouter({ activationWaitMs: 30, retryAfterSeconds: 7 });
-    const error = await caught(client.chat.completions.create({ model: 'never', messages: hello }));
+    const error = await caught(client.chat.completions.create({ model: 'blocked', messages: hello }));
     expect(error.status).toBe(503);
     expect(error.code).toBe('model_loading');
     expect(error.headers?.get('retry-after')).toBe('7');
-    expect(error.message).toContain("'never'");
+    expect(error.headers?.get('x-llmtray-error-source')).toBe('router');
+    expect(error.message).toContain("'blocked'");
+    expect(error.message).toContain('it is waiting for memory: needs 6.0 GB; 2.0 GB free, 4.0 GB held by active small');
     expect(gateway.startedTotal).toBe(0);
+    expect(gateway.waiting.get('blocked')).toBe(0);
+    expect(gateway.parked).toBe(0);
   });
 
   it('refuses a waiting request as soon as its model is quarantined, with the reason', async () => {
     const { client, gateway } = await startRouter();
     const pending = caught(client.chat.completions.create({ model: 'never', messages: hello }));
-    await vi.waitFor(() => expect(gateway.calls).toContain('waitUntilReady:never'));
+    await vi.waitFor(() => expect(gateway.parked).toBe(1));
     gateway.setState('never', 'quarantined', 'Out of memory at every level, and no fallback is configured.');
     const error = await pending;
     expect(error.code).toBe('model_quarantined');
     expect(error.message).toContain('Out of memory at every level');
+    expect(error.headers?.get('x-should-retry')).toBe('false');
+    expect(gateway.waiting.get('never')).toBe(0);
+  });
+
+  it('refuses a waiting request with 503 when the controller stops, since nothing will be loaded', async () => {
+    const { client, gateway } = await startRouter();
+    const pending = caught(client.chat.completions.create({ model: 'never', messages: hello }));
+    await vi.waitFor(() => expect(gateway.parked).toBe(1));
+    gateway.stop();
+    const error = await pending;
+    expect(error.status).toBe(503);
+    expect(error.code).toBe('model_unavailable');
+    expect(error.message).toContain('no model will be loaded');
+    expect(gateway.waiting.get('never')).toBe(0);
   });
 });
 
@@ -564,17 +702,22 @@ describe('broken connections', () => {
     expect(first.value?.choices[0]?.delta.content).toBe('first ');
     abort.abort();
     await vi.waitFor(() => expect(engine.closedEarly).toBe(closedBefore + 1));
-    await vi.waitFor(() => expect(gateway.inFlight.get('small')).toBe(0));
+    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0));
   });
 
-  it('aborts the wait when the client disconnects while its model loads', async () => {
+  it('ends the wait when the client disconnects while its model loads, and claims nothing for it', async () => {
     const { client, gateway } = await startRouter();
     const abort = new AbortController();
     const pending = client.chat.completions.create({ model: 'never', messages: hello }, { signal: abort.signal }).catch((e: unknown) => e);
-    await vi.waitFor(() => expect(gateway.calls).toContain('waitUntilReady:never'));
+    await vi.waitFor(() => expect(gateway.parked).toBe(1));
+    expect(gateway.waiting.get('never')).toBe(1);
     abort.abort();
     await pending;
+    // The router hears the disconnect: it stops waiting for a change and ends its wait.
+    await vi.waitFor(() => expect(gateway.waiting.get('never')).toBe(0));
+    expect(gateway.parked).toBe(0);
     gateway.setState('never', 'ready');
+    await new Promise((resolve) => setImmediate(resolve));
     expect(gateway.startedTotal).toBe(0);
   });
 
@@ -591,7 +734,7 @@ describe('broken connections', () => {
     expect(received.join('')).toBe('first second');
     expect(error.code).toBe('engine_stream_interrupted');
     expect(error.type).toBe('engine_error');
-    await vi.waitFor(() => expect(gateway.inFlight.get('small')).toBe(0));
+    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0));
     expect(engine.requests.length - before).toBe(1);
     expect(gateway.calls).toEqual([]);
   });
@@ -605,7 +748,7 @@ describe('broken connections', () => {
     expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
     expect(engine.requests.length - before).toBe(2);
     expect(gateway.calls).toEqual([`engineUnreachable:small@${engineUrl}`]);
-    await vi.waitFor(() => expect(gateway.inFlight.get('small')).toBe(0));
+    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0));
     expect(gateway.finishedTotal).toBe(2);
   });
 
@@ -617,11 +760,11 @@ describe('broken connections', () => {
     expect(response.headers.get('x-llmtray-served-by')).toBe('small');
     expect(dying.connections() - resets).toBe(1);
     // The retry asked for the model like any cold request, after the gateway learned of the death.
-    expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`, 'demand:small', 'waitUntilReady:small']);
+    expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`, 'demand:small', 'wait:small']);
     expect(gateway.loadsStarted.get('small')).toBe(1);
     await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2));
     expect(gateway.startedTotal).toBe(2);
-    expect(gateway.inFlight.get('small')).toBe(0);
+    expect(gateway.inFlight('small')).toBe(0);
   });
 
   it('resends a streamed request too, and answers 502 when the engine is still unreachable the second time', async () => {
@@ -635,7 +778,7 @@ describe('broken connections', () => {
     expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`]);
     await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2));
     expect(gateway.startedTotal).toBe(2);
-    expect(gateway.inFlight.get('small')).toBe(0);
+    expect(gateway.inFlight('small')).toBe(0);
   });
 
   it('gives up the resend when the client leaves while the engine’s death is awaited', async () => {
@@ -650,6 +793,145 @@ describe('broken connections', () => {
     expect(gateway.startedTotal).toBe(1);
     expect(dying.connections() - resets).toBe(1);
     expect(gateway.calls).toHaveLength(1);
+  });
+});
+
+describe('an engine found hung', () => {
+  const HANG = 'it made no progress for 60 s with 1 request in flight: no bytes, and /slots shows no decoding';
+
+  it('answers 504 engine_hung in OpenAI’s shape when the engine is lost before it answered, without resending', async () => {
+    const { client, gateway } = await startRouter();
+    const before = engine.requests.length;
+    const closedBefore = engine.closedEarly;
+    const pending = caught(client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:silent' }] }));
+    await vi.waitFor(() => expect(engine.requests.length).toBe(before + 1));
+    expect(gateway.inFlight('small')).toBe(1);
+    gateway.loseEngine('small', HANG);
+    const error = await pending;
+    expect(error.status).toBe(504);
+    expect(error.code).toBe('engine_hung');
+    expect(error.type).toBe('engine_error');
+    expect(error.message).toContain("'small'");
+    expect(error.message).toContain(HANG);
+    expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
+    // The engine's request is cut (it is about to be killed), and nothing is sent again.
+    await vi.waitFor(() => expect(engine.closedEarly).toBe(closedBefore + 1));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1));
+    expect(gateway.claims.map((c) => c.releases)).toEqual([1]);
+    expect(engine.requests.length).toBe(before + 1);
+    expect(gateway.calls).toEqual([]);
+  });
+
+  it('ends a stream with an engine_hung error event after the partial answer when the engine is lost mid-stream', async () => {
+    const { client, gateway } = await startRouter();
+    const before = engine.requests.length;
+    const stream = await client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:hang' }], stream: true });
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    expect(first.value?.choices[0]?.delta.content).toBe('first ');
+    gateway.loseEngine('small', HANG);
+    const error = await caught(iterator.next());
+    expect(error.code).toBe('engine_hung');
+    expect(error.type).toBe('engine_error');
+    expect(error.message).toContain(HANG);
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1));
+    expect(gateway.claims.map((c) => c.releases)).toEqual([1]);
+    expect(engine.requests.length - before).toBe(1);
+  });
+
+  it('writes that error event as the stream’s last bytes, on its own line, and ends the response (no [DONE])', async () => {
+    const { port, gateway } = await startRouter();
+    const body = JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'mode:hang' }], stream: true });
+    const answer = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, resolve);
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(answer.statusCode).toBe(200);
+    let text = '';
+    answer.setEncoding('utf8');
+    const ended = new Promise<void>((resolve) => answer.on('end', resolve));
+    answer.on('data', (chunk: string) => (text += chunk));
+    await vi.waitFor(() => expect(text).toContain('first '));
+    gateway.loseEngine('small', HANG);
+    await ended;
+    const events = text.split('\n\n').filter((e) => e !== '');
+    expect(events).toHaveLength(2);
+    expect(events[0]).toContain('"content":"first "');
+    expect(events[1]?.startsWith('data: ')).toBe(true);
+    const last = JSON.parse(events[1]!.slice('data: '.length)) as { error: { code: string; type: string; message: string } };
+    expect(last.error).toMatchObject({ code: 'engine_hung', type: 'engine_error' });
+    expect(last.error.message).toContain(HANG);
+    expect(text.endsWith('\n\n')).toBe(true);
+    expect(text).not.toContain('[DONE]');
+  });
+  it('answers 504 engine_hung when the engine was already lost as its claim reached the forward, and survives it', async () => {
+    const { client, gateway } = await startRouter({}, { small: { lostAtClaim: HANG } });
+    const before = engine.requests.length;
+    const error = await caught(client.chat.completions.create({ model: 'small', messages: hello }));
+    expect(error.status).toBe(504);
+    expect(error.code).toBe('engine_hung');
+    expect(engine.requests.length).toBe(before);
+    await vi.waitFor(() => expect(gateway.claims.map((c) => c.releases)).toEqual([1]));
+    // The router still answers (an unhandled 'error' from the destroyed upstream request would have ended the process).
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await client.models.list()).data.length).toBeGreaterThan(0);
+  });
+
+  it('cuts a plain JSON answer whose headers went out when the engine is lost, never completing it with an SSE line', async () => {
+    const { port, gateway } = await startRouter();
+    const body = JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'mode:json-stall' }] });
+    const answer = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, resolve);
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(answer.statusCode).toBe(200);
+    let text = '';
+    answer.setEncoding('utf8');
+    const outcome = new Promise<'complete' | 'cut'>((resolve) => {
+      answer.on('end', () => resolve(answer.complete ? 'complete' : 'cut'));
+      answer.on('aborted', () => resolve('cut'));
+      answer.on('error', () => resolve('cut'));
+    });
+    answer.on('data', (chunk: string) => (text += chunk));
+    await vi.waitFor(() => expect(text).toContain('"id":"cmpl-1"'));
+    gateway.loseEngine('small', HANG);
+    // The README's rule for a JSON answer already under way: cutting the connection is the only honest signal.
+    expect(await outcome).toBe('cut');
+    expect(text).not.toContain('data:');
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1));
+  });
+});
+
+describe('progress for hang detection', () => {
+  it('reports progress for the answer’s headers and for every streamed chunk as it is relayed', async () => {
+    const { client, gateway } = await startRouter();
+    const stream = await client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:steps' }], stream: true });
+    const iterator = stream[Symbol.asyncIterator]();
+    const claim = (): ScriptedClaim => gateway.claims[0]!;
+    // The engine writes each step only once the client has the one before, so each is its own
+    // chunk to the router: the headers, then one per step.
+    expect((await iterator.next()).value?.choices[0]?.delta.content).toBe('first ');
+    const afterFirst = claim().progress;
+    expect(afterFirst).toBeGreaterThanOrEqual(2);
+    engine.release();
+    expect((await iterator.next()).value?.choices[0]?.delta.content).toBe('second');
+    const afterSecond = claim().progress;
+    expect(afterSecond).toBeGreaterThan(afterFirst);
+    engine.release();
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next());
+    expect(claim().progress).toBeGreaterThan(afterSecond);
+    await vi.waitFor(() => expect(claim().releases).toBe(1));
+  });
+
+  it('reports progress for a plain JSON answer and for a fallback’s rewritten one', async () => {
+    const { client, gateway } = await startRouter();
+    await client.chat.completions.create({ model: 'small', messages: hello });
+    await client.chat.completions.create({ model: 'big', messages: hello });
+    expect(gateway.claims.map((c) => c.servedBy)).toEqual(['small', 'small']);
+    // Headers and at least one chunk of body each.
+    for (const claim of gateway.claims) expect(claim.progress).toBeGreaterThanOrEqual(2);
   });
 });
 
@@ -744,7 +1026,7 @@ describe('security and request checks', () => {
     expect(wrongMethod.headers['allow']).toBe('POST');
   });
 
-  it('keeps requestStarted and finished balanced across every outcome', async () => {
+  it('releases every claim exactly once across every outcome', async () => {
     const { client, gateway } = await startRouter();
     const outcomes = await Promise.allSettled([
       client.chat.completions.create({ model: 'small', messages: hello }),
@@ -757,6 +1039,6 @@ describe('security and request checks', () => {
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled']);
     await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
     expect(gateway.startedTotal).toBe(6); // the engine that died before answering was tried twice
-    expect([...gateway.inFlight.values()].every((n) => n === 0)).toBe(true);
+    expect(gateway.claims.map((c) => c.releases)).toEqual([1, 1, 1, 1, 1, 1]);
   });
 });

@@ -11,7 +11,14 @@ import type { LaunchSpec } from '../../core/engine/launch-spec.js';
 import { defaultEngineCommand, embeddedEntryPath } from '../../core/engine/supervisor/engine-command.js';
 import { isRunning, readCommandLine } from '../../core/engine/supervisor/process-tree.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
-import { corruptModel, tinyModel } from '../support/test-models.js';
+import { corruptModel, modelWithShape, tinyModel } from '../support/test-models.js';
+import type { ServerEvent } from '../../core/contracts/server-events.js';
+
+/**
+ * demo-chat's size: one thread evaluates a 512-token batch of it in several hundred ms, so a
+ * ~6000-token prompt spends many seconds in a dozen batches before its first byte.
+ */
+const SLOW_PROMPT_SHAPE = { name: 'test-slow-prompt', nLayer: 8, nEmbd: 512, nHead: 8, nHeadKv: 4, nFf: 1408, contextLength: 8192, fileType: 'f16', seed: 11 } as const;
 
 let dataDir: string;
 let supervisor: Supervisor | undefined;
@@ -21,6 +28,7 @@ beforeAll(async () => {
   if (!existsSync(embeddedEntryPath())) throw new Error(`${embeddedEntryPath()} is missing: run npm run build first (npm test does)`);
   models.set('tiny', await tinyModel());
   models.set('broken', await corruptModel());
+  models.set('slow-prompt', await modelWithShape(SLOW_PROMPT_SHAPE));
 });
 beforeEach(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'llmtray-embedded-'));
@@ -29,7 +37,7 @@ beforeEach(async () => {
       modelId,
       engine: 'embedded',
       modelPath: models.get(modelId) ?? join(dataDir, 'absent.gguf'),
-      contextTokens: 512,
+      contextTokens: modelId === 'slow-prompt' ? 8192 : 512,
       gpuLayers: 0,
       threads: 1,
       aliases: [],
@@ -39,6 +47,8 @@ beforeEach(async () => {
     engineCommand: defaultEngineCommand({ llamaServerPath: null }),
     footprint: () => 0,
     dataDir,
+    // Far below the default, so a slow prompt that were judged by its silence alone would be killed.
+    hangLimitMs: () => 2_000,
   });
 });
 afterEach(async () => {
@@ -89,4 +99,32 @@ describe('Supervisor with the embedded engine', () => {
     if (!supervisor) throw new Error('no supervisor');
     await expect(supervisor.launch('absent', 'full')).rejects.toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/ENOENT.*absent\.gguf/) });
   });
+});
+
+describe('hang detection on the embedded engine', () => {
+  it('takes a long prompt being processed for progress, though no byte reaches the client for several hang limits', async () => {
+    if (!supervisor) throw new Error('no supervisor');
+    const events: ServerEvent[] = [];
+    supervisor.subscribe((event) => events.push(event));
+    await supervisor.launch('slow-prompt', 'full');
+    const claim = supervisor.claim('slow-prompt');
+    if (claim === null) throw new Error('slow-prompt is not ready');
+    const prompt = Array.from({ length: 900 }, (_, i) => `word${i % 97}`).join(' ');
+    const started = Date.now();
+    // The answer's bytes come only after the whole prompt: the claim hears of no progress until then.
+    const response = await fetch(`http://127.0.0.1:${claim.endpoint.port}/v1/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${claim.endpoint.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt, max_tokens: 1, temperature: 0 }),
+    });
+    const silentMs = Date.now() - started;
+    const body = (await response.json()) as { usage: { prompt_tokens: number } };
+    claim.release();
+    expect(response.status).toBe(200);
+    expect(body.usage.prompt_tokens).toBeGreaterThan(4_000);
+    // The premise: the client heard nothing for longer than the hang limit (else this proves nothing).
+    expect(silentMs).toBeGreaterThan(2 * 2_000);
+    expect(claim.lost.aborted).toBe(false);
+    expect(events.map((e) => e.type)).toEqual(['ServerSpawned', 'ServerReady']);
+  }, 120_000);
 });

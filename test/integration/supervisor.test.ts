@@ -13,7 +13,9 @@ import { EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch
 import { commandLineHash } from '../../core/engine/supervisor/engine-registry.js';
 import { isRunning } from '../../core/engine/supervisor/process-tree.js';
 import type { SpawnFunction } from '../../core/engine/supervisor/server-process.js';
-import { Supervisor, type EngineExit, type SupervisorDeps } from '../../core/engine/supervisor/supervisor.js';
+import { Supervisor, type SupervisorDeps } from '../../core/engine/supervisor/supervisor.js';
+import type { Claim } from '../../core/engine/supervisor/server-claims.js';
+import type { ServerEvent } from '../../core/contracts/server-events.js';
 import type { LaunchLevel } from '../../core/policy/levels.js';
 import { FakeClock } from '../support/fake-clock.js';
 
@@ -67,6 +69,15 @@ async function supervisorWith(
   return { supervisor, spawns };
 }
 
+/** Every lifecycle event the supervisor reports, in order, as `type model` plus the rest. */
+function recordEvents(supervisor: Supervisor): ServerEvent[] {
+  const events: ServerEvent[] = [];
+  supervisor.subscribe((event) => events.push(event));
+  return events;
+}
+
+const typesOf = (events: readonly ServerEvent[]): string[] => events.map((e) => `${e.type} ${e.modelId}`);
+
 /** The value after `flag` in the argv of a spawn. */
 const argOf = (argv: string[] | undefined, flag: string): string | undefined => argv?.[argv.indexOf(flag) + 1];
 
@@ -98,14 +109,14 @@ describe('Supervisor with the fake engine', () => {
     const withKey = await fetch(url, { method: 'POST', body, headers: { authorization: `Bearer ${endpoint.apiKey}` } });
     expect(((await withKey.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content).toBe('echo: hi');
     expect((await fetch(url, { method: 'POST', body })).status).toBe(401);
-    expect(await supervisor.resident()).toEqual([{ modelId: 'alpha', level: 'full', deviceBytes: 100 * MIB }]);
+    expect(await supervisor.measure()).toEqual(new Map([['alpha', 100 * MIB]]));
     const registry = JSON.parse(await readFile(join(dataDir, 'engines.json'), 'utf8')) as { engines: { pid: number }[] };
     expect(registry.engines.map((e) => e.pid)).toEqual([endpoint.pid]);
 
     await supervisor.evict('alpha');
     expect(await isRunning(endpoint.pid)).toBe(false);
     expect(supervisor.endpointFor('alpha')).toBeNull();
-    expect(await supervisor.resident()).toEqual([]);
+    expect(await supervisor.measure()).toEqual(new Map());
     expect(supervisor.status('alpha')?.phase).toBe('exited');
     await until(async () => (await readFile(join(dataDir, 'engines.json'), 'utf8')).includes('"engines": []'), 'the registry is empty');
     await supervisor.evict('alpha'); // idempotent
@@ -252,7 +263,7 @@ describe('Supervisor with the fake engine', () => {
       reason: "tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete",
     });
     expect(supervisor.status('kv')?.phase).toBe('exited');
-    expect(await supervisor.resident()).toEqual([]);
+    expect(await supervisor.measure()).toEqual(new Map());
   });
 
   it('calls a load that outlives its timeout a hang and stops the process', async () => {
@@ -313,22 +324,49 @@ describe('Supervisor with the fake engine', () => {
     expect(log.at(-1)).toContain('ended: exit code 1');
   });
 
-  it('tells onExit listeners when a ready server is killed', async () => {
+  it('reports a ready server killed while serving once, as ServerExited with the kind, and replaces it on the next launch', async () => {
     const { supervisor } = await supervisorWith({});
-    const exits: [string, EngineExit][] = [];
-    supervisor.onExit((modelId, exit) => exits.push([modelId, exit]));
+    const events = recordEvents(supervisor);
     await supervisor.launch('victim', 'degraded');
-    process.kill(supervisor.endpointFor('victim')?.pid ?? -1, 'SIGKILL');
-    await until(() => exits.length > 0, 'onExit is called');
-    expect(exits).toHaveLength(1);
-    expect(exits[0]?.[0]).toBe('victim');
-    expect(exits[0]?.[1]).toMatchObject({ kind: 'crash', signal: 'SIGKILL', exitCode: null, level: 'degraded' });
+    const pid = supervisor.endpointFor('victim')?.pid ?? -1;
+    process.kill(pid, 'SIGKILL');
+    await until(() => events.some((e) => e.type === 'ServerExited'), 'the death is reported');
+    expect(typesOf(events)).toEqual(['ServerSpawned victim', 'ServerReady victim', 'ServerExited victim']);
+    expect(events[2]).toMatchObject({ pid, kind: 'crash', signal: 'SIGKILL', exitCode: null, level: 'degraded', wasReady: true });
     expect(supervisor.endpointFor('victim')).toBeNull();
     await supervisor.launch('victim', 'degraded'); // a dead server is replaced
     expect(supervisor.endpointFor('victim')).not.toBeNull();
   });
 
-  it('stops naming a killed server’s endpoint at its exit, before its output drains and onExit is told', async () => {
+  it('reports a failed load once, with llama.cpp\'s words, before the launch rejects', async () => {
+    const { supervisor } = await supervisorWith({ kv: ['--fake-log-file', fixture('server-kv-cache-oom.log'), '--fake-exit-with', '1'] });
+    const events = recordEvents(supervisor);
+    let eventsAtRejection = -1;
+    await supervisor.launch('kv', 'full').catch(() => (eventsAtRejection = events.length));
+    expect(typesOf(events)).toEqual(['ServerSpawned kv', 'ServerExited kv']);
+    expect(eventsAtRejection).toBe(2);
+    expect(events[1]).toMatchObject({ kind: 'oom', reason: 'failed to allocate buffer for kv cache', wasReady: false, exitCode: 1 });
+  });
+
+  it('reports a launch that fails before any process runs as ServerExited with no pid, and a file it cannot read as invalid', async () => {
+    const { supervisor } = await supervisorWith(
+      {},
+      {
+        specFor: (modelId) => {
+          throw new Error(modelId === 'gone' ? `/models/gone.gguf: cannot read the model file: ENOENT: no such file or directory, open '/models/gone.gguf'` : 'something else broke');
+        },
+      },
+    );
+    const events = recordEvents(supervisor);
+    await expect(supervisor.launch('gone', 'full')).rejects.toMatchObject({ kind: 'invalid' });
+    await expect(supervisor.launch('other', 'full')).rejects.toMatchObject({ kind: 'crash' });
+    expect(events).toMatchObject([
+      { type: 'ServerExited', modelId: 'gone', pid: null, kind: 'invalid', wasReady: false },
+      { type: 'ServerExited', modelId: 'other', pid: null, kind: 'crash', reason: 'something else broke' },
+    ]);
+  });
+
+  it('stops handing out a killed server at its exit, before its output drains and its death is reported', async () => {
     const children: ChildProcess[] = [];
     const { supervisor } = await supervisorWith(
       {},
@@ -341,7 +379,9 @@ describe('Supervisor with the fake engine', () => {
       },
     );
     const exits: string[] = [];
-    supervisor.onExit((modelId) => exits.push(modelId));
+    supervisor.subscribe((event) => {
+      if (event.type === 'ServerExited') exits.push(event.modelId);
+    });
     await supervisor.launch('victim', 'full');
     const endpoint = supervisor.endpointFor('victim');
     const child = children[0];
@@ -358,14 +398,14 @@ describe('Supervisor with the fake engine', () => {
 
     // Listened to after the supervisor's own 'exit' listener, so this runs just after it: the
     // router's view must already be right, while the exit listeners still wait for the drain.
-    const atExit = new Promise<{ endpoint: unknown; told: number }>((resolve) =>
-      child.once('exit', () => resolve({ endpoint: supervisor.endpointFor('victim'), told: exits.length })),
+    const atExit = new Promise<{ endpoint: unknown; claim: unknown; told: number }>((resolve) =>
+      child.once('exit', () => resolve({ endpoint: supervisor.endpointFor('victim'), claim: supervisor.claim('victim'), told: exits.length })),
     );
     const ended = supervisor.serverEnded('victim', endpoint, new AbortController().signal);
     process.kill(endpoint.pid, 'SIGKILL');
-    expect(await atExit).toEqual({ endpoint: null, told: 0 });
+    expect(await atExit).toEqual({ endpoint: null, claim: null, told: 0 });
     await ended;
-    await until(() => exits.length === 1, 'onExit is called');
+    await until(() => exits.length === 1, 'the death is reported');
     expect(exits).toEqual(['victim']);
 
     // Once it has ended, or for an endpoint that is not the model's server, it answers at once.
@@ -375,13 +415,16 @@ describe('Supervisor with the fake engine', () => {
     await supervisor.serverEnded('never-launched', endpoint, never);
   });
 
-  it('does not call onExit for evictions', async () => {
-    const { supervisor } = await supervisorWith({});
-    const exits: string[] = [];
-    supervisor.onExit((modelId) => exits.push(modelId));
+  it('reports an eviction, and a cancelled load, as ServerStopped: never as a failure', async () => {
+    const { supervisor } = await supervisorWith({ slow: ['--fake-ready-after', '600000'] });
+    const events = recordEvents(supervisor);
     await supervisor.launch('calm', 'full');
     await supervisor.evict('calm');
-    expect(exits).toEqual([]);
+    const loading = supervisor.launch('slow', 'full').catch((e: unknown) => e);
+    await until(() => events.some((e) => e.type === 'ServerSpawned' && e.modelId === 'slow'), 'slow is spawned');
+    await supervisor.evict('slow');
+    expect(await loading).toMatchObject({ name: 'AbortError' });
+    expect(typesOf(events)).toEqual(['ServerSpawned calm', 'ServerReady calm', 'ServerStopped calm', 'ServerSpawned slow', 'ServerStopped slow']);
   });
 
   it('measures device bytes from buffer lines and host RSS at minimal', async () => {
@@ -393,11 +436,7 @@ describe('Supervisor with the fake engine', () => {
     expect(rss?.where).toBe('host');
     expect(rss?.bytes).toBeGreaterThan(MIB); // a Node process: tens of MiB
     expect(rss?.bytes).not.toBe(512 * MIB);
-    const resident = await supervisor.resident();
-    expect(resident.sort((a, b) => a.modelId.localeCompare(b.modelId))).toEqual([
-      { modelId: 'cpu', level: 'minimal', deviceBytes: 0 },
-      { modelId: 'gpu', level: 'full', deviceBytes: 512 * MIB },
-    ]);
+    expect(await supervisor.measure()).toEqual(new Map([['gpu', 512 * MIB], ['cpu', 0]]));
     expect(await supervisor.measured('nothing')).toBeNull();
   });
 
@@ -424,6 +463,118 @@ describe('Supervisor with the fake engine', () => {
     await supervisor.evict('big');
     // before, then 1000, 1040 (< 1000 + 75), 1080 (≥): four probes and no more.
     expect(probes).toBe(4);
+  });
+});
+
+describe('claims', () => {
+  it('an eviction leaves a claimed server running and says so; once released, it stops', async () => {
+    const { supervisor } = await supervisorWith({});
+    await supervisor.launch('busy', 'full');
+    const claim = supervisor.claim('busy');
+    expect(claim?.endpoint.port).toBe(supervisor.endpointFor('busy')?.port);
+    expect(supervisor.inFlight('busy')).toBe(1);
+    expect(await supervisor.evict('busy')).toBe('claimed');
+    expect(await isRunning(claim?.endpoint.pid ?? -1)).toBe(true);
+    claim?.release();
+    claim?.release(); // idempotent
+    expect(supervisor.inFlight('busy')).toBe(0);
+    expect(await supervisor.evict('busy')).toBe('stopped');
+    expect(supervisor.claim('busy')).toBeNull();
+  });
+
+  it('thousands of claims racing evictions on a real process never see a claimed server stopped', async () => {
+    const { supervisor } = await supervisorWith({});
+    const open = new Map<number, Claim[]>();
+    const violations: string[] = [];
+    supervisor.subscribe((event) => {
+      if (event.type === 'ServerStopped' && (open.get(event.pid)?.length ?? 0) > 0) violations.push(`pid ${event.pid} stopped with ${open.get(event.pid)?.length} claims`);
+    });
+    let rng = 12345;
+    const next = (): number => ((rng = (rng * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    let claimed = 0;
+    let refused = 0;
+    const evictions: Promise<string>[] = [];
+    await supervisor.launch('racer', 'full');
+    for (let step = 0; step < 1500; step++) {
+      const roll = next();
+      if (roll < 0.45) {
+        const claim = supervisor.claim('racer');
+        if (claim === null) continue;
+        claimed++;
+        open.set(claim.endpoint.pid, [...(open.get(claim.endpoint.pid) ?? []), claim]);
+      } else if (roll < 0.9) {
+        for (const claims of open.values()) claims.shift()?.release();
+      } else if (roll < 0.97) {
+        evictions.push(supervisor.evict('racer').then((outcome) => (outcome === 'claimed' ? String(refused++) : outcome)));
+      } else {
+        // Mostly a ready server to race for: wait for the relaunch, with evictions already queued behind it.
+        await supervisor.launch('racer', 'full').catch(() => undefined);
+      }
+      // Let the owner's queue and the processes move between steps, as requests and passes interleave.
+      if (step % 7 === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (step % 97 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    for (const claims of open.values()) for (const claim of claims.splice(0)) claim.release();
+    await Promise.all(evictions);
+    expect(violations).toEqual([]);
+    expect(claimed).toBeGreaterThan(100);
+    expect(refused).toBeGreaterThan(0);
+  });
+});
+
+describe('hang detection', () => {
+  it('kills a server that stops (SIGSTOP) with a request claimed: its client hears why first, and the death is a hang', async () => {
+    const { supervisor } = await supervisorWith({}, { hangLimitMs: () => 600 });
+    const events = recordEvents(supervisor);
+    await supervisor.launch('frozen', 'full');
+    const claim = supervisor.claim('frozen');
+    if (claim === null) throw new Error('frozen is not ready');
+    let lostWhileAlive: boolean | null = null;
+    claim.lost.addEventListener('abort', () => void isRunning(claim.endpoint.pid).then((alive) => (lostWhileAlive ??= alive)));
+    process.kill(claim.endpoint.pid, 'SIGSTOP');
+    await until(() => events.some((e) => e.type === 'ServerExited'), 'the hang is reported');
+    expect(claim.lost.aborted).toBe(true);
+    expect(claim.lost.reason).toMatchObject({ kind: 'hang', reason: expect.stringMatching(/^it made no progress for \d+(\.\d)? s with 1 request in flight: no bytes to its clients, and its health probe did not answer$/) });
+    expect(lostWhileAlive).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: 'ServerExited', modelId: 'frozen', kind: 'hang', wasReady: true, pid: claim.endpoint.pid });
+    expect(await isRunning(claim.endpoint.pid)).toBe(false);
+    expect(supervisor.inFlight('frozen')).toBe(0);
+    claim.release(); // after being lost: a no-op
+  });
+
+  it('kills a wedged decode whose /health stays 200 but whose /slots never move', async () => {
+    const { supervisor } = await supervisorWith({ wedged: ['--fake-wedged-decode'] }, { hangLimitMs: () => 600 });
+    const events = recordEvents(supervisor);
+    await supervisor.launch('wedged', 'full');
+    const claim = supervisor.claim('wedged');
+    if (claim === null) throw new Error('wedged is not ready');
+    const request = fetch(`http://127.0.0.1:${claim.endpoint.port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${claim.endpoint.apiKey}` },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+    }).catch((error: unknown) => error);
+    await until(() => events.some((e) => e.type === 'ServerExited'), 'the hang is reported');
+    expect(claim.lost.reason).toMatchObject({ reason: expect.stringMatching(/its \/slots counters did not move$/) });
+    expect(events.at(-1)).toMatchObject({ type: 'ServerExited', kind: 'hang', wasReady: true });
+    expect(await request).toBeInstanceOf(Error); // its socket closed with the process
+  });
+
+  it('leaves alone a busy server whose answer moves, and one that is idle', async () => {
+    const { supervisor } = await supervisorWith({ wedged: ['--fake-wedged-decode'] }, { hangLimitMs: () => 300 });
+    const events = recordEvents(supervisor);
+    await supervisor.launch('wedged', 'full');
+    const claim = supervisor.claim('wedged');
+    if (claim === null) throw new Error('wedged is not ready');
+    // Bytes reach the client every 100 ms for ten times the limit: progress, whatever /slots says.
+    for (let i = 0; i < 30; i++) {
+      claim.progressed();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    claim.release();
+    // With nothing in flight nothing is judged, however long it stays quiet.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(claim.lost.aborted).toBe(false);
+    expect(events.map((e) => e.type)).toEqual(['ServerSpawned', 'ServerReady']);
   });
 });
 

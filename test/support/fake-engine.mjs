@@ -16,11 +16,14 @@
 //   --fake-device-buffer-mib N  print llama.cpp's "CUDA0 model buffer size = N MiB" while loading
 //   --fake-port-taken-once FILE act as if the port was taken (llama-server's bind error, exit 1)
 //                               unless FILE exists; creates FILE, so the next launch succeeds
+//   --fake-wedged-decode        once ready, take chat requests and never answer them, while /health
+//                               stays 200 and /slots answers with counters that never move: the
+//                               wedged decode llama-server users report, which /health cannot see
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
-const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child']);
+const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child', '--fake-wedged-decode']);
 
 function parseArgs(argv) {
   const flags = new Map();
@@ -49,6 +52,8 @@ const aliases = (flags.get('--alias') ?? 'fake').split(',');
 const readyAfter = Number(flags.get('--fake-ready-after') ?? 0);
 const exitWith = flags.get('--fake-exit-with') ?? '1';
 let ready = false;
+/** Chat requests taken so far: /slots's id_task. */
+let tasks = 0;
 
 function exitNow() {
   const logFile = flags.get('--fake-log-file');
@@ -97,10 +102,15 @@ const server = createServer((req, res) => {
   if (apiKey && req.headers.authorization !== `Bearer ${apiKey}`) {
     return json(res, 401, { error: { code: 401, message: 'Invalid API Key', type: 'authentication_error' } });
   }
+  if (req.url === '/slots') {
+    return json(res, 200, [{ id: 0, id_task: tasks, is_processing: tasks > 0, n_prompt_tokens: 0, n_decoded: 0 }]);
+  }
   if (req.url === '/v1/models') {
     return json(res, 200, { object: 'list', data: aliases.map((id) => ({ id, object: 'model', owned_by: 'fake' })) });
   }
   if (req.url === '/v1/chat/completions' && req.method === 'POST') {
+    tasks++;
+    if (flags.get('--fake-wedged-decode')) return; // taken, never answered
     let body = '';
     req.on('data', (chunk) => (body += chunk));
     req.on('end', () => {

@@ -9,7 +9,9 @@ import { configError, fieldPath, valueAt } from './config-errors.js';
 import {
   configSchema,
   DEFAULT_ACTIVATION_WAIT_MS,
+  DEFAULT_HANG_LIMIT_MS,
   DEFAULT_IDLE_TTL_MS,
+  DEFAULT_SWAP_TURN_MS,
   DEFAULT_RESERVE_BYTES,
   type EngineChoice,
   type GpuLayers,
@@ -28,6 +30,7 @@ export interface ModelConfig {
   fallback?: string;
   gpuLayers: GpuLayers;
   idleTtlMs: number;
+  hangLimitMs: number;
   aliases: string[];
   engine: EngineChoice;
   args: string[];
@@ -45,6 +48,7 @@ export interface LlmtrayConfig {
   modelDirs: string[];
   llamaServerPath?: string;
   activationWaitMs: number;
+  swapTurnMs: number;
   models: ModelConfig[];
 }
 
@@ -136,6 +140,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
     modelDirs: raw.modelDirs ? raw.modelDirs.map(userPath) : defaultModelDirs(facts),
     ...(raw.engines.llamaServer ? { llamaServerPath: userPath(raw.engines.llamaServer) } : {}),
     activationWaitMs: raw.activationWait ?? DEFAULT_ACTIVATION_WAIT_MS,
+    swapTurnMs: raw.swapTurn ?? DEFAULT_SWAP_TURN_MS,
     models: raw.models.map((model, index) => ({
       id: model.id,
       path: userPath(model.path),
@@ -146,6 +151,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
       ...(model.fallback !== undefined ? { fallback: model.fallback } : {}),
       gpuLayers: model.gpuLayers,
       idleTtlMs: model.idleTtl ?? DEFAULT_IDLE_TTL_MS,
+      hangLimitMs: model.hangLimit ?? DEFAULT_HANG_LIMIT_MS,
       aliases: model.aliases,
       engine: model.engine,
       args: model.args,

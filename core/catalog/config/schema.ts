@@ -16,6 +16,9 @@ export const DEFAULT_LISTEN = { host: '127.0.0.1', port: 11435 } as const;
 export const DEFAULT_RESERVE_BYTES = 512 * 2 ** 20;
 export const DEFAULT_ACTIVATION_WAIT_MS = 45_000;
 export const DEFAULT_IDLE_TTL_MS = 10 * 60_000;
+export { DEFAULT_HANG_LIMIT_MS } from '../../engine/hang-limit.js';
+/** How long a busy model keeps taking new requests while another waits for its memory. */
+export const DEFAULT_SWAP_TURN_MS = 2_000;
 
 function strict<T extends z.core.$ZodLooseShape>(shape: T) {
   const known = Object.keys(shape).join(', ');
@@ -60,6 +63,7 @@ export const modelConfigSchema = strict({
   fallback: modelName("another model's id").optional(),
   gpuLayers: gpuLayers.default('all'),
   idleTtl: parsed(parseDuration, DURATION_EXPECTATION).optional(),
+  hangLimit: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   aliases: z.array(modelName('an alias'), { error: 'expected a list of names' }).default([]),
   engine: z.enum(ENGINE_CHOICES as [EngineChoice, ...EngineChoice[]], { error: `expected one of: ${ENGINE_CHOICES.join(', ')}` }).default('auto'),
   args: z.array(z.string({ error: 'expected text (one argument per list item)' }), { error: 'expected a list of arguments' }).default([]),
@@ -84,6 +88,7 @@ export const configSchema = strict({
   modelDirs: z.array(nonEmptyText('expected a folder path'), { error: 'expected a list of folders' }).optional(),
   engines: strict({ llamaServer: nonEmptyText('expected the path of a llama-server executable').optional() }).default({}),
   activationWait: parsed(parseDuration, DURATION_EXPECTATION).optional(),
+  swapTurn: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   models: z.array(modelConfigSchema, { error: 'expected a list of models' }).default([]),
 });
 

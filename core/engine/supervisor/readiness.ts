@@ -6,8 +6,8 @@
 // http://…" — so that line wakes one confirming GET /health. The backoff poll (5 ms, doubling,
 // at most 1 s) is only the fallback for engines that print no such line; it starts fast
 // because a tiny model loads in milliseconds.
-import { request } from 'node:http';
 import type { Clock } from '../../common/clock.js';
+import { engineGet } from './engine-get.js';
 
 /** Lines after which the engine is probably ready (llama-server's and the embedded engine's wording). */
 export const READY_LINE = /\bmodel loaded\b|\blistening on\b|\bserver is listening\b/i;
@@ -24,37 +24,11 @@ export type Health =
   | { kind: 'unreachable' };
 
 /** One GET /health. Never rejects. */
-export function checkHealth(port: number, apiKey: string): Promise<Health> {
-  return new Promise((resolve) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path: '/health',
-        method: 'GET',
-        agent: false,
-        timeout: HEALTH_TIMEOUT_MS,
-        // llama-server exempts /health from the key; sending it anyway suits engines that do not.
-        headers: { authorization: `Bearer ${apiKey}` },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          if (body.length < 64 * 1024) body += chunk;
-        });
-        res.on('end', () => {
-          if (res.statusCode === 200) resolve({ kind: 'ready' });
-          else if (res.statusCode === 503) resolve({ kind: 'loading', progress: parseLoadProgress(body) });
-          else resolve({ kind: 'unreachable' });
-        });
-        res.on('error', () => resolve({ kind: 'unreachable' }));
-      },
-    );
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve({ kind: 'unreachable' }));
-    req.end();
-  });
+export async function checkHealth(port: number, apiKey: string): Promise<Health> {
+  const answer = await engineGet(port, apiKey, '/health', HEALTH_TIMEOUT_MS);
+  if (answer?.status === 200) return { kind: 'ready' };
+  if (answer?.status === 503) return { kind: 'loading', progress: parseLoadProgress(answer.body) };
+  return { kind: 'unreachable' };
 }
 
 /**

@@ -6,11 +6,17 @@ import type { LaunchLevel } from '../../policy/levels.js';
 import { LineRing, LineSplitter } from './log-ring.js';
 import { BufferTally } from './memory-measure.js';
 import { Doorbell, READY_LINE } from './readiness.js';
+import { ServerClaims } from './server-claims.js';
+import type { HangWatch } from './hang-watch.js';
+import type { FailureClassification } from '../failure-classifier.js';
 
 /** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
 
 export type ServerPhase = 'loading' | 'ready' | 'stopping' | 'exited';
+
+/** Why the supervisor ended a server; see ServerProcess.endedBy. */
+export type EndedBy = { why: 'requested' } | { why: 'load-timeout' } | { why: 'hung'; reason: string };
 
 export interface ProcessExit {
   exitCode: number | null;
@@ -29,8 +35,20 @@ export class ServerProcess {
   phase: ServerPhase = 'loading';
   readyAt: number | null = null;
   loadProgress: number | null = null;
-  /** Set once we decided to stop it: its exit is then not a failure. */
-  stopping = false;
+  /**
+   * Why the supervisor ended it, set before it signals the process: 'requested' (an eviction,
+   * a cancelled load, a relaunch, quit) makes its exit a stop, not a failure; 'load-timeout'
+   * and 'hung' make it a hang. Null: it ended on its own.
+   */
+  endedBy: EndedBy | null = null;
+  /** The requests it is answering; see server-claims.ts. */
+  readonly claims: ServerClaims;
+  /** Hang detection while it has claims; made at its first claim. */
+  watch: HangWatch | null = null;
+  /** How it failed, once its exit has been classified; null while running or after a stop. */
+  failure: FailureClassification | null = null;
+  /** It ended while loading because another program had taken its port: not a failure, a retry. */
+  portTaken = false;
   exit: ProcessExit | null = null;
   /**
    * True from the moment the process is known to have exited (or never started), before its
@@ -59,7 +77,9 @@ export class ServerProcess {
     readonly level: LaunchLevel,
     readonly startedAt: number,
     onLine: (line: string) => void,
+    onBusyChange: (busy: boolean) => void,
   ) {
+    this.claims = new ServerClaims(onBusyChange);
     const handleLine = (line: string): void => {
       this.tail.push(line);
       this.buffers.add(line);
@@ -139,6 +159,8 @@ export class ServerProcess {
     level: LaunchLevel;
     startedAt: number;
     onLine: (line: string) => void;
+    /** Its claims went from none to some (true) or back (false). */
+    onBusyChange: (busy: boolean) => void;
   }): ServerProcess {
     const child = options.spawn(options.command, options.args, {
       detached: options.platform !== 'win32',
@@ -154,6 +176,7 @@ export class ServerProcess {
       options.level,
       options.startedAt,
       options.onLine,
+      options.onBusyChange,
     );
   }
 

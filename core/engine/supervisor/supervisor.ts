@@ -6,11 +6,20 @@
 // start two servers for one cold model. Two launches of the same model at the same level join
 // one load; a launch at another level, or an eviction, waits its turn (an eviction first
 // cancels a load in progress, so it does not wait out a long load it is about to undo).
+//
+// The owner is also the one that reports each server's life (core/contracts/server-events.ts):
+// spawned, ready, exited with the kind and llama.cpp's reason, stopped on request. Each
+// transition is reported once, from the one place that sees it, so a failure climbs the
+// recovery ladder once however many others look. Requests are claimed here too
+// (server-claims.ts): an eviction re-checks the claims at the moment it stops a server, and a
+// server with claims that makes no progress is found hung (hang-watch.ts) and killed.
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LaunchLevel } from '../../policy/levels.js';
-import { classifyFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
+import type { ServerEvent, ServerEventListener } from '../../contracts/server-events.js';
+import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
+import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
 import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
 import { realClock, type Clock } from '../../common/clock.js';
@@ -21,14 +30,17 @@ import { LineRing } from './log-ring.js';
 import { waitForMemoryBack } from './memory-wait.js';
 import { isRunning, readCommandLine, signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
 import { waitUntilReady } from './readiness.js';
-import { ServerProcess, type ServerPhase, type SpawnFunction } from './server-process.js';
+import { lookAtEngine } from './engine-look.js';
+import { HangWatch } from './hang-watch.js';
+import type { Claim } from './server-claims.js';
+import { ServerProcess, type EndedBy, type ServerPhase, type SpawnFunction } from './server-process.js';
 
 export interface SupervisorDeps {
   /** The launch spec of a model, read at each launch; throwing makes the launch fail as a crash with that message. */
   specFor(modelId: string): LaunchSpec | Promise<LaunchSpec>;
   /** Which program runs a spec (see defaultEngineCommand). */
   engineCommand(spec: LaunchSpec): EngineCommand | Promise<EngineCommand>;
-  /** The estimated device footprint of a model at a level, bytes (for resident() and the memory wait). */
+  /** The estimated device footprint of a model at a level, bytes (for measure() and the memory wait). */
   footprint(modelId: string, level: LaunchLevel): number;
   /** Where engines.json (the record of running servers) and the engines' API key files live. */
   dataDir: string;
@@ -44,6 +56,8 @@ export interface SupervisorDeps {
   gpuProcessMemory?: () => Promise<ReadonlyMap<number, number>>;
   /** How long a load may take; default 30 s plus 15 s per GiB of spec.estimateBytes. */
   loadTimeoutMs?: (spec: LaunchSpec) => number;
+  /** How long a server with requests in flight may make no progress before it is hung, ms; default the spec's, else 60 s. */
+  hangLimitMs?: (spec: LaunchSpec) => number;
   /** SIGTERM → SIGKILL grace, ms; default 5000. */
   stopGraceMs?: number;
   /** Lines of log kept per model; default 2000. */
@@ -51,13 +65,6 @@ export interface SupervisorDeps {
   /** The eviction memory wait; defaults: 75 % of the footprint, at most 5 s, probing every 100 ms. */
   memoryWait?: { fraction?: number; maxMs?: number; pollMs?: number };
   platform?: NodeJS.Platform;
-}
-
-export interface ResidentServer {
-  modelId: string;
-  level: LaunchLevel;
-  /** Measured device bytes where the driver or llama.cpp's log says; the estimate otherwise. */
-  deviceBytes: number;
 }
 
 /** Where the router sends a ready model's requests. The key goes in `Authorization: Bearer`. */
@@ -90,15 +97,8 @@ export interface Measurement {
   where: 'device' | 'host';
 }
 
-/** A ready server that ended without being asked to: what the controller hears through onExit. */
-export interface EngineExit extends FailureClassification {
-  exitCode: number | null;
-  signal: string | null;
-  level: LaunchLevel;
-  logTail: readonly string[];
-}
-
-export type EngineExitListener = (modelId: string, exit: EngineExit) => void;
+/** What an eviction did: stopped the server (or there was none), or left it because a request had claimed it. */
+export type EvictOutcome = 'stopped' | 'claimed';
 
 const DEFAULT_GRACE_MS = 5_000;
 const DEFAULT_LOG_LINES = 2_000;
@@ -145,7 +145,7 @@ function cancelled(reason: string): DOMException {
 
 export class Supervisor {
   private readonly owners = new Map<string, ModelOwner>();
-  private readonly exitListeners = new Set<EngineExitListener>();
+  private readonly listeners = new Set<ServerEventListener>();
   private readonly registry: EngineRegistry;
   private readonly spawn: SpawnFunction;
   private readonly clock: Clock;
@@ -223,33 +223,65 @@ export class Supervisor {
    * Stops the model's server: SIGTERM to its process tree, SIGKILL after the grace period; a load
    * in progress is cancelled. Then, for a server that was ready and with a memoryProbe, waits
    * (bounded) until 75 % of its device footprint is free again, so the next launch does not OOM
-   * on memory the dying process still holds. Idempotent; never rejects.
+   * on memory the dying process still holds. A ready server that a request has claimed is not
+   * stopped: checked on the owner's turn, in the same synchronous step that marks the server
+   * stopping, so no claim can slip in between; it resolves 'claimed' and the caller tries again
+   * later (the release of the last claim is the moment). Idempotent; never rejects.
    */
-  async evict(modelId: string): Promise<void> {
+  async evict(modelId: string): Promise<EvictOutcome> {
     const owner = this.owners.get(modelId);
-    if (owner === undefined) return;
+    if (owner === undefined) return 'stopped';
     for (const pending of owner.pending) pending.cancel.abort(cancelled(`'${modelId}' was evicted while loading`));
-    await owner.run(async () => {
+    return owner.run(async () => {
       const server = owner.server;
-      if (server?.running) await this.stop(owner, server);
+      if (!server?.running) return 'stopped';
+      if (server.phase === 'ready' && !server.hasEnded && server.claims.count > 0) return 'claimed';
+      await this.stop(owner, server, { why: 'requested' });
+      return 'stopped';
     });
   }
 
   /**
-   * The servers holding memory now — loading, ready, or still stopping — at their level with
-   * their device bytes (measured where possible). Does not block on the processes.
+   * What each model's running server (loading, ready or still stopping) holds on the device,
+   * bytes: measured where the driver or llama.cpp's log says, the estimate otherwise. For the
+   * controller's plan; membership comes from the events, this only prices it. Runs the driver
+   * query (nvidia-smi) only when a server is on the device. Never rejects.
    */
-  async resident(): Promise<ResidentServer[]> {
-    // The controller asks on every pass: no driver query (an nvidia-smi run) when nothing on the device could use it.
+  async measure(): Promise<Map<string, number>> {
     const onDevice = [...this.owners.values()].some((owner) => owner.server?.running && owner.server.level !== 'minimal');
     const gpu = onDevice ? await this.gpuUsage() : null;
-    const out: ResidentServer[] = [];
+    const out = new Map<string, number>();
     for (const owner of this.owners.values()) {
       const server = owner.server;
-      if (!server?.running) continue;
-      out.push({ modelId: owner.modelId, level: server.level, deviceBytes: this.deviceBytesOf(owner.modelId, server, gpu) });
+      if (server?.running) out.set(owner.modelId, this.deviceBytesOf(owner.modelId, server, gpu));
     }
     return out;
+  }
+
+  /**
+   * Claims the model's ready server for one request: its endpoint, counted in flight until the
+   * claim's release. Null unless the server is ready and alive (not loading, not stopping, not
+   * dead while its output drains). Synchronous and O(1): the request path calls it.
+   */
+  claim(modelId: string): Claim | null {
+    const server = this.owners.get(modelId)?.server;
+    if (!server || server.phase !== 'ready' || server.hasEnded) return null;
+    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid });
+  }
+
+  /** Requests claimed on the model's current server. Synchronous. */
+  inFlight(modelId: string): number {
+    const server = this.owners.get(modelId)?.server;
+    return server?.running ? server.claims.count : 0;
+  }
+
+  /**
+   * Subscribes to every server's lifecycle events (see core/contracts/server-events.ts), in
+   * order per model. Listeners run synchronously and must not throw. Returns the unsubscribe.
+   */
+  subscribe(listener: ServerEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /** The pids of every running server (loading, ready or stopping), for core/gpu's own-usage accounting. */
@@ -334,17 +366,18 @@ export class Supervisor {
   }
 
   /**
-   * Subscribes to servers that end on their own after they were ready (a crash mid-run). Not
-   * called for evictions or failed launches (launch rejects instead). Returns the unsubscribe.
+   * Stops every server, claimed or not (quitting stops everything; the clients' answers end),
+   * cancelling loads, and forgets the exit hook. Blocks until they are gone.
    */
-  onExit(listener: EngineExitListener): () => void {
-    this.exitListeners.add(listener);
-    return () => this.exitListeners.delete(listener);
-  }
-
-  /** Stops every server (as evict, all at once) and forgets the exit hook. Blocks until they are gone. */
   async close(): Promise<void> {
-    await Promise.all([...this.owners.keys()].map((id) => this.evict(id)));
+    await Promise.all(
+      [...this.owners.values()].map((owner) => {
+        for (const pending of owner.pending) pending.cancel.abort(cancelled(`'${owner.modelId}' was stopped: llmtray is quitting`));
+        return owner.run(async () => {
+          if (owner.server?.running) await this.stop(owner, owner.server, { why: 'requested' });
+        });
+      }),
+    );
     process.off('exit', this.killAllOnExit);
     await this.registry.settled();
   }
@@ -377,21 +410,21 @@ export class Supervisor {
     cancel.throwIfAborted();
     const current = owner.server;
     if (current?.phase === 'ready' && !current.hasEnded && current.level === level) return;
-    if (current?.running) await this.stop(owner, current);
+    if (current?.running) await this.stop(owner, current, { why: 'requested' });
     let spec: LaunchSpec;
     let command: EngineCommand;
     try {
       spec = await this.deps.specFor(owner.modelId);
       command = await this.deps.engineCommand(spec);
     } catch (error) {
-      throw this.setupFailure(owner, error);
+      throw this.failedBeforeStart(owner, level, describe(error));
     }
     for (let attempt = 1; ; attempt++) {
       cancel.throwIfAborted();
       const outcome = await this.startOnce(owner, spec, command, level, cancel);
       if (outcome === 'ready') return;
-      if (outcome === 'port-taken' && attempt < PORT_ATTEMPTS) continue;
-      throw outcome === 'port-taken' ? this.portFailure(owner) : outcome;
+      if (outcome !== 'port-taken') throw outcome;
+      if (attempt >= PORT_ATTEMPTS) throw this.failedBeforeStart(owner, level, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
     }
   }
 
@@ -411,18 +444,18 @@ export class Supervisor {
     try {
       args = [...command.args, ...argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile })];
     } catch (error) {
-      return this.setupFailure(owner, error);
+      return this.failedBeforeStart(owner, level, describe(error));
     }
     if (keyFile !== null) {
       try {
         await writeApiKeyFile(keyFile, apiKey);
       } catch (error) {
         removeApiKeyFile(keyFile);
-        return this.setupFailure(owner, new Error(`could not write its API key file ${keyFile}: ${(error as Error).message}`));
+        return this.failedBeforeStart(owner, level, `could not write its API key file ${keyFile}: ${describe(error)}`);
       }
     }
     owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${[command.command, ...args].join(' ').replace(apiKey, '<key>')}`);
-    let server: ServerProcess;
+    let server: ServerProcess | null = null;
     try {
       server = ServerProcess.start({
         spawn: this.spawn,
@@ -435,79 +468,91 @@ export class Supervisor {
         level,
         startedAt: this.clock.now(),
         onLine: (line) => owner.log.push(line),
+        onBusyChange: (busy) => {
+          if (server !== null) this.busyChanged(owner, server, spec, busy);
+        },
       });
       await server.spawned;
     } catch (error) {
       if (keyFile !== null) removeApiKeyFile(keyFile);
-      return this.setupFailure(owner, new Error(`could not start ${command.command}: ${(error as Error).message}`));
+      return this.failedBeforeStart(owner, level, `could not start ${command.command}: ${describe(error)}`);
     }
-    owner.server = server;
+    const started = server;
+    owner.server = started;
+    this.emit({ type: 'ServerSpawned', modelId: owner.modelId, level, pid: started.pid, at: this.clock.now() });
     const commandHash = commandLineHash([command.command, ...args].join(' '));
-    await this.registry.add({ modelId: owner.modelId, pid: server.pid, commandHash, startedAt: server.startedAt }).catch((error: Error) =>
-      owner.log.push(`── llmtray: could not record pid ${server.pid} in engines.json (${error.message}); an orphan of this server would not be found`),
+    await this.registry.add({ modelId: owner.modelId, pid: started.pid, commandHash, startedAt: started.startedAt }).catch((error: Error) =>
+      owner.log.push(`── llmtray: could not record pid ${started.pid} in engines.json (${error.message}); an orphan of this server would not be found`),
     );
-    void server.exited.then(() => this.afterExit(owner, server, keyFile));
-
     const loadTimeoutMs = (this.deps.loadTimeoutMs ?? defaultLoadTimeoutMs)(spec);
+    // Registered before anything else awaits the exit, so the one report of how it ended is
+    // made before the launch below rejects with it.
+    void started.exited.then(() => this.afterExit(owner, started, keyFile, loadTimeoutMs));
+
     const waiting = new AbortController();
     const timer = this.clock.setTimeout(() => waiting.abort('timeout'), loadTimeoutMs);
     const onCancel = (): void => waiting.abort('cancelled');
     // The cancel may already have come while the process was starting: 'abort' fires only once.
     if (cancel.aborted) onCancel();
     else cancel.addEventListener('abort', onCancel, { once: true });
-    void server.exited.then(() => waiting.abort('exited'));
+    void started.exited.then(() => waiting.abort('exited'));
     try {
       await waitUntilReady({
         port,
         apiKey,
-        doorbell: server.doorbell,
+        doorbell: started.doorbell,
         signal: waiting.signal,
         clock: this.clock,
         onProgress: (progress) => {
-          server.loadProgress = progress;
+          started.loadProgress = progress;
         },
       });
-      server.phase = 'ready';
-      server.readyAt = this.clock.now();
+      started.phase = 'ready';
+      started.readyAt = this.clock.now();
+      this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
       return 'ready';
     } catch {
       const why = waiting.signal.reason as 'timeout' | 'cancelled' | 'exited';
       if (why === 'cancelled') {
-        await this.stop(owner, server);
+        await this.stop(owner, started, { why: 'requested' });
         return cancel.reason instanceof Error || cancel.reason instanceof DOMException ? cancel.reason : cancelled(String(cancel.reason));
       }
-      if (why === 'timeout') await this.stop(owner, server);
-      const exit = await server.exited;
-      const log = server.tail.toArray();
-      if (why === 'exited' && log.some((line) => PORT_IN_USE.test(line))) return 'port-taken';
-      const failure = classifyFailure({
-        ...exit,
-        log,
-        timedOutWaitingForReady: why === 'timeout',
-        stalledWithRequestsInFlight: false,
-        loadTimeoutMs,
-      });
-      return new LaunchError(owner.modelId, { ...failure, ...exit, logTail: log.slice(-LOG_TAIL_LINES) });
+      if (why === 'timeout') await this.stop(owner, started, { why: 'load-timeout' });
+      await started.exited;
+      if (started.portTaken) return 'port-taken';
+      const failure = started.failure ?? { kind: 'crash', reason: 'it ended while loading' };
+      const exit = started.exit ?? { exitCode: null, signal: null };
+      return new LaunchError(owner.modelId, { ...failure, ...exit, logTail: started.tail.toArray().slice(-LOG_TAIL_LINES) });
     } finally {
       this.clock.clearTimeout(timer);
       cancel.removeEventListener('abort', onCancel);
     }
   }
 
-  /** Ends a server's tree and, for a ready one, waits for its memory. Only called by the owner's commands. */
-  private async stop(owner: ModelOwner, server: ServerProcess): Promise<void> {
+  /**
+   * Ends a server's tree because of `endedBy` and, for a ready one, waits for its memory. Only
+   * called by the owner's commands. The mark is set before any await: from here on the server
+   * takes no claims and its exit is not a failure (unless it was ended for a hang).
+   */
+  private async stop(owner: ModelOwner, server: ServerProcess, endedBy: EndedBy): Promise<void> {
     const wasReady = server.phase === 'ready';
-    server.stopping = true;
+    server.endedBy ??= endedBy;
     if (server.running) server.phase = 'stopping';
+    server.watch?.stop();
     const probe = this.deps.memoryProbe;
     const freeBefore = wasReady && probe ? await probe().catch(() => null) : null;
     // Only the memory wait needs the footprint; without one, asking the driver would be wasted.
     const footprintBytes = freeBefore === null ? 0 : this.deviceBytesOf(owner.modelId, server, await this.gpuUsage());
-    const { forced } = await terminateTree(server.pid, {
+    const terminating = terminateTree(server.pid, {
       graceMs: this.graceMs,
       leaderExited: server.exited,
       platform: this.platform,
     });
+    // A stopped process (SIGSTOP, the usual way a hang shows up in a debugger) cannot act on
+    // SIGTERM until it runs again; letting it run lets it stop cleanly instead of waiting out
+    // the grace for the SIGKILL.
+    if (server.endedBy.why === 'hung') signalTree(server.pid, [], 'SIGCONT');
+    const { forced } = await terminating;
     if (forced) owner.log.push(`── llmtray: '${owner.modelId}' did not stop within ${this.graceMs} ms of SIGTERM; sent SIGKILL`);
     if (probe && freeBefore !== null) {
       const back = await waitForMemoryBack({
@@ -523,27 +568,73 @@ export class Supervisor {
     }
   }
 
-  private afterExit(owner: ModelOwner, server: ServerProcess, keyFile: string | null): void {
+  /**
+   * Requests started or stopped being claimed on `server`: hang detection runs exactly while
+   * some are in flight on a ready server.
+   */
+  private busyChanged(owner: ModelOwner, server: ServerProcess, spec: LaunchSpec, busy: boolean): void {
+    if (!busy || server.phase !== 'ready') {
+      server.watch?.stop();
+      return;
+    }
+    server.watch ??= new HangWatch({
+      clock: this.clock,
+      limitMs: (this.deps.hangLimitMs ?? ((s: LaunchSpec) => s.hangLimitMs ?? DEFAULT_HANG_LIMIT_MS))(spec),
+      progressMark: () => server.claims.progressMark,
+      inFlight: () => server.claims.count,
+      look: (timeoutMs) => lookAtEngine(server.port, server.apiKey, timeoutMs),
+      onHung: (reason) => this.hung(owner, server, reason),
+    });
+    server.watch.start();
+  }
+
+  /** A busy server made no progress for its hang limit: its clients hear why, then it is killed. */
+  private hung(owner: ModelOwner, server: ServerProcess, reason: string): void {
+    if (server.phase !== 'ready' || server.endedBy !== null) return;
+    owner.log.push(`── llmtray: '${owner.modelId}' (pid ${server.pid}) is hung: ${reason}; killing it`);
+    server.endedBy = { why: 'hung', reason };
+    // Before the kill: a client whose socket is reset first could not tell a hang from a crash.
+    server.claims.loseAll({ kind: 'hang', reason });
+    void owner.run(() => this.stop(owner, server, { why: 'hung', reason }));
+  }
+
+  /** The one report of how a server ended: classified here once, emitted once. */
+  private afterExit(owner: ModelOwner, server: ServerProcess, keyFile: string | null, loadTimeoutMs: number): void {
     if (keyFile !== null) removeApiKeyFile(keyFile);
+    server.watch?.stop();
     void this.registry.remove(server.pid).catch(() => undefined);
     const exit = server.exit ?? { exitCode: null, signal: null };
     owner.log.push(`── llmtray: '${owner.modelId}' (pid ${server.pid}) ended: ${exit.signal ?? `exit code ${exit.exitCode}`}`);
-    if (server.stopping || server.readyAt === null) return;
+    const base = { modelId: owner.modelId, level: server.level, pid: server.pid, at: this.clock.now() };
+    const endedBy = server.endedBy;
+    const wasReady = server.readyAt !== null;
     const log = server.tail.toArray();
-    const failure = classifyFailure({ ...exit, log, timedOutWaitingForReady: false, stalledWithRequestsInFlight: false, diedAfterReady: true });
-    const event: EngineExit = { ...failure, ...exit, level: server.level, logTail: log.slice(-LOG_TAIL_LINES) };
-    for (const listener of this.exitListeners) listener(owner.modelId, event);
+    if (endedBy?.why === 'requested' || (!wasReady && endedBy === null && log.some((line) => PORT_IN_USE.test(line)))) {
+      // A port another program took between our probe and the engine's bind is not the
+      // model's failure: the launch tries again on a fresh port.
+      server.portTaken = endedBy === null;
+      this.emit({ type: 'ServerStopped', ...base });
+      return;
+    }
+    const failure: FailureClassification =
+      endedBy?.why === 'hung'
+        ? { kind: 'hang', reason: endedBy.reason }
+        : classifyFailure({ ...exit, log, timedOutWaitingForReady: endedBy?.why === 'load-timeout', loadTimeoutMs, diedAfterReady: wasReady });
+    server.failure = failure;
+    this.emit({ type: 'ServerExited', ...base, ...failure, wasReady, ...exit });
   }
 
-  private setupFailure(owner: ModelOwner, error: unknown): LaunchError {
-    const reason = error instanceof Error ? error.message : String(error);
+  /** A launch that failed before any process ran: reported once, returned for the launch to reject with. */
+  private failedBeforeStart(owner: ModelOwner, level: LaunchLevel, reason: string): LaunchError {
     owner.log.push(`── llmtray: could not launch '${owner.modelId}': ${reason}`);
-    return new LaunchError(owner.modelId, { kind: 'crash', reason, exitCode: null, signal: null, logTail: [] });
+    // A file that cannot be read (the catalog said so) is hopeless, not a crash to retry.
+    const failure = classifySetupFailure(reason);
+    this.emit({ type: 'ServerExited', modelId: owner.modelId, level, pid: null, ...failure, wasReady: false, exitCode: null, signal: null, at: this.clock.now() });
+    return new LaunchError(owner.modelId, { ...failure, exitCode: null, signal: null, logTail: owner.log.toArray(LOG_TAIL_LINES) });
   }
 
-  private portFailure(owner: ModelOwner): LaunchError {
-    const reason = `another program took its loopback port ${PORT_ATTEMPTS} times in a row`;
-    return new LaunchError(owner.modelId, { kind: 'crash', reason, exitCode: null, signal: null, logTail: owner.log.toArray(LOG_TAIL_LINES) });
+  private emit(event: ServerEvent): void {
+    for (const listener of [...this.listeners]) listener(event);
   }
 
   private async gpuUsage(): Promise<ReadonlyMap<number, number> | null> {
@@ -561,4 +652,8 @@ export class Supervisor {
     if (fromDriver !== undefined) return fromDriver;
     return server.buffers.deviceBytes > 0 ? server.buffers.deviceBytes : null;
   }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

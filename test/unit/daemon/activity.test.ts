@@ -1,5 +1,6 @@
 // What keeps a model wanted because of use, and what does not: the difference between a
-// request served (the idle TTL runs) and a request refused (a short grace, then nothing).
+// request served (the idle TTL runs) and a request refused (a short grace, then nothing); and
+// the order in which waiting requests arrived, which decides whose turn it is.
 import { describe, expect, it } from 'vitest';
 import { DEMAND_GRACE_MS, ModelActivity } from '../../../core/daemon/activity.js';
 
@@ -11,23 +12,21 @@ function activityAt(start = 1_000_000) {
 const TTL = 600_000;
 
 describe('ModelActivity', () => {
-  it('counts requests in flight and stamps the last use at start and finish', () => {
+  it('stamps the last use at each use (a claim and its release)', () => {
     const { clock, activity } = activityAt();
-    const finishA = activity.begin('m');
-    const finishB = activity.begin('m');
-    expect(activity.inFlight('m')).toBe(2);
+    expect(activity.lastUsed('m')).toBeUndefined();
+    activity.use('m');
+    const claimedAt = clock.t;
+    expect(activity.lastUsed('m')).toBe(claimedAt);
     clock.t += 5_000;
-    finishA();
-    finishA(); // idempotent: 'close' and 'error' may both call it
-    expect(activity.inFlight('m')).toBe(1);
-    expect(activity.lastUsed('m')).toBe(clock.t);
-    finishB();
-    expect(activity.inFlight('m')).toBe(0);
+    activity.use('m');
+    expect(activity.lastUsed('m')).toBe(claimedAt + 5_000);
+    expect(activity.lastUsed('other')).toBeUndefined();
   });
 
   it('keeps a served model wanted for its idle TTL and no longer', () => {
     const { clock, activity } = activityAt();
-    activity.begin('m')();
+    activity.use('m');
     clock.t += TTL - 1;
     expect(activity.recentlyUsed('m', TTL)).toBe(true);
     clock.t += 1;
@@ -66,7 +65,7 @@ describe('ModelActivity', () => {
 
   it('Unload forgets a model that was both served and just demanded', () => {
     const { activity } = activityAt();
-    activity.begin('m')();
+    activity.use('m');
     activity.demand('m');
     activity.forget('m');
     expect(activity.recentlyUsed('m', TTL)).toBe(false);
@@ -76,11 +75,70 @@ describe('ModelActivity', () => {
     const { activity } = activityAt();
     let changes = 0;
     const unsubscribe = activity.onChange(() => changes++);
-    const finish = activity.begin('m');
-    finish();
+    const other = activity.wait('m');
+    const done = activity.wait('m');
+    done();
+    done(); // no second change: the wait had already ended (while another still waits)
+    other();
+    activity.use('m');
     activity.demand('m');
     unsubscribe();
     activity.demand('m');
-    expect(changes).toBe(3);
+    expect(changes).toBe(6);
+  });
+});
+
+describe('ModelActivity waiting order', () => {
+  it('gives the oldest arrival still waiting, moving on in arrival order as waits end out of order', () => {
+    const { clock, activity } = activityAt(1_000);
+    expect(activity.waitingSince('m')).toBeUndefined();
+    const first = activity.wait('m');
+    clock.t = 2_000;
+    const second = activity.wait('m');
+    clock.t = 3_000;
+    const third = activity.wait('m');
+    clock.t = 4_000;
+    expect(activity.waitingSince('m')).toBe(1_000);
+
+    second(); // a later arrival leaving changes nothing: the oldest still waits
+    expect(activity.waitingSince('m')).toBe(1_000);
+    first();
+    expect(activity.waitingSince('m')).toBe(3_000); // not 2 000: that one has gone
+    third();
+    expect(activity.waitingSince('m')).toBeUndefined();
+    expect(activity.recentlyUsed('m', 0)).toBe(false);
+  });
+
+  it('keeps each model’s waiters apart', () => {
+    const { clock, activity } = activityAt(1_000);
+    const a = activity.wait('a');
+    clock.t = 2_000;
+    activity.wait('b');
+    expect(activity.waitingSince('a')).toBe(1_000);
+    expect(activity.waitingSince('b')).toBe(2_000);
+    a();
+    expect(activity.waitingSince('a')).toBeUndefined();
+    expect(activity.waitingSince('b')).toBe(2_000);
+  });
+
+  it('ends a wait once however often its callback runs, never someone else’s', () => {
+    const { clock, activity } = activityAt(1_000);
+    const first = activity.wait('m');
+    clock.t = 2_000;
+    const second = activity.wait('m');
+    first();
+    first();
+    first();
+    expect(activity.waitingSince('m')).toBe(2_000);
+    expect(activity.recentlyUsed('m', 0)).toBe(true);
+    second();
+    // A stale callback after the model's waiters are all gone, and a new arrival after it.
+    first();
+    clock.t = 3_000;
+    const third = activity.wait('m');
+    second();
+    expect(activity.waitingSince('m')).toBe(3_000);
+    third();
+    expect(activity.waitingSince('m')).toBeUndefined();
   });
 });

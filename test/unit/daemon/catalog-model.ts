@@ -14,6 +14,7 @@ export function catalogModel(id: string, overrides: Partial<CatalogModel> = {}):
     pinnedByDefault: false,
     gpuLayers: 'all',
     idleTtlMs: 600_000,
+    hangLimitMs: 60_000,
     engine: 'auto',
     args: [],
     env: {},

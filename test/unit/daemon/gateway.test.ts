@@ -1,62 +1,113 @@
-// The daemon's gateway where its two sources disagree: the supervisor sees an engine's exit at
-// once, the controller only after the engine's output has drained. A scripted controller and
-// supervisor stand in for the real ones, so each side can be told of the death separately.
+// The daemon's gateway over a scripted controller and supervisor: what a claim counts and on
+// which server, when a busy model's turn ends, what wakes a waiting request, and what
+// /v1/models says. The supervisor side keeps its claims in the real ServerClaims, so a claim
+// behaves as the supervisor's does (counted, lost, released once); the controller side answers
+// each method the way the real one's contract says.
 import { describe, expect, it } from 'vitest';
-import type { ControllerEvent } from '../../../core/contracts/controller-events.js';
+import type { ControllerEvent, Unservable } from '../../../core/contracts/controller-events.js';
 import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-status.js';
 import { ModelActivity } from '../../../core/daemon/activity.js';
 import { createGateway, type GatewayParts } from '../../../core/daemon/gateway.js';
-import type { Endpoint } from '../../../core/engine/supervisor/supervisor.js';
+import { ServerClaims, type Claim } from '../../../core/engine/supervisor/server-claims.js';
+import { catalogModel } from './catalog-model.js';
 
-const SERVING: ReadonlySet<ModelStateName> = new Set(['ready', 'active', 'degraded']);
 type ControllerSide = GatewayParts['controller'];
 type SupervisorSide = GatewayParts['supervisor'];
 
-/** The controller's side: a state per model, events on change, waits resolved as the real one does. */
+function statusOf(modelId: string, state: ModelStateName, extra: Partial<ModelStatus> = {}): ModelStatus {
+  return {
+    modelId,
+    state,
+    level: state === 'ready' || state === 'active' ? 'full' : null,
+    recovery: { kind: 'none', attempts: 0, nextAction: null, nextAttemptAt: null, lastError: null },
+    servedBy: null,
+    unschedulableReason: null,
+    next: null,
+    since: 0,
+    ...extra,
+  };
+}
+
+/** The controller's side: statuses, fallbacks, refusals and turns as set by the test; events on change. */
 class ScriptedController implements ControllerSide {
-  private readonly states = new Map<string, ModelStateName>();
+  readonly statuses = new Map<string, ModelStatus>();
+  readonly fallbacks = new Map<string, string>();
+  readonly unservable = new Map<string, Unservable>();
+  readonly yields = new Map<string, readonly string[]>();
+  triggers = 0;
+  private stopped = false;
   private readonly listeners = new Set<(event: ControllerEvent) => void>();
 
   status(modelId: string): ModelStatus | undefined {
-    const state = this.states.get(modelId);
-    return state === undefined ? undefined : ({ modelId, state } as ModelStatus);
+    return this.statuses.get(modelId);
   }
-  whyUnservable = () => null;
-  reconcileNow = async () => {};
-  trigger = () => {};
-  servingModel = (modelId: string) => modelId;
-  waitUntilReady(modelId: string, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        if (signal.aborted) reject(signal.reason);
-        else if (SERVING.has(this.states.get(modelId) ?? 'idle')) resolve();
-        else return;
-        this.listeners.delete(check);
-      };
-      this.listeners.add(check);
-      signal.addEventListener('abort', check, { once: true });
-      check();
-    });
+  whyUnservable(modelId: string): Unservable | null {
+    return this.unservable.get(modelId) ?? null;
+  }
+  waitReason(modelId: string): string {
+    return `it is ${this.statuses.get(modelId)?.state ?? 'waiting for its first pass'}`;
+  }
+  reconcileNow(): Promise<void> {
+    return this.stopped ? Promise.reject(new Error('the controller is not running')) : Promise.resolve();
+  }
+  trigger(): void {
+    this.triggers++;
+  }
+  servingModel(modelId: string): string {
+    return this.fallbacks.get(modelId) ?? modelId;
+  }
+  yieldsTo(modelId: string): readonly string[] {
+    return this.yields.get(modelId) ?? [];
+  }
+  hasStopped(): boolean {
+    return this.stopped;
   }
   onEvent(listener: (event: ControllerEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
-  set(modelId: string, state: ModelStateName): void {
-    this.states.set(modelId, state);
-    const status = this.status(modelId) as ModelStatus;
-    for (const listener of [...this.listeners]) listener({ type: 'ModelStateChanged', modelId, status, previous: null });
+
+  set(modelId: string, state: ModelStateName, extra: Partial<ModelStatus> = {}): void {
+    const previous = this.statuses.get(modelId) ?? null;
+    const status = statusOf(modelId, state, extra);
+    this.statuses.set(modelId, status);
+    this.emit({ type: 'ModelStateChanged', modelId, status, previous });
+  }
+  /** The run ended (quit): hasStopped turns true before the event, as in the real one. */
+  stop(): void {
+    this.stopped = true;
+    this.emit({ type: 'ControllerStopped', at: 0 });
+  }
+  private emit(event: ControllerEvent): void {
+    for (const listener of [...this.listeners]) listener(event);
   }
 }
 
-/** The supervisor's side: the live endpoint of each model, and who asked about ended servers. */
+interface ScriptedServer {
+  phase: 'loading' | 'ready' | 'stopping';
+  port: number;
+  apiKey: string;
+  claims: ServerClaims;
+}
+
+/** The supervisor's side: one server per model, claimable only while ready, as the real one. */
 class ScriptedSupervisor implements SupervisorSide {
-  readonly endpoints = new Map<string, Endpoint>();
+  readonly servers = new Map<string, ScriptedServer>();
   readonly endedAsked: { modelId: string; port: number; apiKey: string }[] = [];
   endedAfter: Promise<void> = Promise.resolve();
 
-  endpointFor(modelId: string): Endpoint | null {
-    return this.endpoints.get(modelId) ?? null;
+  run(modelId: string, port: number, phase: ScriptedServer['phase'] = 'ready'): ScriptedServer {
+    const server = { phase, port, apiKey: `key-${port}`, claims: new ServerClaims() };
+    this.servers.set(modelId, server);
+    return server;
+  }
+  claim(modelId: string): Claim | null {
+    const server = this.servers.get(modelId);
+    if (server === undefined || server.phase !== 'ready') return null;
+    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.port });
+  }
+  inFlight(modelId: string): number {
+    return this.servers.get(modelId)?.claims.count ?? 0;
   }
   serverEnded(modelId: string, endpoint: { port: number; apiKey: string }, signal: AbortSignal): Promise<void> {
     this.endedAsked.push({ modelId, ...endpoint });
@@ -64,59 +115,269 @@ class ScriptedSupervisor implements SupervisorSide {
   }
 }
 
-function gatewayWith() {
+function gatewayWith(options: { turnMs?: number; models?: ReturnType<typeof catalogModel>[] } = {}) {
+  const clock = { t: 10_000, now: () => clock.t };
   const controller = new ScriptedController();
   const supervisor = new ScriptedSupervisor();
-  const activity = new ModelActivity({ now: () => 1_000 });
-  const gateway = createGateway({ catalog: { models: () => [], resolve: () => undefined }, controller, supervisor, activity, startedAt: 0 });
-  return { controller, supervisor, activity, gateway };
+  const activity = new ModelActivity(clock);
+  const models = options.models ?? [];
+  const gateway = createGateway({
+    catalog: { models: () => models, resolve: (name) => models.find((m) => m.id === name || m.aliases.includes(name)) },
+    controller,
+    supervisor,
+    activity,
+    startedAt: 1_700_000_000_500,
+    turnMs: options.turnMs ?? 2_000,
+    now: clock.now,
+  });
+  return { clock, controller, supervisor, activity, gateway };
 }
 
-const endpoint = (port: number): Endpoint => ({ port, apiKey: `key-${port}`, pid: port, level: 'full', startedAt: 0, readyAt: 0 });
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-describe('the daemon gateway', () => {
-  it('serves a model only while the controller calls it up and the supervisor has a live engine', () => {
+/** Whether the promise has settled, after letting pending callbacks run. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await turn();
+  return done;
+}
+
+describe('the daemon gateway: claims', () => {
+  it('claims the engine of the model that serves, counts it there, and stamps both models used (fallback)', () => {
+    const { clock, controller, supervisor, activity, gateway } = gatewayWith();
+    controller.fallbacks.set('big', 'small');
+    supervisor.run('small', 4100);
+    const claim = gateway.claim('big');
+    expect(claim?.servedBy).toBe('small');
+    expect(claim?.endpoint).toEqual({ baseUrl: 'http://127.0.0.1:4100', apiKey: 'key-4100' });
+    expect(supervisor.inFlight('small')).toBe(1);
+    expect(supervisor.inFlight('big')).toBe(0);
+    expect(activity.lastUsed('big')).toBe(clock.t);
+    expect(activity.lastUsed('small')).toBe(clock.t);
+    clock.t += 3_000;
+    claim?.release();
+    expect(supervisor.inFlight('small')).toBe(0);
+    expect(activity.lastUsed('small')).toBe(clock.t); // the idle TTL runs from the end of the answer
+  });
+
+  it('asks for a pass only when the serving model turns busy or idle, and releases each claim once', () => {
     const { controller, supervisor, gateway } = gatewayWith();
-    controller.set('m', 'ready');
-    expect(gateway.endpointFor('m')).toBeUndefined(); // the engine's exit is known, its report is not
-    supervisor.endpoints.set('m', endpoint(4100));
-    expect(gateway.endpointFor('m')).toEqual({ baseUrl: 'http://127.0.0.1:4100', apiKey: 'key-4100' });
-    controller.set('m', 'evicting');
-    expect(gateway.endpointFor('m')).toBeUndefined();
+    supervisor.run('m', 4100);
+    const first = gateway.claim('m');
+    expect(controller.triggers).toBe(1);
+    const second = gateway.claim('m');
+    expect(controller.triggers).toBe(1);
+    expect(supervisor.inFlight('m')).toBe(2);
+
+    first?.release();
+    first?.release(); // 'close' and a resend may both release: the second must not end another's claim
+    expect(supervisor.inFlight('m')).toBe(1);
+    expect(controller.triggers).toBe(1);
+    second?.release();
+    expect(supervisor.inFlight('m')).toBe(0);
+    expect(controller.triggers).toBe(2);
+    second?.release(); // a repeat at idle asks for no second pass
+    expect(controller.triggers).toBe(2);
+
+    const third = gateway.claim('m');
+    expect(controller.triggers).toBe(3);
+    second?.release();
+    first?.release();
+    expect(supervisor.inFlight('m')).toBe(1);
+    expect(controller.triggers).toBe(3);
+    third?.release();
+    expect(controller.triggers).toBe(4);
   });
 
-  it('does not end a wait while the controller has not heard of a death the supervisor has seen', async () => {
-    const { controller, supervisor, activity, gateway } = gatewayWith();
-    controller.set('m', 'ready'); // stale: the engine's exit is still draining
-    let resolved = false;
-    const wait = gateway.waitUntilReady('m', new AbortController().signal).then(() => (resolved = true));
-    await turn();
-    expect(resolved).toBe(false);
-    expect(activity.recentlyUsed('m', 0)).toBe(true); // a request is counted as waiting
-
-    controller.set('m', 'failed'); // the death reaches the controller
-    controller.set('m', 'loading'); // the relaunch
-    await turn();
-    expect(resolved).toBe(false);
-    supervisor.endpoints.set('m', endpoint(4200));
-    controller.set('m', 'ready');
-    await wait;
-    expect(gateway.endpointFor('m')?.baseUrl).toBe('http://127.0.0.1:4200');
-    expect(activity.recentlyUsed('m', 0)).toBe(false);
+  it('claims only what the supervisor would let a request claim, whatever the controller last said', () => {
+    const { controller, supervisor, gateway } = gatewayWith();
+    controller.set('m', 'ready'); // stale: the engine's exit has not reached the controller yet
+    expect(gateway.claim('m')).toBeNull();
+    const server = supervisor.run('m', 4200, 'loading');
+    expect(gateway.claim('m')).toBeNull();
+    server.phase = 'ready';
+    const claim = gateway.claim('m');
+    expect(claim?.endpoint.baseUrl).toBe('http://127.0.0.1:4200');
+    claim?.release();
+    server.phase = 'stopping';
+    expect(gateway.claim('m')).toBeNull();
+    expect(controller.triggers).toBe(2); // the granted claim's busy and idle; the refusals asked for nothing
   });
 
-  it('gives up that wait with the signal’s reason', async () => {
-    const { controller, activity, gateway } = gatewayWith();
-    controller.set('m', 'ready');
-    const abort = new AbortController();
-    const wait = gateway.waitUntilReady('m', abort.signal);
-    await turn();
-    abort.abort('client_gone');
-    await expect(wait).rejects.toBe('client_gone');
-    expect(activity.recentlyUsed('m', 0)).toBe(false);
+  it('passes the engine’s loss to the claim, and the answer’s progress to the server', () => {
+    const { supervisor, gateway } = gatewayWith();
+    const server = supervisor.run('m', 4300);
+    const claim = gateway.claim('m');
+    expect(claim?.lost.aborted).toBe(false);
+    const mark = server.claims.progressMark;
+    claim?.progressed();
+    claim?.progressed();
+    expect(server.claims.progressMark).toBe(mark + 2);
+    server.claims.loseAll({ kind: 'hang', reason: 'it made no progress for 60 s with 1 request in flight' });
+    expect(claim?.lost.aborted).toBe(true);
+    expect(claim?.lost.reason).toEqual({ kind: 'hang', reason: 'it made no progress for 60 s with 1 request in flight' });
   });
 
+  it('counts a waiting request as waiting from its arrival and asks for a pass; ending it twice ends it once', () => {
+    const { clock, controller, activity, gateway } = gatewayWith();
+    const done = gateway.wait('m');
+    expect(controller.triggers).toBe(1);
+    expect(activity.waitingSince('m')).toBe(clock.t);
+    const arrived = clock.t;
+    clock.t += 500;
+    const later = gateway.wait('m');
+    done();
+    done();
+    expect(activity.waitingSince('m')).toBe(arrived + 500);
+    later();
+    expect(activity.waitingSince('m')).toBeUndefined();
+  });
+});
+
+describe('the daemon gateway: turns', () => {
+  it('ends a busy model’s turn once a model it is in the way of has waited turnMs, and ends it no longer than that wait', () => {
+    const { clock, controller, supervisor, gateway } = gatewayWith({ turnMs: 2_000 });
+    supervisor.run('a', 4100);
+    const busy = gateway.claim('a');
+    controller.yields.set('a', ['b']);
+    const bWaits = gateway.wait('b');
+
+    clock.t += 1_999;
+    const early = gateway.claim('a');
+    expect(early).not.toBeNull();
+    early?.release();
+    clock.t += 1;
+    expect(gateway.claim('a')).toBeNull();
+    expect(supervisor.inFlight('a')).toBe(1); // a refused claim counts nothing
+
+    bWaits();
+    const again = gateway.claim('a');
+    expect(again).not.toBeNull();
+    again?.release();
+    busy?.release();
+    expect(supervisor.inFlight('a')).toBe(0);
+  });
+
+  it('lets a busy model keep its turn however long a model it is not in the way of waits', () => {
+    const { clock, controller, supervisor, gateway } = gatewayWith({ turnMs: 2_000 });
+    supervisor.run('a', 4100);
+    controller.yields.set('a', ['b']);
+    gateway.wait('c');
+    clock.t += 60_000;
+    expect(gateway.claim('a')).not.toBeNull();
+  });
+
+  it('with turnMs 0, refuses new claims as soon as a rival waits', () => {
+    const { controller, supervisor, gateway } = gatewayWith({ turnMs: 0 });
+    supervisor.run('a', 4100);
+    controller.yields.set('a', ['b']);
+    expect(gateway.claim('a')).not.toBeNull();
+    const bWaits = gateway.wait('b');
+    expect(gateway.claim('a')).toBeNull();
+    bWaits();
+    expect(gateway.claim('a')).not.toBeNull();
+  });
+
+  it('judges the turn of the model that serves, for a request falling back to it', () => {
+    const { clock, controller, supervisor, gateway } = gatewayWith({ turnMs: 1_000 });
+    controller.fallbacks.set('big', 'small');
+    supervisor.run('small', 4100);
+    controller.yields.set('small', ['b']);
+    gateway.wait('b');
+    clock.t += 1_000;
+    expect(gateway.claim('big')).toBeNull();
+    expect(gateway.claim('small')).toBeNull();
+  });
+});
+
+describe('the daemon gateway: nextChange', () => {
+  it('resolves at the next controller event, not before, for every request waiting', async () => {
+    const { controller, gateway } = gatewayWith();
+    const signal = new AbortController().signal;
+    const first = gateway.nextChange(signal);
+    const second = gateway.nextChange(signal);
+    expect(await settled(first)).toBe(false);
+    controller.set('m', 'loading');
+    await expect(first).resolves.toBeUndefined();
+    await expect(second).resolves.toBeUndefined();
+    // Each call waits for a change after it: the event above is spent.
+    expect(await settled(gateway.nextChange(signal))).toBe(false);
+  });
+
+  it('resolves when a request’s wait ends, which may end another model’s turn', async () => {
+    const { gateway } = gatewayWith();
+    const bWaits = gateway.wait('b');
+    const change = gateway.nextChange(new AbortController().signal);
+    expect(await settled(change)).toBe(false);
+    bWaits();
+    await expect(change).resolves.toBeUndefined();
+  });
+
+  it('rejects with the signal’s reason, whether it aborted before or during the wait', async () => {
+    const { gateway } = gatewayWith();
+    const early = new AbortController();
+    early.abort('client_gone');
+    await expect(gateway.nextChange(early.signal)).rejects.toBe('client_gone');
+    const late = new AbortController();
+    const change = gateway.nextChange(late.signal);
+    expect(await settled(change)).toBe(false);
+    late.abort('activation_timeout');
+    await expect(change).rejects.toBe('activation_timeout');
+  });
+
+  it('rejects when the controller stops while waiting, and at once after it stopped', async () => {
+    const { controller, gateway } = gatewayWith();
+    const signal = new AbortController().signal;
+    const change = gateway.nextChange(signal);
+    controller.stop();
+    await expect(change).rejects.toThrow(/no model will be loaded/);
+    await expect(gateway.nextChange(signal)).rejects.toThrow(/no model will be loaded/);
+  });
+});
+
+describe('the daemon gateway: /v1/models', () => {
+  it('lists every catalog model with its state, level, fallback and the reason it will not come', () => {
+    const models = [
+      catalogModel('chat', { aliases: ['assistant'] }),
+      catalogModel('big', { fallbackId: 'chat' }),
+      catalogModel('broken'),
+      catalogModel('waiting'),
+      catalogModel('unread', { metadataError: 'not a GGUF file: bad magic 0x00000000' }),
+    ];
+    const { controller, gateway } = gatewayWith({ models });
+    controller.set('chat', 'active');
+    controller.set('big', 'fallback', { servedBy: 'chat' });
+    controller.fallbacks.set('big', 'chat');
+    controller.set('broken', 'quarantined', { unschedulableReason: 'an older plan’s words' });
+    controller.unservable.set('broken', { code: 'model_quarantined', reason: 'It crashed 5 times in a row.' });
+    // Kept out only until a busy model makes room: not unservable, yet its plan's reason is shown.
+    controller.set('waiting', 'queued', { unschedulableReason: 'needs 6.0 GB; 2.0 GB free, 4.0 GB held by active chat.' });
+
+    const entries = gateway.listModels();
+    expect(entries.map((e) => e.id)).toEqual(['chat', 'big', 'broken', 'waiting', 'unread']);
+    for (const entry of entries) expect(entry).toMatchObject({ object: 'model', created: 1_700_000_000, owned_by: 'llmtray' });
+    const byId = new Map(entries.map((e) => [e.id, e]));
+    expect(byId.get('chat')).toMatchObject({ aliases: ['assistant'], state: 'active', level: 'full', served_by: null, reason: null });
+    expect(byId.get('big')).toMatchObject({ state: 'fallback', served_by: 'chat', reason: null });
+    expect(byId.get('broken')).toMatchObject({ state: 'quarantined', served_by: null, reason: 'It crashed 5 times in a row.' });
+    expect(byId.get('waiting')).toMatchObject({ state: 'queued', reason: 'needs 6.0 GB; 2.0 GB free, 4.0 GB held by active chat.' });
+    expect(byId.get('unread')).toMatchObject({ state: 'idle', level: null, served_by: null, reason: 'not a GGUF file: bad magic 0x00000000' });
+  });
+
+  it('resolves names and aliases to catalog ids', () => {
+    const { gateway } = gatewayWith({ models: [catalogModel('chat', { aliases: ['assistant'] })] });
+    expect(gateway.resolve('assistant')).toEqual({ modelId: 'chat' });
+    expect(gateway.resolve('chat')).toEqual({ modelId: 'chat' });
+    expect(gateway.resolve('gpt-5')).toBeUndefined();
+    expect(gateway.modelIds()).toEqual(['chat']);
+  });
+});
+
+describe('the daemon gateway: unreachable engines', () => {
   it('asks the supervisor about the very engine that was unreachable, and returns when it answers', async () => {
     const { supervisor, gateway } = gatewayWith();
     let ended = (): void => {};

@@ -24,10 +24,15 @@ function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault:
     retry: (id: string) => (calls.push(`retry ${id}`), true),
     whyUnservable: (id: string) => (quarantined.has(id) ? { code: 'model_quarantined', reason: quarantined.get(id) ?? '' } : null),
   };
+  // Requests claimed on each model's server: the supervisor's count, which unload reports.
+  const claimed = new Map<string, number>();
   const policy = new PinPolicy(pins);
-  const actions = createModelActions({ resolve: (id) => models.find((m) => m.id === id), pins, activity, controller }, policy);
+  const actions = createModelActions(
+    { resolve: (id) => models.find((m) => m.id === id), pins, activity, inFlight: (id) => claimed.get(id) ?? 0, controller },
+    policy,
+  );
   const model = (id: string) => models.find((m) => m.id === id)!;
-  return { actions, pinned, activity, calls, policy, model, quarantined };
+  return { actions, pinned, activity, calls, policy, model, quarantined, claimed };
 }
 
 describe('model actions', () => {
@@ -68,10 +73,14 @@ describe('model actions', () => {
     expect(s.activity.recentlyUsed('a', 600_000)).toBe(false);
   });
 
-  it('unload of a busy model says it waits for its requests', async () => {
+  it('unload of a busy model says it waits for its requests, counted where they are claimed', async () => {
     const s = setup();
-    s.activity.begin('a');
-    expect((await s.actions.unload('a')).message).toMatch(/after its 1 request\(s\) in flight finish/);
+    s.claimed.set('a', 2);
+    // A request waiting for the model is not in flight: only claims on its server are.
+    s.activity.wait('a');
+    expect((await s.actions.unload('a')).message).toMatch(/unloads after its 2 request\(s\) in flight finish/);
+    s.claimed.set('a', 0);
+    expect((await s.actions.unload('a')).message).toMatch(/unloads now/);
   });
 
   it('retry asks the controller to start the ladder over', async () => {

@@ -34,6 +34,7 @@ function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | nu
     supervisor: {
       status: () => null,
       endpointFor: (id: string) => (id === 'chat' ? { port: 40001, apiKey: 'k', pid: 77, level: 'full', startedAt: 1, readyAt: 2 } : null),
+      inFlight: () => 0,
     },
     activity: new ModelActivity({ now: () => 5 }),
     isPinned: () => false,
@@ -70,7 +71,7 @@ describe('buildSnapshot', () => {
     const snapshot = buildSnapshot(
       parts({
         catalog: { models: () => [model], problems: () => [], config: () => ({ modelDirs: ['/models'] }) as never },
-        supervisor: { status: () => null, endpointFor: () => ({ port: 40001, apiKey: 'k', pid: 77, level: 'partial', startedAt: 1, readyAt: 2 }) },
+        supervisor: { status: () => null, endpointFor: () => ({ port: 40001, apiKey: 'k', pid: 77, level: 'partial', startedAt: 1, readyAt: 2 }), inFlight: () => 0 },
       }),
     );
     const { draft, ...primary } = split;
@@ -80,6 +81,17 @@ describe('buildSnapshot', () => {
     ]);
     expect(snapshot.budget.usedBytes).toBe(footprintAt('partial', split).deviceBytes);
     expect(snapshot.models[0]?.estimateBytes.partial).toBe(footprintAt('partial', split).deviceBytes);
+  });
+
+  it('shows each model’s requests in flight as the claims on its server, not the requests waiting for it', () => {
+    const activity = new ModelActivity({ now: () => 5 });
+    activity.wait('idle');
+    const base = parts().supervisor;
+    const snapshot = buildSnapshot(parts({ activity, supervisor: { ...base, inFlight: (id) => (id === 'chat' ? 3 : 0) } }));
+    expect(snapshot.models.map((m) => [m.id, m.inFlight])).toEqual([
+      ['chat', 3],
+      ['idle', 0],
+    ]);
   });
 
   it('lets a measurement replace the estimate, keeping the draft’s share', () => {

@@ -20,6 +20,8 @@ const desiredArb: fc.Arbitrary<Desired> = fc.record(
     pinned: rarely,
     draft: fc.record({ modelId: fc.constantFrom(...DRAFT_IDS), footprint }),
     lastUsed: stamp,
+    waitingSince: stamp,
+    retrying: rarely,
   },
   { requiredKeys: ['modelId', 'footprint', 'priority', 'pinned'] },
 );
@@ -60,13 +62,23 @@ function analyse({ desired, resident, budget }: Scenario, plan: Plan) {
   };
   const isForced = (id: string): boolean => {
     const r = residentById.get(id);
-    return desiredById.get(id)?.pinned === true || r?.pinned === true || r?.active === true;
+    const d = desiredById.get(id);
+    // A model retrying after a failure is not forced by its pin, only by a running server's.
+    return (d?.pinned === true && d.retrying !== true) || r?.pinned === true || r?.active === true;
   };
+  const pinnedBytes = sum(
+    [...new Set([...desired.map((d) => d.modelId), ...resident.map((r) => r.modelId)])]
+      .filter((id) => {
+        const d = desiredById.get(id);
+        return (d?.pinned === true && d.retrying !== true) || residentById.get(id)?.pinned === true;
+      })
+      .map(costOf),
+  );
   const forced = kept.filter(isForced);
   const admitted = kept.filter((id) => !isForced(id));
   const forcedBytes = sum(forced.map(costOf));
   const heldBytes = forcedBytes + sum(admitted.map(costOf));
-  return { desiredById, residentById, kept, admitted, forcedBytes, heldBytes, costOf, isForced, budget: clamp(budget) };
+  return { desiredById, residentById, kept, admitted, forcedBytes, heldBytes, pinnedBytes, costOf, isForced, budget: clamp(budget) };
 }
 
 /** The resident set after the plan is applied: what the engines would then report. */
@@ -143,6 +155,8 @@ describe('schedule: properties', () => {
           const out = a.desiredById.get(modelId);
           for (const id of a.admitted) {
             const inside = a.desiredById.get(id);
+            // Retrying models come after all others, whatever their priority.
+            if (out?.retrying === true && inside?.retrying !== true) continue;
             if (out && inside && inside.priority < out.priority) expect(a.costOf(id)).toBeLessThan(a.costOf(modelId));
           }
         }
@@ -164,6 +178,36 @@ describe('schedule: properties', () => {
           expect(a.isForced(modelId)).toBe(false);
           expect(reason).toMatch(/^needs \d+(\.\d)? (B|KiB|MiB|GiB)\b/);
         }
+      }),
+      RUNS,
+    );
+  });
+
+  it('calls a left-out model strict exactly when pinned models alone leave it no room', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const plan = run(s);
+        const a = analyse(s, plan);
+        for (const { modelId, strict } of plan.unschedulable) {
+          expect(strict).toBe(a.costOf(modelId) > a.budget - a.pinnedBytes);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('gives a retrying model only room no other desired model takes: the rest of the plan is the plan without it', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const retrying = new Set(s.desired.filter((d) => d.retrying === true).map((d) => d.modelId));
+        // A retrying model whose load is in flight holds its memory like any load; not this rule's case.
+        fc.pre(!s.resident.some((r) => retrying.has(r.modelId)));
+        const plan = run(s);
+        const without = run({ ...s, desired: s.desired.filter((d) => !retrying.has(d.modelId)) });
+        const others = (ids: string[]): string[] => ids.filter((id) => !retrying.has(id)).sort();
+        expect(others(plan.launch)).toEqual(others(without.launch));
+        expect(others(plan.evict)).toEqual(others(without.evict));
+        expect(others(plan.unschedulable.map((u) => u.modelId))).toEqual(others(without.unschedulable.map((u) => u.modelId)));
       }),
       RUNS,
     );

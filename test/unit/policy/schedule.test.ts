@@ -26,7 +26,7 @@ describe('schedule: forced models', () => {
     expect(plan.evict).toEqual([]);
     expect(plan.launch).toEqual([]);
     expect(plan.unschedulable).toEqual([
-      { modelId: 'x', reason: 'needs 10 GiB; 24 GiB budget, 20 GiB held by pinned pin (20 GiB), 4 GiB free' },
+      { modelId: 'x', reason: 'needs 10 GiB; 24 GiB budget, 20 GiB held by pinned pin (20 GiB), 4 GiB free: it fits only if a pinned model is unpinned', strict: true },
     ]);
   });
 
@@ -54,7 +54,7 @@ describe('schedule: forced models', () => {
   it('says by how much pinned models already exceed the budget', () => {
     const plan = schedule([want('p', 30 * GiB, { pinned: true }), want('tiny', 0)], [], 24 * GiB);
     expect(plan.unschedulable).toEqual([
-      { modelId: 'tiny', reason: 'needs 0 B; 24 GiB budget, 30 GiB held by pinned p (30 GiB), 6 GiB over it' },
+      { modelId: 'tiny', reason: 'needs 0 B; 24 GiB budget, 30 GiB held by pinned p (30 GiB), 6 GiB over it: it fits only if a pinned model is unpinned', strict: true },
     ]);
   });
 });
@@ -100,7 +100,7 @@ describe('schedule: admission order', () => {
   it('skips a model that does not fit and still admits a smaller, lower-priority one', () => {
     const plan = schedule([want('big', 20 * GiB, { priority: 5 }), want('small', 4 * GiB, { priority: 1 })], [], 16 * GiB);
     expect(plan.launch).toEqual(['small']);
-    expect(plan.unschedulable).toEqual([{ modelId: 'big', reason: 'needs 20 GiB, more than the whole 16 GiB budget' }]);
+    expect(plan.unschedulable).toEqual([{ modelId: 'big', reason: 'needs 20 GiB, more than the whole 16 GiB budget', strict: true }]);
   });
 
   it('evicts a resident, desired model that a higher priority displaces', () => {
@@ -135,7 +135,7 @@ describe('schedule: costing', () => {
     const plan = schedule([want('main', 8 * GiB, { draft: { modelId: 'tiny-draft', footprint: 1 * GiB } })], [], 8.5 * GiB);
     expect(plan.launch).toEqual([]);
     expect(plan.unschedulable).toEqual([
-      { modelId: 'main', reason: 'needs 9 GiB with its draft tiny-draft (8 GiB + 1 GiB), more than the whole 8.5 GiB budget' },
+      { modelId: 'main', reason: 'needs 9 GiB with its draft tiny-draft (8 GiB + 1 GiB), more than the whole 8.5 GiB budget', strict: true },
     ]);
   });
 
@@ -148,7 +148,7 @@ describe('schedule: costing', () => {
   it('costs a resident nobody desires by its resident footprint (primary and draft as one process)', () => {
     const plan = schedule([want('x', 7 * GiB)], [running('pair', 10 * GiB, { active: true })], 16 * GiB);
     expect(plan.unschedulable).toEqual([
-      { modelId: 'x', reason: 'needs 7 GiB; 16 GiB budget, 10 GiB held by active pair (10 GiB), 6 GiB free' },
+      { modelId: 'x', reason: 'needs 7 GiB; 16 GiB budget, 10 GiB held by active pair (10 GiB), 6 GiB free', strict: false },
     ]);
   });
 
@@ -179,7 +179,8 @@ describe('schedule: drafts', () => {
     expect(plan.unschedulable).toEqual([
       {
         modelId: 'main',
-        reason: 'needs 8.5 GiB with its draft draft (8 GiB + 512 MiB); 24 GiB budget, 16 GiB held by pinned pin (16 GiB), 8 GiB free',
+        reason: 'needs 8.5 GiB with its draft draft (8 GiB + 512 MiB); 24 GiB budget, 16 GiB held by pinned pin (16 GiB), 8 GiB free: it fits only if a pinned model is unpinned',
+        strict: true,
       },
     ]);
   });
@@ -211,6 +212,7 @@ describe('schedule: reasons', () => {
         modelId: 'late',
         reason:
           'needs 9.1 GiB; 24 GiB budget, 15 GiB held by active busy (5 GiB), a (4 GiB, priority 3), b (3 GiB, priority 3) and 2 more, 9 GiB free',
+        strict: false,
       },
     ]);
   });
@@ -219,7 +221,7 @@ describe('schedule: reasons', () => {
     const plan = schedule([want('first', 10 * GiB, { priority: 2 }), want('big', 10 * GiB, { priority: 1 }), want('small', 1 * GiB)], [], 15 * GiB);
     expect(plan.launch).toEqual(['first', 'small']);
     expect(plan.unschedulable).toEqual([
-      { modelId: 'big', reason: 'needs 10 GiB; 15 GiB budget, 10 GiB held by first (10 GiB, priority 2), 5 GiB free' },
+      { modelId: 'big', reason: 'needs 10 GiB; 15 GiB budget, 10 GiB held by first (10 GiB, priority 2), 5 GiB free', strict: false },
     ]);
   });
 
@@ -235,10 +237,11 @@ describe('schedule: reasons', () => {
       15 * GiB,
     );
     expect(plan.unschedulable).toEqual([
-      { modelId: 'big', reason: 'needs 9 GiB; 15 GiB budget, 10 GiB held by first (10 GiB, priority 3), 5 GiB free' },
+      { modelId: 'big', reason: 'needs 9 GiB; 15 GiB budget, 10 GiB held by first (10 GiB, priority 3), 5 GiB free', strict: false },
       {
         modelId: 'last',
         reason: 'needs 4 GiB; 15 GiB budget, 12 GiB held by first (10 GiB, priority 3) and small (2 GiB, priority 1), 3 GiB free',
+        strict: false,
       },
     ]);
   });

@@ -1,0 +1,48 @@
+// What happens to a model server process, as its one owner (the engine supervisor) reports it.
+//
+// Why events and not a resident() snapshot the controller compares with the last one: a
+// snapshot taken while a server loads lists it, and when that load then fails the next
+// snapshot no longer does — one failure seen twice, once by the launch and once as "a server
+// ended without being asked to", so an out-of-memory at attempt 1 became a crash at attempt 2
+// and was retried unchanged. The owner sees every transition exactly once; the controller
+// folds them into its records, and what is resident is a view of those records.
+//
+// Contract, per model, in order: a launch produces either `ServerExited` with no pid (it
+// failed before a process ran), or `ServerSpawned` followed by exactly one of `ServerExited`
+// (it failed while loading) or `ServerReady`; a ready server ends with exactly one
+// `ServerExited` (it died, or was killed because it hung) or `ServerStopped` (we asked: an
+// eviction, a cancelled load, a relaunch at another level, quit). A failure is reported
+// once, as one `ServerExited`, with llama.cpp's own words.
+import type { FailureKind } from '../policy/recover.js';
+import type { LaunchLevel } from '../policy/levels.js';
+
+/** A failure the recovery ladder acts on. */
+export type ServerFailureKind = Exclude<FailureKind, 'none'>;
+
+export type ServerEvent =
+  /** A process was started for the model; it holds memory from now on and is loading. */
+  | { type: 'ServerSpawned'; modelId: string; level: LaunchLevel; pid: number; at: number }
+  /** The model's server answers /health: it serves from now on. */
+  | { type: 'ServerReady'; modelId: string; level: LaunchLevel; pid: number; at: number }
+  /**
+   * The model's server failed: it could not be started (pid null), ended while loading, died
+   * while serving, or was killed because it hung. `reason` is llama.cpp's most specific line
+   * where there is one. Its memory is free again.
+   */
+  | {
+      type: 'ServerExited';
+      modelId: string;
+      level: LaunchLevel;
+      pid: number | null;
+      kind: ServerFailureKind;
+      reason: string;
+      /** It had been ready: it died while serving rather than while loading. */
+      wasReady: boolean;
+      exitCode: number | null;
+      signal: string | null;
+      at: number;
+    }
+  /** The model's server ended because it was asked to (eviction, cancelled load, relaunch, quit). Not a failure. */
+  | { type: 'ServerStopped'; modelId: string; level: LaunchLevel; pid: number; at: number };
+
+export type ServerEventListener = (event: ServerEvent) => void;

@@ -1,0 +1,47 @@
+// One GET to a model server on loopback, bounded, never rejecting: the supervisor's probes
+// (readiness, hang detection) all need exactly this and nothing more.
+import { request } from 'node:http';
+
+/** What came back: the status and up to 64 KiB of the body, or null when nothing answered in time. */
+export interface EngineAnswer {
+  status: number;
+  body: string;
+}
+
+const BODY_LIMIT = 64 * 1024;
+
+/**
+ * GET `path` with the engine's key (llama-server exempts /health from it; sending it anyway
+ * suits engines that do not). Resolves null when the connection fails or no complete answer
+ * arrives within `timeoutMs` — a stopped process accepts the connection and then says nothing.
+ */
+export function engineGet(port: number, apiKey: string, path: string, timeoutMs: number): Promise<EngineAnswer | null> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (answer: EngineAnswer | null): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(answer);
+    };
+    const req = request(
+      { host: '127.0.0.1', port, path, method: 'GET', agent: false, headers: { authorization: `Bearer ${apiKey}` } },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          if (body.length < BODY_LIMIT) body += chunk;
+        });
+        res.on('end', () => finish({ status: res.statusCode ?? 0, body }));
+        res.on('error', () => finish(null));
+      },
+    );
+    // One timer for the whole exchange: the socket's idle timeout would restart on every byte.
+    const timer = setTimeout(() => {
+      req.destroy();
+      finish(null);
+    }, timeoutMs);
+    req.on('error', () => finish(null));
+    req.end();
+  });
+}
