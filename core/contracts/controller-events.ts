@@ -3,8 +3,7 @@
 // Why events and not callers reading `status()` in a loop: a caller that polls a snapshot and
 // then decides races the loop that owns the state (llama-swap's old `state()` bug). The admin
 // service builds its snapshot from these; the router waits on them; Electron turns
-// ModelQuarantined into a desktop notification. Types only, plus the one error class the
-// controller and the router share.
+// ModelQuarantined into a desktop notification. Types only.
 import type { FailureKind, RecoveryAction } from '../policy/recover.js';
 import type { LaunchLevel } from '../policy/levels.js';
 import type { ModelStatus } from './model-status.js';
@@ -46,21 +45,4 @@ export interface Unservable {
   code: UnservableCode;
   /** A sentence a person can act on, with the numbers in it. */
   reason: string;
-}
-
-/**
- * What `waitUntilReady` rejects with when the model turns out not to come while a request
- * waits: quarantined by the recovery ladder, or left out by the plan. It carries the same code
- * and reason as `whyUnservable`, so the router refuses with them at once instead of waiting
- * out its bound for something that will not come.
- */
-export class ModelUnservableError extends Error {
-  readonly code: UnservableCode;
-  readonly reason: string;
-  constructor(unservable: Unservable) {
-    super(unservable.reason);
-    this.name = 'ModelUnservableError';
-    this.code = unservable.code;
-    this.reason = unservable.reason;
-  }
 }
