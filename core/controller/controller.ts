@@ -442,7 +442,7 @@ export class Controller {
           record.op.failureReported = true;
           record.op = null;
         }
-        this.launchFailed(record, event.level, event.kind, event.reason, event.wasReady ? 'died while serving' : 'failed to launch');
+        this.launchFailed(record, event.level, event.kind, event.reason, event.wasReady);
         this.loop.trigger();
         return;
       default:
@@ -459,13 +459,15 @@ export class Controller {
   }
 
   /**
-   * Climbs the ladder one rung and arranges what it says. `what` says what went wrong in the
-   * log line: a launch that failed, or a server that died later.
+   * Climbs the ladder one rung and arranges what it says. `wasReady`: a server that died after
+   * it had been ready, rather than a launch that failed.
    */
-  private launchFailed(record: ModelRecord, level: LaunchLevel, kind: FailureKind, error: string, what = 'failed to launch'): void {
+  private launchFailed(record: ModelRecord, level: LaunchLevel, kind: FailureKind, error: string, wasReady = false): void {
     const { modelId } = record;
+    const what = wasReady ? 'died while serving' : 'failed to launch';
     record.recovery = { kind: kind === 'none' ? 'crash' : kind, attempts: record.recovery.attempts + 1 };
     record.lastError = error;
+    record.diedWhileServing = wasReady;
     record.retry = null;
     const verdict = verdictOf(record, this.demands) ?? 'retry';
     const at = this.clock.now();
@@ -530,6 +532,7 @@ export class Controller {
   private resetRecovery(record: ModelRecord): void {
     record.recovery = NO_FAILURE;
     record.lastError = null;
+    record.diedWhileServing = false;
     record.retry = null;
     this.retryTimers.get(record.modelId)?.clear();
   }

@@ -16,6 +16,13 @@ export interface ModelRecord {
   recovery: RecoveryState;
   /** The last launch failure's message; null after a success or a reset. */
   lastError: string | null;
+  /**
+   * The last failure was a server dying after it had been ready (killed, crashed or hung while
+   * serving), not a launch that never got there. Such a model loaded and served with this very
+   * definition, so it competes for memory as any model does while its ladder counts the death;
+   * only failed launches are kept to memory nobody wants (see policy-inputs.ts).
+   */
+  diedWhileServing: boolean;
   /** A backed-off retry: no launch before `at`. Null when none is pending. */
   retry: { at: number; delayMs: number } | null;
   /**
@@ -41,6 +48,7 @@ export function newRecord(modelId: string): ModelRecord {
     modelId,
     recovery: NO_FAILURE,
     lastError: null,
+    diedWhileServing: false,
     retry: null,
     op: null,
     server: null,

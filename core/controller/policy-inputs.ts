@@ -11,8 +11,14 @@
 //   it loads (the controller's launch in flight, or a spawned server not ready yet): a load is
 //   finished before it is judged, never evicted halfway (that would waste the load and race
 //   the supervisor);
-// - a model that failed since its last success is `retrying`: admitted last and not forced by
-//   its pin, so its retries never push out a model that is wanted;
+// - a model whose launches failed since its last success is `retrying`: admitted last and not
+//   forced by its pin, so its retries never push out a model that is wanted. Not so a model
+//   whose server died after it had been ready (killed, crashed or hung while serving): it loaded
+//   and served with this definition, and kept to unwanted memory it would never come back while
+//   another model is in use — its waiting requests refused for as long as that lasts, its ladder
+//   never climbing (the soak found this: one SIGKILL, then every request for it a 503 for
+//   minutes). It competes as any model does; the ladder still counts each death and
+//   quarantines a model that keeps dying;
 // - the arrival of a model's oldest waiting request is its `waitingSince`, so waiting requests
 //   are served a model at a time in the order they came.
 import { footprintAt, type LaunchLevel } from '../policy/levels.js';
@@ -87,7 +93,7 @@ export function policyInputs(observed: {
     const level = runningById.get(modelId)?.level ?? loading.get(modelId) ?? launchLevelAfter(recovery);
     const entry: Desired = { modelId, priority: want.priority, pinned: want.pinned, lastUsed: want.lastUsed, ...costAt(level, demand) };
     if (want.waitingSince !== undefined) entry.waitingSince = want.waitingSince;
-    if (recovery.attempts > 0) entry.retrying = true;
+    if (recovery.attempts > 0 && record?.diedWhileServing !== true) entry.retrying = true;
     desired.push(entry);
   }
 

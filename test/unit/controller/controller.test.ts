@@ -489,6 +489,28 @@ describe('the recovery ladder, end to end', () => {
     expect(w.server.evictions()).toEqual(['chat', 'chat']);
   });
 
+  it('a model whose server died while serving is not kept to unwanted memory: its waiting requests get it back from a wanted model', async () => {
+    // Room for one. 'b' wins the room from 'a', serves, and is killed while a request waits for
+    // it; 'a' stays wanted (used within its TTL). Kept out as a failing launch is, 'b' would
+    // never come back while 'a' is in use: the soak saw every request for it refused for minutes.
+    const w = world([model('a', 6, { lastUsed: 1 })], { budgetGiB: 10 });
+    await w.start();
+    w.desired.state.models.push(model('b', 6, { lastUsed: 2, waitingSince: 2 }));
+    w.controller.trigger();
+    await settle();
+    expect(w.state('b')).toBe('ready');
+    w.desired.update('a', { lastUsed: 3 });
+    w.desired.update('b', { lastUsed: 4, waitingSince: 4 });
+    w.server.die('b');
+    await settle();
+    expect(w.controller.status('b')?.recovery).toMatchObject({ kind: 'crash', attempts: 1 });
+
+    await w.clock.advance(1000);
+    expect(w.state('b')).toBe('ready');
+    expect(w.server.launches().map((l) => l.modelId)).toEqual(['a', 'b', 'b']);
+    expect(w.server.evictions()).toEqual(['a']);
+  });
+
   it('a quarantined model leaves the plan: it holds no memory there, no reason names it, and the model it kept out comes back', async () => {
     const w = world([model('broken', 6, { lastUsed: 2 }), model('chat', 6, { lastUsed: 1 })], { budgetGiB: 10 });
     w.server.failLaunch('broken', { kind: 'invalid', reason: 'model is corrupted or incomplete' });
