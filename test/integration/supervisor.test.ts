@@ -427,6 +427,34 @@ describe('Supervisor with the fake engine', () => {
     expect(typesOf(events)).toEqual(['ServerSpawned calm', 'ServerReady calm', 'ServerStopped calm', 'ServerSpawned slow', 'ServerStopped slow']);
   });
 
+  it('reports a server that died before its eviction reached it as ServerExited, not as a stop', async () => {
+    // The soak's finding: SIGKILL mid-stream; the router ends the stream and releases the claim,
+    // the next pass evicts the model for another, and that eviction arrived while the dead
+    // server's output drained: its death was reported as ServerStopped and the ladder never
+    // counted the crash.
+    const children: ChildProcess[] = [];
+    const { supervisor } = await supervisorWith(
+      {},
+      {
+        spawn: (command, args, options) => {
+          const child = spawn(command, args, options);
+          children.push(child);
+          return child;
+        },
+      },
+    );
+    const events = recordEvents(supervisor);
+    await supervisor.launch('victim', 'full');
+    const pid = supervisor.endpointFor('victim')?.pid ?? -1;
+    // After the supervisor's own 'exit' listener: the process is known to be gone, its drain pending.
+    const evicted = new Promise<unknown>((resolve) => children[0]?.once('exit', () => resolve(supervisor.evict('victim'))));
+    process.kill(pid, 'SIGKILL');
+    expect(await evicted).toBe('stopped');
+    await until(() => events.length === 3, 'its end is reported');
+    expect(typesOf(events)).toEqual(['ServerSpawned victim', 'ServerReady victim', 'ServerExited victim']);
+    expect(events[2]).toMatchObject({ pid, kind: 'crash', signal: 'SIGKILL', wasReady: true });
+  });
+
   it('measures device bytes from buffer lines and host RSS at minimal', async () => {
     const { supervisor } = await supervisorWith({ gpu: ['--fake-device-buffer-mib', '512'], cpu: ['--fake-device-buffer-mib', '512'] });
     await supervisor.launch('gpu', 'full');

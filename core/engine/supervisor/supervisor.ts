@@ -532,11 +532,13 @@ export class Supervisor {
   /**
    * Ends a server's tree because of `endedBy` and, for a ready one, waits for its memory. Only
    * called by the owner's commands. The mark is set before any await: from here on the server
-   * takes no claims and its exit is not a failure (unless it was ended for a hang).
+   * takes no claims and its exit is not a failure (unless it was ended for a hang). A process
+   * already gone (its output still draining) is not marked: it ended on its own before anyone
+   * asked, and an eviction arriving then must not report its death as a stop.
    */
   private async stop(owner: ModelOwner, server: ServerProcess, endedBy: EndedBy): Promise<void> {
     const wasReady = server.phase === 'ready';
-    server.endedBy ??= endedBy;
+    if (!server.hasEnded) server.endedBy ??= endedBy;
     if (server.running) server.phase = 'stopping';
     server.watch?.stop();
     const probe = this.deps.memoryProbe;
@@ -551,7 +553,7 @@ export class Supervisor {
     // A stopped process (SIGSTOP, the usual way a hang shows up in a debugger) cannot act on
     // SIGTERM until it runs again; letting it run lets it stop cleanly instead of waiting out
     // the grace for the SIGKILL.
-    if (server.endedBy.why === 'hung') signalTree(server.pid, [], 'SIGCONT');
+    if (server.endedBy?.why === 'hung') signalTree(server.pid, [], 'SIGCONT');
     const { forced } = await terminating;
     if (forced) owner.log.push(`── llmtray: '${owner.modelId}' did not stop within ${this.graceMs} ms of SIGTERM; sent SIGKILL`);
     if (probe && freeBefore !== null) {
