@@ -455,6 +455,28 @@ describe('Supervisor with the fake engine', () => {
     expect(events[2]).toMatchObject({ pid, kind: 'crash', signal: 'SIGKILL', wasReady: true });
   });
 
+  it('reports a server SIGKILLed by someone else as ServerExited even when an eviction reached it before its exit did', async () => {
+    // The same race one step earlier: a large engine takes a while to die, its sockets close
+    // before its exit is known, and the eviction the released claim allowed comes in between.
+    // Only its end tells: SIGKILL, which the supervisor sends only after a grace it never reached.
+    const { supervisor } = await supervisorWith({});
+    const events = recordEvents(supervisor);
+    await supervisor.launch('victim', 'full');
+    const pid = supervisor.endpointFor('victim')?.pid ?? -1;
+    process.kill(pid, 'SIGKILL');
+    expect(await supervisor.evict('victim')).toBe('stopped');
+    await until(() => events.length === 3, 'its end is reported');
+    expect(typesOf(events)).toEqual(['ServerSpawned victim', 'ServerReady victim', 'ServerExited victim']);
+    expect(events[2]).toMatchObject({ pid, kind: 'crash', signal: 'SIGKILL', wasReady: true });
+
+    // An engine that ignores SIGTERM and is SIGKILLed by us after the grace was stopped, as asked.
+    const { supervisor: patient } = await supervisorWith({ stubborn: ['--fake-ignore-sigterm'] }, { stopGraceMs: 200 });
+    const stops = recordEvents(patient);
+    await patient.launch('stubborn', 'full');
+    await patient.evict('stubborn');
+    expect(typesOf(stops)).toEqual(['ServerSpawned stubborn', 'ServerReady stubborn', 'ServerStopped stubborn']);
+  });
+
   it('measures device bytes from buffer lines and host RSS at minimal', async () => {
     const { supervisor } = await supervisorWith({ gpu: ['--fake-device-buffer-mib', '512'], cpu: ['--fake-device-buffer-mib', '512'] });
     await supervisor.launch('gpu', 'full');

@@ -145,6 +145,8 @@ export interface TerminateOptions {
   /** Resolves when the leader has exited (a child's 'exit' event); without it the leader is polled. */
   leaderExited?: Promise<unknown>;
   platform?: NodeJS.Platform;
+  /** Called just before the SIGKILL (or taskkill /F), so the caller knows that kill was its own. */
+  onKill?: () => void;
 }
 
 /** How long a SIGKILLed tree gets to disappear before we stop waiting for it. */
@@ -160,13 +162,16 @@ const POLL_MS = 20;
 export async function terminateTree(pid: number, options: TerminateOptions): Promise<{ forced: boolean }> {
   const platform = options.platform ?? process.platform;
   if (platform === 'win32') {
+    options.onKill?.();
     await run('taskkill', ['/pid', String(pid), '/T', '/F']).catch(() => '');
     return { forced: true };
   }
   const members = [pid, ...(await descendantsOf(pid, platform))];
   signalTree(pid, members, 'SIGTERM');
   if (await treeGone(pid, members, options.graceMs, options.leaderExited, platform)) return { forced: false };
-  signalTree(pid, await withLateDescendants(pid, members, platform), 'SIGKILL');
+  const late = await withLateDescendants(pid, members, platform);
+  options.onKill?.();
+  signalTree(pid, late, 'SIGKILL');
   await treeGone(pid, members, KILL_WAIT_MS, options.leaderExited, platform);
   return { forced: true };
 }

@@ -41,6 +41,8 @@ export class ServerProcess {
    * and 'hung' make it a hang. Null: it ended on its own.
    */
   endedBy: EndedBy | null = null;
+  /** The supervisor sent it SIGKILL itself (a stop past its grace); any other SIGKILL came from elsewhere. */
+  killedByUs = false;
   /** The requests it is answering; see server-claims.ts. */
   readonly claims: ServerClaims;
   /** Hang detection while it has claims; made at its first claim. */

@@ -549,6 +549,7 @@ export class Supervisor {
       graceMs: this.graceMs,
       leaderExited: server.exited,
       platform: this.platform,
+      onKill: () => (server.killedByUs = true),
     });
     // A stopped process (SIGSTOP, the usual way a hang shows up in a debugger) cannot act on
     // SIGTERM until it runs again; letting it run lets it stop cleanly instead of waiting out
@@ -608,7 +609,12 @@ export class Supervisor {
     const exit = server.exit ?? { exitCode: null, signal: null };
     owner.log.push(`── llmtray: '${owner.modelId}' (pid ${server.pid}) ended: ${exit.signal ?? `exit code ${exit.exitCode}`}`);
     const base = { modelId: owner.modelId, level: server.level, pid: server.pid, at: this.clock.now() };
-    const endedBy = server.endedBy;
+    // A SIGKILL the supervisor did not send (the OOM killer, a person's kill -9) ended it on its
+    // own, even when a stop had been asked for meanwhile: a large engine takes a while to die,
+    // its sockets close before its exit is known, and the eviction its released claim allowed
+    // can land in between. A stop's SIGTERM never ends in a SIGKILL but ours.
+    const killedElsewhere = exit.signal === 'SIGKILL' && !server.killedByUs;
+    const endedBy = server.endedBy?.why === 'requested' && killedElsewhere ? null : server.endedBy;
     const wasReady = server.readyAt !== null;
     const log = server.tail.toArray();
     if (endedBy?.why === 'requested' || (!wasReady && endedBy === null && log.some((line) => PORT_IN_USE.test(line)))) {
