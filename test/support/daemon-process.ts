@@ -9,11 +9,15 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import type { Snapshot, ModelView } from '../../core/contracts/snapshot.js';
 
-const REPO = resolve(import.meta.dirname, '..', '..');
-export const CLI_ENTRY = join(REPO, 'dist', 'core', 'cli.js');
+// The built CLI, whether this file runs from the sources (vitest) or compiled into dist/ (the
+// soak, `npm run soak`, imports it from dist/test/support).
+const HERE = import.meta.dirname;
+export const CLI_ENTRY = HERE.includes(`${sep}dist${sep}`)
+  ? resolve(HERE, '..', '..', 'core', 'cli.js')
+  : join(resolve(HERE, '..', '..'), 'dist', 'core', 'cli.js');
 
 export interface DaemonExit {
   code: number | null;
@@ -58,6 +62,12 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Serve this config file (`--config FILE`) instead of the generated demo (`--demo`). */
   config?: string;
+  /**
+   * A command that execs the daemon, prepended to its argv, e.g. `['prlimit', '--as=N']` to run
+   * it (and so every engine it starts) under a resource limit. It must exec, not fork: the
+   * daemon's pid is the child's, which is how daemon.json is recognised as this child's.
+   */
+  launcher?: readonly string[];
 }
 
 /** A fresh temp data dir; the caller removes it with removeDataDir. */
@@ -77,7 +87,9 @@ export function removeDataDir(dir: string): Promise<void> {
 export async function startDaemonProcess(options: StartOptions = {}): Promise<DaemonProcess> {
   const dataDir = options.dataDir ?? (await makeDataDir());
   const source = options.config === undefined ? ['--demo'] : ['--config', options.config];
-  const child = spawn(process.execPath, [CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
+  const argv = [process.execPath, CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)];
+  const [command, ...args] = [...(options.launcher ?? []), ...argv] as [string, ...string[]];
+  const child = spawn(command, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
   });
