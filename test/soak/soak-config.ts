@@ -1,0 +1,131 @@
+// The soak's models and the config the daemon serves them with. Every model has one job, and
+// the budget is derived from the catalog's own estimates so that the premises hold by
+// construction and are checked, not hoped for: two chat models never fit together (every switch
+// between them is a swap), and `big` fits at its full level beside the pinned `tiny` (so it is
+// launched at full and runs out of memory for real, instead of being refused by the plan).
+//
+// Out of memory for real: the daemon runs under `prlimit --as=ADDRESS_SPACE_BYTES`, which every
+// engine inherits. Measured peak address space of the embedded engine (VmPeak, node-llama-cpp
+// 3.21.1, CPU) after its load: demo-tiny @2048 1.43 GB; demo-chat @32768 1.73 GB, @65536
+// 2.03 GB, @131072 2.63 GB; the 362 MB slow model @4096 without mmap 1.82 GB; the daemon itself
+// ~1.4 GB. At 2.32 GB, big (demo-chat @131072) misses by ~0.3 GB at 'full' and clears it by
+// ~0.6 GB at 'degraded' (a quarter of the context), and the chat models (@65536) clear it by
+// ~0.29 GB: each margin far past run-to-run noise (a few MB).
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Catalog } from '../../core/catalog/catalog.js';
+import { generateDemoModels } from '../../core/catalog/demo/demo-models.js';
+import { writeLlamaGguf, type LlamaModelShape } from '../../core/catalog/demo/gguf-writer.js';
+import { footprintAt, type LaunchLevel } from '../../core/policy/levels.js';
+import { formatBytes } from '../../core/policy/reasons.js';
+
+export const ADDRESS_SPACE_BYTES = 2_320_000_000;
+
+/** The models and what each is for. */
+export const MODELS = {
+  /** Pinned through the admin API at the start: the pin a `kill -9` of the daemon must not lose. */
+  tiny: 'tiny',
+  /** Traffic; the SIGSTOP (hang) target, with a short hang limit (HANG_LIMIT). */
+  chatA: 'chat-a',
+  /** Traffic; the SIGKILL (crash) target. */
+  chatB: 'chat-b',
+  /** Only the client that disconnects uses it, so its in-flight count shows whether the abort released the claim. */
+  chatC: 'chat-c',
+  /** A context too big for the address space at 'full', not at 'degraded'. */
+  big: 'big',
+  /** A larger model loaded without mmap (its 362 MB copied in): a slow load, which the soak stretches further. */
+  slow: 'slow',
+  /** A corrupt file: invalid, quarantined at its first failure. */
+  broken: 'broken',
+} as const;
+
+/** The models the traffic clients alternate; only one of the chat models fits at a time. */
+export const TRAFFIC_MODELS: readonly string[] = [MODELS.chatA, MODELS.chatB, MODELS.tiny];
+
+const CHAT_CONTEXT = 65_536;
+/**
+ * chat-a's hang limit: short, so a frozen engine is judged within seconds, yet above the
+ * longest prompt batch (no progress shows inside one) of demo-chat on this shared machine at a
+ * load average of 14 (about 1 s).
+ */
+export const HANG_LIMIT = '4s';
+/**
+ * How long a request may wait for its model. The soak judges what happens, not how fast: on
+ * this 2-core machine shared with other work a swap takes 3 s idle and over 20 s at a load
+ * average of 14, and a few requests queued behind faults and swaps exceed the default 45 s.
+ */
+const ACTIVATION_WAIT = '180s';
+const BIG_CONTEXT = 131_072;
+
+/** 16 layers, 1024 wide, f16: 362 MB, about twice demo-chat's load on this machine even before the soak stretches it. */
+const SLOW_SHAPE: LlamaModelShape = {
+  name: 'soak-slow', nLayer: 16, nEmbd: 1024, nHead: 16, nHeadKv: 4, nFf: 2816, contextLength: 4096, fileType: 'f16', seed: 2024,
+};
+
+export interface SoakSetup {
+  configPath: string;
+  /** Where the model files are; every engine's argv names a file under it. */
+  modelDir: string;
+  /** The slow model's file, to find its engine while it loads. */
+  slowPath: string;
+  budgetBytes: number;
+  /** Full-level estimates, bytes, by model id: the numbers the premises were checked with. */
+  fullBytes: Record<string, number>;
+}
+
+function configText(paths: { chat: string; tiny: string; broken: string; slow: string }, limitBytes: number | null): string {
+  const chat = (id: string, extra = '') => `  - id: ${id}\n    path: ${JSON.stringify(paths.chat)}\n    ctx: ${CHAT_CONTEXT}\n${extra}`;
+  return `# Written by the soak (test/soak/soak-config.ts); see that file for why each model is here.
+modelDirs: []
+activationWait: ${ACTIVATION_WAIT}
+budget:
+  reserve: 0
+${limitBytes === null ? '' : `  limit: ${limitBytes}\n`}models:
+  - id: ${MODELS.tiny}
+    path: ${JSON.stringify(paths.tiny)}
+    ctx: 2048
+${chat(MODELS.chatA, `    hangLimit: ${HANG_LIMIT}\n`)}${chat(MODELS.chatB)}${chat(MODELS.chatC)}  - id: ${MODELS.big}
+    path: ${JSON.stringify(paths.chat)}
+    ctx: ${BIG_CONTEXT}
+  - id: ${MODELS.slow}
+    path: ${JSON.stringify(paths.slow)}
+    ctx: 4096
+    args: ["--no-mmap"]
+  - id: ${MODELS.broken}
+    path: ${JSON.stringify(paths.broken)}
+    ctx: 2048
+`;
+}
+
+/**
+ * Writes the models into DIR/models and the config into DIR/config.yaml, with the budget from
+ * the catalog's estimates. Rejects, naming the numbers, when a premise of the soak does not hold.
+ */
+export async function prepareSoak(dir: string): Promise<SoakSetup> {
+  const modelDir = join(dir, 'models');
+  await mkdir(modelDir, { recursive: true });
+  const demo = await generateDemoModels(modelDir);
+  const slowPath = join(modelDir, 'soak-slow.gguf');
+  await writeLlamaGguf(slowPath, SLOW_SHAPE);
+  const paths = { chat: demo.chat.path, tiny: demo.tiny.path, broken: demo.broken.path, slow: slowPath };
+  const configPath = join(dir, 'config.yaml');
+  await writeFile(configPath, configText(paths, null));
+
+  const catalog = await Catalog.open({ configPath, dataDir: dir });
+  const bytes = (id: string, level: LaunchLevel = 'full'): number => {
+    const estimate = catalog.resolve(id)?.estimate;
+    if (estimate == null) throw new Error(`the soak's model '${id}' has no estimate: ${catalog.resolve(id)?.metadataError ?? 'not in the catalog'}`);
+    return footprintAt(level, estimate).deviceBytes;
+  };
+  const fullBytes = Object.fromEntries([MODELS.tiny, MODELS.chatA, MODELS.big, MODELS.slow].map((id) => [id, bytes(id)]));
+  const budgetBytes = bytes(MODELS.big) + bytes(MODELS.tiny);
+  const room = budgetBytes - bytes(MODELS.tiny);
+  if (2 * bytes(MODELS.chatA) <= room) {
+    throw new Error(`two chat models (${formatBytes(bytes(MODELS.chatA))} each) fit together in the ${formatBytes(room)} the pinned model leaves: the traffic would not swap`);
+  }
+  if (bytes(MODELS.big, 'degraded') + bytes(MODELS.tiny) > budgetBytes) {
+    throw new Error(`big at the degraded level (${formatBytes(bytes(MODELS.big, 'degraded'))}) does not fit the ${formatBytes(budgetBytes)} budget: its out-of-memory recovery could not load`);
+  }
+  await writeFile(configPath, configText(paths, budgetBytes));
+  return { configPath, modelDir, slowPath, budgetBytes, fullBytes };
+}
