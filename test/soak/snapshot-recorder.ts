@@ -24,11 +24,16 @@ export class SnapshotRecorder {
   private following: AbortController | null = null;
   private readonly lastRecovery = new Map<string, string>();
 
-  /** Follows `daemon` (number `life`) until `stop()` or the next `follow`; reconnects while it runs. */
+  /**
+   * Follows `daemon` (number `life`) until `stop()`, the next `follow`, or its exit; reconnects
+   * while it runs. Not after its exit: its successor listens on the same port, and its snapshots
+   * counted as this life's would look like a pinned model restarted within one life.
+   */
   follow(daemon: DaemonProcess, life: number): void {
     this.stop();
     const abort = new AbortController();
     this.following = abort;
+    void daemon.exited.then(() => abort.abort());
     void (async () => {
       while (!abort.signal.aborted) {
         try {
