@@ -100,6 +100,8 @@ interface DeviceRoom {
   pinnedCount: number;
   /** Held by residents not decided yet (evictable by a model that ranks above them). */
   undecided: number;
+  /** Those residents, by their place in the admission order (a larger rank is less important), with their bytes here. */
+  undecidedBy: Map<number, number>;
 }
 
 /**
@@ -114,7 +116,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   const rooms = new Map<number, DeviceRoom>(
     sortedDevices.map((device) => [
       device.index,
-      { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0 },
+      { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: new Map() },
     ]),
   );
   const { candidates, desiredIds } = candidatesOf('place', desired, resident);
@@ -140,10 +142,13 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
       }
     }
   };
-  const setUndecided = (at: Placement, sign: 1 | -1): void => {
+  const setUndecided = (at: Placement, rank: number, sign: 1 | -1): void => {
     for (const part of at.devices) {
       const room = rooms.get(part.index);
-      if (room !== undefined) room.undecided += sign * nonNegative(part.bytes);
+      if (room === undefined) continue;
+      room.undecided += sign * nonNegative(part.bytes);
+      if (sign > 0) room.undecidedBy.set(rank, (room.undecidedBy.get(rank) ?? 0) + nonNegative(part.bytes));
+      else room.undecidedBy.delete(rank);
     }
   };
 
@@ -174,12 +179,14 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
 
   // The other residents hold their room until their turn comes: a model ranked above them may
   // take it only when it cannot fit in the room nobody holds.
-  for (const c of candidates) if (c.forcedBy === null && c.running !== undefined) setUndecided(repriced(placementOf(c.running), c.cost), 1);
+  candidates.forEach((c, rank) => {
+    if (c.forcedBy === null && c.running !== undefined) setUndecided(repriced(placementOf(c.running), c.cost), rank, 1);
+  });
 
   const launch: string[] = [];
   const evictMoved: PlacedResident[] = [];
   const turnedAway: { candidate: Candidate; reason: LeftOut }[] = [];
-  for (const c of candidates) {
+  for (const [rank, c] of candidates.entries()) {
     if (c.forcedBy !== null) {
       if (c.running === undefined) launch.push(c.modelId);
       continue;
@@ -188,7 +195,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
     const d = byId.get(c.modelId);
     if (c.running !== undefined) {
       const where = repriced(placementOf(c.running), c.cost);
-      setUndecided(where, -1);
+      setUndecided(where, rank, -1);
       if (fitsWhereItIs(where, rooms, hostFree + where.hostBytes)) {
         placements[c.modelId] = where;
         hold(c.modelId, where, 'admitted', c.priority, true);
@@ -250,6 +257,21 @@ function available(room: DeviceRoom, kind: RoomKind): number {
 }
 
 /**
+ * The rank of the most important resident that must go from `room` for `need` bytes, evicting
+ * the least important first; Infinity when none must go.
+ */
+function mostImportantToGo(room: DeviceRoom, need: number): number {
+  let free = room.budget - room.held - room.undecided;
+  if (need <= free) return Infinity;
+  const leastImportantFirst = [...room.undecidedBy.entries()].sort(([a], [b]) => b - a);
+  for (const [rank, bytes] of leastImportantFirst) {
+    free += bytes;
+    if (need <= free) return rank;
+  }
+  return -1;
+}
+
+/**
  * The fastest placement that fits, or null. Each tier is tried in every kind of room, in the
  * order given, before the next (slower) tier: a placement is made slower only when the faster
  * one does not fit even with the models ranked below evicted.
@@ -284,12 +306,16 @@ function tryTier(
 ): Placement | null {
   const free = (device: Device): number => available(rooms.get(device.index) as DeviceRoom, kind);
   if (tier === 'gpu') {
-    // Best fit: the device with the least room that still holds it, so the roomy ones stay free for big models.
-    let best: Device | null = null;
+    // Where models must make way, the device whose most important one to go is least
+    // important (the least recently used go first, as on one device); then best fit: the
+    // device with the least room that still holds it, so the roomy ones stay for big models.
+    let best: { device: Device; victim: number } | null = null;
     for (const device of devices) {
-      if (c.cost <= free(device) && (best === null || free(device) < free(best))) best = device;
+      if (c.cost > free(device)) continue;
+      const victim = kind === 'room' ? mostImportantToGo(rooms.get(device.index) as DeviceRoom, c.cost) : Infinity;
+      if (best === null || victim > best.victim || (victim === best.victim && free(device) < free(best.device))) best = { device, victim };
     }
-    return best === null ? null : { kind: 'gpu', devices: [{ index: best.index, layers: cost?.layers ?? 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
+    return best === null ? null : { kind: 'gpu', devices: [{ index: best.device.index, layers: cost?.layers ?? 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
   }
   if (cost === undefined || !(cost.layers >= 1)) return null;
   if (tier === 'split' || tier === 'mixed') {

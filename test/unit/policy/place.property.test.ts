@@ -148,6 +148,23 @@ describe('place: properties over random workstations', () => {
         const newHost = plan.launch.reduce((sum, id) => sum + (plan.placements[id]?.hostBytes ?? 0), 0);
         expect(newHost).toBeLessThanOrEqual(w.hostFree);
 
+        // No eviction for nothing: a desired model was stopped (or moved) only because, with
+        // everything else as the plan leaves it, it no longer fitted where it was.
+        const heldAfter = new Map<number, number>();
+        for (const r of after) for (const p of r.placement?.devices ?? []) heldAfter.set(p.index, (heldAfter.get(p.index) ?? 0) + p.bytes);
+        for (const id of plan.evict) {
+          const d = w.desired.find((x) => x.modelId === id);
+          const r = w.resident.find((x) => x.modelId === id);
+          if (d === undefined || r?.placement === undefined) continue;
+          const where = r.placement.kind === 'gpu' && r.placement.devices.length === 1 ? [{ ...r.placement.devices[0]!, bytes: costOf(d) }] : r.placement.devices;
+          const movedOwnBytes = (index: number): number => (plan.placements[id]?.devices ?? []).filter((p) => p.index === index).reduce((sum, p) => sum + p.bytes, 0);
+          const stillFits = where.every((p) => {
+            const budget = w.devices.find((x) => x.index === p.index)?.budgetBytes ?? 0;
+            return (heldAfter.get(p.index) ?? 0) - movedOwnBytes(p.index) + p.bytes <= budget;
+          });
+          expect(stillFits).toBe(false);
+        }
+
         // Every desired model is either kept (with a placement) or left out with a reason.
         const out = new Set(plan.unschedulable.map((u) => u.modelId));
         for (const d of w.desired) expect(plan.placements[d.modelId] !== undefined).toBe(!out.has(d.modelId));
