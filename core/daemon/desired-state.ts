@@ -14,6 +14,11 @@ export interface DesiredSources {
   activity: ModelActivity;
   /** Requests claimed on the model's server now (the supervisor's count). */
   inFlight(modelId: string): number;
+  /**
+   * What the model's engine process itself costs where it counts against the budget: in host
+   * RAM on a machine without a GPU (see core/engine/runtime-overhead.ts); 0 on a GPU. Default 0.
+   */
+  runtimeBytes?(model: CatalogModel): number;
   /** The latest budget sample; samples now when there is none yet. */
   budget(): Promise<BudgetSample>;
 }
@@ -25,16 +30,28 @@ export interface DesiredSources {
  */
 const UNREADABLE: FootprintEstimate = { weightsBytes: 0, kvBytesPerToken: 0, contextTokens: 0, computeBytes: 0 };
 
-export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight'>): ModelDemand {
+/**
+ * The model's estimate as the plan prices it: the catalog's, with its engine's own cost added
+ * where that counts against the budget (host RAM on a machine without a GPU). The runtime rides
+ * in the compute term: like it, it is paid once per process, at any context. Null when the
+ * catalog has no estimate.
+ */
+export function pricedEstimate(model: CatalogModel, runtimeBytes: number): FootprintEstimate | null {
+  if (model.estimate === null) return null;
+  return runtimeBytes > 0 ? { ...model.estimate, computeBytes: model.estimate.computeBytes + runtimeBytes } : model.estimate;
+}
+
+export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'runtimeBytes'>): ModelDemand {
   const pinned = sources.isPinned(model);
   const inFlight = sources.inFlight(model.id);
+
   const demand: ModelDemand = {
     modelId: model.id,
     priority: model.priority,
     pinned,
     wanted: pinned || inFlight > 0 || sources.activity.recentlyUsed(model.id, model.idleTtlMs),
     inFlight,
-    estimate: model.estimate ?? UNREADABLE,
+    estimate: pricedEstimate(model, sources.runtimeBytes?.(model) ?? 0) ?? UNREADABLE,
     definitionHash: model.definitionHash,
   };
   const lastUsed = sources.activity.lastUsed(model.id);

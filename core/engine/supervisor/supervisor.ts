@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import type { LaunchLevel } from '../../policy/levels.js';
 import type { ServerEvent, ServerEventListener } from '../../contracts/server-events.js';
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
+import type { RuntimeOverhead } from '../runtime-overhead.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
 import { placementEnv } from '../placement-args.js';
@@ -60,6 +61,14 @@ export interface SupervisorDeps {
   loadTimeoutMs?: (spec: LaunchSpec) => number;
   /** How long a server with requests in flight may make no progress before it is hung, ms; default the spec's, else 60 s. */
   hangLimitMs?: (spec: LaunchSpec) => number;
+  /**
+   * True while host RAM is the device (no GPU): then what a server holds is its process tree's
+   * RSS, and the first server of each engine kind teaches `runtime` that engine's own cost.
+   * Absent: never.
+   */
+  hostIsDevice?: () => boolean;
+  /** Where the engines' runtime figures are learned (see runtime-overhead.ts). */
+  runtime?: RuntimeOverhead;
   /** SIGTERM → SIGKILL grace, ms; default 5000. */
   stopGraceMs?: number;
   /** Lines of log kept per model; default 2000. */
@@ -250,14 +259,15 @@ export class Supervisor {
    * query (nvidia-smi) only when a server is on the device. Never rejects.
    */
   async measure(): Promise<Map<string, number>> {
-    const onDevice = [...this.owners.values()].some((owner) => owner.server?.running && owner.server.level !== 'minimal');
-    const gpu = onDevice ? await this.gpuUsage() : null;
-    const out = new Map<string, number>();
-    for (const owner of this.owners.values()) {
-      const server = owner.server;
-      if (server?.running) out.set(owner.modelId, this.deviceBytesOf(owner.modelId, server, gpu));
+    const running = [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [{ modelId: owner.modelId, server: owner.server }] : []));
+    if (this.deps.hostIsDevice?.() === true) {
+      // Host RAM is the device: what each holds is its process tree's RSS, runtime and all.
+      const sizes = await Promise.all(running.map(({ server }) => treeResidentBytes(server.pid, this.platform).catch(() => 0)));
+      return new Map(running.map(({ modelId }, i) => [modelId, sizes[i] ?? 0]));
     }
-    return out;
+    const onDevice = running.some(({ server }) => server.level !== 'minimal');
+    const gpu = onDevice ? await this.gpuUsage() : null;
+    return new Map(running.map(({ modelId, server }) => [modelId, this.deviceBytesOf(modelId, server, gpu)]));
   }
 
   /**
@@ -513,6 +523,7 @@ export class Supervisor {
       started.phase = 'ready';
       started.readyAt = this.clock.now();
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
+      this.learnRuntime(owner.modelId, spec, level, started);
       return 'ready';
     } catch {
       const why = waiting.signal.reason as 'timeout' | 'cancelled' | 'exited';
@@ -569,6 +580,16 @@ export class Supervisor {
       });
       if (!back) owner.log.push(`── llmtray: device memory of '${owner.modelId}' was not back after ${this.deps.memoryWait?.maxMs ?? 5_000} ms; launching anyway`);
     }
+  }
+
+  /** On the CPU, the first ready server of an engine kind measures that engine's own cost. */
+  private learnRuntime(modelId: string, spec: LaunchSpec, level: LaunchLevel, server: ServerProcess): void {
+    const runtime = this.deps.runtime;
+    // At full or degraded the estimate covers the whole model (at partial or minimal its device figure does not).
+    if (runtime === undefined || this.deps.hostIsDevice?.() !== true || level === 'partial' || level === 'minimal') return;
+    void treeResidentBytes(server.pid, this.platform)
+      .then((rss) => runtime.learn(spec.engine, rss, this.deps.footprint(modelId, level)))
+      .catch(() => undefined);
   }
 
   /**
