@@ -282,6 +282,7 @@ class ScriptedGateway implements ModelGateway {
     const claim: ScriptedClaim = {
       servedBy,
       endpoint: { baseUrl: serving.engineUrl ?? this.engineBaseUrl, apiKey: this.engineKey },
+      anthropicMessages: false,
       lost: lost.signal,
       releases: 0,
       progress: 0,
