@@ -4,6 +4,7 @@
 import type { DesiredProvider, DesiredState, ModelDemand } from '../controller/effects.js';
 import type { CatalogModel } from '../catalog/catalog.js';
 import type { FootprintEstimate } from '../policy/levels.js';
+import type { Device } from '../policy/place.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
 import type { ModelActivity } from './activity.js';
 
@@ -42,7 +43,24 @@ export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isP
   if (waitingSince !== undefined) demand.waitingSince = waitingSince;
   if (model.draftId !== undefined) demand.draftId = model.draftId;
   if (model.fallbackId !== undefined) demand.fallbackId = model.fallbackId;
+  if (model.mixedSplit) demand.mixedSplit = true;
   return demand;
+}
+
+/**
+ * Each GPU as its own budget, in GPU mode; one pool otherwise (host RAM, unified memory). A
+ * configured limit below the machine's caps every GPU in proportion, so the sum is the limit.
+ */
+export function devicesOf(budget: BudgetSample): Device[] {
+  if (budget.mode !== 'gpu' || budget.perGpu.length === 0) return [{ index: 0, name: budget.mode === 'cpu' ? 'host RAM' : 'unified memory', deviceClass: budget.mode, budgetBytes: budget.totalBytes }];
+  const machine = budget.perGpu.reduce((sum, gpu) => sum + gpu.budgetBytes, 0);
+  const scale = machine > budget.totalBytes && machine > 0 ? budget.totalBytes / machine : 1;
+  return budget.perGpu.map((gpu) => ({
+    index: gpu.index,
+    name: gpu.name,
+    deviceClass: `${gpu.vendor}:${gpu.name}`.toLowerCase(),
+    budgetBytes: Math.floor(gpu.budgetBytes * scale),
+  }));
 }
 
 export class DaemonDesiredState implements DesiredProvider {
@@ -54,7 +72,7 @@ export class DaemonDesiredState implements DesiredProvider {
     const budget = await this.sources.budget();
     const models = this.sources.models().map((model) => demandOf(model, this.sources));
     this.wantedIds = new Set(models.filter((m) => m.wanted).map((m) => m.modelId));
-    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.hostAvailableBytes };
+    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.hostAvailableBytes, devices: devicesOf(budget) };
   }
 
   /** Whether the last pass wanted the model resident (for the snapshot and /metrics). */

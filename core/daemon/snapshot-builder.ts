@@ -13,7 +13,7 @@ export interface SnapshotParts {
   startedAt: number;
   endpoint: () => string;
   catalog: Pick<Catalog, 'models' | 'problems' | 'config'>;
-  controller: Pick<Controller, 'status' | 'lastPlan'>;
+  controller: Pick<Controller, 'status' | 'lastPlan' | 'placement'>;
   supervisor: Pick<Supervisor, 'status' | 'endpointFor' | 'inFlight'>;
   activity: ModelActivity;
   isPinned(model: CatalogModel): boolean;
@@ -95,6 +95,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       lastUsed: lastUsed ?? null,
       status: parts.controller.status(model.id) ?? idleStatus(model.id, parts.startedAt),
       loading: server !== null && server.phase === 'loading' ? { fraction: server.loadProgress, startedAt: server.startedAt } : null,
+      placement: parts.controller.placement(model.id),
       upstream: endpoint === null ? null : { baseUrl: `http://127.0.0.1:${endpoint.port}`, apiKey: endpoint.apiKey, pid: endpoint.pid },
       catalogError: model.metadataError,
     });

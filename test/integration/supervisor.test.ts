@@ -288,7 +288,7 @@ describe('Supervisor with the fake engine', () => {
   it('cancels a load when the caller aborts, and when the model is evicted', async () => {
     const { supervisor } = await supervisorWith({ a: ['--fake-ready-after', '600000'], b: ['--fake-ready-after', '600000'] });
     const controller = new AbortController();
-    const launchA = supervisor.launch('a', 'full', controller.signal);
+    const launchA = supervisor.launch('a', 'full', undefined, controller.signal);
     await until(() => supervisor.status('a') !== null, 'a is spawned');
     controller.abort(new DOMException('client went away', 'AbortError'));
     await expect(launchA).rejects.toMatchObject({ name: 'AbortError' });
@@ -304,7 +304,7 @@ describe('Supervisor with the fake engine', () => {
   it('keeps the load going while one of two callers still waits', async () => {
     const { supervisor, spawns } = await supervisorWith({ shared: ['--fake-ready-after', '300'] });
     const impatient = new AbortController();
-    const first = supervisor.launch('shared', 'full', impatient.signal);
+    const first = supervisor.launch('shared', 'full', undefined, impatient.signal);
     const second = supervisor.launch('shared', 'full');
     impatient.abort(new DOMException('gone', 'AbortError'));
     await expect(first).rejects.toMatchObject({ name: 'AbortError' });

@@ -21,6 +21,8 @@ import type { ServerEvent, ServerEventListener } from '../../contracts/server-ev
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
+import { placementEnv } from '../placement-args.js';
+import type { Placement } from '../../policy/place.js';
 import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
 import { realClock, type Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
@@ -200,7 +202,7 @@ export class Supervisor {
    * to start, or is not ready within the load timeout; with an AbortError when `signal` aborts
    * (the load is cancelled once every caller waiting on it has aborted) or an eviction cancels it.
    */
-  launch(modelId: string, level: LaunchLevel, signal?: AbortSignal): Promise<void> {
+  launch(modelId: string, level: LaunchLevel, placement?: Placement, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const owner = this.ownerFor(modelId);
     // Only the newest launch may be joined: joining an older one at this level while a launch
@@ -208,7 +210,7 @@ export class Supervisor {
     let pending = owner.pending.at(-1);
     if (pending === undefined || pending.level !== level || pending.cancel.signal.aborted) {
       const cancel = new AbortController();
-      const promise = owner.run(() => this.launchNow(owner, level, cancel.signal));
+      const promise = owner.run(() => this.launchNow(owner, level, placement, cancel.signal));
       const created: PendingLaunch = { level, promise, cancel, waiters: 0 };
       pending = created;
       owner.pending.push(created);
@@ -407,7 +409,7 @@ export class Supervisor {
   }
 
   /** One launch command, run by the model's owner. */
-  private async launchNow(owner: ModelOwner, level: LaunchLevel, cancel: AbortSignal): Promise<void> {
+  private async launchNow(owner: ModelOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
     cancel.throwIfAborted();
     const current = owner.server;
     if (current?.phase === 'ready' && !current.hasEnded && current.level === level) return;
@@ -422,7 +424,7 @@ export class Supervisor {
     }
     for (let attempt = 1; ; attempt++) {
       cancel.throwIfAborted();
-      const outcome = await this.startOnce(owner, spec, command, level, cancel);
+      const outcome = await this.startOnce(owner, spec, command, level, placement, cancel);
       if (outcome === 'ready') return;
       if (outcome !== 'port-taken') throw outcome;
       if (attempt >= PORT_ATTEMPTS) throw this.failedBeforeStart(owner, level, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
@@ -435,6 +437,7 @@ export class Supervisor {
     spec: LaunchSpec,
     command: EngineCommand,
     level: LaunchLevel,
+    placement: Placement | undefined,
     cancel: AbortSignal,
   ): Promise<'ready' | 'port-taken' | Error> {
     const port = await freeLoopbackPort();
@@ -443,7 +446,7 @@ export class Supervisor {
     const keyFile = readsApiKeyFile(command.capabilities) ? newApiKeyFilePath(apiKeyDir(this.deps.dataDir)) : null;
     let args: string[];
     try {
-      args = [...command.args, ...argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile })];
+      args = [...command.args, ...argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement)];
     } catch (error) {
       return this.failedBeforeStart(owner, level, describe(error));
     }
@@ -462,7 +465,7 @@ export class Supervisor {
         spawn: this.spawn,
         command: command.command,
         args,
-        env: spec.env,
+        env: { ...placementEnv(placement, spec.engine), ...spec.env },
         platform: this.platform,
         port,
         apiKey,

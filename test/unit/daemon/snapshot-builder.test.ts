@@ -30,7 +30,7 @@ function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | nu
     startedAt: 1,
     endpoint: () => 'http://127.0.0.1:11435/v1',
     catalog: { models: () => [chat, idle], problems: () => [], config: () => ({ modelDirs: ['/models'] }) as never },
-    controller: { status: () => undefined, lastPlan: () => null },
+    controller: { status: () => undefined, lastPlan: () => null, placement: () => null },
     supervisor: {
       status: () => null,
       endpointFor: (id: string) => (id === 'chat' ? { port: 40001, apiKey: 'k', pid: 77, level: 'full', startedAt: 1, readyAt: 2 } : null),
