@@ -513,6 +513,8 @@ export class Supervisor {
       });
       // Before 'ready', so the first request already knows how to reach it.
       started.anthropicMessages = (await probeServedApis(port, apiKey)).anthropicMessages;
+      // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it would have a moment earlier.
+      waiting.signal.throwIfAborted();
       if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
       started.phase = 'ready';
       started.readyAt = this.clock.now();
