@@ -482,6 +482,22 @@ describe('claims', () => {
     expect(supervisor.claim('busy')).toBeNull();
   });
 
+  it('asks each server once, before it is ready, whether it serves Anthropic’s Messages API, and says so in its claims', async () => {
+    const { supervisor } = await supervisorWith({ recent: ['--fake-anthropic'], older: [] });
+    await Promise.all([supervisor.launch('recent', 'full'), supervisor.launch('older', 'full')]);
+    const recent = supervisor.claim('recent');
+    const older = supervisor.claim('older');
+    expect(recent?.endpoint.anthropicMessages).toBe(true);
+    expect(older?.endpoint.anthropicMessages).toBe(false);
+    // Asked at readiness, not per claim: a second claim costs the engine nothing.
+    supervisor.claim('recent')?.release();
+    const asked = await fetch(`http://127.0.0.1:${recent?.endpoint.port}/fake-counts`, { headers: { authorization: `Bearer ${recent?.endpoint.apiKey}` } });
+    expect(await asked.json()).toEqual({ counts: 1 });
+    expect(supervisor.logs('recent').join('\n')).toContain("serves Anthropic's /v1/messages itself");
+    recent?.release();
+    older?.release();
+  });
+
   it('thousands of claims racing evictions on a real process never see a claimed server stopped', async () => {
     const { supervisor } = await supervisorWith({});
     const open = new Map<number, Claim[]>();

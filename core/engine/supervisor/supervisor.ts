@@ -33,6 +33,7 @@ import { LineRing } from './log-ring.js';
 import { waitForMemoryBack } from './memory-wait.js';
 import { isRunning, readCommandLine, signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
 import { waitUntilReady } from './readiness.js';
+import { probeServedApis } from './served-apis.js';
 import { lookAtEngine } from './engine-look.js';
 import { HangWatch } from './hang-watch.js';
 import type { Claim } from './server-claims.js';
@@ -278,7 +279,7 @@ export class Supervisor {
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
     if (!server || server.phase !== 'ready' || server.hasEnded) return null;
-    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid });
+    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages });
   }
 
   /** Requests claimed on the model's current server. Synchronous. */
@@ -520,6 +521,11 @@ export class Supervisor {
           started.loadProgress = progress;
         },
       });
+      // Before 'ready', so the first request already knows how to reach it.
+      started.anthropicMessages = (await probeServedApis(port, apiKey)).anthropicMessages;
+      // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it would have a moment earlier.
+      waiting.signal.throwIfAborted();
+      if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
       started.phase = 'ready';
       started.readyAt = this.clock.now();
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
