@@ -14,11 +14,15 @@ export type ExecFileText = (file: string, args: readonly string[]) => Promise<st
  */
 export const EXEC_TIMEOUT_MS = 5_000;
 
-/** An ExecFileText that gives up after `timeoutMs` (llama-server's device listing initialises every backend, which takes longer than a driver query). */
-export function execFileTextWithin(timeoutMs: number): ExecFileText {
+/**
+ * An ExecFileText that gives up after `timeoutMs` (llama-server's device listing initialises
+ * every backend, which takes longer than a driver query), run with `env` when given (the
+ * engines' environment, so a listing sees the devices the engines will see).
+ */
+export function execFileTextWithin(timeoutMs: number, env?: NodeJS.ProcessEnv): ExecFileText {
   return (file, args) =>
     new Promise((resolve, reject) => {
-      execFile(file, [...args], { timeout: timeoutMs, windowsHide: true, maxBuffer: 4 * 1024 * 1024 }, (error, stdout) => {
+      execFile(file, [...args], { timeout: timeoutMs, windowsHide: true, maxBuffer: 4 * 1024 * 1024, ...(env === undefined ? {} : { env }) }, (error, stdout) => {
         if (error) reject(new Error(`${file} ${args.join(' ')} failed: ${error.message}`, { cause: error }));
         else resolve(stdout);
       });

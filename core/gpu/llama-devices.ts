@@ -98,6 +98,12 @@ export function parseListDevices(stdout: string): EngineDeviceList {
 export type EngineDeviceReader = () => Promise<EngineDeviceList>;
 
 export interface EngineDeviceReaderOptions {
+  /**
+   * Variables set on top of this process's environment for the listing: the engines' own
+   * (CUDA_VISIBLE_DEVICES, GGML_VK_VISIBLE_DEVICES, CUDA_DEVICE_ORDER…), so that it names the
+   * devices they will use. Ignored when `exec` is given.
+   */
+  env?: Record<string, string>;
   /** Default: execFile with LIST_DEVICES_TIMEOUT_MS. */
   exec?: ExecFileText;
   clock?: { now(): number };
@@ -111,7 +117,7 @@ export interface EngineDeviceReaderOptions {
  * share the answer and callers during a listing join it.
  */
 export function createEngineDeviceReader(binaryPath: string, options: EngineDeviceReaderOptions = {}): EngineDeviceReader {
-  const exec = options.exec ?? execFileTextWithin(LIST_DEVICES_TIMEOUT_MS);
+  const exec = options.exec ?? execFileTextWithin(LIST_DEVICES_TIMEOUT_MS, options.env === undefined ? undefined : { ...process.env, ...options.env });
   const clock = options.clock ?? { now: () => Date.now() };
   let lastGood: EngineDeviceList | null = null;
   const list = async (): Promise<EngineDeviceList> => {

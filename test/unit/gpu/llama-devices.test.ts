@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createEngineDeviceReader, LIST_DEVICES_ARGS, parseListDevices } from '../../../core/gpu/llama-devices.js';
 import { toolOutput } from '../../support/gpu-tool-output.js';
 
@@ -104,5 +107,32 @@ describe('createEngineDeviceReader', () => {
   it('with no good list yet, a failure is no devices and a note', async () => {
     const read = createEngineDeviceReader('llama-server', { exec: async () => { throw new Error('spawn llama-server ENOENT'); } });
     expect(await read()).toEqual({ devices: [], notes: [expect.stringMatching(/could not be read \(spawn llama-server ENOENT\)\.$/)] });
+  });
+});
+
+describe('createEngineDeviceReader with the engines\' environment', () => {
+  it('lists the devices the engines will see: the listing runs with their variables', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'llmtray-list-devices-'));
+    try {
+      // A llama-server that, like a real one, lists only the devices CUDA_VISIBLE_DEVICES lets it see.
+      const bin = join(dir, 'llama-server');
+      await writeFile(bin, [
+        '#!/bin/sh',
+        'echo "Available devices:"',
+        'if [ "$CUDA_VISIBLE_DEVICES" = 1 ]; then',
+        '  echo "  CUDA0: NVIDIA GeForce RTX 3060 (11910 MiB, 11700 MiB free)"',
+        'else',
+        '  echo "  CUDA0: NVIDIA GeForce RTX 4090 (24080 MiB, 23700 MiB free)"',
+        '  echo "  CUDA1: NVIDIA GeForce RTX 3060 (11910 MiB, 11700 MiB free)"',
+        'fi',
+      ].join('\n'));
+      await chmod(bin, 0o755);
+      const all = await createEngineDeviceReader(bin)();
+      const onlySecond = await createEngineDeviceReader(bin, { env: { CUDA_VISIBLE_DEVICES: '1' } })();
+      expect(all.devices.map((d) => `${d.name} ${d.description}`)).toEqual(['CUDA0 NVIDIA GeForce RTX 4090', 'CUDA1 NVIDIA GeForce RTX 3060']);
+      expect(onlySecond.devices.map((d) => `${d.name} ${d.description}`)).toEqual(['CUDA0 NVIDIA GeForce RTX 3060']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
