@@ -57,7 +57,7 @@ describe('a box with two AMD GPUs (amd-smi, ROCm llama-server)', () => {
     await amdDriverSays(stateDir, { [CARD_A]: 700 + 4096, [CARD_B]: 20 });
     await ourEngineHolds(procRoot, CARD_A, 4096);
     child = ProbeChild.start(
-      { ourPids: [OUR_ENGINE_PID], reserveBytes: RESERVE_MIB * MiB, limitBytes: null, llamaServer: join(FAKE_GPU_DIR, 'llama-server'), procRoot },
+      { ourPids: [OUR_ENGINE_PID], reserveBytes: RESERVE_MIB * MiB, limitBytes: null, llamaServer: join(FAKE_GPU_DIR, 'engine/llama-server'), procRoot },
       { FAKE_GPU_BOX: 'amd-pair', FAKE_GPU_STATE_DIR: stateDir },
     );
   });
@@ -111,7 +111,7 @@ describe('a box with an NVIDIA and an AMD GPU (nvidia-smi, amd-smi, Vulkan llama
     await writeFile(join(stateDir, 'compute-apps.csv'), '');
     await amdDriverSays(stateDir, { [CARD_A]: 400 });
     child = ProbeChild.start(
-      { ourPids: [], reserveBytes: RESERVE_MIB * MiB, limitBytes: null, llamaServer: join(FAKE_GPU_DIR, 'llama-server') },
+      { ourPids: [], reserveBytes: RESERVE_MIB * MiB, limitBytes: null, llamaServer: join(FAKE_GPU_DIR, 'engine/llama-server') },
       { FAKE_GPU_BOX: 'mixed', FAKE_GPU_STATE_DIR: stateDir },
     );
   });
