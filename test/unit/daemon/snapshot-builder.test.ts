@@ -22,7 +22,7 @@ const chat = catalogModel('chat', {
 const idle = catalogModel('idle');
 
 function gpu(index: number, budgetBytes: number): BudgetSample['perGpu'][number] {
-  return { index, name: `GPU ${index}`, vendor: 'NVIDIA', busAddress: null, totalBytes: budgetBytes + GiB, usedBytes: GiB, usedByOthersBytes: 512 * MiB, usedByUsBytes: 0, reserveBytes: 512 * MiB, budgetBytes };
+  return { index, name: `GPU ${index}`, vendor: 'NVIDIA', busAddress: null, deviceClass: 'nvidia:rtx-4090', totalBytes: budgetBytes + GiB, usedBytes: GiB, usedByOthersBytes: 512 * MiB, usedByUsBytes: 0, reserveBytes: 512 * MiB, budgetBytes };
 }
 
 /** What the controller's last pass counted for chat: `bytes` on GPU 0, at `level`. */
