@@ -22,6 +22,7 @@ import { Supervisor } from './engine/supervisor/supervisor.js';
 import { queryComputeApps, sharedComputeAppsReader } from './gpu/compute-apps.js';
 import { execFileText } from './gpu/exec-file.js';
 import { createGpuProbe, type GpuProbe } from './gpu/gpu-probe.js';
+import { createEngineDeviceReader } from './gpu/llama-devices.js';
 import { computeBudget } from './gpu/compute-budget.js';
 import { RuntimeOverhead } from './engine/runtime-overhead.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
@@ -113,7 +114,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const llamaServerPath = llamaServer.found ? llamaServer.path : null;
     log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
     const runtime = new RuntimeOverhead();
-    const gpuProbe = createGpuProbe();
+    // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
+    // Intel, AMD without ROCm's tools), in the engines' own environment and device order.
+    const gpuProbe = createGpuProbe(
+      llamaServerPath === null ? {} : { engineDevices: createEngineDeviceReader(llamaServerPath, { env: { ...options.engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } }) },
+    );
     if (demo !== null) {
       // On the CPU every model's footprint includes its engine's own cost, so the demo's limit does too.
       const onCpu = await hostIsTheDevice(gpuProbe);

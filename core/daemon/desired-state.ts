@@ -75,7 +75,7 @@ export function devicesOf(budget: BudgetSample): Device[] {
   return budget.perGpu.map((gpu) => ({
     index: gpu.index,
     name: gpu.name,
-    deviceClass: `${gpu.vendor}:${gpu.name}`.toLowerCase(),
+    deviceClass: gpu.deviceClass,
     budgetBytes: Math.floor(gpu.budgetBytes * scale),
   }));
 }
