@@ -23,6 +23,8 @@ import { probeCapabilities, type EngineCapabilities } from '../../core/engine/ll
 import { defaultEngineCommand } from '../../core/engine/supervisor/engine-command.js';
 import { isRunning, readCommandLine } from '../../core/engine/supervisor/process-tree.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
+import { placementArgs } from '../../core/engine/placement-args.js';
+import type { Placement } from '../../core/policy/place.js';
 import type { LaunchLevel } from '../../core/policy/levels.js';
 import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { corruptModel, TINY_SHAPE, tinyModel } from '../support/test-models.js';
@@ -104,6 +106,26 @@ describe.skipIf(LLAMA_SERVER === undefined)('a real llama-server (LLMTRAY_LLAMA_
     expect(await isRunning(endpoint.pid)).toBe(false);
     expect(supervisor.endpointFor('tiny')).toBeNull();
     if (readsApiKeyFile(capabilities)) expect(await readdir(join(dataDir, 'engine-keys'))).toEqual([]);
+  });
+
+  it.each<[string, Placement]>([
+    ['one GPU', { kind: 'gpu', devices: [{ index: 0, layers: TINY_SHAPE.nLayer, bytes: 1 }], cpuMoeLayers: 0, hostBytes: 0 }],
+    ['a layer split', { kind: 'split', devices: [{ index: 0, layers: 1, bytes: 1 }, { index: 1, layers: TINY_SHAPE.nLayer - 1, bytes: 1 }], cpuMoeLayers: 0, hostBytes: 0 }],
+    ['part on the CPU', { kind: 'partial', devices: [{ index: 0, layers: 1, bytes: 1 }], cpuMoeLayers: 0, hostBytes: 1 }],
+  ])('takes the flags of a placement on %s, and serves (a CPU build places it all on the CPU)', async (_what, placement) => {
+    if (!supervisor) throw new Error('no supervisor');
+    await supervisor.launch('tiny', 'full', placement);
+    const endpoint = supervisor.endpointFor('tiny');
+    if (endpoint === null) throw new Error('ready but no endpoint');
+    const commandLine = (await readCommandLine(endpoint.pid)) ?? '';
+    for (const arg of placementArgs(placement, capabilities)) expect(commandLine).toContain(arg);
+    const response = await fetch(`http://127.0.0.1:${endpoint.port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${endpoint.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 2 }),
+    });
+    expect(response.status).toBe(200);
+    await supervisor.evict('tiny');
   });
 
   it("rejects a corrupt model as invalid (no retry can fix it) with llama.cpp's reason", async () => {
