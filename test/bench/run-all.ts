@@ -7,10 +7,11 @@ import { removeBenchFiles } from './bench-models.js';
 import { runMemoryBench } from './memory-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
 import { runRouterBench } from './router-bench.js';
-import { runScheduleBench } from './schedule-bench.js';
+import { runPlaceBench, runScheduleBench } from './schedule-bench.js';
 
 const benches: Record<string, () => Promise<void>> = {
   schedule: runScheduleBench,
+  place: runPlaceBench,
   router: runRouterBench,
   readiness: runReadinessBench,
   activation: runActivationBench,

@@ -186,7 +186,7 @@ describe('the live GPU budget in the running daemon', () => {
     expect(low.desired).toBe(true);
     expect(low.status.state).toBe('queued');
     expect(low.status.unschedulableReason).toMatch(
-      new RegExp(`^GPU 0 NVIDIA GeForce RTX 4090: needs [\\d.]+ MiB; [\\d.]+ MiB budget, [\\d.]+ MiB held by ${HIGH} .*; GPU 1 NVIDIA GeForce RTX 3060: needs [\\d.]+ MiB; 0 B budget`),
+      new RegExp(`^needs [\\d.]+ MiB; GPU 0 NVIDIA GeForce RTX 4090: [\\d.]+ MiB budget, [\\d.]+ MiB held by ${HIGH} .*; GPU 1 NVIDIA GeForce RTX 3060: 0 B budget`),
     );
     expect(settledHigh.plan?.unschedulable).toEqual([{ modelId: LOW, reason: low.status.unschedulableReason, strict: false }]);
     expect(isProcessAlive(lowPid)).toBe(false);

@@ -516,7 +516,7 @@ describe('placement on the workstation\'s GPUs', () => {
     expect(new Set([w.server.placements.get('a')?.devices[0]?.index, w.server.placements.get('b')?.devices[0]?.index])).toEqual(new Set([0, 1]));
     expect(w.controller.placement('a')).toEqual(w.server.placements.get('a'));
     // 20 GiB in all, but no GPU has 8 free: the sum would have said it fits.
-    expect(w.controller.status('c')?.unschedulableReason).toMatch(/^GPU 0 RTX 4090: needs 8 GiB; 10 GiB budget, 8 GiB held by (a|b) .*; GPU 1 RTX 4090: needs 8 GiB; 10 GiB budget, 8 GiB held by (a|b) .*, 2 GiB free/);
+    expect(w.controller.status('c')?.unschedulableReason).toMatch(/^needs 8 GiB; GPU 0 RTX 4090: 10 GiB budget, 8 GiB held by (a|b) .*; GPU 1 RTX 4090: 10 GiB budget, 8 GiB held by (a|b) .*, 2 GiB free/);
   });
 
   it('evicts on the GPU that needs the room, never a model elsewhere for nothing', async () => {

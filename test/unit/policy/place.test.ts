@@ -45,7 +45,7 @@ describe('place: the fastest placement that fits', () => {
     const devices = [gpu(0, 20), gpu(1, 12, 'rtx-3060')];
     const refused = place([want('big', layered(26))], [], devices);
     expect(refused.launch).toEqual([]);
-    expect(refused.unschedulable[0]?.reason).toMatch(/^GPU 0 RTX 4090: needs 27.5 GiB; 20 GiB budget, 0 B held by nothing, 20 GiB free; GPU 1 RTX 3060: needs 27.5 GiB; 12 GiB budget, 0 B held by nothing, 12 GiB free; a split across mixed GPUs is off for this model \(mixedSplit\)/);
+    expect(refused.unschedulable[0]?.reason).toMatch(/^needs 27.5 GiB; GPU 0 RTX 4090: 20 GiB budget, 0 B held by nothing, 20 GiB free; GPU 1 RTX 3060: 12 GiB budget, 0 B held by nothing, 12 GiB free; a split across mixed GPUs is off for this model \(mixedSplit\)/);
     const allowed = place([want('big', layered(26), { mixedSplit: true })], [], devices);
     expect(allowed.placements.big?.kind).toBe('mixed');
   });
@@ -103,7 +103,7 @@ describe('place: evictions free memory on the GPU that needs it', () => {
       {
         modelId: 'wants-in',
         reason:
-          'GPU 0 RTX 4090: needs 10 GiB; 24 GiB budget, 20 GiB held by pinned pinned (20 GiB), 4 GiB free; GPU 1 RTX 4090: needs 10 GiB; 12 GiB budget, 8 GiB held by active busy (8 GiB), 4 GiB free; it cannot be split (its layers are unknown)',
+          'needs 10 GiB; GPU 0 RTX 4090: 24 GiB budget, 20 GiB held by pinned pinned (20 GiB), 4 GiB free; GPU 1 RTX 4090: 12 GiB budget, 8 GiB held by active busy (8 GiB), 4 GiB free; it cannot be split (its layers are unknown)',
         strict: false,
       },
     ]);
