@@ -24,7 +24,7 @@ import { execFileText } from './gpu/exec-file.js';
 import { createGpuProbe, type GpuProbe } from './gpu/gpu-probe.js';
 import { createEngineDeviceReader } from './gpu/llama-devices.js';
 import { computeBudget } from './gpu/compute-budget.js';
-import { RuntimeOverhead } from './engine/runtime-overhead.js';
+import { RuntimeOverhead, type RuntimePlace } from './engine/runtime-overhead.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
 import { footprintAt, type LaunchLevel } from './policy/levels.js';
@@ -120,9 +120,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       llamaServerPath === null ? {} : { engineDevices: createEngineDeviceReader(llamaServerPath, { env: { ...options.engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } }) },
     );
     if (demo !== null) {
-      // On the CPU every model's footprint includes its engine's own cost, so the demo's limit does too.
-      const onCpu = await hostIsTheDevice(gpuProbe);
-      const limit = demoBudgetLimit(catalog.models(), onCpu ? runtime.bytes(llamaServerPath === null ? 'embedded' : 'llama-server') : 0);
+      // Every model's footprint includes its engine's own cost, so the demo's limit does too.
+      const limit = demoBudgetLimit(catalog.models(), runtime.bytes(llamaServerPath === null ? 'embedded' : 'llama-server', await runtimePlaceAtStart(gpuProbe)));
       if (limit !== null) {
         await writeDemoLimit(demo, limit);
         await catalog.reload();
@@ -192,8 +191,10 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     cleanups.push(() => supervisor.close());
     if (supervisor.orphans.ended.length > 0) log.warn(`ended ${supervisor.orphans.ended.length} model server(s) left by an earlier run`);
 
-    // What each model's engine process itself costs against the budget: on the CPU only.
-    const runtimeBytes = (model: CatalogModel): number => (cpuOnly() ? runtime.bytes(engineFor(model, llamaServerPath)) : 0);
+    // What each model's engine process itself costs against the budget: its backend's context on
+    // a GPU; its runtime in host RAM elsewhere (without a GPU, and on unified memory, where the
+    // process's RAM is the device's).
+    const runtimeBytes = (model: CatalogModel): number => runtime.bytes(engineFor(model, llamaServerPath), currentBudget().mode === 'gpu' ? 'device' : 'host');
     const desired = new DaemonDesiredState({
       models: () => catalog.models(),
       isPinned: (model) => pinPolicy.isPinned(model),
@@ -351,8 +352,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
 }
 
 /** Whether models run in host RAM here (no GPU whose memory can be measured), from one probe. */
-async function hostIsTheDevice(probe: GpuProbe): Promise<boolean> {
+/** Where the engines' runtime will count, from one probe before the live budget runs: the demo sizes its limit with it. */
+async function runtimePlaceAtStart(probe: GpuProbe): Promise<RuntimePlace> {
   const { gpus, host } = await probe.probe().catch(() => ({ gpus: [], host: { totalBytes: 0, availableBytes: 0 } }));
   const budget = computeBudget({ gpus, host, reserveBytes: 0, limitBytes: null, ourUsageByGpu: new Map(), platform: process.platform, unifiedShare: DEFAULT_BUDGET_CONFIG.unifiedShare });
-  return budget.mode === 'cpu';
+  return budget.mode === 'gpu' ? 'device' : 'host';
 }

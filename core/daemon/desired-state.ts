@@ -15,8 +15,9 @@ export interface DesiredSources {
   /** Requests claimed on the model's server now (the supervisor's count). */
   inFlight(modelId: string): number;
   /**
-   * What the model's engine process itself costs where it counts against the budget: in host
-   * RAM on a machine without a GPU (see core/engine/runtime-overhead.ts); 0 on a GPU. Default 0.
+   * What the model's engine process itself costs where it counts against the budget: its
+   * runtime in host RAM, or its backend's context on a GPU (see core/engine/runtime-overhead.ts).
+   * Default 0.
    */
   runtimeBytes?(model: CatalogModel): number;
   /** The latest budget sample; samples now when there is none yet. */
@@ -31,10 +32,9 @@ export interface DesiredSources {
 const UNREADABLE: FootprintEstimate = { weightsBytes: 0, kvBytesPerToken: 0, contextTokens: 0, computeBytes: 0 };
 
 /**
- * The model's estimate as the plan prices it: the catalog's, with its engine's own cost added
- * where that counts against the budget (host RAM on a machine without a GPU). The runtime rides
- * in the compute term: like it, it is paid once per process, at any context. Null when the
- * catalog has no estimate.
+ * The model's estimate as the plan prices it: the catalog's, with its engine's own cost added.
+ * The runtime rides in the compute term: like it, it is paid once per process (per device a
+ * split uses), at any context. Null when the catalog has no estimate.
  */
 export function pricedEstimate(model: CatalogModel, runtimeBytes: number): FootprintEstimate | null {
   if (model.estimate === null) return null;

@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LaunchError } from '../../core/engine/failure-classifier.js';
 import { EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch-spec.js';
+import { RUNTIME_PRIOR_BYTES, RuntimeOverhead } from '../../core/engine/runtime-overhead.js';
+import type { Placement } from '../../core/policy/place.js';
 import { commandLineHash } from '../../core/engine/supervisor/engine-registry.js';
 import { isRunning } from '../../core/engine/supervisor/process-tree.js';
 import type { SpawnFunction } from '../../core/engine/supervisor/server-process.js';
@@ -450,6 +452,48 @@ describe('Supervisor with the fake engine', () => {
     pid = supervisor.endpointFor('drv')?.pid ?? -1;
     expect(supervisor.runningPids()).toEqual([pid]);
     expect(await supervisor.measured('drv')).toEqual({ bytes: 700 * MIB, where: 'device' });
+  });
+
+  it("learns an engine's runtime once: on a GPU from the driver's figure of a server whole on one device, on the CPU from its RSS", async () => {
+    // What the driver says each of our processes holds, whichever it is; null: it lists none.
+    let driverSays: number | null = null;
+    const runtime = new RuntimeOverhead();
+    const onOneGpu: Placement = { kind: 'gpu', devices: [{ index: 0, layers: 0, bytes: 100 * MIB }], cpuMoeLayers: 0, hostBytes: 0 };
+    const split: Placement = { kind: 'split', devices: [{ index: 0, layers: 8, bytes: 60 * MIB }, { index: 1, layers: 8, bytes: 60 * MIB }], cpuMoeLayers: 0, hostBytes: 0 };
+    let supervisorRef: Supervisor | null = null;
+    const { supervisor } = await supervisorWith(
+      {},
+      { gpuProcessMemory: async () => new Map((supervisorRef?.runningPids() ?? []).flatMap((pid) => (driverSays === null ? [] : [[pid, driverSays]]))), runtime },
+    );
+    supervisorRef = supervisor;
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+
+    // A server the driver does not list, and a split (its figure is not one model on one device), teach nothing.
+    await supervisor.launch('unlisted', 'full', onOneGpu);
+    driverSays = 900 * MIB;
+    await supervisor.launch('split', 'full', split);
+    await settle();
+    expect(runtime.isMeasured('embedded', 'device')).toBe(false);
+    expect(runtime.bytes('embedded', 'device')).toBe(RUNTIME_PRIOR_BYTES.device.embedded);
+
+    driverSays = 100 * MIB + 321 * MIB;
+    await supervisor.launch('whole', 'full', onOneGpu);
+    await until(() => runtime.isMeasured('embedded', 'device'), 'the device runtime is learned');
+    expect(runtime.bytes('embedded', 'device')).toBe(321 * MIB);
+    // Only the first measurement counts.
+    driverSays = 100 * MIB + 999 * MIB;
+    await supervisor.launch('later', 'full', onOneGpu);
+    await settle();
+    expect(runtime.bytes('embedded', 'device')).toBe(321 * MIB);
+    expect(runtime.isMeasured('embedded', 'host')).toBe(false);
+
+    // With the host as the device, the process's RSS (a Node process: tens of MiB) less its model's 1 MiB teaches the host figure.
+    const onHost = new RuntimeOverhead();
+    const cpu = await supervisorWith({}, { hostIsDevice: () => true, runtime: onHost, footprint: () => MIB });
+    await cpu.supervisor.launch('cpu', 'full');
+    await until(() => onHost.isMeasured('embedded', 'host'), 'the host runtime is learned');
+    expect(onHost.bytes('embedded', 'host')).toBeGreaterThan(10 * MIB);
+    expect(onHost.isMeasured('embedded', 'device')).toBe(false);
   });
 
   it('waits after an eviction until 75 % of the footprint is free again', async () => {

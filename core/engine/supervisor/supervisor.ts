@@ -64,8 +64,8 @@ export interface SupervisorDeps {
   hangLimitMs?: (spec: LaunchSpec) => number;
   /**
    * True while host RAM is the device (no GPU): then what a server holds is its process tree's
-   * RSS, and the first server of each engine kind teaches `runtime` that engine's own cost.
-   * Absent: never.
+   * RSS, and the first server of each engine kind teaches `runtime` that engine's own cost there
+   * (on a GPU, the driver's per-process figure teaches it). Absent: never.
    */
   hostIsDevice?: () => boolean;
   /** Where the engines' runtime figures are learned (see runtime-overhead.ts). */
@@ -529,7 +529,7 @@ export class Supervisor {
       started.phase = 'ready';
       started.readyAt = this.clock.now();
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
-      this.learnRuntime(owner.modelId, spec, level, started);
+      this.learnRuntime(owner.modelId, spec, level, started, placement);
       return 'ready';
     } catch {
       const why = waiting.signal.reason as 'timeout' | 'cancelled' | 'exited';
@@ -588,14 +588,28 @@ export class Supervisor {
     }
   }
 
-  /** On the CPU, the first ready server of an engine kind measures that engine's own cost. */
-  private learnRuntime(modelId: string, spec: LaunchSpec, level: LaunchLevel, server: ServerProcess): void {
+  /**
+   * The first ready server of an engine kind measures that engine's own cost where it counts:
+   * on the CPU its process tree's RSS; on a GPU the driver's figure for it, from a server that
+   * sits whole on one device (a split's or a partial launch's share per device is not its model's
+   * estimate).
+   */
+  private learnRuntime(modelId: string, spec: LaunchSpec, level: LaunchLevel, server: ServerProcess, placement: Placement | undefined): void {
     const runtime = this.deps.runtime;
     // At full or degraded the estimate covers the whole model (at partial or minimal its device figure does not).
-    if (runtime === undefined || this.deps.hostIsDevice?.() !== true || level === 'partial' || level === 'minimal') return;
-    void treeResidentBytes(server.pid, this.platform)
-      .then((rss) => runtime.learn(spec.engine, rss, this.deps.footprint(modelId, level)))
-      .catch(() => undefined);
+    if (runtime === undefined || level === 'partial' || level === 'minimal') return;
+    const estimate = this.deps.footprint(modelId, level);
+    if (this.deps.hostIsDevice?.() === true) {
+      void treeResidentBytes(server.pid, this.platform)
+        .then((rss) => runtime.learn(spec.engine, 'host', rss, estimate))
+        .catch(() => undefined);
+      return;
+    }
+    if (placement === undefined || placement.kind !== 'gpu' || placement.devices.length !== 1) return;
+    void this.gpuUsage().then((byPid) => {
+      const held = byPid?.get(server.pid);
+      if (held !== undefined) runtime.learn(spec.engine, 'device', held, estimate);
+    });
   }
 
   /**
