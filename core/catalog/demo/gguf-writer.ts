@@ -177,8 +177,44 @@ export function llamaGgufLayout(shape: LlamaModelShape): { dataStart: number; to
 export async function writeLlamaGguf(path: string, shape: LlamaModelShape): Promise<{ bytes: number }> {
   const invalid = invalidShapeReason(shape);
   if (invalid) throw new Error(`Cannot write model '${shape.name}': ${invalid}`);
+  return writeGguf(path, metadataFor(shape), planTensors(shape));
+}
+
+/** llama.cpp's name for part `index` (from 1) of a model split in `count`: `<prefix>-00001-of-00003.gguf`. */
+export function splitPartPath(prefix: string, index: number, count: number): string {
+  return `${prefix}-${String(index).padStart(5, '0')}-of-${String(count).padStart(5, '0')}.gguf`;
+}
+
+/**
+ * Writes `shape`'s model split in parts, as llama.cpp's gguf-split does: the first part holds
+ * all the metadata, every part its split.no (from 0), split.count and split.tensors.count, and
+ * its tensors in the model's order. `partOf` gives each tensor's part, from 0, and must not
+ * decrease along the tensor order (token_embd, blk.0.…, …, output). Returns the parts' paths.
+ * Blocks on file I/O; rejects like `writeLlamaGguf`, and on a `partOf` that leaves a part empty.
+ */
+export async function writeSplitLlamaGguf(prefix: string, shape: LlamaModelShape, partOf: (tensorName: string) => number): Promise<string[]> {
+  const invalid = invalidShapeReason(shape);
+  if (invalid) throw new Error(`Cannot write model '${shape.name}': ${invalid}`);
   const tensors = planTensors(shape);
-  const layout = layoutGguf(metadataFor(shape), tensors);
+  const parts: PlannedTensor[][] = [];
+  for (const tensor of tensors) {
+    const part = partOf(tensor.name);
+    if (part < parts.length - 1 || part > parts.length) throw new Error(`Cannot split '${shape.name}': tensor '${tensor.name}' goes to part ${part} after part ${parts.length - 1}`);
+    (parts[part] ??= []).push(tensor);
+  }
+  const paths = parts.map((_, i) => splitPartPath(prefix, i + 1, parts.length));
+  for (const [i, part] of parts.entries()) {
+    const metadata = new Map<string, GgufValue>(i === 0 ? metadataFor(shape) : []);
+    metadata.set('split.no', { kind: 'u16', value: i });
+    metadata.set('split.count', { kind: 'u16', value: parts.length });
+    metadata.set('split.tensors.count', { kind: 'i32', value: tensors.length });
+    await writeGguf(paths[i] as string, metadata, part);
+  }
+  return paths;
+}
+
+async function writeGguf(path: string, metadata: ReadonlyMap<string, GgufValue>, tensors: readonly PlannedTensor[]): Promise<{ bytes: number }> {
+  const layout = layoutGguf(metadata, tensors);
   const partial = `${path}.partial-${process.pid}`;
   const file = await open(partial, 'w');
   try {
