@@ -171,10 +171,9 @@ export async function runMemoryBench(): Promise<void> {
       [`demo-${c.file} @ ${c.contextTokens}`, 'estimate', mib(estimate.weights), mib(estimate.kv), mib(estimate.compute), '', mib(estimate.total)],
       ...engines.flatMap((engine) => {
         const m = (byEngine.get(engine) as Measurement).allocated;
-        const who = engine === 'embedded' ? 'llama.cpp' : 'llama-server';
         return [
-          ['', `${who} allocated`, mib(m.model), mib(m.kv), mib(m.compute), mib(m.other), mib(m.total)],
-          ['', `estimate − ${who}`, signed((estimate.weights - m.model) / MIB, 1), signed((estimate.kv - m.kv) / MIB, 1), signed((estimate.compute - m.compute) / MIB, 1), '', signed((estimate.total - m.total) / MIB, 1)],
+          ['', `${engine} allocated`, mib(m.model), mib(m.kv), mib(m.compute), mib(m.other), mib(m.total)],
+          ['', `estimate − ${engine}`, signed((estimate.weights - m.model) / MIB, 1), signed((estimate.kv - m.kv) / MIB, 1), signed((estimate.compute - m.compute) / MIB, 1), '', signed((estimate.total - m.total) / MIB, 1)],
         ];
       }),
     ]),
