@@ -134,7 +134,8 @@ export async function readGgufHeader(source: GgufSource, path: string, options: 
   const magic = await c.bytes(4, 'the GGUF magic');
   if (magic.toString('latin1') !== 'GGUF') c.fail(`not a GGUF file: it starts with ${describeBytes(magic)}, not "GGUF"`);
   const version = await c.u32('the GGUF version');
-  if (version !== 0 && (version & 0xffff) === 0) c.fail(`GGUF version ${version} is a byte-swapped 3: a big-endian GGUF, which this machine cannot load`);
+  // A big-endian file's version reads as 0x03000000 here (llama.cpp's own test).
+  if (version !== 0 && (version & 0xffff) === 0) c.fail(`GGUF version ${version} reads byte-swapped: a big-endian GGUF, which this machine cannot load`);
   if (version === 1) c.fail('GGUF version 1, which llama.cpp no longer loads; the model must be converted again');
   if (version !== 2 && version !== 3) c.fail(`GGUF version ${version}; llama.cpp loads versions 2 and 3`);
 
