@@ -12,9 +12,9 @@ import type { Placement } from '../policy/place.js';
 import type { EngineCapabilities } from './llama-server/capabilities.js';
 
 /**
- * The `-ngl` a placement implies where it differs from the level's: part on the CPU says how
- * many layers the device holds, CPU only says none. Undefined: the level decides (a model on one
- * GPU or split over several holds every layer the level offloads).
+ * The blocks a placement puts on the device where that differs from the level's: part on the
+ * CPU says how many the device holds, CPU only says none. Undefined: the level decides (a model
+ * on one GPU or split over several holds every layer the level offloads).
  */
 export function placementGpuLayers(placement: Placement | undefined): number | undefined {
   if (placement === undefined) return undefined;

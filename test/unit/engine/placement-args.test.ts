@@ -59,7 +59,7 @@ describe('argvFor with a placement', () => {
     const argv = argvFor(spec, 'full', recent, 4000, KEY, split);
     expect(valueOf(argv, '-ngl')).toBe('all');
     expect(valueOf(argv, '--tensor-split')).toBe('12,0,20');
-    expect(valueOf(argvFor(spec, 'full', recent, 4000, KEY, partial), '-ngl')).toBe('10');
+    expect(valueOf(argvFor(spec, 'full', recent, 4000, KEY, partial), '-ngl')).toBe('11'); // its 10 blocks and the output layer
     const onCpu = argvFor(spec, 'full', recent, 4000, KEY, cpu);
     expect(valueOf(onCpu, '-ngl')).toBe('0');
     expect(onCpu).not.toContain('--split-mode');
