@@ -16,6 +16,7 @@ import { Controller } from './controller/controller.js';
 import type { Log } from './controller/effects.js';
 import { LaunchError } from './engine/failure-classifier.js';
 import { findLlamaServer } from './engine/llama-server/find-binary.js';
+import { probeCapabilities } from './engine/llama-server/capabilities.js';
 import { realClock } from './common/clock.js';
 import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
 import { Supervisor } from './engine/supervisor/supervisor.js';
@@ -195,8 +196,16 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     // a GPU; its runtime in host RAM elsewhere (without a GPU, and on unified memory, where the
     // process's RAM is the device's).
     const runtimeBytes = (model: CatalogModel): number => runtime.bytes(engineFor(model, llamaServerPath), currentBudget().mode === 'gpu' ? 'device' : 'host');
+    // Only a llama-server build with --n-cpu-moe keeps a mixture of experts' expert tensors on
+    // the CPU; node-llama-cpp has no such option. `place` is not offered what the engine cannot do.
+    const llamaServerMoe = llamaServerPath === null ? false : await probeCapabilities(llamaServerPath).then(
+      (capabilities) => capabilities.flags.has('--n-cpu-moe') || capabilities.flags.has('-ncmoe'),
+      () => false,
+    );
+    const keepsExpertsOnCpu = (model: CatalogModel): boolean => engineFor(model, llamaServerPath) === 'llama-server' && llamaServerMoe;
     const desired = new DaemonDesiredState({
       models: () => catalog.models(),
+      keepsExpertsOnCpu,
       isPinned: (model) => pinPolicy.isPinned(model),
       activity,
       inFlight: (id) => supervisor.inFlight(id),

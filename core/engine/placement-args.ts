@@ -57,15 +57,17 @@ export function placementArgs(placement: Placement | undefined, capabilities: En
 /**
  * The environment for a launch's placement. Every GPU launch numbers CUDA devices in PCI bus
  * order, as the driver tools do. The embedded engine (node-llama-cpp has no split options) is
- * limited to the placement's devices through each backend's visibility variable, main device
- * first: llama.cpp then splits layers over the visible devices in proportion to their free
- * memory, which is how `place` shares a split too. Pure.
+ * limited to the placement's devices through each backend's visibility variable: llama.cpp then
+ * splits layers over the visible devices in proportion to their free memory, which is how
+ * `place` shares a split too. Pure.
  */
 export function placementEnv(placement: Placement | undefined, engine: 'embedded' | 'llama-server'): Record<string, string> {
   if (placement === undefined || placement.kind === 'cpu' || placement.devices.length === 0) return {};
   const env: Record<string, string> = { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' };
   if (engine === 'embedded') {
-    const visible = placement.devices.map((d) => d.index).join(',');
+    // In index order, as llama-server's --tensor-split: the last visible device then takes the
+    // output layer, which is where `place` costed it.
+    const visible = placement.devices.map((d) => d.index).sort((a, b) => a - b).join(',');
     env.CUDA_VISIBLE_DEVICES = visible;
     env.HIP_VISIBLE_DEVICES = visible;
     env.GGML_VK_VISIBLE_DEVICES = visible;

@@ -63,6 +63,13 @@ export interface FootprintEstimate {
   /** The compute buffer, bytes. */
   computeBytes: number;
   /**
+   * What the engine process itself costs where the model runs, bytes: its runtime in host RAM,
+   * its backend's context on a GPU (core/engine/runtime-overhead.ts). Paid once per process, at
+   * any context, and on each device a split uses. Absent: 0 (the catalog's own estimate; the
+   * daemon prices it in).
+   */
+  runtimeBytes?: number;
+  /**
    * The repeating blocks (transformer layers) a full launch puts on the device: the model's
    * block count, capped by its configured GPU layers. Weights and KV above are the bytes of
    * these layers, which is what lets 'partial' split them by layer. Absent, zero, negative
@@ -139,7 +146,8 @@ export function footprintAt(level: LaunchLevel, estimate: FootprintEstimate): Le
  * The estimate as `place`'s LayerCost, at the level's context (the configured one at 'full',
  * degradedContext below): a block costs its weights (the largest block's) and its share of
  * the KV cache, kvBytesPerToken × context / layers, rounded up; the non-block weights go on the
- * main device; every device that holds layers reserves the compute buffer. The draft is not in
+ * main device; every device that holds layers reserves the compute buffer and the engine's
+ * runtime, and in a split the compute buffer once more (pipelineComputeBytes). The draft is not in
  * it: `place` adds the draft's footprint to the main device. Undefined when the model cannot
  * be costed layer by layer: no per-block figures (an estimate made without them), or no
  * layer to place (layers unknown, 0 or negative). Negative inputs count as zero. Pure and
@@ -158,7 +166,8 @@ function layerCostAtContext(estimate: FootprintEstimate, contextTokens: number):
     perLayerBytes: block + Math.ceil((nonNegative(estimate.kvBytesPerToken) * contextTokens) / layers),
     expertBytesPerLayer: Math.min(block, nonNegative(estimate.expertBytesPerBlock ?? 0)),
     mainBytes: nonNegative(estimate.nonBlockWeightsBytes),
-    computeBytesPerDevice: nonNegative(estimate.computeBytes),
+    computeBytesPerDevice: nonNegative(estimate.computeBytes) + nonNegative(estimate.runtimeBytes ?? 0),
+    pipelineComputeBytes: nonNegative(estimate.computeBytes),
   };
 }
 
@@ -169,7 +178,7 @@ function contextAt(level: LaunchLevel, configuredTokens: number): number {
 }
 
 function bytesAtContext(estimate: FootprintEstimate, contextTokens: number): number {
-  const own = layerBytesAtContext(estimate, contextTokens) + nonNegative(estimate.computeBytes);
+  const own = layerBytesAtContext(estimate, contextTokens) + nonNegative(estimate.computeBytes) + nonNegative(estimate.runtimeBytes ?? 0);
   return estimate.draft === undefined ? own : own + bytesAtContext(estimate.draft, contextTokens);
 }
 

@@ -74,7 +74,7 @@ describe('argvFor with a placement', () => {
   it('the embedded engine takes no split flags: its devices come through the environment', () => {
     const argv = argvFor({ ...spec, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 4000, KEY, split);
     expect(argv).not.toContain('--tensor-split');
-    expect(placementEnv(split, 'embedded')).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '2,0', HIP_VISIBLE_DEVICES: '2,0', GGML_VK_VISIBLE_DEVICES: '2,0' });
+    expect(placementEnv(split, 'embedded')).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '0,2', HIP_VISIBLE_DEVICES: '0,2', GGML_VK_VISIBLE_DEVICES: '0,2' });
     expect(placementEnv(split, 'llama-server')).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID' });
     expect(placementEnv(cpu, 'embedded')).toEqual({});
   });
