@@ -95,7 +95,7 @@ describe('MemoryPanel', () => {
     expect(legend('Host memory')).toEqual(['demo-chat154 MiB', 'demo-draft draft43 MiB', 'Free13 MiB']);
     // Its own line, whole: on the title's line it was cut to "No GPU: models ru…".
     const subtitle = screen.getByText(/^No GPU: models run on the CPU/);
-    expect(subtitle.textContent).toBe('No GPU: models run on the CPU, within a limit of 210 MiB (the machine has 64 GiB)');
+    expect(subtitle.textContent).toBe("No GPU: models run on the CPU, within the config's limit (the machine has 64 GiB)");
     expect(subtitle.closest('.device-head')).toBeNull();
     // The budget is the limit: the number once, and what it is.
     expect(totals()).toEqual({ Used: '197 MiB', Budget: "210 MiB set by the config's limit", Left: '13 MiB' });

@@ -81,7 +81,8 @@ export function hostDevice(budget: BudgetView, models: readonly ModelView[]): De
     return {
       key: 'host',
       title: 'Host memory',
-      subtitle: `No GPU: models run on the CPU, within a ${formatBudgetNote(budget)}`,
+      // The limit's number is the Budget total's, right above: said once (issue 13).
+      subtitle: `No GPU: models run on the CPU, within the config's limit (the machine has ${formatBytes(budget.hostTotalBytes)})`,
       totalBytes: Math.max(budget.budgetBytes, ours),
       budgetBytes: budget.budgetBytes,
       segments: [...held, plainSegment('free', 'Free', Math.max(0, budget.budgetBytes - ours))].filter(
@@ -102,10 +103,6 @@ export function hostDevice(budget: BudgetView, models: readonly ModelView[]): De
       plainSegment('other-programs', 'Other programs', others),
     ].filter((segment) => segment.bytes > 0 || segment.kind === 'free'),
   };
-}
-
-function formatBudgetNote(budget: BudgetView): string {
-  return `limit of ${formatBytes(budget.limitBytes ?? budget.budgetBytes)} (the machine has ${formatBytes(budget.hostTotalBytes)})`;
 }
 
 /** The bars to draw for a snapshot's budget. */
