@@ -241,7 +241,17 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     } as const;
     const admin = new AdminService({
       buildSnapshot: () => buildSnapshot(snapshotParts),
-      commands: createModelActions({ resolve: (id) => catalog.resolve(id), pins, activity, inFlight: (id) => supervisor.inFlight(id), controller }, pinPolicy),
+      commands: createModelActions(
+        {
+          resolve: (id) => catalog.resolve(id),
+          pins,
+          activity,
+          inFlight: (id) => supervisor.inFlight(id),
+          controller,
+          answersFor: (id) => catalog.models().filter((m) => m.id !== id && desired.wanted(m.id) && controller.servingModel(m.id) === id).map((m) => m.id),
+        },
+        pinPolicy,
+      ),
       logs: (id) => supervisor.logs(id),
       clock: realClock,
       warn: (message) => log.warn(message),

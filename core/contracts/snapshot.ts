@@ -41,6 +41,8 @@ export interface ModelView {
   fallbackId: string | null;
   /** Configured context, tokens. */
   contextTokens: number;
+  /** Its repeating blocks (llama.cpp's block count, capped by its GPU layers), for "30 of 48 layers on GPU 0"; null when unknown. */
+  layerCount: number | null;
   /** Device bytes the model is estimated to need at each level (its draft included). */
   estimateBytes: Record<LaunchLevel, number>;
   /** What the running server really uses (RSS of its process tree, or the driver's figure); null until measured. */
