@@ -136,7 +136,7 @@ describe('ModelsView', () => {
     renderWithSnapshot(<ModelsView />, placedOnTwoGpus());
     const lines = within(row('big-70b')).getByRole('list', { name: 'Why big-70b was left out' });
     expect(within(lines).getAllByRole('listitem').map((item) => item.textContent)).toEqual(reasonLines(UNFIT_TWO_GPUS_REASON));
-    expect(within(lines).getByText('GPU 1 NVIDIA GeForce RTX 3060: 8 GiB budget, 0 B held by nothing, 8 GiB free')).toBeTruthy();
+    expect(within(lines).getByText('GPU 1 NVIDIA GeForce RTX 3060: 8 GiB budget, all free')).toBeTruthy();
   });
 
   it('says where each resident model is placed on the GPUs, and nothing of the kind without one', () => {

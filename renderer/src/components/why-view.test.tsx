@@ -37,7 +37,7 @@ describe('WhyView', () => {
     expect(within(within(item).getByRole('list')).getAllByRole('listitem').map((line) => line.textContent)).toEqual([
       'needs 40 GiB',
       'GPU 0 NVIDIA GeForce RTX 4090: 23 GiB budget, 12 GiB held by pinned qwen-14b (12 GiB), 11 GiB free',
-      'GPU 1 NVIDIA GeForce RTX 3060: 8 GiB budget, 0 B held by nothing, 8 GiB free',
+      'GPU 1 NVIDIA GeForce RTX 3060: 8 GiB budget, all free',
       'a split across mixed GPUs is off for this model (mixedSplit)',
       'part on the CPU needs host RAM, 24 GiB free',
       'it fits only if a pinned model is unpinned',

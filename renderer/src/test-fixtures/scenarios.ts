@@ -27,7 +27,7 @@ export const UNFIT_REASON =
  */
 export const UNFIT_TWO_GPUS_REASON =
   'needs 40 GiB; GPU 0 NVIDIA GeForce RTX 4090: 23 GiB budget, 12 GiB held by pinned qwen-14b (12 GiB), 11 GiB free; ' +
-  'GPU 1 NVIDIA GeForce RTX 3060: 8 GiB budget, 0 B held by nothing, 8 GiB free; ' +
+  'GPU 1 NVIDIA GeForce RTX 3060: 8 GiB budget, all free; ' +
   'a split across mixed GPUs is off for this model (mixedSplit); part on the CPU needs host RAM, 24 GiB free: it fits only if a pinned model is unpinned';
 
 /** demo-broken's file is cut short: its first load failed as `invalid`, and it waits for a person. */

@@ -60,7 +60,7 @@ describe('place: the fastest placement that fits', () => {
     const devices = [gpu(0, 20), gpu(1, 12, 'rtx-3060')];
     const refused = place([want('big', layered(26))], [], devices);
     expect(refused.launch).toEqual([]);
-    expect(refused.unschedulable[0]?.reason).toMatch(/^needs 27.5 GiB; GPU 0 RTX 4090: 20 GiB budget, 0 B held by nothing, 20 GiB free; GPU 1 RTX 3060: 12 GiB budget, 0 B held by nothing, 12 GiB free; a split across mixed GPUs is off for this model \(mixedSplit\)/);
+    expect(refused.unschedulable[0]?.reason).toMatch(/^needs 27.5 GiB; GPU 0 RTX 4090: 20 GiB budget, all free; GPU 1 RTX 3060: 12 GiB budget, all free; a split across mixed GPUs is off for this model \(mixedSplit\)/);
     const allowed = place([want('big', layered(26), { mixedSplit: true })], [], devices);
     expect(allowed.placements.big?.kind).toBe('mixed');
   });
