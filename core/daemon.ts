@@ -114,7 +114,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const llamaServer = await findLlamaServer(firstConfig.llamaServerPath === undefined ? {} : { configured: firstConfig.llamaServerPath });
     const llamaServerPath = llamaServer.found ? llamaServer.path : null;
     log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
-    const runtime = new RuntimeOverhead();
+    const runtime = new RuntimeOverhead(() => catalog.config().budget.engineOverheadBytes);
     // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
     // Intel, AMD without ROCm's tools), in the engines' own environment and device order.
     const gpuProbe = createGpuProbe(

@@ -36,6 +36,13 @@ export class RuntimeOverhead {
   private readonly measured = new Map<string, number>();
 
   /**
+   * `configuredDeviceBytes`: what the person configured each engine process to hold on a GPU
+   * (the config's budget.engineOverhead, read at each call so a reload applies); where set, it
+   * stands for every engine there.
+   */
+  constructor(private readonly configuredDeviceBytes: () => number | undefined = () => undefined) {}
+
+  /**
    * Learns `engine`'s runtime at `place` from one server: what it holds there (RSS, or the
    * driver's per-process figure) less what its model was estimated to hold. Only the first
    * measurement of a kind counts (one process's own allocations would otherwise keep moving the
@@ -50,6 +57,8 @@ export class RuntimeOverhead {
 
   /** The runtime of an engine of this kind at `place`, bytes: measured, else the prior. */
   bytes(engine: EngineKind, place: RuntimePlace): number {
+    const configured = place === 'device' ? this.configuredDeviceBytes() : undefined;
+    if (configured !== undefined) return configured;
     return this.measured.get(`${place}:${engine}`) ?? RUNTIME_PRIOR_BYTES[place][engine];
   }
 
