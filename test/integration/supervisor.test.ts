@@ -187,6 +187,21 @@ describe('Supervisor with the fake engine', () => {
     expect(supervisor.status('slow')?.loadProgress).toBeNull();
   });
 
+  it('remembers how long the last load took, through the next load, for estimating its progress', async () => {
+    const { supervisor } = await supervisorWith({ slow: ['--fake-ready-after', '300'] });
+    await supervisor.launch('slow', 'full');
+    const first = supervisor.status('slow')!;
+    expect(first.lastLoadMs).toBe(first.readyAt! - first.startedAt);
+    await supervisor.evict('slow');
+    const again = supervisor.launch('slow', 'full');
+    await until(() => supervisor.status('slow')?.phase === 'loading', 'the second load is under way');
+    // While it loads, the figure is still the first load's: what the estimate needs.
+    expect(supervisor.status('slow')?.lastLoadMs).toBe(first.lastLoadMs);
+    await again;
+    const second = supervisor.status('slow')!;
+    expect(second.lastLoadMs).toBe(second.readyAt! - second.startedAt);
+  });
+
   it('starts one process for concurrent launches of one model', async () => {
     const { supervisor, spawns } = await supervisorWith({ gamma: ['--fake-ready-after', '200'] });
     await Promise.all([supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full')]);

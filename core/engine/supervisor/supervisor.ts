@@ -100,6 +100,11 @@ export interface ServerStatus {
   readyAt: number | null;
   /** 0…1 while loading, where the engine reports it in its 503 body; null otherwise. */
   loadProgress: number | null;
+  /**
+   * How long this model's last load that became ready took (spawn to ready, at whatever level),
+   * ms; null before its first. For estimating a load's progress where the engine reports none.
+   */
+  lastLoadMs: number | null;
   /** How it ended, once it has. */
   exit: { exitCode: number | null; signal: string | null } | null;
 }
@@ -139,6 +144,8 @@ class ModelOwner {
   server: ServerProcess | null = null;
   /** Launches queued or running, oldest first; a new launch joins the one at its level. */
   pending: PendingLaunch[] = [];
+  /** Spawn to ready of the last load that became ready, ms. */
+  lastLoadMs: number | null = null;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -367,6 +374,7 @@ export class Supervisor {
       startedAt: server.startedAt,
       readyAt: server.readyAt,
       loadProgress: server.phase === 'loading' ? server.loadProgress : null,
+      lastLoadMs: this.owners.get(modelId)?.lastLoadMs ?? null,
       exit: server.exit,
     };
   }
@@ -553,6 +561,7 @@ export class Supervisor {
       if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
       started.phase = 'ready';
       started.readyAt = this.clock.now();
+      owner.lastLoadMs = started.readyAt - started.startedAt;
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
       this.learnRuntime(owner.modelId, spec, level, started);
       return 'ready';
