@@ -58,6 +58,7 @@ export function progressComment(text: string): string {
  */
 export class ProgressComments {
   private timer: NodeJS.Timeout | null = null;
+  private watchingClose = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -65,13 +66,17 @@ export class ProgressComments {
     /** What the wait is for now (the gateway's waitProgress), or null when it cannot say. */
     private readonly progress: () => WaitProgress | null,
     private readonly errorEvent: ErrorEvent,
-  ) {
-    res.once('close', () => this.stop());
-  }
+  ) {}
 
   start(): void {
     if (this.res.destroyed || this.res.writableEnded) return;
     this.stop();
+    // Made for every streamed request, started only for those that wait: nothing is set up
+    // on the hot path until then.
+    if (!this.watchingClose) {
+      this.watchingClose = true;
+      this.res.once('close', () => this.stop());
+    }
     openStream(this.res, this.errorEvent);
     const since = performance.now();
     const tell = (): void => {
