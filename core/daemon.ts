@@ -8,7 +8,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AdminService, createAdminHandler, ensureAdminToken, PinStore } from './admin/index.js';
+import { AdminService, createAdminHandler, ensureAdminToken, LogFeed, PinStore } from './admin/index.js';
 import { Catalog, type CatalogModel } from './catalog/catalog.js';
 import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { watchCatalog, type CatalogWatcher } from './catalog/watch-catalog.js';
@@ -252,11 +252,18 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         },
         pinPolicy,
       ),
-      logs: (id) => supervisor.logs(id),
+      logs: (id) => supervisor.logTail(id),
       clock: realClock,
       warn: (message) => log.warn(message),
     });
     cleanups.push(() => admin.close());
+    // Every engine's log lines onto the event stream as they are written (batched, rate-limited per model).
+    const logFeed = new LogFeed({ clock: realClock, publish: (event) => admin.publish(event) });
+    const unsubscribeLogs = supervisor.subscribeLog((modelId, line, position) => logFeed.append(modelId, line, position));
+    cleanups.push(() => {
+      unsubscribeLogs();
+      logFeed.close();
+    });
 
     // Events → "look again" and "something changed".
     const controllerLog = logFor('events');

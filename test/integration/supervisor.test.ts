@@ -189,6 +189,21 @@ describe('Supervisor with the fake engine', () => {
     expect(supervisor.status('slow')?.loadProgress).toBeNull();
   });
 
+  it('remembers how long the last load took, through the next load, for estimating its progress', async () => {
+    const { supervisor } = await supervisorWith({ slow: ['--fake-ready-after', '300'] });
+    await supervisor.launch('slow', 'full');
+    const first = supervisor.status('slow')!;
+    expect(first.lastLoadMs).toBe(first.readyAt! - first.startedAt);
+    await supervisor.evict('slow');
+    const again = supervisor.launch('slow', 'full');
+    await until(() => supervisor.status('slow')?.phase === 'loading', 'the second load is under way');
+    // While it loads, the figure is still the first load's: what the estimate needs.
+    expect(supervisor.status('slow')?.lastLoadMs).toBe(first.lastLoadMs);
+    await again;
+    const second = supervisor.status('slow')!;
+    expect(second.lastLoadMs).toBe(second.readyAt! - second.startedAt);
+  });
+
   it('starts one process for concurrent launches of one model', async () => {
     const { supervisor, spawns } = await supervisorWith({ gamma: ['--fake-ready-after', '200'] });
     await Promise.all([supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full')]);
@@ -324,6 +339,25 @@ describe('Supervisor with the fake engine', () => {
     const log = supervisor.logs('chatty');
     expect(log).toHaveLength(5);
     expect(log.at(-1)).toContain('ended: exit code 1');
+  });
+
+  it('tells log subscribers each line as the ring keeps it, numbered from 0 across launches, with no gap', async () => {
+    const { supervisor } = await supervisorWith(
+      { chatty: ['--fake-log-file', fixture('server-missing-file.log'), '--fake-exit-with', '1'] },
+      { logLines: 5 },
+    );
+    const heard: { line: string; position: number }[] = [];
+    supervisor.subscribeLog((modelId, line, position) => {
+      if (modelId === 'chatty') heard.push({ line, position });
+    });
+    for (let launch = 1; launch <= 2; launch++) {
+      await expect(supervisor.launch('chatty', 'full')).rejects.toBeInstanceOf(LaunchError);
+      await until(() => heard.filter((h) => h.line.includes('ended: exit code 1')).length === launch, `launch ${launch}'s exit is logged`);
+    }
+    expect(heard.map((h) => h.position)).toEqual(heard.map((_, i) => i));
+    // The ring keeps the last 5; its positions still count the lines that fell off.
+    expect(supervisor.logTail('chatty')).toEqual({ lines: heard.slice(-5).map((h) => h.line), next: heard.length });
+    expect(heard.some((h) => h.line.includes('llama_model_load: error loading model'))).toBe(true);
   });
 
   it('reports a ready server killed while serving once, as ServerExited with the kind, and replaces it on the next launch', async () => {

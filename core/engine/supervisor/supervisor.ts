@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LaunchLevel } from '../../policy/levels.js';
 import type { ServerEvent, ServerEventListener } from '../../contracts/server-events.js';
+import type { LogTail } from '../../contracts/log-lines.js';
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
 import type { RuntimeOverhead } from '../runtime-overhead.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
@@ -99,9 +100,17 @@ export interface ServerStatus {
   readyAt: number | null;
   /** 0…1 while loading, where the engine reports it in its 503 body; null otherwise. */
   loadProgress: number | null;
+  /**
+   * How long this model's last load that became ready took (spawn to ready, at whatever level),
+   * ms; null before its first. For estimating a load's progress where the engine reports none.
+   */
+  lastLoadMs: number | null;
   /** How it ended, once it has. */
   exit: { exitCode: number | null; signal: string | null } | null;
 }
+
+/** Hears each line added to a model's server log, with its position in that log (see log-ring.ts). Runs synchronously; must not throw. */
+export type LogListener = (modelId: string, line: string, position: number) => void;
 
 /** A running server's memory: a device figure (driver or llama.cpp's buffers), or host RSS. */
 export interface Measurement {
@@ -135,6 +144,8 @@ class ModelOwner {
   server: ServerProcess | null = null;
   /** Launches queued or running, oldest first; a new launch joins the one at its level. */
   pending: PendingLaunch[] = [];
+  /** Spawn to ready of the last load that became ready, ms. */
+  lastLoadMs: number | null = null;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -158,6 +169,7 @@ function cancelled(reason: string): DOMException {
 export class Supervisor {
   private readonly owners = new Map<string, ModelOwner>();
   private readonly listeners = new Set<ServerEventListener>();
+  private readonly logListeners = new Set<LogListener>();
   private readonly registry: EngineRegistry;
   private readonly spawn: SpawnFunction;
   private readonly clock: Clock;
@@ -297,6 +309,17 @@ export class Supervisor {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Subscribes to every model's log lines as they are added (llama.cpp's lines as the engine
+   * writes them, and llmtray's own `── llmtray:` lines), in order per model. The listener runs
+   * synchronously on the line's way into the ring, so it must be cheap and must not throw.
+   * Returns the unsubscribe.
+   */
+  subscribeLog(listener: LogListener): () => void {
+    this.logListeners.add(listener);
+    return () => this.logListeners.delete(listener);
+  }
+
   /** The pids of every running server (loading, ready or stopping), for core/gpu's own-usage accounting. */
   runningPids(): number[] {
     return [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [owner.server.pid] : []));
@@ -351,13 +374,20 @@ export class Supervisor {
       startedAt: server.startedAt,
       readyAt: server.readyAt,
       loadProgress: server.phase === 'loading' ? server.loadProgress : null,
+      lastLoadMs: this.owners.get(modelId)?.lastLoadMs ?? null,
       exit: server.exit,
     };
   }
 
   /** The model's server log, oldest line first, across its launches; kept after it exits. */
   logs(modelId: string): string[] {
-    return this.owners.get(modelId)?.log.toArray() ?? [];
+    return this.logTail(modelId).lines;
+  }
+
+  /** The same lines with the position after the last one, read together (a live reader continues from `next`). Synchronous. */
+  logTail(modelId: string): LogTail {
+    const log = this.owners.get(modelId)?.log;
+    return log === undefined ? { lines: [], next: 0 } : { lines: log.toArray(), next: log.next };
   }
 
   /**
@@ -398,7 +428,10 @@ export class Supervisor {
   private ownerFor(modelId: string): ModelOwner {
     let owner = this.owners.get(modelId);
     if (owner === undefined) {
-      owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES));
+      const heard = (line: string, position: number): void => {
+        for (const listener of this.logListeners) listener(modelId, line, position);
+      };
+      owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES, undefined, heard));
       this.owners.set(modelId, owner);
     }
     return owner;
@@ -528,6 +561,7 @@ export class Supervisor {
       if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
       started.phase = 'ready';
       started.readyAt = this.clock.now();
+      owner.lastLoadMs = started.readyAt - started.startedAt;
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
       this.learnRuntime(owner.modelId, spec, level, started, placement);
       return 'ready';
