@@ -23,16 +23,37 @@ export function elapsedWords(ms: number): string {
   return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
 }
 
+/** The highest estimated fraction: an estimate never claims a load is done. */
+const MAX_ESTIMATE = 0.99;
+
 /**
- * "loading 40 %, 1.2 s", or "loading, 1.2 s" when the engine reports no fraction. The tray's
- * menu item and the dashboard's card both say exactly this (issue 13: the same progress where
- * the person looks), and so may anything else that reports a load.
+ * How far a load is at `now`: the engine's own fraction where it reports one (llama.cpp's
+ * loader progress), because it is the truth; otherwise the time this load has taken against the
+ * time this model's last load took, marked as an estimate and held below 100 % (a load slower
+ * than last time has not finished); otherwise null. One rule for the tray, the dashboard and a
+ * waiting stream's comments, so they never disagree.
+ */
+export function loadFractionAt(loading: LoadProgress, now: number): { fraction: number; estimated: boolean } | null {
+  if (loading.fraction !== null && Number.isFinite(loading.fraction)) return { fraction: Math.min(1, Math.max(0, loading.fraction)), estimated: false };
+  if (loading.expectedMs === null || !(loading.expectedMs > 0)) return null;
+  return { fraction: Math.min(MAX_ESTIMATE, Math.max(0, now - loading.startedAt) / loading.expectedMs), estimated: true };
+}
+
+/** "40 %", or "~40 %" for an estimate (see loadFractionAt). */
+export function loadPercentWords(at: { fraction: number; estimated: boolean }): string {
+  return `${at.estimated ? '~' : ''}${Math.floor(at.fraction * 100)} %`;
+}
+
+/**
+ * "loading 40 %, 1.2 s", "loading ~40 %, 1.2 s" (estimated from the last load), or "loading,
+ * 1.2 s" with no basis for a fraction. The tray's menu item and the dashboard's card both say
+ * exactly this (issue 13: the same progress where the person looks), and a waiting stream's
+ * comments say the same numbers.
  */
 export function loadProgressWords(loading: LoadProgress, now: number): string {
   const elapsed = elapsedWords(now - loading.startedAt);
-  if (loading.fraction === null || !Number.isFinite(loading.fraction)) return `loading, ${elapsed}`;
-  const percent = Math.round(Math.min(1, Math.max(0, loading.fraction)) * 100);
-  return `loading ${percent} %, ${elapsed}`;
+  const at = loadFractionAt(loading, now);
+  return at === null ? `loading, ${elapsed}` : `loading ${loadPercentWords(at)}, ${elapsed}`;
 }
 
 export interface PlacementContext {

@@ -18,9 +18,11 @@ export interface UpstreamEndpoint {
 
 /** Load progress while a model's server is starting. */
 export interface LoadProgress {
-  /** 0..1 where the engine reports it; null when it does not (show elapsed time instead). */
+  /** 0..1 where the engine reports it; null when it does not (see loadFractionAt for the estimate). */
   fraction: number | null;
   startedAt: number;
+  /** How long this model's last load took, ms: the basis of an estimate where the engine reports no fraction; null when it never loaded. */
+  expectedMs: number | null;
 }
 
 export interface ModelView {

@@ -4,10 +4,8 @@
 // why nothing is starting yet, the gateway for a turn that is over. Map lookups only: the router
 // asks every half second per waiting request.
 //
-// The fraction: the engine's own where it reports one (llama.cpp's loader progress in the 503
-// body of /health; the embedded engine's onProgress), because it is the truth; otherwise the
-// time this load has taken against the time this model's last load took, marked as an estimate
-// (and held below 100 %: a load slower than last time has not finished); otherwise none.
+// The fraction: loadFractionAt's rule, the one the tray and the dashboard show.
+import { loadFractionAt } from '../contracts/snapshot-words.js';
 import type { Controller } from '../controller/controller.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { WaitProgress } from '../router/model-gateway.js';
@@ -20,17 +18,12 @@ export interface WaitProgressParts {
   now(): number;
 }
 
-/** The highest estimated fraction: an estimate never claims a load is done. */
-const MAX_ESTIMATE = 0.99;
-
 export function waitProgressOf(parts: WaitProgressParts, modelId: string): WaitProgress {
   const servedBy = parts.controller.servingModel(modelId);
   const server = parts.supervisor.status(servedBy);
   if (server?.phase === 'loading') {
-    if (server.loadProgress !== null) return { kind: 'loading', servedBy, fraction: server.loadProgress, estimated: false };
-    if (server.lastLoadMs === null || server.lastLoadMs <= 0) return { kind: 'loading', servedBy, fraction: null, estimated: false };
-    const fraction = Math.min(MAX_ESTIMATE, Math.max(0, parts.now() - server.startedAt) / server.lastLoadMs);
-    return { kind: 'loading', servedBy, fraction, estimated: true };
+    const at = loadFractionAt({ fraction: server.loadProgress, startedAt: server.startedAt, expectedMs: server.lastLoadMs }, parts.now());
+    return { kind: 'loading', servedBy, fraction: at?.fraction ?? null, estimated: at?.estimated ?? false };
   }
   if (server?.phase === 'stopping') return { kind: 'stopping', servedBy };
   const status = parts.controller.status(servedBy);

@@ -12,6 +12,7 @@
 // Why every half second when the promise is "at least every second": the daemon shares two
 // loaded cores with the engine it is loading, and a timer can fire a few hundred ms late; half a
 // second keeps the gaps a client sees under a second with that much lag.
+import { loadPercentWords } from '../contracts/snapshot-words.js';
 import type { ServerResponse } from 'node:http';
 import type { WaitProgress } from './model-gateway.js';
 import { openStream, type ErrorEvent } from './opened-stream.js';
@@ -28,8 +29,8 @@ export function progressText(requested: string, progress: WaitProgress | null, w
   const model = progress.servedBy === requested ? requested : `${progress.servedBy} (the fallback for ${requested})`;
   switch (progress.kind) {
     case 'loading': {
-      // An estimate is marked "~"; with no basis for one there is no number at all.
-      const percent = progress.fraction === null ? '' : `, ${progress.estimated ? '~' : ''}${Math.floor(progress.fraction * 100)} %`;
+      // An estimate is marked "~" (the tray's and the dashboard's words); with no basis for one there is no number at all.
+      const percent = progress.fraction === null ? '' : `, ${loadPercentWords({ fraction: progress.fraction, estimated: progress.estimated })}`;
       return `loading ${model}${percent}, ${waited}`;
     }
     case 'memory':

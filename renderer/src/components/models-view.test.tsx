@@ -68,7 +68,7 @@ describe('ModelsView', () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
       const snap = loading();
-      snap.models[0]!.loading = { fraction: 0.4, startedAt: NOW - 1_200 };
+      snap.models[0]!.loading = { fraction: 0.4, startedAt: NOW - 1_200, expectedMs: null };
       let now = NOW;
       renderWithSnapshot(<ModelsView />, snap, { now: () => now });
       expect(screen.getByText('loading 40 %, 1.2 s · loading weights')).toBeTruthy();
@@ -80,9 +80,17 @@ describe('ModelsView', () => {
     }
   });
 
-  it('shows an indeterminate bar and the elapsed time when the engine reports no fraction', () => {
+  it('estimates from the last load when the engine reports no fraction, marked as an estimate, bar and words alike', () => {
     const snap = loading();
-    snap.models[0]!.loading = { fraction: null, startedAt: snap.models[0]!.loading!.startedAt - 60_000 };
+    snap.models[0]!.loading = { fraction: null, startedAt: NOW - 1_000, expectedMs: 4_000 };
+    renderWithSnapshot(<ModelsView />, snap, { now: () => NOW });
+    expect(screen.getByText('loading ~25 %, 1.0 s · loading weights')).toBeTruthy();
+    expect((screen.getByRole('progressbar', { name: 'Loading demo-chat' }) as HTMLProgressElement).value).toBe(0.25);
+  });
+
+  it('shows an indeterminate bar and the elapsed time when the engine reports no fraction and it never loaded', () => {
+    const snap = loading();
+    snap.models[0]!.loading = { fraction: null, startedAt: snap.models[0]!.loading!.startedAt - 60_000, expectedMs: null };
     renderWithSnapshot(<ModelsView />, snap);
     const progress = screen.getByRole('progressbar', { name: 'Loading demo-chat' });
     expect(progress.hasAttribute('value')).toBe(false);

@@ -5,7 +5,7 @@
 // words (status.next, unschedulableReason, lastError) as they are; it decides nothing.
 import { memo, type ReactNode } from 'react';
 import type { BudgetView, ModelView } from '../../../core/contracts/snapshot.js';
-import { loadProgressWords, placementWords } from '../../../core/contracts/snapshot-words.js';
+import { loadFractionAt, loadProgressWords, placementWords } from '../../../core/contracts/snapshot-words.js';
 import { formatAgo, formatBytes } from '../format/format.js';
 import { FAILURE_LABEL, LEVEL_LABEL, RECOVERY_STATES, RESIDENT_STATES } from '../format/labels.js';
 import { seriesOf } from '../memory/device-segments.js';
@@ -76,7 +76,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: Mod
           <div className="loading">
             <progress
               aria-label={`Loading ${model.id}`}
-              {...(model.loading.fraction === null ? {} : { value: model.loading.fraction, max: 1 })}
+              {...progressValue(loadFractionAt(model.loading, now))}
             />
             <span className="loading-text">
               {loadProgressWords(model.loading, now)}
@@ -188,4 +188,9 @@ function Fact({ term, children }: { term: string; children: ReactNode }) {
       <dd>{children}</dd>
     </div>
   );
+}
+
+/** The bar's value: the fraction the words say (the engine's, or the estimate); none (indeterminate) without one. */
+function progressValue(at: { fraction: number } | null): { value?: number; max?: number } {
+  return at === null ? {} : { value: at.fraction, max: 1 };
 }

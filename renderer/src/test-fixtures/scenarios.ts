@@ -190,7 +190,7 @@ export function loading(): Snapshot {
     models: [
       model('demo-chat', {
         desired: true,
-        loading: { fraction: 0.42, startedAt: NOW - 12_000 },
+        loading: { fraction: 0.42, startedAt: NOW - 12_000, expectedMs: null },
         status: { state: 'loading', level: 'full', next: 'loading weights' },
       }, 6),
     ],
@@ -213,7 +213,7 @@ export function showcase(): Snapshot {
         status: { state: 'ready', level: 'full' },
       }, 5.5),
       model('demo-chat', {
-        desired: true, loading: { fraction: 0.42, startedAt: NOW - 12_000 },
+        desired: true, loading: { fraction: 0.42, startedAt: NOW - 12_000, expectedMs: null },
         placement: { kind: 'gpu', devices: [{ index: 0, layers: 28, bytes: 2.4 * GiB }], cpuMoeLayers: 0, hostBytes: 0 },
         status: { state: 'loading', level: 'degraded', next: 'loading weights' },
       }, 3),

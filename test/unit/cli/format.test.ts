@@ -53,7 +53,7 @@ describe('statusText on GPUs', () => {
         model('qwen-0.5b'),
         model('llama-8b', {
           status: { state: 'loading', level: 'full' },
-          loading: { fraction: 0.4, startedAt: NOW - 1_200 },
+          loading: { fraction: 0.4, startedAt: NOW - 1_200, expectedMs: null },
           placement: { kind: 'gpu', devices: [{ index: 1, layers: 32, bytes: 5.5 * GiB }], cpuMoeLayers: 0, hostBytes: 0 },
         }),
         model('opaque-13b', { status: { state: 'queued', unschedulableReason: reason } }),

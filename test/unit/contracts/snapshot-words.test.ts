@@ -22,14 +22,23 @@ describe('loadProgressWords', () => {
   it.each([
     [0.4, 1_234, 'loading 40 %, 1.2 s'],
     [0, 80, 'loading 0 %, 0.0 s'],
-    [0.999, 9_999, 'loading 100 %, 9.9 s'],
+    [0.999, 9_999, 'loading 99 %, 9.9 s'], // never 100 % before it is done
     [0.42, 12_500, 'loading 42 %, 12 s'],
     [null, 1_234, 'loading, 1.2 s'],
     [null, 125_000, 'loading, 2 min 5 s'],
     [1.7, 2_000, 'loading 100 %, 2.0 s'],
     [Number.NaN, 2_000, 'loading, 2.0 s'],
   ] as const)('fraction %s after %s ms reads "%s"', (fraction, elapsed, words) => {
-    expect(loadProgressWords({ fraction, startedAt }, startedAt + elapsed)).toBe(words);
+    expect(loadProgressWords({ fraction, startedAt, expectedMs: null }, startedAt + elapsed)).toBe(words);
+  });
+
+  it.each([
+    [null, 2_000, 1_000, 'loading ~50 %, 1.0 s'], // half of the last load's 2 s
+    [null, 2_000, 5_000, 'loading ~99 %, 5.0 s'], // slower than last time: not done
+    [0.3, 2_000, 1_500, 'loading 30 %, 1.5 s'], // the engine's own fraction wins
+    [null, 0, 1_500, 'loading, 1.5 s'], // no basis
+  ] as const)('with no fraction from the engine, estimates from the last load (fraction %s, last load %s ms, after %s ms): "%s"', (fraction, expectedMs, elapsed, words) => {
+    expect(loadProgressWords({ fraction, startedAt, expectedMs }, startedAt + elapsed)).toBe(words);
   });
 
   it('never counts backwards when the clock steps back', () => {

@@ -55,8 +55,8 @@ describe('modelStateWords: every state in words a person reads', () => {
     ['idle', model('m'), 'idle'],
     ['queued', model('m', { state: 'queued' }), 'queued'],
     ['queued, left out by the plan', model('m', { state: 'queued', unschedulableReason: 'needs 9.1 GiB; 24 GiB budget' }), 'queued, does not fit now'],
-    ['loading with progress', model('m', { state: 'loading', level: 'full' }, { loading: { fraction: 0.42, startedAt: NOW - 1_234 } }), 'loading 42 %, 1.2 s'],
-    ['loading without progress', model('m', { state: 'loading' }, { loading: { fraction: null, startedAt: NOW - 12_500 } }), 'loading, 12 s'],
+    ['loading with progress', model('m', { state: 'loading', level: 'full' }, { loading: { fraction: 0.42, startedAt: NOW - 1_234, expectedMs: null } }), 'loading 42 %, 1.2 s'],
+    ['loading without progress', model('m', { state: 'loading' }, { loading: { fraction: null, startedAt: NOW - 12_500, expectedMs: null } }), 'loading, 12 s'],
     ['loading, no detail yet', model('m', { state: 'loading' }), 'loading'],
     ['ready', model('m', { state: 'ready', level: 'full' }), 'ready'],
     ['ready on the CPU', model('m', { state: 'ready', level: 'minimal' }), 'ready on CPU'],
@@ -225,7 +225,7 @@ describe('buildTrayMenu', () => {
       'qwen-14b',
       { state: 'loading', level: 'full' },
       {
-        loading: { fraction: 0.4, startedAt: NOW - 1_200 },
+        loading: { fraction: 0.4, startedAt: NOW - 1_200, expectedMs: null },
         placement: { kind: 'split', devices: [{ index: 0, layers: 20, bytes: 6 * GiB }, { index: 1, layers: 12, bytes: 4 * GiB }], cpuMoeLayers: 0, hostBytes: 0 },
       },
     );
