@@ -21,7 +21,7 @@
 // without a layer cost is one indivisible footprint on one GPU, exactly
 // as `schedule` treats it; with one device and no host RAM to spare, `place` gives `schedule`'s
 // very plan (property-tested against it).
-import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, type Candidate } from './candidates.js';
+import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, undesiredResidents, type Candidate } from './candidates.js';
 import { nonNegative } from './non-negative.js';
 import { formatBytes, needs, reasonWriter, withHolder, type Holder, type HoldReason, type ReasonWriter, type Room } from './reasons.js';
 import type { Desired, LeftOut, Plan, Resident } from './schedule.js';
@@ -213,15 +213,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   };
 
   // Forced residents first, desired or not, where they are: nothing pinned or busy is moved.
-  const toEvict: PlacedResident[] = [];
-  const forcedUndesired: PlacedResident[] = [];
-  for (const r of resident) {
-    if (desiredIds.has(r.modelId)) continue;
-    if (r.pinned || r.active) forcedUndesired.push(r);
-    else toEvict.push(r);
-  }
-  // In id order, so that fractional sizes sum the same in any input order.
-  forcedUndesired.sort((a, b) => compareIds(a.modelId, b.modelId));
+  const { forced: forcedUndesired, toEvict } = undesiredResidents(resident, desiredIds);
   for (const r of forcedUndesired) hold(r.modelId, placementOf(r), r.pinned ? 'pinned' : 'active', 0, true);
 
   const placements: Record<string, Placement> = {};

@@ -53,6 +53,21 @@ export function sendError(res: ServerResponse, error: RouterError, shape: ErrorS
   res.end(body);
 }
 
+/**
+ * An engine's 2xx answer that is not what its API promises (`what`: "answered /tokenize"): 502,
+ * quoting its start, so a person sees what the engine said instead.
+ */
+export function engineBadAnswer(servedBy: string, what: string, text: string): RouterError {
+  return {
+    status: 502,
+    source: 'engine',
+    type: 'engine_error',
+    code: 'engine_bad_answer',
+    param: null,
+    message: `The model server for '${servedBy}' ${what} with something that is not the answer its API promises: ${JSON.stringify(text.slice(0, 200))}.`,
+  };
+}
+
 /** A client mistake in the request itself: 400, naming the field. */
 export function invalidRequest(param: string | null, message: string): RouterError {
   return { status: 400, source: 'router', type: 'invalid_request_error', code: null, param, message };

@@ -15,7 +15,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { ERROR_SOURCE_HEADER, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
+import { ERROR_SOURCE_HEADER, engineBadAnswer, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { EngineClaim, EngineLost } from './model-gateway.js';
 import { engineAnswerError, isOpenedEarly, type ErrorEvent } from './opened-stream.js';
 
@@ -337,18 +337,7 @@ function relayCollected(
     const text = Buffer.concat(chunks).toString('utf8');
     const body = transform(text);
     if (body === null) {
-      sendError(
-        res,
-        {
-          status: 502,
-          source: 'engine',
-          type: 'engine_error',
-          code: 'engine_bad_answer',
-          param: null,
-          message: `The model server for '${servedBy}' answered ${status} with something that is not the answer its API promises: ${JSON.stringify(text.slice(0, 200))}.`,
-        },
-        shape.errors,
-      );
+      sendError(res, engineBadAnswer(servedBy, `answered ${status}`, text), shape.errors);
       return;
     }
     res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });
