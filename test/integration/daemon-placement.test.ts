@@ -14,7 +14,7 @@
 // One daemon per box, reused by the cases in order (each case says what it starts from): a
 // model load is seconds on a loaded 2-core machine, and a daemon start is a second more.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
@@ -102,12 +102,12 @@ class Rig {
   async driverSays(budgetMiB: readonly number[], held: readonly Held[] = []): Promise<void> {
     const used = this.cards.map((card, i) => card.totalMiB - card.reservedMiB - RESERVE_MIB - (budgetMiB[i] as number));
     const ours = (i: number) => held.filter((h) => h.index === i).reduce((sum, h) => sum + h.mib, 0);
-    await writeFile(join(this.stateDir, 'memory-used.csv'), this.cards.map((card, i) => `${card.bus}, ${(used[i] as number) + ours(i)}\n`).join(''));
+    await replace(join(this.stateDir, 'memory-used.csv'), this.cards.map((card, i) => `${card.bus}, ${(used[i] as number) + ours(i)}\n`).join(''));
     const apps = [
       ...this.cards.flatMap((card, i) => ((used[i] as number) > 0 ? [`${card.bus}, ${OTHER_PID}, ${used[i]}\n`] : [])),
       ...held.map((h) => `${(this.cards[h.index] as Card).bus}, ${h.pid}, ${h.mib}\n`),
     ];
-    await writeFile(join(this.stateDir, 'compute-apps.csv'), apps.join(''));
+    await replace(join(this.stateDir, 'compute-apps.csv'), apps.join(''));
   }
 
   /** Leaves each card `budgetMiB[i]` and waits until the daemon's sample shows it (it samples every 2 s). */
@@ -153,6 +153,12 @@ class Rig {
       LOAD_MS,
     );
   }
+}
+
+/** Replaces a driver file whole: the fake nvidia-smi reads it at every call, and a file caught half-written reads as no GPU. */
+async function replace(path: string, text: string): Promise<void> {
+  await writeFile(`${path}.next`, text);
+  await rename(`${path}.next`, path);
 }
 
 const find = (snapshot: Snapshot, id: string): ModelView => {
