@@ -37,6 +37,7 @@ import { DaemonDesiredState } from './daemon/desired-state.js';
 import { createGateway } from './daemon/gateway.js';
 import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
 import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
+import { footprintToLearn } from './daemon/learned-footprint.js';
 import { createLogger } from './daemon/logger.js';
 import { createModelActions, PinPolicy } from './daemon/model-actions.js';
 import { buildSnapshot } from './daemon/snapshot-builder.js';
@@ -331,9 +332,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         // Learn only from a device figure (the driver's, or llama.cpp's buffers) at the full level
         // in GPU mode: RSS also holds the runtime and mapped file pages, which the budget does not
         // count, and an engine the driver does not list (on the CPU, in a container) has no other.
-        if (gpuMode() && at.level === 'full' && measurement.where === 'device') {
-          await catalog.learnFromMeasurement(model.id, measurement.bytes).catch(() => undefined);
-        }
+        // Only a model whole on one GPU, less its engine's runtime (daemon/learned-footprint.ts).
+        const learned = footprintToLearn(measurement, { level: at.level, placement: controller.placement(model.id) }, { gpuMode: gpuMode(), runtimeBytes: runtimeBytes(model) });
+        if (learned !== null) await catalog.learnFromMeasurement(model.id, learned).catch(() => undefined);
       }
     }
 
