@@ -504,6 +504,8 @@ describe('Supervisor with the fake engine', () => {
 
     // A server the driver does not list, and a split (its figure is not one model on one device), teach nothing.
     await supervisor.launch('unlisted', 'full', onOneGpu);
+    // Priced, for the plan and the picture, at its estimate (100 MiB here) and its engine's runtime, as the driver would count it.
+    expect((await supervisor.measure()).get('unlisted')).toBe(100 * MIB + RUNTIME_PRIOR_BYTES.device.embedded);
     driverSays = 900 * MIB;
     await supervisor.launch('split', 'full', split);
     await settle();

@@ -513,6 +513,7 @@ export class Supervisor {
         port,
         apiKey,
         level,
+        engine: spec.engine,
         startedAt: this.clock.now(),
         onLine: (line) => owner.log.push(line),
         onBusyChange: (busy) => {
@@ -719,9 +720,18 @@ export class Supervisor {
     return this.deps.gpuProcessMemory ? this.deps.gpuProcessMemory().catch(() => null) : null;
   }
 
+  /**
+   * What the server holds on the device: the driver's figure, which counts everything the
+   * process holds; else llama.cpp's buffer lines or the estimate, which count the model only, so
+   * its engine's runtime there is added (the plan priced it so, and a picture without it would
+   * show a model smaller than what it holds).
+   */
   private deviceBytesOf(modelId: string, server: ServerProcess, gpu: ReadonlyMap<number, number> | null): number {
     if (server.level === 'minimal') return 0;
-    return this.measuredDeviceBytes(server, gpu) ?? this.deps.footprint(modelId, server.level);
+    const fromDriver = gpu?.get(server.pid);
+    if (fromDriver !== undefined) return fromDriver;
+    const runtime = this.deps.runtime?.bytes(server.engine, 'device') ?? 0;
+    return (this.measuredDeviceBytes(server, null) ?? this.deps.footprint(modelId, server.level)) + runtime;
   }
 
   /** Driver accounting first (it sees everything the process holds), then llama.cpp's device buffer lines. */
