@@ -271,7 +271,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     budget.start(Math.max(1000, options.budgetIntervalMs ?? 2000));
     cleanups.push(() => budget.stop());
 
-    const measureTimer = setInterval(() => void measureAll(), MEASURE_INTERVAL_MS);
+    const measureTimer = setInterval(() => {
+      measureAll().catch((error: unknown) => log.warn(`measuring the model servers failed: ${error instanceof Error ? error.message : String(error)}`));
+    }, MEASURE_INTERVAL_MS);
     measureTimer.unref();
     cleanups.push(() => clearInterval(measureTimer));
     async function measureAll(): Promise<void> {
@@ -300,9 +302,14 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         configPath,
         modelDirs: catalog.config().modelDirs,
         onChange: () => {
-          void catalog.reload().then((result) => {
-            if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
-          });
+          // reload() resolves its failures; the catch is for a listener or a bug that throws
+          // anyway, which must be a log line, not an unhandled rejection that ends the daemon.
+          catalog
+            .reload()
+            .then((result) => {
+              if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
+            })
+            .catch((error: unknown) => log.error(`reloading the catalog failed: ${error instanceof Error ? error.message : String(error)}`));
         },
         onError: (error) => log.warn(`watching models and config: ${error instanceof Error ? error.message : String(error)}`),
       });

@@ -14,6 +14,8 @@ import type { Snapshot, ModelView } from '../../core/contracts/snapshot.js';
 
 const REPO = resolve(import.meta.dirname, '..', '..');
 export const CLI_ENTRY = join(REPO, 'dist', 'core', 'cli.js');
+/** Node's flag that turns an unhandled rejection into an uncaught exception, whatever listens for it. */
+export const STRICT_REJECTIONS = '--unhandled-rejections=strict';
 
 export interface DaemonExit {
   code: number | null;
@@ -77,7 +79,8 @@ export function removeDataDir(dir: string): Promise<void> {
 export async function startDaemonProcess(options: StartOptions = {}): Promise<DaemonProcess> {
   const dataDir = options.dataDir ?? (await makeDataDir());
   const source = options.config === undefined ? ['--demo'] : ['--config', options.config];
-  const child = spawn(process.execPath, [CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
+  // Strict: a rejection nothing handles ends the daemon at once, and the test sees it exit.
+  const child = spawn(process.execPath, [STRICT_REJECTIONS, CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
   });
@@ -195,7 +198,7 @@ export interface CliResult {
 /** Runs `llmtray ARGS` (the built CLI) to its end. */
 export function runCli(args: readonly string[], timeoutMs = 60_000): Promise<CliResult> {
   return new Promise((done) => {
-    execFile(process.execPath, [CLI_ENTRY, ...args], { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
+    execFile(process.execPath, [STRICT_REJECTIONS, CLI_ENTRY, ...args], { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
       done({ code, stdout, stderr });
     });

@@ -92,7 +92,14 @@ export function parseConfigText(text: string, file: string, facts: PlatformFacts
       }),
     };
   }
-  const raw: unknown = doc.toJS() ?? {};
+  let raw: unknown;
+  try {
+    raw = doc.toJS() ?? {};
+  } catch (error) {
+    // The parser refuses what it cannot turn into values without exhausting memory (an alias
+    // expanding into millions of nodes): a bad file like any other, not a crash.
+    return { ok: false, errors: [`${file}: YAML cannot be read: ${(error as Error).message}`] };
+  }
   const result = configSchema.safeParse(raw);
   if (!result.success) {
     return {
