@@ -2,10 +2,10 @@
 // `llmtray`: the headless daemon (`serve`) and a small client over its admin API.
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
-import { findModel } from './admin/admin-service.js';
 import { readAdminToken } from './admin/admin-token.js';
 import { currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { isModelCommand, type ModelCommand } from './contracts/commands.js';
+import { findModelByName } from './contracts/model-names.js';
 import { AdminClient } from './cli/admin-client.js';
 import { modelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
@@ -127,7 +127,7 @@ async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Prom
   try {
     await admin.events((event) => {
       if (event.type !== 'SnapshotUpdated') return false;
-      const model = findModel(event.snapshot.models, name);
+      const model = findModelByName(event.snapshot.models, name);
       if (model === undefined) {
         outcome = { code: 1, message: `'${name}' is no longer in the catalog` };
         return true;
@@ -143,7 +143,7 @@ async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Prom
       }
       if (s.state === 'fallback') {
         outcome = { code: 0, message: `${model.id} failed to load; ${s.servedBy ?? 'its fallback'} answers in its place: ${s.recovery.lastError ?? ''}` };
-        return s.servedBy !== null && findModel(event.snapshot.models, s.servedBy)?.status.state === 'ready';
+        return s.servedBy !== null && findModelByName(event.snapshot.models, s.servedBy)?.status.state === 'ready';
       }
       if (s.state === 'quarantined') {
         outcome = { code: 1, message: `${model.id} is quarantined: ${s.recovery.lastError ?? s.next ?? ''}` };

@@ -9,6 +9,7 @@
 // plain replace.
 import { isModelCommand, MODEL_COMMANDS, type CommandResult, type ModelCommand } from '../contracts/commands.js';
 import type { AdminEvent } from '../contracts/admin-events.js';
+import { findModelByName } from '../contracts/model-names.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
 import type { Clock } from '../common/clock.js';
 
@@ -98,7 +99,7 @@ export class AdminService {
       };
     }
     const models = this.options.buildSnapshot().models;
-    const model = findModel(models, modelName);
+    const model = findModelByName(models, modelName);
     if (model === undefined) return { ok: false, code: 'unknown_model', message: unknownModel(modelName, models) };
     let result: CommandResult;
     try {
@@ -122,7 +123,7 @@ export class AdminService {
    */
   logs(modelName: string): LogsLookup {
     const models = this.options.buildSnapshot().models;
-    const model = findModel(models, modelName);
+    const model = findModelByName(models, modelName);
     if (model === undefined) return { found: false, message: unknownModel(modelName, models) };
     return { found: true, modelId: model.id, lines: [...(this.options.logs(model.id) ?? [])] };
   }
@@ -195,11 +196,6 @@ export class AdminService {
       );
     }
   }
-}
-
-/** The model a person means by `name`: its id first, then an alias. */
-export function findModel(models: readonly ModelView[], name: string): ModelView | undefined {
-  return models.find((model) => model.id === name) ?? models.find((model) => model.aliases.includes(name));
 }
 
 function unknownModel(name: string, models: readonly ModelView[]): string {

@@ -86,6 +86,10 @@ describe('llmtray CLI against a running daemon', () => {
     const again = await cli('pin', 'tiny');
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('demo-tiny was already pinned');
+    // The router accepts `Demo-Tiny` as a model name; so does every command.
+    const cased = await cli('pin', 'Demo-Tiny');
+    expect(cased.code).toBe(0);
+    expect(cased.stdout).toContain('demo-tiny was already pinned');
 
     const unpin = await cli('unpin', 'demo-tiny');
     expect(unpin.code).toBe(0);

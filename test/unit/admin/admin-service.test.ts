@@ -188,6 +188,13 @@ describe('AdminService commands', () => {
     expect(t.calls).toEqual(['unload llama-3.1-8b', 'retry llama-3.1-8b']);
   });
 
+  it('finds a model by any spelling the router accepts: id or alias, in any case', async () => {
+    const t = setup();
+    for (const name of ['KEV-0.5B', 'Llama', 'LLAMA-3.1-8B']) expect((await t.service.run('load', name)).ok).toBe(true);
+    expect(t.calls).toEqual(['load kev-0.5b', 'load llama-3.1-8b', 'load llama-3.1-8b']);
+    expect(t.service.logs('Llama')).toMatchObject({ found: true, modelId: 'llama-3.1-8b' });
+  });
+
   it('reports an action that throws as action_failed, and never rejects', async () => {
     const t = setup(async () => { throw new Error('EACCES: pins.json'); });
     expect(await t.service.run('pin', 'kev-0.5b')).toEqual({ ok: false, code: 'action_failed', message: "pin 'kev-0.5b' failed: EACCES: pins.json" });
