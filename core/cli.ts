@@ -6,6 +6,7 @@ import { readAdminToken } from './admin/admin-token.js';
 import { currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { isModelCommand, type ModelCommand } from './contracts/commands.js';
 import { findModelByName } from './contracts/model-names.js';
+import { isServing } from './contracts/model-status.js';
 import { AdminClient } from './cli/admin-client.js';
 import { modelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
@@ -137,7 +138,7 @@ async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Prom
         s.state === 'loading' && model.loading?.fraction != null ? `loading ${Math.round(model.loading.fraction * 100)} %` : `${s.state}${s.next ? ` — ${s.next}` : ''}`;
       if (line !== lastLine && !flags.json) process.stdout.write(`  ${model.id}: ${line}\n`);
       lastLine = line;
-      if (s.state === 'ready' || s.state === 'active' || s.state === 'degraded') {
+      if (isServing(s.state)) {
         outcome = { code: 0, message: `${model.id} is ready${s.level !== 'full' && s.level !== null ? ` at the ${s.level} level` : ''}` };
         return true;
       }

@@ -24,8 +24,7 @@ import { execFileText } from './gpu/exec-file.js';
 import { createGpuProbe } from './gpu/gpu-probe.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
-import { footprintAt, type LaunchLevel } from './policy/levels.js';
-import { formatBytes } from './policy/reasons.js';
+import { footprintAt } from './policy/levels.js';
 import { createRouter, type ListeningRouter } from './router/router.js';
 import { ModelActivity } from './daemon/activity.js';
 import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
@@ -37,6 +36,8 @@ import { createLogger } from './daemon/logger.js';
 import { createModelActions, PinPolicy } from './daemon/model-actions.js';
 import { buildSnapshot } from './daemon/snapshot-builder.js';
 import { writeDaemonInfo, DAEMON_INFO_FILE } from './daemon/daemon-info.js';
+import { formatBytes } from './contracts/format-bytes.js';
+import type { LaunchLevel } from './contracts/launch-level.js';
 
 export interface DaemonOptions {
   /** The config file; default the platform's config dir (or the demo's own with `demo`). */

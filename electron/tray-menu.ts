@@ -5,12 +5,12 @@
 // menu-template.ts turns these items into Electron's template in a few lines. Nothing here
 // reads a clock or the platform: `now` and the settings come in through the context.
 import type { ModelCommand } from '../core/contracts/commands.js';
-import type { ModelStateName } from '../core/contracts/model-status.js';
+import { isServing, SERVING_STATES, type ModelStateName } from '../core/contracts/model-status.js';
 import type { BudgetView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
-import type { LaunchLevel } from '../core/policy/levels.js';
-import type { FailureKind, RecoveryAction } from '../core/policy/recover.js';
-import { formatBytes } from '../core/policy/reasons.js';
 import { assertNever } from './assert-never.js';
+import { formatBytes } from '../core/contracts/format-bytes.js';
+import type { LaunchLevel } from '../core/contracts/launch-level.js';
+import type { FailureKind, RecoveryAction } from '../core/contracts/recovery.js';
 
 /** The subset of Electron's MenuItemConstructorOptions the tray uses. */
 export type TrayMenuItem =
@@ -215,8 +215,7 @@ function detailLines(model: ModelView): string[] {
   if (status.state === 'failed' && status.recovery.lastError !== null) lines.push(`Last error: ${status.recovery.lastError}`);
   if (status.state === 'fallback' && status.servedBy !== null) lines.push(`Requests for ${model.id} are answered by ${status.servedBy}`);
   if (status.unschedulableReason !== null && status.state !== 'quarantined') lines.push(`Left out: ${status.unschedulableReason}`);
-  const resident = status.state === 'ready' || status.state === 'active' || status.state === 'degraded';
-  if (resident && status.level !== null && status.level !== 'full') lines.push(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`);
+  if (isServing(status.state) && status.level !== null && status.level !== 'full') lines.push(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`);
   return lines.map((line) => shorten(line, DETAIL_CHARS));
 }
 
@@ -228,7 +227,7 @@ function memoryLine(budget: BudgetView): string {
 /** The tray icon's state and tooltip. */
 export function trayStatus(snapshot: Snapshot): { health: TrayHealth; tooltip: string } {
   const count = (states: readonly ModelStateName[]): number => snapshot.models.filter((m) => states.includes(m.status.state)).length;
-  const resident = count(['ready', 'active', 'degraded']);
+  const resident = count(SERVING_STATES);
   const problems: string[] = [];
   for (const state of ['quarantined', 'failed', 'fallback', 'degraded'] as const) {
     const n = count([state]);

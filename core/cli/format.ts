@@ -1,7 +1,7 @@
 // Human output for the CLI: aligned tables and the few words each state needs.
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
-import type { LaunchLevel } from '../policy/levels.js';
-import { formatBytes as bytes } from '../policy/reasons.js';
+import { formatBytes as bytes } from '../contracts/format-bytes.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
 
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));

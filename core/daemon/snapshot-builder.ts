@@ -6,8 +6,9 @@ import type { MemoryHolder, ModelView, Snapshot, BudgetView, GpuView } from '../
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
-import { footprintAt, LAUNCH_LEVELS, type FootprintEstimate, type LaunchLevel } from '../policy/levels.js';
+import { footprintAt, type FootprintEstimate } from '../policy/levels.js';
 import type { ModelActivity } from './activity.js';
+import { LAUNCH_LEVELS, type LaunchLevel } from '../contracts/launch-level.js';
 
 export interface SnapshotParts {
   startedAt: number;

@@ -8,7 +8,6 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OpenAIModelList } from '../contracts/openai.js';
-import { formatBytes } from '../policy/reasons.js';
 import { activate } from './activation.js';
 import { sendError, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
@@ -17,6 +16,7 @@ import { answerPreflight, applyCors, refuseApiKey, refuseHostOrOrigin } from './
 import { forwardToEngine, unreachableError } from './upstream.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
+import { formatBytes } from '../contracts/format-bytes.js';
 
 export interface RouterOptions {
   gateway: ModelGateway;

@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVING_STATES } from '../../core/contracts/model-status.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { makeDataDir, removeDataDir, runCli, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
@@ -58,7 +59,7 @@ describe('llmtray CLI against a running daemon', () => {
     expect(result.stdout).toContain('demo-tiny is ready');
 
     const tiny = await daemon.model('demo-tiny');
-    expect(['ready', 'active']).toContain(tiny.status.state);
+    expect(SERVING_STATES).toContain(tiny.status.state);
     const status = await cli('status');
     expect(statesInTable(status.stdout)['demo-tiny']).toBe(tiny.status.state);
     const json = JSON.parse((await cli('status', '--json')).stdout) as Snapshot;

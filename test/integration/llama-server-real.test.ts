@@ -21,9 +21,9 @@ import { probeCapabilities, type EngineCapabilities } from '../../core/engine/ll
 import { defaultEngineCommand } from '../../core/engine/supervisor/engine-command.js';
 import { isRunning, readCommandLine } from '../../core/engine/supervisor/process-tree.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
-import type { LaunchLevel } from '../../core/policy/levels.js';
 import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { corruptModel, TINY_SHAPE, tinyModel } from '../support/test-models.js';
+import type { LaunchLevel } from '../../core/contracts/launch-level.js';
 
 const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
 const binary = LLAMA_SERVER ?? '';

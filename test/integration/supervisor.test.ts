@@ -16,8 +16,8 @@ import type { SpawnFunction } from '../../core/engine/supervisor/server-process.
 import { Supervisor, type SupervisorDeps } from '../../core/engine/supervisor/supervisor.js';
 import type { Claim } from '../../core/engine/supervisor/server-claims.js';
 import type { ServerEvent } from '../../core/contracts/server-events.js';
-import type { LaunchLevel } from '../../core/policy/levels.js';
 import { FakeClock } from '../support/fake-clock.js';
+import type { LaunchLevel } from '../../core/contracts/launch-level.js';
 
 const FAKE_ENGINE = fileURLToPath(new URL('../support/fake-engine.mjs', import.meta.url));
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/llama-logs/${name}`, import.meta.url));
