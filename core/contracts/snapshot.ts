@@ -8,10 +8,13 @@ import type { ModelStatus } from './model-status.js';
 
 export type EngineKind = 'embedded' | 'llama-server';
 
-/** Where a resident model's engine listens. Shown only behind the admin token. */
+/**
+ * Where a resident model's engine listens, and its process. Never its per-launch key: only
+ * the router holds that, so whoever reads the snapshot still has to go through the router's
+ * guards (the Host check, client keys, the activation bound) to reach a model.
+ */
 export interface UpstreamEndpoint {
   baseUrl: string;
-  apiKey: string;
   pid: number;
 }
 

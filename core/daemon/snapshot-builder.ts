@@ -97,7 +97,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       status: parts.controller.status(model.id) ?? idleStatus(model.id, parts.startedAt),
       loading: server !== null && server.phase === 'loading' ? { fraction: server.loadProgress, startedAt: server.startedAt } : null,
       placement: parts.controller.placement(model.id),
-      upstream: endpoint === null ? null : { baseUrl: `http://127.0.0.1:${endpoint.port}`, apiKey: endpoint.apiKey, pid: endpoint.pid },
+      upstream: endpoint === null ? null : { baseUrl: `http://127.0.0.1:${endpoint.port}`, pid: endpoint.pid },
       catalogError: model.metadataError,
     });
   }

@@ -72,10 +72,27 @@ describe('llmtray CLI against a running daemon', () => {
     const lines = result.stdout.trim().split('\n');
     expect(lines.length).toBeGreaterThan(1);
     expect(result.stdout).toContain("starting 'demo-tiny'");
-    // The engine's key stays with the router, even in its own log.
-    const key = (await daemon.model('demo-tiny')).upstream?.apiKey;
-    expect(key).toBeTruthy();
-    expect(result.stdout).not.toContain(key as string);
+  });
+
+  it('no engine key leaves the router: not in the snapshot, the events, /metrics, the CLI or the logs', async () => {
+    expect((await daemon.model('demo-tiny')).upstream?.pid).toBeGreaterThan(0);
+    const keys = await daemon.engineKeys();
+    expect(keys.length).toBeGreaterThan(0);
+    const events = await daemon.api('/api/events');
+    const reader = events.body!.getReader();
+    const firstEvent = new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    const outputs = [
+      await (await daemon.api('/api/state')).text(),
+      firstEvent,
+      await (await fetch(`${daemon.origin}/metrics`)).text(),
+      (await cli('status', '--json')).stdout,
+      (await cli('models', '--json')).stdout,
+      (await cli('logs', 'demo-tiny')).stdout,
+      daemon.stderr(),
+    ];
+    expect(firstEvent).toContain('SnapshotUpdated');
+    for (const output of outputs) for (const key of keys) expect(output).not.toContain(key);
   });
 
   it('`pin`, `unpin` and `retry` print the daemon\'s sentence and exit 0', async () => {

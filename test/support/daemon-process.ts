@@ -6,7 +6,7 @@
 // daemon.json, the supervisor's exit hook and the engines' process tree only exist for real
 // in a separate process, and several of the bugs these tests guard against live exactly there.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -47,6 +47,11 @@ export interface DaemonProcess {
   model(id: string): Promise<ModelView>;
   /** An admin API call with the token. */
   api(path: string, init?: RequestInit): Promise<Response>;
+  /**
+   * The per-launch keys of the engines running now, read from their key files in the data dir
+   * (the test runs as the same user): what no answer, log or CLI output may contain.
+   */
+  engineKeys(): Promise<string[]>;
 }
 
 export interface StartOptions {
@@ -124,6 +129,12 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
       return found;
     },
     api,
+    async engineKeys() {
+      const dir = join(dataDir, 'engine-keys');
+      const files = await readdir(dir).catch(() => []);
+      const keys = await Promise.all(files.map((file) => readFile(join(dir, file), 'utf8').then((text) => text.trim(), () => '')));
+      return keys.filter((key) => key !== '');
+    },
     stop(signal = 'SIGTERM', graceMs = 20_000) {
       stopping ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) child.kill(signal);
