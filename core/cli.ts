@@ -7,7 +7,7 @@ import { currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { isModelCommand, type ModelCommand } from './contracts/commands.js';
 import { findModelByName } from './contracts/model-names.js';
 import { isServing } from './contracts/model-status.js';
-import { AdminClient } from './cli/admin-client.js';
+import { createCliAdmin, type CliAdmin } from './cli/admin-client.js';
 import { modelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
@@ -111,10 +111,10 @@ async function serve(flags: Flags): Promise<void> {
 }
 
 /** `load` waits and narrates: loading (with progress) → ready, or the reason it will not come. */
-async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Promise<number> {
+async function loadAndWait(admin: CliAdmin, name: string, flags: Flags): Promise<number> {
   // Passes planned from here on saw the load; an older plan's "does not fit" may be stale.
   const askedAt = Date.now();
-  const result = await admin.command('load', name);
+  const result = await admin.runCommand({ id: name, command: 'load' });
   if (!result.ok) {
     process.stderr.write(`${result.message}\n`);
     return 1;
@@ -190,27 +190,27 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${info.origin}/#token=${token}\n`);
     return 0;
   }
-  const admin = new AdminClient(info.origin, token);
+  const admin = createCliAdmin(info.origin, token);
   switch (command) {
     case 'status': {
-      const snapshot = await admin.state();
+      const snapshot = await admin.getSnapshot();
       process.stdout.write(`${flags.json ? JSON.stringify(snapshot, null, 2) : statusText(snapshot)}\n`);
       return 0;
     }
     case 'models': {
-      const snapshot = await admin.state();
+      const snapshot = await admin.getSnapshot();
       process.stdout.write(`${flags.json ? JSON.stringify(snapshot.models, null, 2) : modelsText(snapshot)}\n`);
       return 0;
     }
     case 'logs': {
-      const lines = await admin.logs(id);
+      const { lines } = await admin.getLogs({ id });
       process.stdout.write(flags.json ? `${JSON.stringify(lines)}\n` : lines.map((l) => `${l}\n`).join(''));
       return 0;
     }
     default: {
       const modelCommand = command as ModelCommand;
       if (modelCommand === 'load') return loadAndWait(admin, id, flags);
-      const result = await admin.command(modelCommand, id);
+      const result = await admin.runCommand({ id, command: modelCommand });
       process.stdout.write(`${flags.json ? JSON.stringify(result) : result.message}\n`);
       return result.ok ? 0 : 1;
     }

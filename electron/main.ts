@@ -212,7 +212,7 @@ async function run(): Promise<void> {
     copyEndpoint: (endpoint) => clipboard.writeText(endpoint),
     runCommand: (command, modelId) => {
       admin
-        .run(command, modelId)
+        .runCommand({ id: modelId, command })
         .then((result) => {
           if (!result.ok) notify({ title: `Could not ${command} ${modelId}`, body: result.message });
         })
@@ -230,7 +230,7 @@ async function run(): Promise<void> {
     quit: () => app.quit(),
   };
 
-  let latest: Snapshot = admin.snapshot();
+  let latest: Snapshot = await admin.getSnapshot();
   const menu = createThrottle(
     () => {
       const items = buildTrayMenu(latest, actions, { startAtLogin: loginItem.get(), now: Date.now() });

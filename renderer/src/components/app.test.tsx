@@ -37,10 +37,10 @@ describe('App', () => {
     expect(within(banner).getByText('File: /home/ada/.config/llmtray/config.yaml')).toBeTruthy();
   });
 
-  it('tells the person how to open a session when the daemon refuses the page', () => {
+  it('tells the person how to open the dashboard when the daemon refuses the page', () => {
     const { store } = renderWithSnapshot(<App />, null);
     expect(screen.getByRole('heading', { name: 'Connecting to llmtray…' })).toBeTruthy();
-    act(() => store.getState().setUnauthorized('This page has no llmtray session.'));
+    act(() => store.getState().setUnauthorized("This page does not have llmtray's admin token."));
     expect(screen.getByRole('heading', { name: 'Open the dashboard from llmtray' })).toBeTruthy();
     expect(screen.getByRole('alert').textContent).toContain('llmtray dashboard');
   });

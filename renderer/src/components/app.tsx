@@ -173,7 +173,7 @@ function SignInNeeded({ detail }: { detail: string | null }) {
     <div className="fullscreen" role="alert">
       <span className="brand-mark large" aria-hidden="true" />
       <h1>Open the dashboard from llmtray</h1>
-      <p>{detail ?? 'This page has no llmtray session.'}</p>
+      <p>{detail ?? "This page does not have llmtray's admin token."}</p>
       <p className="muted">
         Run <code>llmtray dashboard</code>, or open the URL that <code>llmtray serve</code> printed (it ends in <code>#token=…</code>).
       </p>

@@ -51,7 +51,7 @@ describe('dashboard store', () => {
   it('merges lines that arrive while a log tail is being fetched, without doubling them', async () => {
     const bridge = new RecordingBridge(twoGpusWithOtherProgram());
     let answer: (lines: string[]) => void = () => {};
-    bridge.getLogs = () => new Promise((resolve) => (answer = resolve));
+    bridge.getLogs = () => new Promise((resolve) => (answer = (lines) => resolve({ modelId: 'qwen-14b', lines })));
     const store = createDashboardStore({ bridge });
     store.getState().connect();
     const loading = store.getState().loadLogs('qwen-14b');
@@ -68,9 +68,9 @@ describe('dashboard store', () => {
     bridge.setConnected(false);
     expect(store.getState().connection).toBe('lost');
     expect(store.getState().snapshot).not.toBeNull();
-    store.getState().setUnauthorized('no session');
+    store.getState().setUnauthorized('no token');
     bridge.setConnected(false);
-    expect(store.getState()).toMatchObject({ connection: 'unauthorized', connectionDetail: 'no session' });
+    expect(store.getState()).toMatchObject({ connection: 'unauthorized', connectionDetail: 'no token' });
     bridge.setConnected(true);
     expect(store.getState().connection).toBe('open');
   });
