@@ -26,6 +26,8 @@ Usage:
   llmtray dashboard                  print the dashboard URL
 
 Options:
+  --host H         listen on H instead of listen.host; an address other machines can reach
+                   needs listen.clientKeys in the config (the admin API stays on 127.0.0.1)
   --data-dir DIR   the daemon's data dir (pins, admin token, logs); default ${defaultDataDir(currentPlatform())}
   --json           machine-readable output
   -h, --help       this text`;
@@ -93,6 +95,7 @@ async function serve(flags: Flags): Promise<void> {
   process.stdout.write(
     [
       `llmtray is serving at ${daemon.endpoint}`,
+      ...daemon.networkEndpoints.map((url) => `  network:    ${url}  (clients send one of listen.clientKeys)`),
       `  dashboard:  ${daemon.dashboardUrl}`,
       `  config:     ${daemon.configPath}`,
       `  data dir:   ${daemon.dataDir}`,

@@ -12,7 +12,9 @@ import { activate } from './activation.js';
 import { sendError, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
 import { readBody } from './read-body.js';
-import { answerPreflight, applyCors, refuseApiKey, refuseHostOrOrigin } from './request-guard.js';
+import { arrivedOnLoopback } from '../common/loopback.js';
+import { checkClientKey, type ClientKey } from './client-keys.js';
+import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
 import { forwardToEngine, unreachableError } from './upstream.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
@@ -26,20 +28,41 @@ export interface RouterOptions {
   retryAfterSeconds?: number;
   /** Largest accepted request body, bytes (413 above). Default 10 MiB. */
   bodyLimitBytes?: number;
-  /** When set, `/v1` requests must send `Authorization: Bearer <apiKey>` (401 otherwise). */
-  apiKey?: string;
-  /** Origins that web pages may call from, with CORS headers; '*' for any. Default none. */
-  corsOrigins?: readonly string[];
-  /** Host names served besides loopback ones, for a deliberate LAN listener. Default none. */
-  allowedHosts?: readonly string[];
-  /** Handles every request outside `/v1` once the Host/Origin guards passed. Default: 404. */
+  /**
+   * Who may use the listener, read on every request so that a config reload applies to the
+   * next one (a key removed from listen.clientKeys stops working at once). Default: loopback
+   * names only, no keys, no CORS, the fallthrough for loopback connections only.
+   */
+  access?: () => RouterAccess;
+  /** Handles every request outside `/v1` once the guards passed. Default: 404. */
   fallthrough?: (req: IncomingMessage, res: ServerResponse) => void;
 }
+
+export interface RouterAccess extends GuardOptions {
+  /** Keys `/v1` requests must present once there is one (client-keys.ts). */
+  clientKeys: readonly ClientKey[];
+  /** A network listener: `/v1` refuses everything while no key is configured. */
+  keysRequired: boolean;
+  /**
+   * Whether connections that did not arrive on a loopback address may reach the fallthrough
+   * (the admin API, /metrics, the dashboard). The admin API has its own token as well; this
+   * keeps it off the network unless the person asked (listen.admin: network).
+   */
+  fallthroughFromNetwork: boolean;
+}
+
+export const LOOPBACK_ONLY_ACCESS: RouterAccess = {
+  clientKeys: [],
+  keysRequired: false,
+  allowedHosts: [],
+  corsOrigins: [],
+  fallthroughFromNetwork: false,
+};
 
 export interface ListenOptions {
   /** Default 0: a free port, reported in the result. */
   port?: number;
-  /** Default '127.0.0.1'. Anything else exposes the models to the network; see allowedHosts. */
+  /** Default '127.0.0.1'. Anything else exposes the models to the network; see RouterAccess. */
   host?: string;
 }
 
@@ -73,11 +96,7 @@ const GENERATION_ROUTES: Record<string, OpenAIEndpoint> = {
 
 export function createRouter(options: RouterOptions): Router {
   const { gateway } = options;
-  const guard = {
-    allowedHosts: options.allowedHosts ?? [],
-    corsOrigins: options.corsOrigins ?? [],
-    apiKey: options.apiKey,
-  };
+  const accessNow = options.access ?? (() => LOOPBACK_ONLY_ACCESS);
   const activation = {
     waitMs: options.activationWaitMs ?? DEFAULT_ACTIVATION_WAIT_MS,
     retryAfterSeconds: options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS,
@@ -96,17 +115,21 @@ export function createRouter(options: RouterOptions): Router {
   }
 
   function route(req: IncomingMessage, res: ServerResponse): void {
-    const refusal = refuseHostOrOrigin(req, guard);
+    const access = accessNow();
+    const refusal = refuseHostOrOrigin(req, access);
     if (refusal !== null) return sendError(res, refusal);
     const path = pathOf(req.url);
     if (path !== '/v1' && !path.startsWith('/v1/')) {
+      if (!access.fallthroughFromNetwork && !arrivedOnLoopback(req.socket.localAddress)) {
+        return sendError(res, forbidden(`${path} is served on loopback only: the admin API, /metrics and the dashboard answer connections to 127.0.0.1 or [::1]. Use them on this machine, or set listen.admin: network in llmtray's config.yaml to serve them on the network too (the admin API still needs its token).`));
+      }
       if (options.fallthrough !== undefined) return options.fallthrough(req, res);
       return sendError(res, notFound(`Nothing is served at ${path}; the OpenAI-compatible API is under /v1.`));
     }
-    if (answerPreflight(req, res, guard.corsOrigins)) return;
-    applyCors(req, res, guard.corsOrigins);
-    const unauthorized = refuseApiKey(req, guard.apiKey);
-    if (unauthorized !== null) return sendError(res, unauthorized);
+    if (answerPreflight(req, res, access.corsOrigins)) return;
+    applyCors(req, res, access.corsOrigins);
+    const key = checkClientKey(req, access.clientKeys, access.keysRequired);
+    if (!key.ok) return sendError(res, key.error);
 
     const endpoint = GENERATION_ROUTES[path];
     if (endpoint !== undefined) {

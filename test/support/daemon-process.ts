@@ -37,6 +37,8 @@ export interface DaemonProcess {
   dataDir: string;
   /** Everything the daemon wrote to stderr so far (its log). */
   stderr(): string;
+  /** Everything it wrote to stdout so far (what `llmtray serve` prints: the endpoints, the dashboard URL). */
+  stdout(): string;
   /** Resolves when the process has exited, with how. */
   exited: Promise<DaemonExit>;
   /** Sends `signal` (default SIGTERM) and waits for the exit; SIGKILLs after `graceMs`. Idempotent. */
@@ -90,8 +92,9 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
     env: { ...process.env, ...options.env },
   });
   let stderr = '';
+  let stdout = '';
   child.stderr?.setEncoding('utf8').on('data', (text: string) => (stderr += text));
-  child.stdout?.resume();
+  child.stdout?.setEncoding('utf8').on('data', (text: string) => (stdout += text));
   const exited = new Promise<DaemonExit>((done) => child.once('exit', (code, signal) => done({ code, signal })));
   const pid = child.pid;
   if (pid === undefined) throw new Error('the daemon process did not start');
@@ -121,6 +124,7 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
     dashboardUrl: `${origin}/#token=${token}`,
     dataDir,
     stderr: () => stderr,
+    stdout: () => stdout,
     exited,
     state,
     async model(id) {
