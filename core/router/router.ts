@@ -11,6 +11,8 @@ import type { OpenAIModelList } from '../contracts/openai.js';
 import { activate } from './activation.js';
 import { sendError, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
+import { lingerOnClose } from './lingering-close.js';
+import { answerProtocolErrors } from './protocol-errors.js';
 import { readBody } from './read-body.js';
 import { arrivedOnLoopback } from '../common/loopback.js';
 import { checkClientKey, type ClientKey } from './client-keys.js';
@@ -115,28 +117,37 @@ export function createRouter(options: RouterOptions): Router {
   }
 
   function route(req: IncomingMessage, res: ServerResponse): void {
+    const path = pathOf(req.url);
+    const endpoint = req.method === 'POST' ? GENERATION_ROUTES[path] : undefined;
+    // Only a generation request's body is read (readBody); any other is drained as it arrives,
+    // and so is one refused before its body is read. Closing a socket with unread bytes in it
+    // makes the kernel send a reset, and a client still sending loses the tail of the answer
+    // (the fuzz suite found a GET with a megabyte of chunked body getting half a dashboard file).
+    if (endpoint === undefined) req.resume();
+    const refuse = (error: RouterError): void => {
+      req.resume();
+      sendError(res, error);
+    };
     const access = accessNow();
     const refusal = refuseHostOrOrigin(req, access);
-    if (refusal !== null) return sendError(res, refusal);
-    const path = pathOf(req.url);
+    if (refusal !== null) return refuse(refusal);
     if (path !== '/v1' && !path.startsWith('/v1/')) {
       if (!access.fallthroughFromNetwork && !arrivedOnLoopback(req.socket.localAddress)) {
-        return sendError(res, forbidden(`${path} is served on loopback only: the admin API, /metrics and the dashboard answer connections to 127.0.0.1 or [::1]. Use them on this machine, or set listen.admin: network in llmtray's config.yaml to serve them on the network too (the admin API still needs its token).`));
+        return refuse(forbidden(`${path} is served on loopback only: the admin API, /metrics and the dashboard answer connections to 127.0.0.1 or [::1]. Use them on this machine, or set listen.admin: network in llmtray's config.yaml to serve them on the network too (the admin API still needs its token).`));
       }
       if (options.fallthrough !== undefined) return options.fallthrough(req, res);
-      return sendError(res, notFound(`Nothing is served at ${path}; the OpenAI-compatible API is under /v1.`));
+      return refuse(notFound(`Nothing is served at ${path}; the OpenAI-compatible API is under /v1.`));
     }
     if (answerPreflight(req, res, access.corsOrigins)) return;
     applyCors(req, res, access.corsOrigins);
     const key = checkClientKey(req, access.clientKeys, access.keysRequired);
-    if (!key.ok) return sendError(res, key.error);
+    if (!key.ok) return refuse(key.error);
 
-    const endpoint = GENERATION_ROUTES[path];
     if (endpoint !== undefined) {
-      if (req.method !== 'POST') return sendError(res, wrongMethod(path, 'POST'));
-      serveGeneration(req, res, endpoint, path).catch((error: unknown) => sendError(res, internal(error)));
+      serveGeneration(req, res, endpoint, path).catch((error: unknown) => refuse(internal(error)));
       return;
     }
+    if (GENERATION_ROUTES[path] !== undefined) return refuse(wrongMethod(path, 'POST'));
     if (path === '/v1/models' || path.startsWith('/v1/models/')) {
       if (req.method !== 'GET') return sendError(res, wrongMethod(path, 'GET'));
       return serveModels(res, path === '/v1/models' ? null : safeDecode(path.slice('/v1/models/'.length)));
@@ -232,7 +243,10 @@ function trackExchange(res: ServerResponse): { clientGone: AbortSignal; finishWi
 
 async function listen(handle: Router['handle'], agent: http.Agent, options: ListenOptions = {}): Promise<ListeningRouter> {
   const host = options.host ?? '127.0.0.1';
-  const server = http.createServer(handle);
+  // No Host header is the guard's to refuse (a JSON 403 naming the rule), not a bare 400 from Node.
+  const server = http.createServer({ requireHostHeader: false }, handle);
+  answerProtocolErrors(server);
+  lingerOnClose(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {

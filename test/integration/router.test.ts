@@ -9,6 +9,7 @@ import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError }
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRouter, LOOPBACK_ONLY_ACCESS, type ListeningRouter, type RouterAccess, type RouterOptions } from '../../core/router/router.js';
 import type { EngineClaim, EngineLost, ModelGateway, RouterModelEntry, Unservable } from '../../core/router/model-gateway.js';
+import { rawExchange, type RawAnswer } from '../support/raw-http.js';
 
 // ---------------------------------------------------------------------------------------------
 // A fake engine: a real HTTP server answering like llama-server. The last user message (or the
@@ -1155,5 +1156,68 @@ describe('a network listener (LAN mode), on 127.0.0.2', () => {
     // On the loopback listener the same routes answer (the CLI, the dashboard).
     const local = await startRouter({ access: lan(), fallthrough });
     expect((await rawRequest(local.port, { method: 'GET', path: '/api/state' })).json).toEqual({ admin: true });
+  });
+});
+
+// What the fuzz suite (http-fuzz.test.ts) found, pinned down: requests Node refuses before the
+// router sees them, and answers lost to a reset when the client was still sending.
+describe('answers at the edge of HTTP', () => {
+  const send = (port: number, text: string | Buffer) => rawExchange('127.0.0.1', port, Buffer.isBuffer(text) ? text : Buffer.from(text, 'latin1'), { halfClose: false, timeoutMs: 10_000 });
+  const json = (answer: RawAnswer) => JSON.parse(answer.body.toString('utf8')) as { error: { message: string; code: string | null; type: string } };
+
+  it('answers a malformed request, a request without Host and CONNECT in OpenAI\'s error shape, not with a bare status', async () => {
+    const { port } = await startRouter();
+    const malformed = await send(port, 'GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n');
+    expect(malformed.status).toBe(400);
+    expect(malformed.headers['x-llmtray-error-source']).toBe('router');
+    expect(json(malformed).error).toMatchObject({ code: 'malformed_request', type: 'invalid_request_error' });
+    const large = await send(port, `GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Large: ${'x'.repeat(20_000)}\r\n\r\n`);
+    expect(large.status).toBe(431);
+    expect(json(large).error.code).toBe('headers_too_large');
+    const noHost = await send(port, 'GET /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(noHost.status).toBe(403);
+    expect(json(noHost).error.message).toContain("Host '' is not a name this llmtray serves");
+    const connect = await send(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect(connect.status).toBe(405);
+    expect(json(connect).error.message).toContain('not a proxy');
+  });
+
+  it('answers a body that stops short of its content-length when the client closes, instead of waiting for ever', async () => {
+    const { port, gateway } = await startRouter();
+    const cut = await rawExchange('127.0.0.1', port, Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 100\r\n\r\n{"model":"small"`), { halfClose: true, timeoutMs: 10_000 });
+    expect(cut.status).toBe(400);
+    expect(json(cut).error.code).toBe('malformed_request');
+    expect(gateway.calls).toEqual([]);
+  });
+
+  it('delivers its answer whole to a client that asked to close while still sending a body nobody reads', async () => {
+    const page = Buffer.alloc(300_000, 0x61);
+    // Written a piece per turn, as a file is streamed (static-files.ts), so that anything else
+    // written to the socket meanwhile would land in the middle of it.
+    const streamed: RouterOptions['fallthrough'] = (_req, res) => {
+      res.writeHead(200, { 'content-length': String(page.length) });
+      const next = (at: number): void => {
+        if (at >= page.length) return void res.end();
+        res.write(page.subarray(at, at + 16_384));
+        setImmediate(() => next(at + 16_384));
+      };
+      next(0);
+    };
+    const { port } = await startRouter({ access: access({ clientKeys: [{ name: 'app', key: 'app-key-0123456789' }] }), fallthrough: streamed });
+    const body = Buffer.alloc(4 * 1024 * 1024, 0x78);
+    const head = (line: string) => Buffer.from(`${line}\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`);
+    // Refused before the body is read: the 401 arrives, not a reset.
+    const refused = await send(port, Buffer.concat([head('POST /v1/chat/completions HTTP/1.1'), body]));
+    expect(refused.status).toBe(401);
+    expect(json(refused).error.code).toBe('invalid_api_key');
+    // A route that reads no body: all of its answer arrives.
+    const served = await send(port, Buffer.concat([head('GET /dashboard HTTP/1.1'), body]));
+    expect(served.status).toBe(200);
+    expect(served.body.equals(page)).toBe(true);
+    // A body longer than its content-length: the rest is junk to the parser, and its 400 waits
+    // for the first answer instead of cutting into it.
+    const longer = await send(port, `GET /dashboard HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 2\r\n\r\n{}not a request at all\r\n\r\n`);
+    expect(longer.status).toBe(200);
+    expect(longer.body.equals(page)).toBe(true);
   });
 });
