@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AdminService, createAdminHandler, ensureAdminToken, PinStore } from './admin/index.js';
+import { AdminService, createAdminHandler, ensureAdminToken, LogFeed, PinStore } from './admin/index.js';
 import { Catalog, type CatalogModel } from './catalog/catalog.js';
 import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { watchCatalog, type CatalogWatcher } from './catalog/watch-catalog.js';
@@ -17,12 +17,16 @@ import { Controller } from './controller/controller.js';
 import type { Log } from './controller/effects.js';
 import { LaunchError } from './engine/failure-classifier.js';
 import { findLlamaServer } from './engine/llama-server/find-binary.js';
+import { probeCapabilities } from './engine/llama-server/capabilities.js';
 import { realClock } from './common/clock.js';
 import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
 import { Supervisor } from './engine/supervisor/supervisor.js';
 import { queryComputeApps, sharedComputeAppsReader } from './gpu/compute-apps.js';
 import { execFileText } from './gpu/exec-file.js';
-import { createGpuProbe } from './gpu/gpu-probe.js';
+import { createGpuProbe, type GpuProbe } from './gpu/gpu-probe.js';
+import { createEngineDeviceReader } from './gpu/llama-devices.js';
+import { computeBudget } from './gpu/compute-budget.js';
+import { RuntimeOverhead, type RuntimePlace } from './engine/runtime-overhead.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
 import { footprintAt } from './policy/levels.js';
@@ -111,8 +115,19 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const demo = options.demo === true ? await prepareDemo(dataDir) : null;
     const configPath = demo?.configPath ?? options.configPath ?? configFilePath(facts);
     const catalog = await Catalog.open({ configPath, dataDir, facts });
+    const firstConfig = catalog.config();
+    const llamaServer = await findLlamaServer(firstConfig.llamaServerPath === undefined ? {} : { configured: firstConfig.llamaServerPath });
+    const llamaServerPath = llamaServer.found ? llamaServer.path : null;
+    log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
+    const runtime = new RuntimeOverhead(() => catalog.config().budget.engineOverheadBytes);
+    // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
+    // Intel, AMD without ROCm's tools), in the engines' own environment and device order.
+    const gpuProbe = createGpuProbe(
+      llamaServerPath === null ? {} : { engineDevices: createEngineDeviceReader(llamaServerPath, { env: { ...options.engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } }) },
+    );
     if (demo !== null) {
-      const limit = demoBudgetLimit(catalog.models());
+      // Every model's footprint includes its engine's own cost, so the demo's limit does too.
+      const limit = demoBudgetLimit(catalog.models(), runtime.bytes(llamaServerPath === null ? 'embedded' : 'llama-server', await runtimePlaceAtStart(gpuProbe)));
       if (limit !== null) {
         await writeDemoLimit(demo, limit);
         await catalog.reload();
@@ -130,16 +145,12 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     if (pins.problem) log.warn(pins.problem);
     const pinPolicy = new PinPolicy(pins);
 
-    const llamaServer = await findLlamaServer(config.llamaServerPath === undefined ? {} : { configured: config.llamaServerPath });
-    const llamaServerPath = llamaServer.found ? llamaServer.path : null;
-    log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
-
     // One per-process GPU query for the budget's own-usage and the supervisor's measurements.
     const computeApps = sharedComputeAppsReader(() => queryComputeApps(execFileText), realClock);
     // The supervisor is made after the budget, which asks it for our engines' pids.
     let supervisorRef: Supervisor | null = null;
     const budget = createLiveBudget({
-      probe: createGpuProbe(),
+      probe: gpuProbe,
       ownUsage: createOwnUsageProvider({ pids: () => supervisorRef?.runningPids() ?? [], computeApps }),
       config: {
         reserveBytes: config.budget.reserveBytes,
@@ -170,6 +181,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         }),
       engineCommand: defaultEngineCommand({ llamaServerPath }),
       footprint,
+      hostIsDevice: cpuOnly,
+      runtime,
       memoryProbe: async () => {
         if (!gpuMode()) return Number.POSITIVE_INFINITY; // host memory is back when the process is gone
         const sample = await budget.sampleNow();
@@ -188,11 +201,24 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     cleanups.push(() => supervisor.close());
     if (supervisor.orphans.ended.length > 0) log.warn(`ended ${supervisor.orphans.ended.length} model server(s) left by an earlier run`);
 
+    // What each model's engine process itself costs against the budget: its backend's context on
+    // a GPU; its runtime in host RAM elsewhere (without a GPU, and on unified memory, where the
+    // process's RAM is the device's).
+    const runtimeBytes = (model: CatalogModel): number => runtime.bytes(engineFor(model, llamaServerPath), currentBudget().mode === 'gpu' ? 'device' : 'host');
+    // Only a llama-server build with --n-cpu-moe keeps a mixture of experts' expert tensors on
+    // the CPU; node-llama-cpp has no such option. `place` is not offered what the engine cannot do.
+    const llamaServerMoe = llamaServerPath === null ? false : await probeCapabilities(llamaServerPath).then(
+      (capabilities) => capabilities.flags.has('--n-cpu-moe') || capabilities.flags.has('-ncmoe'),
+      () => false,
+    );
+    const keepsExpertsOnCpu = (model: CatalogModel): boolean => engineFor(model, llamaServerPath) === 'llama-server' && llamaServerMoe;
     const desired = new DaemonDesiredState({
       models: () => catalog.models(),
+      keepsExpertsOnCpu,
       isPinned: (model) => pinPolicy.isPinned(model),
       activity,
       inFlight: (id) => supervisor.inFlight(id),
+      runtimeBytes,
       budget: async () => budget.current() ?? budget.sampleNow(),
     });
     const controller = new Controller({
@@ -217,18 +243,36 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       wanted: (id: string) => desired.wanted(id),
       engineOf: (model: CatalogModel) => engineFor(model, llamaServerPath),
       measuredBytes: (id: string) => measured.get(id) ?? null,
+      runtimeBytes,
       budget: () => budget.current(),
       limitBytes: config.budget.limitBytes ?? null,
       configPath,
     } as const;
     const admin = new AdminService({
       buildSnapshot: () => buildSnapshot(snapshotParts),
-      commands: createModelActions({ resolve: (id) => catalog.resolve(id), pins, activity, inFlight: (id) => supervisor.inFlight(id), controller }, pinPolicy),
-      logs: (id) => supervisor.logs(id),
+      commands: createModelActions(
+        {
+          resolve: (id) => catalog.resolve(id),
+          pins,
+          activity,
+          inFlight: (id) => supervisor.inFlight(id),
+          controller,
+          answersFor: (id) => catalog.models().filter((m) => m.id !== id && desired.wanted(m.id) && controller.servingModel(m.id) === id).map((m) => m.id),
+        },
+        pinPolicy,
+      ),
+      logs: (id) => supervisor.logTail(id),
       clock: realClock,
       warn: (message) => log.warn(message),
     });
     cleanups.push(() => admin.close());
+    // Every engine's log lines onto the event stream as they are written (batched, rate-limited per model).
+    const logFeed = new LogFeed({ clock: realClock, publish: (event) => admin.publish(event) });
+    const unsubscribeLogs = supervisor.subscribeLog((modelId, line, position) => logFeed.append(modelId, line, position));
+    cleanups.push(() => {
+      unsubscribeLogs();
+      logFeed.close();
+    });
 
     // Events → "look again" and "something changed".
     const controllerLog = logFor('events');
@@ -363,4 +407,12 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     await stopAll();
     throw error;
   }
+}
+
+/** Whether models run in host RAM here (no GPU whose memory can be measured), from one probe. */
+/** Where the engines' runtime will count, from one probe before the live budget runs: the demo sizes its limit with it. */
+async function runtimePlaceAtStart(probe: GpuProbe): Promise<RuntimePlace> {
+  const { gpus, host } = await probe.probe().catch(() => ({ gpus: [], host: { totalBytes: 0, availableBytes: 0 } }));
+  const budget = computeBudget({ gpus, host, reserveBytes: 0, limitBytes: null, ourUsageByGpu: new Map(), platform: process.platform, unifiedShare: DEFAULT_BUDGET_CONFIG.unifiedShare });
+  return budget.mode === 'gpu' ? 'device' : 'host';
 }

@@ -209,7 +209,7 @@ async function run(): Promise<void> {
   tray.on('click', () => showDashboard());
 
   const actions: TrayActions = {
-    copyEndpoint: (endpoint) => clipboard.writeText(endpoint),
+    copyText: (text) => clipboard.writeText(text),
     runCommand: (command, modelId) => {
       admin
         .runCommand({ id: modelId, command })

@@ -13,6 +13,7 @@ import { AdminRefusal, type AdminParams } from '../contracts/admin-routes.js';
 import type { DashboardBridge } from '../contracts/bridge.js';
 import { findModelByName } from '../contracts/model-names.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
+import type { LogTail } from '../contracts/log-lines.js';
 import type { Clock } from '../common/clock.js';
 
 /** Time as the service sees it: the shared injected clock (test/support's FakeClock fits). */
@@ -36,8 +37,8 @@ export interface AdminServiceOptions {
   /** Assembles the current view from the daemon's parts. Synchronous, cheap, no side effects. */
   buildSnapshot: () => Omit<Snapshot, 'revision'>;
   commands: ModelActions;
-  /** A model's recent server log, oldest first; undefined when it has none yet. Never blocks. */
-  logs: (modelId: string) => readonly string[] | undefined;
+  /** A model's recent server log, oldest first, with the position after it; undefined when it has none yet. Never blocks. */
+  logs: (modelId: string) => LogTail | undefined;
   clock: AdminClock;
   /** Least time between two SnapshotUpdated events, ms. Default 100. */
   throttleMs?: number;
@@ -113,15 +114,17 @@ export class AdminService implements DashboardBridge {
   }
 
   /**
-   * A model's recent log lines (by id or alias), oldest first: an empty list for a model that
-   * exists but has not logged. Rejects with an AdminRefusal (404) listing the models for one
-   * that does not exist. Never blocks.
+   * A model's recent log lines (by id or alias), oldest first, with the position after them
+   * (where its LogAppended batches continue): no lines at position 0 for a model that exists
+   * but has not logged. Rejects with an AdminRefusal (404) listing the models for one that does
+   * not exist. Never blocks.
    */
   async getLogs({ id }: AdminParams<'getLogs'>): Promise<ModelLogsResponse> {
     const models = this.options.buildSnapshot().models;
     const model = findModelByName(models, id);
     if (model === undefined) throw new AdminRefusal(404, 'unknown_model', unknownModel(id, models));
-    return { modelId: model.id, lines: [...(this.options.logs(model.id) ?? [])] };
+    const tail = this.options.logs(model.id);
+    return { modelId: model.id, lines: [...(tail?.lines ?? [])], next: tail?.next ?? 0 };
   }
 
   /**
@@ -157,8 +160,8 @@ export class AdminService implements DashboardBridge {
 
   /**
    * Sends a discrete event to every subscriber at once (not throttled: each is a fact a
-   * person is told about, like a desktop notification). Never blocks. The daemon should batch
-   * LogAppended lines rather than publish one event per line.
+   * person is told about, like a desktop notification). Never blocks. LogAppended comes
+   * batched and rate-limited already (log-feed.ts), never one event per line.
    */
   publish(event: DiscreteAdminEvent): void {
     for (const subscriber of [...this.subscribers]) this.deliver(subscriber, event);

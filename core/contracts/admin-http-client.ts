@@ -60,7 +60,7 @@ async function send(options: AdminHttpOptions, path: string, init: RequestInit):
   } catch (error) {
     if (init.signal?.aborted) throw error;
     const where = options.baseUrl === '' ? 'the llmtray daemon' : `the llmtray daemon at ${options.baseUrl}`;
-    throw new Error(`cannot reach ${where} (${error instanceof Error ? error.message : String(error)})`);
+    throw new Error(`cannot reach ${where} (${error instanceof Error ? error.message : String(error)}); is it running (\`llmtray serve\`)?`);
   }
 }
 

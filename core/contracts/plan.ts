@@ -11,7 +11,10 @@ export interface Placement {
    * in host RAM; cpu: nothing on a device.
    */
   kind: 'gpu' | 'split' | 'mixed' | 'partial' | 'cpu';
-  /** The devices it uses, the main one first (it holds the draft, the output tensors and the projector). */
+  /**
+   * The devices it uses, the main one first: it holds the draft, the output tensors and the
+   * projector (in a split, the last device in index order, where llama.cpp puts the output).
+   */
   devices: { index: number; layers: number; bytes: number }[];
   /** Layers whose expert tensors stay in host RAM (`--n-cpu-moe`); 0 for a dense model. */
   cpuMoeLayers: number;

@@ -23,7 +23,8 @@
 import { footprintAt } from '../policy/levels.js';
 import { hostMemoryReason } from '../policy/reasons.js';
 import { launchLevelAfter } from '../policy/recover.js';
-import { place, type Device, type PlacePlan } from '../policy/place.js';
+import { moveUpOf } from './move-up.js';
+import { place, type Device, type PlacedResident, type PlacePlan } from '../policy/place.js';
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { PlanView } from '../contracts/snapshot.js';
 import type { ServerEvent } from '../contracts/server-events.js';
@@ -74,6 +75,8 @@ export class Controller {
   private demands = new Map<string, ModelDemand>();
   /** What each server held on the device at the last pass's measurement. */
   private measured: ReadonlyMap<string, number> = new Map();
+  /** The residents as the last pass counted them (bytes and where): the memory picture shows these very figures. */
+  private counted: ReadonlyMap<string, PlacedResident> = new Map();
   private plan: PlanView | null = null;
   /** The models the last pass asked the policy for. */
   private desiredIds = new Set<string>();
@@ -236,6 +239,17 @@ export class Controller {
     return record?.server?.placement ?? (record?.op?.kind === 'loading' ? record.op.placement : null);
   }
 
+  /**
+   * What the model's server holds, and where, as the last pass counted it — the figures its plan
+   * was made with, so a memory picture drawn from them agrees with the plan's reasons. Null when
+   * it was not resident at the last pass. Pure lookup.
+   */
+  held(modelId: string): { bytes: number; placement: Placement | null } | null {
+    const resident = this.counted.get(modelId);
+    if (resident === undefined) return null;
+    return { bytes: resident.footprint, placement: resident.placement ?? null };
+  }
+
   /** Whether a run() has ended (quit) and no other has started: nothing will be launched any more. */
   hasStopped(): boolean {
     return this.stopped;
@@ -275,10 +289,14 @@ export class Controller {
     this.measured = measured;
     this.observe(state);
     const inputs = policyInputs({ demands: this.demands, records: this.records, running: this.residents(), loading: this.loading() });
+    this.counted = new Map(inputs.resident.map((r) => [r.modelId, r]));
     this.desiredIds = new Set(inputs.desired.map((d) => d.modelId));
     const devices = devicesOf(state);
-    const plan = place(inputs.desired, inputs.resident, devices, state.hostFreeBytes);
-    this.yields = yieldsOf(plan, inputs, devices, state.hostFreeBytes);
+    const placed = place(inputs.desired, inputs.resident, devices, state.hostFreeBytes);
+    this.yields = yieldsOf(placed, inputs, devices, state.hostFreeBytes);
+    const moveUp = moveUpOf(placed, inputs, devices, state.hostFreeBytes);
+    if (moveUp !== null) this.log.info(`moving ${moveUp.modelId} up: it now fits ${moveUp.to.kind === 'gpu' ? `whole on GPU ${moveUp.to.devices[0]?.index ?? 0}` : describePlacement(moveUp.to).trim()}; stopping it to relaunch it there`);
+    const plan = moveUp === null ? placed : { ...placed, evict: [moveUp.modelId] };
     const planChanged = this.recordPlan(plan);
     const roomMade = await this.evictAll(plan.evict);
     const acted = roomMade ? this.startLaunches(plan, state.hostFreeBytes) : false;

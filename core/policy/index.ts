@@ -12,6 +12,7 @@ export {
 export {
   degradedContext,
   footprintAt,
+  layerCostAt,
   partialLayers,
   type FootprintEstimate,
   type LevelFootprint,

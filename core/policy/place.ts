@@ -16,12 +16,14 @@
 // placement is tried first in the room nobody holds, then in the room it would have after
 // evicting the models that rank below it, before a slower placement is tried: an idle,
 // lower-ranked model is evicted before a requested model is slowed, and only on the GPU that
-// needs the room. A model without a layer cost is one indivisible footprint on one GPU, exactly
+// needs the room. A running model that fits where it is stays there (moving an idle one up to a
+// faster placement once room comes back is the controller's call: see its moveUp). A model
+// without a layer cost is one indivisible footprint on one GPU, exactly
 // as `schedule` treats it; with one device and no host RAM to spare, `place` gives `schedule`'s
 // very plan (property-tested against it).
-import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, type Candidate } from './candidates.js';
+import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, undesiredResidents, type Candidate } from './candidates.js';
 import { nonNegative } from './non-negative.js';
-import { reasonWriter, withHolder, type Holder, type HoldReason, type Room } from './reasons.js';
+import { needs, reasonWriter, withHolder, type Holder, type HoldReason, type ReasonWriter, type Room } from './reasons.js';
 import type { Desired, Plan, Resident } from './schedule.js';
 import { formatBytes } from '../contracts/format-bytes.js';
 import type { LeftOut, Placement } from '../contracts/plan.js';
@@ -48,8 +50,15 @@ export interface LayerCost {
   expertBytesPerLayer: number;
   /** What goes on the main device whatever the split: the output and embedding tensors, a projector, bytes. */
   mainBytes: number;
-  /** The compute buffer each device that holds layers reserves, bytes. */
+  /** The compute buffer each device that holds layers reserves, and the engine's runtime there, bytes. */
   computeBytesPerDevice: number;
+  /**
+   * What each device of a split reserves on top, bytes: llama.cpp runs a layer split over
+   * several devices as a pipeline (pipeline parallelism), which keeps a compute buffer per stage
+   * in flight; measured 1.8–1.9× one device's compute buffer per device (BENCHMARKS §6), so a
+   * split pays it once more. Absent: 0.
+   */
+  pipelineComputeBytes?: number;
 }
 
 /** A desired model as `place` sees it: `schedule`'s, with what it takes to split it. */
@@ -86,8 +95,33 @@ interface DeviceRoom {
   pinnedCount: number;
   /** Held by residents not decided yet (evictable by a model that ranks above them). */
   undecided: number;
-  /** Those residents, by their place in the admission order (a larger rank is less important), with their bytes here. */
-  undecidedBy: Map<number, number>;
+  /**
+   * Those residents in admission order (a larger rank is less important), with their bytes
+   * here. Models are decided in that same order, so the decided ones are always a prefix:
+   * `firstUndecided` skips it, and the least important are read from the end, no sort needed.
+   */
+  undecidedBy: { rank: number; bytes: number }[];
+  firstUndecided: number;
+  /** This device's sentences; its Room snapshots below are worded once each (see reasonWriter). */
+  writer: ReasonWriter;
+  /** What held it when a model was last turned away, until the next hold: shared by every model turned away meanwhile. */
+  heldRoom: Room | null;
+  pinnedRoom: Room | null;
+}
+
+/** The devices as one pass sees them: fixed for the pass, their rooms filled as models are held. */
+interface Layout {
+  rooms: Map<number, DeviceRoom>;
+  /** In index order. */
+  devices: readonly Device[];
+  /** The groups a same-class split may use, computed once per pass. */
+  classGroups: readonly (readonly Device[])[];
+  /**
+   * "GPU 0 RTX 4090: 24 GiB budget, … free; GPU 1 …": every GPU's room as it stands, or with
+   * only the pinned models in it (strict). Worded once between two holds, however many models
+   * are turned away meanwhile.
+   */
+  roomsWords(strict: boolean): string;
 }
 
 /**
@@ -102,10 +136,29 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   const rooms = new Map<number, DeviceRoom>(
     sortedDevices.map((device) => [
       device.index,
-      { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: new Map() },
+      { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: [], firstUndecided: 0, writer: reasonWriter(nonNegative(device.budgetBytes)), heldRoom: null, pinnedRoom: null },
     ]),
   );
   const { candidates, desiredIds } = candidatesOf('place', desired, resident);
+  const wordsCache: { held: string | null; pinned: string | null } = { held: null, pinned: null };
+  const layout: Layout = {
+    rooms,
+    devices: sortedDevices,
+    classGroups: classGroups(sortedDevices),
+    roomsWords(strict) {
+      const cached = strict ? wordsCache.pinned : wordsCache.held;
+      if (cached !== null) return cached;
+      const words = sortedDevices
+        .map((device) => {
+          const room = rooms.get(device.index) as DeviceRoom;
+          return `GPU ${device.index} ${device.name}: ${room.writer.roomWords(strict ? pinnedRoomOf(room) : heldRoomOf(room))}`;
+        })
+        .join('; ');
+      if (strict) wordsCache.pinned = words;
+      else wordsCache.held = words;
+      return words;
+    },
+  };
   const first = sortedDevices[0] as Device;
   const placementOf = (r: PlacedResident): Placement =>
     r.placement ?? { kind: 'gpu', devices: [{ index: first.index, layers: 0, bytes: nonNegative(r.footprint) }], cpuMoeLayers: 0, hostBytes: 0 };
@@ -121,7 +174,11 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
       room.held += part.bytes;
       room.holderCount++;
       room.named = withHolder(room.named, { modelId, bytes: part.bytes, why, priority });
+      room.heldRoom = null;
+      wordsCache.held = null;
       if (why === 'pinned') {
+        room.pinnedRoom = null;
+        wordsCache.pinned = null;
         room.pinnedHeld += part.bytes;
         room.pinnedCount++;
         room.pinnedNamed = withHolder(room.pinnedNamed, { modelId, bytes: part.bytes, why, priority });
@@ -133,54 +190,50 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
       const room = rooms.get(part.index);
       if (room === undefined) continue;
       room.undecided += sign * nonNegative(part.bytes);
-      if (sign > 0) room.undecidedBy.set(rank, (room.undecidedBy.get(rank) ?? 0) + nonNegative(part.bytes));
-      else room.undecidedBy.delete(rank);
+      if (sign > 0) room.undecidedBy.push({ rank, bytes: nonNegative(part.bytes) });
+      else while (room.firstUndecided < room.undecidedBy.length && (room.undecidedBy[room.firstUndecided] as { rank: number }).rank <= rank) room.firstUndecided++;
     }
   };
 
   // Forced residents first, desired or not, where they are: nothing pinned or busy is moved.
-  const toEvict: PlacedResident[] = [];
-  const forcedUndesired: PlacedResident[] = [];
-  for (const r of resident) {
-    if (desiredIds.has(r.modelId)) continue;
-    if (r.pinned || r.active) forcedUndesired.push(r);
-    else toEvict.push(r);
-  }
-  // In id order, so that fractional sizes sum the same in any input order.
-  forcedUndesired.sort((a, b) => compareIds(a.modelId, b.modelId));
+  const { forced: forcedUndesired, toEvict } = undesiredResidents(resident, desiredIds);
   for (const r of forcedUndesired) hold(r.modelId, placementOf(r), r.pinned ? 'pinned' : 'active', 0, true);
 
   const placements: Record<string, Placement> = {};
-  const byId = new Map(desired.map((d) => [d.modelId, d]));
-  const layerCostOf = (c: Candidate): LayerCost | undefined => byId.get(c.modelId)?.layerCost;
+  // Every candidate's desired entry is the caller's PlacedDesired (candidatesOf keeps it).
+  const placedOf = (c: Candidate): PlacedDesired => c.desired as PlacedDesired;
 
   // Forced desired models: running ones stay where they are (re-priced at what they cost now);
   // pinned ones to launch take the fastest placement that fits, else the roomiest GPU, over budget.
   for (const c of candidates) {
     if (c.forcedBy === null) continue;
-    const at = c.running !== undefined ? repriced(placementOf(c.running), c.cost) : placeOne(c, layerCostOf(c), byId.get(c.modelId), rooms, sortedDevices, hostFree, ['room']) ?? overBudget(c, rooms, sortedDevices);
+    const at = c.running !== undefined ? repriced(placementOf(c.running), c.cost) : placeOne(c, placedOf(c).layerCost, placedOf(c), layout, hostFree, ['room']) ?? overBudget(c, layout);
     placements[c.modelId] = at;
     hold(c.modelId, at, c.forcedBy, c.priority, c.running !== undefined);
   }
 
   // The other residents hold their room until their turn comes: a model ranked above them may
   // take it only when it cannot fit in the room nobody holds.
-  candidates.forEach((c, rank) => {
-    if (c.forcedBy === null && c.running !== undefined) setUndecided(repriced(placementOf(c.running), c.cost), rank, 1);
+  const runningAt: (Placement | undefined)[] = candidates.map((c, rank) => {
+    if (c.forcedBy !== null || c.running === undefined) return undefined;
+    const where = repriced(placementOf(c.running), c.cost);
+    setUndecided(where, rank, 1);
+    return where;
   });
 
   const launch: string[] = [];
   const evictMoved: PlacedResident[] = [];
   const turnedAway: { candidate: Candidate; reason: LeftOut }[] = [];
-  for (const [rank, c] of candidates.entries()) {
+  for (let rank = 0; rank < candidates.length; rank++) {
+    const c = candidates[rank] as Candidate;
     if (c.forcedBy !== null) {
       if (c.running === undefined) launch.push(c.modelId);
       continue;
     }
-    const cost = layerCostOf(c);
-    const d = byId.get(c.modelId);
-    if (c.running !== undefined) {
-      const where = repriced(placementOf(c.running), c.cost);
+    const d = placedOf(c);
+    const cost = d.layerCost;
+    const where = runningAt[rank];
+    if (where !== undefined) {
       setUndecided(where, rank, -1);
       if (fitsWhereItIs(where, rooms, hostFree + where.hostBytes)) {
         placements[c.modelId] = where;
@@ -188,9 +241,9 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
         continue;
       }
     }
-    const at = placeOne(c, cost, d, rooms, sortedDevices, hostFree, ['free', 'room']);
+    const at = placeOne(c, cost, d, layout, hostFree, ['free', 'room']);
     if (at === null) {
-      turnedAway.push({ candidate: c, reason: leftOutReason(c, cost, d, rooms, sortedDevices, hostFree) });
+      turnedAway.push({ candidate: c, reason: leftOutReason(c, cost, d, layout, hostFree) });
       if (c.running !== undefined) toEvict.push(c.running);
       continue;
     }
@@ -249,8 +302,8 @@ function available(room: DeviceRoom, kind: RoomKind): number {
 function mostImportantToGo(room: DeviceRoom, need: number): number {
   let free = room.budget - room.held - room.undecided;
   if (need <= free) return Infinity;
-  const leastImportantFirst = [...room.undecidedBy.entries()].sort(([a], [b]) => b - a);
-  for (const [rank, bytes] of leastImportantFirst) {
+  for (let i = room.undecidedBy.length - 1; i >= room.firstUndecided; i--) {
+    const { rank, bytes } = room.undecidedBy[i] as { rank: number; bytes: number };
     free += bytes;
     if (need <= free) return rank;
   }
@@ -266,18 +319,37 @@ function placeOne(
   c: Candidate,
   cost: LayerCost | undefined,
   d: PlacedDesired | undefined,
-  rooms: Map<number, DeviceRoom>,
-  devices: readonly Device[],
+  layout: Layout,
   hostFree: number,
   kinds: readonly RoomKind[],
 ): Placement | null {
+  if (cannotFitAnywhere(c, cost, layout, hostFree, kinds[kinds.length - 1] as RoomKind)) return null;
   for (const tier of TIERS) {
     for (const kind of kinds) {
-      const at = tryTier(tier, c, cost, d, rooms, devices, hostFree, kind);
+      const at = tryTier(tier, c, cost, d, layout, hostFree, kind);
       if (at !== null) return at;
     }
   }
   return null;
+}
+
+/**
+ * True when no tier can hold it even in the widest room (the kinds are ordered narrow to wide):
+ * most of the models left out on a crowded workstation, answered without trying every tier. An
+ * indivisible model needs one device with room for it all; a layered one at least its smallest
+ * form (all on the CPU) across every device's room and the host RAM together.
+ */
+function cannotFitAnywhere(c: Candidate, cost: LayerCost | undefined, layout: Layout, hostFree: number, widest: RoomKind): boolean {
+  let largest = 0;
+  let total = 0;
+  for (const device of layout.devices) {
+    const room = Math.max(0, available(layout.rooms.get(device.index) as DeviceRoom, widest));
+    if (room > largest) largest = room;
+    total += room;
+  }
+  if (cost === undefined || !(cost.layers >= 1)) return c.cost > largest;
+  const smallest = Math.min(c.cost, layeredTotal(cost, c.draftBytes, cost.layers) - nonNegative(cost.computeBytesPerDevice));
+  return smallest > total + Math.max(0, hostFree);
 }
 
 function tryTier(
@@ -285,28 +357,30 @@ function tryTier(
   c: Candidate,
   cost: LayerCost | undefined,
   d: PlacedDesired | undefined,
-  rooms: Map<number, DeviceRoom>,
-  devices: readonly Device[],
+  layout: Layout,
   hostFree: number,
   kind: RoomKind,
 ): Placement | null {
-  const free = (device: Device): number => available(rooms.get(device.index) as DeviceRoom, kind);
+  const { rooms, devices } = layout;
   if (tier === 'gpu') {
     // Where models must make way, the device whose most important one to go is least
     // important (the least recently used go first, as on one device); then best fit: the
     // device with the least room that still holds it, so the roomy ones stay for big models.
-    let best: { device: Device; victim: number } | null = null;
+    let best: { device: Device; room: number; victim: number } | null = null;
     for (const device of devices) {
-      if (c.cost > free(device)) continue;
-      const victim = kind === 'room' ? mostImportantToGo(rooms.get(device.index) as DeviceRoom, c.cost) : Infinity;
-      if (best === null || victim > best.victim || (victim === best.victim && free(device) < free(best.device))) best = { device, victim };
+      const deviceRoom = rooms.get(device.index) as DeviceRoom;
+      const room = available(deviceRoom, kind);
+      if (c.cost > room) continue;
+      const victim = kind === 'room' ? mostImportantToGo(deviceRoom, c.cost) : Infinity;
+      if (best === null || victim > best.victim || (victim === best.victim && room < best.room)) best = { device, room, victim };
     }
     return best === null ? null : { kind: 'gpu', devices: [{ index: best.device.index, layers: cost?.layers ?? 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
   }
   if (cost === undefined || !(cost.layers >= 1)) return null;
+  const free = (device: Device): number => available(rooms.get(device.index) as DeviceRoom, kind);
   if (tier === 'split' || tier === 'mixed') {
     if (tier === 'mixed' && d?.mixedSplit !== true) return null;
-    const groups = tier === 'split' ? classGroups(devices) : [devices];
+    const groups = tier === 'split' ? layout.classGroups : [devices];
     let best: Placement | null = null;
     for (const group of groups) {
       if (group.length < 2) continue;
@@ -324,7 +398,11 @@ function tryTier(
 /** Devices grouped by class, each group in device order; groups in class order. */
 function classGroups(devices: readonly Device[]): Device[][] {
   const byClass = new Map<string, Device[]>();
-  for (const device of devices) byClass.set(device.deviceClass, [...(byClass.get(device.deviceClass) ?? []), device]);
+  for (const device of devices) {
+    const group = byClass.get(device.deviceClass);
+    if (group === undefined) byClass.set(device.deviceClass, [device]);
+    else group.push(device);
+  }
   return [...byClass.entries()].sort(([a], [b]) => compareIds(a, b)).map(([, group]) => group);
 }
 
@@ -335,22 +413,32 @@ function layeredTotal(cost: LayerCost, draftBytes: number, layers: number): numb
 
 /**
  * A layer split over the fewest of `group`'s roomiest devices that holds the model, shares in
- * proportion to their room; the roomiest is the main device. Null when even all of them cannot.
+ * proportion to their room; the last of them in device order holds the output and the draft
+ * (the main device). Null when even all of them cannot.
  */
 function split(tier: 'split' | 'mixed', group: readonly Device[], free: (d: Device) => number, cost: LayerCost, draftBytes: number): Placement | null {
-  const roomiest = [...group].sort((a, b) => free(b) - free(a) || a.index - b.index);
   const perLayer = nonNegative(cost.perLayerBytes);
-  const compute = nonNegative(cost.computeBytesPerDevice);
+  const compute = nonNegative(cost.computeBytesPerDevice) + nonNegative(cost.pipelineComputeBytes ?? 0);
   const main = nonNegative(cost.mainBytes) + draftBytes;
+  // Even every device of the group together is short: the common case on a full workstation,
+  // answered before anything is sorted or allocated.
+  let together = -main;
+  for (const device of group) together += Math.max(0, free(device) - compute);
+  if (together < cost.layers * perLayer) return null;
+  const roomiest = [...group].sort((a, b) => free(b) - free(a) || a.index - b.index);
   for (let k = 2; k <= roomiest.length; k++) {
-    const chosen = roomiest.slice(0, k);
-    const rooms = chosen.map((device, i) => Math.max(0, free(device) - compute - (i === 0 ? main : 0)));
+    // In device order: llama.cpp assigns a split's layers by device index and puts the output
+    // layer after the last block, on the last device; the draft goes with it here.
+    const chosen = roomiest.slice(0, k).sort((a, b) => a.index - b.index);
+    const last = chosen.length - 1;
+    const rooms = chosen.map((device, i) => Math.max(0, free(device) - compute - (i === last ? main : 0)));
     const capacity = rooms.map((room) => (perLayer > 0 ? Math.floor(room / perLayer) : cost.layers));
     const layers = proportionalShares(cost.layers, rooms, capacity);
     if (layers === null) continue;
-    const parts = chosen.map((device, i) => ({ index: device.index, layers: layers[i] as number, bytes: compute + (i === 0 ? main : 0) + (layers[i] as number) * perLayer }));
+    const parts = chosen.map((device, i) => ({ index: device.index, layers: layers[i] as number, bytes: compute + (i === last ? main : 0) + (layers[i] as number) * perLayer }));
     if (parts.some((part, i) => part.bytes > free(chosen[i] as Device))) continue;
-    return { kind: tier, devices: parts, cpuMoeLayers: 0, hostBytes: 0 };
+    // The device holding the output (and the draft) is the main one, listed first.
+    return { kind: tier, devices: [parts[last] as Placement['devices'][number], ...parts.slice(0, last)], cpuMoeLayers: 0, hostBytes: 0 };
   }
   return null;
 }
@@ -389,9 +477,14 @@ function proportionalShares(total: number, weights: readonly number[], capacity:
  * the host share does not fit the free RAM.
  */
 function partial(devices: readonly Device[], free: (d: Device) => number, cost: LayerCost, draftBytes: number, hostFree: number): Placement | null {
-  const device = [...devices].sort((a, b) => free(b) - free(a) || a.index - b.index)[0];
+  let device: Device | undefined;
+  let room = -Infinity;
+  // The roomiest; ties to the lower index (devices come in index order).
+  for (const candidate of devices) {
+    const its = free(candidate);
+    if (its > room) [device, room] = [candidate, its];
+  }
   if (device === undefined) return null;
-  const room = free(device);
   const perLayer = nonNegative(cost.perLayerBytes);
   const expert = Math.min(perLayer, nonNegative(cost.expertBytesPerLayer));
   const full = layeredTotal(cost, draftBytes, cost.layers);
@@ -411,9 +504,21 @@ function partial(devices: readonly Device[], free: (d: Device) => number, cost: 
 }
 
 /** A pinned model that fits nowhere still launches, on the roomiest device, over its budget (as `schedule` holds it). */
-function overBudget(c: Candidate, rooms: Map<number, DeviceRoom>, devices: readonly Device[]): Placement {
-  const device = [...devices].sort((a, b) => available(rooms.get(b.index) as DeviceRoom, 'room') - available(rooms.get(a.index) as DeviceRoom, 'room') || a.index - b.index)[0] as Device;
+function overBudget(c: Candidate, layout: Layout): Placement {
+  let device = layout.devices[0] as Device;
+  // The roomiest; ties to the lower index (devices come in index order).
+  for (const candidate of layout.devices) {
+    if (available(layout.rooms.get(candidate.index) as DeviceRoom, 'room') > available(layout.rooms.get(device.index) as DeviceRoom, 'room')) device = candidate;
+  }
   return { kind: 'gpu', devices: [{ index: device.index, layers: 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
+}
+
+function heldRoomOf(room: DeviceRoom): Room {
+  return (room.heldRoom ??= { heldBytes: room.held, named: room.named, holderCount: room.holderCount });
+}
+
+function pinnedRoomOf(room: DeviceRoom): Room {
+  return (room.pinnedRoom ??= { heldBytes: room.pinnedHeld, named: room.pinnedNamed, holderCount: room.pinnedCount });
 }
 
 /**
@@ -424,36 +529,25 @@ function leftOutReason(
   c: Candidate,
   cost: LayerCost | undefined,
   d: PlacedDesired | undefined,
-  rooms: Map<number, DeviceRoom>,
-  devices: readonly Device[],
+  layout: Layout,
   hostFree: number,
 ): LeftOut {
-  const strict = placeOne(c, cost, d, rooms, devices, hostFree, ['pinned']) === null;
+  const { rooms, devices } = layout;
+  const strict = placeOne(c, cost, d, layout, hostFree, ['pinned']) === null;
   const need = needOf(c);
   if (devices.length === 1) {
     const room = rooms.get((devices[0] as Device).index) as DeviceRoom;
-    const words = reasonWriter(room.budget);
-    if (c.cost > room.budget) return { modelId: c.modelId, reason: words.overWholeBudget(need), strict: true };
-    if (c.cost > room.budget - room.pinnedHeld) {
-      return { modelId: c.modelId, reason: words.pinnedOut(need, { heldBytes: room.pinnedHeld, named: room.pinnedNamed, holderCount: room.pinnedCount }), strict: true };
-    }
-    return { modelId: c.modelId, reason: words.noRoom(need, { heldBytes: room.held, named: room.named, holderCount: room.holderCount }), strict: false };
+    if (c.cost > room.budget) return { modelId: c.modelId, reason: room.writer.overWholeBudget(need), strict: true };
+    if (c.cost > room.budget - room.pinnedHeld) return { modelId: c.modelId, reason: room.writer.pinnedOut(need, pinnedRoomOf(room)), strict: true };
+    return { modelId: c.modelId, reason: room.writer.noRoom(need, heldRoomOf(room)), strict: false };
   }
-  const perGpu = devices.map((device) => {
-    const room = rooms.get(device.index) as DeviceRoom;
-    const held: Room = strict
-      ? { heldBytes: room.pinnedHeld, named: room.pinnedNamed, holderCount: room.pinnedCount }
-      : { heldBytes: room.held, named: room.named, holderCount: room.holderCount };
-    return `GPU ${device.index} ${device.name}: ${reasonWriter(room.budget).noRoom(need, held)}`;
-  });
-  const notes: string[] = [];
+  const notes: string[] = [`${needs(need)}; ${layout.roomsWords(strict)}`];
   if (cost === undefined) notes.push('it cannot be split (its layers are unknown)');
   else {
-    const classes = new Set(devices.map((device) => device.deviceClass));
-    if (classes.size > 1 && d?.mixedSplit !== true) notes.push('a split across mixed GPUs is off for this model (mixedSplit)');
+    if (layout.classGroups.length > 1 && d?.mixedSplit !== true) notes.push('a split across mixed GPUs is off for this model (mixedSplit)');
     notes.push(`part on the CPU needs host RAM, ${formatBytes(Math.max(0, hostFree))} free`);
   }
   const pinnedSomewhere = devices.some((device) => (rooms.get(device.index) as DeviceRoom).pinnedHeld > 0);
   const tail = !strict ? '' : pinnedSomewhere ? ': it fits only if a pinned model is unpinned' : ': it does not fit even with nothing else loaded';
-  return { modelId: c.modelId, reason: `${perGpu.join('; ')}; ${notes.join('; ')}${tail}`, strict };
+  return { modelId: c.modelId, reason: `${notes.join('; ')}${tail}`, strict };
 }

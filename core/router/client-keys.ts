@@ -30,7 +30,9 @@ export function checkClientKey(req: IncomingMessage, keys: readonly ClientKey[],
   if (keys.length === 0) {
     return refuse('This llmtray endpoint listens on the network and has no client key configured, so it serves nobody: add one under listen.clientKeys in its config.yaml.');
   }
-  const presented = [bearerOf(req), anthropicKeyOf(req)].filter((key): key is string => key !== undefined);
+  const bearer = bearerOf(req);
+  const anthropic = anthropicKeyOf(req);
+  const presented = [bearer, anthropic].filter((key): key is string => key !== undefined);
   if (presented.length === 0) {
     return refuse(
       `This llmtray endpoint requires an API key: send it as \`Authorization: Bearer <key>\` (OpenAI clients) or \`${ANTHROPIC_KEY_HEADER}: <key>\` (Anthropic clients). The keys are listen.clientKeys in llmtray's config.yaml.`,
@@ -40,7 +42,10 @@ export function checkClientKey(req: IncomingMessage, keys: readonly ClientKey[],
   let matched: string | null = null;
   for (const { name, key } of keys) for (const candidate of presented) if (constantTimeEquals(candidate, key) && matched === null) matched = name;
   if (matched !== null) return { ok: true, name: matched };
-  return refuse("The API key sent is not one of this llmtray endpoint's client keys (listen.clientKeys in its config.yaml); a key removed from there no longer works.");
+  const sentIn = [bearer === undefined ? null : '`Authorization: Bearer`', anthropic === undefined ? null : `\`${ANTHROPIC_KEY_HEADER}\``].filter((name) => name !== null);
+  return refuse(
+    `The API key sent in ${sentIn.join(' and in ')} is not one of this llmtray endpoint's client keys (listen.clientKeys in its config.yaml); a key removed from there no longer works.`,
+  );
 }
 
 function anthropicKeyOf(req: IncomingMessage): string | undefined {

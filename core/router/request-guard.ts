@@ -14,7 +14,6 @@
 // - The admin API, /metrics and the dashboard answer connections that arrived on loopback
 //   only, unless listen.admin says network (router.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ANTHROPIC_KEY_HEADER } from './client-keys.js';
 import { ERROR_SOURCE_HEADER, type RouterError } from './errors.js';
 import { SERVED_BY_HEADER } from './upstream.js';
 
@@ -82,7 +81,7 @@ export function answerPreflight(req: IncomingMessage, res: ServerResponse, corsO
   applyCors(req, res, corsOrigins);
   res.writeHead(204, {
     'access-control-allow-methods': 'GET, POST, OPTIONS',
-    'access-control-allow-headers': req.headers['access-control-request-headers'] ?? `authorization, content-type, ${ANTHROPIC_KEY_HEADER}`,
+    'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'authorization, x-api-key, anthropic-version, content-type',
     'access-control-max-age': '600',
   });
   res.end();

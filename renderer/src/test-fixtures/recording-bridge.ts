@@ -10,7 +10,7 @@ import type { Snapshot } from '../../../core/contracts/snapshot.js';
 export class RecordingBridge implements DashboardBridge {
   readonly commands: { command: ModelCommand; modelId: string }[] = [];
   readonly logRequests: string[] = [];
-  /** What getLogs answers, per model. */
+  /** Each model's whole log from position 0: getLogs answers all of it, with `next` its length. */
   logs: Record<string, string[]> = {};
   /** What runCommand answers; a function to vary by call. */
   answer: (command: ModelCommand, modelId: string) => Promise<CommandResult> = async (command, modelId) => ({
@@ -34,7 +34,8 @@ export class RecordingBridge implements DashboardBridge {
 
   async getLogs({ id }: AdminParams<'getLogs'>): Promise<ModelLogsResponse> {
     this.logRequests.push(id);
-    return { modelId: id, lines: [...(this.logs[id] ?? [])] };
+    const lines = [...(this.logs[id] ?? [])];
+    return { modelId: id, lines, next: lines.length };
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {

@@ -39,7 +39,7 @@ export interface HttpBridgeEnvironment {
   takeUrlToken(): string | null;
   /** The tab's token memory (sessionStorage); null where storage is unavailable. */
   storage: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> | null;
-  /** Told each time the daemon refuses this page for want of a session. */
+  /** Told each time the daemon refuses this page for want of its token. */
   onAuthRequired?: (message: string) => void;
   /** Reconnect delays of the event stream: first, and the most it grows to. Default 500 ms, 10 s. */
   reconnectInitialMs?: number;

@@ -3,6 +3,7 @@ import { AdminService, type ModelActions } from '../../../core/admin/admin-servi
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import { AdminRefusal } from '../../../core/contracts/admin-routes.js';
 import type { CommandResult, ModelCommand } from '../../../core/contracts/commands.js';
+import type { LogTail } from '../../../core/contracts/log-lines.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { fixtureSnapshot } from '../../support/fixture-snapshot.js';
@@ -17,7 +18,8 @@ function setup(answer: (command: ModelCommand, id: string) => Promise<CommandRes
     return answer(command, id);
   };
   const commands: ModelActions = { pin: action('pin'), unpin: action('unpin'), load: action('load'), unload: action('unload'), retry: action('retry') };
-  const logs = new Map<string, string[]>([['llama-3.1-8b', ['loading', 'ready']]]);
+  // Position 7: five older lines fell off the daemon's ring, and positions still count them.
+  const logs = new Map<string, LogTail>([['llama-3.1-8b', { lines: ['loading', 'ready'], next: 7 }]]);
   const warnings: string[] = [];
   const service = new AdminService({
     buildSnapshot: () => view,
@@ -141,11 +143,11 @@ describe('AdminService events', () => {
     const t = setup();
     const unsubscribe = t.listen();
     t.service.publish({ type: 'ModelQuarantined', modelId: 'kev-0.5b', reason: 'crashed 5 times', at: 1 });
-    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', lines: ['a', 'b'] });
+    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', first: 0, lines: ['a', 'b'] });
     expect(t.events.map((e) => e.type)).toEqual(['SnapshotUpdated', 'ModelQuarantined', 'LogAppended']);
     unsubscribe();
     unsubscribe();
-    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', lines: ['c'] });
+    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', first: 2, lines: ['c'] });
     t.edit((s) => { s.models[0]!.inFlight = 0; });
     t.service.changed();
     await t.clock.advance(100);
@@ -156,7 +158,7 @@ describe('AdminService events', () => {
     const t = setup();
     t.service.subscribe(() => { throw new Error('renderer gone'); });
     t.listen();
-    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', lines: ['x'] });
+    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', first: 0, lines: ['x'] });
     expect(t.events.map((e) => e.type)).toEqual(['SnapshotUpdated', 'LogAppended']);
     expect(t.warnings).toEqual([
       'An admin event listener threw on SnapshotUpdated: renderer gone',
@@ -205,10 +207,10 @@ describe('AdminService commands', () => {
     expect(t.snapshots().at(-1)!.models[1]!.pinned).toBe(true);
   });
 
-  it('answers logs by id or alias, empty for a model that has not logged, and refuses an unknown one with a 404', async () => {
+  it('answers logs by id or alias with the position after them, empty at 0 for a model that has not logged, and refuses an unknown one with a 404', async () => {
     const t = setup();
-    expect(await t.service.getLogs({ id: 'llama' })).toEqual({ modelId: 'llama-3.1-8b', lines: ['loading', 'ready'] });
-    expect(await t.service.getLogs({ id: 'kev-0.5b' })).toEqual({ modelId: 'kev-0.5b', lines: [] });
+    expect(await t.service.getLogs({ id: 'llama' })).toEqual({ modelId: 'llama-3.1-8b', lines: ['loading', 'ready'], next: 7 });
+    expect(await t.service.getLogs({ id: 'kev-0.5b' })).toEqual({ modelId: 'kev-0.5b', lines: [], next: 0 });
     const missing = await t.service.getLogs({ id: 'nope' }).catch((error: unknown) => error);
     expect(missing).toBeInstanceOf(AdminRefusal);
     expect(missing).toMatchObject({ status: 404, code: 'unknown_model' });

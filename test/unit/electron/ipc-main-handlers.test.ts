@@ -45,7 +45,7 @@ function fakeAdmin() {
     },
     getLogs: async ({ id }) => {
       if (id !== 'demo-chat') throw new AdminRefusal(404, 'unknown_model', `Unknown model '${id}'; the models are: demo-chat.`);
-      return { modelId: id, lines: ['load_tensors: done', 'server is listening'] };
+      return { modelId: id, lines: ['load_tensors: done', 'server is listening'], next: 2 };
     },
   };
   return { admin, calls, current };
@@ -78,7 +78,7 @@ describe('registerIpcHandlers', () => {
     expect(await invoke('llmtray:getSnapshot', fromDashboard, {})).toBe(current);
     expect(await invoke('llmtray:runCommand', fromDashboard, { id: 'demo-chat', command: 'pin' })).toEqual({ ok: true, message: 'pin demo-chat: done' });
     expect(calls).toEqual(['pin demo-chat']);
-    expect(await invoke('llmtray:getLogs', fromDashboard, { id: 'demo-chat' })).toEqual({ modelId: 'demo-chat', lines: ['load_tensors: done', 'server is listening'] });
+    expect(await invoke('llmtray:getLogs', fromDashboard, { id: 'demo-chat' })).toEqual({ modelId: 'demo-chat', lines: ['load_tensors: done', 'server is listening'], next: 2 });
   });
 
   it('rejects logs of an unknown model with the admin\'s sentence', async () => {

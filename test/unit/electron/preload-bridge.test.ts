@@ -67,10 +67,10 @@ describe('createPreloadBridge', () => {
     ]);
     await fake.answer(at(3));
     await fake.answer({ ok: true, message: 'pinned' });
-    await fake.answer({ modelId: 'demo-chat', lines: ['line'] });
+    await fake.answer({ modelId: 'demo-chat', lines: ['line'], next: 1 });
     expect(await snap).toEqual(at(3));
     expect(await result).toEqual({ ok: true, message: 'pinned' });
-    expect(await logs).toEqual({ modelId: 'demo-chat', lines: ['line'] });
+    expect(await logs).toEqual({ modelId: 'demo-chat', lines: ['line'], next: 1 });
   });
 
   it('subscribe delivers a snapshot first, then the events held while it was fetched, then live ones', async () => {
