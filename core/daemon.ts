@@ -6,9 +6,10 @@
 // "look again" (controller.trigger) and "something changed" (admin.changed).
 import { mkdir, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AdminService, createAdminHandler, ensureAdminToken, PinStore } from './admin/index.js';
+import { AdminService, createAdminHandler, ensureAdminToken, LogFeed, PinStore } from './admin/index.js';
 import { Catalog, type CatalogModel } from './catalog/catalog.js';
 import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { watchCatalog, type CatalogWatcher } from './catalog/watch-catalog.js';
@@ -16,16 +17,19 @@ import { Controller } from './controller/controller.js';
 import type { Log } from './controller/effects.js';
 import { LaunchError } from './engine/failure-classifier.js';
 import { findLlamaServer } from './engine/llama-server/find-binary.js';
+import { probeCapabilities } from './engine/llama-server/capabilities.js';
 import { realClock } from './common/clock.js';
 import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
 import { Supervisor } from './engine/supervisor/supervisor.js';
 import { queryComputeApps, sharedComputeAppsReader } from './gpu/compute-apps.js';
 import { execFileText } from './gpu/exec-file.js';
-import { createGpuProbe } from './gpu/gpu-probe.js';
+import { createGpuProbe, type GpuProbe } from './gpu/gpu-probe.js';
+import { createEngineDeviceReader } from './gpu/llama-devices.js';
+import { computeBudget } from './gpu/compute-budget.js';
+import { RuntimeOverhead, type RuntimePlace } from './engine/runtime-overhead.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
-import { footprintAt, type LaunchLevel } from './policy/levels.js';
-import { formatBytes } from './policy/reasons.js';
+import { footprintAt } from './policy/levels.js';
 import { createRouter, type ListeningRouter } from './router/router.js';
 import { ModelActivity } from './daemon/activity.js';
 import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
@@ -33,10 +37,14 @@ import { DaemonDesiredState } from './daemon/desired-state.js';
 import { createGateway } from './daemon/gateway.js';
 import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
 import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
+import { footprintToLearn } from './daemon/learned-footprint.js';
 import { createLogger } from './daemon/logger.js';
 import { createModelActions, PinPolicy } from './daemon/model-actions.js';
 import { buildSnapshot } from './daemon/snapshot-builder.js';
 import { writeDaemonInfo, DAEMON_INFO_FILE } from './daemon/daemon-info.js';
+import { listenRefusal, localOrigin, networkEndpoints, planListen } from './daemon/listen-plan.js';
+import { formatBytes } from './contracts/format-bytes.js';
+import type { LaunchLevel } from './contracts/launch-level.js';
 
 export interface DaemonOptions {
   /** The config file; default the platform's config dir (or the demo's own with `demo`). */
@@ -64,6 +72,8 @@ export interface RunningDaemon {
   admin: AdminService;
   /** The OpenAI-compatible base URL, e.g. http://127.0.0.1:11435/v1. */
   endpoint: string;
+  /** The same endpoint as other machines reach it when listening on the network (keys required); empty on loopback. */
+  networkEndpoints: string[];
   /** The dashboard with the admin token in the fragment (never sent to the server). */
   dashboardUrl: string;
   port: number;
@@ -106,8 +116,19 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const demo = options.demo === true ? await prepareDemo(dataDir) : null;
     const configPath = demo?.configPath ?? options.configPath ?? configFilePath(facts);
     const catalog = await Catalog.open({ configPath, dataDir, facts });
+    const firstConfig = catalog.config();
+    const llamaServer = await findLlamaServer(firstConfig.llamaServerPath === undefined ? {} : { configured: firstConfig.llamaServerPath });
+    const llamaServerPath = llamaServer.found ? llamaServer.path : null;
+    log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
+    const runtime = new RuntimeOverhead(() => catalog.config().budget.engineOverheadBytes);
+    // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
+    // Intel, AMD without ROCm's tools), in the engines' own environment and device order.
+    const gpuProbe = createGpuProbe(
+      llamaServerPath === null ? {} : { engineDevices: createEngineDeviceReader(llamaServerPath, { env: { ...options.engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } }) },
+    );
     if (demo !== null) {
-      const limit = demoBudgetLimit(catalog.models());
+      // Every model's footprint includes its engine's own cost, so the demo's limit does too.
+      const limit = demoBudgetLimit(catalog.models(), runtime.bytes(llamaServerPath === null ? 'embedded' : 'llama-server', await runtimePlaceAtStart(gpuProbe)));
       if (limit !== null) {
         await writeDemoLimit(demo, limit);
         await catalog.reload();
@@ -115,22 +136,22 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     }
     for (const problem of catalog.problems()) log.warn(problem);
     const config = catalog.config();
+    // Before any engine or port: an address other machines can reach needs a client key.
+    const plan = planListen(options.host ?? config.listen.host);
+    const refusal = listenRefusal(plan, config.listen, { configPath, fromFlag: options.host !== undefined, demo: demo !== null });
+    if (refusal !== null) throw new Error(refusal);
 
     const activity = new ModelActivity({ now: Date.now });
     const pins = await PinStore.open(dataDir);
     if (pins.problem) log.warn(pins.problem);
     const pinPolicy = new PinPolicy(pins);
 
-    const llamaServer = await findLlamaServer(config.llamaServerPath === undefined ? {} : { configured: config.llamaServerPath });
-    const llamaServerPath = llamaServer.found ? llamaServer.path : null;
-    log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
-
     // One per-process GPU query for the budget's own-usage and the supervisor's measurements.
     const computeApps = sharedComputeAppsReader(() => queryComputeApps(execFileText), realClock);
     // The supervisor is made after the budget, which asks it for our engines' pids.
     let supervisorRef: Supervisor | null = null;
     const budget = createLiveBudget({
-      probe: createGpuProbe(),
+      probe: gpuProbe,
       ownUsage: createOwnUsageProvider({ pids: () => supervisorRef?.runningPids() ?? [], computeApps }),
       config: {
         reserveBytes: config.budget.reserveBytes,
@@ -161,6 +182,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         }),
       engineCommand: defaultEngineCommand({ llamaServerPath }),
       footprint,
+      hostIsDevice: cpuOnly,
+      runtime,
       memoryProbe: async () => {
         if (!gpuMode()) return Number.POSITIVE_INFINITY; // host memory is back when the process is gone
         const sample = await budget.sampleNow();
@@ -179,11 +202,24 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     cleanups.push(() => supervisor.close());
     if (supervisor.orphans.ended.length > 0) log.warn(`ended ${supervisor.orphans.ended.length} model server(s) left by an earlier run`);
 
+    // What each model's engine process itself costs against the budget: its backend's context on
+    // a GPU; its runtime in host RAM elsewhere (without a GPU, and on unified memory, where the
+    // process's RAM is the device's).
+    const runtimeBytes = (model: CatalogModel): number => runtime.bytes(engineFor(model, llamaServerPath), currentBudget().mode === 'gpu' ? 'device' : 'host');
+    // Only a llama-server build with --n-cpu-moe keeps a mixture of experts' expert tensors on
+    // the CPU; node-llama-cpp has no such option. `place` is not offered what the engine cannot do.
+    const llamaServerMoe = llamaServerPath === null ? false : await probeCapabilities(llamaServerPath).then(
+      (capabilities) => capabilities.flags.has('--n-cpu-moe') || capabilities.flags.has('-ncmoe'),
+      () => false,
+    );
+    const keepsExpertsOnCpu = (model: CatalogModel): boolean => engineFor(model, llamaServerPath) === 'llama-server' && llamaServerMoe;
     const desired = new DaemonDesiredState({
       models: () => catalog.models(),
+      keepsExpertsOnCpu,
       isPinned: (model) => pinPolicy.isPinned(model),
       activity,
       inFlight: (id) => supervisor.inFlight(id),
+      runtimeBytes,
       budget: async () => budget.current() ?? budget.sampleNow(),
     });
     const controller = new Controller({
@@ -195,8 +231,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     });
 
     const measured = new Map<string, number>();
-    let listening: ListeningRouter | null = null;
-    const endpoint = () => (listening === null ? '' : listening.url);
+    let origin = '';
+    const endpoint = () => (origin === '' ? '' : `${origin}/v1`);
     const snapshotParts = {
       startedAt,
       endpoint,
@@ -208,18 +244,36 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       wanted: (id: string) => desired.wanted(id),
       engineOf: (model: CatalogModel) => engineFor(model, llamaServerPath),
       measuredBytes: (id: string) => measured.get(id) ?? null,
+      runtimeBytes,
       budget: () => budget.current(),
       limitBytes: config.budget.limitBytes ?? null,
       configPath,
     } as const;
     const admin = new AdminService({
       buildSnapshot: () => buildSnapshot(snapshotParts),
-      commands: createModelActions({ resolve: (id) => catalog.resolve(id), pins, activity, inFlight: (id) => supervisor.inFlight(id), controller }, pinPolicy),
-      logs: (id) => supervisor.logs(id),
+      commands: createModelActions(
+        {
+          resolve: (id) => catalog.resolve(id),
+          pins,
+          activity,
+          inFlight: (id) => supervisor.inFlight(id),
+          controller,
+          answersFor: (id) => catalog.models().filter((m) => m.id !== id && desired.wanted(m.id) && controller.servingModel(m.id) === id).map((m) => m.id),
+        },
+        pinPolicy,
+      ),
+      logs: (id) => supervisor.logTail(id),
       clock: realClock,
       warn: (message) => log.warn(message),
     });
     cleanups.push(() => admin.close());
+    // Every engine's log lines onto the event stream as they are written (batched, rate-limited per model).
+    const logFeed = new LogFeed({ clock: realClock, publish: (event) => admin.publish(event) });
+    const unsubscribeLogs = supervisor.subscribeLog((modelId, line, position) => logFeed.append(modelId, line, position));
+    cleanups.push(() => {
+      unsubscribeLogs();
+      logFeed.close();
+    });
 
     // Events → "look again" and "something changed".
     const controllerLog = logFor('events');
@@ -246,20 +300,35 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       gateway: createGateway({ catalog, controller, supervisor, activity, startedAt, turnMs: config.swapTurnMs }),
       activationWaitMs: config.activationWaitMs,
       fallthrough: createAdminHandler({ service: admin, token, staticDir: options.staticDir ?? defaultStaticDir() }),
+      // Read per request: a key removed from the config stops working at the next request.
+      access: () => {
+        const listen = catalog.config().listen;
+        return {
+          clientKeys: listen.clientKeys,
+          keysRequired: plan.network,
+          allowedHosts: listen.allowedHosts,
+          corsOrigins: listen.corsOrigins,
+          fallthroughFromNetwork: listen.admin === 'network',
+        };
+      },
     });
-    const listenAt = { port: options.port ?? config.listen.port, host: options.host ?? config.listen.host };
-    listening = await router.listen(listenAt).catch((error: unknown) => {
-      throw (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
-        ? new Error(`port ${listenAt.port} on ${listenAt.host} is already in use (another llmtray, or another program); pass --port N, or set listen.port in ${configPath}`)
-        : error;
-    });
-    cleanups.push(async () => {
-      router.close();
-      await listening?.close();
-    });
-    const port = listening.port;
-    const origin = listening.url.replace(/\/v1$/, '');
+    cleanups.push(() => router.close());
+    const listenOn = async (host: string, port: number): Promise<ListeningRouter> => {
+      const listening = await router.listen({ host, port }).catch((error: unknown) => {
+        throw (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+          ? new Error(`port ${port} on ${host} is already in use (another llmtray, or another program); pass --port N, or set listen.port in ${configPath}`)
+          : error;
+      });
+      cleanups.push(() => listening.close());
+      return listening;
+    };
+    const port = (await listenOn(plan.host, options.port ?? config.listen.port)).port;
+    // A specific network address does not take loopback connections: the CLI, the dashboard
+    // and local apps get 127.0.0.1 on the same port.
+    if (plan.loopbackToo) await listenOn('127.0.0.1', port);
+    origin = localOrigin(plan, port);
     const dashboardUrl = `${origin}/#token=${token}`;
+    const lanEndpoints = networkEndpoints(plan, port, config.listen.allowedHosts, Object.values(networkInterfaces()).flat().filter((a) => a !== undefined));
 
     // The loop, the samplers and the watchers.
     const abort = new AbortController();
@@ -271,7 +340,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     budget.start(Math.max(1000, options.budgetIntervalMs ?? 2000));
     cleanups.push(() => budget.stop());
 
-    const measureTimer = setInterval(() => void measureAll(), MEASURE_INTERVAL_MS);
+    const measureTimer = setInterval(() => {
+      measureAll().catch((error: unknown) => log.warn(`measuring the model servers failed: ${error instanceof Error ? error.message : String(error)}`));
+    }, MEASURE_INTERVAL_MS);
     measureTimer.unref();
     cleanups.push(() => clearInterval(measureTimer));
     async function measureAll(): Promise<void> {
@@ -287,9 +358,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         // Learn only from a device figure (the driver's, or llama.cpp's buffers) at the full level
         // in GPU mode: RSS also holds the runtime and mapped file pages, which the budget does not
         // count, and an engine the driver does not list (on the CPU, in a container) has no other.
-        if (gpuMode() && at.level === 'full' && measurement.where === 'device') {
-          await catalog.learnFromMeasurement(model.id, measurement.bytes).catch(() => undefined);
-        }
+        // Only a model whole on one GPU, less its engine's runtime (daemon/learned-footprint.ts).
+        const learned = footprintToLearn(measurement, { level: at.level, placement: controller.placement(model.id) }, { gpuMode: gpuMode(), runtimeBytes: runtimeBytes(model) });
+        if (learned !== null) await catalog.learnFromMeasurement(model.id, learned).catch(() => undefined);
       }
     }
 
@@ -300,9 +371,14 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         configPath,
         modelDirs: catalog.config().modelDirs,
         onChange: () => {
-          void catalog.reload().then((result) => {
-            if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
-          });
+          // reload() resolves its failures; the catch is for a listener or a bug that throws
+          // anyway, which must be a log line, not an unhandled rejection that ends the daemon.
+          catalog
+            .reload()
+            .then((result) => {
+              if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
+            })
+            .catch((error: unknown) => log.error(`reloading the catalog failed: ${error instanceof Error ? error.message : String(error)}`));
         },
         onError: (error) => log.warn(`watching models and config: ${error instanceof Error ? error.message : String(error)}`),
       });
@@ -313,14 +389,15 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     }
     cleanups.push(() => watcher?.close());
 
-    await writeDaemonInfo(dataDir, { pid: process.pid, port, endpoint: listening.url, origin, startedAt });
+    await writeDaemonInfo(dataDir, { pid: process.pid, port, endpoint: endpoint(), origin, startedAt });
     cleanups.push(() => rm(join(dataDir, DAEMON_INFO_FILE), { force: true }));
-    log.info(`serving ${catalog.models().length} model(s) at ${listening.url}`);
+    log.info(`serving ${catalog.models().length} model(s) at ${endpoint()}${lanEndpoints.length > 0 ? ` and on the network at ${lanEndpoints.join(', ')} (client keys required)` : ''}`);
 
     let stopping: Promise<void> | null = null;
     return {
       admin,
-      endpoint: listening.url,
+      endpoint: endpoint(),
+      networkEndpoints: lanEndpoints,
       dashboardUrl,
       port,
       dataDir,
@@ -331,4 +408,12 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     await stopAll();
     throw error;
   }
+}
+
+/** Whether models run in host RAM here (no GPU whose memory can be measured), from one probe. */
+/** Where the engines' runtime will count, from one probe before the live budget runs: the demo sizes its limit with it. */
+async function runtimePlaceAtStart(probe: GpuProbe): Promise<RuntimePlace> {
+  const { gpus, host } = await probe.probe().catch(() => ({ gpus: [], host: { totalBytes: 0, availableBytes: 0 } }));
+  const budget = computeBudget({ gpus, host, reserveBytes: 0, limitBytes: null, ourUsageByGpu: new Map(), platform: process.platform, unifiedShare: DEFAULT_BUDGET_CONFIG.unifiedShare });
+  return budget.mode === 'gpu' ? 'device' : 'host';
 }

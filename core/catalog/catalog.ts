@@ -12,6 +12,8 @@
 import { realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FootprintEstimate } from '../policy/levels.js';
+import { SerialQueue } from '../common/serial-queue.js';
+import { findModelByName } from '../contracts/model-names.js';
 import { ConfigStore, type ReloadResult } from './config/config-store.js';
 import type { LlmtrayConfig } from './config/load-config.js';
 import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
@@ -40,6 +42,8 @@ export interface CatalogModel {
   draftId?: string;
   fallbackId?: string;
   gpuLayers: GpuLayers;
+  /** May be split across GPUs of different classes (slower; not every build handles it well). */
+  mixedSplit: boolean;
   idleTtlMs: number;
   /** No progress this long with requests in flight: hung, killed, and the ladder climbs 'hang'. */
   hangLimitMs: number;
@@ -69,7 +73,7 @@ export interface CatalogOptions {
   /** Folder for measurements.json. */
   dataDir: string;
   facts?: PlatformFacts;
-  /** Injected in tests; defaults to node-llama-cpp's reader behind a (path, size, mtime) cache. */
+  /** Injected in tests; defaults to our GGUF header reader (gguf-metadata.ts) behind a (path, size, mtime) cache. */
   readMetadata?: MetadataReader;
   now?: () => number;
 }
@@ -86,7 +90,7 @@ interface Assembly {
 interface Entry
   extends Pick<
     CatalogModel,
-    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'source'
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'source'
   > {
   file: FileIdentity | null;
   realPath: string | null;
@@ -102,7 +106,7 @@ export class Catalog {
   private readonly listeners = new Set<CatalogChangedListener>();
   private readonly store: ConfigStore;
   private readonly readMetadata: MetadataReader;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly reloads = new SerialQueue();
 
   private constructor(
     options: CatalogOptions,
@@ -135,11 +139,7 @@ export class Catalog {
 
   /** The model a request's `model` names: an id or alias, exact first, then ignoring case. Non-blocking. */
   resolve(nameOrAlias: string): CatalogModel | undefined {
-    const models = this.assembly.models;
-    const exact = models.find((m) => m.id === nameOrAlias) ?? models.find((m) => m.aliases.includes(nameOrAlias));
-    if (exact) return exact;
-    const lower = nameOrAlias.toLowerCase();
-    return models.find((m) => m.id.toLowerCase() === lower || m.aliases.some((a) => a.toLowerCase() === lower));
+    return findModelByName(this.assembly.models, nameOrAlias);
   }
 
   /** The config in force (the last good one). Non-blocking. */
@@ -159,17 +159,23 @@ export class Catalog {
    * disk reads; serialised; never rejects.
    */
   reload(): Promise<ReloadResult> {
-    const run = this.queue.then(async () => {
+    return this.reloads.run(async () => {
       const result = await this.store.reload();
       const config = this.store.current();
       const checked = this.lastChecked;
       this.lastChecked = undefined;
-      const assembly = result.ok && checked?.config === config ? checked.assembly : await this.assemble(config);
+      let assembly: Assembly;
+      try {
+        assembly = result.ok && checked?.config === config ? checked.assembly : await this.assemble(config);
+      } catch (error) {
+        // The rescan itself failed (a folder vanished mid-walk, a reader bug): the models stay as
+        // they were, and the next change tries again.
+        const problem = `${config.file}: the models could not be rescanned, the last list stays: ${(error as Error).message}`;
+        return { ok: false, errors: result.ok ? [problem] : [...result.errors, problem] };
+      }
       this.publish(withReferenceErrors(assembly));
       return result;
     });
-    this.queue = run;
-    return run;
   }
 
   /** Subscribes to CatalogChanged; returns the unsubscribe function. */
@@ -228,6 +234,7 @@ export class Catalog {
         ...(model.draft !== undefined ? { draftId: model.draft } : {}),
         ...(model.fallback !== undefined ? { fallbackId: model.fallback } : {}),
         gpuLayers: model.gpuLayers,
+        mixedSplit: model.mixedSplit,
         idleTtlMs: model.idleTtlMs,
         hangLimitMs: model.hangLimitMs,
         engine: model.engine,
@@ -255,6 +262,7 @@ export class Catalog {
         priority: 0,
         pinned: false,
         gpuLayers: 'all',
+        mixedSplit: false,
         idleTtlMs: DEFAULT_IDLE_TTL_MS,
         hangLimitMs: DEFAULT_HANG_LIMIT_MS,
         engine: 'auto',
@@ -326,6 +334,7 @@ export class Catalog {
         ...(entry.draftId !== undefined ? { draftId: entry.draftId } : {}),
         ...(entry.fallbackId !== undefined ? { fallbackId: entry.fallbackId } : {}),
         gpuLayers: entry.gpuLayers,
+        mixedSplit: entry.mixedSplit,
         idleTtlMs: entry.idleTtlMs,
         hangLimitMs: entry.hangLimitMs,
         engine: entry.engine,

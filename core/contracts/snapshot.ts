@@ -2,24 +2,29 @@
 // in one value. One service builds it (core/admin); the HTTP + SSE transport, the Electron IPC
 // bridge, the CLI and the renderer all consume this type and nothing else, so a field added
 // here is a compile error everywhere it is not handled.
-import type { LaunchLevel } from '../policy/levels.js';
-import type { LeftOut } from '../policy/schedule.js';
+import type { LaunchLevel } from './launch-level.js';
+import type { LeftOut, Placement } from './plan.js';
 import type { ModelStatus } from './model-status.js';
 
 export type EngineKind = 'embedded' | 'llama-server';
 
-/** Where a resident model's engine listens. Shown only behind the admin token. */
+/**
+ * Where a resident model's engine listens, and its process. Never its per-launch key: only
+ * the router holds that, so whoever reads the snapshot still has to go through the router's
+ * guards (the Host check, client keys, the activation bound) to reach a model.
+ */
 export interface UpstreamEndpoint {
   baseUrl: string;
-  apiKey: string;
   pid: number;
 }
 
 /** Load progress while a model's server is starting. */
 export interface LoadProgress {
-  /** 0..1 where the engine reports it; null when it does not (show elapsed time instead). */
+  /** 0..1 where the engine reports it; null when it does not (see loadFractionAt for the estimate). */
   fraction: number | null;
   startedAt: number;
+  /** How long this model's last load took, ms: the basis of an estimate where the engine reports no fraction; null when it never loaded. */
+  expectedMs: number | null;
 }
 
 export interface ModelView {
@@ -40,6 +45,8 @@ export interface ModelView {
   fallbackId: string | null;
   /** Configured context, tokens. */
   contextTokens: number;
+  /** Its repeating blocks (llama.cpp's block count, capped by its GPU layers), for "30 of 48 layers on GPU 0"; null when unknown. */
+  layerCount: number | null;
   /** Device bytes the model is estimated to need at each level (its draft included). */
   estimateBytes: Record<LaunchLevel, number>;
   /** What the running server really uses (RSS of its process tree, or the driver's figure); null until measured. */
@@ -50,6 +57,11 @@ export interface ModelView {
   /** Controller-owned state, recovery and next step. */
   status: ModelStatus;
   loading: LoadProgress | null;
+  /**
+   * Where its server runs (or is loading): the GPUs it uses (main first) with the layers and
+   * bytes on each, layers whose experts stay on the CPU, and bytes in host RAM; null when none runs.
+   */
+  placement: Placement | null;
   upstream: UpstreamEndpoint | null;
   /** Why the catalog could not read this model (corrupt GGUF, missing file), or null. */
   catalogError: string | null;

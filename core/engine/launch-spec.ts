@@ -2,8 +2,11 @@
 //
 // argvFor is pure so that every level × engine build is a table test: the argv is where an
 // estimate meets reality, and a wrong `-c` or `-ngl` is an OOM the scheduler cannot foresee.
-import { degradedContext, partialLayers, type LaunchLevel } from '../policy/levels.js';
+import { degradedContext, partialLayers } from '../policy/levels.js';
 import type { EngineCapabilities } from './llama-server/capabilities.js';
+import { placementArgs, placementGpuLayers } from './placement-args.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { Placement } from '../contracts/plan.js';
 
 export interface LaunchSpec {
   modelId: string;
@@ -79,11 +82,14 @@ const ALL_LAYERS = 999;
  * The engine argv (after the command and its fixed prefix) for one launch. Pure.
  * - full: the configured context and GPU layers.
  * - degraded: degradedContext of the configured context, the same GPU layers.
- * - partial: the degraded context, `-ngl partialLayers(layers)` with the rest on the CPU, the
+ * - partial: the degraded context, partialLayers(layers) blocks and the output layer on the device
+ *   (`-ngl` one more: llama.cpp counts the output as a layer) with the rest on the CPU, the
  *   draft's GPU layers as configured (it stays on the device, as footprintAt counts it).
  *   When that is 0 layers (unknown, or gpuLayers 0 as on a machine without a GPU) it is
  *   minimal's argv, as its footprint is minimal's.
  * - minimal: the degraded context, `-ngl 0` and the draft on the CPU too (`-ngld 0`).
+ * A `placement` (where `place` put the model) adds its devices (placement-args.ts), and where it
+ * keeps part of the model in host RAM, its own `-ngl` (or `--n-cpu-moe`) instead of the level's.
  * Always passes explicit `-c` and `-ngl`: llama.cpp's automatic fitting only warns when it
  * cannot fit and then fails later, and it turns it off with `-fit off` where the build has
  * it, because the scheduler has already decided what goes where.
@@ -97,16 +103,23 @@ export function argvFor(
   capabilities: EngineCapabilities,
   port: number,
   apiKey: ApiKeyArgument,
+  placement?: Placement,
 ): string[] {
-  const splitLayers = level === 'partial' ? partialLayers(layersAtFull(spec)) : null;
+  // A placement with part (or all) of the model in host RAM says how many layers the device holds.
+  const placedLayers = placementGpuLayers(placement);
+  const splitLayers = placedLayers ?? (level === 'partial' ? partialLayers(layersAtFull(spec)) : null);
   const onCpu = level === 'minimal' || splitLayers === 0;
   const layers = (n: number | 'all'): string =>
     onCpu ? '0' : n === 'all' ? (capabilities.gpuLayersAll ? 'all' : String(ALL_LAYERS)) : String(n);
   const context = level === 'full' ? spec.contextTokens : degradedContext(spec.contextTokens);
 
-  const primaryLayers = splitLayers === null ? layers(spec.gpuLayers) : String(splitLayers);
+  // llama.cpp's -ngl counts the output layer as one more layer, offloaded first: `-ngl N` is the
+  // output and N − 1 blocks. The footprint keeps the output on the device with the N blocks it
+  // costs there, so the argv asks for N + 1.
+  const primaryLayers = splitLayers === null ? layers(spec.gpuLayers) : onCpu ? '0' : String(splitLayers + 1);
   const argv = ['-m', spec.modelPath, '-c', String(context), '-ngl', primaryLayers];
   if (capabilities.flags.has('--fit')) argv.push('--fit', 'off');
+  if (!onCpu) argv.push(...placementArgs(placement, capabilities));
   if (spec.draft) {
     argv.push('-md', spec.draft.modelPath, '-ngld', layers(spec.draft.gpuLayers));
     const draftType = capabilities.specTypes.find((t) => t === 'draft-simple') ?? capabilities.specTypes.find((t) => t.startsWith('draft'));

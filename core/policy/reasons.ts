@@ -4,40 +4,8 @@
 // 9.1 GiB; 24 GiB budget, 17.2 GiB held by pinned qwen-32b (12 GiB) …" tells them to unpin
 // qwen-32b or wait. The dashboard, the tray, the CLI and the router's 503 all show these
 // strings as they are, so they are built once, here.
-import type { LaunchLevel } from './levels.js';
-
-const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'] as const;
-
-/**
- * Bytes for a person, in binary units labelled as such (1 GiB = 1024 MiB, never "GB").
- * The largest unit in which the amount is at least 1; one decimal below 100 of that unit,
- * whole numbers from 100, a trailing ".0" dropped; bytes are always whole. So: "0 B",
- * "512 MiB", "9.1 GiB", "17.2 GiB", "24 GiB", "120 GiB".
- * Why a decimal up to 100 and not only below 10: budgets are tens of GiB, and "17 GiB held,
- * needs 7 GiB, 24 GiB budget" reads as if it fitted when the truth is 17.4 + 7 > 24.
- * Negative amounts keep their sign; NaN and infinities are printed as they are.
- */
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes)) return `${bytes} B`;
-  const sign = bytes < 0 ? '-' : '';
-  let value = Math.abs(bytes);
-  let unit = 0;
-  while (unit < UNITS.length - 1 && value >= 1024) {
-    value /= 1024;
-    unit++;
-  }
-  let shown = rounded(value, unit);
-  // 1023.97 MiB must read "1 GiB", not "1024 MiB".
-  if (shown >= 1024 && unit < UNITS.length - 1) {
-    unit++;
-    shown = rounded(value / 1024, unit);
-  }
-  return `${sign}${shown} ${UNITS[unit]}`;
-}
-
-function rounded(value: number, unit: number): number {
-  return unit === 0 || value >= 100 ? Math.round(value) : Math.round(value * 10) / 10;
-}
+import { formatBytes } from '../contracts/format-bytes.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
 
 /** What a left-out model asks for: its total, and the draft that rides with it, if any. */
 export interface Need {
@@ -95,6 +63,8 @@ export interface ReasonWriter {
    * llama-8b (5.2 GiB), 6.8 GiB free": it would fit once some of the named holders go.
    */
   noRoom(need: Need, room: Room): string;
+  /** "24 GiB budget, 17.2 GiB held by …, 6.8 GiB free": a room alone, for a sentence about several budgets. */
+  roomWords(room: Room): string;
   /**
    * "needs 9.1 GiB; 24 GiB budget, 17.2 GiB held by pinned qwen-32b (17.2 GiB): it fits only if
    * a pinned model is unpinned": even with every other model evicted there is no room.
@@ -113,16 +83,19 @@ export function reasonWriter(budgetBytes: number): ReasonWriter {
   const roomWords = new Map<Room, string>();
   const left = (heldBytes: number): string =>
     heldBytes > budgetBytes ? `${formatBytes(heldBytes - budgetBytes)} over it` : `${formatBytes(budgetBytes - heldBytes)} free`;
+  const wordsOf = (room: Room): string => {
+    let words = roomWords.get(room);
+    if (words === undefined) {
+      // An empty budget says so rather than "0 B held by nothing".
+      words = room.holderCount === 0 && room.heldBytes <= 0 ? `${budget} budget, all free` : `${budget} budget, ${formatBytes(room.heldBytes)} held by ${holderList(room.named, room.holderCount)}, ${left(room.heldBytes)}`;
+      roomWords.set(room, words);
+    }
+    return words;
+  };
   return {
     overWholeBudget: (need) => `${needs(need)}, more than the whole ${budget} budget`,
-    noRoom(need, room) {
-      let words = roomWords.get(room);
-      if (words === undefined) {
-        words = `; ${budget} budget, ${formatBytes(room.heldBytes)} held by ${holderList(room.named, room.holderCount)}, ${left(room.heldBytes)}`;
-        roomWords.set(room, words);
-      }
-      return needs(need) + words;
-    },
+    roomWords: wordsOf,
+    noRoom: (need, room) => `${needs(need)}; ${wordsOf(room)}`,
     pinnedOut(need, pinned) {
       return `${needs(need)}; ${budget} budget, ${formatBytes(pinned.heldBytes)} held by ${holderList(pinned.named, pinned.holderCount)}, ${left(pinned.heldBytes)}: it fits only if a pinned model is unpinned`;
     },
@@ -141,7 +114,7 @@ export function hostMemoryReason(needBytes: number, freeBytes: number, level: Ex
   return `needs ${formatBytes(needBytes)} ${what}; ${formatBytes(freeBytes)} free`;
 }
 
-function needs(need: Need): string {
+export function needs(need: Need): string {
   if (need.draft === undefined) return `needs ${formatBytes(need.bytes)}`;
   const own = need.bytes - need.draft.bytes;
   return `needs ${formatBytes(need.bytes)} with its draft ${need.draft.modelId} (${formatBytes(own)} + ${formatBytes(need.draft.bytes)})`;

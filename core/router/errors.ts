@@ -1,4 +1,5 @@
-// Errors the router answers with, in OpenAI's shape, each saying who produced it.
+// Errors the router answers with, in OpenAI's shape (or Anthropic's, for its Messages API),
+// each saying who produced it.
 //
 // Why a header and not only a body field: an engine's own error bodies (llama-server's 400 for
 // a prompt over the context, say) are passed through byte for byte, so the router cannot add
@@ -7,6 +8,7 @@
 // 'engine_error' in its error event instead.
 import type { ServerResponse } from 'node:http';
 import type { OpenAIErrorBody, OpenAIErrorSource } from '../contracts/openai.js';
+import { endOpenedStream } from './opened-stream.js';
 
 export const ERROR_SOURCE_HEADER = 'x-llmtray-error-source';
 
@@ -26,10 +28,22 @@ export function errorBody(error: Pick<RouterError, 'message' | 'type' | 'param' 
   return { error: { message: error.message, type: error.type, param: error.param, code: error.code } };
 }
 
-/** Writes the error unless a response is already under way (then there is no one to tell). */
-export function sendError(res: ServerResponse, error: RouterError): void {
+/**
+ * How an API spells an error body: OpenAI's (`errorBody`, the default) or Anthropic's
+ * (anthropic-errors.ts). One RouterError, several spellings: a refusal is decided once,
+ * whichever API the client speaks.
+ */
+export type ErrorShape = (error: RouterError) => unknown;
+
+/**
+ * Writes the error in `shape` unless a response is already under way (then there is no one to
+ * tell) — but an event stream the router opened before the engine answered ends with the error
+ * as an event instead (opened-stream.ts).
+ */
+export function sendError(res: ServerResponse, error: RouterError, shape: ErrorShape = errorBody): void {
+  if (endOpenedStream(res, error)) return;
   if (res.headersSent || res.destroyed) return;
-  const body = JSON.stringify(errorBody(error));
+  const body = JSON.stringify(shape(error));
   res.writeHead(error.status, {
     ...error.headers,
     'content-type': 'application/json',
@@ -37,6 +51,21 @@ export function sendError(res: ServerResponse, error: RouterError): void {
     [ERROR_SOURCE_HEADER]: error.source,
   });
   res.end(body);
+}
+
+/**
+ * An engine's 2xx answer that is not what its API promises (`what`: "answered /tokenize"): 502,
+ * quoting its start, so a person sees what the engine said instead.
+ */
+export function engineBadAnswer(servedBy: string, what: string, text: string): RouterError {
+  return {
+    status: 502,
+    source: 'engine',
+    type: 'engine_error',
+    code: 'engine_bad_answer',
+    param: null,
+    message: `The model server for '${servedBy}' ${what} with something that is not the answer its API promises: ${JSON.stringify(text.slice(0, 200))}.`,
+  };
 }
 
 /** A client mistake in the request itself: 400, naming the field. */

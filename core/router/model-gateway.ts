@@ -11,10 +11,10 @@
 // lookup), and none may throw for an ordinary "no" — absence is `undefined` / `null`.
 import type { OpenAIModel } from '../contracts/openai.js';
 import type { ModelStateName } from '../contracts/model-status.js';
-import type { LaunchLevel } from '../policy/levels.js';
 
 // One definition of "this model will not come", shared with the controller that raises it.
 import type { Unservable, UnservableCode } from '../contracts/controller-events.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
 export type { Unservable, UnservableCode };
 
 /**
@@ -48,6 +48,12 @@ export interface EngineClaim {
   servedBy: string;
   /** The engine's origin (`http://127.0.0.1:41234`) and its per-launch key, which only the router sends. */
   endpoint: { baseUrl: string; apiKey: string };
+  /**
+   * The engine serves Anthropic's `/v1/messages` and `/v1/messages/count_tokens` itself (recent
+   * llama-server builds; asked of the engine when it became ready): those requests go to it as
+   * they are. False: the router translates them to chat completions (anthropic-route.ts).
+   */
+  anthropicMessages: boolean;
   /** Aborts with an EngineLost when the engine is found hung, just before it is killed. */
   lost: AbortSignal;
   /** Bytes of the answer reached the client: progress, for hang detection. O(1). */
@@ -55,6 +61,24 @@ export interface EngineClaim {
   /** The exchange is over (completed, failed, client gone, or this try is resent). Idempotent. */
   release(): void;
 }
+
+/**
+ * What a request waiting for its model waits on at this moment, as facts the router words for a
+ * streamed client's progress comments. `servedBy` is the model that will answer: the requested
+ * one, or its fallback while it falls back.
+ * - loading: its server is starting; `fraction` 0…1 from the engine's own load progress, or
+ *   `estimated` from the time its last load took; null when there is no basis for either.
+ * - memory: the plan keeps it out until busy or higher-ranked models make room (or they are
+ *   being evicted for it).
+ * - turn: it is loaded, but requests for models that waited longer go first (see claim).
+ * - stopping: its previous server is stopping (a relaunch at another level, an eviction).
+ * - retry: its last launch failed (`failure`, the kind) and the recovery ladder tries again.
+ * - queued: it is wanted and has not started loading yet.
+ */
+export type WaitProgress =
+  | { kind: 'loading'; servedBy: string; fraction: number | null; estimated: boolean }
+  | { kind: 'memory' | 'turn' | 'stopping' | 'queued'; servedBy: string }
+  | { kind: 'retry'; servedBy: string; failure: string };
 
 export interface ModelGateway {
   /**
@@ -84,6 +108,13 @@ export interface ModelGateway {
    * ("it is waiting for memory: needs 105 MiB; … held by active demo-tiny"). Non-blocking, pure.
    */
   waitReason(modelId: string): string;
+
+  /**
+   * What a request for the model waits on now, for the progress comments a streamed request
+   * gets while it waits. Optional: without it the comments say only how long it has waited.
+   * Non-blocking, pure.
+   */
+  waitProgress?(modelId: string): WaitProgress;
 
   /**
    * Runs (or joins) one fresh controller pass that sees every demand made before the call,

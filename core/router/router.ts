@@ -1,5 +1,7 @@
 // llmtray's OpenAI-compatible endpoint: local apps send `/v1/...` here with a `model` name,
 // and the router finds (or loads) the engine that serves it and streams the answer through.
+// Anthropic's Messages API (`/v1/messages`) is served on the same path, by the same activation:
+// only the last step, how the request reaches the engine, is its own (anthropic-route.ts).
 //
 // The router owns the loopback listener, so its guards (Host, Origin) run for every request
 // on it; paths outside `/v1` go to `fallthrough` (the admin API, /metrics, the dashboard's
@@ -8,15 +10,22 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OpenAIModelList } from '../contracts/openai.js';
-import { formatBytes } from '../policy/reasons.js';
 import { activate } from './activation.js';
-import { sendError, type RouterError } from './errors.js';
+import { anthropicErrorBody } from './anthropic-errors.js';
+import { countTokensRequest, messagesRequest } from './anthropic-route.js';
+import { errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
+import { lingerOnClose } from './lingering-close.js';
+import { answerProtocolErrors } from './protocol-errors.js';
 import { readBody } from './read-body.js';
-import { answerPreflight, applyCors, refuseApiKey, refuseHostOrOrigin } from './request-guard.js';
-import { forwardToEngine, unreachableError } from './upstream.js';
+import { arrivedOnLoopback } from '../common/loopback.js';
+import { checkClientKey, type ClientKey } from './client-keys.js';
+import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
+import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
+import { ProgressComments } from './progress-comments.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
+import { formatBytes } from '../contracts/format-bytes.js';
 
 export interface RouterOptions {
   gateway: ModelGateway;
@@ -26,20 +35,41 @@ export interface RouterOptions {
   retryAfterSeconds?: number;
   /** Largest accepted request body, bytes (413 above). Default 10 MiB. */
   bodyLimitBytes?: number;
-  /** When set, `/v1` requests must send `Authorization: Bearer <apiKey>` (401 otherwise). */
-  apiKey?: string;
-  /** Origins that web pages may call from, with CORS headers; '*' for any. Default none. */
-  corsOrigins?: readonly string[];
-  /** Host names served besides loopback ones, for a deliberate LAN listener. Default none. */
-  allowedHosts?: readonly string[];
-  /** Handles every request outside `/v1` once the Host/Origin guards passed. Default: 404. */
+  /**
+   * Who may use the listener, read on every request so that a config reload applies to the
+   * next one (a key removed from listen.clientKeys stops working at once). Default: loopback
+   * names only, no keys, no CORS, the fallthrough for loopback connections only.
+   */
+  access?: () => RouterAccess;
+  /** Handles every request outside `/v1` once the guards passed. Default: 404. */
   fallthrough?: (req: IncomingMessage, res: ServerResponse) => void;
 }
+
+export interface RouterAccess extends GuardOptions {
+  /** Keys `/v1` requests must present once there is one (client-keys.ts). */
+  clientKeys: readonly ClientKey[];
+  /** A network listener: `/v1` refuses everything while no key is configured. */
+  keysRequired: boolean;
+  /**
+   * Whether connections that did not arrive on a loopback address may reach the fallthrough
+   * (the admin API, /metrics, the dashboard). The admin API has its own token as well; this
+   * keeps it off the network unless the person asked (listen.admin: network).
+   */
+  fallthroughFromNetwork: boolean;
+}
+
+export const LOOPBACK_ONLY_ACCESS: RouterAccess = {
+  clientKeys: [],
+  keysRequired: false,
+  allowedHosts: [],
+  corsOrigins: [],
+  fallthroughFromNetwork: false,
+};
 
 export interface ListenOptions {
   /** Default 0: a free port, reported in the result. */
   port?: number;
-  /** Default '127.0.0.1'. Anything else exposes the models to the network; see allowedHosts. */
+  /** Default '127.0.0.1'. Anything else exposes the models to the network; see RouterAccess. */
   host?: string;
 }
 
@@ -71,13 +101,20 @@ const GENERATION_ROUTES: Record<string, OpenAIEndpoint> = {
   '/v1/embeddings': 'embeddings',
 };
 
+/** Anthropic's Messages API: each path's request builder (anthropic-route.ts). */
+const ANTHROPIC_ROUTES = {
+  '/v1/messages': messagesRequest,
+  '/v1/messages/count_tokens': countTokensRequest,
+} as const;
+
+/** Whose error shape a path's client reads: Anthropic's SDKs cannot read OpenAI's. */
+function errorShapeFor(path: string): ErrorShape {
+  return path === '/v1/messages' || path.startsWith('/v1/messages/') ? anthropicErrorBody : errorBody;
+}
+
 export function createRouter(options: RouterOptions): Router {
   const { gateway } = options;
-  const guard = {
-    allowedHosts: options.allowedHosts ?? [],
-    corsOrigins: options.corsOrigins ?? [],
-    apiKey: options.apiKey,
-  };
+  const accessNow = options.access ?? (() => LOOPBACK_ONLY_ACCESS);
   const activation = {
     waitMs: options.activationWaitMs ?? DEFAULT_ACTIVATION_WAIT_MS,
     retryAfterSeconds: options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS,
@@ -88,48 +125,98 @@ export function createRouter(options: RouterOptions): Router {
   const agent = new http.Agent({ keepAlive: true });
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
+    const shape = errorShapeFor(pathOf(req.url));
     try {
-      route(req, res);
+      route(req, res, shape);
     } catch (error) {
-      sendError(res, internal(error));
+      sendError(res, internal(error), shape);
     }
   }
 
-  function route(req: IncomingMessage, res: ServerResponse): void {
-    const refusal = refuseHostOrOrigin(req, guard);
-    if (refusal !== null) return sendError(res, refusal);
+  function route(req: IncomingMessage, res: ServerResponse, shape: ErrorShape): void {
     const path = pathOf(req.url);
-    if (path !== '/v1' && !path.startsWith('/v1/')) {
-      if (options.fallthrough !== undefined) return options.fallthrough(req, res);
-      return sendError(res, notFound(`Nothing is served at ${path}; the OpenAI-compatible API is under /v1.`));
-    }
-    if (answerPreflight(req, res, guard.corsOrigins)) return;
-    applyCors(req, res, guard.corsOrigins);
-    const unauthorized = refuseApiKey(req, guard.apiKey);
-    if (unauthorized !== null) return sendError(res, unauthorized);
-
     const endpoint = GENERATION_ROUTES[path];
+    const anthropic = path === '/v1/messages' || path === '/v1/messages/count_tokens' ? path : null;
+    // Only a model request's body is read (readBody); any other is drained as it arrives, and so
+    // is one refused before its body is read. Closing a socket with unread bytes in it makes the
+    // kernel send a reset, and a client still sending loses the tail of the answer (the fuzz
+    // suite found a GET with a megabyte of chunked body getting half a dashboard file).
+    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null)) req.resume();
+    const refuse = (error: RouterError): void => {
+      req.resume();
+      sendError(res, error, shape);
+    };
+    const access = accessNow();
+    const refusal = refuseHostOrOrigin(req, access);
+    if (refusal !== null) return refuse(refusal);
+    if (path !== '/v1' && !path.startsWith('/v1/')) {
+      if (!access.fallthroughFromNetwork && !arrivedOnLoopback(req.socket.localAddress)) {
+        return refuse(forbidden(`${path} is served on loopback only: the admin API, /metrics and the dashboard answer connections to 127.0.0.1 or [::1]. Use them on this machine, or set listen.admin: network in llmtray's config.yaml to serve them on the network too (the admin API still needs its token).`));
+      }
+      if (options.fallthrough !== undefined) return options.fallthrough(req, res);
+      return refuse(notFound(`Nothing is served at ${path}; the OpenAI-compatible API is under /v1.`));
+    }
+    if (answerPreflight(req, res, access.corsOrigins)) return;
+    applyCors(req, res, access.corsOrigins);
+    const key = checkClientKey(req, access.clientKeys, access.keysRequired);
+    if (!key.ok) return refuse(key.error);
+
     if (endpoint !== undefined) {
-      if (req.method !== 'POST') return sendError(res, wrongMethod(path, 'POST'));
-      serveGeneration(req, res, endpoint, path).catch((error: unknown) => sendError(res, internal(error)));
+      if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
+      const build = (raw: Buffer): ModelRequest | RouterError => openAIRequest(res, endpoint, path, raw);
+      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
+      return;
+    }
+    if (anthropic !== null) {
+      if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
+      const build = (raw: Buffer): ModelRequest | RouterError => ANTHROPIC_ROUTES[anthropic](agent, res, raw);
+      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
     if (path === '/v1/models' || path.startsWith('/v1/models/')) {
-      if (req.method !== 'GET') return sendError(res, wrongMethod(path, 'GET'));
+      if (req.method !== 'GET') return refuse(wrongMethod(path, 'GET'));
       return serveModels(res, path === '/v1/models' ? null : safeDecode(path.slice('/v1/models/'.length)));
     }
-    sendError(res, notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/models.`));
+    refuse(
+      notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, and Anthropic's /v1/messages and /v1/messages/count_tokens.`),
+    );
   }
 
-  async function serveGeneration(req: IncomingMessage, res: ServerResponse, endpoint: OpenAIEndpoint, path: string): Promise<void> {
+  /** An OpenAI endpoint's request: the body as it came, re-serialised only to name a fallback. */
+  function openAIRequest(res: ServerResponse, endpoint: OpenAIEndpoint, path: string, raw: Buffer): ModelRequest | RouterError {
+    const parsed = parseRequest(endpoint, raw);
+    if (!parsed.ok) return parsed.error;
+    return {
+      model: parsed.model,
+      streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
+      send: (claim, fallingBack, clientGone) =>
+        forwardToEngine(agent, res, clientGone, claim, {
+          path,
+          // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
+          body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: claim.servedBy })) : raw,
+          shape: openAIAnswer(fallingBack ? claim.servedBy : null),
+        }),
+    };
+  }
+
+  /**
+   * Reads and checks a request (`build` refuses what is malformed), finds its model, activates it
+   * and sends the request to the claimed engine, once more if that engine was unreachable. The
+   * same path for every API: `shape` spells the errors the client's API reads.
+   */
+  async function serveModelRequest(req: IncomingMessage, res: ServerResponse, shape: ErrorShape, build: (raw: Buffer) => ModelRequest | RouterError): Promise<void> {
     const exchange = trackExchange(res);
     const read = await readBody(req, bodyLimitBytes);
     if (read.kind === 'aborted') return;
-    if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, bodyLimitBytes));
-    const parsed = parseRequest(endpoint, read.body);
-    if (!parsed.ok) return sendError(res, parsed.error);
-    const resolved = gateway.resolve(parsed.model);
-    if (resolved === undefined) return sendError(res, unknownModel(parsed.model, gateway.modelIds()));
+    if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, bodyLimitBytes), shape);
+    const request = build(read.body);
+    if (!('send' in request)) return sendError(res, request, shape);
+    const resolved = gateway.resolve(request.model);
+    if (resolved === undefined) return sendError(res, unknownModel(request.model, gateway.modelIds()), shape);
+    // A streamed request that has to wait hears why, as SSE comments, from the moment it waits.
+    const { streamError } = request;
+    const progress =
+      streamError === null ? null : new ProgressComments(res, resolved.modelId, () => gateway.waitProgress?.(resolved.modelId) ?? null, streamError);
 
     // At most two tries. An engine that dies closes its sockets before its exit reaches the
     // supervisor, so a request sent in that gap meets a refused or reset connection though the
@@ -139,22 +226,17 @@ export function createRouter(options: RouterOptions): Router {
     // an answer cannot be taken back. Cost of the rule: a request that itself kills the engine
     // kills it twice — the recovery ladder still quarantines a model that dies on every request.
     for (let attempt = 1; ; attempt++) {
-      const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation);
+      const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation, () => progress?.start());
+      progress?.stop();
       if (ready.kind === 'client_gone') return;
-      if (ready.kind === 'refused') return sendError(res, ready.error);
+      if (ready.kind === 'refused') return sendError(res, ready.error, shape);
       const { claim } = ready;
       exchange.finishWith(claim.release);
       if (exchange.clientGone.aborted) return;
 
-      const fallingBack = claim.servedBy !== resolved.modelId;
-      const outcome = await forwardToEngine(agent, res, exchange.clientGone, claim, {
-        path,
-        // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
-        body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: claim.servedBy })) : read.body,
-        rewriteModelTo: fallingBack ? claim.servedBy : null,
-      });
+      const outcome = await request.send(claim, claim.servedBy !== resolved.modelId, exchange.clientGone);
       if (outcome.kind === 'answered' || exchange.clientGone.aborted) return;
-      if (attempt === 2) return sendError(res, unreachableError(claim.servedBy, outcome.cause));
+      if (attempt === 2) return sendError(res, unreachableError(claim.servedBy, outcome.cause), shape);
       // This try is over: its claim must not hold a dead engine "busy" meanwhile.
       exchange.finishNow();
       await gateway.engineUnreachable(claim.servedBy, claim.endpoint, exchange.clientGone);
@@ -209,7 +291,10 @@ function trackExchange(res: ServerResponse): { clientGone: AbortSignal; finishWi
 
 async function listen(handle: Router['handle'], agent: http.Agent, options: ListenOptions = {}): Promise<ListeningRouter> {
   const host = options.host ?? '127.0.0.1';
-  const server = http.createServer(handle);
+  // No Host header is the guard's to refuse (a JSON 403 naming the rule), not a bare 400 from Node.
+  const server = http.createServer({ requireHostHeader: false }, handle);
+  answerProtocolErrors(server);
+  lingerOnClose(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {

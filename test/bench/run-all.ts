@@ -4,17 +4,20 @@
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { runActivationBench } from './activation-bench.js';
 import { removeBenchFiles } from './bench-models.js';
+import { runIdleBench } from './idle-bench.js';
 import { runMemoryBench } from './memory-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
 import { runRouterBench } from './router-bench.js';
-import { runScheduleBench } from './schedule-bench.js';
+import { runPlaceBench, runScheduleBench } from './schedule-bench.js';
 
 const benches: Record<string, () => Promise<void>> = {
   schedule: runScheduleBench,
+  place: runPlaceBench,
   router: runRouterBench,
   readiness: runReadinessBench,
   activation: runActivationBench,
   memory: runMemoryBench,
+  idle: runIdleBench,
 };
 
 const chosen = process.argv.slice(2);

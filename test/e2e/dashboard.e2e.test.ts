@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import OpenAI, { APIError } from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { reasonLines } from '../../core/contracts/snapshot-words.js';
 import { launchChromium, memoryFigure, modelRow, openWatchedPage, screenshot, type WatchedPage } from './support/browser.js';
 import { startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
@@ -42,7 +43,7 @@ async function open(): Promise<Page> {
 }
 
 describe('without the token', () => {
-  it('shows how to open a session instead of an empty dashboard', async () => {
+  it('shows how to open the dashboard instead of an empty one', async () => {
     const page = await open();
     await page.goto(`${daemon.origin}/`);
 
@@ -61,6 +62,11 @@ describe('a person at the dashboard', () => {
   });
 
   it('lists the demo models after opening the printed URL, and takes the token off the address bar', async () => {
+    const adminRequests: { path: string; authorization: string | undefined }[] = [];
+    page.on('request', (request) => {
+      const { pathname } = new URL(request.url());
+      if (pathname.startsWith('/api/')) adminRequests.push({ path: pathname, authorization: request.headers().authorization });
+    });
     await page.goto(daemon.dashboardUrl);
 
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
@@ -68,6 +74,18 @@ describe('a person at the dashboard', () => {
     await expect.poll(() => names.allInnerTexts(), { timeout: 10_000 }).toEqual(DEMO_MODELS);
     for (const id of DEMO_MODELS) await modelRow(page, id).getByRole('switch', { name: `Pin ${id}` }).waitFor();
     // page.url() includes any fragment: the token must be gone from the address bar and the history entry.
+    expect(page.url()).toBe(`${daemon.origin}/`);
+    // The token travels as a Bearer header on every admin request, the event stream's included,
+    // and the daemon set no cookie: none would stay on this origin for other ports to receive.
+    expect(adminRequests.map((r) => r.path)).toContain('/api/events');
+    expect(adminRequests.filter((r) => r.authorization !== `Bearer ${daemon.token}`)).toEqual([]);
+    expect(await page.context().cookies()).toEqual([]);
+  });
+
+  it('stays signed in across a reload: the tab remembers the token, the address still shows none', async () => {
+    await page.reload();
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await modelRow(page, 'demo-chat').waitFor();
     expect(page.url()).toBe(`${daemon.origin}/`);
   });
 
@@ -105,16 +123,21 @@ describe('a person at the dashboard', () => {
     expect(reason).toMatch(/needs [\d.]+ [KMG]iB; [\d.]+ [KMG]iB budget, .*pinned demo-chat/);
     expect((refusal as APIError).message).toContain(reason);
 
+    // Shown a line per clause, each the policy's own words: the need, the budget's room, the verdict.
+    const lines = reasonLines(reason ?? '');
+    expect(lines.length).toBeGreaterThan(1);
+    expect(lines.every((line) => reason?.includes(line))).toBe(true);
+
     await page.getByRole('tab', { name: /^Why/ }).click();
-    const unfit = page.getByRole('region', { name: 'Did not fit' }).getByRole('listitem').filter({ hasText: 'demo-tiny' });
-    await unfit.getByText(reason ?? '', { exact: true }).waitFor();
+    const unfit = page.getByRole('region', { name: 'Did not fit' }).getByRole('listitem', { name: 'demo-tiny', exact: true });
+    const whyLines = unfit.getByRole('list', { name: 'Why demo-tiny did not fit' }).getByRole('listitem');
+    await expect.poll(() => whyLines.allInnerTexts(), { timeout: 10_000 }).toEqual(lines);
     await screenshot(page, 'why-demo-tiny');
 
-    // demo-tiny's own row says the same, so the Models tab alone explains the queue.
+    // demo-tiny's own card says the same, so the Models tab alone explains the queue.
     await page.getByRole('tab', { name: 'Models' }).click();
-    await modelRow(page, 'demo-tiny').getByText(reason ?? '', { exact: true }).waitFor();
-    // The picture for the README (docs/screenshots/dashboard-demo.png is copied from it), without the passing notices.
-    for (const dismiss of await page.getByRole('button', { name: 'Dismiss' }).all()) await dismiss.click();
+    const cardLines = modelRow(page, 'demo-tiny').getByRole('list', { name: 'Why demo-tiny was left out' }).getByRole('listitem');
+    await expect.poll(() => cardLines.allInnerTexts(), { timeout: 10_000 }).toEqual(lines);
     await screenshot(page, 'dashboard-demo');
   });
 });

@@ -1,401 +1,17 @@
 // The router end to end: the official `openai` client → the router on 127.0.0.1 → a real
-// HTTP engine that speaks the OpenAI subset llama-server does. The model gateway is a scripted
-// in-memory object standing in for controller + supervisor + catalog, so each test can make a
-// model cold, quarantined, left out of the plan, kept out by a busy one, falling back, or its
-// engine found hung while it answers.
+// HTTP engine that speaks the OpenAI subset llama-server does (test/support/router-fake-engine.ts).
+// The model gateway is a scripted in-memory object standing in for controller + supervisor +
+// catalog (test/support/scripted-gateway.ts), so each test can make a model cold, quarantined,
+// left out of the plan, kept out by a busy one, falling back, or its engine found hung while it
+// answers. Anthropic's Messages API on the same router: router-anthropic.test.ts.
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createRouter, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
-import type { EngineClaim, EngineLost, ModelGateway, RouterModelEntry, Unservable } from '../../core/router/model-gateway.js';
-
-// ---------------------------------------------------------------------------------------------
-// A fake engine: a real HTTP server answering like llama-server. The last user message (or the
-// prompt) picks a behaviour: `mode:gated` streams one chunk and waits for `release()`,
-// `mode:steps` waits for `release()` after each of its first two chunks,
-// `mode:die-mid-stream` destroys its socket after two chunks, `mode:hang` streams one chunk
-// and never finishes, `mode:silent` accepts the request and never answers (a wedged decode),
-// `mode:json-stall` sends a JSON answer's headers and first bytes and never the rest,
-// `mode:die-before-answer` destroys the socket without answering, `mode:engine-400` answers
-// like llama-server refusing a prompt over its context.
-// ---------------------------------------------------------------------------------------------
-
-/** llama-server names the model by its file, not by what the client asked for. */
-const ENGINE_MODEL_NAME = 'models/engine-own-name.gguf';
-
-interface RecordedRequest {
-  path: string;
-  authorization: string | undefined;
-  body: Record<string, unknown>;
-}
-
-class FakeEngine {
-  readonly requests: RecordedRequest[] = [];
-  /** Requests whose connection closed before the engine finished answering. */
-  closedEarly = 0;
-  private gate: (() => void) | null = null;
-  private readonly server = http.createServer((req, res) => this.answer(req, res));
-
-  constructor(readonly apiKey: string) {}
-
-  async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  release(): void {
-    this.gate?.();
-    this.gate = null;
-  }
-
-  private async answer(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-    this.requests.push({ path: req.url ?? '', authorization: req.headers.authorization, body });
-    res.on('close', () => {
-      if (!res.writableFinished) this.closedEarly++;
-    });
-    // llama-server's default: every origin allowed. The router must not pass this on.
-    res.setHeader('access-control-allow-origin', '*');
-    if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
-      res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: 'Invalid API Key', type: 'authentication_error', code: 401 } }));
-      return;
-    }
-    const text = textOf(body);
-    const mode = /mode:([\w-]+)/.exec(text)?.[1] ?? 'normal';
-    if (mode === 'die-before-answer') return void req.socket.destroy();
-    if (mode === 'silent') return;
-    if (mode === 'json-stall') {
-      // A plain JSON answer whose headers and first bytes went out before the engine wedged.
-      const full = JSON.stringify({ id: 'cmpl-1', object: 'chat.completion', created: 1, model: ENGINE_MODEL_NAME, choices: [] });
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(full) });
-      return void res.write(full.slice(0, 20));
-    }
-    if (mode === 'engine-400') {
-      res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: 'the request exceeds the available context size', type: 'exceed_context_size_error', code: 400 } }));
-      return;
-    }
-    if (req.url === '/v1/embeddings') return json(res, { object: 'list', model: ENGINE_MODEL_NAME, data: [{ object: 'embedding', index: 0, embedding: [0.25, 0.5] }] });
-    const reply = `echo: ${text}`;
-    const isChat = req.url === '/v1/chat/completions';
-    if (body['stream'] !== true) {
-      return json(res, {
-        id: 'cmpl-1',
-        object: isChat ? 'chat.completion' : 'text_completion',
-        created: 1,
-        model: ENGINE_MODEL_NAME,
-        choices: [isChat ? { index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' } : { index: 0, text: reply, finish_reason: 'stop' }],
-        usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
-      });
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const event = (content: string, finish: string | null): string =>
-      `data: ${JSON.stringify({ id: 'chunk', object: 'chat.completion.chunk', created: 1, model: ENGINE_MODEL_NAME, choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
-    res.write(event('first ', null));
-    if (mode === 'hang') return;
-    if (mode === 'gated' || mode === 'steps') await new Promise<void>((resolve) => (this.gate = resolve));
-    if (mode === 'die-mid-stream') {
-      // Flushed first: destroying a socket drops what is still queued, and the point is an
-      // engine that dies after the client has seen part of the answer.
-      return void res.write(event('second', null), () => req.socket.destroy());
-    }
-    res.write(event('second', null));
-    if (mode === 'steps') await new Promise<void>((resolve) => (this.gate = resolve));
-    res.write(event('', 'stop'));
-    res.end('data: [DONE]\n\n');
-  }
-}
-
-function textOf(body: Record<string, unknown>): string {
-  if (Array.isArray(body['messages'])) {
-    const last = body['messages'].at(-1) as { content?: unknown } | undefined;
-    return String(last?.content ?? '');
-  }
-  return String(body['prompt'] ?? body['input'] ?? '');
-}
-
-function json(res: http.ServerResponse, value: unknown): void {
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(value));
-}
-
-/**
- * An engine in its last moments: it accepts each connection and resets it before answering,
- * as a killed llama-server's port does in the instant before its exit is seen.
- */
-async function startDyingEngine(): Promise<{ url: string; connections: () => number; stop: () => Promise<void> }> {
-  let connections = 0;
-  const server = net.createServer((socket) => {
-    connections++;
-    socket.resetAndDestroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    connections: () => connections,
-    stop: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// A scripted gateway: models are 'ready', 'cold' (ready `loadMs` after the first demand; never
-// when loadMs is Infinity), 'queued' (kept out only by busy models: it waits, and comes when the
-// test says), 'quarantined' or 'unschedulable'; one may fall back to another. A ready model
-// whose `turnOver` is set refuses claims, as the daemon's does while another model's turn runs.
-// Every state change is a change for `nextChange`. Each claim is recorded, with how often it
-// was released and how often progress was reported, and `loseEngine` aborts the `lost` of every
-// open claim on a model's engine, as the supervisor does for a hung one. A model's engine may
-// be another than the shared fake one, and `onUnreachable` scripts what the gateway learns
-// when the router reports that engine unreachable.
-// ---------------------------------------------------------------------------------------------
-
-type ScriptedState = 'ready' | 'cold' | 'loading' | 'queued' | 'quarantined' | 'unschedulable';
-
-interface ScriptedModel {
-  id: string;
-  aliases: string[];
-  state: ScriptedState;
-  reason: string;
-  loadMs: number;
-  fallbackTo?: string;
-  /** While set, a ready model refuses new claims: another model's turn. */
-  turnOver?: boolean;
-  /** What waitReason says; default "it is <state>". */
-  waitReason?: string;
-  /** What the next reconcileNow pass decides for an unschedulable model. */
-  onReconcile?: 'stays' | 'room-made';
-  /** Where its engine listens; default the shared fake engine. */
-  engineUrl?: string;
-  /** When set, each claim is handed over already lost with this reason (found hung in between). */
-  lostAtClaim?: string;
-  /**
-   * What engineUnreachable finds: 'lives-on' (default: nothing changed, resolves at once),
-   * 'died' (the engine is gone: the model turns cold, and its relaunch is the shared fake
-   * engine), or 'unknown' (nothing is learned until the router's signal aborts).
-   */
-  onUnreachable?: 'lives-on' | 'died' | 'unknown';
-}
-
-interface ScriptedClaim extends EngineClaim {
-  /** How often the router called release (the contract makes repeats harmless; the router makes none). */
-  releases: number;
-  /** How often the router reported progress. */
-  progress: number;
-  lose(reason: string): void;
-}
-
-class ScriptedGateway implements ModelGateway {
-  readonly calls: string[] = [];
-  readonly loadsStarted = new Map<string, number>();
-  readonly claims: ScriptedClaim[] = [];
-  /** Requests waiting per model now (wait called, its done not yet). */
-  readonly waiting = new Map<string, number>();
-  /** How many nextChange calls were made. */
-  nextChanges = 0;
-  private stopped = false;
-  private readonly changeWaiters = new Set<{ resolve: () => void; reject: (error: unknown) => void }>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-
-  constructor(
-    private readonly models: Map<string, ScriptedModel>,
-    private readonly engineBaseUrl: string,
-    private readonly engineKey: string,
-  ) {}
-
-  resolve(name: string): { modelId: string } | undefined {
-    for (const model of this.models.values()) if (model.id === name || model.aliases.includes(name)) return { modelId: model.id };
-    return undefined;
-  }
-  modelIds(): string[] {
-    return [...this.models.keys()];
-  }
-  listModels(): RouterModelEntry[] {
-    return [...this.models.values()].map((m) => ({
-      id: m.id,
-      object: 'model',
-      created: 0,
-      owned_by: 'llmtray',
-      aliases: m.aliases,
-      state: m.fallbackTo !== undefined ? 'fallback' : m.state === 'cold' ? 'idle' : m.state === 'unschedulable' ? 'queued' : m.state,
-      level: m.state === 'ready' ? 'full' : null,
-      served_by: m.fallbackTo ?? null,
-      reason: m.state === 'quarantined' || m.state === 'unschedulable' ? m.reason : null,
-    }));
-  }
-  whyUnservable(modelId: string): Unservable | null {
-    const model = this.model(modelId);
-    if (model.state === 'quarantined') return { code: 'model_quarantined', reason: model.reason };
-    if (model.state === 'unschedulable') return { code: 'model_unschedulable', reason: model.reason };
-    return null;
-  }
-  waitReason(modelId: string): string {
-    const model = this.model(modelId);
-    return model.waitReason ?? `it is ${model.state}`;
-  }
-  async reconcileNow(): Promise<void> {
-    this.calls.push(`reconcileNow`);
-    await new Promise((resolve) => setImmediate(resolve));
-    for (const model of this.models.values()) {
-      if (model.state === 'unschedulable' && model.onReconcile === 'room-made') {
-        model.state = 'cold';
-        this.demand(model.id);
-      }
-    }
-  }
-  demand(modelId: string): void {
-    this.calls.push(`demand:${modelId}`);
-    const model = this.model(modelId);
-    if (model.state !== 'cold') return;
-    model.state = 'loading';
-    this.loadsStarted.set(modelId, (this.loadsStarted.get(modelId) ?? 0) + 1);
-    if (!Number.isFinite(model.loadMs)) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.setState(modelId, 'ready');
-    }, model.loadMs);
-    this.timers.add(timer);
-  }
-  wait(modelId: string): () => void {
-    this.calls.push(`wait:${modelId}`);
-    this.waiting.set(modelId, (this.waiting.get(modelId) ?? 0) + 1);
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      this.waiting.set(modelId, (this.waiting.get(modelId) ?? 0) - 1);
-    };
-  }
-  claim(modelId: string): EngineClaim | null {
-    const servedBy = this.model(modelId).fallbackTo ?? modelId;
-    const serving = this.model(servedBy);
-    if (serving.state !== 'ready' || serving.turnOver === true) return null;
-    const lost = new AbortController();
-    const claim: ScriptedClaim = {
-      servedBy,
-      endpoint: { baseUrl: serving.engineUrl ?? this.engineBaseUrl, apiKey: this.engineKey },
-      lost: lost.signal,
-      releases: 0,
-      progress: 0,
-      progressed: () => void claim.progress++,
-      release: () => void claim.releases++,
-      lose: (reason) => lost.abort({ kind: 'hang', reason } satisfies EngineLost),
-    };
-    this.claims.push(claim);
-    if (serving.lostAtClaim !== undefined) claim.lose(serving.lostAtClaim);
-    return claim;
-  }
-  nextChange(signal: AbortSignal): Promise<void> {
-    this.nextChanges++;
-    return new Promise((resolve, reject) => {
-      if (signal.aborted) return reject(signal.reason);
-      if (this.stopped) return reject(new Error('llmtray is stopping, so no model will be loaded'));
-      const waiter = {
-        resolve: () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        reject,
-      };
-      const onAbort = (): void => {
-        this.changeWaiters.delete(waiter);
-        reject(signal.reason);
-      };
-      this.changeWaiters.add(waiter);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-  engineUnreachable(servingModelId: string, endpoint: { baseUrl: string }, signal: AbortSignal): Promise<void> {
-    this.calls.push(`engineUnreachable:${servingModelId}@${endpoint.baseUrl}`);
-    const model = this.model(servingModelId);
-    if (model.onUnreachable === 'unknown') return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    if (model.onUnreachable === 'died') {
-      model.state = 'cold';
-      model.engineUrl = undefined;
-    }
-    return Promise.resolve();
-  }
-
-  /** Requests waiting in nextChange now. */
-  get parked(): number {
-    return this.changeWaiters.size;
-  }
-  /** Claims on the model's engine not yet released. */
-  inFlight(servingModelId: string): number {
-    return this.claims.filter((c) => c.servedBy === servingModelId && c.releases === 0).length;
-  }
-  get startedTotal(): number {
-    return this.claims.length;
-  }
-  get finishedTotal(): number {
-    return this.claims.filter((c) => c.releases > 0).length;
-  }
-
-  /** The controller's side: a state change, a change for every waiting request. */
-  setState(modelId: string, state: ScriptedState, reason = ''): void {
-    const model = this.model(modelId);
-    model.state = state;
-    model.reason = reason;
-    this.changed();
-  }
-  /** A turn starts or ends for the model (a change too). */
-  setTurnOver(modelId: string, turnOver: boolean): void {
-    this.model(modelId).turnOver = turnOver;
-    this.changed();
-  }
-  /** Some change that concerns other models: every waiting request looks again. */
-  changed(): void {
-    for (const waiter of [...this.changeWaiters]) {
-      this.changeWaiters.delete(waiter);
-      waiter.resolve();
-    }
-  }
-  /** The model's engine is found hung: every open claim on it is lost, as the supervisor does before the kill. */
-  loseEngine(servingModelId: string, reason: string): void {
-    for (const claim of this.claims) if (claim.servedBy === servingModelId && claim.releases === 0) claim.lose(reason);
-  }
-  /** The controller's run ended: nothing will come any more. */
-  stop(): void {
-    this.stopped = true;
-    for (const waiter of [...this.changeWaiters]) {
-      this.changeWaiters.delete(waiter);
-      waiter.reject(new Error('llmtray is stopping, so no model will be loaded'));
-    }
-  }
-
-  dispose(): void {
-    for (const timer of this.timers) clearTimeout(timer);
-  }
-
-  private model(modelId: string): ScriptedModel {
-    const model = this.models.get(modelId);
-    if (model === undefined) throw new Error(`scripted gateway has no model ${modelId}`);
-    return model;
-  }
-}
-
-function scriptedModels(overrides: Partial<Record<string, Partial<ScriptedModel>>> = {}): Map<string, ScriptedModel> {
-  const base: ScriptedModel[] = [
-    { id: 'small', aliases: ['tiny'], state: 'ready', reason: '', loadMs: 0 },
-    { id: 'big', aliases: [], state: 'ready', reason: '', loadMs: 0, fallbackTo: 'small' },
-    { id: 'cold', aliases: [], state: 'cold', reason: '', loadMs: 20 },
-    { id: 'never', aliases: [], state: 'cold', reason: '', loadMs: Number.POSITIVE_INFINITY },
-    { id: 'blocked', aliases: [], state: 'queued', reason: '', loadMs: 0, waitReason: 'it is waiting for memory: needs 6.0 GB; 2.0 GB free, 4.0 GB held by active small' },
-    { id: 'broken', aliases: [], state: 'quarantined', reason: 'It failed to start 5 times in a row: llama_model_load: error loading model: unknown model architecture.', loadMs: 0 },
-    { id: 'huge', aliases: [], state: 'unschedulable', reason: 'needs 30.0 GB; 24.0 GB budget, 17.0 GB held by pinned qwen-32b.', loadMs: 20, onReconcile: 'stays' },
-  ];
-  return new Map(base.map((m) => [m.id, { ...m, ...overrides[m.id] }]));
-}
-
-// ---------------------------------------------------------------------------------------------
+import { createRouter, LOOPBACK_ONLY_ACCESS, type ListeningRouter, type RouterAccess, type RouterOptions } from '../../core/router/router.js';
+import type { RouterModelEntry } from '../../core/router/model-gateway.js';
+import { ENGINE_MODEL_NAME, FakeEngine, startDyingEngine } from '../support/router-fake-engine.js';
+import { ScriptedGateway, scriptedModels, type ScriptedClaim } from '../support/scripted-gateway.js';
+import { rawExchange, type RawAnswer } from '../support/raw-http.js';
 
 const ENGINE_KEY = 'engine-per-launch-key';
 let engine: FakeEngine;
@@ -423,21 +39,27 @@ afterEach(async () => {
 async function startRouter(
   options: Partial<RouterOptions> = {},
   overrides: Parameters<typeof scriptedModels>[0] = {},
+  listen: { host?: string; clientKey?: string } = {},
 ): Promise<{ url: string; port: number; gateway: ScriptedGateway; client: OpenAI }> {
   const gateway = new ScriptedGateway(scriptedModels(overrides), engineUrl, ENGINE_KEY);
-  const router = await createRouter({ gateway, ...options }).listen();
+  const router = await createRouter({ gateway, ...options }).listen(listen.host === undefined ? {} : { host: listen.host });
   opened.push({ router, gateway });
-  const client = new OpenAI({ apiKey: options.apiKey ?? 'client-own-key', baseURL: router.url, maxRetries: 0 });
+  const client = new OpenAI({ apiKey: listen.clientKey ?? 'client-own-key', baseURL: router.url, maxRetries: 0 });
   return { url: router.url, port: router.port, gateway, client };
+}
+
+/** Access with these settings, the rest as on a loopback listener. */
+function access(settings: Partial<RouterAccess>): () => RouterAccess {
+  return () => ({ ...LOOPBACK_ONLY_ACCESS, ...settings });
 }
 
 /** A raw request, for what the SDK will not send (a hostile Host, broken JSON, chunked bodies). */
 function rawRequest(
   port: number,
-  options: { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer[] },
+  options: { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer[]; host?: string },
 ): Promise<{ status: number; headers: http.IncomingHttpHeaders; json: { error?: { message: string; param: string | null; code: string | null } } }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method: options.method ?? 'POST', path: options.path, headers: options.headers }, (res) => {
+    const req = http.request({ host: options.host ?? '127.0.0.1', port, method: options.method ?? 'POST', path: options.path, headers: options.headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
@@ -954,7 +576,7 @@ describe('security and request checks', () => {
   });
 
   it('refuses a cross-origin request unless its origin is configured, and then allows CORS', async () => {
-    const { port } = await startRouter({ corsOrigins: ['http://localhost:3000'] });
+    const { port } = await startRouter({ access: access({ corsOrigins: ['http://localhost:3000'] }) });
     const body = JSON.stringify({ model: 'small', messages: hello });
     const foreign = await rawRequest(port, { path: '/v1/chat/completions', headers: { origin: 'https://evil.example', 'content-type': 'text/plain' }, body });
     expect(foreign.status).toBe(403);
@@ -970,17 +592,17 @@ describe('security and request checks', () => {
     expect(answer.headers['access-control-allow-origin']).toBeUndefined();
   });
 
-  it('enforces the API key when one is configured', async () => {
-    const { client, url } = await startRouter({ apiKey: 'router-secret' });
+  it('enforces the client keys when some are configured, and never passes them to the engine', async () => {
+    const { client, url } = await startRouter({ access: access({ clientKeys: [{ name: 'editor', key: 'router-secret-0123' }] }) }, {}, { clientKey: 'router-secret-0123' });
     const answer = await client.chat.completions.create({ model: 'small', messages: hello });
     expect(answer.choices[0]?.message.content).toBe('echo: hello');
     const wrong = new OpenAI({ apiKey: 'guess', baseURL: url, maxRetries: 0 });
     const error = await caught(wrong.chat.completions.create({ model: 'small', messages: hello }));
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error.code).toBe('invalid_api_key');
+    expect(error.message).toContain('listen.clientKeys');
     expect(engine.requests.every((r) => r.authorization === `Bearer ${ENGINE_KEY}`)).toBe(true);
   });
-
   it('refuses a body over the limit with 413, declared or streamed', async () => {
     const { client, port, gateway } = await startRouter({ bodyLimitBytes: 1024 });
     const long = [{ role: 'user' as const, content: 'x'.repeat(2048) }];
@@ -1040,5 +662,177 @@ describe('security and request checks', () => {
     await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
     expect(gateway.startedTotal).toBe(6); // the engine that died before answering was tried twice
     expect(gateway.claims.map((c) => c.releases)).toEqual([1, 1, 1, 1, 1, 1]);
+  });
+});
+
+// 127.0.0.2 stands in for a LAN address: a listener there is reached like one from another
+// machine (the connection's local address is not 127.0.0.1), on any Linux without a network.
+describe('a network listener (LAN mode), on 127.0.0.2', () => {
+  const LAN = '127.0.0.2';
+  const keys = [
+    { name: 'laptop', key: 'laptop-key-0123456789' },
+    { name: 'phone', key: 'phone-key-0123456789' },
+  ];
+  const lan = (settings: Partial<RouterAccess> = {}) => access({ clientKeys: keys, keysRequired: true, ...settings });
+  const body = JSON.stringify({ model: 'small', messages: hello });
+
+  it('serves the official openai client with a key, and refuses a wrong key or none, naming the setting', async () => {
+    const { client, url } = await startRouter({ access: lan() }, {}, { host: LAN, clientKey: 'laptop-key-0123456789' });
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.2:\d+\/v1$/);
+    expect((await client.chat.completions.create({ model: 'small', messages: hello })).choices[0]?.message.content).toBe('echo: hello');
+    for (const apiKey of ['laptop-key-012345678', 'not-a-key-at-all-000']) {
+      const error = await caught(new OpenAI({ apiKey, baseURL: url, maxRetries: 0 }).models.list());
+      expect(error).toBeInstanceOf(AuthenticationError);
+      expect(error.message).toContain("is not one of this llmtray endpoint's client keys (listen.clientKeys");
+    }
+    const port = Number(new URL(url).port);
+    const none = await rawRequest(port, { host: LAN, method: 'GET', path: '/v1/models' });
+    expect(none.status).toBe(401);
+    expect(none.headers['www-authenticate']).toBe('Bearer realm="llmtray"');
+    expect(none.json.error?.message).toContain('`Authorization: Bearer <key>`');
+  });
+
+  it('takes the key from x-api-key too (Anthropic clients), on every /v1 path', async () => {
+    const { port } = await startRouter({ access: lan() }, {}, { host: LAN });
+    const models = await rawRequest(port, { host: LAN, method: 'GET', path: '/v1/models', headers: { 'x-api-key': 'phone-key-0123456789' } });
+    expect(models.status).toBe(200);
+    const chat = await rawRequest(port, { host: LAN, path: '/v1/chat/completions', headers: { 'x-api-key': 'phone-key-0123456789', 'content-type': 'application/json' }, body });
+    expect(chat.status).toBe(200);
+    // Any /v1 path is behind the key, the ones the router does not know included.
+    expect((await rawRequest(port, { host: LAN, path: '/v1/not-an-endpoint', body })).status).toBe(401);
+    expect((await rawRequest(port, { host: LAN, path: '/v1/not-an-endpoint', headers: { 'x-api-key': 'phone-key-0123456789' }, body })).status).toBe(404);
+  });
+
+  it('stops taking a revoked key at the next request, and keeps taking the others', async () => {
+    let current = keys;
+    const { url } = await startRouter({ access: () => ({ ...LOOPBACK_ONLY_ACCESS, clientKeys: current, keysRequired: true }) }, {}, { host: LAN });
+    const phone = new OpenAI({ apiKey: 'phone-key-0123456789', baseURL: url, maxRetries: 0 });
+    const laptop = new OpenAI({ apiKey: 'laptop-key-0123456789', baseURL: url, maxRetries: 0 });
+    expect((await phone.models.list()).data.length).toBeGreaterThan(0);
+    current = keys.filter((k) => k.name !== 'phone');
+    expect(await caught(phone.models.list())).toBeInstanceOf(AuthenticationError);
+    expect((await laptop.chat.completions.create({ model: 'small', messages: hello })).choices[0]?.message.content).toBe('echo: hello');
+  });
+
+  it('refuses everything while no key is configured on a network listener (fail closed)', async () => {
+    const { port } = await startRouter({ access: access({ keysRequired: true }) }, {}, { host: LAN });
+    const answer = await rawRequest(port, { host: LAN, method: 'GET', path: '/v1/models', headers: { authorization: 'Bearer anything-at-all-0123' } });
+    expect(answer.status).toBe(401);
+    expect(answer.json.error?.message).toContain('has no client key configured');
+    expect(answer.json.error?.message).toContain('listen.clientKeys');
+  });
+
+  it('serves the address a request arrived on and allowedHosts, and refuses a hostile Host naming listen.allowedHosts', async () => {
+    const { port } = await startRouter({ access: lan({ allowedHosts: ['workstation.lan'] }) }, {}, { host: LAN });
+    const key = { authorization: 'Bearer laptop-key-0123456789' };
+    for (const host of [`${LAN}:${port}`, `workstation.lan:${port}`, 'WORKSTATION.LAN']) {
+      expect((await rawRequest(port, { host: LAN, method: 'GET', path: '/v1/models', headers: { ...key, host } })).status, host).toBe(200);
+    }
+    for (const host of [`attacker.example:${port}`, `127.0.0.3:${port}x`, `${LAN}.evil.example`]) {
+      const refused = await rawRequest(port, { host: LAN, method: 'GET', path: '/v1/models', headers: { ...key, host } });
+      expect(refused.status, host).toBe(403);
+      expect(refused.json.error?.message).toContain('add it to listen.allowedHosts');
+    }
+  });
+
+  it('answers a CORS preflight from an allowed origin, and refuses one from another origin', async () => {
+    const { port } = await startRouter({ access: lan({ corsOrigins: ['http://192.168.1.7:3000'] }) }, {}, { host: LAN });
+    const preflight = (origin: string) =>
+      rawRequest(port, {
+        host: LAN,
+        method: 'OPTIONS',
+        path: '/v1/chat/completions',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+      });
+    const allowed = await preflight('http://192.168.1.7:3000');
+    expect(allowed.status).toBe(204);
+    expect(allowed.headers['access-control-allow-origin']).toBe('http://192.168.1.7:3000');
+    expect(allowed.headers['access-control-allow-headers']).toBe('authorization, content-type');
+    const other = await preflight('http://192.168.1.8:3000');
+    expect(other.status).toBe(403);
+    expect(other.headers['access-control-allow-origin']).toBeUndefined();
+    expect(other.json.error?.message).toContain('listen.corsOrigins');
+    // The allowed page's real request carries the CORS header on its answer.
+    const call = await rawRequest(port, { host: LAN, path: '/v1/chat/completions', headers: { origin: 'http://192.168.1.7:3000', authorization: 'Bearer laptop-key-0123456789' }, body });
+    expect(call.status).toBe(200);
+    expect(call.headers['access-control-allow-origin']).toBe('http://192.168.1.7:3000');
+  });
+
+  it('keeps what is outside /v1 (the admin API, /metrics, the dashboard) off the network unless listen.admin says network', async () => {
+    const fallthrough: RouterOptions['fallthrough'] = (_req, res) => res.end('{"admin":true}');
+    const { port } = await startRouter({ access: lan(), fallthrough }, {}, { host: LAN });
+    for (const path of ['/api/state', '/metrics', '/']) {
+      const refused = await rawRequest(port, { host: LAN, method: 'GET', path });
+      expect(refused.status, path).toBe(403);
+      expect(refused.json.error?.message).toContain('listen.admin: network');
+    }
+    const open = await startRouter({ access: lan({ fallthroughFromNetwork: true }), fallthrough }, {}, { host: LAN });
+    expect((await rawRequest(open.port, { host: LAN, method: 'GET', path: '/api/state' })).json).toEqual({ admin: true });
+    // On the loopback listener the same routes answer (the CLI, the dashboard).
+    const local = await startRouter({ access: lan(), fallthrough });
+    expect((await rawRequest(local.port, { method: 'GET', path: '/api/state' })).json).toEqual({ admin: true });
+  });
+});
+
+// What the fuzz suite (http-fuzz.test.ts) found, pinned down: requests Node refuses before the
+// router sees them, and answers lost to a reset when the client was still sending.
+describe('answers at the edge of HTTP', () => {
+  const send = (port: number, text: string | Buffer) => rawExchange('127.0.0.1', port, Buffer.isBuffer(text) ? text : Buffer.from(text, 'latin1'), { halfClose: false, timeoutMs: 10_000 });
+  const json = (answer: RawAnswer) => JSON.parse(answer.body.toString('utf8')) as { error: { message: string; code: string | null; type: string } };
+
+  it('answers a malformed request, a request without Host and CONNECT in OpenAI\'s error shape, not with a bare status', async () => {
+    const { port } = await startRouter();
+    const malformed = await send(port, 'GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n');
+    expect(malformed.status).toBe(400);
+    expect(malformed.headers['x-llmtray-error-source']).toBe('router');
+    expect(json(malformed).error).toMatchObject({ code: 'malformed_request', type: 'invalid_request_error' });
+    const large = await send(port, `GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Large: ${'x'.repeat(20_000)}\r\n\r\n`);
+    expect(large.status).toBe(431);
+    expect(json(large).error.code).toBe('headers_too_large');
+    const noHost = await send(port, 'GET /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(noHost.status).toBe(403);
+    expect(json(noHost).error.message).toContain("Host '' is not a name this llmtray serves");
+    const connect = await send(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect(connect.status).toBe(405);
+    expect(json(connect).error.message).toContain('not a proxy');
+  });
+
+  it('answers a body that stops short of its content-length when the client closes, instead of waiting for ever', async () => {
+    const { port, gateway } = await startRouter();
+    const cut = await rawExchange('127.0.0.1', port, Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 100\r\n\r\n{"model":"small"`), { halfClose: true, timeoutMs: 10_000 });
+    expect(cut.status).toBe(400);
+    expect(json(cut).error.code).toBe('malformed_request');
+    expect(gateway.calls).toEqual([]);
+  });
+
+  it('delivers its answer whole to a client that asked to close while still sending a body nobody reads', async () => {
+    const page = Buffer.alloc(300_000, 0x61);
+    // Written a piece per turn, as a file is streamed (static-files.ts), so that anything else
+    // written to the socket meanwhile would land in the middle of it.
+    const streamed: RouterOptions['fallthrough'] = (_req, res) => {
+      res.writeHead(200, { 'content-length': String(page.length) });
+      const next = (at: number): void => {
+        if (at >= page.length) return void res.end();
+        res.write(page.subarray(at, at + 16_384));
+        setImmediate(() => next(at + 16_384));
+      };
+      next(0);
+    };
+    const { port } = await startRouter({ access: access({ clientKeys: [{ name: 'app', key: 'app-key-0123456789' }] }), fallthrough: streamed });
+    const body = Buffer.alloc(4 * 1024 * 1024, 0x78);
+    const head = (line: string) => Buffer.from(`${line}\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`);
+    // Refused before the body is read: the 401 arrives, not a reset.
+    const refused = await send(port, Buffer.concat([head('POST /v1/chat/completions HTTP/1.1'), body]));
+    expect(refused.status).toBe(401);
+    expect(json(refused).error.code).toBe('invalid_api_key');
+    // A route that reads no body: all of its answer arrives.
+    const served = await send(port, Buffer.concat([head('GET /dashboard HTTP/1.1'), body]));
+    expect(served.status).toBe(200);
+    expect(served.body.equals(page)).toBe(true);
+    // A body longer than its content-length: the rest is junk to the parser, and its 400 waits
+    // for the first answer instead of cutting into it.
+    const longer = await send(port, `GET /dashboard HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 2\r\n\r\n{}not a request at all\r\n\r\n`);
+    expect(longer.status).toBe(200);
+    expect(longer.body.equals(page)).toBe(true);
   });
 });

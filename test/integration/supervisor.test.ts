@@ -10,14 +10,16 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LaunchError } from '../../core/engine/failure-classifier.js';
 import { EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch-spec.js';
+import { RUNTIME_PRIOR_BYTES, RuntimeOverhead } from '../../core/engine/runtime-overhead.js';
 import { commandLineHash } from '../../core/engine/supervisor/engine-registry.js';
 import { isRunning } from '../../core/engine/supervisor/process-tree.js';
 import type { SpawnFunction } from '../../core/engine/supervisor/server-process.js';
 import { Supervisor, type SupervisorDeps } from '../../core/engine/supervisor/supervisor.js';
 import type { Claim } from '../../core/engine/supervisor/server-claims.js';
 import type { ServerEvent } from '../../core/contracts/server-events.js';
-import type { LaunchLevel } from '../../core/policy/levels.js';
 import { FakeClock } from '../support/fake-clock.js';
+import type { LaunchLevel } from '../../core/contracts/launch-level.js';
+import type { Placement } from '../../core/contracts/plan.js';
 
 const FAKE_ENGINE = fileURLToPath(new URL('../support/fake-engine.mjs', import.meta.url));
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/llama-logs/${name}`, import.meta.url));
@@ -187,6 +189,21 @@ describe('Supervisor with the fake engine', () => {
     expect(supervisor.status('slow')?.loadProgress).toBeNull();
   });
 
+  it('remembers how long the last load took, through the next load, for estimating its progress', async () => {
+    const { supervisor } = await supervisorWith({ slow: ['--fake-ready-after', '300'] });
+    await supervisor.launch('slow', 'full');
+    const first = supervisor.status('slow')!;
+    expect(first.lastLoadMs).toBe(first.readyAt! - first.startedAt);
+    await supervisor.evict('slow');
+    const again = supervisor.launch('slow', 'full');
+    await until(() => supervisor.status('slow')?.phase === 'loading', 'the second load is under way');
+    // While it loads, the figure is still the first load's: what the estimate needs.
+    expect(supervisor.status('slow')?.lastLoadMs).toBe(first.lastLoadMs);
+    await again;
+    const second = supervisor.status('slow')!;
+    expect(second.lastLoadMs).toBe(second.readyAt! - second.startedAt);
+  });
+
   it('starts one process for concurrent launches of one model', async () => {
     const { supervisor, spawns } = await supervisorWith({ gamma: ['--fake-ready-after', '200'] });
     await Promise.all([supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full')]);
@@ -288,7 +305,7 @@ describe('Supervisor with the fake engine', () => {
   it('cancels a load when the caller aborts, and when the model is evicted', async () => {
     const { supervisor } = await supervisorWith({ a: ['--fake-ready-after', '600000'], b: ['--fake-ready-after', '600000'] });
     const controller = new AbortController();
-    const launchA = supervisor.launch('a', 'full', controller.signal);
+    const launchA = supervisor.launch('a', 'full', undefined, controller.signal);
     await until(() => supervisor.status('a') !== null, 'a is spawned');
     controller.abort(new DOMException('client went away', 'AbortError'));
     await expect(launchA).rejects.toMatchObject({ name: 'AbortError' });
@@ -304,7 +321,7 @@ describe('Supervisor with the fake engine', () => {
   it('keeps the load going while one of two callers still waits', async () => {
     const { supervisor, spawns } = await supervisorWith({ shared: ['--fake-ready-after', '300'] });
     const impatient = new AbortController();
-    const first = supervisor.launch('shared', 'full', impatient.signal);
+    const first = supervisor.launch('shared', 'full', undefined, impatient.signal);
     const second = supervisor.launch('shared', 'full');
     impatient.abort(new DOMException('gone', 'AbortError'));
     await expect(first).rejects.toMatchObject({ name: 'AbortError' });
@@ -322,6 +339,25 @@ describe('Supervisor with the fake engine', () => {
     const log = supervisor.logs('chatty');
     expect(log).toHaveLength(5);
     expect(log.at(-1)).toContain('ended: exit code 1');
+  });
+
+  it('tells log subscribers each line as the ring keeps it, numbered from 0 across launches, with no gap', async () => {
+    const { supervisor } = await supervisorWith(
+      { chatty: ['--fake-log-file', fixture('server-missing-file.log'), '--fake-exit-with', '1'] },
+      { logLines: 5 },
+    );
+    const heard: { line: string; position: number }[] = [];
+    supervisor.subscribeLog((modelId, line, position) => {
+      if (modelId === 'chatty') heard.push({ line, position });
+    });
+    for (let launch = 1; launch <= 2; launch++) {
+      await expect(supervisor.launch('chatty', 'full')).rejects.toBeInstanceOf(LaunchError);
+      await until(() => heard.filter((h) => h.line.includes('ended: exit code 1')).length === launch, `launch ${launch}'s exit is logged`);
+    }
+    expect(heard.map((h) => h.position)).toEqual(heard.map((_, i) => i));
+    // The ring keeps the last 5; its positions still count the lines that fell off.
+    expect(supervisor.logTail('chatty')).toEqual({ lines: heard.slice(-5).map((h) => h.line), next: heard.length });
+    expect(heard.some((h) => h.line.includes('llama_model_load: error loading model'))).toBe(true);
   });
 
   it('reports a ready server killed while serving once, as ServerExited with the kind, and replaces it on the next launch', async () => {
@@ -502,6 +538,50 @@ describe('Supervisor with the fake engine', () => {
     expect(await supervisor.measured('drv')).toEqual({ bytes: 700 * MIB, where: 'device' });
   });
 
+  it("learns an engine's runtime once: on a GPU from the driver's figure of a server whole on one device, on the CPU from its RSS", async () => {
+    // What the driver says each of our processes holds, whichever it is; null: it lists none.
+    let driverSays: number | null = null;
+    const runtime = new RuntimeOverhead();
+    const onOneGpu: Placement = { kind: 'gpu', devices: [{ index: 0, layers: 0, bytes: 100 * MIB }], cpuMoeLayers: 0, hostBytes: 0 };
+    const split: Placement = { kind: 'split', devices: [{ index: 0, layers: 8, bytes: 60 * MIB }, { index: 1, layers: 8, bytes: 60 * MIB }], cpuMoeLayers: 0, hostBytes: 0 };
+    let supervisorRef: Supervisor | null = null;
+    const { supervisor } = await supervisorWith(
+      {},
+      { gpuProcessMemory: async () => new Map((supervisorRef?.runningPids() ?? []).flatMap((pid) => (driverSays === null ? [] : [[pid, driverSays]]))), runtime },
+    );
+    supervisorRef = supervisor;
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+
+    // A server the driver does not list, and a split (its figure is not one model on one device), teach nothing.
+    await supervisor.launch('unlisted', 'full', onOneGpu);
+    // Priced, for the plan and the picture, at its estimate (100 MiB here) and its engine's runtime, as the driver would count it.
+    expect((await supervisor.measure()).get('unlisted')).toBe(100 * MIB + RUNTIME_PRIOR_BYTES.device.embedded);
+    driverSays = 900 * MIB;
+    await supervisor.launch('split', 'full', split);
+    await settle();
+    expect(runtime.isMeasured('embedded', 'device')).toBe(false);
+    expect(runtime.bytes('embedded', 'device')).toBe(RUNTIME_PRIOR_BYTES.device.embedded);
+
+    driverSays = 100 * MIB + 321 * MIB;
+    await supervisor.launch('whole', 'full', onOneGpu);
+    await until(() => runtime.isMeasured('embedded', 'device'), 'the device runtime is learned');
+    expect(runtime.bytes('embedded', 'device')).toBe(321 * MIB);
+    // Only the first measurement counts.
+    driverSays = 100 * MIB + 999 * MIB;
+    await supervisor.launch('later', 'full', onOneGpu);
+    await settle();
+    expect(runtime.bytes('embedded', 'device')).toBe(321 * MIB);
+    expect(runtime.isMeasured('embedded', 'host')).toBe(false);
+
+    // With the host as the device, the process's RSS (a Node process: tens of MiB) less its model's 1 MiB teaches the host figure.
+    const onHost = new RuntimeOverhead();
+    const cpu = await supervisorWith({}, { hostIsDevice: () => true, runtime: onHost, footprint: () => MIB });
+    await cpu.supervisor.launch('cpu', 'full');
+    await until(() => onHost.isMeasured('embedded', 'host'), 'the host runtime is learned');
+    expect(onHost.bytes('embedded', 'host')).toBeGreaterThan(10 * MIB);
+    expect(onHost.isMeasured('embedded', 'device')).toBe(false);
+  });
+
   it('waits after an eviction until 75 % of the footprint is free again', async () => {
     const free = [1_000 * MIB, 1_000 * MIB, 1_040 * MIB, 1_080 * MIB];
     let probes = 0;
@@ -530,6 +610,22 @@ describe('claims', () => {
     expect(supervisor.inFlight('busy')).toBe(0);
     expect(await supervisor.evict('busy')).toBe('stopped');
     expect(supervisor.claim('busy')).toBeNull();
+  });
+
+  it('asks each server once, before it is ready, whether it serves Anthropic’s Messages API, and says so in its claims', async () => {
+    const { supervisor } = await supervisorWith({ recent: ['--fake-anthropic'], older: [] });
+    await Promise.all([supervisor.launch('recent', 'full'), supervisor.launch('older', 'full')]);
+    const recent = supervisor.claim('recent');
+    const older = supervisor.claim('older');
+    expect(recent?.endpoint.anthropicMessages).toBe(true);
+    expect(older?.endpoint.anthropicMessages).toBe(false);
+    // Asked at readiness, not per claim: a second claim costs the engine nothing.
+    supervisor.claim('recent')?.release();
+    const asked = await fetch(`http://127.0.0.1:${recent?.endpoint.port}/fake-counts`, { headers: { authorization: `Bearer ${recent?.endpoint.apiKey}` } });
+    expect(await asked.json()).toEqual({ counts: 1 });
+    expect(supervisor.logs('recent').join('\n')).toContain("serves Anthropic's /v1/messages itself");
+    recent?.release();
+    older?.release();
   });
 
   it('thousands of claims racing evictions on a real process never see a claimed server stopped', async () => {

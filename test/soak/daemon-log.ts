@@ -5,7 +5,7 @@
 // (a launch that ran out of memory) can fall between two of them, while the log has one line
 // per launch, eviction and failure, with the failure's kind as the ladder counted it.
 import type { ChildProcess } from 'node:child_process';
-import type { FailureKind } from '../../core/policy/recover.js';
+import type { FailureKind } from '../../core/contracts/recovery.js';
 import { LineSplitter } from '../../core/engine/supervisor/log-ring.js';
 
 export type LogEvent =

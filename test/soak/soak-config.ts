@@ -16,8 +16,9 @@ import { join } from 'node:path';
 import { Catalog } from '../../core/catalog/catalog.js';
 import { generateDemoModels } from '../../core/catalog/demo/demo-models.js';
 import { writeLlamaGguf, type LlamaModelShape } from '../../core/catalog/demo/gguf-writer.js';
-import { footprintAt, type LaunchLevel } from '../../core/policy/levels.js';
-import { formatBytes } from '../../core/policy/reasons.js';
+import type { LaunchLevel } from '../../core/contracts/launch-level.js';
+import { footprintAt } from '../../core/policy/levels.js';
+import { formatBytes } from '../../core/contracts/format-bytes.js';
 
 export const ADDRESS_SPACE_BYTES = 2_320_000_000;
 

@@ -1,14 +1,15 @@
 // One model server process: spawned, its output cut into lines, its exit observed.
 //
 // The supervisor decides; this only reports. It never restarts anything itself.
+import type { EngineKind } from '../runtime-overhead.js';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
-import type { LaunchLevel } from '../../policy/levels.js';
 import { LineRing, LineSplitter } from './log-ring.js';
 import { BufferTally } from './memory-measure.js';
 import { Doorbell, READY_LINE } from './readiness.js';
 import { ServerClaims } from './server-claims.js';
 import type { HangWatch } from './hang-watch.js';
 import type { FailureClassification } from '../failure-classifier.js';
+import type { LaunchLevel } from '../../contracts/launch-level.js';
 
 /** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
@@ -35,6 +36,8 @@ export class ServerProcess {
   phase: ServerPhase = 'loading';
   readyAt: number | null = null;
   loadProgress: number | null = null;
+  /** Whether it serves Anthropic's Messages API itself: asked once it answers /health (served-apis.ts), before it is ready. */
+  anthropicMessages = false;
   /**
    * Why the supervisor ended it, set before it signals the process: 'requested' (an eviction,
    * a cancelled load, a relaunch, quit) makes its exit a stop, not a failure; 'load-timeout'
@@ -77,6 +80,7 @@ export class ServerProcess {
     readonly port: number,
     readonly apiKey: string,
     readonly level: LaunchLevel,
+    readonly engine: EngineKind,
     readonly startedAt: number,
     onLine: (line: string) => void,
     onBusyChange: (busy: boolean) => void,
@@ -159,6 +163,8 @@ export class ServerProcess {
     port: number;
     apiKey: string;
     level: LaunchLevel;
+    /** Which engine it runs, for what its runtime costs beside the model. */
+    engine: EngineKind;
     startedAt: number;
     onLine: (line: string) => void;
     /** Its claims went from none to some (true) or back (false). */
@@ -176,6 +182,7 @@ export class ServerProcess {
       options.port,
       options.apiKey,
       options.level,
+      options.engine,
       options.startedAt,
       options.onLine,
       options.onBusyChange,

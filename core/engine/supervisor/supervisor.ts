@@ -16,11 +16,13 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { LaunchLevel } from '../../policy/levels.js';
 import type { ServerEvent, ServerEventListener } from '../../contracts/server-events.js';
+import type { LogTail } from '../../contracts/log-lines.js';
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
+import type { RuntimeOverhead } from '../runtime-overhead.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
+import { placementEnv } from '../placement-args.js';
 import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
 import { realClock, type Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
@@ -30,10 +32,13 @@ import { LineRing } from './log-ring.js';
 import { waitForMemoryBack } from './memory-wait.js';
 import { isRunning, readCommandLine, signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
 import { waitUntilReady } from './readiness.js';
+import { probeServedApis } from './served-apis.js';
 import { lookAtEngine } from './engine-look.js';
 import { HangWatch } from './hang-watch.js';
 import type { Claim } from './server-claims.js';
 import { ServerProcess, type EndedBy, type ServerPhase, type SpawnFunction } from './server-process.js';
+import type { LaunchLevel } from '../../contracts/launch-level.js';
+import type { Placement } from '../../contracts/plan.js';
 
 export interface SupervisorDeps {
   /** The launch spec of a model, read at each launch; throwing makes the launch fail as a crash with that message. */
@@ -58,6 +63,14 @@ export interface SupervisorDeps {
   loadTimeoutMs?: (spec: LaunchSpec) => number;
   /** How long a server with requests in flight may make no progress before it is hung, ms; default the spec's, else 60 s. */
   hangLimitMs?: (spec: LaunchSpec) => number;
+  /**
+   * True while host RAM is the device (no GPU): then what a server holds is its process tree's
+   * RSS, and the first server of each engine kind teaches `runtime` that engine's own cost there
+   * (on a GPU, the driver's per-process figure teaches it). Absent: never.
+   */
+  hostIsDevice?: () => boolean;
+  /** Where the engines' runtime figures are learned (see runtime-overhead.ts). */
+  runtime?: RuntimeOverhead;
   /** SIGTERM → SIGKILL grace, ms; default 5000. */
   stopGraceMs?: number;
   /** Lines of log kept per model; default 2000. */
@@ -87,9 +100,17 @@ export interface ServerStatus {
   readyAt: number | null;
   /** 0…1 while loading, where the engine reports it in its 503 body; null otherwise. */
   loadProgress: number | null;
+  /**
+   * How long this model's last load that became ready took (spawn to ready, at whatever level),
+   * ms; null before its first. For estimating a load's progress where the engine reports none.
+   */
+  lastLoadMs: number | null;
   /** How it ended, once it has. */
   exit: { exitCode: number | null; signal: string | null } | null;
 }
+
+/** Hears each line added to a model's server log, with its position in that log (see log-ring.ts). Runs synchronously; must not throw. */
+export type LogListener = (modelId: string, line: string, position: number) => void;
 
 /** A running server's memory: a device figure (driver or llama.cpp's buffers), or host RSS. */
 export interface Measurement {
@@ -123,6 +144,8 @@ class ModelOwner {
   server: ServerProcess | null = null;
   /** Launches queued or running, oldest first; a new launch joins the one at its level. */
   pending: PendingLaunch[] = [];
+  /** Spawn to ready of the last load that became ready, ms. */
+  lastLoadMs: number | null = null;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -146,6 +169,7 @@ function cancelled(reason: string): DOMException {
 export class Supervisor {
   private readonly owners = new Map<string, ModelOwner>();
   private readonly listeners = new Set<ServerEventListener>();
+  private readonly logListeners = new Set<LogListener>();
   private readonly registry: EngineRegistry;
   private readonly spawn: SpawnFunction;
   private readonly clock: Clock;
@@ -199,7 +223,7 @@ export class Supervisor {
    * to start, or is not ready within the load timeout; with an AbortError when `signal` aborts
    * (the load is cancelled once every caller waiting on it has aborted) or an eviction cancels it.
    */
-  launch(modelId: string, level: LaunchLevel, signal?: AbortSignal): Promise<void> {
+  launch(modelId: string, level: LaunchLevel, placement?: Placement, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const owner = this.ownerFor(modelId);
     // Only the newest launch may be joined: joining an older one at this level while a launch
@@ -207,7 +231,7 @@ export class Supervisor {
     let pending = owner.pending.at(-1);
     if (pending === undefined || pending.level !== level || pending.cancel.signal.aborted) {
       const cancel = new AbortController();
-      const promise = owner.run(() => this.launchNow(owner, level, cancel.signal));
+      const promise = owner.run(() => this.launchNow(owner, level, placement, cancel.signal));
       const created: PendingLaunch = { level, promise, cancel, waiters: 0 };
       pending = created;
       owner.pending.push(created);
@@ -248,14 +272,15 @@ export class Supervisor {
    * query (nvidia-smi) only when a server is on the device. Never rejects.
    */
   async measure(): Promise<Map<string, number>> {
-    const onDevice = [...this.owners.values()].some((owner) => owner.server?.running && owner.server.level !== 'minimal');
-    const gpu = onDevice ? await this.gpuUsage() : null;
-    const out = new Map<string, number>();
-    for (const owner of this.owners.values()) {
-      const server = owner.server;
-      if (server?.running) out.set(owner.modelId, this.deviceBytesOf(owner.modelId, server, gpu));
+    const running = [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [{ modelId: owner.modelId, server: owner.server }] : []));
+    if (this.deps.hostIsDevice?.() === true) {
+      // Host RAM is the device: what each holds is its process tree's RSS, runtime and all.
+      const sizes = await Promise.all(running.map(({ server }) => treeResidentBytes(server.pid, this.platform).catch(() => 0)));
+      return new Map(running.map(({ modelId }, i) => [modelId, sizes[i] ?? 0]));
     }
-    return out;
+    const onDevice = running.some(({ server }) => server.level !== 'minimal');
+    const gpu = onDevice ? await this.gpuUsage() : null;
+    return new Map(running.map(({ modelId, server }) => [modelId, this.deviceBytesOf(modelId, server, gpu)]));
   }
 
   /**
@@ -266,7 +291,7 @@ export class Supervisor {
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
     if (!server || server.phase !== 'ready' || server.hasEnded) return null;
-    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid });
+    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages });
   }
 
   /** Requests claimed on the model's current server. Synchronous. */
@@ -282,6 +307,17 @@ export class Supervisor {
   subscribe(listener: ServerEventListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Subscribes to every model's log lines as they are added (llama.cpp's lines as the engine
+   * writes them, and llmtray's own `── llmtray:` lines), in order per model. The listener runs
+   * synchronously on the line's way into the ring, so it must be cheap and must not throw.
+   * Returns the unsubscribe.
+   */
+  subscribeLog(listener: LogListener): () => void {
+    this.logListeners.add(listener);
+    return () => this.logListeners.delete(listener);
   }
 
   /** The pids of every running server (loading, ready or stopping), for core/gpu's own-usage accounting. */
@@ -338,13 +374,20 @@ export class Supervisor {
       startedAt: server.startedAt,
       readyAt: server.readyAt,
       loadProgress: server.phase === 'loading' ? server.loadProgress : null,
+      lastLoadMs: this.owners.get(modelId)?.lastLoadMs ?? null,
       exit: server.exit,
     };
   }
 
   /** The model's server log, oldest line first, across its launches; kept after it exits. */
   logs(modelId: string): string[] {
-    return this.owners.get(modelId)?.log.toArray() ?? [];
+    return this.logTail(modelId).lines;
+  }
+
+  /** The same lines with the position after the last one, read together (a live reader continues from `next`). Synchronous. */
+  logTail(modelId: string): LogTail {
+    const log = this.owners.get(modelId)?.log;
+    return log === undefined ? { lines: [], next: 0 } : { lines: log.toArray(), next: log.next };
   }
 
   /**
@@ -385,7 +428,10 @@ export class Supervisor {
   private ownerFor(modelId: string): ModelOwner {
     let owner = this.owners.get(modelId);
     if (owner === undefined) {
-      owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES));
+      const heard = (line: string, position: number): void => {
+        for (const listener of this.logListeners) listener(modelId, line, position);
+      };
+      owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES, undefined, heard));
       this.owners.set(modelId, owner);
     }
     return owner;
@@ -406,7 +452,7 @@ export class Supervisor {
   }
 
   /** One launch command, run by the model's owner. */
-  private async launchNow(owner: ModelOwner, level: LaunchLevel, cancel: AbortSignal): Promise<void> {
+  private async launchNow(owner: ModelOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
     cancel.throwIfAborted();
     const current = owner.server;
     if (current?.phase === 'ready' && !current.hasEnded && current.level === level) return;
@@ -421,7 +467,7 @@ export class Supervisor {
     }
     for (let attempt = 1; ; attempt++) {
       cancel.throwIfAborted();
-      const outcome = await this.startOnce(owner, spec, command, level, cancel);
+      const outcome = await this.startOnce(owner, spec, command, level, placement, cancel);
       if (outcome === 'ready') return;
       if (outcome !== 'port-taken') throw outcome;
       if (attempt >= PORT_ATTEMPTS) throw this.failedBeforeStart(owner, level, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
@@ -434,6 +480,7 @@ export class Supervisor {
     spec: LaunchSpec,
     command: EngineCommand,
     level: LaunchLevel,
+    placement: Placement | undefined,
     cancel: AbortSignal,
   ): Promise<'ready' | 'port-taken' | Error> {
     const port = await freeLoopbackPort();
@@ -442,7 +489,7 @@ export class Supervisor {
     const keyFile = readsApiKeyFile(command.capabilities) ? newApiKeyFilePath(apiKeyDir(this.deps.dataDir)) : null;
     let args: string[];
     try {
-      args = [...command.args, ...argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile })];
+      args = [...command.args, ...argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement)];
     } catch (error) {
       return this.failedBeforeStart(owner, level, describe(error));
     }
@@ -461,11 +508,12 @@ export class Supervisor {
         spawn: this.spawn,
         command: command.command,
         args,
-        env: spec.env,
+        env: { ...placementEnv(placement, spec.engine), ...spec.env },
         platform: this.platform,
         port,
         apiKey,
         level,
+        engine: spec.engine,
         startedAt: this.clock.now(),
         onLine: (line) => owner.log.push(line),
         onBusyChange: (busy) => {
@@ -507,9 +555,16 @@ export class Supervisor {
           started.loadProgress = progress;
         },
       });
+      // Before 'ready', so the first request already knows how to reach it.
+      started.anthropicMessages = (await probeServedApis(port, apiKey)).anthropicMessages;
+      // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it would have a moment earlier.
+      waiting.signal.throwIfAborted();
+      if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
       started.phase = 'ready';
       started.readyAt = this.clock.now();
+      owner.lastLoadMs = started.readyAt - started.startedAt;
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
+      this.learnRuntime(owner.modelId, spec, level, started, placement);
       return 'ready';
     } catch {
       const why = waiting.signal.reason as 'timeout' | 'cancelled' | 'exited';
@@ -569,6 +624,30 @@ export class Supervisor {
       });
       if (!back) owner.log.push(`── llmtray: device memory of '${owner.modelId}' was not back after ${this.deps.memoryWait?.maxMs ?? 5_000} ms; launching anyway`);
     }
+  }
+
+  /**
+   * The first ready server of an engine kind measures that engine's own cost where it counts:
+   * on the CPU its process tree's RSS; on a GPU the driver's figure for it, from a server that
+   * sits whole on one device (a split's or a partial launch's share per device is not its model's
+   * estimate).
+   */
+  private learnRuntime(modelId: string, spec: LaunchSpec, level: LaunchLevel, server: ServerProcess, placement: Placement | undefined): void {
+    const runtime = this.deps.runtime;
+    // At full or degraded the estimate covers the whole model (at partial or minimal its device figure does not).
+    if (runtime === undefined || level === 'partial' || level === 'minimal') return;
+    const estimate = this.deps.footprint(modelId, level);
+    if (this.deps.hostIsDevice?.() === true) {
+      void treeResidentBytes(server.pid, this.platform)
+        .then((rss) => runtime.learn(spec.engine, 'host', rss, estimate))
+        .catch(() => undefined);
+      return;
+    }
+    if (placement === undefined || placement.kind !== 'gpu' || placement.devices.length !== 1) return;
+    void this.gpuUsage().then((byPid) => {
+      const held = byPid?.get(server.pid);
+      if (held !== undefined) runtime.learn(spec.engine, 'device', held, estimate);
+    });
   }
 
   /**
@@ -649,9 +728,18 @@ export class Supervisor {
     return this.deps.gpuProcessMemory ? this.deps.gpuProcessMemory().catch(() => null) : null;
   }
 
+  /**
+   * What the server holds on the device: the driver's figure, which counts everything the
+   * process holds; else llama.cpp's buffer lines or the estimate, which count the model only, so
+   * its engine's runtime there is added (the plan priced it so, and a picture without it would
+   * show a model smaller than what it holds).
+   */
   private deviceBytesOf(modelId: string, server: ServerProcess, gpu: ReadonlyMap<number, number> | null): number {
     if (server.level === 'minimal') return 0;
-    return this.measuredDeviceBytes(server, gpu) ?? this.deps.footprint(modelId, server.level);
+    const fromDriver = gpu?.get(server.pid);
+    if (fromDriver !== undefined) return fromDriver;
+    const runtime = this.deps.runtime?.bytes(server.engine, 'device') ?? 0;
+    return (this.measuredDeviceBytes(server, null) ?? this.deps.footprint(modelId, server.level)) + runtime;
   }
 
   /** Driver accounting first (it sees everything the process holds), then llama.cpp's device buffer lines. */

@@ -37,7 +37,7 @@ const table: [string, string, string][] = [
   ['empty path', one('').replace('/m/a.gguf', '""'), `${FILE}: models[0].path: expected the path of a .gguf file, got ""`],
   ['id with a space', 'models:\n  - id: my model\n    path: /m/a.gguf\n', `${FILE}: models[0].id: expected a model id (text without spaces), got "my model"`],
   ['unknown field', one('    gpu_layers: 10\n'),
-    `${FILE}: models[0]: unknown field "gpu_layers"; expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, idleTtl, hangLimit, aliases, engine, args, env`],
+    `${FILE}: models[0]: unknown field "gpu_layers"; expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, idleTtl, hangLimit, aliases, engine, args, env`],
   ['unknown top-level field', 'modeldirs: [/x]\n',
     `${FILE}: (top level): unknown field "modeldirs"; expected one of: listen, budget, modelDirs, engines, activationWait, swapTurn, models`],
   ['gpuLayers word', one('    gpuLayers: most\n'), `${FILE}: models[0].gpuLayers: expected "all" or a whole number of layers (0 or more), got "most"`],
@@ -50,8 +50,25 @@ const table: [string, string, string][] = [
   ['idleTtl nonsense', one('    idleTtl: soon\n'), `${FILE}: models[0].idleTtl: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got "soon"`],
   ['budget reserve unit', 'budget:\n  reserve: 2G\n', `${FILE}: budget.reserve: expected a size like "2GiB", "512MB" or a number of bytes, got "2G"`],
   ['budget limit negative', 'budget:\n  limit: -1\n', `${FILE}: budget.limit: expected a size like "2GiB", "512MB" or a number of bytes, got -1`],
+  ['budget engine overhead text', 'budget:\n  engineOverhead: lots\n', `${FILE}: budget.engineOverhead: expected a size like "2GiB", "512MB" or a number of bytes, got "lots"`],
   ['budget unified share above 1', 'budget:\n  unifiedShare: 1.5\n', `${FILE}: budget.unifiedShare: expected a share of RAM above 0 and at most 1 (e.g. 0.75), got 1.5`],
   ['port out of range', 'listen:\n  port: 70000\n', `${FILE}: listen.port: expected a port number from 1 to 65535, got 70000`],
+  ['client key too short', 'listen:\n  clientKeys:\n    - {name: laptop, key: hunter2}\n',
+    `${FILE}: listen.clientKeys[0].key: expected a secret of at least 16 characters, e.g. from \`openssl rand -hex 24\`, got a secret that is not shown here`],
+  ['client key without a name', 'listen:\n  clientKeys:\n    - {key: 0123456789abcdef0123}\n',
+    `${FILE}: listen.clientKeys[0].name: expected a name for the app that uses the key (text without spaces), got nothing`],
+  ['client keys as one string', 'listen:\n  clientKeys: 0123456789abcdef0123\n', `${FILE}: listen.clientKeys: expected a list of { name, key }, got "0123456789abcdef0123"`],
+  ['two apps with one key', 'listen:\n  clientKeys:\n    - {name: a, key: 0123456789abcdef0123}\n    - {name: b, key: 0123456789abcdef0123}\n',
+    `${FILE}: listen.clientKeys[1].key: expected a key no other app has (listen.clientKeys[0] has the same one), so each can be revoked alone`],
+  ['two keys with one name', 'listen:\n  clientKeys:\n    - {name: a, key: 0123456789abcdef0123}\n    - {name: a, key: 0123456789abcdef4567}\n',
+    `${FILE}: listen.clientKeys[1].name: expected a name no other key has, got "a" (listen.clientKeys[0] has it)`],
+  ['allowed host with a port', 'listen:\n  allowedHosts: [workstation.lan:8080]\n',
+    `${FILE}: listen.allowedHosts[0]: expected a host name as clients type it (workstation.lan, 192.168.1.20, [fe80::1]), without a port or scheme, got "workstation.lan:8080"`],
+  ['allowed host with a scheme', 'listen:\n  allowedHosts: ["http://workstation.lan"]\n',
+    `${FILE}: listen.allowedHosts[0]: expected a host name as clients type it (workstation.lan, 192.168.1.20, [fe80::1]), without a port or scheme, got "http://workstation.lan"`],
+  ['cors origin with a path', 'listen:\n  corsOrigins: ["http://localhost:3000/app"]\n',
+    `${FILE}: listen.corsOrigins[0]: expected an origin as a browser sends it (scheme://host[:port], no path), or "*" for any, got "http://localhost:3000/app"`],
+  ['admin somewhere else', 'listen:\n  admin: everywhere\n', `${FILE}: listen.admin: expected loopback (the default) or network, got "everywhere"`],
   ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
   ['models a mapping', 'models:\n  a: {path: /m/a.gguf}\n', `${FILE}: models: expected a list of models, got a mapping`],
   ['model entry empty', 'models:\n  -\n', `${FILE}: models[0]: expected a mapping (key: value lines), got an empty value`],
@@ -95,10 +112,31 @@ describe('config validation', () => {
     expect(config.modelDirs).toContain('/home/ada/.cache/huggingface/hub');
   });
 
+  test('the LAN fields are read as written, host names in lower case', () => {
+    const config = accepted(
+      'listen:\n  host: 0.0.0.0\n  clientKeys:\n    - {name: laptop, key: 0123456789abcdef0123}\n  allowedHosts: [Workstation.LAN, "[fe80::1]"]\n  corsOrigins: ["http://192.168.1.7:3000", "*"]\n  admin: network\n',
+    );
+    expect(config.listen).toEqual({
+      host: '0.0.0.0',
+      port: 11435,
+      clientKeys: [{ name: 'laptop', key: '0123456789abcdef0123' }],
+      allowedHosts: ['workstation.lan', '[fe80::1]'],
+      corsOrigins: ['http://192.168.1.7:3000', '*'],
+      admin: 'network',
+    });
+  });
+
   test('the full example is accepted with every value converted and every path resolved', () => {
     const config = accepted(readFileSync(join(fixtures, 'full.yaml'), 'utf8'));
-    expect(config.listen).toEqual({ host: '127.0.0.1', port: 9137 });
-    expect(config.budget).toEqual({ reserveBytes: 1.5 * 2 ** 30, limitBytes: 20_000_000_000, unifiedShare: 0.6 });
+    expect(config.listen).toEqual({
+      host: '127.0.0.1',
+      port: 9137,
+      clientKeys: [{ name: 'editor', key: '4f1c0e8a9b2d7e6f5a3c1b0d' }],
+      allowedHosts: ['workstation.lan'],
+      corsOrigins: ['http://localhost:3000'],
+      admin: 'network',
+    });
+    expect(config.budget).toEqual({ reserveBytes: 1.5 * 2 ** 30, limitBytes: 20_000_000_000, unifiedShare: 0.6, engineOverheadBytes: 300 * 2 ** 20 });
     expect(config.modelDirs).toEqual(['/home/ada/models', '/home/ada/.config/llmtray/more-models']);
     expect(config.llamaServerPath).toBe('/opt/llama.cpp/bin/llama-server');
     expect(config.activationWaitMs).toBe(90_000);
