@@ -4,6 +4,12 @@
 // between them is a swap), and `big` fits at its full level beside the pinned `tiny` (so it is
 // launched at full and runs out of memory for real, instead of being refused by the plan).
 //
+// The daemon prices each model with its engine's runtime (core/engine/runtime-overhead.ts): the
+// host prior of 100 MiB for the embedded engine until it measures the first server, ~99–105 MiB
+// here. The budget allows RUNTIME_ALLOWANCE per engine, so big and tiny fit for any figure up to
+// it, while two chat models beside tiny stay out for any figure above ~57 MiB. Without it (the
+// budget from the bare estimates) big alone was strictly unschedulable and never launched.
+//
 // Out of memory for real: the daemon runs under `prlimit --as=ADDRESS_SPACE_BYTES`, which every
 // engine inherits. Measured peak address space of the embedded engine (VmPeak, node-llama-cpp
 // 3.21.1, CPU) after its load: demo-tiny @2048 1.43 GB; demo-chat @32768 1.73 GB, @65536
@@ -18,6 +24,7 @@ import { generateDemoModels } from '../../core/catalog/demo/demo-models.js';
 import { writeLlamaGguf, type LlamaModelShape } from '../../core/catalog/demo/gguf-writer.js';
 import type { LaunchLevel } from '../../core/contracts/launch-level.js';
 import { footprintAt } from '../../core/policy/levels.js';
+import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
 import { formatBytes } from '../../core/contracts/format-bytes.js';
 
 export const ADDRESS_SPACE_BYTES = 2_320_000_000;
@@ -57,6 +64,10 @@ export const HANG_LIMIT = '4s';
  */
 const ACTIVATION_WAIT = '180s';
 const BIG_CONTEXT = 131_072;
+/** What the daemon prices each embedded engine with before any model: its prior, and what it measures here. */
+const RUNTIME_PRIOR = RUNTIME_PRIOR_BYTES.host.embedded;
+/** The runtime the budget leaves room for per engine: the prior and 30 % more, for the figure the daemon measures. */
+const RUNTIME_ALLOWANCE = Math.round(RUNTIME_PRIOR * 1.3);
 
 /** 16 layers, 1024 wide, f16: 362 MB, about twice demo-chat's load on this machine even before the soak stretches it. */
 const SLOW_SHAPE: LlamaModelShape = {
@@ -113,13 +124,14 @@ export async function prepareSoak(dir: string): Promise<SoakSetup> {
   await writeFile(configPath, configText(paths, null));
 
   const catalog = await Catalog.open({ configPath, dataDir: dir });
-  const bytes = (id: string, level: LaunchLevel = 'full'): number => {
+  /** The model's footprint as the daemon prices it, with `runtimeBytes` for its engine. */
+  const bytes = (id: string, level: LaunchLevel = 'full', runtimeBytes = RUNTIME_PRIOR): number => {
     const estimate = catalog.resolve(id)?.estimate;
     if (estimate == null) throw new Error(`the soak's model '${id}' has no estimate: ${catalog.resolve(id)?.metadataError ?? 'not in the catalog'}`);
-    return footprintAt(level, estimate).deviceBytes;
+    return footprintAt(level, { ...estimate, runtimeBytes }).deviceBytes;
   };
   const fullBytes = Object.fromEntries([MODELS.tiny, MODELS.chatA, MODELS.big, MODELS.slow].map((id) => [id, bytes(id)]));
-  const budgetBytes = bytes(MODELS.big) + bytes(MODELS.tiny);
+  const budgetBytes = bytes(MODELS.big, 'full', RUNTIME_ALLOWANCE) + bytes(MODELS.tiny, 'full', RUNTIME_ALLOWANCE);
   const room = budgetBytes - bytes(MODELS.tiny);
   if (2 * bytes(MODELS.chatA) <= room) {
     throw new Error(`two chat models (${formatBytes(bytes(MODELS.chatA))} each) fit together in the ${formatBytes(room)} the pinned model leaves: the traffic would not swap`);
