@@ -66,8 +66,8 @@ export function attribute(outcomes: readonly Outcome[], faults: readonly FaultRe
 /** How many times the profile injects each fault. */
 export function plannedFaults(profile: Profile): Record<FaultKind, number> {
   const planned = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<FaultKind, number>;
-  const { restarts, lastLife } = planEpisodes(profile);
-  for (const kind of [...restarts, ...lastLife]) planned[kind]++;
+  const { restarts, warmUp, lastLife } = planEpisodes(profile);
+  for (const kind of [...restarts, ...warmUp, ...lastLife]) planned[kind]++;
   return planned;
 }
 

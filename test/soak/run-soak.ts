@@ -4,7 +4,7 @@
 // anything left behind. Returns everything it saw and the verdict; prints progress through `say`.
 //
 //   start daemon ─ pin tiny ─ traffic ─┬─ faults with the daemon's kills (restart on the same data dir and port)
-//                                       ├─ warm-up ─ at rest: fds, RSS (baseline)
+//                                       ├─ warm-up: a round of the other faults, swaps ─ at rest: fds, RSS (baseline)
 //                                       ├─ the other faults ─ swaps up to the target
 //                                       └─ at rest: fds, RSS, in flight ─ SIGTERM ─ engines, ports left?
 import { spawnSync } from 'node:child_process';
@@ -189,6 +189,10 @@ export async function runSoak(options: SoakOptions, say: (line: string) => void 
     traffic.start();
     const plan = planEpisodes(profile);
     for (const kind of plan.restarts) {
+      if (!(await afterSwaps(counter.swaps + profile.swapsBetweenFaults, `the swaps before ${kind}`))) break;
+      await inject(kind);
+    }
+    for (const kind of plan.warmUp) {
       if (!(await afterSwaps(counter.swaps + profile.swapsBetweenFaults, `the swaps before ${kind}`))) break;
       await inject(kind);
     }

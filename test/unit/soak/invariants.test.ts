@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FaultRecord } from '../../soak/explain.js';
 import { checkInvariants, FD_SLACK, plannedFaults, RSS_GROWTH_LIMIT_BYTES, type SoakRecord } from '../../soak/invariants.js';
-import { FAULT_KINDS, parseSoakArgs, planEpisodes, PROFILES, SoakUsageError } from '../../soak/profiles.js';
+import { FAULT_KINDS, IN_LIFE_FAULTS, parseSoakArgs, planEpisodes, PROFILES, SoakUsageError } from '../../soak/profiles.js';
 import type { Outcome } from '../../soak/request-outcome.js';
 import { renderSummary } from '../../soak/summary-table.js';
 
@@ -120,9 +120,18 @@ describe('the profiles', () => {
     for (const kind of FAULT_KINDS) expect(plannedFaults(PROFILES.short)[kind]).toBe(1);
     const full = plannedFaults(PROFILES.full);
     for (const kind of FAULT_KINDS) expect(full[kind]).toBeGreaterThanOrEqual(3);
-    const { restarts, lastLife } = planEpisodes(PROFILES.full);
+    const { restarts, warmUp, lastLife } = planEpisodes(PROFILES.full);
     expect(restarts.filter((k) => k === 'daemon-kill')).toHaveLength(PROFILES.full.daemonKills);
     expect(lastLife).not.toContain('daemon-kill');
+    expect(warmUp).not.toContain('daemon-kill');
+  });
+
+  it("warm the last daemon with one round of every other fault before it is measured", () => {
+    // A path's first run allocates for good (compiled code, a model's log ring): no leak, so not counted.
+    for (const profile of [PROFILES.short, PROFILES.full]) {
+      expect([...planEpisodes(profile).warmUp].sort()).toEqual([...IN_LIFE_FAULTS].sort());
+    }
+    expect(planEpisodes(PROFILES.short).lastLife).toEqual([]);
   });
 
   it('read the command line, and say which flag is wrong', () => {
