@@ -14,9 +14,10 @@
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import {
-  DraftSequenceTokenPredictor, getLlama, LlamaCompletion, LlamaLogLevel, resolveChatWrapper,
+  DraftSequenceTokenPredictor, getLlama, LlamaCompletion, LlamaLogLevel,
   type ChatWrapper, type Llama, type LlamaContext, type LlamaModel,
 } from 'node-llama-cpp';
+import { chatWrapperFor } from './chat-wrapper.js';
 import type { EngineOptions, GpuLayers } from './cli-args.js';
 import type { EngineLog } from './engine-log.js';
 import { SlotPool, type Slot } from './slot-pool.js';
@@ -117,7 +118,7 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
     llama, model, draftModel, context,
     modelName: opts.alias ?? basename(opts.modelPath),
     contextPerSlot, threads,
-    chatWrapper: resolveChatWrapper(model),
+    chatWrapper: chatWrapperFor(model, (line) => log.line(line)),
     pool: new SlotPool(slots),
   };
 }
