@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LaunchSpec } from '../../core/engine/launch-spec.js';
 import { defaultEngineCommand, embeddedEngineCommand, embeddedEntryPath } from '../../core/engine/supervisor/engine-command.js';
 import { isRunning, readCommandLine } from '../../core/engine/supervisor/process-tree.js';
@@ -138,20 +138,40 @@ describe('the warm spare', () => {
   });
 });
 
-describe('the warm spare of a daemon killed with -9', () => {
+describe('the warm spare of the daemon', () => {
   let daemon: DaemonProcess | undefined;
-  afterEach(async () => {
+  afterAll(async () => {
     await daemon?.stop('SIGKILL');
     if (daemon) await removeDataDir(daemon.dataDir);
   });
 
-  it('exits by itself (its stdin ends), leaving no orphan before any sweep', async () => {
-    daemon = await startDaemonProcess();
-    const running = daemon;
-    const sparePid = await eventually('the daemon keeps a warm spare', async () => {
-      const record = (await recorded(running.dataDir)).find((r) => r.modelId === SPARE_RECORD_ID);
+  /** The pid of the daemon's spare, once engines.json records one that runs as a spare. */
+  function daemonSpare(running: DaemonProcess, not?: number): Promise<number> {
+    return eventually('the daemon keeps a warm spare', async () => {
+      const record = (await recorded(running.dataDir)).find((r) => r.modelId === SPARE_RECORD_ID && r.pid !== not);
       return record !== undefined && (await readCommandLine(record.pid))?.includes('--spare') ? record.pid : undefined;
     }, 60_000);
+  }
+
+  it('serves a cold request from the spare, which the memory picture shows until then', async () => {
+    daemon = await startDaemonProcess();
+    const running = daemon;
+    const sparePid = await daemonSpare(running);
+    await eventually('the memory picture shows the spare', async () => ((await running.state()).budget.holders.some((h) => h.kind === 'spare') ? true : undefined));
+    const response = await fetch(`${running.endpoint}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'demo-tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
+    });
+    expect(response.status).toBe(200);
+    expect((await running.model('demo-tiny')).upstream?.pid).toBe(sparePid);
+  });
+
+  it('left by a daemon killed with -9 exits by itself (its stdin ends), leaving no orphan before any sweep', async () => {
+    const running = daemon;
+    if (running === undefined) throw new Error('no daemon');
+    const adopted = (await running.model('demo-tiny')).upstream?.pid;
+    const sparePid = await daemonSpare(running, adopted);
     expect(await running.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
     await eventually('the spare has exited', async () => ((await isRunning(sparePid)) ? undefined : true), 30_000, 50);
   });

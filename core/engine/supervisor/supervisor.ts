@@ -516,8 +516,10 @@ export class Supervisor {
       }
     }
     // The warm spare runs this launch when it can; when it cannot, it is ended first, so that
-    // the memory the plan counted as free is free (warm-spare.ts).
-    const adopted: AdoptedSpare | null = this.spare?.adopt(command, env, engineArgs) ?? null;
+    // the memory the plan counted as free is free (warm-spare.ts). Only the spec's own
+    // environment must match: placement's variables choose GPUs, and the spare runs only
+    // launches with every layer on the CPU, which start no GPU backend.
+    const adopted: AdoptedSpare | null = this.spare?.adopt(command, spec.env, engineArgs) ?? null;
     if (adopted === null) await this.spare?.endNow();
     const commandText = [command.command, ...args].join(' ').replace(apiKey, '<key>');
     if (adopted === null) owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${commandText}`);

@@ -11,8 +11,9 @@
 // - A launch adopts it, or ends it before starting its own process: a launch the plan counted
 //   into free memory must not find that memory still held by a spare. An adopted spare's memory
 //   becomes the launched model's runtime, which the model's footprint already counts on the CPU.
-// - Adopted only when the launch is exactly what a fresh spawn would run: the same program,
-//   the same environment, every layer on the CPU. Anything else starts cold.
+// - Adopted only when the launch is what a fresh spawn would run: the same program, the same
+//   environment of its own, every layer on the CPU (so no GPU backend, and no GPU-choosing
+//   variable matters). Anything else starts cold.
 // - Never started while a launch is in progress: on a small machine a spare's start takes CPU
 //   from the load it would speed up next time.
 // - A spare that dies is replaced, never adopted (its exit is seen before any launch can take
@@ -136,7 +137,7 @@ export class WarmSpare {
   }
 
   /**
-   * Hands the spare to a launch of `command` with `env` and the engine argv `args`, or returns
+   * Hands the spare to a launch of `command` with its spec's `env` and the engine argv `args`, or returns
    * null when there is none alive or it cannot run that launch (see the rules above). On
    * success the spare has been sent the argv and is no longer the spare: its output and exit
    * are the caller's from here on. Synchronous, so two launches cannot take the same spare.

@@ -60,7 +60,7 @@ export function gpuDevice(gpu: GpuView, models: readonly ModelView[]): Device {
   };
 }
 
-/** The model and draft holders as segments, each draft right after the model it rides with. */
+/** The model and draft holders as segments, each draft right after the model it rides with, then the warm spare. */
 function heldSegments(holders: readonly MemoryHolder[], models: readonly ModelView[]): Segment[] {
   const held: Segment[] = [];
   const draftHolders = holders.filter((holder) => holder.kind === 'draft');
@@ -80,6 +80,8 @@ function heldSegments(holders: readonly MemoryHolder[], models: readonly ModelVi
     const primary = models.find((m) => m.draftId === draft.modelId)?.id ?? null;
     held.push(draftSegment(draft, primary, models));
   }
+  const spare = holders.filter((holder) => holder.kind === 'spare').reduce((sum, holder) => sum + holder.bytes, 0);
+  if (spare > 0) held.push(plainSegment('spare', 'Warm spare', spare));
   return held;
 }
 
@@ -160,7 +162,7 @@ function draftSegment(holder: MemoryHolder, primary: string | null, models: read
   };
 }
 
-function plainSegment(kind: 'free' | 'reserve' | 'other-programs', label: string, bytes: number): Segment {
+function plainSegment(kind: 'free' | 'spare' | 'reserve' | 'other-programs', label: string, bytes: number): Segment {
   return { key: kind, kind, label, bytes, series: null, estimateBytes: null, measuredBytes: null, draftOf: null };
 }
 

@@ -52,6 +52,7 @@ const table: [string, string, string][] = [
   ['budget limit negative', 'budget:\n  limit: -1\n', `${FILE}: budget.limit: expected a size like "2GiB", "512MB" or a number of bytes, got -1`],
   ['budget unified share above 1', 'budget:\n  unifiedShare: 1.5\n', `${FILE}: budget.unifiedShare: expected a share of RAM above 0 and at most 1 (e.g. 0.75), got 1.5`],
   ['port out of range', 'listen:\n  port: 70000\n', `${FILE}: listen.port: expected a port number from 1 to 65535, got 70000`],
+  ['warmSpare as text', 'engines:\n  warmSpare: off\n', `${FILE}: engines.warmSpare: expected true or false, got "off"`],
   ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
   ['models a mapping', 'models:\n  a: {path: /m/a.gguf}\n', `${FILE}: models: expected a list of models, got a mapping`],
   ['model entry empty', 'models:\n  -\n', `${FILE}: models[0]: expected a mapping (key: value lines), got an empty value`],
@@ -93,6 +94,11 @@ describe('config validation', () => {
     expect(config.models).toEqual([]);
     expect(config.budget).toEqual({ reserveBytes: DEFAULT_RESERVE_BYTES });
     expect(config.modelDirs).toContain('/home/ada/.cache/huggingface/hub');
+    expect(config.warmSpare).toBe(true);
+  });
+
+  test('the warm spare can be turned off', () => {
+    expect(accepted('engines:\n  warmSpare: false\n').warmSpare).toBe(false);
   });
 
   test('the full example is accepted with every value converted and every path resolved', () => {
