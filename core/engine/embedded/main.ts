@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The embedded engine: a llama-server-compatible model server built on node-llama-cpp.
 // `node dist/core/engine/embedded/main.js -m model.gguf -c 2048 --port 0 --api-key-file KEY_FILE`
-// `node dist/core/engine/embedded/main.js --spare --spare-id ID` (the same argv, later, on stdin: spare-mode.ts)
+// `node dist/core/engine/embedded/main.js --spare --spare-of DATA_DIR --spare-id ID` (the launch argv, later, on stdin: spare-mode.ts)
 //
 // Lifecycle, as llama-server's: listen at once (/health answers 503 with progress), load,
 // print the ready lines, serve; exit 1 with llama.cpp's own cause on stderr when the load
@@ -88,7 +88,8 @@ process.on('unhandledRejection', (reason) => {
 });
 const argv = process.argv.slice(2);
 if (argv[0] === '--spare') {
-  // The rest (--spare-id ID) only makes this spare's command line its own, for the supervisor's record of its servers.
+  // The rest (--spare-of DATA_DIR --spare-id ID) only names the spare's owner and makes its
+  // command line its own, for the supervisor's record of its servers.
   void runAsSpare(log, (launchArgv, runtime) => launch(launchArgv, log, runtime));
 } else {
   launch(argv, log);

@@ -1,5 +1,5 @@
 // The embedded engine as a warm spare: its runtime started, no model, waiting to be adopted.
-// `node main.js --spare --spare-id ID`, then one line on stdin: the launch's argv as a JSON
+// `node main.js --spare --spare-of DATA_DIR --spare-id ID`, then one line on stdin: the launch's argv as a JSON
 // array of strings, exactly what a fresh engine would get on its command line.
 //
 // Why: most of the embedded engine's cold start is not the model. Node starts, node-llama-cpp

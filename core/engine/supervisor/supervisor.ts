@@ -202,6 +202,7 @@ export class Supervisor {
             command: () => spare.command(),
             env: spare.env,
             registry: this.registry,
+            owner: deps.dataDir,
             clock: this.clock,
             platform: this.platform,
             graceMs: this.graceMs,

@@ -60,6 +60,8 @@ export interface WarmSpareDeps {
   /** The spare's environment on top of the daemon's: the engines' common one (e.g. ELECTRON_RUN_AS_NODE). */
   env: Record<string, string>;
   registry: EngineRegistry;
+  /** The supervisor's data dir: named on the spare's command line, so `ps` says whose spare it is. */
+  owner: string;
   clock: Clock;
   platform: NodeJS.Platform;
   graceMs: number;
@@ -204,8 +206,10 @@ export class WarmSpare {
     this.unavailable = null;
     // Looked at again after the await: the verdict may have changed, or a launch begun.
     if (this.closed || !this.wanted || this.spare !== null || this.deps.busy()) return;
-    // A random id makes the command line this spare's own, so engines.json can never match another process.
-    const args = [...command.args, '--spare', '--spare-id', randomBytes(8).toString('hex')];
+    // The owner says whose it is (to a person reading `ps`, too); a random id makes the command
+    // line this spare's own, so engines.json can never match another process, not even a later
+    // spare of the same data dir that got a reused pid.
+    const args = [...command.args, '--spare', '--spare-of', this.deps.owner, '--spare-id', randomBytes(8).toString('hex')];
     let child: ChildProcess;
     try {
       child = this.deps.spawn(command.command, args, {
