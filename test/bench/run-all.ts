@@ -3,6 +3,7 @@
 // `node dist/test/bench/run-all.js router memory` runs only the benchmarks named.
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { runActivationBench } from './activation-bench.js';
+import { runColdStartBench } from './cold-start-bench.js';
 import { removeBenchFiles } from './bench-models.js';
 import { runMemoryBench } from './memory-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
@@ -16,6 +17,7 @@ const benches: Record<string, () => Promise<void>> = {
   readiness: runReadinessBench,
   activation: runActivationBench,
   memory: runMemoryBench,
+  'cold-start': runColdStartBench,
 };
 
 const chosen = process.argv.slice(2);

@@ -112,6 +112,20 @@ describe('the warm spare', () => {
     expect(await chat(supervisor, 'on-gpu')).toBe(200);
   });
 
+  it('is not started while a request is in flight, only once it is over', async () => {
+    const { supervisor } = await supervisorWithSpare();
+    await supervisor.launch('tiny', 'minimal');
+    const claim = supervisor.claim('tiny');
+    if (claim === null) throw new Error('tiny is not ready');
+    supervisor.setSpareWanted(true);
+    // Its start would take CPU from the request's answer on a small machine. Waited out well past
+    // the quiet second a spare would otherwise wait, so a spare started regardless would be seen.
+    await new Promise((done) => setTimeout(done, 2_500));
+    expect(supervisor.spareStatus()).toBeNull();
+    claim.release();
+    await readySpare(supervisor);
+  });
+
   it('is ended when no longer wanted, and by close()', async () => {
     const { supervisor } = await supervisorWithSpare();
     supervisor.setSpareWanted(true);

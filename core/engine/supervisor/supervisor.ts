@@ -206,7 +206,8 @@ export class Supervisor {
             clock: this.clock,
             platform: this.platform,
             graceMs: this.graceMs,
-            busy: () => [...this.owners.values()].some((owner) => owner.pending.length > 0 || owner.server?.phase === 'loading'),
+            busy: () =>
+              [...this.owners.values()].some((owner) => owner.pending.length > 0 || owner.server?.phase === 'loading' || (owner.server?.running === true && owner.server.claims.count > 0)),
             changed: () => deps.onSpareChange?.(),
             note: (line) => spare.note?.(line),
           });
@@ -252,8 +253,8 @@ export class Supervisor {
       owner.pending.push(created);
       const forget = (): void => {
         owner.pending = owner.pending.filter((p) => p !== created);
-        // No launch in progress any more may be the moment to start the next spare.
-        this.spare?.reconcile();
+        // No launch in progress any more may soon be the moment to start the next spare.
+        this.spare?.workEnded();
       };
       promise.then(forget, forget);
     }
@@ -662,6 +663,7 @@ export class Supervisor {
    * some are in flight on a ready server.
    */
   private busyChanged(owner: ModelOwner, server: ServerProcess, spec: LaunchSpec, busy: boolean): void {
+    if (!busy) this.spare?.workEnded();
     if (!busy || server.phase !== 'ready') {
       server.watch?.stop();
       return;

@@ -14,8 +14,11 @@
 // - Adopted only when the launch is what a fresh spawn would run: the same program, the same
 //   environment of its own, every layer on the CPU (so no GPU backend, and no GPU-choosing
 //   variable matters). Anything else starts cold.
-// - Never started while a launch is in progress: on a small machine a spare's start takes CPU
-//   from the load it would speed up next time.
+// - Never started while a launch is in progress or a request is in flight, nor within a second
+//   of either: a spare's start takes about a CPU-second, and on a small machine it would come
+//   out of that load, or out of the first token of the very request the last launch was for
+//   (measured: started at the adoption's 'ready', it made the cold request it had served slower
+//   than one without a spare).
 // - A spare that dies is replaced, never adopted (its exit is seen before any launch can take
 //   it); one that keeps dying is retried with a growing delay, not in a hot loop.
 // - Its stdin is the parent's pipe: if the daemon is killed (kill -9), the spare reads the end
@@ -65,7 +68,7 @@ export interface WarmSpareDeps {
   clock: Clock;
   platform: NodeJS.Platform;
   graceMs: number;
-  /** True while a launch is in progress: no spare is started then. */
+  /** True while a launch is in progress or a request is in flight: no spare is started then. */
   busy(): boolean;
   /** The spare started, became ready, was adopted or ended: the memory picture changed. */
   changed(): void;
@@ -92,6 +95,8 @@ interface Spare {
 
 /** Lines a spare keeps before adoption: its start takes a handful. */
 const SPARE_LINES = 50;
+/** How long our own work must have been over before a spare starts (see the rules above). */
+const QUIET_MS = 1_000;
 const FIRST_RETRY_MS = 1_000;
 const MAX_RETRY_MS = 60_000;
 const READY_LINE = /^spare: runtime ready\b/;
@@ -104,6 +109,8 @@ export class WarmSpare {
   /** Spares that died on their own in a row, before one became ready. */
   private deaths = 0;
   private retryAt = 0;
+  /** Before this, our own work was too recent for a spare to start. */
+  private quietAt = 0;
   private retryTimer: unknown = null;
   private unavailable: string | null = null;
 
@@ -119,7 +126,16 @@ export class WarmSpare {
     this.reconcile();
   }
 
-  /** Conditions changed (a launch settled): start a spare if one is wanted and none runs. Never blocks. */
+  /**
+   * Our own work just ended (a launch settled, the last request on a server finished): a spare
+   * may start once a quiet second has passed. Never blocks.
+   */
+  workEnded(): void {
+    this.quietAt = this.deps.clock.now() + QUIET_MS;
+    this.reconcile();
+  }
+
+  /** Conditions changed: start a spare if one is wanted, none runs and it is quiet. Never blocks. */
   reconcile(): void {
     if (this.closed) return;
     if (!this.wanted) {
@@ -127,7 +143,7 @@ export class WarmSpare {
       return;
     }
     if (this.spare !== null || this.starting || this.deps.busy()) return;
-    const wait = this.retryAt - this.deps.clock.now();
+    const wait = Math.max(this.retryAt, this.quietAt) - this.deps.clock.now();
     if (wait > 0) {
       this.retryTimer ??= this.deps.clock.setTimeout(() => {
         this.retryTimer = null;
