@@ -40,7 +40,7 @@ import { isRunning } from '../../core/engine/supervisor/process-tree.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
 import { SPARE_RECORD_ID } from '../../core/engine/supervisor/warm-spare.js';
 import { benchModels, scratchDir } from './bench-models.js';
-import { observeSpawns, recordLines, type TimedLine } from './engine-process.js';
+import { isModelLoadedLine, observeSpawns, recordLines, type TimedLine } from './engine-process.js';
 import { chatBody, timedStream } from './http-client.js';
 import { fixed, median, printTable, signed, verdict } from './stats.js';
 
@@ -195,6 +195,15 @@ async function coldDaemon(variant: Variant, config: string, start: StartDaemon, 
 
 /** Spares (of any daemon here) whose runtime is up, by pid: observed through the child_process diagnostics channel. */
 const readySpares = new Set<number>();
+/** When engines (of any daemon here) said "model loaded": the moment each became ready. */
+const readyLines: number[] = [];
+
+interface ColdRun {
+  /** Request sent → first token. */
+  totalMs: number;
+  /** Request sent → the engine's "model loaded" line. */
+  readyMs: number;
+}
 
 async function unload(d: ColdDaemon): Promise<void> {
   const upstream = (): number | null => d.daemon.admin.snapshot().models.find((m) => m.id === MODEL_ID)?.upstream?.pid ?? null;
@@ -210,7 +219,7 @@ async function unload(d: ColdDaemon): Promise<void> {
   await until(`${d.variant}: ${MODEL_ID} unloaded`, async () => upstream() === null && (pid === null || !(await isRunning(pid))));
 }
 
-async function coldRequest(d: ColdDaemon): Promise<number> {
+async function coldRequest(d: ColdDaemon): Promise<ColdRun> {
   if (d.spare) {
     // The spare the last run's launch left is replaced once that launch is done; wait for the replacement's runtime.
     await until(`${d.variant}: a warm spare is up`, () => {
@@ -220,7 +229,8 @@ async function coldRequest(d: ColdDaemon): Promise<number> {
   }
   const times = await timedStream(false, { port: d.daemon.port }, '/v1/chat/completions', chatBody(MODEL_ID, true));
   await unload(d);
-  return times.firstTokenAt - times.startedAt;
+  const readyAt = readyLines.find((at) => at >= times.startedAt && at <= times.firstTokenAt) ?? Number.NaN;
+  return { totalMs: times.firstTokenAt - times.startedAt, readyMs: readyAt - times.startedAt };
 }
 
 /** Whether `pid` is a spare of this daemon still waiting (engines.json records it as the spare). Read in a poll, so synchronous. */
@@ -289,9 +299,9 @@ export async function runColdStartBench(): Promise<void> {
   // Part 2.
   const daemonLog: string[] = [];
   const stopObserving = observeSpawns((child) => {
-    if (!child.spawnargs.includes('--spare')) return;
     recordLines(child, (line) => {
       if (SPARE_READY.test(line.text) && child.pid !== undefined) readySpares.add(child.pid);
+      if (isModelLoadedLine(line.text)) readyLines.push(line.at);
     });
   });
   const paths = { chat: models.chat.path, draft: models.draft.path };
@@ -304,20 +314,28 @@ export async function runColdStartBench(): Promise<void> {
       const module = (await import(pathToFileURL(join(baseline, 'dist', 'core', 'daemon.js')).href)) as { startDaemon: StartDaemon };
       daemons.push(await coldDaemon('embedded, before', baselineConfigText(paths), module.startDaemon, false, daemonLog));
     }
-    const firstTokens = new Map<Variant, number[]>(daemons.map((d) => [d.variant, []]));
+    const coldRuns = new Map<Variant, ColdRun[]>(daemons.map((d) => [d.variant, []]));
     for (let round = 0; round <= ROUNDS; round++) {
       for (const d of rotate(daemons, round)) {
-        const ms = await coldRequest(d);
-        if (round > 0) firstTokens.get(d.variant)?.push(ms);
+        const run = await coldRequest(d);
+        if (round > 0) coldRuns.get(d.variant)?.push(run);
       }
     }
-    console.log(`cold start, part 2: a cold request for demo-chat (+ draft) through the whole daemon → first token; ${ROUNDS} each (ms)`);
-    const llama = median(firstTokens.get('llama-server') ?? []);
+    console.log(`cold start, part 2: a cold request for demo-chat (+ draft) through the whole daemon → first token, split at the engine's "model loaded" line; medians of ${ROUNDS} (ms)`);
+    const llama = median((coldRuns.get('llama-server') ?? []).map((r) => r.totalMs));
     printTable(
-      ['engine', 'median', 'over llama-server', 'each run'],
+      ['engine', 'request → ready', 'ready → first token', 'request → first token', 'over llama-server', 'each run'],
       daemons.map((d) => {
-        const runs = firstTokens.get(d.variant) ?? [];
-        return [d.variant, fixed(median(runs), 1), d.variant === 'llama-server' || !Number.isFinite(llama) ? '' : signed(median(runs) - llama, 1), runs.map((ms) => fixed(ms, 0)).join(' ')];
+        const runs = coldRuns.get(d.variant) ?? [];
+        const total = median(runs.map((r) => r.totalMs));
+        return [
+          d.variant,
+          fixed(median(runs.map((r) => r.readyMs)), 1),
+          fixed(median(runs.map((r) => r.totalMs - r.readyMs)), 1),
+          fixed(total, 1),
+          d.variant === 'llama-server' || !Number.isFinite(llama) ? '' : signed(total - llama, 1),
+          runs.map((r) => fixed(r.totalMs, 0)).join(' '),
+        ];
       }),
     );
   } catch (error) {

@@ -8,6 +8,7 @@ import { removeBenchFiles } from './bench-models.js';
 import { runMemoryBench } from './memory-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
 import { runRouterBench } from './router-bench.js';
+import { runSwapBench } from './swap-bench.js';
 import { runPlaceBench, runScheduleBench } from './schedule-bench.js';
 
 const benches: Record<string, () => Promise<void>> = {
@@ -18,6 +19,7 @@ const benches: Record<string, () => Promise<void>> = {
   activation: runActivationBench,
   memory: runMemoryBench,
   'cold-start': runColdStartBench,
+  swap: runSwapBench,
 };
 
 const chosen = process.argv.slice(2);
