@@ -118,8 +118,8 @@ export class WarmSpare {
 
   /**
    * Whether a spare should be kept (the daemon's verdict: enabled, on the CPU, room for it).
-   * Level-triggered and idempotent: true starts one when none runs and no launch is in
-   * progress; false ends the one there is. Never blocks.
+   * Level-triggered and idempotent: true starts one when none runs and our own work has been
+   * quiet for a second (see the rules above); false ends the one there is. Never blocks.
    */
   want(wanted: boolean): void {
     this.wanted = wanted;
