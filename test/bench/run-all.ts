@@ -5,6 +5,7 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { runActivationBench } from './activation-bench.js';
 import { runColdStartBench } from './cold-start-bench.js';
 import { removeBenchFiles } from './bench-models.js';
+import { runIdleBench } from './idle-bench.js';
 import { runMemoryBench } from './memory-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
 import { runRouterBench } from './router-bench.js';
@@ -18,6 +19,7 @@ const benches: Record<string, () => Promise<void>> = {
   readiness: runReadinessBench,
   activation: runActivationBench,
   memory: runMemoryBench,
+  idle: runIdleBench,
   'cold-start': runColdStartBench,
   swap: runSwapBench,
 };

@@ -124,7 +124,7 @@ export async function runSwapBench(): Promise<void> {
   const priced = (id: string): number => {
     const estimate = catalog.resolve(id)?.estimate;
     if (estimate == null) throw new Error(`no estimate for ${id}`);
-    return footprintAt('full', estimate).deviceBytes + RUNTIME_PRIOR_BYTES.embedded;
+    return footprintAt('full', estimate).deviceBytes + RUNTIME_PRIOR_BYTES.host.embedded;
   };
   const limit = priced(CHAT) + Math.floor(priced(TINY) / 2);
   await writeFile(configPath, configText({ chat: models.chat.path, tiny: models.tiny.path }, limit));
