@@ -6,10 +6,17 @@ import { defineConfig } from 'vitest/config';
 // The browser tests (test/e2e, a real daemon and Chromium per file) are their own project
 // for their longer bounds (a file's daemon, browser and model loads share one hook) and for
 // their global setup, which picks the Chromium once per run (test/e2e/support/chromium.ts).
+//
+// Every test process runs with --unhandled-rejections=strict: a promise that rejects with no
+// handler anywhere in the code under test is raised as an exception in the test that caused
+// it, so a new `void somethingAsync()` that can fail fails a test instead of passing silently
+// (or, in the daemon, ending the process). test/support/daemon-process.ts starts the real
+// daemon with the same flag.
 export default defineConfig({
   test: {
     pool: 'forks',
     maxWorkers: 2,
+    execArgv: ['--unhandled-rejections=strict'],
     projects: [
       {
         extends: true,

@@ -2,11 +2,12 @@
 // `llmtray`: the headless daemon (`serve`) and a small client over its admin API.
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
-import { findModel } from './admin/admin-service.js';
 import { readAdminToken } from './admin/admin-token.js';
 import { currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { isModelCommand, type ModelCommand } from './contracts/commands.js';
-import { AdminClient } from './cli/admin-client.js';
+import { findModelByName } from './contracts/model-names.js';
+import { isServing } from './contracts/model-status.js';
+import { createCliAdmin, type CliAdmin } from './cli/admin-client.js';
 import { followLogs } from './cli/follow-logs.js';
 import { modelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
@@ -26,6 +27,8 @@ Usage:
   llmtray dashboard                  print the dashboard URL
 
 Options:
+  --host H         listen on H instead of listen.host; an address other machines can reach
+                   needs listen.clientKeys in the config (the admin API stays on 127.0.0.1)
   --data-dir DIR   the daemon's data dir (pins, admin token, logs); default ${defaultDataDir(currentPlatform())}
   --json           machine-readable output
   -h, --help       this text`;
@@ -95,6 +98,7 @@ async function serve(flags: Flags): Promise<void> {
   process.stdout.write(
     [
       `llmtray is serving at ${daemon.endpoint}`,
+      ...daemon.networkEndpoints.map((url) => `  network:    ${url}  (clients send one of listen.clientKeys)`),
       `  dashboard:  ${daemon.dashboardUrl}`,
       `  config:     ${daemon.configPath}`,
       `  data dir:   ${daemon.dataDir}`,
@@ -113,10 +117,10 @@ async function serve(flags: Flags): Promise<void> {
 }
 
 /** `load` waits and narrates: loading (with progress) → ready, or the reason it will not come. */
-async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Promise<number> {
+async function loadAndWait(admin: CliAdmin, name: string, flags: Flags): Promise<number> {
   // Passes planned from here on saw the load; an older plan's "does not fit" may be stale.
   const askedAt = Date.now();
-  const result = await admin.command('load', name);
+  const result = await admin.runCommand({ id: name, command: 'load' });
   if (!result.ok) {
     process.stderr.write(`${result.message}\n`);
     return 1;
@@ -130,7 +134,7 @@ async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Prom
   try {
     await admin.events((event) => {
       if (event.type !== 'SnapshotUpdated') return false;
-      const model = findModel(event.snapshot.models, name);
+      const model = findModelByName(event.snapshot.models, name);
       if (model === undefined) {
         outcome = { code: 1, message: `'${name}' is no longer in the catalog` };
         return true;
@@ -140,13 +144,13 @@ async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Prom
         s.state === 'loading' && model.loading?.fraction != null ? `loading ${Math.round(model.loading.fraction * 100)} %` : `${s.state}${s.next ? ` — ${s.next}` : ''}`;
       if (line !== lastLine && !flags.json) process.stdout.write(`  ${model.id}: ${line}\n`);
       lastLine = line;
-      if (s.state === 'ready' || s.state === 'active' || s.state === 'degraded') {
+      if (isServing(s.state)) {
         outcome = { code: 0, message: `${model.id} is ready${s.level !== 'full' && s.level !== null ? ` at the ${s.level} level` : ''}` };
         return true;
       }
       if (s.state === 'fallback') {
         outcome = { code: 0, message: `${model.id} failed to load; ${s.servedBy ?? 'its fallback'} answers in its place: ${s.recovery.lastError ?? ''}` };
-        return s.servedBy !== null && findModel(event.snapshot.models, s.servedBy)?.status.state === 'ready';
+        return s.servedBy !== null && findModelByName(event.snapshot.models, s.servedBy)?.status.state === 'ready';
       }
       if (s.state === 'quarantined') {
         outcome = { code: 1, message: `${model.id} is quarantined: ${s.recovery.lastError ?? s.next ?? ''}` };
@@ -170,7 +174,7 @@ async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Prom
 }
 
 /** `logs -f`: follows until Ctrl-C or SIGTERM (exit 0, a person's way to stop), or until the daemon goes (exit 1). */
-async function followUntilStopped(admin: AdminClient, name: string): Promise<number> {
+async function followUntilStopped(admin: CliAdmin, name: string): Promise<number> {
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
@@ -211,28 +215,28 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${info.origin}/#token=${token}\n`);
     return 0;
   }
-  const admin = new AdminClient(info.origin, token);
+  const admin = createCliAdmin(info.origin, token);
   switch (command) {
     case 'status': {
-      const snapshot = await admin.state();
+      const snapshot = await admin.getSnapshot();
       process.stdout.write(`${flags.json ? JSON.stringify(snapshot, null, 2) : statusText(snapshot)}\n`);
       return 0;
     }
     case 'models': {
-      const snapshot = await admin.state();
+      const snapshot = await admin.getSnapshot();
       process.stdout.write(`${flags.json ? JSON.stringify(snapshot.models, null, 2) : modelsText(snapshot)}\n`);
       return 0;
     }
     case 'logs': {
       if (flags.follow) return followUntilStopped(admin, id);
-      const { lines } = await admin.logs(id);
+      const { lines } = await admin.getLogs({ id });
       process.stdout.write(flags.json ? `${JSON.stringify(lines)}\n` : lines.map((l) => `${l}\n`).join(''));
       return 0;
     }
     default: {
       const modelCommand = command as ModelCommand;
       if (modelCommand === 'load') return loadAndWait(admin, id, flags);
-      const result = await admin.command(modelCommand, id);
+      const result = await admin.runCommand({ id, command: modelCommand });
       process.stdout.write(`${flags.json ? JSON.stringify(result) : result.message}\n`);
       return result.ok ? 0 : 1;
     }

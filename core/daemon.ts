@@ -6,6 +6,7 @@
 // "look again" (controller.trigger) and "something changed" (admin.changed).
 import { mkdir, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdminService, createAdminHandler, ensureAdminToken, LogFeed, PinStore } from './admin/index.js';
@@ -28,8 +29,7 @@ import { computeBudget } from './gpu/compute-budget.js';
 import { RuntimeOverhead, type RuntimePlace } from './engine/runtime-overhead.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
-import { footprintAt, type LaunchLevel } from './policy/levels.js';
-import { formatBytes } from './policy/reasons.js';
+import { footprintAt } from './policy/levels.js';
 import { createRouter, type ListeningRouter } from './router/router.js';
 import { ModelActivity } from './daemon/activity.js';
 import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
@@ -43,6 +43,9 @@ import { createLogger } from './daemon/logger.js';
 import { createModelActions, PinPolicy } from './daemon/model-actions.js';
 import { buildSnapshot } from './daemon/snapshot-builder.js';
 import { writeDaemonInfo, DAEMON_INFO_FILE } from './daemon/daemon-info.js';
+import { listenRefusal, localOrigin, networkEndpoints, planListen } from './daemon/listen-plan.js';
+import { formatBytes } from './contracts/format-bytes.js';
+import type { LaunchLevel } from './contracts/launch-level.js';
 
 export interface DaemonOptions {
   /** The config file; default the platform's config dir (or the demo's own with `demo`). */
@@ -70,6 +73,8 @@ export interface RunningDaemon {
   admin: AdminService;
   /** The OpenAI-compatible base URL, e.g. http://127.0.0.1:11435/v1. */
   endpoint: string;
+  /** The same endpoint as other machines reach it when listening on the network (keys required); empty on loopback. */
+  networkEndpoints: string[];
   /** The dashboard with the admin token in the fragment (never sent to the server). */
   dashboardUrl: string;
   port: number;
@@ -132,6 +137,10 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     }
     for (const problem of catalog.problems()) log.warn(problem);
     const config = catalog.config();
+    // Before any engine or port: an address other machines can reach needs a client key.
+    const plan = planListen(options.host ?? config.listen.host);
+    const refusal = listenRefusal(plan, config.listen, { configPath, fromFlag: options.host !== undefined, demo: demo !== null });
+    if (refusal !== null) throw new Error(refusal);
 
     const activity = new ModelActivity({ now: Date.now });
     const pins = await PinStore.open(dataDir);
@@ -228,8 +237,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     });
 
     const measured = new Map<string, number>();
-    let listening: ListeningRouter | null = null;
-    const endpoint = () => (listening === null ? '' : listening.url);
+    let origin = '';
+    const endpoint = () => (origin === '' ? '' : `${origin}/v1`);
     // The warm spare is kept only in memory the plan leaves free (daemon/spare-room.ts); looked at
     // again whenever a server, the plan, the budget or the config changes.
     const spareBytes = (): number => supervisor.spareStatus()?.residentBytes ?? runtime.bytes('embedded', 'host');
@@ -327,20 +336,35 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       gateway: createGateway({ catalog, controller, supervisor, activity, startedAt, turnMs: config.swapTurnMs }),
       activationWaitMs: config.activationWaitMs,
       fallthrough: createAdminHandler({ service: admin, token, staticDir: options.staticDir ?? defaultStaticDir() }),
+      // Read per request: a key removed from the config stops working at the next request.
+      access: () => {
+        const listen = catalog.config().listen;
+        return {
+          clientKeys: listen.clientKeys,
+          keysRequired: plan.network,
+          allowedHosts: listen.allowedHosts,
+          corsOrigins: listen.corsOrigins,
+          fallthroughFromNetwork: listen.admin === 'network',
+        };
+      },
     });
-    const listenAt = { port: options.port ?? config.listen.port, host: options.host ?? config.listen.host };
-    listening = await router.listen(listenAt).catch((error: unknown) => {
-      throw (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
-        ? new Error(`port ${listenAt.port} on ${listenAt.host} is already in use (another llmtray, or another program); pass --port N, or set listen.port in ${configPath}`)
-        : error;
-    });
-    cleanups.push(async () => {
-      router.close();
-      await listening?.close();
-    });
-    const port = listening.port;
-    const origin = listening.url.replace(/\/v1$/, '');
+    cleanups.push(() => router.close());
+    const listenOn = async (host: string, port: number): Promise<ListeningRouter> => {
+      const listening = await router.listen({ host, port }).catch((error: unknown) => {
+        throw (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+          ? new Error(`port ${port} on ${host} is already in use (another llmtray, or another program); pass --port N, or set listen.port in ${configPath}`)
+          : error;
+      });
+      cleanups.push(() => listening.close());
+      return listening;
+    };
+    const port = (await listenOn(plan.host, options.port ?? config.listen.port)).port;
+    // A specific network address does not take loopback connections: the CLI, the dashboard
+    // and local apps get 127.0.0.1 on the same port.
+    if (plan.loopbackToo) await listenOn('127.0.0.1', port);
+    origin = localOrigin(plan, port);
     const dashboardUrl = `${origin}/#token=${token}`;
+    const lanEndpoints = networkEndpoints(plan, port, config.listen.allowedHosts, Object.values(networkInterfaces()).flat().filter((a) => a !== undefined));
 
     // The loop, the samplers and the watchers.
     const abort = new AbortController();
@@ -353,7 +377,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     budget.start(Math.max(1000, options.budgetIntervalMs ?? 2000));
     cleanups.push(() => budget.stop());
 
-    const measureTimer = setInterval(() => void measureAll(), MEASURE_INTERVAL_MS);
+    const measureTimer = setInterval(() => {
+      measureAll().catch((error: unknown) => log.warn(`measuring the model servers failed: ${error instanceof Error ? error.message : String(error)}`));
+    }, MEASURE_INTERVAL_MS);
     measureTimer.unref();
     cleanups.push(() => clearInterval(measureTimer));
     async function measureAll(): Promise<void> {
@@ -382,9 +408,14 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         configPath,
         modelDirs: catalog.config().modelDirs,
         onChange: () => {
-          void catalog.reload().then((result) => {
-            if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
-          });
+          // reload() resolves its failures; the catch is for a listener or a bug that throws
+          // anyway, which must be a log line, not an unhandled rejection that ends the daemon.
+          catalog
+            .reload()
+            .then((result) => {
+              if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
+            })
+            .catch((error: unknown) => log.error(`reloading the catalog failed: ${error instanceof Error ? error.message : String(error)}`));
         },
         onError: (error) => log.warn(`watching models and config: ${error instanceof Error ? error.message : String(error)}`),
       });
@@ -395,14 +426,15 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     }
     cleanups.push(() => watcher?.close());
 
-    await writeDaemonInfo(dataDir, { pid: process.pid, port, endpoint: listening.url, origin, startedAt });
+    await writeDaemonInfo(dataDir, { pid: process.pid, port, endpoint: endpoint(), origin, startedAt });
     cleanups.push(() => rm(join(dataDir, DAEMON_INFO_FILE), { force: true }));
-    log.info(`serving ${catalog.models().length} model(s) at ${listening.url}`);
+    log.info(`serving ${catalog.models().length} model(s) at ${endpoint()}${lanEndpoints.length > 0 ? ` and on the network at ${lanEndpoints.join(', ')} (client keys required)` : ''}`);
 
     let stopping: Promise<void> | null = null;
     return {
       admin,
-      endpoint: listening.url,
+      endpoint: endpoint(),
+      networkEndpoints: lanEndpoints,
       dashboardUrl,
       port,
       dataDir,

@@ -3,7 +3,7 @@
 // main.ts loads core/daemon.js at run time and checks it against this type, so the daemon can
 // be written and changed without main importing its implementation modules (and without the
 // main process loading node-llama-cpp: only the engine child processes do).
-import type { AdminPort } from './admin-port.js';
+import type { DashboardBridge } from '../core/contracts/bridge.js';
 
 export interface DesktopDaemonOptions {
   /** Generate and serve the demo models (no config needed); `--demo` on the command line. */
@@ -11,7 +11,11 @@ export interface DesktopDaemonOptions {
 }
 
 export interface DesktopDaemon {
-  admin: AdminPort;
+  /**
+   * The admin service itself, in process: the same calls and event stream the dashboard gets
+   * over IPC (DashboardBridge), which is what lets main hand it to the IPC handlers as it is.
+   */
+  admin: DashboardBridge;
   /** The OpenAI-compatible base URL, e.g. http://127.0.0.1:PORT/v1. */
   endpoint: string;
   /** The dashboard over HTTP (the headless way in), for a browser. */

@@ -1,33 +1,23 @@
 // The one IPC contract between the Electron main process and the dashboard's preload.
 //
-// Everything is derived from DashboardBridge (core/contracts/bridge.ts): each request method
-// of the bridge is one invoke channel with the same arguments and result, and the bridge's
-// event stream is one push channel. Main's handlers, the preload and the argument validators
-// are all typed from these maps (GitHub Desktop's ipc-shared pattern), so a method added to
-// the bridge, a renamed channel or a changed signature is a compile error on both sides
-// instead of a silent `undefined` at run time.
+// Derived from the admin API's route table (core/contracts/admin-routes.ts): each call is one
+// invoke channel, `llmtray:<call>`, carrying one argument, the call's parameters, and answering
+// with the call's answer; the event stream is one push channel. Main's handlers, the preload and
+// the argument checks all come from the table (GitHub Desktop's ipc-shared pattern), so a call
+// added there is carried here with no code, and a changed signature is a compile error on both
+// sides instead of a silent `undefined` at run time.
 import type { AdminEvent } from '../core/contracts/admin-events.js';
-import type { DashboardBridge } from '../core/contracts/bridge.js';
+import { ADMIN_CALL_NAMES, type AdminCallName } from '../core/contracts/admin-routes.js';
 
-/** The bridge's request/response methods; `subscribe` travels over the push channel. */
-export type BridgeRequestMethod = Exclude<keyof DashboardBridge, 'subscribe'>;
+/** The invoke channel of a call. */
+export type InvokeChannel<K extends AdminCallName = AdminCallName> = `llmtray:${K}`;
 
-/** Bridge method → invoke channel name. */
-export const INVOKE_CHANNELS = {
-  getSnapshot: 'llmtray:getSnapshot',
-  runCommand: 'llmtray:runCommand',
-  getLogs: 'llmtray:getLogs',
-} as const satisfies Record<BridgeRequestMethod, `llmtray:${string}`>;
+export function invokeChannel<K extends AdminCallName>(name: K): InvokeChannel<K> {
+  return `llmtray:${name}`;
+}
 
-export type InvokeChannel = (typeof INVOKE_CHANNELS)[BridgeRequestMethod];
-
-/** Invoke channel → the bridge method's signature (arguments and awaited result). */
-export type InvokeChannelMap = {
-  [M in BridgeRequestMethod as (typeof INVOKE_CHANNELS)[M]]: DashboardBridge[M];
-};
-
-export type InvokeArgs<C extends InvokeChannel> = Parameters<InvokeChannelMap[C]>;
-export type InvokeResult<C extends InvokeChannel> = Awaited<ReturnType<InvokeChannelMap[C]>>;
+/** Every invoke channel, for registering and removing handlers without missing one. */
+export const ALL_INVOKE_CHANNELS: readonly InvokeChannel[] = ADMIN_CALL_NAMES.map(invokeChannel);
 
 /** Push channel → its payload. Main sends, the preload listens. */
 export interface PushChannelMap {
@@ -37,6 +27,3 @@ export interface PushChannelMap {
 export type PushChannel = keyof PushChannelMap;
 
 export const EVENT_CHANNEL = 'llmtray:event' satisfies PushChannel;
-
-/** Every channel name, for registering and removing handlers without missing one. */
-export const ALL_INVOKE_CHANNELS: readonly InvokeChannel[] = Object.values(INVOKE_CHANNELS);

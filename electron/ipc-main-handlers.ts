@@ -7,18 +7,9 @@
 // files, may run commands. Why validate arguments at run time when the types already agree:
 // the types bind our renderer, not whatever else manages to send on the channel; a compromised
 // page is exactly the caller that ignores them.
-import { MODEL_COMMANDS, isModelCommand, type ModelCommand } from '../core/contracts/commands.js';
 import type { AdminEvent } from '../core/contracts/admin-events.js';
-import type { AdminPort } from './admin-port.js';
-import {
-  ALL_INVOKE_CHANNELS,
-  EVENT_CHANNEL,
-  type InvokeArgs,
-  type InvokeChannel,
-  type InvokeResult,
-  type PushChannel,
-  type PushChannelMap,
-} from './ipc-contract.js';
+import { ADMIN_CALL_NAMES, callAdmin, parseParams, type AdminApi, type AdminCallName } from '../core/contracts/admin-routes.js';
+import { EVENT_CHANNEL, invokeChannel, type PushChannel, type PushChannelMap } from './ipc-contract.js';
 
 /** The parts of Electron's IpcMainInvokeEvent a handler reads. */
 export interface IpcInvokeEventLike {
@@ -38,90 +29,37 @@ export interface PushTarget {
   isDestroyed(): boolean;
 }
 
-/** Longer than any id the catalog makes (slugs of file names), short enough to refuse junk. */
-export const MAX_MODEL_ID_LENGTH = 256;
-
-type Handlers = { [C in InvokeChannel]: (...args: InvokeArgs<C>) => Promise<InvokeResult<C>> | InvokeResult<C> };
-type Validators = { [C in InvokeChannel]: (args: readonly unknown[]) => InvokeArgs<C> };
-
 export interface IpcHandlerOptions {
   ipcMain: IpcMainPort;
-  admin: AdminPort;
+  /** The daemon's admin service (AdminService implements AdminApi). */
+  admin: AdminApi;
   /** Whether the event comes from the dashboard window's main frame showing our files. Never blocks. */
   isTrustedSender: (event: IpcInvokeEventLike) => boolean;
 }
 
 /**
- * Registers a handler on every invoke channel. Returns the function that removes them again
- * (idempotent). A foreign sender or a bad argument rejects the invoke with an Error whose
- * message names the channel and what was wrong; Electron hands that message to the caller.
+ * Registers a handler on every call's invoke channel. Returns the function that removes them
+ * again (idempotent). A foreign sender or a bad argument rejects the invoke with an Error whose
+ * message names the channel or the call and what was wrong (the same parameter check and
+ * sentence as the HTTP transport's); Electron hands that message to the caller.
  */
 export function registerIpcHandlers(options: IpcHandlerOptions): () => void {
   const { ipcMain, admin, isTrustedSender } = options;
-  const handlers: Handlers = {
-    'llmtray:getSnapshot': () => admin.snapshot(),
-    'llmtray:runCommand': (command, modelId) => admin.run(command, modelId),
-    'llmtray:getLogs': (modelId) => {
-      const found = admin.logs(modelId);
-      if (!found.found) throw new Error(found.message);
-      return { lines: found.lines, next: found.next };
-    },
-  };
-  const register = <C extends InvokeChannel>(channel: C): void => {
+  const register = (name: AdminCallName): void => {
+    const channel = invokeChannel(name);
     ipcMain.handle(channel, (event, ...args) => {
       if (!isTrustedSender(event)) {
         const from = event.senderFrame === null ? 'a frame that no longer exists' : `'${event.senderFrame.url}'`;
         throw new Error(`${channel} refused: the request came from webContents ${event.sender.id} showing ${from}, not from the dashboard window`);
       }
-      return handlers[channel](...VALIDATORS[channel](args));
+      if (args.length !== 1) throw new Error(`${channel} takes 1 argument (the call's parameters), got ${args.length}`);
+      return callAdmin(admin, name, parseParams(name, args[0]));
     });
   };
-  for (const channel of ALL_INVOKE_CHANNELS) register(channel);
+  for (const name of ADMIN_CALL_NAMES) register(name);
   return () => {
-    for (const channel of ALL_INVOKE_CHANNELS) ipcMain.removeHandler(channel);
+    for (const name of ADMIN_CALL_NAMES) ipcMain.removeHandler(invokeChannel(name));
   };
-}
-
-const VALIDATORS: Validators = {
-  'llmtray:getSnapshot': (args) => {
-    expectArgumentCount('llmtray:getSnapshot', args, 0);
-    return [];
-  },
-  'llmtray:runCommand': (args) => {
-    expectArgumentCount('llmtray:runCommand', args, 2);
-    return [commandArgument('llmtray:runCommand', args[0]), modelIdArgument('llmtray:runCommand', args[1])];
-  },
-  'llmtray:getLogs': (args) => {
-    expectArgumentCount('llmtray:getLogs', args, 1);
-    return [modelIdArgument('llmtray:getLogs', args[0])];
-  },
-};
-
-function expectArgumentCount(channel: InvokeChannel, args: readonly unknown[], count: number): void {
-  if (args.length !== count) throw new Error(`${channel} takes ${count} argument(s), got ${args.length}`);
-}
-
-function commandArgument(channel: InvokeChannel, value: unknown): ModelCommand {
-  if (isModelCommand(value)) return value;
-  throw new Error(`${channel}: the command must be one of ${MODEL_COMMANDS.join(', ')}; got ${describe(value)}`);
-}
-
-function modelIdArgument(channel: InvokeChannel, value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new Error(`${channel}: the model id must be a non-empty string; got ${describe(value)}`);
-  }
-  if (value.length > MAX_MODEL_ID_LENGTH) {
-    throw new Error(`${channel}: the model id is ${value.length} characters long; at most ${MAX_MODEL_ID_LENGTH} are accepted`);
-  }
-  return value;
-}
-
-/** A short, safe rendering of an unexpected value for an error message. */
-function describe(value: unknown): string {
-  if (typeof value === 'string') return `'${value.length > 40 ? `${value.slice(0, 40)}…` : value}'`;
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
 }
 
 /** Sends one push message, typed by the contract. Does nothing to a destroyed target. */

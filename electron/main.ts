@@ -88,7 +88,15 @@ if (!app.requestSingleInstanceLock()) {
   // Another llmtray owns the tray, the port and the engines; it shows its dashboard instead.
   app.exit(0);
 } else {
-  void run();
+  // run() awaits Electron and the daemon; a throw anywhere in it (a tray that cannot be made,
+  // a bug) would otherwise be an unhandled rejection that leaves a process with no tray and
+  // engines nobody stops. Say why, and quit the usual way, which stops the engines first.
+  run().catch((error: unknown) => {
+    const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    console.error(`llmtray: the desktop app failed: ${message}`);
+    if (app.isReady()) dialog.showErrorBox('llmtray stopped', error instanceof Error ? error.message : String(error));
+    app.quit();
+  });
 }
 
 async function run(): Promise<void> {
@@ -153,14 +161,15 @@ async function run(): Promise<void> {
     window.webContents.on('will-navigate', (event) => {
       if (isDashboardUrl(event.url)) return;
       event.preventDefault();
-      if (isExternalHttpUrl(event.url)) void shell.openExternal(event.url);
+      if (isExternalHttpUrl(event.url)) openExternal(event.url);
     });
     window.webContents.setWindowOpenHandler(({ url }) => {
-      if (isExternalHttpUrl(url)) void shell.openExternal(url);
+      if (isExternalHttpUrl(url)) openExternal(url);
       return { action: 'deny' };
     });
     window.webContents.on('will-attach-webview', (event) => event.preventDefault());
-    void window.loadURL(DASHBOARD_INDEX_URL);
+    // A failed load shows Electron's error page in the window; the log says why.
+    window.loadURL(DASHBOARD_INDEX_URL).catch((error: unknown) => console.error(`llmtray: the dashboard did not load: ${String(error)}`));
     return window;
   }
 
@@ -202,9 +211,12 @@ async function run(): Promise<void> {
   const actions: TrayActions = {
     copyText: (text) => clipboard.writeText(text),
     runCommand: (command, modelId) => {
-      void admin.run(command, modelId).then((result) => {
-        if (!result.ok) notify({ title: `Could not ${command} ${modelId}`, body: result.message });
-      });
+      admin
+        .runCommand({ id: modelId, command })
+        .then((result) => {
+          if (!result.ok) notify({ title: `Could not ${command} ${modelId}`, body: result.message });
+        })
+        .catch((error: unknown) => console.error(`llmtray: ${command} ${modelId} failed: ${String(error)}`));
     },
     openDashboard: () => showDashboard(),
     setStartAtLogin: (enabled) => {
@@ -218,7 +230,7 @@ async function run(): Promise<void> {
     quit: () => app.quit(),
   };
 
-  let latest: Snapshot = admin.snapshot();
+  let latest: Snapshot = await admin.getSnapshot();
   const menu = createThrottle(
     () => {
       const items = buildTrayMenu(latest, actions, { startAtLogin: loginItem.get(), now: Date.now() });
@@ -269,6 +281,11 @@ async function run(): Promise<void> {
   powerMonitor.on('shutdown', onShutdown);
   menu.request();
   console.log(`llmtray: serving ${daemon.endpoint}; the dashboard is in the tray menu (and at ${daemon.dashboardUrl})`);
+}
+
+/** Opens a link in the person's browser; a failure (no browser configured) is a log line, not a crash. */
+function openExternal(url: string): void {
+  shell.openExternal(url).catch((error: unknown) => console.error(`llmtray: could not open ${url}: ${String(error)}`));
 }
 
 /**

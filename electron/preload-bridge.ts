@@ -5,15 +5,9 @@
 // What crosses into the page is exactly DashboardBridge, never ipcRenderer itself nor the
 // IpcRendererEvent (whose `sender` would let the page send on any channel).
 import type { AdminEvent } from '../core/contracts/admin-events.js';
+import { ADMIN_CALL_NAMES, type AdminAnswer, type AdminApi } from '../core/contracts/admin-routes.js';
 import type { DashboardBridge } from '../core/contracts/bridge.js';
-import {
-  EVENT_CHANNEL,
-  INVOKE_CHANNELS,
-  type InvokeArgs,
-  type InvokeChannel,
-  type InvokeResult,
-  type PushChannelMap,
-} from './ipc-contract.js';
+import { EVENT_CHANNEL, invokeChannel, type PushChannelMap } from './ipc-contract.js';
 
 type PushListener = (event: unknown, ...args: unknown[]) => void;
 
@@ -27,20 +21,15 @@ export interface IpcRendererPort {
 /** Where a listener's own exception goes; it must not stop delivery to the others. */
 export type ListenerErrorReporter = (error: unknown) => void;
 
-function invoke<C extends InvokeChannel>(ipc: IpcRendererPort, channel: C, ...args: InvokeArgs<C>): Promise<InvokeResult<C>> {
-  return ipc.invoke(channel, ...args) as Promise<InvokeResult<C>>;
-}
-
 export function createPreloadBridge(
   ipc: IpcRendererPort,
   reportListenerError: ListenerErrorReporter = (error) => console.error('llmtray: a dashboard event listener threw', error),
 ): DashboardBridge {
-  return {
-    getSnapshot: () => invoke(ipc, INVOKE_CHANNELS.getSnapshot),
-    runCommand: (command, modelId) => invoke(ipc, INVOKE_CHANNELS.runCommand, command, modelId),
-    getLogs: (modelId) => invoke(ipc, INVOKE_CHANNELS.getLogs, modelId),
-    subscribe: (listener, onConnection) => subscribe(ipc, listener, onConnection, reportListenerError),
-  };
+  // Every call of the route table, each on its own channel with its parameters as the one argument.
+  const calls = Object.fromEntries(
+    ADMIN_CALL_NAMES.map((name) => [name, (params?: unknown) => ipc.invoke(invokeChannel(name), params ?? {})]),
+  ) as unknown as AdminApi;
+  return { ...calls, subscribe: (listener, onConnection) => subscribe(ipc, listener, onConnection, reportListenerError) };
 }
 
 /**
@@ -88,7 +77,7 @@ function subscribe(
   };
   ipc.on(EVENT_CHANNEL, onPush);
 
-  invoke(ipc, INVOKE_CHANNELS.getSnapshot).then(
+  (ipc.invoke(invokeChannel('getSnapshot'), {}) as Promise<AdminAnswer<'getSnapshot'>>).then(
     (snapshot) => {
       if (phase !== 'fetching') return;
       connect({ type: 'SnapshotUpdated', snapshot });

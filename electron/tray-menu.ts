@@ -5,7 +5,7 @@
 // menu-template.ts turns these items into Electron's template in a few lines. Nothing here
 // reads a clock or the platform: `now` and the settings come in through the context.
 import type { ModelCommand } from '../core/contracts/commands.js';
-import type { ModelStateName } from '../core/contracts/model-status.js';
+import { isServing, SERVING_STATES, type ModelStateName } from '../core/contracts/model-status.js';
 import type { BudgetView, GpuView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
 import {
   gpuSummaryWords,
@@ -16,10 +16,10 @@ import {
   reasonLines,
   shorten,
 } from '../core/contracts/snapshot-words.js';
-import type { LaunchLevel } from '../core/policy/levels.js';
-import type { FailureKind, RecoveryAction } from '../core/policy/recover.js';
-import { formatBytes } from '../core/policy/reasons.js';
 import { assertNever } from './assert-never.js';
+import { formatBytes } from '../core/contracts/format-bytes.js';
+import type { LaunchLevel } from '../core/contracts/launch-level.js';
+import type { FailureKind, RecoveryAction } from '../core/contracts/recovery.js';
 
 /** The subset of Electron's MenuItemConstructorOptions the tray uses. */
 export type TrayMenuItem =
@@ -261,12 +261,12 @@ function detailItems(model: ModelView, snapshot: Snapshot, actions: TrayActions)
     const [first = '', ...rest] = reasonLines(status.unschedulableReason);
     lines([`Left out: ${first}`, ...rest], status.unschedulableReason, 'Copy the full reason');
   }
-  const resident = status.state === 'loading' || status.state === 'ready' || status.state === 'active' || status.state === 'degraded';
+  const resident = status.state === 'loading' || isServing(status.state);
   // Without a GPU every model is on the CPU, which the memory line already says.
   if (resident && model.placement !== null && snapshot.budget.mode !== 'cpu') {
     items.push(disabled(`Placement: ${placementWords(model.placement, { mode: snapshot.budget.mode, layerCount: model.layerCount })}`));
   }
-  if (resident && status.state !== 'loading' && status.level !== null && status.level !== 'full') items.push(disabled(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`));
+  if (isServing(status.state) && status.level !== null && status.level !== 'full') items.push(disabled(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`));
   return items;
 }
 
@@ -287,7 +287,7 @@ function memoryLine(budget: BudgetView): string {
 /** The tray icon's state and tooltip. */
 export function trayStatus(snapshot: Snapshot): { health: TrayHealth; tooltip: string } {
   const count = (states: readonly ModelStateName[]): number => snapshot.models.filter((m) => states.includes(m.status.state)).length;
-  const resident = count(['ready', 'active', 'degraded']);
+  const resident = count(SERVING_STATES);
   const problems: string[] = [];
   for (const state of ['quarantined', 'failed', 'fallback', 'degraded'] as const) {
     const n = count([state]);

@@ -1,88 +1,45 @@
-// Who may use the admin API: whoever holds the admin token (the CLI sends it as a Bearer
-// header), or a browser tab that exchanged it for the session cookie.
+// Who may use the admin API: whoever sends the admin token in `Authorization: Bearer`. Nothing
+// else opens it: no cookie, no query parameter.
 //
-// The hand-over to the browser, and why each part is the way it is:
-// 1. The daemon (or `llmtray dashboard`) prints/opens `http://127.0.0.1:PORT/#token=<TOKEN>`.
-//    The token rides in the fragment, which browsers never send to the server, so it lands in
-//    no request line, no access log and no Referer. A `?token=` query would.
-// 2. The page reads the fragment, sends `POST /api/session` with `Authorization: Bearer
-//    <TOKEN>`, and removes the fragment with `history.replaceState`, so it is not left in the
-//    address bar or the history entry.
-// 3. The answer sets an HttpOnly, SameSite=Strict cookie. HttpOnly: script (an XSS in a log
-//    line, say) cannot read it. SameSite=Strict: no other site can make the browser send it,
-//    so a cross-site POST to /api/models/x/unload arrives without credentials (the router's
-//    Origin check refuses it as well). A cookie at all: EventSource cannot set headers.
+// Why no cookie: a browser sends a cookie set by 127.0.0.1 to every server on 127.0.0.1,
+// whatever its port, so a dev server, another user's app or anything else listening on
+// loopback would receive a credential for this API (the session cookie we once had did exactly
+// that). And the reason we had one, "EventSource cannot set headers", is gone: the dashboard
+// and the CLI read the event stream over fetch (core/contracts/event-stream-reader.ts), which
+// sends the header like any request.
 //
-// The cookie value is not the token but HMAC(token, "dashboard session"). Cookies ignore
-// ports, so the browser also sends it to any other server on 127.0.0.1, possibly another
-// user's; a derived value opens this API but does not reveal the token file's content, and it
-// needs no server-side session table, so a tab keeps working across a daemon restart.
-// Deleting DATA_DIR/admin-token revokes every session. The cookie's name carries the port, so
-// two daemons on one machine (different data dirs) do not overwrite each other's session.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+// How the browser gets the token, and where the tab keeps it:
+// 1. The daemon (or `llmtray dashboard`) prints `http://127.0.0.1:PORT/#token=<TOKEN>`. The
+//    token rides in the fragment, which browsers never send to a server, so it lands in no
+//    request line, no access log and no Referer. A `?token=` query would.
+// 2. The page reads the fragment and removes it with `history.replaceState`, so it is not left
+//    in the address bar, a bookmark or the history entry.
+// 3. The tab keeps the token in sessionStorage and sends it as a Bearer header on every
+//    request (renderer/src/transport/http-bridge.ts). sessionStorage, because it belongs to
+//    one origin, port included, where a cookie belongs to a host: no other server on
+//    127.0.0.1 can read it or be sent it. It belongs to this tab only and ends with it, so the
+//    token is in no other tab, and not on disk after the browser closes, as localStorage's
+//    would be. And it outlives a reload, which a variable does not: without it every reload
+//    would need the printed URL again. What it does not stop: a script running in the
+//    dashboard's own origin could read it, which the dashboard's CSP (script-src 'self', no
+//    inline script) is there to prevent; and such a script could use the API through the
+//    page anyway, token or not.
+//
+// Deleting DATA_DIR/admin-token and restarting revokes every tab: the next request answers
+// 401, and the tab forgets the token it had and asks for the printed URL again.
 import type { IncomingMessage } from 'node:http';
-
-export type Credential = 'bearer' | 'cookie';
+import { bearerOf, constantTimeEquals } from '../common/credentials.js';
 
 export interface AdminAuth {
-  /** How the request proved it holds the token, or null when it did not. Pure, constant-time in the secret. */
-  credential(req: IncomingMessage): Credential | null;
-  /** Whether the request carries the token itself in `Authorization: Bearer` (what POST /api/session requires). */
-  hasBearerToken(req: IncomingMessage): boolean;
-  /** The Set-Cookie value that opens a dashboard session for this request's host and port. */
-  sessionCookie(req: IncomingMessage): string;
-  /** The Set-Cookie value that ends it. */
-  clearedCookie(req: IncomingMessage): string;
+  /** Whether the request carries the admin token in `Authorization: Bearer`. Pure, constant-time in the secret. */
+  authorized(req: IncomingMessage): boolean;
 }
-
-export const SESSION_COOKIE_PREFIX = 'llmtray_session_';
 
 export function createAdminAuth(token: string): AdminAuth {
-  const session = createHmac('sha256', token).update('llmtray dashboard session v1').digest('hex');
-  const hasBearerToken = (req: IncomingMessage): boolean => {
-    const presented = bearerOf(req);
-    return presented !== undefined && constantTimeEquals(presented, token);
-  };
-  const hasSessionCookie = (req: IncomingMessage): boolean =>
-    cookieValues(req, cookieName(req)).some((value) => constantTimeEquals(value, session));
-  const attributes = 'Path=/; HttpOnly; SameSite=Strict';
   return {
-    credential: (req) => (hasBearerToken(req) ? 'bearer' : hasSessionCookie(req) ? 'cookie' : null),
-    hasBearerToken,
-    sessionCookie: (req) => `${cookieName(req)}=${session}; ${attributes}`,
-    clearedCookie: (req) => `${cookieName(req)}=; ${attributes}; Max-Age=0`,
+    authorized(req) {
+      const presented = bearerOf(req);
+      return presented !== undefined && constantTimeEquals(presented, token);
+    },
   };
-}
-
-function bearerOf(req: IncomingMessage): string | undefined {
-  const header = req.headers.authorization;
-  if (header === undefined || !/^bearer /i.test(header)) return undefined;
-  return header.slice('bearer '.length).trim();
-}
-
-/** `llmtray_session_<port>`; the router has already refused any Host that is not loopback. */
-function cookieName(req: IncomingMessage): string {
-  let port = '80';
-  try {
-    port = new URL(`http://${req.headers.host ?? ''}`).port || '80';
-  } catch {
-    // An unparsable Host cannot match any cookie we set; the default name is as good as any.
-  }
-  return `${SESSION_COOKIE_PREFIX}${port}`;
-}
-
-function cookieValues(req: IncomingMessage, name: string): string[] {
-  const header = req.headers.cookie;
-  if (header === undefined) return [];
-  return header
-    .split(';')
-    .map((pair) => pair.trim())
-    .filter((pair) => pair.startsWith(`${name}=`))
-    .map((pair) => pair.slice(name.length + 1));
-}
-
-/** Equality whose time depends on neither where the strings differ nor their lengths. */
-function constantTimeEquals(a: string, b: string): boolean {
-  const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
-  return timingSafeEqual(digest(a), digest(b));
 }

@@ -2,24 +2,22 @@
 //
 // Mounted as the router's `fallthrough`, so the router's Host (DNS rebinding) and Origin
 // (cross-site POST) guards have already run for every request that reaches it; this handler
-// adds the admin token. Route table:
+// adds the admin token (`Authorization: Bearer`, nothing else: admin-auth.ts). Routes:
 //
-//   POST   /api/session               Bearer token -> session cookie (see admin-auth.ts)
-//   DELETE /api/session               ends the session (clears the cookie)
-//   GET    /api/state                 Snapshot
-//   GET    /api/events                SSE: SnapshotUpdated first, then every AdminEvent
-//   POST   /api/models/:id/:command   CommandResult (pin | unpin | load | unload | retry)
-//   GET    /api/models/:id/logs       ModelLogsResponse
-//   GET    /metrics                   Prometheus text; no token by default (see below)
-//   GET    anything else              the dashboard's files
+//   the calls of ADMIN_ROUTES        core/contracts/admin-routes.ts: GET /api/state,
+//                                    POST /api/models/:id/:command, GET /api/models/:id/logs
+//   GET    /api/events               SSE: SnapshotUpdated first, then every AdminEvent
+//   GET    /metrics                  Prometheus text; no token by default (see below)
+//   GET    anything else             the dashboard's files
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CommandResult, ModelLogsResponse } from '../contracts/commands.js';
+import { ADMIN_EVENTS_PATH, AdminRefusal, answerStatus, callAdmin, parseParams } from '../contracts/admin-routes.js';
 import { createAdminAuth } from './admin-auth.js';
 import type { AdminClock, AdminService } from './admin-service.js';
 import { realClock } from '../common/clock.js';
 import { DEFAULT_HEARTBEAT_MS, openEventStream } from './event-stream.js';
 import { METRICS_CONTENT_TYPE, renderMetrics } from './metrics.js';
 import { BASE_HEADERS, sendAdminError, sendJson } from './replies.js';
+import { matchAdminRoute } from './route-match.js';
 import { serveStatic } from './static-files.js';
 import { pathOf } from '../common/url-path.js';
 
@@ -27,9 +25,9 @@ import { pathOf } from '../common/url-path.js';
  * Who may scrape /metrics.
  * - 'open' (default): anyone who reaches the loopback listener. Prometheus scrape configs
  *   rarely carry a per-install secret, and the page holds no secret: model ids, states and
- *   byte counts, which `GET /v1/models` already lists to the same callers. The engines'
- *   endpoints and keys are in the snapshot, never in the metrics.
- * - 'token': the same Bearer token (or session) as /api, for people who share the machine.
+ *   byte counts, which `GET /v1/models` already lists to the same callers. No engine's
+ *   endpoint is in it, and no engine's key is in any answer at all.
+ * - 'token': the same Bearer token as /api, for people who share the machine.
  */
 export type MetricsAccess = 'open' | 'token';
 
@@ -48,8 +46,6 @@ export interface AdminHandlerOptions {
 
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-const MODEL_ROUTE = /^\/api\/models\/([^/]+)\/([^/]+)$/;
-
 /** The request handler for everything outside /v1. Never throws: a failure is a 500 answer. */
 export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   const { service } = options;
@@ -59,55 +55,33 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = pathOf(req.url);
+    const method = req.method ?? '';
     if (path === '/metrics') {
-      if (metricsAccess === 'token' && auth.credential(req) === null) return refuseUnauthenticated(res);
-      if (req.method !== 'GET' && req.method !== 'HEAD') return wrongMethod(res, path, 'GET');
+      if (metricsAccess === 'token' && !auth.authorized(req)) return refuseUnauthenticated(res);
+      if (method !== 'GET' && method !== 'HEAD') return wrongMethod(res, path, 'GET');
       const text = renderMetrics(service.snapshot());
       res.writeHead(200, { ...BASE_HEADERS, 'content-type': METRICS_CONTENT_TYPE, 'content-length': String(Buffer.byteLength(text)) });
-      return void res.end(req.method === 'HEAD' ? undefined : text);
+      return void res.end(method === 'HEAD' ? undefined : text);
     }
     if (path !== '/api' && !path.startsWith('/api/')) return serveStatic(req, res, path, options.staticDir);
+    if (!auth.authorized(req)) return refuseUnauthenticated(res);
 
-    if (path === '/api/session') return session(req, res);
-    if (auth.credential(req) === null) return refuseUnauthenticated(res);
-
-    if (path === '/api/state') {
-      if (req.method !== 'GET') return wrongMethod(res, path, 'GET');
-      return sendJson(res, 200, service.snapshot());
-    }
-    if (path === '/api/events') {
-      if (req.method !== 'GET') return wrongMethod(res, path, 'GET');
+    if (path === ADMIN_EVENTS_PATH) {
+      if (method !== 'GET') return wrongMethod(res, path, 'GET');
       return openEventStream(req, res, service, stream);
     }
-    const model = MODEL_ROUTE.exec(path);
-    if (model !== null) {
-      const id = decodeSegment(model[1] ?? '');
-      const verb = model[2] ?? '';
-      if (id === null) return sendAdminError(res, 400, 'bad_model_id', `The model id in ${path} is not valid percent-encoding.`);
-      if (verb === 'logs') {
-        if (req.method !== 'GET') return wrongMethod(res, path, 'GET');
-        const found = service.logs(id);
-        if (!found.found) return sendAdminError(res, 404, 'unknown_model', found.message);
-        return sendJson(res, 200, { modelId: found.modelId, lines: found.lines, next: found.next } satisfies ModelLogsResponse);
-      }
-      if (req.method !== 'POST') return wrongMethod(res, path, 'POST');
-      const result = await service.run(verb, id);
-      return sendJson(res, commandStatus(result), result);
+    const match = matchAdminRoute(method, path);
+    if (match.kind === 'wrong_method') return wrongMethod(res, path, match.allowed);
+    if (match.kind === 'none') {
+      return sendAdminError(res, 404, 'not_found', `Unknown admin route ${method} ${path}; see core/admin/README.md for the routes.`);
     }
-    sendAdminError(res, 404, 'not_found', `Unknown admin route ${req.method ?? ''} ${path}; see core/admin/README.md for the routes.`);
-  }
-
-  function session(req: IncomingMessage, res: ServerResponse): void {
-    if (req.method === 'DELETE') return void sendJson(res, 200, { ok: true }, { 'set-cookie': auth.clearedCookie(req) });
-    if (req.method !== 'POST') return wrongMethod(res, '/api/session', 'POST, DELETE');
-    // Only the token itself opens a session: a cookie cannot renew itself, so revoking the
-    // token (deleting the file) ends every session at the next restart.
-    if (!auth.hasBearerToken(req)) return refuseUnauthenticated(res);
-    sendJson(res, 200, { ok: true }, { 'set-cookie': auth.sessionCookie(req) });
+    const answer = await callAdmin(service, match.name, parseParams(match.name, match.raw));
+    sendJson(res, answerStatus(match.name, answer), answer);
   }
 
   return (req, res) => {
     route(req, res).catch((error: unknown) => {
+      if (error instanceof AdminRefusal) return sendAdminError(res, error.status, error.code, error.message);
       if (!res.headersSent) {
         sendAdminError(res, 500, 'internal_error', `llmtray's admin API failed on ${req.method ?? ''} ${pathOf(req.url)}: ${error instanceof Error ? error.message : String(error)}`);
       } else {
@@ -117,27 +91,12 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   };
 }
 
-/** 200 done, 409 declined by the action, 400/404/500 by the code. */
-export function commandStatus(result: CommandResult): number {
-  if (result.ok) return 200;
-  switch (result.code) {
-    case 'unknown_command':
-      return 400;
-    case 'unknown_model':
-      return 404;
-    case 'action_failed':
-      return 500;
-    case undefined:
-      return 409;
-  }
-}
-
 function refuseUnauthenticated(res: ServerResponse): void {
   sendAdminError(
     res,
     401,
     'unauthorized',
-    "The admin API needs llmtray's admin token: send `Authorization: Bearer <token>` with the token from DATA_DIR/admin-token, or open the dashboard through the URL the daemon prints.",
+    "The admin API needs llmtray's admin token: send `Authorization: Bearer <token>` with the token from DATA_DIR/admin-token, or open the dashboard through the URL `llmtray serve` prints (or `llmtray dashboard`).",
     { 'www-authenticate': 'Bearer realm="llmtray"' },
   );
 }
@@ -145,12 +104,3 @@ function refuseUnauthenticated(res: ServerResponse): void {
 function wrongMethod(res: ServerResponse, path: string, allowed: string): void {
   sendAdminError(res, 405, 'method_not_allowed', `${path} accepts ${allowed} only.`, { allow: allowed });
 }
-
-function decodeSegment(segment: string): string | null {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return null;
-  }
-}
-

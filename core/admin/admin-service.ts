@@ -7,8 +7,11 @@
 // Why not diffs or per-field events: a client that missed one would drift, and the snapshot
 // is small (tens of models); a full value per change is what lets the renderer's store be a
 // plain replace.
-import { isModelCommand, MODEL_COMMANDS, type CommandResult, type ModelCommand } from '../contracts/commands.js';
+import type { CommandResult, ModelCommand, ModelLogsResponse } from '../contracts/commands.js';
 import type { AdminEvent } from '../contracts/admin-events.js';
+import { AdminRefusal, type AdminParams } from '../contracts/admin-routes.js';
+import type { DashboardBridge } from '../contracts/bridge.js';
+import { findModelByName } from '../contracts/model-names.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
 import type { LogTail } from '../contracts/log-lines.js';
 import type { Clock } from '../common/clock.js';
@@ -27,10 +30,6 @@ export type ModelActions = Record<ModelCommand, (modelId: string) => Promise<Com
 
 /** The discrete events the daemon publishes; snapshots come only from `changed()`. */
 export type DiscreteAdminEvent = Exclude<AdminEvent, { type: 'SnapshotUpdated' }>;
-
-export type LogsLookup =
-  | ({ found: true; modelId: string } & LogTail)
-  | { found: false; message: string };
 
 export type AdminListener = (event: AdminEvent) => void;
 
@@ -55,7 +54,7 @@ interface Subscriber {
   sentRevision: number;
 }
 
-export class AdminService {
+export class AdminService implements DashboardBridge {
   private readonly options: AdminServiceOptions;
   private readonly throttleMs: number;
   private readonly subscribers = new Set<Subscriber>();
@@ -84,23 +83,21 @@ export class AdminService {
     return this.current;
   }
 
+  /** The route table's getSnapshot: snapshot(), for the transports. Never rejects. */
+  async getSnapshot(): Promise<Snapshot> {
+    return this.snapshot();
+  }
+
   /**
-   * Carries out a command for a model named by id or alias. Never rejects: an unknown verb,
-   * an unknown model or a throwing action all resolve `{ ok: false }` with a `code` and a
-   * sentence; an action that declines resolves its own `{ ok: false }` without one. Whether
-   * it is idempotent is the action's business (pin and unpin are).
+   * Carries out a command for a model named by id or alias (found as the router finds it).
+   * Never rejects: an unknown model or a throwing action resolves `{ ok: false }` with a
+   * `code` and a sentence; an action that declines resolves its own `{ ok: false }` without
+   * one. Whether it is idempotent is the action's business (pin and unpin are).
    */
-  async run(command: string, modelName: string): Promise<CommandResult> {
-    if (!isModelCommand(command)) {
-      return {
-        ok: false,
-        code: 'unknown_command',
-        message: `Unknown command '${command}'; the commands are: ${MODEL_COMMANDS.join(', ')}.`,
-      };
-    }
+  async runCommand({ id, command }: AdminParams<'runCommand'>): Promise<CommandResult> {
     const models = this.options.buildSnapshot().models;
-    const model = findModel(models, modelName);
-    if (model === undefined) return { ok: false, code: 'unknown_model', message: unknownModel(modelName, models) };
+    const model = findModelByName(models, id);
+    if (model === undefined) return { ok: false, code: 'unknown_model', message: unknownModel(id, models) };
     let result: CommandResult;
     try {
       result = await this.options.commands[command](model.id);
@@ -118,23 +115,23 @@ export class AdminService {
 
   /**
    * A model's recent log lines (by id or alias), oldest first, with the position after them
-   * (where its LogAppended batches continue): no lines at position 0 for a model that exists but
-   * has not logged, `{ found: false }` with the sentence listing the models for one that does
+   * (where its LogAppended batches continue): no lines at position 0 for a model that exists
+   * but has not logged. Rejects with an AdminRefusal (404) listing the models for one that does
    * not exist. Never blocks.
    */
-  logs(modelName: string): LogsLookup {
+  async getLogs({ id }: AdminParams<'getLogs'>): Promise<ModelLogsResponse> {
     const models = this.options.buildSnapshot().models;
-    const model = findModel(models, modelName);
-    if (model === undefined) return { found: false, message: unknownModel(modelName, models) };
+    const model = findModelByName(models, id);
+    if (model === undefined) throw new AdminRefusal(404, 'unknown_model', unknownModel(id, models));
     const tail = this.options.logs(model.id);
-    return { found: true, modelId: model.id, lines: [...(tail?.lines ?? [])], next: tail?.next ?? 0 };
+    return { modelId: model.id, lines: [...(tail?.lines ?? [])], next: tail?.next ?? 0 };
   }
 
   /**
    * Calls `listener` with a full SnapshotUpdated at once, then with every later change and
    * discrete event, in order, synchronously from `changed`'s timer and `publish`. Returns the
    * unsubscribe function (idempotent). A listener must not block; a throwing one is reported
-   * through `warn` and kept.
+   * through `warn` and kept. In process the stream is never lost: no `onConnection` calls.
    */
   subscribe(listener: AdminListener): () => void {
     const subscriber: Subscriber = { listener, sentRevision: 0 };
@@ -198,11 +195,6 @@ export class AdminService {
       );
     }
   }
-}
-
-/** The model a person means by `name`: its id first, then an alias. */
-export function findModel(models: readonly ModelView[], name: string): ModelView | undefined {
-  return models.find((model) => model.id === name) ?? models.find((model) => model.aliases.includes(name));
 }
 
 function unknownModel(name: string, models: readonly ModelView[]): string {

@@ -7,9 +7,9 @@
 // could never fire, because the ready series was published only while a replica was up, so
 // a model that failed 155 times in a row simply had no series. Here `desired == 1 and
 // ready == 0` is an expression that works.
-import { MODEL_STATE_NAMES, type ModelStateName } from '../contracts/model-status.js';
+import { isServing, MODEL_STATE_NAMES } from '../contracts/model-status.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
-import { LAUNCH_LEVELS } from '../policy/levels.js';
+import { LAUNCH_LEVELS } from '../contracts/launch-level.js';
 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -25,9 +25,6 @@ interface Family {
   help: string;
   samples: Sample[];
 }
-
-/** States in which the model's own server answers requests (fallback: another model answers). */
-const SERVING_STATES: ReadonlySet<ModelStateName> = new Set(['ready', 'active', 'degraded']);
 
 /** The whole exposition for one scrape. Pure; families in a fixed order, models sorted by id. */
 export function renderMetrics(snapshot: Snapshot): string {
@@ -51,7 +48,7 @@ function metricFamilies(snapshot: Snapshot): Family[] {
 
   return [
     perModel('llmtray_model_desired', 'Whether llmtray wants the model resident now (pinned, requested, or used within its idle TTL): 1 or 0.', (m) => flag(m.desired)),
-    perModel('llmtray_model_ready', "Whether the model's own server is up and answering (ready, active or degraded): 1 or 0.", (m) => flag(SERVING_STATES.has(m.status.state))),
+    perModel('llmtray_model_ready', "Whether the model's own server is up and answering (ready, active or degraded): 1 or 0.", (m) => flag(isServing(m.status.state))),
     perModel('llmtray_model_pinned', 'Whether the person pinned the model so it stays resident: 1 or 0.', (m) => flag(m.pinned)),
     perModel('llmtray_model_in_flight', 'Requests the router is serving or holding for the model now.', (m) => m.inFlight),
     perModel('llmtray_model_consecutive_failures', 'Launch failures in a row since the last success.', (m) => m.status.recovery.attempts),

@@ -9,6 +9,7 @@
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { isCode, removeStaleTemps, writeFileAtomic, type AtomicWriteFs } from '../common/atomic-file.js';
+import { SerialQueue } from '../common/serial-queue.js';
 
 export const PINS_FILE = 'pins.json';
 
@@ -26,7 +27,7 @@ export interface PinStoreOptions {
 export class PinStore {
   private pinned: ReadonlySet<string>;
   /** Serialises writes, so the file always ends with the last change made. */
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly writes = new SerialQueue();
 
   private constructor(
     readonly path: string,
@@ -82,7 +83,7 @@ export class PinStore {
    * not changed (memory and file stay equal) and the promise rejects with the I/O error.
    */
   setPinned(modelId: string, pinned: boolean): Promise<boolean> {
-    const run = this.queue.then(async () => {
+    return this.writes.run(async () => {
       if (this.pinned.has(modelId) === pinned) return false;
       const next = new Set(this.pinned);
       if (pinned) next.add(modelId);
@@ -92,8 +93,6 @@ export class PinStore {
       this.pinned = next;
       return true;
     });
-    this.queue = run.catch(() => undefined);
-    return run;
   }
 }
 

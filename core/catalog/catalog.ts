@@ -12,6 +12,8 @@
 import { realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FootprintEstimate } from '../policy/levels.js';
+import { SerialQueue } from '../common/serial-queue.js';
+import { findModelByName } from '../contracts/model-names.js';
 import { ConfigStore, type ReloadResult } from './config/config-store.js';
 import type { LlmtrayConfig } from './config/load-config.js';
 import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
@@ -104,7 +106,7 @@ export class Catalog {
   private readonly listeners = new Set<CatalogChangedListener>();
   private readonly store: ConfigStore;
   private readonly readMetadata: MetadataReader;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly reloads = new SerialQueue();
 
   private constructor(
     options: CatalogOptions,
@@ -137,11 +139,7 @@ export class Catalog {
 
   /** The model a request's `model` names: an id or alias, exact first, then ignoring case. Non-blocking. */
   resolve(nameOrAlias: string): CatalogModel | undefined {
-    const models = this.assembly.models;
-    const exact = models.find((m) => m.id === nameOrAlias) ?? models.find((m) => m.aliases.includes(nameOrAlias));
-    if (exact) return exact;
-    const lower = nameOrAlias.toLowerCase();
-    return models.find((m) => m.id.toLowerCase() === lower || m.aliases.some((a) => a.toLowerCase() === lower));
+    return findModelByName(this.assembly.models, nameOrAlias);
   }
 
   /** The config in force (the last good one). Non-blocking. */
@@ -161,17 +159,23 @@ export class Catalog {
    * disk reads; serialised; never rejects.
    */
   reload(): Promise<ReloadResult> {
-    const run = this.queue.then(async () => {
+    return this.reloads.run(async () => {
       const result = await this.store.reload();
       const config = this.store.current();
       const checked = this.lastChecked;
       this.lastChecked = undefined;
-      const assembly = result.ok && checked?.config === config ? checked.assembly : await this.assemble(config);
+      let assembly: Assembly;
+      try {
+        assembly = result.ok && checked?.config === config ? checked.assembly : await this.assemble(config);
+      } catch (error) {
+        // The rescan itself failed (a folder vanished mid-walk, a reader bug): the models stay as
+        // they were, and the next change tries again.
+        const problem = `${config.file}: the models could not be rescanned, the last list stays: ${(error as Error).message}`;
+        return { ok: false, errors: result.ok ? [problem] : [...result.errors, problem] };
+      }
       this.publish(withReferenceErrors(assembly));
       return result;
     });
-    this.queue = run;
-    return run;
   }
 
   /** Subscribes to CatalogChanged; returns the unsubscribe function. */

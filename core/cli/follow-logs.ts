@@ -8,7 +8,7 @@
 // and none is skipped, and lines the daemon's rate limit left out show as "… N lines dropped".
 import type { AdminEvent } from '../contracts/admin-events.js';
 import { linesAfter } from '../contracts/log-lines.js';
-import type { AdminClient } from './admin-client.js';
+import type { CliAdmin } from './admin-client.js';
 
 type LogAppended = Extract<AdminEvent, { type: 'LogAppended' }>;
 
@@ -23,7 +23,7 @@ export type FollowEnd = 'stopped' | 'daemon-gone';
  * until `signal` aborts or the daemon closes the stream. Rejects when the model does not exist
  * (the daemon's sentence) or the daemon cannot be reached.
  */
-export async function followLogs(admin: AdminClient, name: string, write: (line: string) => void, signal: AbortSignal): Promise<FollowEnd> {
+export async function followLogs(admin: CliAdmin, name: string, write: (line: string) => void, signal: AbortSignal): Promise<FollowEnd> {
   const held: LogAppended[] = [];
   let modelId: string | null = null;
   let next: number | null = null;
@@ -39,7 +39,7 @@ export async function followLogs(admin: AdminClient, name: string, write: (line:
   };
   const fetchTail = async (): Promise<void> => {
     try {
-      const tail = await admin.logs(name);
+      const tail = await admin.getLogs({ id: name });
       modelId = tail.modelId;
       for (const line of tail.lines) write(line);
       next = tail.next;

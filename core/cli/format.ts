@@ -3,8 +3,8 @@
 // (core/contracts/snapshot-words.ts), so `llmtray status` reads like the other two.
 import type { BudgetView, GpuView, ModelView, Snapshot } from '../contracts/snapshot.js';
 import { gpuSummaryWords, heldPartWords, heldParts, limitWords, loadProgressWords, placementWords, reasonLines } from '../contracts/snapshot-words.js';
-import type { LaunchLevel } from '../policy/levels.js';
-import { formatBytes as bytes } from '../policy/reasons.js';
+import { formatBytes as bytes } from '../contracts/format-bytes.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
 
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));

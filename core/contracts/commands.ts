@@ -7,12 +7,12 @@ export type ModelCommand = (typeof MODEL_COMMANDS)[number];
 
 /**
  * Why a command was not carried out, when the reason is not the model's own state:
- * - unknown_command: the verb is not one of MODEL_COMMANDS (HTTP 400).
  * - unknown_model: no model has that id or alias (HTTP 404).
  * - action_failed: the action itself threw; a bug or an I/O failure, not a refusal (HTTP 500).
- * Absent on success and when the action declined for a reason it states (HTTP 409).
+ * Absent on success and when the action declined for a reason it states (HTTP 409). A verb
+ * that is not a command never reaches the service: the route table's parameter check refuses it.
  */
-export type CommandErrorCode = 'unknown_command' | 'unknown_model' | 'action_failed';
+export type CommandErrorCode = 'unknown_model' | 'action_failed';
 
 export interface CommandResult {
   ok: boolean;
@@ -27,7 +27,7 @@ export interface ModelLogsResponse extends LogTail {
   modelId: string;
 }
 
-/** Every admin API refusal that is not a CommandResult (401, 404 route, 405, 500). */
+/** Every admin API refusal that is not a CommandResult (400, 401, 403, 404, 405, 500): an AdminRefusal on the wire. */
 export interface AdminErrorBody {
   error: { code: string; message: string };
 }

@@ -4,8 +4,8 @@
 // then decides races the loop that owns the state (llama-swap's old `state()` bug). The admin
 // service builds its snapshot from these; the router waits on them; Electron turns
 // ModelQuarantined into a desktop notification. Types only.
-import type { FailureKind, RecoveryAction } from '../policy/recover.js';
-import type { LaunchLevel } from '../policy/levels.js';
+import type { LaunchLevel } from './launch-level.js';
+import type { FailureKind, RecoveryAction } from './recovery.js';
 import type { ModelStatus } from './model-status.js';
 import type { PlanView } from './snapshot.js';
 

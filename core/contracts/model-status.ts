@@ -1,8 +1,8 @@
 // The visible state of one model, as the controller owns it and every surface shows it
 // (tray, dashboard, CLI, /v1/models, HTTP 503 messages). Declared once here so that the
 // controller, the admin API, the Electron bridge and the renderer cannot drift apart.
-import type { FailureKind, RecoveryAction } from '../policy/recover.js';
-import type { LaunchLevel } from '../policy/levels.js';
+import type { LaunchLevel } from './launch-level.js';
+import type { FailureKind, RecoveryAction } from './recovery.js';
 
 /**
  * What a model is doing now, in the words a person reads.
@@ -30,6 +30,19 @@ export type ModelStateName =
 export const MODEL_STATE_NAMES: readonly ModelStateName[] = [
   'idle', 'queued', 'loading', 'ready', 'active', 'evicting', 'failed', 'degraded', 'fallback', 'quarantined',
 ];
+
+/**
+ * The states in which a model's own server is up and answers its requests: ready, active
+ * (answering now) and degraded (answering at a smaller level). What "serving" means for
+ * /metrics' `llmtray_model_ready`, the tray's count of resident models and `llmtray load`'s
+ * "it is ready"; one list, so they cannot disagree about a degraded model.
+ */
+export const SERVING_STATES = ['ready', 'active', 'degraded'] as const satisfies readonly ModelStateName[];
+export type ServingState = (typeof SERVING_STATES)[number];
+
+export function isServing(state: ModelStateName): state is ServingState {
+  return (SERVING_STATES as readonly ModelStateName[]).includes(state);
+}
 
 /** A model's recovery memory and what the ladder will do next. */
 export interface RecoveryView {

@@ -13,8 +13,8 @@
 // `ServerExited` (it died, or was killed because it hung) or `ServerStopped` (we asked: an
 // eviction, a cancelled load, a relaunch at another level, quit). A failure is reported
 // once, as one `ServerExited`, with llama.cpp's own words.
-import type { FailureKind } from '../policy/recover.js';
-import type { LaunchLevel } from '../policy/levels.js';
+import type { LaunchLevel } from './launch-level.js';
+import type { FailureKind } from './recovery.js';
 
 /** A failure the recovery ladder acts on. */
 export type ServerFailureKind = Exclude<FailureKind, 'none'>;

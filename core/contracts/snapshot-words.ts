@@ -3,9 +3,9 @@
 // the tray as on the dashboard's card, and a placement, a GPU's holders or a plan's reason
 // worded three ways would drift apart the first time one of them changes. Pure and free of
 // Node, so the renderer may import it (core/contracts is the one part of core/ it may use).
-import type { Placement } from '../policy/place.js';
-import { formatBytes } from '../policy/reasons.js';
 import type { BudgetView, GpuView, LoadProgress, MemoryHolder, ModelView } from './snapshot.js';
+import { formatBytes } from './format-bytes.js';
+import type { Placement } from './plan.js';
 
 /**
  * A span for a load's elapsed time: "0.4 s" and "1.2 s" under 10 s (the first seconds are the

@@ -2,17 +2,19 @@
 // in one value. One service builds it (core/admin); the HTTP + SSE transport, the Electron IPC
 // bridge, the CLI and the renderer all consume this type and nothing else, so a field added
 // here is a compile error everywhere it is not handled.
-import type { LaunchLevel } from '../policy/levels.js';
-import type { LeftOut } from '../policy/schedule.js';
-import type { Placement } from '../policy/place.js';
+import type { LaunchLevel } from './launch-level.js';
+import type { LeftOut, Placement } from './plan.js';
 import type { ModelStatus } from './model-status.js';
 
 export type EngineKind = 'embedded' | 'llama-server';
 
-/** Where a resident model's engine listens. Shown only behind the admin token. */
+/**
+ * Where a resident model's engine listens, and its process. Never its per-launch key: only
+ * the router holds that, so whoever reads the snapshot still has to go through the router's
+ * guards (the Host check, client keys, the activation bound) to reach a model.
+ */
 export interface UpstreamEndpoint {
   baseUrl: string;
-  apiKey: string;
   pid: number;
 }
 

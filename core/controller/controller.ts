@@ -20,12 +20,11 @@
 // Single owner: only this class changes a model's record, and each model has at most one
 // operation in progress. Nobody outside branches on a status snapshot to mutate; they call
 // trigger/retry and let the next pass decide.
-import { footprintAt, type LaunchLevel } from '../policy/levels.js';
+import { footprintAt } from '../policy/levels.js';
 import { hostMemoryReason } from '../policy/reasons.js';
-import { launchLevelAfter, type FailureKind } from '../policy/recover.js';
-import type { LeftOut } from '../policy/schedule.js';
+import { launchLevelAfter } from '../policy/recover.js';
 import { moveUpOf } from './move-up.js';
-import { place, type Device, type PlacedResident, type Placement, type PlacePlan } from '../policy/place.js';
+import { place, type Device, type PlacedResident, type PlacePlan } from '../policy/place.js';
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { PlanView } from '../contracts/snapshot.js';
 import type { ServerEvent } from '../contracts/server-events.js';
@@ -45,6 +44,9 @@ import {
 import { OneShotTimer } from './one-shot-timer.js';
 import { PassLoop } from './pass-loop.js';
 import { policyInputs, type Loading, type PolicyInputs } from './policy-inputs.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { LeftOut, Placement } from '../contracts/plan.js';
+import type { FailureKind } from '../contracts/recovery.js';
 
 export interface ControllerOptions {
   provider: DesiredProvider;

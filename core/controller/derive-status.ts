@@ -3,11 +3,12 @@
 // Why derived and not stored and mutated: the state machine then has exactly one place where
 // its precedence is written (an operation in progress, then the ladder's verdict, then
 // residency, then want), and a status can never disagree with the facts it came from.
-import { launchLevelAfter, type RecoveryAction } from '../policy/recover.js';
+import { launchLevelAfter } from '../policy/recover.js';
 import type { ModelStatus, ModelStateName } from '../contracts/model-status.js';
-import type { LaunchLevel } from '../policy/levels.js';
 import type { ModelDemand } from './effects.js';
 import type { ModelRecord } from './model-record.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { RecoveryAction } from '../contracts/recovery.js';
 
 export interface StatusFacts {
   record: ModelRecord;

@@ -5,10 +5,12 @@
 // with a recording fake server and a clock the test steps. Production wires the catalog, the
 // GPU probe, the router's counters and the engine supervisor behind these; the controller
 // never learns about processes, HTTP or files.
-import type { FailureKind } from '../policy/recover.js';
-import type { FootprintEstimate, LaunchLevel } from '../policy/levels.js';
+import type { FootprintEstimate } from '../policy/levels.js';
 import type { ServerEventListener } from '../contracts/server-events.js';
-import type { Device, Placement } from '../policy/place.js';
+import type { Device } from '../policy/place.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { Placement } from '../contracts/plan.js';
+import type { FailureKind } from '../contracts/recovery.js';
 
 /** One catalog model as the desired-state provider sees it, read fresh on every pass. */
 export interface ModelDemand {

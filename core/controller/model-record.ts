@@ -5,12 +5,12 @@
 // operation the controller itself has in progress, its server as the supervisor's lifecycle
 // events said (the one truth about what is resident: a view of events, never a snapshot to
 // compare), and the last status it published (to emit a change only when there is one).
-import { recover, type RecoveryAction, type RecoveryState } from '../policy/recover.js';
-import type { LaunchLevel } from '../policy/levels.js';
-import type { LeftOut } from '../policy/schedule.js';
-import type { Placement } from '../policy/place.js';
+import { recover, type RecoveryState } from '../policy/recover.js';
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { ModelDemand } from './effects.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { LeftOut, Placement } from '../contracts/plan.js';
+import type { RecoveryAction } from '../contracts/recovery.js';
 
 export interface ModelRecord {
   readonly modelId: string;

@@ -7,8 +7,9 @@
 // controller asks, when the plan is at rest: would `place`, with this model not running, put it
 // somewhere faster, evicting nothing? Then it evicts it, and the next pass launches it there.
 // Only idle, unpinned models move (a request is never cut for it), one per pass.
-import { place, type Device, type PlacePlan, type Placement } from '../policy/place.js';
+import { place, type Device, type PlacePlan } from '../policy/place.js';
 import type { PolicyInputs } from './policy-inputs.js';
+import type { Placement } from '../contracts/plan.js';
 
 const SPEED: Readonly<Record<Placement['kind'], number>> = { cpu: 0, partial: 1, mixed: 2, split: 3, gpu: 4 };
 

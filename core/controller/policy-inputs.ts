@@ -16,12 +16,14 @@
 //   its pin, so its retries never push out a model that is wanted;
 // - the arrival of a model's oldest waiting request is its `waitingSince`, so waiting requests
 //   are served a model at a time in the order they came.
-import { footprintAt, layerCostAt, type FootprintEstimate, type LaunchLevel } from '../policy/levels.js';
+import { footprintAt, layerCostAt, type FootprintEstimate } from '../policy/levels.js';
 import { launchLevelAfter } from '../policy/recover.js';
-import type { PlacedDesired, PlacedResident, Placement } from '../policy/place.js';
+import type { PlacedDesired, PlacedResident } from '../policy/place.js';
 import type { Draft } from '../policy/schedule.js';
 import type { ModelDemand, ResidentServer } from './effects.js';
 import { NO_FAILURE, servingModelOf, verdictOf, type Demands, type Records } from './model-record.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { Placement } from '../contracts/plan.js';
 
 /** A desired model's device cost at a level, split into its own bytes and its draft's, as `schedule` wants it. */
 export function costAt(level: LaunchLevel, demand: ModelDemand): { footprint: number; draft?: Draft } {

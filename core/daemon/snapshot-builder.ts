@@ -6,8 +6,9 @@ import type { MemoryHolder, ModelView, Snapshot, BudgetView, GpuView } from '../
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
-import { footprintAt, LAUNCH_LEVELS, type FootprintEstimate, type LaunchLevel } from '../policy/levels.js';
+import { footprintAt, type FootprintEstimate } from '../policy/levels.js';
 import type { ModelActivity } from './activity.js';
+import { LAUNCH_LEVELS, type LaunchLevel } from '../contracts/launch-level.js';
 import { pricedEstimate } from './desired-state.js';
 
 export interface SnapshotParts {
@@ -120,7 +121,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       status: parts.controller.status(model.id) ?? idleStatus(model.id, parts.startedAt),
       loading: server !== null && server.phase === 'loading' ? { fraction: server.loadProgress, startedAt: server.startedAt, expectedMs: server.lastLoadMs } : null,
       placement: parts.controller.placement(model.id),
-      upstream: endpoint === null ? null : { baseUrl: `http://127.0.0.1:${endpoint.port}`, apiKey: endpoint.apiKey, pid: endpoint.pid },
+      upstream: endpoint === null ? null : { baseUrl: `http://127.0.0.1:${endpoint.port}`, pid: endpoint.pid },
       catalogError: model.metadataError,
     });
   }

@@ -1,3 +1,4 @@
+import type { FailureKind } from '../contracts/recovery.js';
 // Failure classifier: turns how a model server ended (exit code, signal, its log) into the
 // recovery ladder's cause and a sentence a person can act on.
 //
@@ -14,7 +15,6 @@
 // same way on every launch, and as a crash it was retried four times with backoff, so the
 // first request for it waited 20 s for a 503. Its patterns are deliberately narrow: a
 // transient crash taken for `invalid` is quarantined until a person notices, the worse error.
-import type { FailureKind } from '../policy/recover.js';
 
 /** A failure the ladder can act on ('none' never comes out of here). */
 export type LaunchFailureKind = Exclude<FailureKind, 'none'>;

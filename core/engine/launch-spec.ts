@@ -2,10 +2,11 @@
 //
 // argvFor is pure so that every level × engine build is a table test: the argv is where an
 // estimate meets reality, and a wrong `-c` or `-ngl` is an OOM the scheduler cannot foresee.
-import { degradedContext, partialLayers, type LaunchLevel } from '../policy/levels.js';
+import { degradedContext, partialLayers } from '../policy/levels.js';
 import type { EngineCapabilities } from './llama-server/capabilities.js';
-import type { Placement } from '../policy/place.js';
 import { placementArgs, placementGpuLayers } from './placement-args.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { Placement } from '../contracts/plan.js';
 
 export interface LaunchSpec {
   modelId: string;

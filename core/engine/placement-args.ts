@@ -8,8 +8,8 @@
 // Device numbers are the driver's (nvidia-smi's, PCI bus order). CUDA numbers devices fastest
 // first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so every launch on a GPU sets it: without it,
 // "GPU 1" in the plan could be another card for the engine.
-import type { Placement } from '../policy/place.js';
 import type { EngineCapabilities } from './llama-server/capabilities.js';
+import type { Placement } from '../contracts/plan.js';
 
 /**
  * The blocks a placement puts on the device where that differs from the level's: part on the

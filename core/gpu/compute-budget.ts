@@ -8,8 +8,8 @@
 // already hold*. So it is total − reserve − what other programs use, never "free − reserve":
 // with "free", loading a model would shrink the budget by that model and the controller
 // would evict what it had just loaded.
-import { formatBytes } from '../policy/reasons.js';
 import { nonNegative } from '../policy/non-negative.js';
+import { formatBytes } from '../contracts/format-bytes.js';
 import { deviceClassOf } from './device-class.js';
 
 export type BudgetMode = 'gpu' | 'cpu' | 'unified';

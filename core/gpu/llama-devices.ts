@@ -24,7 +24,7 @@
 // nothing else go stale, by at most `freshForMs`.
 import { execFileTextWithin, type ExecFileText } from './exec-file.js';
 import { sharedAnswer } from './shared-answer.js';
-import { formatBytes } from '../policy/reasons.js';
+import { formatBytes } from '../contracts/format-bytes.js';
 
 export const LIST_DEVICES_ARGS = ['--list-devices'] as const;
 

@@ -26,7 +26,7 @@
 import { deviceClassOf, vendorKeyOf, type VendorKey } from './device-class.js';
 import type { GpuDevice } from './compute-budget.js';
 import type { EngineDevice, EngineDeviceList } from './llama-devices.js';
-import { formatBytes } from '../policy/reasons.js';
+import { formatBytes } from '../contracts/format-bytes.js';
 
 /** One card as a vendor tool reports it. Sizes in bytes. */
 export interface MeasuredCard {

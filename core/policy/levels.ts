@@ -5,21 +5,9 @@
 // must all agree: when the estimate and the launch disagree, the launch OOMs on memory the
 // plan said was free. The 'partial' split (partialLayers) is shared with the argv for the
 // same reason: the `-ngl` it passes is the share of layers the estimate put on the device.
+import type { LaunchLevel } from '../contracts/launch-level.js';
 import { nonNegative } from './non-negative.js';
 import type { LayerCost } from './place.js';
-
-/**
- * How far a launch shrinks a model to make it run, in climbing order.
- * - full: every layer on the device at the configured context.
- * - degraded: every layer on the device at a smaller context (see degradedContext).
- * - partial: the degraded context with part of the layers on the device and the rest in
- *   host RAM (see partialLayers); slower than degraded, far faster than the CPU alone.
- * - minimal: CPU only, nothing on the device, at the degraded context; host RAM pays instead.
- */
-export type LaunchLevel = 'full' | 'degraded' | 'partial' | 'minimal';
-
-/** The levels from the largest device footprint to the smallest. */
-export const LAUNCH_LEVELS: readonly LaunchLevel[] = ['full', 'degraded', 'partial', 'minimal'];
 
 /** llama.cpp allocates KV cache in cells; a multiple of 256 keeps every backend's padding happy. */
 const CONTEXT_STEP = 256;

@@ -23,8 +23,10 @@
 // very plan (property-tested against it).
 import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, undesiredResidents, type Candidate } from './candidates.js';
 import { nonNegative } from './non-negative.js';
-import { formatBytes, needs, reasonWriter, withHolder, type Holder, type HoldReason, type ReasonWriter, type Room } from './reasons.js';
-import type { Desired, LeftOut, Plan, Resident } from './schedule.js';
+import { needs, reasonWriter, withHolder, type Holder, type HoldReason, type ReasonWriter, type Room } from './reasons.js';
+import type { Desired, Plan, Resident } from './schedule.js';
+import { formatBytes } from '../contracts/format-bytes.js';
+import type { LeftOut, Placement } from '../contracts/plan.js';
 
 /** One GPU as a budget. */
 export interface Device {
@@ -65,25 +67,6 @@ export interface PlacedDesired extends Desired {
   layerCost?: LayerCost;
   /** Its config allows a layer split across GPUs of different classes (slower, and not every build handles it well). */
   mixedSplit?: boolean;
-}
-
-/** Where a model's bytes are. */
-export interface Placement {
-  /**
-   * gpu: one device holds it all; split: a layer split over devices of one class; mixed: over
-   * devices of several classes; partial: some layers (or a mixture of experts' expert tensors)
-   * in host RAM; cpu: nothing on a device.
-   */
-  kind: 'gpu' | 'split' | 'mixed' | 'partial' | 'cpu';
-  /**
-   * The devices it uses, the main one first: it holds the draft, the output tensors and the
-   * projector (in a split, the last device in index order, where llama.cpp puts the output).
-   */
-  devices: { index: number; layers: number; bytes: number }[];
-  /** Layers whose expert tensors stay in host RAM (`--n-cpu-moe`); 0 for a dense model. */
-  cpuMoeLayers: number;
-  /** Bytes in host RAM. */
-  hostBytes: number;
 }
 
 /** A running model server and where it is. */

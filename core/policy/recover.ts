@@ -5,27 +5,8 @@
 // hang may be a slow load once, a wedged runtime after that. Why a ladder that only climbs:
 // a model that fails whatever we do must end in quarantine, not in a hot restart loop that
 // eats the reconcile pass and the GPU.
-import type { LaunchLevel } from './levels.js';
-
-/**
- * Why the last launch failed ('none': it did not).
- * - crash: the process exited or failed to start with no sign that memory was the cause.
- * - oom: an allocation failed on the device or the host (or the OOM killer ended it).
- * - hang: it started but never became ready within the load timeout, or stopped making progress.
- * - invalid: a load error no retry can fix (a corrupt, truncated or missing file, an unknown
- *   architecture, a draft whose vocabulary does not match its primary).
- */
-export type FailureKind = 'none' | 'crash' | 'oom' | 'hang' | 'invalid';
-
-/**
- * The next step for a failing model, in increasing severity.
- * - retry: the same launch again.
- * - degrade: relaunch smaller (see launchLevelAfter for how small).
- * - fallback: serve the model's configured smaller fallback in its place; with none
- *   configured the controller treats it as quarantine.
- * - quarantine: do not launch again until a person retries it or its definition changes.
- */
-export type RecoveryAction = 'retry' | 'degrade' | 'fallback' | 'quarantine';
+import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { FailureKind, RecoveryAction } from '../contracts/recovery.js';
 
 /** Severity rank of each action; the ladder never goes down it as attempts grow. */
 export const RECOVERY_SEVERITY: Readonly<Record<RecoveryAction, number>> = {

@@ -15,6 +15,7 @@
 import { candidatesOf, leastRecentlyUsedFirst, needOf, undesiredResidents, type Candidate } from './candidates.js';
 import { nonNegative } from './non-negative.js';
 import { reasonWriter, withHolder, type Holder, type HoldReason, type Room } from './reasons.js';
+import type { LeftOut } from '../contracts/plan.js';
 
 /** The companion model a primary loads for speculative decoding. */
 export interface Draft {
@@ -72,20 +73,6 @@ export interface Plan {
   evict: string[];
   /** Desired models left out, most important first, each with a sentence a person can act on. */
   unschedulable: LeftOut[];
-}
-
-/** A desired model the plan left out, and why. */
-export interface LeftOut {
-  modelId: string;
-  reason: string;
-  /**
-   * True when it cannot fit even if every model that may be evicted were gone: what pinned
-   * models hold stays, and so does what other programs use (the budget already leaves that
-   * out). Then asking again will not help until a person unpins something or the budget
-   * grows. False when it fits once busy, loading or higher-ranked models make room: a request
-   * for it waits rather than being refused.
-   */
-  strict: boolean;
 }
 
 /**

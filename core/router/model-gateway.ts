@@ -11,10 +11,10 @@
 // lookup), and none may throw for an ordinary "no" — absence is `undefined` / `null`.
 import type { OpenAIModel } from '../contracts/openai.js';
 import type { ModelStateName } from '../contracts/model-status.js';
-import type { LaunchLevel } from '../policy/levels.js';
 
 // One definition of "this model will not come", shared with the controller that raises it.
 import type { Unservable, UnservableCode } from '../contracts/controller-events.js';
+import type { LaunchLevel } from '../contracts/launch-level.js';
 export type { Unservable, UnservableCode };
 
 /**

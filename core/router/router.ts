@@ -10,18 +10,22 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OpenAIModelList } from '../contracts/openai.js';
-import { formatBytes } from '../policy/reasons.js';
 import { activate } from './activation.js';
 import { anthropicErrorBody } from './anthropic-errors.js';
 import { countTokensRequest, messagesRequest } from './anthropic-route.js';
 import { errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
+import { lingerOnClose } from './lingering-close.js';
+import { answerProtocolErrors } from './protocol-errors.js';
 import { readBody } from './read-body.js';
-import { answerPreflight, applyCors, refuseApiKey, refuseHostOrOrigin } from './request-guard.js';
+import { arrivedOnLoopback } from '../common/loopback.js';
+import { checkClientKey, type ClientKey } from './client-keys.js';
+import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
 import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
 import { ProgressComments } from './progress-comments.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
+import { formatBytes } from '../contracts/format-bytes.js';
 
 export interface RouterOptions {
   gateway: ModelGateway;
@@ -31,20 +35,41 @@ export interface RouterOptions {
   retryAfterSeconds?: number;
   /** Largest accepted request body, bytes (413 above). Default 10 MiB. */
   bodyLimitBytes?: number;
-  /** When set, `/v1` requests must send `Authorization: Bearer <apiKey>` or `x-api-key: <apiKey>` (401 otherwise). */
-  apiKey?: string;
-  /** Origins that web pages may call from, with CORS headers; '*' for any. Default none. */
-  corsOrigins?: readonly string[];
-  /** Host names served besides loopback ones, for a deliberate LAN listener. Default none. */
-  allowedHosts?: readonly string[];
-  /** Handles every request outside `/v1` once the Host/Origin guards passed. Default: 404. */
+  /**
+   * Who may use the listener, read on every request so that a config reload applies to the
+   * next one (a key removed from listen.clientKeys stops working at once). Default: loopback
+   * names only, no keys, no CORS, the fallthrough for loopback connections only.
+   */
+  access?: () => RouterAccess;
+  /** Handles every request outside `/v1` once the guards passed. Default: 404. */
   fallthrough?: (req: IncomingMessage, res: ServerResponse) => void;
 }
+
+export interface RouterAccess extends GuardOptions {
+  /** Keys `/v1` requests must present once there is one (client-keys.ts). */
+  clientKeys: readonly ClientKey[];
+  /** A network listener: `/v1` refuses everything while no key is configured. */
+  keysRequired: boolean;
+  /**
+   * Whether connections that did not arrive on a loopback address may reach the fallthrough
+   * (the admin API, /metrics, the dashboard). The admin API has its own token as well; this
+   * keeps it off the network unless the person asked (listen.admin: network).
+   */
+  fallthroughFromNetwork: boolean;
+}
+
+export const LOOPBACK_ONLY_ACCESS: RouterAccess = {
+  clientKeys: [],
+  keysRequired: false,
+  allowedHosts: [],
+  corsOrigins: [],
+  fallthroughFromNetwork: false,
+};
 
 export interface ListenOptions {
   /** Default 0: a free port, reported in the result. */
   port?: number;
-  /** Default '127.0.0.1'. Anything else exposes the models to the network; see allowedHosts. */
+  /** Default '127.0.0.1'. Anything else exposes the models to the network; see RouterAccess. */
   host?: string;
 }
 
@@ -89,11 +114,7 @@ function errorShapeFor(path: string): ErrorShape {
 
 export function createRouter(options: RouterOptions): Router {
   const { gateway } = options;
-  const guard = {
-    allowedHosts: options.allowedHosts ?? [],
-    corsOrigins: options.corsOrigins ?? [],
-    apiKey: options.apiKey,
-  };
+  const accessNow = options.access ?? (() => LOOPBACK_ONLY_ACCESS);
   const activation = {
     waitMs: options.activationWaitMs ?? DEFAULT_ACTIVATION_WAIT_MS,
     retryAfterSeconds: options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS,
@@ -113,39 +134,51 @@ export function createRouter(options: RouterOptions): Router {
   }
 
   function route(req: IncomingMessage, res: ServerResponse, shape: ErrorShape): void {
-    const refusal = refuseHostOrOrigin(req, guard);
-    if (refusal !== null) return sendError(res, refusal, shape);
     const path = pathOf(req.url);
-    if (path !== '/v1' && !path.startsWith('/v1/')) {
-      if (options.fallthrough !== undefined) return options.fallthrough(req, res);
-      return sendError(res, notFound(`Nothing is served at ${path}; the OpenAI-compatible API is under /v1.`));
-    }
-    if (answerPreflight(req, res, guard.corsOrigins)) return;
-    applyCors(req, res, guard.corsOrigins);
-    const unauthorized = refuseApiKey(req, guard.apiKey);
-    if (unauthorized !== null) return sendError(res, unauthorized, shape);
-
     const endpoint = GENERATION_ROUTES[path];
+    const anthropic = path === '/v1/messages' || path === '/v1/messages/count_tokens' ? path : null;
+    // Only a model request's body is read (readBody); any other is drained as it arrives, and so
+    // is one refused before its body is read. Closing a socket with unread bytes in it makes the
+    // kernel send a reset, and a client still sending loses the tail of the answer (the fuzz
+    // suite found a GET with a megabyte of chunked body getting half a dashboard file).
+    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null)) req.resume();
+    const refuse = (error: RouterError): void => {
+      req.resume();
+      sendError(res, error, shape);
+    };
+    const access = accessNow();
+    const refusal = refuseHostOrOrigin(req, access);
+    if (refusal !== null) return refuse(refusal);
+    if (path !== '/v1' && !path.startsWith('/v1/')) {
+      if (!access.fallthroughFromNetwork && !arrivedOnLoopback(req.socket.localAddress)) {
+        return refuse(forbidden(`${path} is served on loopback only: the admin API, /metrics and the dashboard answer connections to 127.0.0.1 or [::1]. Use them on this machine, or set listen.admin: network in llmtray's config.yaml to serve them on the network too (the admin API still needs its token).`));
+      }
+      if (options.fallthrough !== undefined) return options.fallthrough(req, res);
+      return refuse(notFound(`Nothing is served at ${path}; the OpenAI-compatible API is under /v1.`));
+    }
+    if (answerPreflight(req, res, access.corsOrigins)) return;
+    applyCors(req, res, access.corsOrigins);
+    const key = checkClientKey(req, access.clientKeys, access.keysRequired);
+    if (!key.ok) return refuse(key.error);
+
     if (endpoint !== undefined) {
-      if (req.method !== 'POST') return sendError(res, wrongMethod(path, 'POST'));
+      if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
       const build = (raw: Buffer): ModelRequest | RouterError => openAIRequest(res, endpoint, path, raw);
-      serveModelRequest(req, res, shape, build).catch((error: unknown) => sendError(res, internal(error)));
+      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
-    if (path === '/v1/messages' || path === '/v1/messages/count_tokens') {
-      if (req.method !== 'POST') return sendError(res, wrongMethod(path, 'POST'), shape);
-      const build = (raw: Buffer): ModelRequest | RouterError => ANTHROPIC_ROUTES[path](agent, res, raw);
-      serveModelRequest(req, res, shape, build).catch((error: unknown) => sendError(res, internal(error), shape));
+    if (anthropic !== null) {
+      if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
+      const build = (raw: Buffer): ModelRequest | RouterError => ANTHROPIC_ROUTES[anthropic](agent, res, raw);
+      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
     if (path === '/v1/models' || path.startsWith('/v1/models/')) {
-      if (req.method !== 'GET') return sendError(res, wrongMethod(path, 'GET'));
+      if (req.method !== 'GET') return refuse(wrongMethod(path, 'GET'));
       return serveModels(res, path === '/v1/models' ? null : safeDecode(path.slice('/v1/models/'.length)));
     }
-    sendError(
-      res,
+    refuse(
       notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, and Anthropic's /v1/messages and /v1/messages/count_tokens.`),
-      shape,
     );
   }
 
@@ -258,7 +291,10 @@ function trackExchange(res: ServerResponse): { clientGone: AbortSignal; finishWi
 
 async function listen(handle: Router['handle'], agent: http.Agent, options: ListenOptions = {}): Promise<ListeningRouter> {
   const host = options.host ?? '127.0.0.1';
-  const server = http.createServer(handle);
+  // No Host header is the guard's to refuse (a JSON 403 naming the rule), not a bare 400 from Node.
+  const server = http.createServer({ requireHostHeader: false }, handle);
+  answerProtocolErrors(server);
+  lingerOnClose(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {

@@ -8,7 +8,7 @@ import type { DashboardStore } from './store/dashboard-store.js';
 const container = document.getElementById('root');
 if (container === null) throw new Error('index.html has no #root element.');
 
-// The HTTP bridge reports a refused session from inside its first request, which runs after
+// The HTTP bridge reports a refused token from inside its first request, which runs after
 // startDashboard has returned, so `store` is set by then.
 let store: DashboardStore | null = null;
 const bridge =

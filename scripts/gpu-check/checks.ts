@@ -1,8 +1,8 @@
 // What `npm run gpu-check` compares and how it words the verdict: per model and GPU, the bytes
 // its placement put there (the daemon's estimate) against the driver's figure for the engine's
 // pid on that GPU. Pure, so the verdicts and the exit codes are table-tested without a GPU.
-import type { Placement } from '../../core/policy/place.js';
-import { formatBytes } from '../../core/policy/reasons.js';
+import type { Placement } from '../../core/contracts/plan.js';
+import { formatBytes } from '../../core/contracts/format-bytes.js';
 
 /** Off by more than this share of the estimate, either way, fails (issue 11). */
 export const TOLERANCE = 0.1;

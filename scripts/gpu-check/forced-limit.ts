@@ -14,7 +14,8 @@ import { policyInputs } from '../../core/controller/policy-inputs.js';
 import { ModelActivity } from '../../core/daemon/activity.js';
 import { demandOf, devicesOf } from '../../core/daemon/desired-state.js';
 import type { Budget } from '../../core/gpu/compute-budget.js';
-import { place, type PlacedDesired, type Placement } from '../../core/policy/place.js';
+import { place, type PlacedDesired } from '../../core/policy/place.js';
+import type { Placement } from '../../core/contracts/plan.js';
 
 /** The policy's view of `modelId` alone wanted, priced as the daemon prices it with `runtimeBytes` per engine process on a GPU. */
 export function desiredAlone(models: readonly CatalogModel[], modelId: string, runtimeBytes: number): PlacedDesired[] {

@@ -15,8 +15,8 @@ import { defaultEngineCommand } from '../../core/engine/supervisor/engine-comman
 import { freeLoopbackPort } from '../../core/engine/supervisor/free-port.js';
 import { LineSplitter } from '../../core/engine/supervisor/log-ring.js';
 import { checkHealth } from '../../core/engine/supervisor/readiness.js';
-import type { LaunchLevel } from '../../core/policy/levels.js';
 import { benchDir } from './bench-models.js';
+import type { LaunchLevel } from '../../core/contracts/launch-level.js';
 
 export interface TimedLine {
   at: number;

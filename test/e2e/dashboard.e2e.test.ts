@@ -43,7 +43,7 @@ async function open(): Promise<Page> {
 }
 
 describe('without the token', () => {
-  it('shows how to open a session instead of an empty dashboard', async () => {
+  it('shows how to open the dashboard instead of an empty one', async () => {
     const page = await open();
     await page.goto(`${daemon.origin}/`);
 
@@ -62,6 +62,11 @@ describe('a person at the dashboard', () => {
   });
 
   it('lists the demo models after opening the printed URL, and takes the token off the address bar', async () => {
+    const adminRequests: { path: string; authorization: string | undefined }[] = [];
+    page.on('request', (request) => {
+      const { pathname } = new URL(request.url());
+      if (pathname.startsWith('/api/')) adminRequests.push({ path: pathname, authorization: request.headers().authorization });
+    });
     await page.goto(daemon.dashboardUrl);
 
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
@@ -69,6 +74,18 @@ describe('a person at the dashboard', () => {
     await expect.poll(() => names.allInnerTexts(), { timeout: 10_000 }).toEqual(DEMO_MODELS);
     for (const id of DEMO_MODELS) await modelRow(page, id).getByRole('switch', { name: `Pin ${id}` }).waitFor();
     // page.url() includes any fragment: the token must be gone from the address bar and the history entry.
+    expect(page.url()).toBe(`${daemon.origin}/`);
+    // The token travels as a Bearer header on every admin request, the event stream's included,
+    // and the daemon set no cookie: none would stay on this origin for other ports to receive.
+    expect(adminRequests.map((r) => r.path)).toContain('/api/events');
+    expect(adminRequests.filter((r) => r.authorization !== `Bearer ${daemon.token}`)).toEqual([]);
+    expect(await page.context().cookies()).toEqual([]);
+  });
+
+  it('stays signed in across a reload: the tab remembers the token, the address still shows none', async () => {
+    await page.reload();
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await modelRow(page, 'demo-chat').waitFor();
     expect(page.url()).toBe(`${daemon.origin}/`);
   });
 

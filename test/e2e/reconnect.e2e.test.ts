@@ -1,7 +1,7 @@
 // The daemon goes away under an open dashboard and comes back on the same port and data dir
 // (a restart, an upgrade): the page must say it is reconnecting, keep the last state on
-// screen, and come back live by itself, with a session that still works — the session cookie
-// is derived from the admin token in the data dir, so it outlives the process.
+// screen, and come back live by itself, with the token it holds still working: the admin
+// token lives in the data dir, so it outlives the process.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,7 +55,7 @@ it('shows Reconnecting while the daemon is down and comes back live by itself af
   await page.getByRole('alert').filter({ hasText: 'Lost the connection to llmtray' }).waitFor({ state: 'detached' });
   expect(page.url()).toBe(`${first.origin}/`);
 
-  // The same tab, never reloaded, still holds a working session: a command goes through.
+  // The same tab, never reloaded, still holds a working token: a command goes through.
   const pin = modelRow(page, 'demo-tiny').getByRole('switch', { name: 'Pin demo-tiny' });
   await pin.click();
   await expect.poll(() => pin.isChecked(), { timeout: 10_000 }).toBe(true);

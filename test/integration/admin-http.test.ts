@@ -14,6 +14,7 @@ import { ensureAdminToken } from '../../core/admin/admin-token.js';
 import { PinStore } from '../../core/admin/pin-store.js';
 import { DASHBOARD_CSP } from '../../core/admin/static-files.js';
 import type { AdminEvent } from '../../core/contracts/admin-events.js';
+import { ADMIN_CALL_NAMES, ADMIN_ROUTES, pathFor, type AdminCallName, type AdminParams } from '../../core/contracts/admin-routes.js';
 import type { CommandResult, ModelCommand } from '../../core/contracts/commands.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { createRouter, type ListeningRouter } from '../../core/router/router.js';
@@ -168,7 +169,7 @@ describe('admin API authentication', () => {
     ['GET', '/api/models/llama-3.1-8b/logs'],
     ['GET', '/api/nothing-here'],
   ])('refuses %s %s without the token', async (method, path) => {
-    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${token.slice(0, -1)}` }, { cookie: `llmtray_session_${port}=${token}` }];
+    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${token.slice(0, -1)}` }, { authorization: token }, { cookie: `llmtray_session_${port}=${token}` }];
     for (const headers of attempts) {
       const reply = await request(path, { method, headers });
       expect(reply.status).toBe(401);
@@ -188,32 +189,50 @@ describe('admin API authentication', () => {
     expect(snapshot.models.map((m) => m.id)).toEqual(view.models.map((m) => m.id));
   });
 
-  it('hands the token to a browser as an HttpOnly SameSite=Strict cookie that opens the API and the event stream', async () => {
-    expect((await request('/api/session', { method: 'POST' })).status).toBe(401);
-    const opened = await request('/api/session', { method: 'POST', headers: bearer() });
-    expect(opened.status).toBe(200);
-    const setCookie = opened.headers['set-cookie']?.[0] ?? '';
-    expect(setCookie).toMatch(new RegExp(`^llmtray_session_${port}=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict$`));
-    const cookie = setCookie.split(';')[0]!;
-    expect(cookie).not.toContain(token);
-
-    expect((await request('/api/state', { headers: { cookie: `theme=dark; ${cookie}` } })).status).toBe(200);
-    const events = await openEvents({ cookie });
+  it('takes the token only as a Bearer header: no session route, no cookie, and never a Set-Cookie', async () => {
+    // What the daemon once answered POST /api/session with is gone; a cookie holding the token opens nothing.
+    const session = await request('/api/session', { method: 'POST', headers: bearer() });
+    expect(session.status).toBe(404);
+    expect((await request('/api/state', { headers: { cookie: `llmtray_session=${token}; llmtray_session_${port}=${token}` } })).status).toBe(401);
+    expect((await request('/api/state', { headers: { authorization: `bearer ${token}` } })).status).toBe(200);
+    const replies = [
+      session,
+      await request('/api/state', { headers: bearer() }),
+      await request('/api/models/kev-0.5b/logs', { headers: bearer() }),
+      await request('/api/models/kev-0.5b/load', { method: 'POST', headers: bearer() }),
+      await request('/api/state'),
+      await request('/'),
+      await request('/metrics'),
+    ];
+    for (const reply of replies) expect(reply.headers['set-cookie']).toBeUndefined();
+    const events = await openEvents(bearer());
     expect(events.status).toBe(200);
     expect(await events.next()).toMatchObject({ type: 'SnapshotUpdated' });
     events.close();
-
-    // A cookie cannot mint another session; only the token can.
-    expect((await request('/api/session', { method: 'POST', headers: { cookie } })).status).toBe(401);
-    // Another site's page cannot use it: the router refuses the foreign Origin before the admin API runs.
-    const crossSite = await request('/api/models/llama-3.1-8b/unload', { method: 'POST', headers: { cookie, origin: 'https://evil.example' } });
+    // Another site's page cannot use the API even with the token: the router refuses the foreign Origin first.
+    const crossSite = await request('/api/models/llama-3.1-8b/unload', { method: 'POST', headers: { ...bearer(), origin: 'https://evil.example' } });
     expect(crossSite.status).toBe(403);
     // The dashboard's own page (same origin) can.
-    const sameSite = await request('/api/models/llama-3.1-8b/load', { method: 'POST', headers: { cookie, origin: `http://127.0.0.1:${port}` } });
+    const sameSite = await request('/api/models/llama-3.1-8b/load', { method: 'POST', headers: { ...bearer(), origin: `http://127.0.0.1:${port}` } });
     expect(sameSite.status).toBe(200);
+  });
 
-    const closed = await request('/api/session', { method: 'DELETE' });
-    expect(closed.headers['set-cookie']?.[0]).toBe(`llmtray_session_${port}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
+  it('serves every call of the route table at the path and method the table gives, and nothing else there', async () => {
+    const samples: { [K in AdminCallName]: AdminParams<K> } = {
+      getSnapshot: {},
+      runCommand: { id: 'kev-0.5b', command: 'load' },
+      getLogs: { id: 'kev-0.5b' },
+    };
+    for (const name of ADMIN_CALL_NAMES) {
+      const route = ADMIN_ROUTES[name];
+      const path = pathFor(name, samples[name] as never);
+      const served = await request(path, { method: route.method, headers: bearer() });
+      expect(served.status, `${route.method} ${path}`).toBe(200);
+      const other = route.method === 'GET' ? 'POST' : 'GET';
+      const wrong = await request(path, { method: other, headers: bearer() });
+      expect(wrong.status, `${other} ${path}`).toBe(405);
+      expect(wrong.headers.allow).toBe(route.method);
+    }
   });
 
   it('refuses a Host that is not loopback on admin routes too (DNS rebinding)', async () => {
@@ -275,7 +294,9 @@ describe('admin commands and logs', () => {
     expect(JSON.parse(unknownModel.body).message).toContain("Unknown model 'phi-4'; the models are: kev-0.5b, llama-3.1-8b");
     const unknownCommand = await request('/api/models/kev-0.5b/delete', { method: 'POST', headers: bearer() });
     expect(unknownCommand.status).toBe(400);
-    expect(JSON.parse(unknownCommand.body)).toMatchObject({ ok: false, code: 'unknown_command' });
+    expect(JSON.parse(unknownCommand.body)).toEqual({
+      error: { code: 'invalid_param', message: "runCommand: command: expected one of pin, unpin, load, unload, retry, got 'delete'" },
+    });
     const wrongMethod = await request('/api/models/kev-0.5b/pin', { headers: bearer() });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.allow).toBe('POST');
@@ -284,6 +305,10 @@ describe('admin commands and logs', () => {
     expect(JSON.parse(declined.body)).toEqual({ ok: false, message: 'kev-0.5b is not quarantined; nothing to retry.' });
     const badEncoding = await request('/api/models/%E0%A4%A/pin', { method: 'POST', headers: bearer() });
     expect(badEncoding.status).toBe(400);
+    expect(JSON.parse(badEncoding.body).error.message).toBe('The id in /api/models/%E0%A4%A/pin is not valid percent-encoding.');
+    const logsByPost = await request('/api/models/kev-0.5b/logs', { method: 'POST', headers: bearer() });
+    expect(logsByPost.status).toBe(405);
+    expect(logsByPost.headers.allow).toBe('GET');
     expect(commandCalls).toEqual(['unload llama-3.1-8b', 'retry kev-0.5b']);
   });
 
@@ -292,7 +317,9 @@ describe('admin commands and logs', () => {
     expect(reply.status).toBe(200);
     expect(JSON.parse(reply.body)).toEqual({ modelId: 'llama-3.1-8b', lines: ['llama_model_loader: loaded meta data', 'server is listening'], next: 12 });
     expect(JSON.parse((await request('/api/models/kev-0.5b/logs', { headers: bearer() })).body)).toEqual({ modelId: 'kev-0.5b', lines: [], next: 0 });
-    expect((await request('/api/models/nope/logs', { headers: bearer() })).status).toBe(404);
+    const unknown = await request('/api/models/nope/logs', { headers: bearer() });
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.body)).toMatchObject({ error: { code: 'unknown_model' } });
   });
 });
 
@@ -304,7 +331,6 @@ describe('/metrics', () => {
     expect(reply.body).toContain('# TYPE llmtray_model_ready gauge\n');
     expect(reply.body).toContain('llmtray_model_ready{model="kev-0.5b"} 0\n');
     expect(reply.body).toContain('llmtray_model_desired{model="kev-0.5b"} 1\n');
-    expect(reply.body).not.toContain('engine-key');
   });
 
   it('needs the token when configured so', async () => {

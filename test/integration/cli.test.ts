@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVING_STATES } from '../../core/contracts/model-status.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { makeDataDir, removeDataDir, runCli, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
@@ -58,7 +59,7 @@ describe('llmtray CLI against a running daemon', () => {
     expect(result.stdout).toContain('demo-tiny is ready');
 
     const tiny = await daemon.model('demo-tiny');
-    expect(['ready', 'active']).toContain(tiny.status.state);
+    expect(SERVING_STATES).toContain(tiny.status.state);
     const status = await cli('status');
     expect(statesInTable(status.stdout)['demo-tiny']).toBe(tiny.status.state);
     const json = JSON.parse((await cli('status', '--json')).stdout) as Snapshot;
@@ -71,10 +72,27 @@ describe('llmtray CLI against a running daemon', () => {
     const lines = result.stdout.trim().split('\n');
     expect(lines.length).toBeGreaterThan(1);
     expect(result.stdout).toContain("starting 'demo-tiny'");
-    // The engine's key stays with the router, even in its own log.
-    const key = (await daemon.model('demo-tiny')).upstream?.apiKey;
-    expect(key).toBeTruthy();
-    expect(result.stdout).not.toContain(key as string);
+  });
+
+  it('no engine key leaves the router: not in the snapshot, the events, /metrics, the CLI or the logs', async () => {
+    expect((await daemon.model('demo-tiny')).upstream?.pid).toBeGreaterThan(0);
+    const keys = await daemon.engineKeys();
+    expect(keys.length).toBeGreaterThan(0);
+    const events = await daemon.api('/api/events');
+    const reader = events.body!.getReader();
+    const firstEvent = new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    const outputs = [
+      await (await daemon.api('/api/state')).text(),
+      firstEvent,
+      await (await fetch(`${daemon.origin}/metrics`)).text(),
+      (await cli('status', '--json')).stdout,
+      (await cli('models', '--json')).stdout,
+      (await cli('logs', 'demo-tiny')).stdout,
+      daemon.stderr(),
+    ];
+    expect(firstEvent).toContain('SnapshotUpdated');
+    for (const output of outputs) for (const key of keys) expect(output).not.toContain(key);
   });
 
   it('`pin`, `unpin` and `retry` print the daemon\'s sentence and exit 0', async () => {
@@ -86,6 +104,10 @@ describe('llmtray CLI against a running daemon', () => {
     const again = await cli('pin', 'tiny');
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('demo-tiny was already pinned');
+    // The router accepts `Demo-Tiny` as a model name; so does every command.
+    const cased = await cli('pin', 'Demo-Tiny');
+    expect(cased.code).toBe(0);
+    expect(cased.stdout).toContain('demo-tiny was already pinned');
 
     const unpin = await cli('unpin', 'demo-tiny');
     expect(unpin.code).toBe(0);

@@ -27,6 +27,7 @@ import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
 import { degradedContext, footprintAt, type FootprintEstimate } from '../../core/policy/levels.js';
 import { RecordingServer, ScriptedLaunchError } from '../support/recording-server.js';
 import { demoModels } from '../support/test-models.js';
+import { isServing } from '../../core/contracts/model-status.js';
 
 const GIB = 1024 ** 3;
 /** demo-chat's KV cache per token: 8 layers × K and V × 4 KV heads × 64 × 2 bytes (f16). */
@@ -222,7 +223,7 @@ async function rig(world: World, wanted: string[]): Promise<Rig> {
 type LaunchFailed = Extract<ControllerEvent, { type: 'LaunchFailed' }>;
 const failures = (events: readonly ControllerEvent[]): LaunchFailed[] => events.filter((e): e is LaunchFailed => e.type === 'LaunchFailed');
 const stateOf = (controller: Controller, id: string) => controller.status(id)?.state;
-const serving = (controller: Controller, id: string) => ['ready', 'active', 'degraded'].includes(stateOf(controller, id) ?? '');
+const serving = (controller: Controller, id: string) => isServing(stateOf(controller, id) ?? 'idle');
 
 describe.each([fakeWorld, realWorld])('the controller against $name', (world) => {
   it('a loading server holds its place: passes during its load neither launch it again nor count it', async () => {

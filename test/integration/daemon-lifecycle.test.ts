@@ -14,8 +14,8 @@ import {
   startDaemonProcess,
   type DaemonProcess,
 } from '../support/daemon-process.js';
+import { isServing } from '../../core/contracts/model-status.js';
 
-const SERVING = ['ready', 'active'];
 
 let dataDir: string;
 const started: DaemonProcess[] = [];
@@ -39,7 +39,7 @@ afterAll(async () => {
 async function servingPid(daemon: DaemonProcess, id: string): Promise<number> {
   return eventually(`${id} is serving`, async () => {
     const model = await daemon.model(id);
-    return SERVING.includes(model.status.state) && model.upstream !== null ? model.upstream.pid : undefined;
+    return isServing(model.status.state) && model.upstream !== null ? model.upstream.pid : undefined;
   });
 }
 

@@ -14,9 +14,9 @@ import OpenAI, { APIError, BadRequestError, NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelView } from '../../core/contracts/snapshot.js';
 import { isProcessAlive, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { SERVING_STATES } from '../../core/contracts/model-status.js';
 
 const DEMO_IDS = ['demo-broken', 'demo-chat', 'demo-draft', 'demo-tiny'];
-const SERVING = ['ready', 'active'];
 
 let daemon: DaemonProcess;
 let client: OpenAI;
@@ -125,7 +125,7 @@ describe('on-demand loading and swapping', () => {
     expect(answer.usage?.completion_tokens).toBeGreaterThan(0);
 
     const chat = await daemon.model('demo-chat');
-    expect(SERVING).toContain(chat.status.state);
+    expect(SERVING_STATES).toContain(chat.status.state);
     expect(chat.upstream?.pid).toBeGreaterThan(0);
     expect((await daemon.model('demo-tiny')).upstream).toBeNull();
   });
@@ -156,10 +156,10 @@ describe('on-demand loading and swapping', () => {
     const state = await daemon.state();
     const tiny = byId(state.models, 'demo-tiny');
     const chat = byId(state.models, 'demo-chat');
-    expect(SERVING).toContain(tiny.status.state);
+    expect(SERVING_STATES).toContain(tiny.status.state);
     expect(tiny.upstream?.pid).toBeGreaterThan(0);
     expect(chat.upstream).toBeNull();
-    expect(SERVING).not.toContain(chat.status.state);
+    expect(SERVING_STATES).not.toContain(chat.status.state);
     expect(isProcessAlive(chatPid as number)).toBe(false);
     // It stays wanted (its idle time has not run out) but does not fit beside demo-tiny, and says why.
     expect(state.plan?.unschedulable.find((u) => u.modelId === 'demo-chat')?.reason).toContain('demo-tiny');
@@ -193,8 +193,8 @@ describe('concurrency', () => {
     }
 
     const after = await daemon.state();
-    expect(SERVING).toContain(byId(after.models, 'demo-tiny').status.state);
-    expect(SERVING).toContain(byId(after.models, 'demo-draft').status.state);
+    expect(SERVING_STATES).toContain(byId(after.models, 'demo-tiny').status.state);
+    expect(SERVING_STATES).toContain(byId(after.models, 'demo-draft').status.state);
     for (const model of after.models) expect(model.inFlight, model.id).toBe(0);
     // Eight requests for the cold demo-draft started one load, not eight.
     expect(countLines(daemon.stderr(), 'launching demo-draft') - launchesBefore).toBe(1);

@@ -20,8 +20,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
 import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
-import type { Placement } from '../../core/policy/place.js';
-import { formatBytes } from '../../core/policy/reasons.js';
+import type { Placement } from '../../core/contracts/plan.js';
+import { formatBytes } from '../../core/contracts/format-bytes.js';
 import { eventually, isProcessAlive, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { writeMoeGguf } from '../support/moe-gguf.js';
 

@@ -24,10 +24,10 @@ import { defaultEngineCommand } from '../../core/engine/supervisor/engine-comman
 import { isRunning, readCommandLine } from '../../core/engine/supervisor/process-tree.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
 import { placementArgs } from '../../core/engine/placement-args.js';
-import type { Placement } from '../../core/policy/place.js';
-import type { LaunchLevel } from '../../core/policy/levels.js';
 import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { corruptModel, TINY_SHAPE, tinyModel } from '../support/test-models.js';
+import type { LaunchLevel } from '../../core/contracts/launch-level.js';
+import type { Placement } from '../../core/contracts/plan.js';
 
 const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
 const binary = LLAMA_SERVER ?? '';

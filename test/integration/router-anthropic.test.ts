@@ -17,7 +17,7 @@ import Anthropic, {
   ServiceUnavailableError,
 } from '@anthropic-ai/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createRouter, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
+import { createRouter, LOOPBACK_ONLY_ACCESS, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
 import { ENGINE_MODEL_NAME, FakeEngine, fakeTokens, renderTemplate, startDyingEngine } from '../support/router-fake-engine.js';
 import { ScriptedGateway, scriptedModels, type ScriptedModel } from '../support/scripted-gateway.js';
 
@@ -56,7 +56,7 @@ afterEach(async () => {
 });
 
 async function startRouter(
-  options: Partial<RouterOptions> = {},
+  options: Partial<RouterOptions> & { clientKey?: string } = {},
   overrides: Partial<Record<string, Partial<ScriptedModel>>> = {},
 ): Promise<{ origin: string; port: number; gateway: ScriptedGateway; client: Anthropic }> {
   const gateway = new ScriptedGateway(scriptedModels(overrides), engineUrl, ENGINE_KEY);
@@ -64,7 +64,7 @@ async function startRouter(
   opened.push({ router, gateway });
   // Anthropic's SDKs add /v1/messages to the base URL themselves.
   const origin = router.url.replace(/\/v1$/, '');
-  const client = new Anthropic({ apiKey: options.apiKey ?? 'client-own-key', baseURL: origin, maxRetries: 0 });
+  const client = new Anthropic({ apiKey: options.clientKey ?? 'client-own-key', baseURL: origin, maxRetries: 0 });
   return { origin, port: router.port, gateway, client };
 }
 
@@ -378,7 +378,10 @@ describe('the router’s own answers, in Anthropic’s shape', () => {
   });
 
   it('takes the configured key as x-api-key (Anthropic’s header) or as Bearer, and refuses others in Anthropic’s shape', async () => {
-    const { origin, client } = await startRouter({ apiKey: 'shared-secret' });
+    const { origin, client } = await startRouter({
+      access: () => ({ ...LOOPBACK_ONLY_ACCESS, clientKeys: [{ name: 'app', key: 'shared-secret' }] }),
+      clientKey: 'shared-secret',
+    });
     expect((await client.messages.create({ model: 'small', max_tokens: 16, messages: hello })).content).toHaveLength(1);
     const viaHeader = new Anthropic({ apiKey: null, defaultHeaders: { 'x-api-key': 'shared-secret' }, baseURL: origin, maxRetries: 0 });
     expect((await viaHeader.messages.countTokens({ model: 'small', messages: hello })).input_tokens).toBeGreaterThan(0);

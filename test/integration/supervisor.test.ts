@@ -11,15 +11,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LaunchError } from '../../core/engine/failure-classifier.js';
 import { EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch-spec.js';
 import { RUNTIME_PRIOR_BYTES, RuntimeOverhead } from '../../core/engine/runtime-overhead.js';
-import type { Placement } from '../../core/policy/place.js';
 import { commandLineHash } from '../../core/engine/supervisor/engine-registry.js';
 import { isRunning, treeResidentBytes } from '../../core/engine/supervisor/process-tree.js';
 import type { SpawnFunction } from '../../core/engine/supervisor/server-process.js';
 import { Supervisor, type SupervisorDeps } from '../../core/engine/supervisor/supervisor.js';
 import type { Claim } from '../../core/engine/supervisor/server-claims.js';
 import type { ServerEvent } from '../../core/contracts/server-events.js';
-import type { LaunchLevel } from '../../core/policy/levels.js';
 import { FakeClock } from '../support/fake-clock.js';
+import type { LaunchLevel } from '../../core/contracts/launch-level.js';
+import type { Placement } from '../../core/contracts/plan.js';
 
 const FAKE_ENGINE = fileURLToPath(new URL('../support/fake-engine.mjs', import.meta.url));
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/llama-logs/${name}`, import.meta.url));

@@ -6,7 +6,7 @@
 // daemon.json, the supervisor's exit hook and the engines' process tree only exist for real
 // in a separate process, and several of the bugs these tests guard against live exactly there.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,6 +15,8 @@ import { SPARE_RECORD_ID } from '../../core/engine/supervisor/warm-spare.js';
 
 const REPO = resolve(import.meta.dirname, '..', '..');
 export const CLI_ENTRY = join(REPO, 'dist', 'core', 'cli.js');
+/** Node's flag that turns an unhandled rejection into an uncaught exception, whatever listens for it. */
+export const STRICT_REJECTIONS = '--unhandled-rejections=strict';
 
 export interface DaemonExit {
   code: number | null;
@@ -36,6 +38,8 @@ export interface DaemonProcess {
   dataDir: string;
   /** Everything the daemon wrote to stderr so far (its log). */
   stderr(): string;
+  /** Everything it wrote to stdout so far (what `llmtray serve` prints: the endpoints, the dashboard URL). */
+  stdout(): string;
   /** Resolves when the process has exited, with how. */
   exited: Promise<DaemonExit>;
   /** Sends `signal` (default SIGTERM) and waits for the exit; SIGKILLs after `graceMs`. Idempotent. */
@@ -46,6 +50,11 @@ export interface DaemonProcess {
   model(id: string): Promise<ModelView>;
   /** An admin API call with the token. */
   api(path: string, init?: RequestInit): Promise<Response>;
+  /**
+   * The per-launch keys of the engines running now, read from their key files in the data dir
+   * (the test runs as the same user): what no answer, log or CLI output may contain.
+   */
+  engineKeys(): Promise<string[]>;
 }
 
 export interface StartOptions {
@@ -78,13 +87,15 @@ export function removeDataDir(dir: string): Promise<void> {
 export async function startDaemonProcess(options: StartOptions = {}): Promise<DaemonProcess> {
   const dataDir = options.dataDir ?? (await makeDataDir());
   const source = options.config === undefined ? ['--demo'] : ['--config', options.config];
-  const child = spawn(process.execPath, [CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
+  // Strict: a rejection nothing handles ends the daemon at once, and the test sees it exit.
+  const child = spawn(process.execPath, [STRICT_REJECTIONS, CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
   });
   let stderr = '';
+  let stdout = '';
   child.stderr?.setEncoding('utf8').on('data', (text: string) => (stderr += text));
-  child.stdout?.resume();
+  child.stdout?.setEncoding('utf8').on('data', (text: string) => (stdout += text));
   const exited = new Promise<DaemonExit>((done) => child.once('exit', (code, signal) => done({ code, signal })));
   const pid = child.pid;
   if (pid === undefined) throw new Error('the daemon process did not start');
@@ -114,6 +125,7 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
     dashboardUrl: `${origin}/#token=${token}`,
     dataDir,
     stderr: () => stderr,
+    stdout: () => stdout,
     exited,
     state,
     async model(id) {
@@ -122,6 +134,12 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
       return found;
     },
     api,
+    async engineKeys() {
+      const dir = join(dataDir, 'engine-keys');
+      const files = await readdir(dir).catch(() => []);
+      const keys = await Promise.all(files.map((file) => readFile(join(dir, file), 'utf8').then((text) => text.trim(), () => '')));
+      return keys.filter((key) => key !== '');
+    },
     stop(signal = 'SIGTERM', graceMs = 20_000) {
       stopping ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -196,7 +214,7 @@ export interface CliResult {
 /** Runs `llmtray ARGS` (the built CLI) to its end. */
 export function runCli(args: readonly string[], timeoutMs = 60_000): Promise<CliResult> {
   return new Promise((done) => {
-    execFile(process.execPath, [CLI_ENTRY, ...args], { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
+    execFile(process.execPath, [STRICT_REJECTIONS, CLI_ENTRY, ...args], { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
       done({ code, stdout, stderr });
     });

@@ -23,7 +23,7 @@ export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
     inFlight: 2,
     measuredBytes: 5.5 * GiB,
     status: { ...fixtureModel('x').status, modelId: 'llama-3.1-8b', state: 'ready', level: 'full' },
-    upstream: { baseUrl: 'http://127.0.0.1:40001', apiKey: 'engine-key', pid: 4242 },
+    upstream: { baseUrl: 'http://127.0.0.1:40001', pid: 4242 },
   });
   const quarantined = fixtureModel('kev-0.5b', {
     desired: true,

@@ -13,8 +13,8 @@
 // everything resolves on promise turns.
 import type { DesiredProvider, DesiredState, EvictOutcome, ModelDemand, ServerControl } from '../../core/controller/effects.js';
 import type { ServerEvent, ServerEventListener, ServerFailureKind } from '../../core/contracts/server-events.js';
-import type { LaunchLevel } from '../../core/policy/levels.js';
-import type { Placement } from '../../core/policy/place.js';
+import type { LaunchLevel } from '../../core/contracts/launch-level.js';
+import type { Placement } from '../../core/contracts/plan.js';
 
 export type ServerCall = { op: 'launch'; modelId: string; level: LaunchLevel } | { op: 'evict'; modelId: string };
 

@@ -2,7 +2,7 @@
 // placement's bytes against the driver's figure, and one exit code per outcome.
 import { describe, expect, it } from 'vitest';
 import { checkLine, checksOf, EXIT, passes, verdictOf, type Check } from '../../scripts/gpu-check/checks.js';
-import type { Placement } from '../../core/policy/place.js';
+import type { Placement } from '../../core/contracts/plan.js';
 
 const MiB = 1024 ** 2;
 const names = new Map([

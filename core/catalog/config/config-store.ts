@@ -4,6 +4,7 @@
 // that fails validation keeps the last good config and returns why. A file that was never
 // valid leaves the defaults (discovery only) running, with the errors shown.
 import type { PlatformFacts } from '../paths.js';
+import { SerialQueue } from '../../common/serial-queue.js';
 import { defaultConfig, loadConfigFile, type LlmtrayConfig } from './load-config.js';
 
 export type ReloadResult = { ok: true } | { ok: false; errors: string[] };
@@ -24,7 +25,7 @@ export class ConfigStore {
   private config: LlmtrayConfig;
   private lastErrors: string[] = [];
   private readonly listeners = new Set<ConfigChangedListener>();
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly reloads = new SerialQueue();
 
   constructor(private readonly options: ConfigStoreOptions) {
     this.config = defaultConfig(options.file, options.facts);
@@ -47,9 +48,15 @@ export class ConfigStore {
    * its turn came, so the last call's outcome is what stays.
    */
   reload(): Promise<ReloadResult> {
-    const run = this.queue.then(() => this.reloadNow());
-    this.queue = run;
-    return run;
+    return this.reloads.run(async () => {
+      try {
+        return await this.reloadNow();
+      } catch (error) {
+        // A bug or an I/O failure past the file read: the last good config stays, as for a bad file.
+        this.lastErrors = [`${this.options.file}: the config could not be reloaded: ${(error as Error).message}`];
+        return { ok: false, errors: this.lastErrors };
+      }
+    });
   }
 
   /** Subscribes to ConfigChanged; returns the unsubscribe function. */

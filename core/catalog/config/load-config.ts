@@ -41,10 +41,27 @@ export interface ModelConfig {
   index: number;
 }
 
+/** One app's key for /v1; `name` says whose it is, so it can be revoked alone. */
+export interface ClientKeyConfig {
+  name: string;
+  key: string;
+}
+
+export interface ListenConfig {
+  host: string;
+  port: number;
+  clientKeys: ClientKeyConfig[];
+  /** Host names served besides loopback ones and the address a request arrived on, lower case. */
+  allowedHosts: string[];
+  corsOrigins: string[];
+  /** Where the admin API, /metrics and the dashboard answer: loopback connections only, or the network too. */
+  admin: 'loopback' | 'network';
+}
+
 export interface LlmtrayConfig {
   /** The file this came from (whether or not it exists), for error messages. */
   file: string;
-  listen: { host: string; port: number };
+  listen: ListenConfig;
   budget: { reserveBytes: number; limitBytes?: number; unifiedShare?: number; engineOverheadBytes?: number };
   /** Absolute folders to discover GGUF files in: the configured list, else the defaults. */
   modelDirs: string[];
@@ -94,7 +111,14 @@ export function parseConfigText(text: string, file: string, facts: PlatformFacts
       }),
     };
   }
-  const raw: unknown = doc.toJS() ?? {};
+  let raw: unknown;
+  try {
+    raw = doc.toJS() ?? {};
+  } catch (error) {
+    // The parser refuses what it cannot turn into values without exhausting memory (an alias
+    // expanding into millions of nodes): a bad file like any other, not a crash.
+    return { ok: false, errors: [`${file}: YAML cannot be read: ${(error as Error).message}`] };
+  }
   const result = configSchema.safeParse(raw);
   if (!result.success) {
     return {
@@ -102,12 +126,41 @@ export function parseConfigText(text: string, file: string, facts: PlatformFacts
       errors: result.error.issues.map((issue) =>
         issue.code === 'unrecognized_keys'
           ? `${file}: ${fieldPath(issue.path)}: ${issue.message}`
-          : configError(file, issue.path, issue.message, valueAt(raw, issue.path)),
+          : isClientKeySecret(issue.path)
+            ? `${file}: ${fieldPath(issue.path)}: ${issue.message}, got a secret that is not shown here`
+            : configError(file, issue.path, issue.message, valueAt(raw, issue.path)),
       ),
     };
   }
-  const errors = duplicateNameErrors(result.data, file);
+  const errors = [...clientKeyErrors(result.data, file), ...duplicateNameErrors(result.data, file)];
   return errors.length > 0 ? { ok: false, errors } : { ok: true, config: toConfig(result.data, file, facts) };
+}
+
+/** Config errors are logged and shown on the dashboard: a client key's text never is, even a bad one. */
+function isClientKeySecret(path: readonly PropertyKey[]): boolean {
+  return path[0] === 'listen' && path[1] === 'clientKeys' && path[3] === 'key';
+}
+
+/**
+ * Client key names and keys are each unique, so revoking one app's key revokes exactly that
+ * app. (Whether a key is needed at all depends on the address the daemon listens on, which
+ * `--host` can override: core/daemon/listen-plan.ts decides that at start.)
+ */
+function clientKeyErrors(raw: RawConfig, file: string): string[] {
+  const { clientKeys } = raw.listen;
+  const errors: string[] = [];
+  const seenNames = new Map<string, number>();
+  const seenKeys = new Map<string, number>();
+  clientKeys.forEach(({ name, key }, i) => {
+    const named = seenNames.get(name);
+    if (named !== undefined) errors.push(configError(file, ['listen', 'clientKeys', i, 'name'], 'expected a name no other key has', name, `listen.clientKeys[${named}] has it`));
+    else seenNames.set(name, i);
+    const same = seenKeys.get(key);
+    // The key itself stays out of the message: errors are logged and shown on the dashboard.
+    if (same !== undefined) errors.push(`${file}: listen.clientKeys[${i}].key: expected a key no other app has (listen.clientKeys[${same}] has the same one), so each can be revoked alone`);
+    else seenKeys.set(key, i);
+  });
+  return errors;
 }
 
 /**
@@ -135,7 +188,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
   const userPath = (path: string) => resolveUserPath(path, base, facts.homeDir);
   return {
     file,
-    listen: raw.listen,
+    listen: { ...raw.listen, allowedHosts: raw.listen.allowedHosts.map((name) => name.toLowerCase()) },
     budget: {
       reserveBytes: raw.budget.reserve ?? DEFAULT_RESERVE_BYTES,
       ...(raw.budget.limit !== undefined ? { limitBytes: raw.budget.limit } : {}),

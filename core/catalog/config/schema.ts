@@ -71,11 +71,38 @@ export const modelConfigSchema = strict({
   env: z.record(z.string(), z.string({ error: 'expected text (quote numbers: "0")' }), { error: 'expected a mapping of NAME: value' }).default({}),
 });
 
+/** Shorter keys are guessable over a LAN's round trips; 16 random characters are not. */
+export const MIN_CLIENT_KEY_LENGTH = 16;
+const CLIENT_KEY_EXPECTATION = `expected a secret of at least ${MIN_CLIENT_KEY_LENGTH} characters, e.g. from \`openssl rand -hex 24\``;
+/** A name in a Host header: a DNS name or an IPv4 address (no port, no scheme), or an IPv6 address in brackets. */
+const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])$/i;
+const HOST_EXPECTATION = 'expected a host name as clients type it (workstation.lan, 192.168.1.20, [fe80::1]), without a port or scheme';
+const ORIGIN_EXPECTATION = 'expected an origin as a browser sends it (scheme://host[:port], no path), or "*" for any';
+
+export const listenSchema = strict({
+  host: nonEmptyText('expected a host name or address').default(DEFAULT_LISTEN.host),
+  port: integer('expected a port number from 1 to 65535', 1, 65535).default(DEFAULT_LISTEN.port),
+  // Who may use /v1: every request must carry one of these keys once there is one (required
+  // when `host` is not loopback). One per app, named, so that one can be revoked alone.
+  clientKeys: z
+    .array(
+      strict({
+        name: modelName('a name for the app that uses the key'),
+        key: z.string({ error: CLIENT_KEY_EXPECTATION }).min(MIN_CLIENT_KEY_LENGTH, { error: CLIENT_KEY_EXPECTATION }),
+      }),
+      { error: 'expected a list of { name, key }' },
+    )
+    .default([]),
+  // Names clients reach this machine by, besides loopback and the address they connect to.
+  allowedHosts: z.array(z.string({ error: HOST_EXPECTATION }).regex(HOST_NAME, { error: HOST_EXPECTATION }), { error: 'expected a list of host names' }).default([]),
+  // Web pages (by origin) that may call /v1 from a browser.
+  corsOrigins: z.array(z.string({ error: ORIGIN_EXPECTATION }).refine(isOrigin, { error: ORIGIN_EXPECTATION }), { error: 'expected a list of origins' }).default([]),
+  // The admin API, /metrics and the dashboard: on loopback connections only, or on the network too.
+  admin: z.enum(['loopback', 'network'], { error: 'expected loopback (the default) or network' }).default('loopback'),
+});
+
 export const configSchema = strict({
-  listen: strict({
-    host: nonEmptyText('expected a host name or address').default(DEFAULT_LISTEN.host),
-    port: integer('expected a port number from 1 to 65535', 1, 65535).default(DEFAULT_LISTEN.port),
-  }).default({ host: DEFAULT_LISTEN.host, port: DEFAULT_LISTEN.port }),
+  listen: listenSchema.prefault({}),
   budget: strict({
     reserve: parsed(parseSize, SIZE_EXPECTATION).optional(),
     limit: parsed(parseSize, SIZE_EXPECTATION).optional(),
@@ -97,6 +124,15 @@ export const configSchema = strict({
   swapTurn: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   models: z.array(modelConfigSchema, { error: 'expected a list of models' }).default([]),
 });
+
+function isOrigin(text: string): boolean {
+  if (text === '*') return true;
+  try {
+    return new URL(text).origin === text;
+  } catch {
+    return false;
+  }
+}
 
 export type RawModelConfig = z.output<typeof modelConfigSchema>;
 export type RawConfig = z.output<typeof configSchema>;

@@ -3,13 +3,13 @@
 // The supervisor decides; this only reports. It never restarts anything itself.
 import type { EngineKind } from '../runtime-overhead.js';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
-import type { LaunchLevel } from '../../policy/levels.js';
 import { LineRing, LineSplitter } from './log-ring.js';
 import { BufferTally } from './memory-measure.js';
 import { Doorbell, READY_LINE } from './readiness.js';
 import { ServerClaims } from './server-claims.js';
 import type { HangWatch } from './hang-watch.js';
 import type { FailureClassification } from '../failure-classifier.js';
+import type { LaunchLevel } from '../../contracts/launch-level.js';
 
 /** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;

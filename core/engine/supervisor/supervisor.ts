@@ -16,7 +16,6 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { LaunchLevel } from '../../policy/levels.js';
 import type { ServerEvent, ServerEventListener } from '../../contracts/server-events.js';
 import type { LogTail } from '../../contracts/log-lines.js';
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
@@ -24,7 +23,6 @@ import type { RuntimeOverhead } from '../runtime-overhead.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
 import { placementEnv } from '../placement-args.js';
-import type { Placement } from '../../policy/place.js';
 import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
 import { realClock, type Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
@@ -39,6 +37,8 @@ import { lookAtEngine } from './engine-look.js';
 import { HangWatch } from './hang-watch.js';
 import type { Claim } from './server-claims.js';
 import { ServerProcess, type EndedBy, type ServerPhase, type SpawnFunction } from './server-process.js';
+import type { LaunchLevel } from '../../contracts/launch-level.js';
+import type { Placement } from '../../contracts/plan.js';
 import { WarmSpare, type AdoptedSpare, type SpareStatus } from './warm-spare.js';
 
 export interface SupervisorDeps {

@@ -169,7 +169,7 @@ function Connecting({ lost }: { lost: boolean }) {
 }
 
 /**
- * The page for a refused session. It says the transport's one sentence (what is wrong and what
+ * The page for a refused token. It says the transport's one sentence (what is wrong and what
  * to do) and adds only what that sentence does not: it once repeated the same advice twice in
  * other words (issue 13). The sentence's `backticked` commands show as code.
  */
@@ -178,9 +178,9 @@ function SignInNeeded({ detail }: { detail: string | null }) {
     <div className="fullscreen" role="alert">
       <span className="brand-mark large" aria-hidden="true" />
       <h1>Open the dashboard from llmtray</h1>
-      <p>{withCode(detail ?? 'This page has no llmtray session. Run `llmtray dashboard`.')}</p>
+      <p>{withCode(detail ?? "This page does not have llmtray's admin token. Run `llmtray dashboard`.")}</p>
       <p className="muted">
-        The printed URL ends in <code>#token=…</code>; this tab keeps its session until it closes.
+        The printed URL ends in <code>#token=…</code>; this tab keeps the token until it closes.
       </p>
     </div>
   );

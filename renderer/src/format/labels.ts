@@ -2,7 +2,8 @@
 // so a state, level or failure kind added to the contract is a compile error here rather than
 // a blank badge.
 import type { ModelStateName } from '../../../core/contracts/model-status.js';
-import type { FailureKind, LaunchLevel, RecoveryAction } from '../contract-types.js';
+import type { LaunchLevel } from '../../../core/contracts/launch-level.js';
+import type { FailureKind, RecoveryAction } from '../../../core/contracts/recovery.js';
 
 /** The colour family of a badge; CSS maps each to light and dark values. */
 export type Tone = 'neutral' | 'info' | 'busy' | 'good' | 'live' | 'warn' | 'alt' | 'bad';

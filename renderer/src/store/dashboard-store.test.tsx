@@ -57,7 +57,7 @@ describe('dashboard store', () => {
   it('places batches that arrive during a tail fetch by position: a repeated line is neither lost nor doubled', async () => {
     const bridge = new RecordingBridge(twoGpusWithOtherProgram());
     let answer: (tail: LogTail) => void = () => {};
-    bridge.getLogs = () => new Promise((resolve) => (answer = resolve));
+    bridge.getLogs = () => new Promise((resolve) => (answer = (tail) => resolve({ modelId: 'qwen-14b', ...tail })));
     const store = createDashboardStore({ bridge });
     store.getState().connect();
 
@@ -106,7 +106,7 @@ describe('dashboard store', () => {
 
         const bridge = new RecordingBridge(twoGpusWithOtherProgram());
         let answer: (tail: LogTail) => void = () => {};
-        bridge.getLogs = () => new Promise((resolve) => (answer = resolve));
+        bridge.getLogs = () => new Promise((resolve) => (answer = (tail) => resolve({ modelId: 'qwen-14b', ...tail })));
         const store = createDashboardStore({ bridge, maxLogLines: 100 });
         store.getState().connect();
         const emit = (i: number) => bridge.emit({ type: 'LogAppended', modelId: 'qwen-14b', ...batches[i]! });
@@ -140,9 +140,9 @@ describe('dashboard store', () => {
     bridge.setConnected(false);
     expect(store.getState().connection).toBe('lost');
     expect(store.getState().snapshot).not.toBeNull();
-    store.getState().setUnauthorized('no session');
+    store.getState().setUnauthorized('no token');
     bridge.setConnected(false);
-    expect(store.getState()).toMatchObject({ connection: 'unauthorized', connectionDetail: 'no session' });
+    expect(store.getState()).toMatchObject({ connection: 'unauthorized', connectionDetail: 'no token' });
     bridge.setConnected(true);
     expect(store.getState().connection).toBe('open');
   });

@@ -192,7 +192,7 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
       setConnected(connected) {
         set((state) => {
           if (connected) return { connection: state.snapshot === null ? 'connecting' : 'open', connectionDetail: null };
-          // A refused session needs a person, not patience: "reconnecting" would hide that.
+          // A refused token needs a person, not patience: "reconnecting" would hide that.
           if (state.connection === 'unauthorized') return {};
           return { connection: 'lost', connectionDetail: 'The connection to llmtray was lost; reconnecting.' };
         });
@@ -218,7 +218,7 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
         if (get().pending[modelId] !== undefined) return;
         set((state) => ({ pending: { ...state.pending, [modelId]: command } }));
         try {
-          const result = await bridge.runCommand(command, modelId);
+          const result = await bridge.runCommand({ id: modelId, command });
           notify(result.ok ? 'ok' : 'error', result.message);
         } catch (error) {
           notify('error', `Could not ${command} ${modelId}: ${messageOf(error)}`);
@@ -234,7 +234,7 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
         const arrived: Batch[] = [];
         arrivedDuringFetch.set(modelId, arrived);
         try {
-          const tail = await bridge.getLogs(modelId);
+          const tail = await bridge.getLogs({ id: modelId });
           let lines = tail.lines;
           let next = tail.next;
           for (const batch of arrived) {

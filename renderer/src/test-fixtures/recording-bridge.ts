@@ -3,8 +3,8 @@
 // handed this object exactly as main.tsx hands it a real transport.
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
-import type { CommandResult, ModelCommand } from '../../../core/contracts/commands.js';
-import type { LogTail } from '../../../core/contracts/log-lines.js';
+import type { AdminParams } from '../../../core/contracts/admin-routes.js';
+import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 
 export class RecordingBridge implements DashboardBridge {
@@ -27,15 +27,15 @@ export class RecordingBridge implements DashboardBridge {
     return this.current;
   }
 
-  runCommand(command: ModelCommand, modelId: string): Promise<CommandResult> {
+  runCommand({ id: modelId, command }: AdminParams<'runCommand'>): Promise<CommandResult> {
     this.commands.push({ command, modelId });
     return this.answer(command, modelId);
   }
 
-  async getLogs(modelId: string): Promise<LogTail> {
-    this.logRequests.push(modelId);
-    const lines = [...(this.logs[modelId] ?? [])];
-    return { lines, next: lines.length };
+  async getLogs({ id }: AdminParams<'getLogs'>): Promise<ModelLogsResponse> {
+    this.logRequests.push(id);
+    const lines = [...(this.logs[id] ?? [])];
+    return { modelId: id, lines, next: lines.length };
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {

@@ -1,10 +1,11 @@
 // The HTTP + SSE bridge against a real HTTP server on 127.0.0.1 that speaks the admin API's
-// shapes: session by Bearer token answered with a cookie, state, commands, logs, and the
-// event stream. The page's surroundings (address fragment, sessionStorage, a browser's cookie
-// jar) are the injected environment, because Node's fetch has no cookie jar of its own.
+// shapes: the Bearer token on every request (no session, no cookie), state, commands, logs,
+// and the event stream. The page's surroundings (address fragment, sessionStorage) are the
+// injected environment.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
+import { AdminRefusal } from '../../../core/contracts/admin-routes.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import { twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
 import { AuthRequiredError, createHttpBridge, TOKEN_STORAGE_KEY, tokenFromHash, type HttpBridgeEnvironment } from './http-bridge.js';
@@ -22,8 +23,8 @@ interface Seen {
 class FakeDaemon {
   readonly seen: Seen[] = [];
   readonly commands: string[] = [];
-  /** The session cookie value it currently accepts; changing it logs every tab out. */
-  session = 'session-1';
+  /** The token it accepts; changing it is what replacing DATA_DIR/admin-token does. */
+  token = TOKEN;
   /** When set, /api/events answers headers and then never writes (a dead connection). */
   silentStreams = false;
   private streams = new Set<ServerResponse>();
@@ -65,12 +66,8 @@ class FakeDaemon {
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     };
-    if (req.method === 'POST' && url === '/api/session') {
-      if (req.headers.authorization !== `Bearer ${TOKEN}`) return json(401, { error: { code: 'unauthorized', message: 'bad token' } });
-      return json(200, { ok: true }, { 'set-cookie': `llmtray_session=${this.session}; Path=/; HttpOnly; SameSite=Strict` });
-    }
-    if (req.headers.cookie !== `llmtray_session=${this.session}`) {
-      return json(401, { error: { code: 'unauthorized', message: 'This API needs the admin token.' } });
+    if (req.headers.authorization !== `Bearer ${this.token}`) {
+      return json(401, { error: { code: 'unauthorized', message: 'This API needs the admin token.' } }, { 'www-authenticate': 'Bearer realm="llmtray"' });
     }
     if (url === '/api/state') return json(200, twoGpusWithOtherProgram());
     const command = /^\/api\/models\/([^/]+)\/(pin|unpin|load|unload|retry)$/.exec(url);
@@ -80,7 +77,7 @@ class FakeDaemon {
       if (id === 'nope') return json(404, { ok: false, code: 'unknown_model', message: "Unknown model 'nope'; the models are: llama-8b." });
       return json(200, { ok: true, message: `Pinned ${id}.` });
     }
-    if (req.method === 'POST' && url.startsWith('/api/models/')) return json(405, { error: { code: 'method_not_allowed', message: 'No such command.' } });
+    if (req.method === 'POST' && url.startsWith('/api/models/')) return json(400, { error: { code: 'invalid_param', message: 'runCommand: command: expected one of pin, unpin, load, unload, retry.' } });
     const logs = /^\/api\/models\/([^/]+)\/logs$/.exec(url);
     if (logs !== null) return json(200, { modelId: decodeURIComponent(logs[1]!), lines: ['line one', 'line two'], next: 2 });
     if (url === '/api/events') {
@@ -95,21 +92,13 @@ class FakeDaemon {
   }
 }
 
-/** The browser's part: a tab's sessionStorage and a cookie jar for one origin. */
+/** The browser's part: a tab's sessionStorage. */
 function pageEnvironment(baseUrl: string, urlToken: string | null, extra: Partial<HttpBridgeEnvironment> = {}) {
   const stored = new Map<string, string>();
-  let cookie: string | null = null;
   const authRequired: string[] = [];
   const env: HttpBridgeEnvironment = {
     baseUrl,
-    fetch: async (input, init) => {
-      const headers = new Headers(init?.headers);
-      if (cookie !== null) headers.set('cookie', cookie);
-      const response = await fetch(input, { ...init, headers });
-      const set = response.headers.get('set-cookie');
-      if (set !== null) cookie = set.split(';')[0] ?? null;
-      return response;
-    },
+    fetch,
     takeUrlToken: () => urlToken,
     storage: {
       getItem: (key) => stored.get(key) ?? null,
@@ -121,7 +110,7 @@ function pageEnvironment(baseUrl: string, urlToken: string | null, extra: Partia
     reconnectMaxMs: 40,
     ...extra,
   };
-  return { env, stored, authRequired, clearCookies: () => (cookie = null) };
+  return { env, stored, authRequired };
 }
 
 const daemons: FakeDaemon[] = [];
@@ -154,31 +143,44 @@ describe('tokenFromHash', () => {
 });
 
 describe('HTTP bridge', () => {
-  it('trades the URL token for a session cookie, remembers it for the tab, and reads state with the cookie only', async () => {
+  it('sends the URL token as a Bearer header on every request, remembers it for the tab, and never sends a cookie', async () => {
     const { daemon: d, baseUrl } = await daemon();
     const page = pageEnvironment(baseUrl, TOKEN);
     const bridge = createHttpBridge(page.env);
     const state = await bridge.getSnapshot();
     expect(state.models.map((m) => m.id)).toEqual(['qwen-14b', 'qwen-0.5b', 'llama-8b']);
     expect(page.stored.get(TOKEN_STORAGE_KEY)).toBe(TOKEN);
-    expect(d.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /api/session', 'GET /api/state']);
-    expect(d.seen[0]?.authorization).toBe(`Bearer ${TOKEN}`);
-    expect(d.seen[1]).toMatchObject({ authorization: undefined, cookie: 'llmtray_session=session-1' });
+    const seen = record(bridge);
+    await vi.waitFor(() => expect(seen.events).toHaveLength(1));
+    expect(d.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['GET /api/state', 'GET /api/events']);
+    expect(d.seen.every((s) => s.authorization === `Bearer ${TOKEN}` && s.cookie === undefined)).toBe(true);
     expect(d.seen.some((s) => s.url.includes(TOKEN))).toBe(false);
   });
 
-  it('runs commands and passes refusals through as results', async () => {
+  it('uses the token this tab remembered when the address has none (a reload)', async () => {
+    const { daemon: d, baseUrl } = await daemon();
+    const page = pageEnvironment(baseUrl, null);
+    page.stored.set(TOKEN_STORAGE_KEY, TOKEN);
+    expect((await createHttpBridge(page.env).getSnapshot()).revision).toBeGreaterThan(0);
+    expect(d.seen[0]?.authorization).toBe(`Bearer ${TOKEN}`);
+  });
+
+  it("runs commands, passes the command's own refusals through as results, and the transport's as errors", async () => {
     const { daemon: d, baseUrl } = await daemon();
     const bridge = createHttpBridge(pageEnvironment(baseUrl, TOKEN).env);
-    expect(await bridge.runCommand('pin', 'qwen 14b/x')).toEqual({ ok: true, message: 'Pinned qwen 14b/x.' });
+    expect(await bridge.runCommand({ id: 'qwen 14b/x', command: 'pin' })).toEqual({ ok: true, message: 'Pinned qwen 14b/x.' });
     expect(d.seen.at(-1)?.url).toBe('/api/models/qwen%2014b%2Fx/pin');
-    expect(await bridge.runCommand('retry', 'nope')).toEqual({
+    expect(await bridge.runCommand({ id: 'nope', command: 'retry' })).toEqual({
       ok: false,
       code: 'unknown_model',
       message: "Unknown model 'nope'; the models are: llama-8b.",
     });
     expect(d.commands).toEqual(['pin qwen 14b/x', 'retry nope']);
-    expect(await bridge.getLogs('llama-8b')).toEqual({ lines: ['line one', 'line two'], next: 2 });
+    // A verb the daemon does not know (an older daemon): the refusal's own sentence, as an error.
+    const refused = await bridge.runCommand({ id: 'llama-8b', command: 'frobnicate' as 'pin' }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(AdminRefusal);
+    expect(refused).toMatchObject({ status: 400, code: 'invalid_param', message: 'runCommand: command: expected one of pin, unpin, load, unload, retry.' });
+    expect(await bridge.getLogs({ id: 'llama-8b' })).toEqual({ modelId: 'llama-8b', lines: ['line one', 'line two'], next: 2 });
   });
 
   it('delivers the snapshot first and then each event, with the connection reported up', async () => {
@@ -195,20 +197,17 @@ describe('HTTP bridge', () => {
     ]);
   });
 
-  it('reconnects after a daemon restart, re-opening the session with the remembered token on 401', async () => {
+  it('reconnects after a daemon restart with the same token', async () => {
     const { daemon: d, baseUrl } = await daemon();
     const page = pageEnvironment(baseUrl, TOKEN);
     const seen = record(createHttpBridge(page.env));
     await vi.waitFor(() => expect(seen.events).toHaveLength(1));
-    // The restarted daemon no longer accepts the old cookie; the tab still has the token.
-    d.session = 'session-2';
     d.dropStreams();
     await vi.waitFor(() => expect(seen.events).toHaveLength(2));
     expect(seen.connection).toEqual([true, false, true]);
-    const sessions = d.seen.filter((s) => s.url === '/api/session');
-    expect(sessions).toHaveLength(2);
-    expect(sessions.every((s) => s.authorization === `Bearer ${TOKEN}`)).toBe(true);
-    expect(d.seen.at(-1)).toMatchObject({ url: '/api/events', cookie: 'llmtray_session=session-2' });
+    const streams = d.seen.filter((s) => s.url === '/api/events');
+    expect(streams).toHaveLength(2);
+    expect(streams.every((s) => s.authorization === `Bearer ${TOKEN}`)).toBe(true);
     expect(page.authRequired).toEqual([]);
   });
 
@@ -222,26 +221,33 @@ describe('HTTP bridge', () => {
     expect(seen.connection.at(-1)).toBe(true);
   });
 
-  it('with neither token nor session, refuses with the sentence that says how to open the dashboard', async () => {
+  it('without a token, refuses with the sentence that says how to open the dashboard, and stops asking', async () => {
     const { daemon: d, baseUrl } = await daemon();
     const page = pageEnvironment(baseUrl, null);
     const bridge = createHttpBridge(page.env);
     await expect(bridge.getSnapshot()).rejects.toBeInstanceOf(AuthRequiredError);
     expect(page.authRequired).toEqual([expect.stringContaining('llmtray dashboard')]);
     const seen = record(bridge);
-    await vi.waitFor(() => expect(page.authRequired.length).toBeGreaterThanOrEqual(2));
-    // Refused, not lost: the dashboard shows what to do instead of "reconnecting".
+    await vi.waitFor(() => expect(page.authRequired).toHaveLength(2));
+    // Refused, not lost: the dashboard shows what to do instead of "reconnecting"; and only a
+    // new page address can bring a token, so the stream is not retried.
     expect(seen.connection).toEqual([]);
-    expect(d.seen.some((s) => s.url === '/api/session')).toBe(false);
+    const asked = d.seen.length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(d.seen).toHaveLength(asked);
+    expect(d.seen.every((s) => s.authorization === undefined)).toBe(true);
   });
 
-  it('forgets a token the daemon no longer accepts', async () => {
+  it('forgets a token the daemon no longer accepts, and sends it no more', async () => {
     const { daemon: d, baseUrl } = await daemon();
-    const page = pageEnvironment(baseUrl, 'old-token');
+    const page = pageEnvironment(baseUrl, TOKEN);
     const bridge = createHttpBridge(page.env);
+    await bridge.getSnapshot();
+    d.token = 'a-new-token';
     await expect(bridge.getSnapshot()).rejects.toBeInstanceOf(AuthRequiredError);
     expect(page.stored.has(TOKEN_STORAGE_KEY)).toBe(false);
-    expect(d.seen.filter((s) => s.url === '/api/session')).toHaveLength(1);
+    await expect(bridge.getLogs({ id: 'llama-8b' })).rejects.toBeInstanceOf(AuthRequiredError);
+    expect(d.seen.at(-1)?.authorization).toBeUndefined();
   });
 
   it('reports a lost connection while the daemon is down and stops when unsubscribed', async () => {

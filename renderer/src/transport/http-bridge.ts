@@ -1,33 +1,28 @@
 // The dashboard bridge over HTTP + SSE, for the headless daemon (`llmtray serve`) in a browser.
 //
-// Authentication, as core/admin/admin-auth.ts designs it: the daemon prints
-// `http://127.0.0.1:PORT/#token=TOKEN`. The fragment never reaches the server or its logs. On
-// start this bridge takes the token from the fragment, removes the fragment from the address
-// bar, and exchanges the token for an HttpOnly SameSite=Strict session cookie with
-// `POST /api/session` (Bearer). Every later request is same-origin and carries the cookie,
-// which is also what lets the event stream authenticate.
+// Every call of the route table goes through the admin HTTP client that the CLI uses too
+// (core/contracts/admin-http-client.ts), with the admin token as `Authorization: Bearer` on
+// each request, the event stream's included. No cookie: core/admin/admin-auth.ts says why, and
+// why the token comes from the address's fragment and stays in this tab's sessionStorage.
 //
-// The token is remembered in sessionStorage (this tab only, gone when it closes; never
-// localStorage, which every later tab and any script on the origin would read for good). When
-// the daemon restarts it keeps its token file, but a request can still answer 401 (cookies
-// cleared, another daemon took the port): the bridge then POSTs the remembered token once
-// more and repeats the request. With no token at all it reports `onAuthRequired`, and the
-// dashboard tells the person how to open a proper session.
+// A 401 means the daemon does not know this token (its token file was replaced, or something
+// else answers on this port): the bridge forgets the token, so it is not sent again, and
+// reports `onAuthRequired`; the dashboard tells the person to open the URL `llmtray serve`
+// prints, or to run `llmtray dashboard`.
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
+import { createAdminHttpApi, openAdminEvents, type AdminHttpOptions } from '../../../core/contracts/admin-http-client.js';
+import { ADMIN_CALL_NAMES, AdminRefusal, type AdminApi } from '../../../core/contracts/admin-routes.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
-import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
-import type { LogTail } from '../../../core/contracts/log-lines.js';
-import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import { readEventStream } from '../../../core/contracts/event-stream-reader.js';
 
 /** The sentence the dashboard shows when the daemon refuses this page. */
 export const AUTH_REQUIRED_MESSAGE =
-  "This page has no llmtray session. Open the dashboard from the URL that `llmtray serve` prints, or run `llmtray dashboard`.";
+  "This page does not have llmtray's admin token. Open the dashboard from the URL that `llmtray serve` prints, or run `llmtray dashboard`.";
 
 /** sessionStorage key of the remembered admin token. */
 export const TOKEN_STORAGE_KEY = 'llmtray.adminToken';
 
-/** The daemon refused the request and no remembered token could open a session. */
+/** The daemon refused the request: this tab has no token, or not the daemon's. */
 export class AuthRequiredError extends Error {
   constructor() {
     super(AUTH_REQUIRED_MESSAGE);
@@ -44,7 +39,7 @@ export interface HttpBridgeEnvironment {
   takeUrlToken(): string | null;
   /** The tab's token memory (sessionStorage); null where storage is unavailable. */
   storage: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> | null;
-  /** Told each time the daemon refuses this page for want of a session. */
+  /** Told each time the daemon refuses this page for want of its token. */
   onAuthRequired?: (message: string) => void;
   /** Reconnect delays of the event stream: first, and the most it grows to. Default 500 ms, 10 s. */
   reconnectInitialMs?: number;
@@ -85,7 +80,7 @@ function safeSessionStorage(): Storage | null {
   try {
     return window.sessionStorage;
   } catch {
-    // Storage can be disabled by the browser's settings; the session cookie still works without it.
+    // Storage can be disabled by the browser's settings; the token then lives until a reload.
     return null;
   }
 }
@@ -94,84 +89,31 @@ export function createHttpBridge(env: HttpBridgeEnvironment): DashboardBridge {
   const initialDelay = env.reconnectInitialMs ?? 500;
   const maxDelay = env.reconnectMaxMs ?? 10_000;
   const staleAfterMs = env.staleAfterMs ?? 45_000;
-  const url = (path: string): string => `${env.baseUrl}${path}`;
 
   const urlToken = env.takeUrlToken();
   if (urlToken !== null) env.storage?.setItem(TOKEN_STORAGE_KEY, urlToken);
   // The fragment's token, or the one this tab remembered before a reload. Kept here as well as
-  // in storage so that a tab without storage still re-opens its session after a restart.
+  // in storage so that a tab without storage still works until it reloads.
   let token: string | null = urlToken ?? env.storage?.getItem(TOKEN_STORAGE_KEY) ?? null;
+  const http: AdminHttpOptions = { baseUrl: env.baseUrl, fetch: env.fetch, token: () => token };
+  const api = createAdminHttpApi(http);
 
-  let sessionAttempt: Promise<boolean> | null = null;
-  /** POSTs the remembered token for a session cookie; concurrent callers share one attempt. */
-  const openSession = (): Promise<boolean> => {
-    sessionAttempt ??= (async () => {
-      try {
-        if (token === null) return false;
-        const response = await env.fetch(url('/api/session'), {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token}` },
-          credentials: 'same-origin',
-        });
-        await response.body?.cancel();
-        if (response.status === 401) {
-          // The daemon has a new token (its token file was deleted to revoke sessions): this
-          // one will never work again, so stop presenting it.
-          token = null;
-          env.storage?.removeItem(TOKEN_STORAGE_KEY);
-          return false;
-        }
-        return response.ok;
-      } finally {
-        sessionAttempt = null;
-      }
-    })();
-    return sessionAttempt;
-  };
+  /** Turns a 401 into AuthRequiredError, forgetting the token the daemon does not accept. */
+  const authorized = <T>(request: Promise<T>): Promise<T> =>
+    request.catch((error: unknown) => {
+      if (!(error instanceof AdminRefusal) || error.status !== 401) throw error;
+      token = null;
+      env.storage?.removeItem(TOKEN_STORAGE_KEY);
+      env.onAuthRequired?.(AUTH_REQUIRED_MESSAGE);
+      throw new AuthRequiredError();
+    });
 
-  // Every request waits for the first session, so none races the cookie it needs.
-  const started: Promise<unknown> = urlToken === null ? Promise.resolve() : openSession().catch(() => false);
-
-  /** fetch with the session: on 401, one session re-POST and one repeat. Rejects AuthRequiredError when still refused. */
-  const request = async (path: string, init: RequestInit = {}): Promise<Response> => {
-    await started;
-    const send = (): Promise<Response> => env.fetch(url(path), { ...init, credentials: 'same-origin', cache: 'no-store' });
-    let response = await send();
-    if (response.status === 401) {
-      await response.body?.cancel();
-      if (await openSession()) response = await send();
-      if (response.status === 401) {
-        await response.body?.cancel();
-        env.onAuthRequired?.(AUTH_REQUIRED_MESSAGE);
-        throw new AuthRequiredError();
-      }
-    }
-    return response;
-  };
+  const calls = Object.fromEntries(
+    ADMIN_CALL_NAMES.map((name) => [name, (...args: unknown[]) => authorized((api[name] as (...a: unknown[]) => Promise<unknown>)(...args))]),
+  ) as unknown as AdminApi;
 
   return {
-    async getSnapshot() {
-      const response = await request('/api/state');
-      if (!response.ok) throw new Error(await refusal('GET /api/state', response));
-      return (await response.json()) as Snapshot;
-    },
-
-    async runCommand(command: ModelCommand, modelId: string): Promise<CommandResult> {
-      const path = `/api/models/${encodeURIComponent(modelId)}/${command}`;
-      const response = await request(path, { method: 'POST' });
-      const body: unknown = await response.json().catch(() => null);
-      if (isCommandResult(body)) return body;
-      // Not a CommandResult (a 405 or 500 from the transport itself): still an answer, not a transport failure.
-      return { ok: false, message: adminErrorMessage(body) ?? `POST ${path} answered HTTP ${response.status}.` };
-    },
-
-    async getLogs(modelId: string): Promise<LogTail> {
-      const path = `/api/models/${encodeURIComponent(modelId)}/logs`;
-      const response = await request(path);
-      if (!response.ok) throw new Error(await refusal(`GET ${path}`, response));
-      const { lines, next } = (await response.json()) as ModelLogsResponse;
-      return { lines, next };
-    },
+    ...calls,
 
     subscribe(listener, onConnection) {
       const stop = new AbortController();
@@ -207,13 +149,8 @@ export function createHttpBridge(env: HttpBridgeEnvironment): DashboardBridge {
             clearTimeout(staleTimer);
             staleTimer = setTimeout(abortConnection, staleAfterMs);
           };
-          let authRefused = false;
           try {
-            const response = await request('/api/events', { headers: { accept: 'text/event-stream' }, signal: connection.signal });
-            if (!response.ok || response.body === null) {
-              await response.body?.cancel();
-              throw new Error(`GET /api/events answered HTTP ${response.status}`);
-            }
+            const response = await authorized(openAdminEvents(http, connection.signal));
             alive();
             await readEventStream(
               response.body,
@@ -227,16 +164,16 @@ export function createHttpBridge(env: HttpBridgeEnvironment): DashboardBridge {
               alive,
             );
           } catch (error) {
-            authRefused = error instanceof AuthRequiredError;
+            // Refused for want of the token: the store shows that, not "reconnecting", and
+            // trying again cannot help, since only a new page address brings a token.
+            if (error instanceof AuthRequiredError) break;
           } finally {
             clearTimeout(staleTimer);
             stop.signal.removeEventListener('abort', abortConnection);
           }
           if (stop.signal.aborted) break;
-          // Refused for want of a session: the store shows that, not "reconnecting". Keep
-          // trying slowly, since a session opened in another tab sets the cookie for this one.
-          if (!authRefused) report(false);
-          await sleep(authRefused ? maxDelay : delay, stop.signal);
+          report(false);
+          await sleep(delay, stop.signal);
           delay = Math.min(delay * 2, maxDelay);
         }
       })();
@@ -244,20 +181,6 @@ export function createHttpBridge(env: HttpBridgeEnvironment): DashboardBridge {
       return () => stop.abort();
     },
   };
-}
-
-function isCommandResult(value: unknown): value is CommandResult {
-  return typeof value === 'object' && value !== null && typeof (value as CommandResult).ok === 'boolean' && typeof (value as CommandResult).message === 'string';
-}
-
-function adminErrorMessage(value: unknown): string | null {
-  const error = (value as { error?: { message?: unknown } } | null)?.error;
-  return typeof error?.message === 'string' ? error.message : null;
-}
-
-async function refusal(what: string, response: Response): Promise<string> {
-  const body: unknown = await response.json().catch(() => null);
-  return adminErrorMessage(body) ?? `${what} answered HTTP ${response.status}.`;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -23,7 +23,7 @@ export interface WatchedPage {
   page: Page;
   /**
    * What went wrong inside the page: uncaught exceptions and console errors other than a
-   * failed resource load (a stopped daemon and a refused session are expected to log those).
+   * failed resource load (a stopped daemon and a refused token are expected to log those).
    * A Content-Security-Policy violation lands here, which is how an inline script or style
    * in the built dashboard would show.
    */

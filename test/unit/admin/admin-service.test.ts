@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdminService, type ModelActions } from '../../../core/admin/admin-service.js';
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
+import { AdminRefusal } from '../../../core/contracts/admin-routes.js';
 import type { CommandResult, ModelCommand } from '../../../core/contracts/commands.js';
 import type { LogTail } from '../../../core/contracts/log-lines.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
@@ -167,16 +168,9 @@ describe('AdminService events', () => {
 });
 
 describe('AdminService commands', () => {
-  it('refuses an unknown command without calling any action', async () => {
-    const t = setup();
-    const result = await t.service.run('delete', 'llama-3.1-8b');
-    expect(result).toEqual({ ok: false, code: 'unknown_command', message: "Unknown command 'delete'; the commands are: pin, unpin, load, unload, retry." });
-    expect(t.calls).toEqual([]);
-  });
-
   it('refuses an unknown model naming the models that exist', async () => {
     const t = setup();
-    const result = await t.service.run('pin', 'phi-4');
+    const result = await t.service.runCommand({ id: 'phi-4', command: 'pin' });
     expect(result.ok).toBe(false);
     expect(result.code).toBe('unknown_model');
     expect(result.message).toContain("Unknown model 'phi-4'; the models are: kev-0.5b, llama-3.1-8b,");
@@ -185,14 +179,21 @@ describe('AdminService commands', () => {
 
   it('resolves an alias to the model id and passes the action result through', async () => {
     const t = setup(async (command, id) => (command === 'retry' ? { ok: false, message: `${id} is not quarantined` } : { ok: true, message: 'done' }));
-    expect(await t.service.run('unload', 'llama')).toEqual({ ok: true, message: 'done' });
-    expect(await t.service.run('retry', 'llama-3.1-8b')).toEqual({ ok: false, message: 'llama-3.1-8b is not quarantined' });
+    expect(await t.service.runCommand({ id: 'llama', command: 'unload' })).toEqual({ ok: true, message: 'done' });
+    expect(await t.service.runCommand({ id: 'llama-3.1-8b', command: 'retry' })).toEqual({ ok: false, message: 'llama-3.1-8b is not quarantined' });
     expect(t.calls).toEqual(['unload llama-3.1-8b', 'retry llama-3.1-8b']);
+  });
+
+  it('finds a model by any spelling the router accepts: id or alias, in any case', async () => {
+    const t = setup();
+    for (const id of ['KEV-0.5B', 'Llama', 'LLAMA-3.1-8B']) expect((await t.service.runCommand({ id, command: 'load' })).ok).toBe(true);
+    expect(t.calls).toEqual(['load kev-0.5b', 'load llama-3.1-8b', 'load llama-3.1-8b']);
+    expect(await t.service.getLogs({ id: 'Llama' })).toMatchObject({ modelId: 'llama-3.1-8b' });
   });
 
   it('reports an action that throws as action_failed, and never rejects', async () => {
     const t = setup(async () => { throw new Error('EACCES: pins.json'); });
-    expect(await t.service.run('pin', 'kev-0.5b')).toEqual({ ok: false, code: 'action_failed', message: "pin 'kev-0.5b' failed: EACCES: pins.json" });
+    expect(await t.service.runCommand({ id: 'kev-0.5b', command: 'pin' })).toEqual({ ok: false, code: 'action_failed', message: "pin 'kev-0.5b' failed: EACCES: pins.json" });
   });
 
   it('sends the effect of a command without waiting for the daemon to call changed()', async () => {
@@ -201,17 +202,18 @@ describe('AdminService commands', () => {
       return { ok: true, message: 'pinned' };
     });
     t.listen();
-    await t.service.run('pin', 'kev-0.5b');
+    await t.service.runCommand({ id: 'kev-0.5b', command: 'pin' });
     await t.clock.advance(0);
     expect(t.snapshots().at(-1)!.models[1]!.pinned).toBe(true);
   });
 
-  it('answers logs by id or alias with the position after them, empty at 0 for a model that has not logged, not found otherwise', () => {
+  it('answers logs by id or alias with the position after them, empty at 0 for a model that has not logged, and refuses an unknown one with a 404', async () => {
     const t = setup();
-    expect(t.service.logs('llama')).toEqual({ found: true, modelId: 'llama-3.1-8b', lines: ['loading', 'ready'], next: 7 });
-    expect(t.service.logs('kev-0.5b')).toEqual({ found: true, modelId: 'kev-0.5b', lines: [], next: 0 });
-    const missing = t.service.logs('nope');
-    expect(missing.found).toBe(false);
-    if (!missing.found) expect(missing.message).toMatch(/^Unknown model 'nope'; the models are: kev-0.5b/);
+    expect(await t.service.getLogs({ id: 'llama' })).toEqual({ modelId: 'llama-3.1-8b', lines: ['loading', 'ready'], next: 7 });
+    expect(await t.service.getLogs({ id: 'kev-0.5b' })).toEqual({ modelId: 'kev-0.5b', lines: [], next: 0 });
+    const missing = await t.service.getLogs({ id: 'nope' }).catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(AdminRefusal);
+    expect(missing).toMatchObject({ status: 404, code: 'unknown_model' });
+    expect((missing as Error).message).toMatch(/^Unknown model 'nope'; the models are: kev-0.5b/);
   });
 });

@@ -143,7 +143,6 @@ describe('renderMetrics', () => {
     const keys = parsed.samples.map((s) => `${s.name}${JSON.stringify(s.labels)}`);
     expect(new Set(keys).size).toBe(keys.length);
     const text = renderMetrics(snapshot);
-    expect(text).not.toContain('engine-key');
     expect(text).not.toContain('40001');
   });
 

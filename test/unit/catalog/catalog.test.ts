@@ -121,6 +121,24 @@ describe('Catalog', () => {
     expect(changes).toHaveLength(1);
   });
 
+  test('a rescan that throws fails that reload only: the models stay, and the next reload takes the new config', async () => {
+    await writeFile(configPath, MAIN_CONFIG);
+    let failing = false;
+    const catalog = await open(async (path) => {
+      if (failing) throw new Error('EIO: i/o error, read');
+      return readGgufFacts(path);
+    });
+    failing = true;
+    await writeFile(configPath, MAIN_CONFIG.replace('ctx: 1024', 'ctx: 512'));
+    const failed = await catalog.reload();
+    expect(failed.ok).toBe(false);
+    expect(!failed.ok && failed.errors.at(-1)).toBe(`${configPath}: the models could not be rescanned, the last list stays: EIO: i/o error, read`);
+    expect(byId(catalog, 'main').ctx).toBe(1024);
+    failing = false;
+    expect(await catalog.reload()).toEqual({ ok: true });
+    expect(byId(catalog, 'main').ctx).toBe(512);
+  });
+
   test('an unknown draft id is refused with the ids that exist', async () => {
     await writeFile(configPath, MAIN_CONFIG.replace('draft: tiny-draft-f16', 'draft: tiny-draft'));
     const catalog = await open();

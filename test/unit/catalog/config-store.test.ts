@@ -68,6 +68,34 @@ describe('ConfigStore', () => {
     expect(store.current().models).toEqual([]);
   });
 
+  test('a YAML alias bomb is a config error, and the reload after it still runs', async () => {
+    const store = new ConfigStore({ file, facts });
+    // Nine levels of nine aliases each: 9^9 nodes if expanded; the parser refuses instead.
+    const levels = ['l0: &l0 [x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i < 10; i++) levels.push(`l${i}: &l${i} [${Array(9).fill(`*l${i - 1}`).join(', ')}]`);
+    await writeFile(file, `${levels.join('\n')}\n`);
+    const bombed = await store.reload();
+    expect(bombed.ok).toBe(false);
+    expect(!bombed.ok && bombed.errors).toEqual([`${file}: YAML cannot be read: Excessive alias count indicates a resource exhaustion attack`]);
+
+    await writeFile(file, 'listen: {port: 9000}\n');
+    expect(await store.reload()).toEqual({ ok: true });
+    expect(store.current().listen.port).toBe(9000);
+  });
+
+  test('a check that throws fails that reload only; the next one runs', async () => {
+    let broken = true;
+    const store = new ConfigStore({ file, facts, check: async () => {
+      if (broken) throw new Error('the disk went away');
+      return [];
+    } });
+    await writeFile(file, 'listen: {port: 9001}\n');
+    expect(await store.reload()).toEqual({ ok: false, errors: [`${file}: the config could not be checked: the disk went away`] });
+    broken = false;
+    expect(await store.reload()).toEqual({ ok: true });
+    expect(store.current().listen.port).toBe(9001);
+  });
+
   test('an unreadable config (a folder in its place) is an error naming the file', async () => {
     const store = new ConfigStore({ file: dir, facts });
     const result = await store.reload();

@@ -53,6 +53,22 @@ const table: [string, string, string][] = [
   ['budget engine overhead text', 'budget:\n  engineOverhead: lots\n', `${FILE}: budget.engineOverhead: expected a size like "2GiB", "512MB" or a number of bytes, got "lots"`],
   ['budget unified share above 1', 'budget:\n  unifiedShare: 1.5\n', `${FILE}: budget.unifiedShare: expected a share of RAM above 0 and at most 1 (e.g. 0.75), got 1.5`],
   ['port out of range', 'listen:\n  port: 70000\n', `${FILE}: listen.port: expected a port number from 1 to 65535, got 70000`],
+  ['client key too short', 'listen:\n  clientKeys:\n    - {name: laptop, key: hunter2}\n',
+    `${FILE}: listen.clientKeys[0].key: expected a secret of at least 16 characters, e.g. from \`openssl rand -hex 24\`, got a secret that is not shown here`],
+  ['client key without a name', 'listen:\n  clientKeys:\n    - {key: 0123456789abcdef0123}\n',
+    `${FILE}: listen.clientKeys[0].name: expected a name for the app that uses the key (text without spaces), got nothing`],
+  ['client keys as one string', 'listen:\n  clientKeys: 0123456789abcdef0123\n', `${FILE}: listen.clientKeys: expected a list of { name, key }, got "0123456789abcdef0123"`],
+  ['two apps with one key', 'listen:\n  clientKeys:\n    - {name: a, key: 0123456789abcdef0123}\n    - {name: b, key: 0123456789abcdef0123}\n',
+    `${FILE}: listen.clientKeys[1].key: expected a key no other app has (listen.clientKeys[0] has the same one), so each can be revoked alone`],
+  ['two keys with one name', 'listen:\n  clientKeys:\n    - {name: a, key: 0123456789abcdef0123}\n    - {name: a, key: 0123456789abcdef4567}\n',
+    `${FILE}: listen.clientKeys[1].name: expected a name no other key has, got "a" (listen.clientKeys[0] has it)`],
+  ['allowed host with a port', 'listen:\n  allowedHosts: [workstation.lan:8080]\n',
+    `${FILE}: listen.allowedHosts[0]: expected a host name as clients type it (workstation.lan, 192.168.1.20, [fe80::1]), without a port or scheme, got "workstation.lan:8080"`],
+  ['allowed host with a scheme', 'listen:\n  allowedHosts: ["http://workstation.lan"]\n',
+    `${FILE}: listen.allowedHosts[0]: expected a host name as clients type it (workstation.lan, 192.168.1.20, [fe80::1]), without a port or scheme, got "http://workstation.lan"`],
+  ['cors origin with a path', 'listen:\n  corsOrigins: ["http://localhost:3000/app"]\n',
+    `${FILE}: listen.corsOrigins[0]: expected an origin as a browser sends it (scheme://host[:port], no path), or "*" for any, got "http://localhost:3000/app"`],
+  ['admin somewhere else', 'listen:\n  admin: everywhere\n', `${FILE}: listen.admin: expected loopback (the default) or network, got "everywhere"`],
   ['warmSpare as text', 'engines:\n  warmSpare: off\n', `${FILE}: engines.warmSpare: expected true or false, got "off"`],
   ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
   ['models a mapping', 'models:\n  a: {path: /m/a.gguf}\n', `${FILE}: models: expected a list of models, got a mapping`],
@@ -102,9 +118,30 @@ describe('config validation', () => {
     expect(accepted('engines:\n  warmSpare: false\n').warmSpare).toBe(false);
   });
 
+  test('the LAN fields are read as written, host names in lower case', () => {
+    const config = accepted(
+      'listen:\n  host: 0.0.0.0\n  clientKeys:\n    - {name: laptop, key: 0123456789abcdef0123}\n  allowedHosts: [Workstation.LAN, "[fe80::1]"]\n  corsOrigins: ["http://192.168.1.7:3000", "*"]\n  admin: network\n',
+    );
+    expect(config.listen).toEqual({
+      host: '0.0.0.0',
+      port: 11435,
+      clientKeys: [{ name: 'laptop', key: '0123456789abcdef0123' }],
+      allowedHosts: ['workstation.lan', '[fe80::1]'],
+      corsOrigins: ['http://192.168.1.7:3000', '*'],
+      admin: 'network',
+    });
+  });
+
   test('the full example is accepted with every value converted and every path resolved', () => {
     const config = accepted(readFileSync(join(fixtures, 'full.yaml'), 'utf8'));
-    expect(config.listen).toEqual({ host: '127.0.0.1', port: 9137 });
+    expect(config.listen).toEqual({
+      host: '127.0.0.1',
+      port: 9137,
+      clientKeys: [{ name: 'editor', key: '4f1c0e8a9b2d7e6f5a3c1b0d' }],
+      allowedHosts: ['workstation.lan'],
+      corsOrigins: ['http://localhost:3000'],
+      admin: 'network',
+    });
     expect(config.budget).toEqual({ reserveBytes: 1.5 * 2 ** 30, limitBytes: 20_000_000_000, unifiedShare: 0.6, engineOverheadBytes: 300 * 2 ** 20 });
     expect(config.modelDirs).toEqual(['/home/ada/models', '/home/ada/.config/llmtray/more-models']);
     expect(config.llamaServerPath).toBe('/opt/llama.cpp/bin/llama-server');

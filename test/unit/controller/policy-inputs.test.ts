@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import type { ModelDemand } from '../../../core/controller/effects.js';
 import { newRecord, type ModelRecord } from '../../../core/controller/model-record.js';
 import { policyInputs } from '../../../core/controller/policy-inputs.js';
-import type { LaunchLevel } from '../../../core/policy/levels.js';
 import type { RecoveryState } from '../../../core/policy/recover.js';
+import type { LaunchLevel } from '../../../core/contracts/launch-level.js';
 
 const GiB = 1024 ** 3;
 

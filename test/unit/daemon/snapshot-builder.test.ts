@@ -43,7 +43,7 @@ function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | nu
     controller: counted(footprintAt('full', chat.estimate!).deviceBytes),
     supervisor: {
       status: () => null,
-      endpointFor: (id: string) => (id === 'chat' ? { port: 40001, apiKey: 'k', pid: 77, level: 'full', startedAt: 1, readyAt: 2 } : null),
+      endpointFor: (id: string) => (id === 'chat' ? { port: 40001, apiKey: 'engine-secret-77', pid: 77, level: 'full', startedAt: 1, readyAt: 2 } : null),
       inFlight: () => 0,
     },
     activity: new ModelActivity({ now: () => 5 }),
@@ -69,7 +69,9 @@ describe('buildSnapshot', () => {
     ]);
     expect(snapshot.budget.usedBytes).toBe(total);
     const view = snapshot.models.find((m) => m.id === 'chat');
-    expect(view?.upstream).toEqual({ baseUrl: 'http://127.0.0.1:40001', apiKey: 'k', pid: 77 });
+    expect(view?.upstream).toEqual({ baseUrl: 'http://127.0.0.1:40001', pid: 77 });
+    // The engine's per-launch key stays with the router: the snapshot goes to every admin client.
+    expect(JSON.stringify(snapshot)).not.toContain('engine-secret-77');
     expect(view?.desired).toBe(true);
     expect(snapshot.models.find((m) => m.id === 'idle')?.upstream).toBeNull();
   });

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
-import type { CommandResult, ModelCommand } from '../../../core/contracts/commands.js';
-import type { AdminPort } from '../../../electron/admin-port.js';
+import { AdminRefusal, type AdminApi } from '../../../core/contracts/admin-routes.js';
 import { ALL_INVOKE_CHANNELS, EVENT_CHANNEL } from '../../../electron/ipc-contract.js';
 import {
   forwardAdminEvents,
@@ -38,15 +37,16 @@ function fakeIpcMain() {
 function fakeAdmin() {
   const calls: string[] = [];
   const current = snapshot([model('demo-chat', { state: 'ready', level: 'full' })]);
-  const admin: AdminPort = {
-    snapshot: () => current,
-    run: async (command: ModelCommand, modelId: string): Promise<CommandResult> => {
-      calls.push(`${command} ${modelId}`);
-      return { ok: true, message: `${command} ${modelId}: done` };
+  const admin: AdminApi = {
+    getSnapshot: async () => current,
+    runCommand: async ({ id, command }) => {
+      calls.push(`${command} ${id}`);
+      return { ok: true, message: `${command} ${id}: done` };
     },
-    logs: (modelId) =>
-      modelId === 'demo-chat' ? { found: true, modelId: 'demo-chat', lines: ['load_tensors: done', 'server is listening'], next: 2 } : { found: false, message: `Unknown model '${modelId}'; the models are: demo-chat.` },
-    subscribe: () => () => {},
+    getLogs: async ({ id }) => {
+      if (id !== 'demo-chat') throw new AdminRefusal(404, 'unknown_model', `Unknown model '${id}'; the models are: demo-chat.`);
+      return { modelId: id, lines: ['load_tensors: done', 'server is listening'], next: 2 };
+    },
   };
   return { admin, calls, current };
 }
@@ -73,17 +73,17 @@ describe('registerIpcHandlers', () => {
     expect(handlers.size).toBe(0);
   });
 
-  it('answers the dashboard: snapshot, command, logs', async () => {
+  it('answers the dashboard: snapshot, command, logs, each with its parameters as the one argument', async () => {
     const { invoke, calls, current } = setup();
-    expect(await invoke('llmtray:getSnapshot', fromDashboard)).toBe(current);
-    expect(await invoke('llmtray:runCommand', fromDashboard, 'pin', 'demo-chat')).toEqual({ ok: true, message: 'pin demo-chat: done' });
+    expect(await invoke('llmtray:getSnapshot', fromDashboard, {})).toBe(current);
+    expect(await invoke('llmtray:runCommand', fromDashboard, { id: 'demo-chat', command: 'pin' })).toEqual({ ok: true, message: 'pin demo-chat: done' });
     expect(calls).toEqual(['pin demo-chat']);
-    expect(await invoke('llmtray:getLogs', fromDashboard, 'demo-chat')).toEqual({ lines: ['load_tensors: done', 'server is listening'], next: 2 });
+    expect(await invoke('llmtray:getLogs', fromDashboard, { id: 'demo-chat' })).toEqual({ modelId: 'demo-chat', lines: ['load_tensors: done', 'server is listening'], next: 2 });
   });
 
   it('rejects logs of an unknown model with the admin\'s sentence', async () => {
     const { invoke } = setup();
-    await expect(invoke('llmtray:getLogs', fromDashboard, 'nope')).rejects.toThrow("Unknown model 'nope'; the models are: demo-chat.");
+    await expect(invoke('llmtray:getLogs', fromDashboard, { id: 'nope' })).rejects.toThrow("Unknown model 'nope'; the models are: demo-chat.");
   });
 
   it.each([
@@ -94,9 +94,9 @@ describe('registerIpcHandlers', () => {
   ])('refuses %s on every channel, naming it, and runs nothing', async (_name, event, named) => {
     const { invoke, calls } = setup();
     for (const [channel, args] of [
-      ['llmtray:getSnapshot', []],
-      ['llmtray:runCommand', ['unload', 'demo-chat']],
-      ['llmtray:getLogs', ['demo-chat']],
+      ['llmtray:getSnapshot', [{}]],
+      ['llmtray:runCommand', [{ id: 'demo-chat', command: 'unload' }]],
+      ['llmtray:getLogs', [{ id: 'demo-chat' }]],
     ] as const) {
       await expect(invoke(channel, event, ...args)).rejects.toThrow(`${channel} refused: the request came from ${named}`);
     }
@@ -106,27 +106,30 @@ describe('registerIpcHandlers', () => {
   it('refuses everyone while there is no dashboard window', async () => {
     const ipc = fakeIpcMain();
     registerIpcHandlers({ ipcMain: ipc.ipcMain, admin: fakeAdmin().admin, isTrustedSender: dashboardSenderCheck(() => null) });
-    await expect(ipc.invoke('llmtray:getSnapshot', fromDashboard)).rejects.toThrow('not from the dashboard window');
+    await expect(ipc.invoke('llmtray:getSnapshot', fromDashboard, {})).rejects.toThrow('not from the dashboard window');
   });
 
   it.each([
-    ['an unknown command', ['rm', 'demo-chat'], "llmtray:runCommand: the command must be one of pin, unpin, load, unload, retry; got 'rm'"],
-    ['a command that is not a string', [{ toString: 'pin' }, 'demo-chat'], 'the command must be one of pin, unpin, load, unload, retry; got an object'],
-    ['an empty model id', ['pin', ''], "llmtray:runCommand: the model id must be a non-empty string; got ''"],
-    ['a numeric model id', ['pin', 42], 'the model id must be a non-empty string; got number 42'],
-    ['an absurdly long model id', ['pin', 'x'.repeat(10_000)], 'the model id is 10000 characters long; at most 256 are accepted'],
-    ['a missing argument', ['pin'], 'llmtray:runCommand takes 2 argument(s), got 1'],
-    ['an extra argument', ['pin', 'demo-chat', 'now'], 'llmtray:runCommand takes 2 argument(s), got 3'],
-  ])('rejects runCommand with %s', async (_name, args, message) => {
+    ['an unknown command', [{ id: 'demo-chat', command: 'rm' }], "runCommand: command: expected one of pin, unpin, load, unload, retry, got 'rm'"],
+    ['a command that is not a string', [{ id: 'demo-chat', command: { toString: 'pin' } }], 'runCommand: command: expected one of pin, unpin, load, unload, retry, got an object'],
+    ['an empty model id', [{ id: '', command: 'pin' }], "runCommand: id: expected a model id or alias (non-empty text), got ''"],
+    ['a numeric model id', [{ id: 42, command: 'pin' }], 'runCommand: id: expected a model id or alias (non-empty text), got number 42'],
+    ['an absurdly long model id', [{ id: 'x'.repeat(10_000), command: 'pin' }], 'runCommand: id: expected a model id or alias of at most 256 characters'],
+    ['a missing parameter', [{ command: 'pin' }], 'runCommand: id: expected a model id or alias (non-empty text), got nothing'],
+    ['a parameter it does not take', [{ id: 'demo-chat', command: 'pin', now: true }], "runCommand has no parameter 'now'; it takes id, command"],
+    ['positional arguments', ['pin', 'demo-chat'], 'llmtray:runCommand takes 1 argument (the call\'s parameters), got 2'],
+    ['a list for the parameters', [['pin', 'demo-chat']], 'runCommand takes its parameters as an object; got a list'],
+  ])('rejects runCommand with %s, naming what was wrong', async (_name, args, message) => {
     const { invoke, calls } = setup();
     await expect(invoke('llmtray:runCommand', fromDashboard, ...args)).rejects.toThrow(message);
     expect(calls).toEqual([]);
   });
 
-  it('validates the other channels\' arguments too', async () => {
+  it('checks the other channels\' arguments with the same route table', async () => {
     const { invoke } = setup();
-    await expect(invoke('llmtray:getSnapshot', fromDashboard, 'extra')).rejects.toThrow('llmtray:getSnapshot takes 0 argument(s), got 1');
-    await expect(invoke('llmtray:getLogs', fromDashboard, null)).rejects.toThrow('llmtray:getLogs: the model id must be a non-empty string; got null');
+    await expect(invoke('llmtray:getSnapshot', fromDashboard, {}, 'extra')).rejects.toThrow('llmtray:getSnapshot takes 1 argument');
+    await expect(invoke('llmtray:getSnapshot', fromDashboard, { id: 'x' })).rejects.toThrow("getSnapshot has no parameter 'id'; it takes none");
+    await expect(invoke('llmtray:getLogs', fromDashboard, { id: null })).rejects.toThrow('getLogs: id: expected a model id or alias (non-empty text), got null');
   });
 });
 

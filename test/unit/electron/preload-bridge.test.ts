@@ -54,19 +54,23 @@ describe('createPreloadBridge', () => {
     expect(Object.keys(bridge).sort()).toEqual(['getLogs', 'getSnapshot', 'runCommand', 'subscribe']);
   });
 
-  it('invokes the contract\'s channels with the arguments and resolves with main\'s answer', async () => {
+  it('invokes each call\'s channel with its parameters and resolves with main\'s answer', async () => {
     const fake = fakeIpcRenderer();
     const bridge = createPreloadBridge(fake.ipc);
     const snap = bridge.getSnapshot();
-    const result = bridge.runCommand('pin', 'demo-chat');
-    const logs = bridge.getLogs('demo-chat');
-    expect(fake.invocations).toEqual([['llmtray:getSnapshot'], ['llmtray:runCommand', 'pin', 'demo-chat'], ['llmtray:getLogs', 'demo-chat']]);
+    const result = bridge.runCommand({ id: 'demo-chat', command: 'pin' });
+    const logs = bridge.getLogs({ id: 'demo-chat' });
+    expect(fake.invocations).toEqual([
+      ['llmtray:getSnapshot', {}],
+      ['llmtray:runCommand', { id: 'demo-chat', command: 'pin' }],
+      ['llmtray:getLogs', { id: 'demo-chat' }],
+    ]);
     await fake.answer(at(3));
     await fake.answer({ ok: true, message: 'pinned' });
-    await fake.answer({ lines: ['line'], next: 1 });
+    await fake.answer({ modelId: 'demo-chat', lines: ['line'], next: 1 });
     expect(await snap).toEqual(at(3));
     expect(await result).toEqual({ ok: true, message: 'pinned' });
-    expect(await logs).toEqual({ lines: ['line'], next: 1 });
+    expect(await logs).toEqual({ modelId: 'demo-chat', lines: ['line'], next: 1 });
   });
 
   it('subscribe delivers a snapshot first, then the events held while it was fetched, then live ones', async () => {
@@ -74,7 +78,7 @@ describe('createPreloadBridge', () => {
     const seen: unknown[] = [];
     const connection: boolean[] = [];
     createPreloadBridge(fake.ipc).subscribe((event) => seen.push(event), (connected) => connection.push(connected));
-    expect(fake.invocations).toEqual([['llmtray:getSnapshot']]);
+    expect(fake.invocations).toEqual([['llmtray:getSnapshot', {}]]);
     fake.push('llmtray:event', updated(4)); // older than the answer below: dropped
     fake.push('llmtray:event', quarantined);
     fake.push('llmtray:event', updated(6));

@@ -48,7 +48,7 @@ describe('the bundled preload in a sandbox', () => {
     expect(exposed.map(([key]) => key)).toEqual(['llmtray']);
     const api = exposed[0]![1];
     expect(Object.keys(api).sort()).toEqual(['getLogs', 'getSnapshot', 'runCommand', 'subscribe']);
-    await expect((api.runCommand as (c: string, m: string) => Promise<unknown>)('pin', 'demo-chat')).resolves.toEqual({ ok: true, message: 'pinned' });
-    expect(invoked).toEqual([['llmtray:runCommand', 'pin', 'demo-chat']]);
+    await expect((api.runCommand as (params: unknown) => Promise<unknown>)({ id: 'demo-chat', command: 'pin' })).resolves.toEqual({ ok: true, message: 'pinned' });
+    expect(invoked).toEqual([['llmtray:runCommand', { id: 'demo-chat', command: 'pin' }]]);
   });
 });

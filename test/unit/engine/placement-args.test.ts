@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { argvFor, EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../../core/engine/launch-spec.js';
 import { detectCapabilities } from '../../../core/engine/llama-server/capabilities.js';
 import { placementArgs, placementEnv, placementGpuLayers } from '../../../core/engine/placement-args.js';
-import type { Placement } from '../../../core/policy/place.js';
+import type { Placement } from '../../../core/contracts/plan.js';
 
 const text = (name: string): string => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url), 'utf8');
 const recent = detectCapabilities(text('llama-server-help.txt'), 'version: 0.4.0-dev (build 1, commit 80fb11a)\n');

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { degradedContext, footprintAt, LAUNCH_LEVELS, layerCostAt, partialLayers, type FootprintEstimate } from '../../../core/policy/index.js';
+import { degradedContext, footprintAt, layerCostAt, partialLayers, type FootprintEstimate } from '../../../core/policy/index.js';
+import { LAUNCH_LEVELS } from '../../../core/contracts/launch-level.js';
 
 const KiB = 1024;
 const MiB = 1024 ** 2;

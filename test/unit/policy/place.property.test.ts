@@ -3,8 +3,9 @@
 // against every rule at once, and the one-device case against `schedule` itself.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { place, type Device, type LayerCost, type PlacedDesired, type PlacedResident, type Placement, type PlacePlan } from '../../../core/policy/place.js';
+import { place, type Device, type LayerCost, type PlacedDesired, type PlacedResident, type PlacePlan } from '../../../core/policy/place.js';
 import { schedule } from '../../../core/policy/schedule.js';
+import type { Placement } from '../../../core/contracts/plan.js';
 
 const MODEL_IDS = Array.from({ length: 12 }, (_, i) => `m${i}`);
 const DRAFT_IDS = ['d0', 'd1'];

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatBytes, hostMemoryReason, reasonWriter, type Holder } from '../../../core/policy/index.js';
+import { hostMemoryReason, reasonWriter, type Holder } from '../../../core/policy/index.js';
 import { NAMED_HOLDERS, withHolder } from '../../../core/policy/reasons.js';
+import { formatBytes } from '../../../core/contracts/format-bytes.js';
 
 const KiB = 1024;
 const MiB = 1024 ** 2;

@@ -1,14 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  LAUNCH_LEVELS,
-  launchLevelAfter,
-  recover,
-  severity,
-  type FailureKind,
-  type LaunchLevel,
-  type RecoveryAction,
-} from '../../../core/policy/index.js';
+import { launchLevelAfter, recover, severity } from '../../../core/policy/index.js';
+import { LAUNCH_LEVELS, type LaunchLevel } from '../../../core/contracts/launch-level.js';
+import type { FailureKind, RecoveryAction } from '../../../core/contracts/recovery.js';
 
 const FAILURES = ['oom', 'hang', 'crash', 'invalid'] as const;
 const RUNS = { numRuns: 10_000 };

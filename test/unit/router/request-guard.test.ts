@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost } from '../../../core/router/request-guard.js';
+import { isServedHost } from '../../../core/router/request-guard.js';
 
-describe('isLoopbackHost', () => {
+describe('isServedHost', () => {
   it.each([
     'localhost',
     'localhost:8080',
@@ -12,7 +12,7 @@ describe('isLoopbackHost', () => {
     '[::1]',
     '[::1]:8080',
   ])('accepts %s', (host) => {
-    expect(isLoopbackHost(host)).toBe(true);
+    expect(isServedHost(host)).toBe(true);
   });
 
   it.each([
@@ -33,12 +33,21 @@ describe('isLoopbackHost', () => {
     'localhost:8080:1',
     'user@localhost',
   ])('refuses %s', (host) => {
-    expect(isLoopbackHost(host)).toBe(false);
+    expect(isServedHost(host)).toBe(false);
+  });
+
+  it('accepts the address the request arrived on, written as a Host header writes it, and no other address', () => {
+    expect(isServedHost('192.168.1.20:11435', [], '192.168.1.20')).toBe(true);
+    expect(isServedHost('192.168.1.20', [], '::ffff:192.168.1.20')).toBe(true);
+    expect(isServedHost('[fe80::1]:11435', [], 'FE80::1')).toBe(true);
+    expect(isServedHost('192.168.1.21:11435', [], '192.168.1.20')).toBe(false);
+    expect(isServedHost('fe80::1', [], 'fe80::1')).toBe(false);
+    expect(isServedHost('192.168.1.20.evil.example', [], '192.168.1.20')).toBe(false);
   });
 
   it('accepts a name only when it is listed in allowedHosts', () => {
-    expect(isLoopbackHost('workstation.lan:8080')).toBe(false);
-    expect(isLoopbackHost('workstation.lan:8080', ['Workstation.lan'])).toBe(true);
-    expect(isLoopbackHost('other.lan', ['workstation.lan'])).toBe(false);
+    expect(isServedHost('workstation.lan:8080')).toBe(false);
+    expect(isServedHost('workstation.lan:8080', ['Workstation.lan'])).toBe(true);
+    expect(isServedHost('other.lan', ['workstation.lan'])).toBe(false);
   });
 });
