@@ -19,7 +19,7 @@ import { LaunchError } from './engine/failure-classifier.js';
 import { findLlamaServer } from './engine/llama-server/find-binary.js';
 import { probeCapabilities } from './engine/llama-server/capabilities.js';
 import { realClock } from './common/clock.js';
-import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
+import { defaultEngineCommand, embeddedEngineCommand } from './engine/supervisor/engine-command.js';
 import { Supervisor } from './engine/supervisor/supervisor.js';
 import { queryComputeApps, sharedComputeAppsReader } from './gpu/compute-apps.js';
 import { execFileText } from './gpu/exec-file.js';
@@ -33,7 +33,8 @@ import { footprintAt } from './policy/levels.js';
 import { createRouter, type ListeningRouter } from './router/router.js';
 import { ModelActivity } from './daemon/activity.js';
 import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
-import { DaemonDesiredState } from './daemon/desired-state.js';
+import { DaemonDesiredState, pricedEstimate } from './daemon/desired-state.js';
+import { spareFits } from './daemon/spare-room.js';
 import { createGateway } from './daemon/gateway.js';
 import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
 import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
@@ -170,6 +171,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       return estimate == null ? 0 : footprintAt(level, estimate).deviceBytes;
     };
     const gpuMode = () => currentBudget().mode === 'gpu';
+    // Set once the admin service exists; the spare can change before that.
+    let spareChanged = (): void => {};
     const supervisor = await Supervisor.start({
       dataDir,
       specFor: (modelId) =>
@@ -197,6 +200,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         }
         return byPid;
       },
+      // The warm spare runs under the engines' common environment, so a launch with no env of its own can adopt it.
+      warmSpare: { command: async () => embeddedEngineCommand(), env: options.engineEnv ?? {}, note: (line) => log.info(line) },
+      onSpareChange: () => spareChanged(),
     });
     supervisorRef = supervisor;
     cleanups.push(() => supervisor.close());
@@ -233,6 +239,26 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const measured = new Map<string, number>();
     let origin = '';
     const endpoint = () => (origin === '' ? '' : `${origin}/v1`);
+    // The warm spare is kept only in memory the plan leaves free (daemon/spare-room.ts); looked at
+    // again whenever a server, the plan, the budget or the config changes.
+    const spareBytes = (): number => supervisor.spareStatus()?.residentBytes ?? runtime.bytes('embedded', 'host');
+    const heldBytes = (): number =>
+      catalog.models().reduce((sum, model) => {
+        const server = supervisor.status(model.id);
+        if (server === null || server.phase === 'exited') return sum;
+        const counted = controller.held(model.id);
+        if (counted !== null) return sum + counted.bytes;
+        const priced = pricedEstimate(model, runtimeBytes(model));
+        const footprint = priced === null ? null : footprintAt(server.level, priced);
+        return sum + (footprint === null ? 0 : footprint.deviceBytes + footprint.hostBytes);
+      }, 0);
+    const reviewSpare = (): void => {
+      const sample = budget.current();
+      supervisor.setSpareWanted(
+        spareFits({ enabled: catalog.config().warmSpare, mode: sample?.mode ?? null, budgetBytes: sample?.totalBytes ?? 0, heldBytes: heldBytes(), spareBytes: spareBytes() }),
+      );
+    };
+
     const snapshotParts = {
       startedAt,
       endpoint,
@@ -245,6 +271,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       engineOf: (model: CatalogModel) => engineFor(model, llamaServerPath),
       measuredBytes: (id: string) => measured.get(id) ?? null,
       runtimeBytes,
+      spareBytes: () => (supervisor.spareStatus() === null ? null : spareBytes()),
       budget: () => budget.current(),
       limitBytes: config.budget.limitBytes ?? null,
       configPath,
@@ -277,8 +304,14 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
 
     // Events → "look again" and "something changed".
     const controllerLog = logFor('events');
+    spareChanged = () => {
+      admin.changed();
+      // Its measured size may not fit where the expected one did.
+      reviewSpare();
+    };
     controller.onEvent((event) => {
       admin.changed();
+      reviewSpare();
       if (event.type === 'ModelQuarantined') admin.publish({ type: 'ModelQuarantined', modelId: event.modelId, reason: event.reason, at: event.at });
       if (event.type === 'ModelFellBack') admin.publish({ type: 'ModelFellBack', modelId: event.modelId, fallbackId: event.fallbackId, reason: event.reason, at: event.at });
     });
@@ -286,12 +319,15 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     budget.onChange(() => {
       controller.trigger();
       admin.changed();
+      reviewSpare();
     });
     catalog.onChanged(() => {
       controller.trigger();
       admin.changed();
+      reviewSpare();
     });
     supervisor.subscribe((event) => {
+      reviewSpare();
       if (event.type === 'ServerExited' || event.type === 'ServerStopped') measured.delete(event.modelId);
       if (event.type === 'ServerExited' && event.wasReady) controllerLog.warn(`${event.modelId}'s server ended on its own (${event.kind}): ${event.reason}`);
     });
@@ -333,6 +369,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     // The loop, the samplers and the watchers.
     const abort = new AbortController();
     const running = controller.run(abort.signal);
+    reviewSpare();
     cleanups.push(async () => {
       abort.abort();
       await running;

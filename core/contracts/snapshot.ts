@@ -67,9 +67,13 @@ export interface ModelView {
   catalogError: string | null;
 }
 
-/** One holder of device memory, for the stacked budget bar. */
+/**
+ * One holder of device memory, for the stacked budget bar. 'spare': the warm spare engine, a
+ * process with its runtime started and no model, which the next launch adopts; it holds only
+ * room the plan leaves free and is given back first (core/daemon/spare-room.ts).
+ */
 export interface MemoryHolder {
-  kind: 'model' | 'draft' | 'other-programs' | 'reserve';
+  kind: 'model' | 'draft' | 'spare' | 'other-programs' | 'reserve';
   /** The model id for kind 'model' / 'draft'. */
   modelId: string | null;
   bytes: number;
@@ -91,13 +95,13 @@ export interface BudgetView {
   mode: 'gpu' | 'cpu' | 'unified';
   /** The budget the policy schedules against, bytes. */
   budgetBytes: number;
-  /** Sum of resident models' footprints, bytes. */
+  /** Sum of resident models' footprints and the warm spare's, bytes. */
   usedBytes: number;
   /** A hard limit from the config, when set. */
   limitBytes: number | null;
   gpus: GpuView[];
   /**
-   * What holds the whole budget, biggest first: each resident model and its draft. In 'cpu'
+   * What holds the whole budget, biggest first: each resident model and its draft, then the warm spare. In 'cpu'
    * mode (no GPU) this is the only picture of memory there is; with GPUs each GpuView has its
    * own share.
    */

@@ -62,6 +62,14 @@ export interface ControllerOptions {
 
 export const DEFAULT_RESYNC_MS = 30_000;
 
+/**
+ * How late a pass may notice a model turning busy or idle when nothing waits for memory: a
+ * status's Active then shows at most this late. A pass per request would cost a hot model's
+ * every request a pass (reading the world, measuring each server's memory, placing): many
+ * times the router's own cost.
+ */
+export const ACTIVITY_REFRESH_MS = 250;
+
 export class Controller {
   private readonly provider: DesiredProvider;
   private readonly server: ServerControl;
@@ -86,6 +94,7 @@ export class Controller {
   private readonly loop = new PassLoop(() => this.reconcile());
   private readonly resync: OneShotTimer;
   private readonly passRetry: OneShotTimer;
+  private readonly activityRefresh: OneShotTimer;
   private readonly retryTimers = new Map<string, OneShotTimer>();
   private passFailures = 0;
   /** Set while run() runs; aborted when it is asked to stop, which aborts every launch in flight. */
@@ -106,6 +115,7 @@ export class Controller {
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.resync = new OneShotTimer(this.clock);
     this.passRetry = new OneShotTimer(this.clock);
+    this.activityRefresh = new OneShotTimer(this.clock);
     // From construction on, so that no server's life is missed, however early it starts.
     this.server.subscribe((event) => this.serverEvent(event));
   }
@@ -141,6 +151,16 @@ export class Controller {
   /** Asks for a pass. Never blocks; a burst before or during a pass is one more pass. Dropped when not running. */
   trigger(): void {
     this.loop.trigger();
+  }
+
+  /**
+   * Asks for a pass within ACTIVITY_REFRESH_MS, for a change that only a status shows (a model
+   * turned busy or idle, and no request waits for memory). Never blocks; every call in that
+   * window is the same pass, so a stream of requests costs a few passes a second, not one each.
+   */
+  refreshSoon(): void {
+    if (!this.live() || this.activityRefresh.pending) return;
+    this.activityRefresh.set(ACTIVITY_REFRESH_MS, () => this.loop.trigger());
   }
 
   /**
@@ -614,6 +634,7 @@ export class Controller {
   private clearTimers(): void {
     this.resync.clear();
     this.passRetry.clear();
+    this.activityRefresh.clear();
     for (const timer of this.retryTimers.values()) timer.clear();
   }
 }

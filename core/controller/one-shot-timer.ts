@@ -17,6 +17,11 @@ export class OneShotTimer {
     this.handle = handle;
   }
 
+  /** Whether a call is still to come. */
+  get pending(): boolean {
+    return this.handle !== null;
+  }
+
   clear(): void {
     if (this.handle !== null) this.clock.clearTimeout(this.handle);
     this.handle = null;

@@ -66,6 +66,11 @@ export class ModelActivity {
     return undefined;
   }
 
+  /** Whether any request waits for any model. */
+  anyWaiting(): boolean {
+    return this.waitingById.size > 0;
+  }
+
   /** A person's Load: counts as use, so the model stays for its idle TTL. */
   use(modelId: string): void {
     const now = this.clock.now();

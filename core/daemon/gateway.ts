@@ -25,7 +25,7 @@ export interface GatewayParts {
   catalog: Pick<Catalog, 'models' | 'resolve'>;
   controller: Pick<
     Controller,
-    'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'servingModel' | 'onEvent' | 'hasStopped' | 'yieldsTo'
+    'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'refreshSoon' | 'servingModel' | 'onEvent' | 'hasStopped' | 'yieldsTo'
   >;
   supervisor: Pick<Supervisor, 'claim' | 'inFlight' | 'serverEnded' | 'status'>;
   activity: ModelActivity;
@@ -69,6 +69,17 @@ export function createGateway(parts: GatewayParts): ModelGateway {
       const since = activity.waitingSince(rival);
       return since !== undefined && at - since >= parts.turnMs;
     });
+  }
+
+  /**
+   * The serving model turned busy or idle. With a request waiting for memory, a pass now: an
+   * idle model may be what it waits for. Otherwise only its status shows it (ready or active),
+   * and a pass soon is enough. No pass has to see a busy model in time: evictions never stop
+   * a claimed server (the supervisor refuses), and every pass reads the claims afresh.
+   */
+  function turnedBusyOrIdle(): void {
+    if (activity.anyWaiting()) controller.trigger();
+    else controller.refreshSoon();
   }
 
   return {
@@ -120,12 +131,10 @@ export function createGateway(parts: GatewayParts): ModelGateway {
       const claim = supervisor.claim(serving);
       if (claim === null) return null;
       // The requested model is stamped too while falling back, so its want (and its
-      // fallback's) stays fresh. A pass is asked for only when the serving model turns busy or
-      // idle (its visible state moves between ready and active, and an idle one may now be
-      // evicted for a model that waits), not on every request.
+      // fallback's) stays fresh.
       if (serving !== modelId) activity.use(modelId);
       activity.use(serving);
-      if (supervisor.inFlight(serving) === 1) controller.trigger();
+      if (supervisor.inFlight(serving) === 1) turnedBusyOrIdle();
       let released = false;
       return {
         servedBy: serving,
@@ -138,7 +147,7 @@ export function createGateway(parts: GatewayParts): ModelGateway {
           released = true;
           claim.release();
           activity.use(serving);
-          if (supervisor.inFlight(serving) === 0) controller.trigger();
+          if (supervisor.inFlight(serving) === 0) turnedBusyOrIdle();
         },
       };
     },

@@ -24,6 +24,8 @@ export interface SnapshotParts {
   measuredBytes(modelId: string): number | null;
   /** Its engine's own cost where it counts against the budget (see DesiredSources.runtimeBytes); default 0. */
   runtimeBytes?(model: CatalogModel): number;
+  /** What the warm spare holds (core/daemon/spare-room.ts), or null while none runs; default none. */
+  spareBytes?(): number | null;
   budget(): BudgetSample | null;
   limitBytes: number | null;
   configPath: string;
@@ -124,6 +126,9 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
     });
   }
   residentHolders.sort((a, b) => b.bytes - a.bytes);
+  // After the models: it holds free room only, and is the first thing given back.
+  const spare = parts.spareBytes?.() ?? null;
+  if (spare !== null) residentHolders.push({ kind: 'spare', modelId: null, bytes: spare });
   const config = parts.catalog.config();
   return {
     startedAt: parts.startedAt,

@@ -65,9 +65,12 @@ interface DirectRun {
 
 function configText(modelPath: string): string {
   // gpuLayers 0 and the embedded engine: the same engine on every machine, with or without a GPU.
+  // No warm spare: this measures the spawn path (a spare's adoption is cold-start-bench's).
   return `modelDirs: []
 budget:
   reserve: 0
+engines:
+  warmSpare: false
 models:
   - id: ${MODEL_ID}
     path: ${JSON.stringify(modelPath)}

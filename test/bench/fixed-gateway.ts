@@ -2,6 +2,7 @@
 // when the model is hot, with the controller, catalog and supervisor taken out. Benchmarking
 // the router through it measures the router's own cost per request and nothing else — every
 // method is the constant-time answer the daemon's gateway gives for a resident model.
+import { setMaxListeners } from 'node:events';
 import type { EngineClaim, ModelGateway, RouterModelEntry } from '../../core/router/model-gateway.js';
 
 export interface FixedEngine {
@@ -25,13 +26,16 @@ export function fixedGateway(engine: FixedEngine): ModelGateway {
   };
   // One claim serves every request: its endpoint is fixed and the benchmark's engine never
   // hangs, so `lost` never aborts. The daemon's bookkeeping on a claim (the supervisor's count,
-  // activity stamps, a controller trigger) is the daemon's cost, not the router's; the
-  // activation benchmark covers the whole daemon.
+  // activity stamps, a controller refresh) is the daemon's cost, not the router's; the
+  // activation benchmark covers the whole daemon. The shared `lost` signal carries one listener
+  // per request in flight, so 32 clients would pass Node's leak warning at 10.
+  const lost = new AbortController().signal;
+  setMaxListeners(0, lost);
   const claim: EngineClaim = {
     servedBy: engine.modelId,
     endpoint: { baseUrl: engine.baseUrl, apiKey: engine.apiKey },
     anthropicMessages: false,
-    lost: new AbortController().signal,
+    lost,
     progressed: () => {},
     release: () => {},
   };

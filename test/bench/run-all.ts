@@ -3,11 +3,13 @@
 // `node dist/test/bench/run-all.js router memory` runs only the benchmarks named.
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { runActivationBench } from './activation-bench.js';
+import { runColdStartBench } from './cold-start-bench.js';
 import { removeBenchFiles } from './bench-models.js';
 import { runIdleBench } from './idle-bench.js';
 import { runMemoryBench } from './memory-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
 import { runRouterBench } from './router-bench.js';
+import { runSwapBench } from './swap-bench.js';
 import { runPlaceBench, runScheduleBench } from './schedule-bench.js';
 
 const benches: Record<string, () => Promise<void>> = {
@@ -18,6 +20,8 @@ const benches: Record<string, () => Promise<void>> = {
   activation: runActivationBench,
   memory: runMemoryBench,
   idle: runIdleBench,
+  'cold-start': runColdStartBench,
+  swap: runSwapBench,
 };
 
 const chosen = process.argv.slice(2);

@@ -7,8 +7,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SPARE_RECORD_ID } from '../../core/engine/supervisor/warm-spare.js';
 import {
   enginesUsing,
+  modelServersUsing,
   eventually,
   isProcessAlive,
   makeDataDir,
@@ -79,15 +81,18 @@ async function launch(): Promise<Launched> {
 async function loadAModel(run: Launched): Promise<number[]> {
   const load = await runCli(['load', 'demo-tiny', '--data-dir', run.dataDir]);
   expect(load.code, load.stderr).toBe(0);
-  const engines = (await enginesUsing(run.dataDir)).map((e) => e.pid);
+  const engines = (await modelServersUsing(run.dataDir)).map((e) => e.pid);
   expect(engines).toHaveLength(1);
   return engines;
 }
 
-/** The pids DATA_DIR/engines.json still lists: servers the daemon started and did not see end. */
-function recordedEngines(dataDir: string): number[] {
-  const file = JSON.parse(readFileSync(join(dataDir, 'engines.json'), 'utf8')) as { engines: { pid: number }[] };
-  return file.engines.map((e) => e.pid);
+/**
+ * The pids DATA_DIR/engines.json still lists: servers the daemon started and did not see end;
+ * with `spares: false`, only model servers (not a warm spare waiting for a launch).
+ */
+function recordedEngines(dataDir: string, options: { spares: boolean } = { spares: true }): number[] {
+  const file = JSON.parse(readFileSync(join(dataDir, 'engines.json'), 'utf8')) as { engines: { modelId: string; pid: number }[] };
+  return file.engines.filter((e) => options.spares || e.modelId !== SPARE_RECORD_ID).map((e) => e.pid);
 }
 
 const count = (text: string, part: string) => text.split(part).length - 1;
@@ -96,7 +101,7 @@ describe('Ctrl-C under npm start (the launcher and the headless daemon in one pr
   it('one press stops every model server gracefully: the daemon and the launcher exit 0', async () => {
     const run = await launch();
     const engines = await loadAModel(run);
-    expect(recordedEngines(run.dataDir)).toEqual(engines);
+    expect(recordedEngines(run.dataDir, { spares: false })).toEqual(engines);
 
     process.kill(-run.pgid, 'SIGINT');
 

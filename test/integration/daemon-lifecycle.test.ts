@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   enginesUsing,
+  modelServersUsing,
   eventually,
   isProcessAlive,
   makeDataDir,
@@ -132,7 +133,7 @@ describe('one daemon per data dir', () => {
     expect(next.stderr()).toContain('ended 1 model server(s) left by an earlier run');
     expect(isProcessAlive(orphanPid)).toBe(false);
     const pid = await servingPid(next, 'demo-tiny');
-    expect((await enginesUsing(dataDir)).map((e) => e.pid)).toEqual([pid]);
+    expect((await modelServersUsing(dataDir)).map((e) => e.pid)).toEqual([pid]);
     expect((await runCli(['status', '--data-dir', dataDir])).code).toBe(0);
   });
 });

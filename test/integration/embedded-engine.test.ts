@@ -198,6 +198,17 @@ describe('embedded engine serving a tiny model with two slots', () => {
     expect((await post('/tokenize', { content: [7, 'ab'] }))['tokens']).toEqual([7, ...ids]);
   });
 
+  it("prompts with the model's own chat template, as llama-server renders it", async () => {
+    const r = await fetch(`${base}/apply-template`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }, { role: 'user', content: 'again' }] }),
+    });
+    expect(((await r.json()) as { prompt: string }).prompt).toBe(
+      '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n<|im_start|>user\nagain<|im_end|>\n<|im_start|>assistant\n',
+    );
+  });
+
   it('refuses a /tokenize or /apply-template it cannot honour with 400 naming the field', async () => {
     for (const [path, body, field] of [
       ['/tokenize', { content: 5 }, 'content'],

@@ -12,7 +12,7 @@ import { LaunchError } from '../../core/engine/failure-classifier.js';
 import { EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch-spec.js';
 import { RUNTIME_PRIOR_BYTES, RuntimeOverhead } from '../../core/engine/runtime-overhead.js';
 import { commandLineHash } from '../../core/engine/supervisor/engine-registry.js';
-import { isRunning } from '../../core/engine/supervisor/process-tree.js';
+import { isRunning, treeResidentBytes } from '../../core/engine/supervisor/process-tree.js';
 import type { SpawnFunction } from '../../core/engine/supervisor/server-process.js';
 import { Supervisor, type SupervisorDeps } from '../../core/engine/supervisor/supervisor.js';
 import type { Claim } from '../../core/engine/supervisor/server-claims.js';
@@ -250,6 +250,19 @@ describe('Supervisor with the fake engine', () => {
     await supervisor.launch('parent', 'full');
     const grandchild = printed(supervisor, 'parent', 'grandchild pid');
     expect(await isRunning(grandchild)).toBe(true);
+    await supervisor.evict('parent');
+    expect(await isRunning(grandchild)).toBe(false);
+  });
+
+  it('ends a grandchild that leads its own process group, found as a descendant, and counts its memory', async () => {
+    const { supervisor } = await supervisorWith({ parent: ['--fake-spawn-child', '--fake-child-own-group'] });
+    await supervisor.launch('parent', 'full');
+    const grandchild = printed(supervisor, 'parent', 'grandchild pid');
+    const server = supervisor.endpointFor('parent')?.pid ?? -1;
+    // The tree's memory is the server's and the grandchild's (each read alone from /proc).
+    const rss = async (pid: number): Promise<number> => Number(/^VmRSS:\s+(\d+)/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+    const [tree, serverAlone, grandchildAlone] = await Promise.all([treeResidentBytes(server), rss(server), rss(grandchild)]);
+    expect(tree).toBeGreaterThan(serverAlone + grandchildAlone / 2);
     await supervisor.evict('parent');
     expect(await isRunning(grandchild)).toBe(false);
   });

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import type { Snapshot, ModelView } from '../../core/contracts/snapshot.js';
+import { SPARE_RECORD_ID } from '../../core/engine/supervisor/warm-spare.js';
 
 // The built CLI, whether this file runs from the sources (vitest) or compiled into dist/ (the
 // soak, `npm run soak`, imports it from dist/test/support).
@@ -252,6 +253,18 @@ export function isProcessAlive(pid: number): boolean {
 }
 
 /** Live embedded engines whose command line mentions `dataDir` (their model paths live under it). */
+/**
+ * The model servers among enginesUsing(dataDir): every engine but a warm spare waiting for a
+ * launch (core/engine/supervisor/warm-spare.ts). A spare's command line says --spare for life,
+ * so an adopted one is told apart by engines.json, which records it under its model's id.
+ */
+export async function modelServersUsing(dataDir: string): Promise<{ pid: number; ppid: number; args: string }[]> {
+  const engines = await enginesUsing(dataDir);
+  const text = await readFile(join(dataDir, 'engines.json'), 'utf8').catch(() => '{"engines":[]}');
+  const servers = new Set((JSON.parse(text) as { engines: { modelId: string; pid: number }[] }).engines.filter((e) => e.modelId !== SPARE_RECORD_ID).map((e) => e.pid));
+  return engines.filter((engine) => !/ --spare\b/.test(engine.args) || servers.has(engine.pid));
+}
+
 export function enginesUsing(dataDir: string): Promise<{ pid: number; ppid: number; args: string }[]> {
   return new Promise((done, fail) => {
     execFile('ps', ['-eo', 'pid=,ppid=,stat=,args='], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {

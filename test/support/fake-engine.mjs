@@ -9,6 +9,8 @@
 //   --fake-progress             put {"progress": …} in the 503 body
 //   --fake-ignore-sigterm       ignore SIGTERM (so does the grandchild, if any)
 //   --fake-spawn-child          start a grandchild that lives until it is killed; prints its pid
+//   --fake-child-own-group      with --fake-spawn-child: the grandchild leads its own process group
+//                               (setsid), so one signal to the server's group does not reach it
 //   --fake-log-file FILE        print FILE's lines (but '# ' comments) to stderr, then exit (before ready, or after
 //                               ready when --fake-exit-after is given)
 //   --fake-exit-with CODE|SIG   exit code (default 1) or signal name used with the above
@@ -26,7 +28,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
-const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child', '--fake-wedged-decode', '--fake-anthropic']);
+const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child', '--fake-child-own-group', '--fake-wedged-decode', '--fake-anthropic']);
 
 function parseArgs(argv) {
   const flags = new Map();
@@ -79,7 +81,7 @@ process.stdout.write(`fake-engine: pid ${process.pid}\n`);
 
 if (flags.get('--fake-spawn-child')) {
   const ignore = flags.get('--fake-ignore-sigterm') ? "process.on('SIGTERM', () => {});" : '';
-  const child = spawn(process.execPath, ['-e', `${ignore} setInterval(() => {}, 1 << 30)`], { stdio: 'ignore' });
+  const child = spawn(process.execPath, ['-e', `${ignore} setInterval(() => {}, 1 << 30)`], { stdio: 'ignore', detached: Boolean(flags.get('--fake-child-own-group')) });
   process.stdout.write(`fake-engine: grandchild pid ${child.pid}\n`);
 }
 

@@ -66,6 +66,8 @@ export interface LlmtrayConfig {
   /** Absolute folders to discover GGUF files in: the configured list, else the defaults. */
   modelDirs: string[];
   llamaServerPath?: string;
+  /** Keep a warm spare embedded engine for the next launch (core/engine/supervisor/warm-spare.ts). */
+  warmSpare: boolean;
   activationWaitMs: number;
   swapTurnMs: number;
   models: ModelConfig[];
@@ -195,6 +197,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
     },
     modelDirs: raw.modelDirs ? raw.modelDirs.map(userPath) : defaultModelDirs(facts),
     ...(raw.engines.llamaServer ? { llamaServerPath: userPath(raw.engines.llamaServer) } : {}),
+    warmSpare: raw.engines.warmSpare,
     activationWaitMs: raw.activationWait ?? DEFAULT_ACTIVATION_WAIT_MS,
     swapTurnMs: raw.swapTurn ?? DEFAULT_SWAP_TURN_MS,
     models: raw.models.map((model, index) => ({

@@ -116,7 +116,10 @@ export const configSchema = strict({
       .optional(),
   }).default({}),
   modelDirs: z.array(nonEmptyText('expected a folder path'), { error: 'expected a list of folders' }).optional(),
-  engines: strict({ llamaServer: nonEmptyText('expected the path of a llama-server executable').optional() }).default({}),
+  engines: strict({
+    llamaServer: nonEmptyText('expected the path of a llama-server executable').optional(),
+    warmSpare: z.boolean({ error: 'expected true or false' }).default(true),
+  }).default({ warmSpare: true }),
   activationWait: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   swapTurn: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   models: z.array(modelConfigSchema, { error: 'expected a list of models' }).default([]),

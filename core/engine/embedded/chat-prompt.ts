@@ -1,8 +1,7 @@
 // Turns OpenAI chat messages into prompt tokens with the model's own chat template.
 //
-// node-llama-cpp's resolveChatWrapper picks the wrapper from the model's GGUF metadata
-// (tokenizer.chat_template, or the architecture and name): the same template llama-server
-// would apply, so both engines prompt a model identically. The wrapper also names the
+// The wrapper (chat-wrapper.ts) is the model's own GGUF chat template, the one llama-server
+// applies, so both engines prompt a model identically. The wrapper also names the
 // end-of-turn markers, which become stops. The same prompt is also written out as text for
 // /apply-template (chatPromptText), so that a token count of it is the count a chat pays.
 import type { BuiltinSpecialTokenValue, ChatHistoryItem, ChatWrapper, LlamaModel, LlamaText, Token } from 'node-llama-cpp';

@@ -115,6 +115,11 @@ export function parseEngineArgs(argv: readonly string[]): EngineOptions {
   return opts;
 }
 
+/** Whether the launch puts any layer on a GPU, and so needs a GPU backend initialised. Pure. */
+export function usesGpu(opts: EngineOptions): boolean {
+  return opts.gpuLayers !== 0 || (opts.draftModelPath !== undefined && opts.draftGpuLayers !== 0);
+}
+
 /**
  * The key the engine requires: --api-key's, or the one in --api-key-file read with `readText`
  * (llama-server's format: one key a line, blank lines and lines starting with '#' skipped);

@@ -14,10 +14,11 @@
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import {
-  DraftSequenceTokenPredictor, getLlama, LlamaCompletion, LlamaLogLevel, resolveChatWrapper,
+  DraftSequenceTokenPredictor, getLlama, LlamaCompletion, LlamaLogLevel,
   type ChatWrapper, type Llama, type LlamaContext, type LlamaModel,
 } from 'node-llama-cpp';
-import type { EngineOptions, GpuLayers } from './cli-args.js';
+import { chatWrapperFor } from './chat-wrapper.js';
+import { usesGpu, type EngineOptions, type GpuLayers } from './cli-args.js';
 import type { EngineLog } from './engine-log.js';
 import { SlotPool, type Slot } from './slot-pool.js';
 
@@ -38,8 +39,20 @@ function toNodeLlamaGpuLayers(layers: GpuLayers): number | 'auto' | 'max' {
   return layers === 'all' ? 'max' : layers;
 }
 
-function usesGpu(opts: EngineOptions): boolean {
-  return opts.gpuLayers !== 0 || (opts.draftModelPath !== undefined && opts.draftGpuLayers !== 0);
+/**
+ * node-llama-cpp's runtime: its native binding loaded and tested, the backend initialised (a
+ * GPU one only when `gpu`), llama.cpp's log routed to `log`. The slow half of a cold start
+ * that does not depend on the model (see warm-spare.ts). Blocks for it (about a second on a
+ * loaded 2-core machine); rejects with node-llama-cpp's error when no binary fits.
+ */
+export function startRuntime(runtime: { gpu: boolean; threads: number }, log: EngineLog): Promise<Llama> {
+  return getLlama({
+    build: 'never',
+    gpu: runtime.gpu ? 'auto' : false,
+    maxThreads: runtime.threads,
+    logLevel: LlamaLogLevel.info,
+    logger: (level, message) => log.llamaLogger(level, message),
+  });
 }
 
 /** Why `draft` cannot draft for `target`, or undefined when it can (llama.cpp's own checks). */
@@ -58,16 +71,14 @@ export function draftIncompatibility(target: LlamaModel, draft: LlamaModel): str
  * Loads everything; `onProgress` receives 0..1. Blocks for the whole load (seconds for big
  * models). Rejects with node-llama-cpp's error; llama.cpp's explanation arrives on the log
  * afterwards (see EngineLog.settle). Not idempotent: each call loads another copy.
+ * `runtime`: one already started (a warm spare's, of the same GPU-ness as `opts`), used
+ * instead of starting another: a second getLlama would pay the runtime's start again.
  */
-export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress: (fraction: number) => void): Promise<LoadedEngine> {
+export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress: (fraction: number) => void, runtime?: Promise<Llama>): Promise<LoadedEngine> {
   const threads = opts.threads ?? availableParallelism();
-  const llama = await getLlama({
-    build: 'never',
-    gpu: usesGpu(opts) ? 'auto' : false,
-    maxThreads: threads,
-    logLevel: LlamaLogLevel.info,
-    logger: (level, message) => log.llamaLogger(level, message),
-  });
+  const llama = await (runtime ?? startRuntime({ gpu: usesGpu(opts), threads }, log));
+  // A spare's runtime was started before its launch's thread count was known.
+  llama.maxThreads = threads;
   log.line(`srv    load_model: loading model '${opts.modelPath}'`);
   const withDraft = opts.draftModelPath !== undefined;
   const modelShare = withDraft ? 0.8 : 0.9;
@@ -117,7 +128,7 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
     llama, model, draftModel, context,
     modelName: opts.alias ?? basename(opts.modelPath),
     contextPerSlot, threads,
-    chatWrapper: resolveChatWrapper(model),
+    chatWrapper: chatWrapperFor(model, (line) => log.line(line)),
     pool: new SlotPool(slots),
   };
 }

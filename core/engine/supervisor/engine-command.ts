@@ -24,8 +24,17 @@ export function embeddedEntryPath(): string {
 }
 
 /**
- * The production engineCommand: the embedded engine under this very Node (process.execPath, so
- * it runs inside Electron's Node too), llama-server from the path discovery found.
+ * The embedded engine under this very Node (process.execPath, so it runs inside Electron's
+ * Node too). Throws when its entry is not built, saying so.
+ */
+export function embeddedEngineCommand(entry: string = embeddedEntryPath()): EngineCommand {
+  if (!existsSync(entry)) throw new Error(`the embedded engine is not built: ${entry} is missing (run npm run build)`);
+  return { command: process.execPath, args: [entry], capabilities: EMBEDDED_CAPABILITIES };
+}
+
+/**
+ * The production engineCommand: the embedded engine (embeddedEngineCommand), llama-server from
+ * the path discovery found.
  * Rejects when a spec asks for llama-server and none was found, or the embedded entry is not
  * built, saying which.
  */
@@ -35,10 +44,7 @@ export function defaultEngineCommand(options: {
 }): (spec: LaunchSpec) => Promise<EngineCommand> {
   const entry = options.embeddedEntry ?? embeddedEntryPath();
   return async (spec) => {
-    if (spec.engine === 'embedded') {
-      if (!existsSync(entry)) throw new Error(`the embedded engine is not built: ${entry} is missing (run npm run build)`);
-      return { command: process.execPath, args: [entry], capabilities: EMBEDDED_CAPABILITIES };
-    }
+    if (spec.engine === 'embedded') return embeddedEngineCommand(entry);
     if (options.llamaServerPath === null) {
       throw new Error(`'${spec.modelId}' asks for llama-server, but none was found; set engines.llamaServer in the config or use engine: embedded`);
     }

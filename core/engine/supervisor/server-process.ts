@@ -84,6 +84,7 @@ export class ServerProcess {
     readonly startedAt: number,
     onLine: (line: string) => void,
     onBusyChange: (busy: boolean) => void,
+    alreadySpawned: boolean,
   ) {
     this.claims = new ServerClaims(onBusyChange);
     const handleLine = (line: string): void => {
@@ -99,9 +100,10 @@ export class ServerProcess {
       stream.on('data', (chunk: string) => splitter.write(chunk));
       stream.on('end', () => splitter.end());
     }
-    let started = false;
+    let started = alreadySpawned;
     this.spawned = new Promise((resolve, reject) => {
-      child.once('spawn', () => {
+      if (alreadySpawned) resolve();
+      else child.once('spawn', () => {
         started = true;
         resolve();
       });
@@ -186,6 +188,38 @@ export class ServerProcess {
       options.startedAt,
       options.onLine,
       options.onBusyChange,
+      false,
+    );
+  }
+
+  /**
+   * Takes over a process that is already running (a warm spare being adopted: warm-spare.ts) as
+   * this launch's server. The caller has detached its own listeners from the child's output
+   * and checked that it has not exited. Synchronous; `spawned` is already resolved.
+   */
+  static adopt(options: {
+    child: ChildProcess;
+    port: number;
+    apiKey: string;
+    level: LaunchLevel;
+    /** Which engine it runs (a spare is always the embedded one; the caller says so). */
+    engine: EngineKind;
+    startedAt: number;
+    onLine: (line: string) => void;
+    onBusyChange: (busy: boolean) => void;
+  }): ServerProcess {
+    const { child } = options;
+    return new ServerProcess(
+      child,
+      child.pid ?? -1,
+      options.port,
+      options.apiKey,
+      options.level,
+      options.engine,
+      options.startedAt,
+      options.onLine,
+      options.onBusyChange,
+      true,
     );
   }
 

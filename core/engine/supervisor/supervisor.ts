@@ -39,6 +39,7 @@ import type { Claim } from './server-claims.js';
 import { ServerProcess, type EndedBy, type ServerPhase, type SpawnFunction } from './server-process.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
+import { WarmSpare, type AdoptedSpare, type SpareStatus } from './warm-spare.js';
 
 export interface SupervisorDeps {
   /** The launch spec of a model, read at each launch; throwing makes the launch fail as a crash with that message. */
@@ -78,6 +79,13 @@ export interface SupervisorDeps {
   /** The eviction memory wait; defaults: 75 % of the footprint, at most 5 s, probing every 100 ms. */
   memoryWait?: { fraction?: number; maxMs?: number; pollMs?: number };
   platform?: NodeJS.Platform;
+  /**
+   * The warm spare's program and environment (warm-spare.ts); whether one is kept is
+   * setSpareWanted's. Absent: never one.
+   */
+  warmSpare?: { command(): Promise<EngineCommand>; env: Record<string, string>; note?(line: string): void };
+  /** Hears that the spare started, became ready, was adopted or ended. */
+  onSpareChange?: () => void;
 }
 
 /** Where the router sends a ready model's requests. The key goes in `Authorization: Bearer`. */
@@ -175,11 +183,13 @@ export class Supervisor {
   private readonly clock: Clock;
   private readonly platform: NodeJS.Platform;
   private readonly graceMs: number;
+  private readonly spare: WarmSpare | null;
   private readonly killAllOnExit = (): void => {
     for (const owner of this.owners.values()) {
       const server = owner.server;
       if (server?.running) signalTree(server.pid, [], 'SIGKILL');
     }
+    this.spare?.killNow();
   };
 
   private sweep: OrphanSweep = { ended: [], leftAlone: [] };
@@ -195,6 +205,24 @@ export class Supervisor {
     this.clock = deps.clock ?? realClock;
     this.platform = deps.platform ?? process.platform;
     this.graceMs = deps.stopGraceMs ?? DEFAULT_GRACE_MS;
+    const spare = deps.warmSpare;
+    this.spare =
+      spare === undefined
+        ? null
+        : new WarmSpare({
+            spawn: this.spawn,
+            command: () => spare.command(),
+            env: spare.env,
+            registry: this.registry,
+            owner: deps.dataDir,
+            clock: this.clock,
+            platform: this.platform,
+            graceMs: this.graceMs,
+            busy: () =>
+              [...this.owners.values()].some((owner) => owner.pending.length > 0 || owner.server?.phase === 'loading' || (owner.server?.running === true && owner.server.claims.count > 0)),
+            changed: () => deps.onSpareChange?.(),
+            note: (line) => spare.note?.(line),
+          });
   }
 
   /**
@@ -237,6 +265,8 @@ export class Supervisor {
       owner.pending.push(created);
       const forget = (): void => {
         owner.pending = owner.pending.filter((p) => p !== created);
+        // No launch in progress any more may soon be the moment to start the next spare.
+        this.spare?.workEnded();
       };
       promise.then(forget, forget);
     }
@@ -322,7 +352,23 @@ export class Supervisor {
 
   /** The pids of every running server (loading, ready or stopping), for core/gpu's own-usage accounting. */
   runningPids(): number[] {
-    return [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [owner.server.pid] : []));
+    const servers = [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [owner.server.pid] : []));
+    const spare = this.spare?.pid() ?? null;
+    return spare === null ? servers : [...servers, spare];
+  }
+
+  /**
+   * Whether to keep a warm spare (warm-spare.ts): the daemon's verdict (enabled, models on the
+   * CPU, room for one). Level-triggered and idempotent; never blocks. Without deps.warmSpare it
+   * does nothing.
+   */
+  setSpareWanted(wanted: boolean): void {
+    this.spare?.want(wanted);
+  }
+
+  /** The warm spare, while one runs (starting or waiting); null otherwise. Synchronous. */
+  spareStatus(): SpareStatus | null {
+    return this.spare?.status() ?? null;
   }
 
   /**
@@ -413,6 +459,7 @@ export class Supervisor {
    * cancelling loads, and forgets the exit hook. Blocks until they are gone.
    */
   async close(): Promise<void> {
+    await this.spare?.close();
     await Promise.all(
       [...this.owners.values()].map((owner) => {
         for (const pending of owner.pending) pending.cancel.abort(cancelled(`'${owner.modelId}' was stopped: llmtray is quitting`));
@@ -487,12 +534,14 @@ export class Supervisor {
     const apiKey = randomBytes(24).toString('hex');
     // In a file where the build reads one, so that `ps` does not show it (see api-key-file.ts).
     const keyFile = readsApiKeyFile(command.capabilities) ? newApiKeyFilePath(apiKeyDir(this.deps.dataDir)) : null;
-    let args: string[];
+    let engineArgs: string[];
     try {
-      args = [...command.args, ...argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement)];
+      engineArgs = argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement);
     } catch (error) {
       return this.failedBeforeStart(owner, level, describe(error));
     }
+    const args = [...command.args, ...engineArgs];
+    const env = { ...placementEnv(placement, spec.engine), ...spec.env };
     if (keyFile !== null) {
       try {
         await writeApiKeyFile(keyFile, apiKey);
@@ -501,25 +550,35 @@ export class Supervisor {
         return this.failedBeforeStart(owner, level, `could not write its API key file ${keyFile}: ${describe(error)}`);
       }
     }
-    owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${[command.command, ...args].join(' ').replace(apiKey, '<key>')}`);
+    // The warm spare runs this launch when it can; when it cannot, it is ended first, so that
+    // the memory the plan counted as free is free (warm-spare.ts). Only the spec's own
+    // environment must match: placement's variables choose GPUs, and the spare runs only
+    // launches with every layer on the CPU, which start no GPU backend.
+    const adopted: AdoptedSpare | null = this.spare?.adopt(command, spec.env, engineArgs) ?? null;
+    if (adopted === null) await this.spare?.endNow();
+    const commandText = [command.command, ...args].join(' ').replace(apiKey, '<key>');
+    if (adopted === null) owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${commandText}`);
+    else {
+      for (const line of adopted.lines) owner.log.push(line);
+      owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level} in the warm spare (pid ${adopted.pid}, started ${this.clock.now() - adopted.startedAt} ms before): ${commandText}`);
+    }
     let server: ServerProcess | null = null;
+    const serverOptions = {
+      port,
+      apiKey,
+      level,
+      engine: spec.engine,
+      startedAt: this.clock.now(),
+      onLine: (line: string) => owner.log.push(line),
+      onBusyChange: (busy: boolean) => {
+        if (server !== null) this.busyChanged(owner, server, spec, busy);
+      },
+    };
     try {
-      server = ServerProcess.start({
-        spawn: this.spawn,
-        command: command.command,
-        args,
-        env: { ...placementEnv(placement, spec.engine), ...spec.env },
-        platform: this.platform,
-        port,
-        apiKey,
-        level,
-        engine: spec.engine,
-        startedAt: this.clock.now(),
-        onLine: (line) => owner.log.push(line),
-        onBusyChange: (busy) => {
-          if (server !== null) this.busyChanged(owner, server, spec, busy);
-        },
-      });
+      server =
+        adopted !== null
+          ? ServerProcess.adopt({ child: adopted.child, ...serverOptions })
+          : ServerProcess.start({ spawn: this.spawn, command: command.command, args, env, platform: this.platform, ...serverOptions });
       await server.spawned;
     } catch (error) {
       if (keyFile !== null) removeApiKeyFile(keyFile);
@@ -528,7 +587,8 @@ export class Supervisor {
     const started = server;
     owner.server = started;
     this.emit({ type: 'ServerSpawned', modelId: owner.modelId, level, pid: started.pid, at: this.clock.now() });
-    const commandHash = commandLineHash([command.command, ...args].join(' '));
+    // An adopted spare keeps the command line it was started with; that is what /proc shows.
+    const commandHash = commandLineHash(adopted?.commandLine ?? [command.command, ...args].join(' '));
     await this.registry.add({ modelId: owner.modelId, pid: started.pid, commandHash, startedAt: started.startedAt }).catch((error: Error) =>
       owner.log.push(`── llmtray: could not record pid ${started.pid} in engines.json (${error.message}); an orphan of this server would not be found`),
     );
@@ -655,6 +715,7 @@ export class Supervisor {
    * some are in flight on a ready server.
    */
   private busyChanged(owner: ModelOwner, server: ServerProcess, spec: LaunchSpec, busy: boolean): void {
+    if (!busy) this.spare?.workEnded();
     if (!busy || server.phase !== 'ready') {
       server.watch?.stop();
       return;

@@ -27,6 +27,8 @@ export function describeSegment(segment: Segment, totalBytes: number): string {
       return `${segment.label}${segment.draftOf === null ? ' (draft)' : `, draft of ${segment.draftOf}`}: ${formatBytes(segment.bytes)}${share}`;
     case 'free':
       return `Free: ${formatBytes(segment.bytes)}${share}`;
+    case 'spare':
+      return `Warm spare engine, no model yet (the next launch adopts it; given back first when memory is needed): ${formatBytes(segment.bytes)}${share}`;
     case 'reserve':
       return `Reserve kept free for the driver and other programs: ${formatBytes(segment.bytes)}`;
     case 'other-programs':

@@ -80,6 +80,22 @@ describe('MemoryPanel', () => {
     expect(legend('Host memory')).toEqual(['demo-chat5 GiB', 'demo-draft draft512 MiB', 'Free40 GiB', 'Other programs18.5 GiB']);
   });
 
+  it('draws the warm spare after the models, named as what it is', () => {
+    const MiB = 1024 ** 2;
+    const snap = snapshot({
+      models: [model('demo-tiny', { status: { state: 'ready', level: 'full' } }, 0.1)],
+      budget: budget([], {
+        budgetBytes: 400 * MiB,
+        limitBytes: 400 * MiB,
+        usedBytes: 206 * MiB,
+        holders: [holder('model', 'demo-tiny', 106 * MiB), { kind: 'spare', modelId: null, bytes: 100 * MiB }],
+      }),
+    });
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, snap);
+    expect(legend('Host memory')).toEqual(['demo-tiny106 MiB', 'Warm spare100 MiB', 'Free194 MiB']);
+    expect(screen.getByRole('img', { name: /^Warm spare engine, no model yet/ })).toBeTruthy();
+  });
+
   it('draws the budget itself when a configured limit caps it far below host RAM', () => {
     const MiB = 1024 ** 2;
     const snap = snapshot({

@@ -61,9 +61,15 @@ export function gpuDevice(gpu: GpuView, models: readonly ModelView[]): Device {
   };
 }
 
-/** The model and draft holders as segments, each draft right after the model it rides with (the tray and the CLI list them in the same order). */
+/**
+ * The model and draft holders as segments, each draft right after the model it rides with (the
+ * tray and the CLI list them in the same order), then the warm spare.
+ */
 function heldSegments(holders: readonly MemoryHolder[], models: readonly ModelView[]): Segment[] {
-  return heldParts(holders, models).map((part) => (part.kind === 'model' ? modelSegment(part, models) : draftSegment(part, models)));
+  const held = heldParts(holders, models).map((part) => (part.kind === 'model' ? modelSegment(part, models) : draftSegment(part, models)));
+  const spare = holders.filter((holder) => holder.kind === 'spare').reduce((sum, holder) => sum + holder.bytes, 0);
+  if (spare > 0) held.push(plainSegment('spare', 'Warm spare', spare));
+  return held;
 }
 
 /**
@@ -138,7 +144,7 @@ function draftSegment(part: HeldPart, models: readonly ModelView[]): Segment {
   };
 }
 
-function plainSegment(kind: 'free' | 'reserve' | 'other-programs', label: string, bytes: number): Segment {
+function plainSegment(kind: 'free' | 'spare' | 'reserve' | 'other-programs', label: string, bytes: number): Segment {
   return { key: kind, kind, label, bytes, series: null, estimateBytes: null, measuredBytes: null, draftOf: null };
 }
 

@@ -69,6 +69,7 @@ const table: [string, string, string][] = [
   ['cors origin with a path', 'listen:\n  corsOrigins: ["http://localhost:3000/app"]\n',
     `${FILE}: listen.corsOrigins[0]: expected an origin as a browser sends it (scheme://host[:port], no path), or "*" for any, got "http://localhost:3000/app"`],
   ['admin somewhere else', 'listen:\n  admin: everywhere\n', `${FILE}: listen.admin: expected loopback (the default) or network, got "everywhere"`],
+  ['warmSpare as text', 'engines:\n  warmSpare: off\n', `${FILE}: engines.warmSpare: expected true or false, got "off"`],
   ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
   ['models a mapping', 'models:\n  a: {path: /m/a.gguf}\n', `${FILE}: models: expected a list of models, got a mapping`],
   ['model entry empty', 'models:\n  -\n', `${FILE}: models[0]: expected a mapping (key: value lines), got an empty value`],
@@ -110,6 +111,11 @@ describe('config validation', () => {
     expect(config.models).toEqual([]);
     expect(config.budget).toEqual({ reserveBytes: DEFAULT_RESERVE_BYTES });
     expect(config.modelDirs).toContain('/home/ada/.cache/huggingface/hub');
+    expect(config.warmSpare).toBe(true);
+  });
+
+  test('the warm spare can be turned off', () => {
+    expect(accepted('engines:\n  warmSpare: false\n').warmSpare).toBe(false);
   });
 
   test('the LAN fields are read as written, host names in lower case', () => {

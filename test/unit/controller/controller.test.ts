@@ -2,7 +2,7 @@
 // evicts, in which order, when, and what each model's visible state says. No sleeps: time
 // moves only through FakeClock.advance, and promise work settles on one event-loop turn.
 import { afterEach, describe, expect, it } from 'vitest';
-import { Controller, DEFAULT_RESYNC_MS } from '../../../core/controller/index.js';
+import { ACTIVITY_REFRESH_MS, Controller, DEFAULT_RESYNC_MS } from '../../../core/controller/index.js';
 import type { ModelDemand } from '../../../core/controller/effects.js';
 import type { ControllerEvent } from '../../../core/contracts/controller-events.js';
 import type { ServerFailureKind } from '../../../core/contracts/server-events.js';
@@ -122,6 +122,27 @@ describe('convergence', () => {
     const reads = w.desired.reads;
     for (let i = 0; i < 10; i++) w.controller.trigger();
     await settle();
+    expect(w.desired.reads).toBe(reads + 1);
+  });
+
+  it('a refresh is one pass within ACTIVITY_REFRESH_MS however often it is asked, and none once stopped', async () => {
+    const w = world([model('a', 4)]);
+    await w.start();
+    const reads = w.desired.reads;
+    for (let i = 0; i < 10; i++) w.controller.refreshSoon();
+    await settle();
+    expect(w.desired.reads).toBe(reads); // not at once: a status is allowed to lag this little
+    await w.clock.advance(ACTIVITY_REFRESH_MS - 1);
+    w.controller.refreshSoon(); // inside the window: the same pass, not a later one
+    expect(w.desired.reads).toBe(reads);
+    await w.clock.advance(1);
+    expect(w.desired.reads).toBe(reads + 1);
+    await w.clock.advance(ACTIVITY_REFRESH_MS * 4);
+    expect(w.desired.reads).toBe(reads + 1);
+
+    w.controller.refreshSoon();
+    await w.stop();
+    await w.clock.advance(ACTIVITY_REFRESH_MS * 4);
     expect(w.desired.reads).toBe(reads + 1);
   });
 

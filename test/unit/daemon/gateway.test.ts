@@ -36,6 +36,7 @@ class ScriptedController implements ControllerSide {
   readonly unservable = new Map<string, Unservable>();
   readonly yields = new Map<string, readonly string[]>();
   triggers = 0;
+  refreshes = 0;
   private stopped = false;
   private readonly listeners = new Set<(event: ControllerEvent) => void>();
 
@@ -53,6 +54,9 @@ class ScriptedController implements ControllerSide {
   }
   trigger(): void {
     this.triggers++;
+  }
+  refreshSoon(): void {
+    this.refreshes++;
   }
   servingModel(modelId: string): string {
     return this.fallbacks.get(modelId) ?? modelId;
@@ -178,33 +182,50 @@ describe('the daemon gateway: claims', () => {
     expect(activity.lastUsed('small')).toBe(clock.t); // the idle TTL runs from the end of the answer
   });
 
-  it('asks for a pass only when the serving model turns busy or idle, and releases each claim once', () => {
+  it('asks for a refresh only when the serving model turns busy or idle, and releases each claim once', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     supervisor.run('m', 4100);
     const first = gateway.claim('m');
-    expect(controller.triggers).toBe(1);
+    expect(controller.refreshes).toBe(1);
     const second = gateway.claim('m');
-    expect(controller.triggers).toBe(1);
+    expect(controller.refreshes).toBe(1);
     expect(supervisor.inFlight('m')).toBe(2);
 
     first?.release();
     first?.release(); // 'close' and a resend may both release: the second must not end another's claim
     expect(supervisor.inFlight('m')).toBe(1);
-    expect(controller.triggers).toBe(1);
+    expect(controller.refreshes).toBe(1);
     second?.release();
     expect(supervisor.inFlight('m')).toBe(0);
-    expect(controller.triggers).toBe(2);
-    second?.release(); // a repeat at idle asks for no second pass
-    expect(controller.triggers).toBe(2);
+    expect(controller.refreshes).toBe(2);
+    second?.release(); // a repeat at idle asks for nothing more
+    expect(controller.refreshes).toBe(2);
 
     const third = gateway.claim('m');
-    expect(controller.triggers).toBe(3);
+    expect(controller.refreshes).toBe(3);
     second?.release();
     first?.release();
     expect(supervisor.inFlight('m')).toBe(1);
-    expect(controller.triggers).toBe(3);
+    expect(controller.refreshes).toBe(3);
     third?.release();
-    expect(controller.triggers).toBe(4);
+    expect(controller.refreshes).toBe(4);
+    // Nothing waited for memory, so no turn of a busy model asked for a pass at once.
+    expect(controller.triggers).toBe(0);
+  });
+
+  it('asks for a pass at once when a model turns busy or idle while a request waits for memory', () => {
+    const { controller, supervisor, gateway } = gatewayWith();
+    supervisor.run('small', 4100);
+    const claim = gateway.claim('small');
+    expect([controller.triggers, controller.refreshes]).toEqual([0, 1]);
+    const done = gateway.wait('big'); // asks for a pass itself
+    expect(controller.triggers).toBe(1);
+    // Idle now, 'small' may be what 'big' waits for: the pass must not wait for a refresh.
+    claim?.release();
+    expect([controller.triggers, controller.refreshes]).toEqual([2, 1]);
+    done();
+    gateway.claim('small')?.release();
+    expect([controller.triggers, controller.refreshes]).toEqual([2, 3]);
   });
 
   it('claims only what the supervisor would let a request claim, whatever the controller last said', () => {
@@ -219,7 +240,8 @@ describe('the daemon gateway: claims', () => {
     claim?.release();
     server.phase = 'stopping';
     expect(gateway.claim('m')).toBeNull();
-    expect(controller.triggers).toBe(2); // the granted claim's busy and idle; the refusals asked for nothing
+    expect(controller.refreshes).toBe(2); // the granted claim's busy and idle; the refusals asked for nothing
+    expect(controller.triggers).toBe(0);
   });
 
   it('tells the claim whether the serving engine speaks Anthropic’s Messages API itself, per engine', () => {

@@ -76,6 +76,14 @@ describe('buildSnapshot', () => {
     expect(snapshot.models.find((m) => m.id === 'idle')?.upstream).toBeNull();
   });
 
+  it('shows the warm spare after the models, counted in what is used, while one runs', () => {
+    const total = footprintAt('full', chat.estimate!).deviceBytes;
+    const withSpare = buildSnapshot(parts({ spareBytes: () => 100 * MiB }));
+    expect(withSpare.budget.holders.at(-1)).toEqual({ kind: 'spare', modelId: null, bytes: 100 * MiB });
+    expect(withSpare.budget.usedBytes).toBe(total + 100 * MiB);
+    expect(buildSnapshot(parts({ spareBytes: () => null })).budget.holders.map((h) => h.kind)).toEqual(['model', 'draft']);
+  });
+
   it('shows a pair at partial as the primary’s device share and its whole draft, which stays on the device', () => {
     const split = { ...chat.estimate!, layers: 32, draft: { ...chat.estimate!.draft!, layers: 24 } };
     const model = { ...chat, estimate: split };

@@ -1,0 +1,351 @@
+// The warm spare: one embedded engine process with its runtime started and no model, kept so
+// that the next launch adopts it instead of paying Node's start, node-llama-cpp's import and the
+// backend's initialisation again (core/engine/embedded/spare-mode.ts says what the process does).
+//
+// The supervisor owns it like every server (one owner of a process's life): it spawns it, hands
+// it to a launch, ends it, records it in engines.json so that a crashed run's spare is swept as
+// an orphan, and counts its pid as ours. Rules, each for a failure it prevents:
+// - Kept only while the daemon says there is room for it (`want`), and only on the CPU (the
+//   spare starts a CPU backend; see spare-mode.ts): it must never cost a model its place, so it
+//   lives in memory the plan leaves free, and gives it back first.
+// - A launch adopts it, or ends it before starting its own process: a launch the plan counted
+//   into free memory must not find that memory still held by a spare. An adopted spare's memory
+//   becomes the launched model's runtime, which the model's footprint already counts on the CPU.
+// - Adopted only when the launch is what a fresh spawn would run: the same program, the same
+//   environment of its own, every layer on the CPU (so no GPU backend, and no GPU-choosing
+//   variable matters). Anything else starts cold.
+// - Never started while a launch is in progress or a request is in flight, nor within a second
+//   of either: a spare's start takes about a CPU-second, and on a small machine it would come
+//   out of that load, or out of the first token of the very request the last launch was for
+//   (measured: started at the adoption's 'ready', it made the cold request it had served slower
+//   than one without a spare).
+// - A spare that dies is replaced, never adopted (its exit is seen before any launch can take
+//   it); one that keeps dying is retried with a growing delay, not in a hot loop.
+// - Its stdin is the parent's pipe: if the daemon is killed (kill -9), the spare reads the end
+//   of its stdin and exits by itself, before any sweep.
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../../common/clock.js';
+import type { EngineCommand } from './engine-command.js';
+import { commandLineHash, type EngineRegistry } from './engine-registry.js';
+import { LineRing, LineSplitter } from './log-ring.js';
+import { signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
+import type { SpawnFunction } from './server-process.js';
+
+/** engines.json's name for a spare not yet adopted (never a model id: ids have no spaces). */
+export const SPARE_RECORD_ID = '(warm spare)';
+
+/** What the supervisor shows of its spare. */
+export interface SpareStatus {
+  pid: number;
+  /** 'starting': its runtime is still starting (a launch may adopt it already); 'ready': waiting. */
+  phase: 'starting' | 'ready';
+  startedAt: number;
+  /** Its process tree's RSS, measured once it was ready; null before. */
+  residentBytes: number | null;
+}
+
+/** A spare handed to a launch: the running process, and the command line it was recorded under. */
+export interface AdoptedSpare {
+  child: ChildProcess;
+  pid: number;
+  /** Its argv as /proc shows it, for engines.json (the adopted server keeps the spare's command line). */
+  commandLine: string;
+  /** Its lines so far, for the model's log. */
+  lines: string[];
+  startedAt: number;
+}
+
+export interface WarmSpareDeps {
+  spawn: SpawnFunction;
+  /** The embedded engine's program; a rejection (not built) means no spare, said once. */
+  command(): Promise<EngineCommand>;
+  /** The spare's environment on top of the daemon's: the engines' common one (e.g. ELECTRON_RUN_AS_NODE). */
+  env: Record<string, string>;
+  registry: EngineRegistry;
+  /** The supervisor's data dir: named on the spare's command line, so `ps` says whose spare it is. */
+  owner: string;
+  clock: Clock;
+  platform: NodeJS.Platform;
+  graceMs: number;
+  /** True while a launch is in progress or a request is in flight: no spare is started then. */
+  busy(): boolean;
+  /** The spare started, became ready, was adopted or ended: the memory picture changed. */
+  changed(): void;
+  /** Lines about the spare for the daemon's log (never blocks). */
+  note(line: string): void;
+}
+
+interface Spare {
+  child: ChildProcess;
+  pid: number;
+  command: EngineCommand;
+  commandLine: string;
+  startedAt: number;
+  phase: 'starting' | 'ready';
+  residentBytes: number | null;
+  lines: LineRing;
+  /** Resolves when the process has exited. */
+  exited: Promise<void>;
+  /** Detaches the spare's own listeners from the child (before adoption). */
+  detach(): void;
+  /** Set when we end it or a launch adopts it: its exit is then no failure. */
+  released: boolean;
+}
+
+/** Lines a spare keeps before adoption: its start takes a handful. */
+const SPARE_LINES = 50;
+/** How long our own work must have been over before a spare starts (see the rules above). */
+const QUIET_MS = 1_000;
+const FIRST_RETRY_MS = 1_000;
+const MAX_RETRY_MS = 60_000;
+const READY_LINE = /^spare: runtime ready\b/;
+
+export class WarmSpare {
+  private spare: Spare | null = null;
+  private wanted = false;
+  private closed = false;
+  private starting = false;
+  /** Spares that died on their own in a row, before one became ready. */
+  private deaths = 0;
+  private retryAt = 0;
+  /** Before this, our own work was too recent for a spare to start. */
+  private quietAt = 0;
+  private retryTimer: unknown = null;
+  private unavailable: string | null = null;
+
+  constructor(private readonly deps: WarmSpareDeps) {}
+
+  /**
+   * Whether a spare should be kept (the daemon's verdict: enabled, on the CPU, room for it).
+   * Level-triggered and idempotent: true starts one when none runs and our own work has been
+   * quiet for a second (see the rules above); false ends the one there is. Never blocks.
+   */
+  want(wanted: boolean): void {
+    this.wanted = wanted;
+    this.reconcile();
+  }
+
+  /**
+   * Our own work just ended (a launch settled, the last request on a server finished): a spare
+   * may start once a quiet second has passed. Never blocks.
+   */
+  workEnded(): void {
+    this.quietAt = this.deps.clock.now() + QUIET_MS;
+    this.reconcile();
+  }
+
+  /** Conditions changed: start a spare if one is wanted, none runs and it is quiet. Never blocks. */
+  reconcile(): void {
+    if (this.closed) return;
+    if (!this.wanted) {
+      if (this.spare !== null) void this.end(this.spare);
+      return;
+    }
+    if (this.spare !== null || this.starting || this.deps.busy()) return;
+    const wait = Math.max(this.retryAt, this.quietAt) - this.deps.clock.now();
+    if (wait > 0) {
+      this.retryTimer ??= this.deps.clock.setTimeout(() => {
+        this.retryTimer = null;
+        this.reconcile();
+      }, wait);
+      return;
+    }
+    void this.start();
+  }
+
+  /**
+   * Hands the spare to a launch of `command` with its spec's `env` and the engine argv `args`, or returns
+   * null when there is none alive or it cannot run that launch (see the rules above). On
+   * success the spare has been sent the argv and is no longer the spare: its output and exit
+   * are the caller's from here on. Synchronous, so two launches cannot take the same spare.
+   */
+  adopt(command: EngineCommand, env: Record<string, string>, args: readonly string[]): AdoptedSpare | null {
+    const spare = this.spare;
+    if (spare === null || spare.released || spare.child.exitCode !== null || spare.child.signalCode !== null) return null;
+    if (!sameCommand(spare.command, command) || !sameEnv(this.deps.env, env) || !cpuOnlyArgv(args)) return null;
+    const stdin = spare.child.stdin;
+    if (stdin === null || !stdin.writable) return null;
+    spare.released = true;
+    spare.detach();
+    this.spare = null;
+    stdin.end(`${JSON.stringify(args)}\n`);
+    this.deps.changed();
+    return { child: spare.child, pid: spare.pid, commandLine: spare.commandLine, lines: spare.lines.toArray(), startedAt: spare.startedAt };
+  }
+
+  /**
+   * Ends the spare, if there is one, and resolves once it has exited: for a launch that did not
+   * adopt it, whose memory the plan counted as free. Never rejects.
+   */
+  async endNow(): Promise<void> {
+    if (this.spare !== null) await this.end(this.spare);
+  }
+
+  status(): SpareStatus | null {
+    const spare = this.spare;
+    if (spare === null) return null;
+    return { pid: spare.pid, phase: spare.phase, startedAt: spare.startedAt, residentBytes: spare.residentBytes };
+  }
+
+  /** The spare's pid, while one runs: its memory is ours, not another program's. */
+  pid(): number | null {
+    return this.spare?.pid ?? null;
+  }
+
+  /** SIGKILLs the spare at once: for the daemon's exit hook, which cannot wait. */
+  killNow(): void {
+    if (this.spare !== null) signalTree(this.spare.pid, [], 'SIGKILL');
+  }
+
+  /** Ends the spare for good and waits for its exit. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer !== null) this.deps.clock.clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    await this.endNow();
+  }
+
+  private async start(): Promise<void> {
+    this.starting = true;
+    let command: EngineCommand;
+    try {
+      command = await this.deps.command();
+    } catch (error) {
+      this.starting = false;
+      const why = error instanceof Error ? error.message : String(error);
+      if (this.unavailable !== why) this.deps.note(`no warm spare: ${why}`);
+      this.unavailable = why;
+      return;
+    }
+    this.starting = false;
+    this.unavailable = null;
+    // Looked at again after the await: the verdict may have changed, or a launch begun.
+    if (this.closed || !this.wanted || this.spare !== null || this.deps.busy()) return;
+    // The owner says whose it is (to a person reading `ps`, too); a random id makes the command
+    // line this spare's own, so engines.json can never match another process, not even a later
+    // spare of the same data dir that got a reused pid.
+    const args = [...command.args, '--spare', '--spare-of', this.deps.owner, '--spare-id', randomBytes(8).toString('hex')];
+    let child: ChildProcess;
+    try {
+      child = this.deps.spawn(command.command, args, {
+        detached: this.deps.platform !== 'win32',
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: { ...process.env, ...this.deps.env },
+        windowsHide: true,
+      });
+    } catch (error) {
+      this.died(`could not start: ${error instanceof Error ? error.message : String(error)}`);
+      return;
+    }
+    const lines = new LineRing(SPARE_LINES);
+    const commandLine = [command.command, ...args].join(' ');
+    const startedAt = this.deps.clock.now();
+    let onExit: () => void = () => {};
+    const exited = new Promise<void>((resolve) => {
+      onExit = resolve;
+    });
+    const spare: Spare = {
+      child, pid: child.pid ?? -1, command, commandLine, startedAt, phase: 'starting', residentBytes: null, lines, exited, released: false,
+      detach: () => {},
+    };
+    const onLine = (line: string): void => {
+      lines.push(line);
+      if (spare.phase === 'starting' && READY_LINE.test(line)) {
+        spare.phase = 'ready';
+        this.deaths = 0;
+        void treeResidentBytes(spare.pid, this.deps.platform).then(
+          (bytes) => {
+            if (!spare.released && bytes > 0) {
+              spare.residentBytes = bytes;
+              this.deps.changed();
+            }
+          },
+          () => undefined,
+        );
+        this.deps.changed();
+      }
+    };
+    const listeners: [NodeJS.ReadableStream, (chunk: string) => void, LineSplitter][] = [];
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream === null) continue;
+      const splitter = new LineSplitter(onLine);
+      const listener = (chunk: string): void => splitter.write(chunk);
+      stream.setEncoding('utf8');
+      stream.on('data', listener);
+      listeners.push([stream, listener, splitter]);
+    }
+    // EPIPE on a spare that died just before its adoption: the exit says the rest.
+    child.stdin?.on('error', () => {});
+    const exitListener = (code: number | null, signal: NodeJS.Signals | null): void => {
+      onExit();
+      void this.deps.registry.remove(spare.pid).catch(() => undefined);
+      if (this.spare === spare) this.spare = null;
+      if (!spare.released) this.died(`ended on its own (${signal ?? `exit code ${code}`}): ${lines.toArray().slice(-3).join(' / ')}`);
+      this.deps.changed();
+      this.reconcile();
+    };
+    const errorListener = (error: Error): void => {
+      // No 'exit' follows an 'error' before 'spawn'.
+      if (child.pid === undefined) exitListener(null, null);
+      else lines.push(`── llmtray: process error: ${error.message}`);
+    };
+    child.once('exit', exitListener);
+    child.on('error', errorListener);
+    spare.detach = () => {
+      for (const [stream, listener, splitter] of listeners) {
+        stream.removeListener('data', listener);
+        splitter.end();
+      }
+      child.removeListener('exit', exitListener);
+      child.removeListener('error', errorListener);
+      // Its record stays: the adopting launch rewrites it under the model's id (same pid).
+    };
+    if (child.pid === undefined) return;
+    this.spare = spare;
+    this.deps.changed();
+    await this.deps.registry
+      .add({ modelId: SPARE_RECORD_ID, pid: spare.pid, commandHash: commandLineHash(commandLine), startedAt })
+      .catch((error: Error) => this.deps.note(`could not record the warm spare (pid ${spare.pid}) in engines.json (${error.message}); an orphan of it would not be found`));
+  }
+
+  private async end(spare: Spare): Promise<void> {
+    if (!spare.released) {
+      spare.released = true;
+      if (this.spare === spare) this.spare = null;
+      this.deps.changed();
+      await terminateTree(spare.pid, { graceMs: this.deps.graceMs, leaderExited: spare.exited, platform: this.deps.platform });
+    }
+    await spare.exited;
+  }
+
+  private died(why: string): void {
+    this.deaths++;
+    const delay = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.deaths - 1));
+    this.retryAt = this.deps.clock.now() + delay;
+    this.deps.note(`the warm spare ${why}; another in ${Math.round(delay / 1000)} s`);
+  }
+}
+
+function sameCommand(a: EngineCommand, b: EngineCommand): boolean {
+  return a.command === b.command && a.args.length === b.args.length && a.args.every((arg, i) => arg === b.args[i]);
+}
+
+function sameEnv(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
+}
+
+/**
+ * Whether an engine argv puts every layer on the CPU (`-ngl 0`, and `-ngld 0` with a draft):
+ * read from the argv itself, so it is exactly what the engine would be told. Pure.
+ */
+export function cpuOnlyArgv(args: readonly string[]): boolean {
+  const valueOf = (flags: readonly string[]): string | undefined => {
+    let value: string | undefined;
+    for (let i = 0; i < args.length; i++) if (flags.includes(args[i] ?? '')) value = args[i + 1];
+    return value;
+  };
+  const hasDraft = valueOf(['-md', '--model-draft']) !== undefined;
+  return valueOf(['-ngl', '--n-gpu-layers', '--gpu-layers']) === '0' && (!hasDraft || valueOf(['-ngld', '--n-gpu-layers-draft', '--gpu-layers-draft']) === '0');
+}

@@ -1,0 +1,17 @@
+// What the router benchmark and its host process (router-host.ts) say to each other over IPC.
+// Apart from the host, because importing the host would run it.
+
+export const HOSTED_MODEL_ID = 'demo-tiny';
+
+export interface RouterHostReady {
+  /** The daemon's engine for the model: what "direct" talks to. */
+  engine: { port: number; apiKey: string };
+  daemonPort: number;
+  routerPort: number;
+  proxyPort: number;
+}
+
+/** CPU time of the host so far, microseconds (user + system). */
+export interface RouterHostCpu {
+  cpuMicros: number;
+}
