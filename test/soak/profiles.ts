@@ -27,7 +27,7 @@ export interface Profile {
 }
 
 export const PROFILES: Record<Profile['name'], Profile> = {
-  short: { name: 'short', clients: 2, targetSwaps: 16, rounds: 1, daemonKills: 1, swapsBetweenFaults: 1, maxDurationMs: 10 * 60_000 },
+  short: { name: 'short', clients: 2, targetSwaps: 30, rounds: 1, daemonKills: 1, swapsBetweenFaults: 1, maxDurationMs: 20 * 60_000 },
   full: { name: 'full', clients: 3, targetSwaps: 500, rounds: 4, daemonKills: 3, swapsBetweenFaults: 14, maxDurationMs: 180 * 60_000 },
 };
 
