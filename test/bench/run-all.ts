@@ -5,6 +5,7 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { runActivationBench } from './activation-bench.js';
 import { removeBenchFiles } from './bench-models.js';
 import { runMemoryBench } from './memory-bench.js';
+import { runQueueingBench } from './queueing-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
 import { runRouterBench } from './router-bench.js';
 import { runScheduleBench } from './schedule-bench.js';
@@ -15,6 +16,7 @@ const benches: Record<string, () => Promise<void>> = {
   readiness: runReadinessBench,
   activation: runActivationBench,
   memory: runMemoryBench,
+  queueing: () => runQueueingBench(),
 };
 
 const chosen = process.argv.slice(2);
