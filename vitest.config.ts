@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 // which `npm test` builds first; they get generous timeouts because a 2-core CI machine
 // loads models slowly, while nothing asserts a duration (speed lives in `npm run bench`).
 // The browser tests (test/e2e, a real daemon and Chromium per file) are their own project
-// only for their longer bounds: a file's daemon, browser and model loads share one hook.
+// for their longer bounds (a file's daemon, browser and model loads share one hook) and for
+// their global setup, which picks the Chromium once per run (test/e2e/support/chromium.ts).
 export default defineConfig({
   test: {
     pool: 'forks',
@@ -25,6 +26,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.e2e.test.ts'],
+          globalSetup: ['test/e2e/support/global-setup.ts'],
           testTimeout: 90_000,
           hookTimeout: 90_000,
         },

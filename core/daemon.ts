@@ -21,7 +21,10 @@ import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
 import { Supervisor } from './engine/supervisor/supervisor.js';
 import { queryComputeApps, sharedComputeAppsReader } from './gpu/compute-apps.js';
 import { execFileText } from './gpu/exec-file.js';
-import { createGpuProbe } from './gpu/gpu-probe.js';
+import { createGpuProbe, type GpuProbe } from './gpu/gpu-probe.js';
+import { createEngineDeviceReader } from './gpu/llama-devices.js';
+import { computeBudget } from './gpu/compute-budget.js';
+import { RuntimeOverhead } from './engine/runtime-overhead.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
 import { footprintAt, type LaunchLevel } from './policy/levels.js';
@@ -106,8 +109,20 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const demo = options.demo === true ? await prepareDemo(dataDir) : null;
     const configPath = demo?.configPath ?? options.configPath ?? configFilePath(facts);
     const catalog = await Catalog.open({ configPath, dataDir, facts });
+    const firstConfig = catalog.config();
+    const llamaServer = await findLlamaServer(firstConfig.llamaServerPath === undefined ? {} : { configured: firstConfig.llamaServerPath });
+    const llamaServerPath = llamaServer.found ? llamaServer.path : null;
+    log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
+    const runtime = new RuntimeOverhead();
+    // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
+    // Intel, AMD without ROCm's tools), in the engines' own environment and device order.
+    const gpuProbe = createGpuProbe(
+      llamaServerPath === null ? {} : { engineDevices: createEngineDeviceReader(llamaServerPath, { env: { ...options.engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } }) },
+    );
     if (demo !== null) {
-      const limit = demoBudgetLimit(catalog.models());
+      // On the CPU every model's footprint includes its engine's own cost, so the demo's limit does too.
+      const onCpu = await hostIsTheDevice(gpuProbe);
+      const limit = demoBudgetLimit(catalog.models(), onCpu ? runtime.bytes(llamaServerPath === null ? 'embedded' : 'llama-server') : 0);
       if (limit !== null) {
         await writeDemoLimit(demo, limit);
         await catalog.reload();
@@ -121,16 +136,12 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     if (pins.problem) log.warn(pins.problem);
     const pinPolicy = new PinPolicy(pins);
 
-    const llamaServer = await findLlamaServer(config.llamaServerPath === undefined ? {} : { configured: config.llamaServerPath });
-    const llamaServerPath = llamaServer.found ? llamaServer.path : null;
-    log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
-
     // One per-process GPU query for the budget's own-usage and the supervisor's measurements.
     const computeApps = sharedComputeAppsReader(() => queryComputeApps(execFileText), realClock);
     // The supervisor is made after the budget, which asks it for our engines' pids.
     let supervisorRef: Supervisor | null = null;
     const budget = createLiveBudget({
-      probe: createGpuProbe(),
+      probe: gpuProbe,
       ownUsage: createOwnUsageProvider({ pids: () => supervisorRef?.runningPids() ?? [], computeApps }),
       config: {
         reserveBytes: config.budget.reserveBytes,
@@ -161,6 +172,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         }),
       engineCommand: defaultEngineCommand({ llamaServerPath }),
       footprint,
+      hostIsDevice: cpuOnly,
+      runtime,
       memoryProbe: async () => {
         if (!gpuMode()) return Number.POSITIVE_INFINITY; // host memory is back when the process is gone
         const sample = await budget.sampleNow();
@@ -179,11 +192,14 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     cleanups.push(() => supervisor.close());
     if (supervisor.orphans.ended.length > 0) log.warn(`ended ${supervisor.orphans.ended.length} model server(s) left by an earlier run`);
 
+    // What each model's engine process itself costs against the budget: on the CPU only.
+    const runtimeBytes = (model: CatalogModel): number => (cpuOnly() ? runtime.bytes(engineFor(model, llamaServerPath)) : 0);
     const desired = new DaemonDesiredState({
       models: () => catalog.models(),
       isPinned: (model) => pinPolicy.isPinned(model),
       activity,
       inFlight: (id) => supervisor.inFlight(id),
+      runtimeBytes,
       budget: async () => budget.current() ?? budget.sampleNow(),
     });
     const controller = new Controller({
@@ -208,6 +224,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       wanted: (id: string) => desired.wanted(id),
       engineOf: (model: CatalogModel) => engineFor(model, llamaServerPath),
       measuredBytes: (id: string) => measured.get(id) ?? null,
+      runtimeBytes,
       budget: () => budget.current(),
       limitBytes: config.budget.limitBytes ?? null,
       configPath,
@@ -331,4 +348,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     await stopAll();
     throw error;
   }
+}
+
+/** Whether models run in host RAM here (no GPU whose memory can be measured), from one probe. */
+async function hostIsTheDevice(probe: GpuProbe): Promise<boolean> {
+  const { gpus, host } = await probe.probe().catch(() => ({ gpus: [], host: { totalBytes: 0, availableBytes: 0 } }));
+  const budget = computeBudget({ gpus, host, reserveBytes: 0, limitBytes: null, ourUsageByGpu: new Map(), platform: process.platform, unifiedShare: DEFAULT_BUDGET_CONFIG.unifiedShare });
+  return budget.mode === 'cpu';
 }

@@ -40,6 +40,8 @@ export interface CatalogModel {
   draftId?: string;
   fallbackId?: string;
   gpuLayers: GpuLayers;
+  /** May be split across GPUs of different classes (slower; not every build handles it well). */
+  mixedSplit: boolean;
   idleTtlMs: number;
   /** No progress this long with requests in flight: hung, killed, and the ladder climbs 'hang'. */
   hangLimitMs: number;
@@ -86,7 +88,7 @@ interface Assembly {
 interface Entry
   extends Pick<
     CatalogModel,
-    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'source'
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'source'
   > {
   file: FileIdentity | null;
   realPath: string | null;
@@ -228,6 +230,7 @@ export class Catalog {
         ...(model.draft !== undefined ? { draftId: model.draft } : {}),
         ...(model.fallback !== undefined ? { fallbackId: model.fallback } : {}),
         gpuLayers: model.gpuLayers,
+        mixedSplit: model.mixedSplit,
         idleTtlMs: model.idleTtlMs,
         hangLimitMs: model.hangLimitMs,
         engine: model.engine,
@@ -255,6 +258,7 @@ export class Catalog {
         priority: 0,
         pinned: false,
         gpuLayers: 'all',
+        mixedSplit: false,
         idleTtlMs: DEFAULT_IDLE_TTL_MS,
         hangLimitMs: DEFAULT_HANG_LIMIT_MS,
         engine: 'auto',
@@ -326,6 +330,7 @@ export class Catalog {
         ...(entry.draftId !== undefined ? { draftId: entry.draftId } : {}),
         ...(entry.fallbackId !== undefined ? { fallbackId: entry.fallbackId } : {}),
         gpuLayers: entry.gpuLayers,
+        mixedSplit: entry.mixedSplit,
         idleTtlMs: entry.idleTtlMs,
         hangLimitMs: entry.hangLimitMs,
         engine: entry.engine,

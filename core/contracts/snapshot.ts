@@ -4,6 +4,7 @@
 // here is a compile error everywhere it is not handled.
 import type { LaunchLevel } from '../policy/levels.js';
 import type { LeftOut } from '../policy/schedule.js';
+import type { Placement } from '../policy/place.js';
 import type { ModelStatus } from './model-status.js';
 
 export type EngineKind = 'embedded' | 'llama-server';
@@ -50,6 +51,11 @@ export interface ModelView {
   /** Controller-owned state, recovery and next step. */
   status: ModelStatus;
   loading: LoadProgress | null;
+  /**
+   * Where its server runs (or is loading): the GPUs it uses (main first) with the layers and
+   * bytes on each, layers whose experts stay on the CPU, and bytes in host RAM; null when none runs.
+   */
+  placement: Placement | null;
   upstream: UpstreamEndpoint | null;
   /** Why the catalog could not read this model (corrupt GGUF, missing file), or null. */
   catalogError: string | null;

@@ -23,7 +23,8 @@
 import { footprintAt, type LaunchLevel } from '../policy/levels.js';
 import { hostMemoryReason } from '../policy/reasons.js';
 import { launchLevelAfter, type FailureKind } from '../policy/recover.js';
-import { schedule, type LeftOut, type Plan } from '../policy/schedule.js';
+import type { LeftOut } from '../policy/schedule.js';
+import { place, type Device, type PlacedResident, type Placement, type PlacePlan } from '../policy/place.js';
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { PlanView } from '../contracts/snapshot.js';
 import type { ServerEvent } from '../contracts/server-events.js';
@@ -42,7 +43,7 @@ import {
 } from './model-record.js';
 import { OneShotTimer } from './one-shot-timer.js';
 import { PassLoop } from './pass-loop.js';
-import { policyInputs, type PolicyInputs } from './policy-inputs.js';
+import { policyInputs, type Loading, type PolicyInputs } from './policy-inputs.js';
 
 export interface ControllerOptions {
   provider: DesiredProvider;
@@ -71,6 +72,8 @@ export class Controller {
   private demands = new Map<string, ModelDemand>();
   /** What each server held on the device at the last pass's measurement. */
   private measured: ReadonlyMap<string, number> = new Map();
+  /** The residents as the last pass counted them (bytes and where): the memory picture shows these very figures. */
+  private counted: ReadonlyMap<string, PlacedResident> = new Map();
   private plan: PlanView | null = null;
   /** The models the last pass asked the policy for. */
   private desiredIds = new Set<string>();
@@ -227,6 +230,23 @@ export class Controller {
     return this.yields.get(modelId) ?? NONE;
   }
 
+  /** Where the model's server runs or loads, as its launch was placed; null when none runs (or one this controller did not launch). Pure lookup. */
+  placement(modelId: string): Placement | null {
+    const record = this.records.get(modelId);
+    return record?.server?.placement ?? (record?.op?.kind === 'loading' ? record.op.placement : null);
+  }
+
+  /**
+   * What the model's server holds, and where, as the last pass counted it — the figures its plan
+   * was made with, so a memory picture drawn from them agrees with the plan's reasons. Null when
+   * it was not resident at the last pass. Pure lookup.
+   */
+  held(modelId: string): { bytes: number; placement: Placement | null } | null {
+    const resident = this.counted.get(modelId);
+    if (resident === undefined) return null;
+    return { bytes: resident.footprint, placement: resident.placement ?? null };
+  }
+
   /** Whether a run() has ended (quit) and no other has started: nothing will be launched any more. */
   hasStopped(): boolean {
     return this.stopped;
@@ -266,12 +286,14 @@ export class Controller {
     this.measured = measured;
     this.observe(state);
     const inputs = policyInputs({ demands: this.demands, records: this.records, running: this.residents(), loading: this.loading() });
+    this.counted = new Map(inputs.resident.map((r) => [r.modelId, r]));
     this.desiredIds = new Set(inputs.desired.map((d) => d.modelId));
-    const plan = schedule(inputs.desired, inputs.resident, state.budgetBytes);
-    this.yields = yieldsOf(plan, inputs, state.budgetBytes);
+    const devices = devicesOf(state);
+    const plan = place(inputs.desired, inputs.resident, devices, state.hostFreeBytes);
+    this.yields = yieldsOf(plan, inputs, devices, state.hostFreeBytes);
     const planChanged = this.recordPlan(plan);
     const roomMade = await this.evictAll(plan.evict);
-    const acted = roomMade ? this.startLaunches(plan.launch, state.hostFreeBytes) : false;
+    const acted = roomMade ? this.startLaunches(plan, state.hostFreeBytes) : false;
     if (this.plan !== null && (planChanged || plan.evict.length > 0 || acted)) this.emit({ type: 'PlanApplied', plan: this.plan });
   }
 
@@ -283,17 +305,19 @@ export class Controller {
       if (server === null) continue;
       const estimate = this.demands.get(record.modelId)?.estimate;
       const deviceBytes = this.measured.get(record.modelId) ?? (estimate === undefined ? 0 : footprintAt(server.level, estimate).deviceBytes);
-      out.push({ modelId: record.modelId, level: server.level, deviceBytes });
+      out.push({ modelId: record.modelId, level: server.level, deviceBytes, ...(server.placement === undefined ? {} : { placement: server.placement }) });
     }
     return out;
   }
 
   /** Models loading: the controller's launch in flight, or a server spawned and not yet ready. */
-  private loading(): Map<string, LaunchLevel> {
-    const out = new Map<string, LaunchLevel>();
+  private loading(): Map<string, Loading> {
+    const out = new Map<string, Loading>();
     for (const record of this.records.values()) {
-      if (record.op?.kind === 'loading') out.set(record.modelId, record.op.level);
-      else if (record.server !== null && !record.server.ready) out.set(record.modelId, record.server.level);
+      if (record.op?.kind === 'loading') out.set(record.modelId, { level: record.op.level, placement: record.op.placement });
+      else if (record.server !== null && !record.server.ready) {
+        out.set(record.modelId, { level: record.server.level, ...(record.server.placement === undefined ? {} : { placement: record.server.placement }) });
+      }
     }
     return out;
   }
@@ -317,7 +341,7 @@ export class Controller {
   }
 
   /** Keeps the plan and each model's reason for being left out; true when either changed. */
-  private recordPlan(plan: Plan): boolean {
+  private recordPlan(plan: PlacePlan): boolean {
     const previous = this.plan;
     this.plan = { at: this.clock.now(), launch: plan.launch, evict: plan.evict, unschedulable: plan.unschedulable };
     const leftOut = new Map(plan.unschedulable.map((u) => [u.modelId, u]));
@@ -362,12 +386,13 @@ export class Controller {
     }
   }
 
-  /** Starts the plan's launches that are not backing off; true when it started or failed any. */
-  private startLaunches(modelIds: readonly string[], hostFreeBytes: number): boolean {
-    let hostFree = hostFreeBytes;
+  /** Starts the plan's launches, where it placed them, unless backing off; true when it started or failed any. */
+  private startLaunches(plan: PlacePlan, hostFreeBytes: number): boolean {
+    // What the plan's own placements put in host RAM is no longer free for a level's host share.
+    let hostFree = hostFreeBytes - plan.launch.reduce((sum, id) => sum + (plan.placements[id]?.hostBytes ?? 0), 0);
     let acted = false;
     const now = this.clock.now();
-    for (const modelId of modelIds) {
+    for (const modelId of plan.launch) {
       const record = this.records.get(modelId);
       const demand = this.demands.get(modelId);
       const signal = this.stopping?.signal;
@@ -386,20 +411,21 @@ export class Controller {
         }
         hostFree -= need;
       }
-      const launch = this.launchOne(record, level, signal);
+      const placement = plan.placements[modelId] ?? FIRST_DEVICE;
+      const launch = this.launchOne(record, level, placement, signal);
       this.launches.add(launch);
       void launch.finally(() => this.launches.delete(launch));
     }
     return acted;
   }
 
-  private async launchOne(record: ModelRecord, level: LaunchLevel, signal: AbortSignal): Promise<void> {
+  private async launchOne(record: ModelRecord, level: LaunchLevel, placement: Placement, signal: AbortSignal): Promise<void> {
     const { modelId } = record;
-    this.log.info(`launching ${modelId} at the ${level} level`);
-    const op = { kind: 'loading' as const, level, failureReported: false };
+    this.log.info(`launching ${modelId} at the ${level} level${describePlacement(placement)}`);
+    const op = { kind: 'loading' as const, level, placement, failureReported: false };
     this.setOp(record, op);
     try {
-      await this.server.launch(modelId, level, signal);
+      await this.server.launch(modelId, level, placement, signal);
     } catch (error) {
       if (record.op === op) record.op = null;
       // The failure was counted from its ServerExited event; only a server control that broke
@@ -419,11 +445,11 @@ export class Controller {
     const record = this.recordFor(event.modelId);
     switch (event.type) {
       case 'ServerSpawned':
-        record.server = { level: event.level, pid: event.pid, ready: false };
+        record.server = { level: event.level, pid: event.pid, ready: false, ...(record.op?.kind === 'loading' ? { placement: record.op.placement } : {}) };
         this.refresh(record);
         return;
       case 'ServerReady':
-        record.server = { level: event.level, pid: event.pid, ready: true };
+        record.server = { ...(record.server?.pid === event.pid ? record.server : {}), level: event.level, pid: event.pid, ready: true };
         if (record.op?.kind === 'loading') record.op = null;
         // Success resets the ladder, so the next launch after an eviction is 'full' again.
         this.resetRecovery(record);
@@ -585,16 +611,43 @@ export class Controller {
 
 const NONE: readonly string[] = [];
 
+/** Where a launch goes when the plan named no placement: the first (or only) device. */
+const FIRST_DEVICE: Placement = { kind: 'gpu', devices: [{ index: 0, layers: 0, bytes: 0 }], cpuMoeLayers: 0, hostBytes: 0 };
+
+/** The devices of a desired state: its GPUs, or one pool of its whole budget. */
+function devicesOf(state: DesiredState): Device[] {
+  if (state.devices !== undefined && state.devices.length > 0) return state.devices;
+  return [{ index: 0, name: 'memory', deviceClass: 'pool', budgetBytes: state.budgetBytes }];
+}
+
+/** " on GPU 1", " split over GPUs 0 and 1", " with 10 layers on GPU 0, the rest on the CPU": for the log. */
+function describePlacement(placement: Placement): string {
+  const ids = placement.devices.map((d) => d.index);
+  switch (placement.kind) {
+    case 'gpu':
+      return ids.length === 1 && ids[0] !== 0 ? ` on GPU ${ids[0]}` : '';
+    case 'split':
+    case 'mixed':
+      return ` split over GPUs ${ids.join(' and ')} (${placement.devices.map((d) => d.layers).join(' + ')} layers)`;
+    case 'partial':
+      return placement.cpuMoeLayers > 0
+        ? ` on GPU ${ids[0]} with the experts of ${placement.cpuMoeLayers} layers on the CPU`
+        : ` with ${placement.devices[0]?.layers ?? 0} layers on GPU ${ids[0]}, the rest on the CPU`;
+    case 'cpu':
+      return ' on the CPU only';
+  }
+}
+
 /**
  * Who would make way for whom if busy models were idle: the plan again with every busy (not
  * loading, not pinned) resident unforced. Only computed when the real plan left something out
  * that room could be made for, which is the only time anyone waits on a busy model.
  */
-function yieldsOf(plan: Plan, inputs: PolicyInputs, budgetBytes: number): Map<string, readonly string[]> {
+function yieldsOf(plan: PlacePlan, inputs: PolicyInputs, devices: readonly Device[], hostFreeBytes: number): Map<string, readonly string[]> {
   const out = new Map<string, readonly string[]>();
   if (!plan.unschedulable.some((u) => !u.strict)) return out;
   const relaxed = inputs.resident.map((r) => (r.active && !inputs.loadingIds.has(r.modelId) ? { ...r, active: false } : r));
-  const ifIdle = schedule(inputs.desired, relaxed, budgetBytes);
+  const ifIdle = place(inputs.desired, relaxed, devices, hostFreeBytes);
   if (ifIdle.launch.length === 0) return out;
   for (const modelId of ifIdle.evict) out.set(modelId, ifIdle.launch);
   return out;

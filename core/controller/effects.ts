@@ -8,6 +8,7 @@
 import type { FailureKind } from '../policy/recover.js';
 import type { FootprintEstimate, LaunchLevel } from '../policy/levels.js';
 import type { ServerEventListener } from '../contracts/server-events.js';
+import type { Device, Placement } from '../policy/place.js';
 
 /** One catalog model as the desired-state provider sees it, read fresh on every pass. */
 export interface ModelDemand {
@@ -34,6 +35,8 @@ export interface ModelDemand {
   draftId?: string;
   /** The smaller model that answers in its place when the recovery ladder says fallback. */
   fallbackId?: string;
+  /** Its config allows a layer split across GPUs of different classes. */
+  mixedSplit?: boolean;
   /**
    * Changes whenever the definition changes (path, size, mtime, context, arguments). A change
    * lifts quarantine and fallback: the person fixed something, so the ladder starts over.
@@ -45,6 +48,11 @@ export interface DesiredState {
   models: ModelDemand[];
   /** The live device-memory budget, bytes: what the GPU probe leaves after other programs and the reserve. */
   budgetBytes: number;
+  /**
+   * The GPUs models are placed on, each its own budget (their sum is budgetBytes). Absent: one
+   * pool of budgetBytes (CPU mode, unified memory, a single GPU).
+   */
+  devices?: Device[];
   /** Free host RAM, bytes; a 'minimal' (CPU-only) launch must fit in it. */
   hostFreeBytes: number;
 }
@@ -64,6 +72,8 @@ export interface ResidentServer {
   level: LaunchLevel;
   /** What the process really holds on the device (measured where possible), bytes. */
   deviceBytes: number;
+  /** Where it runs, as its launch was placed; absent: all on the first device. */
+  placement?: Placement;
 }
 
 /** What an eviction did: the server is gone (or was), or a request had claimed it and it stays. */
@@ -86,13 +96,14 @@ export interface ServerControl {
    */
   measure(): Promise<ReadonlyMap<string, number>>;
   /**
-   * Starts the model at `level` and resolves once it is ready to serve. Blocks for the load
+   * Starts the model at `level`, where `placement` puts it (which GPUs, how many layers on
+   * each, what stays in host RAM), and resolves once it is ready to serve. Blocks for the load
    * (seconds to minutes). Idempotent: a model already running or starting is not started
    * twice. Every failure is also reported once as a `ServerExited` event, before this
    * rejects; the controller counts the event, not the rejection. When `signal` aborts (the
    * controller is stopping) it stops the start and rejects.
    */
-  launch(modelId: string, level: LaunchLevel, signal: AbortSignal): Promise<void>;
+  launch(modelId: string, level: LaunchLevel, placement: Placement, signal: AbortSignal): Promise<void>;
   /**
    * Stops the model and resolves 'stopped' only when it is gone AND its device memory is back
    * (the next launch would otherwise OOM on memory the dying process still holds). Resolves

@@ -8,6 +8,7 @@
 import { recover, type RecoveryAction, type RecoveryState } from '../policy/recover.js';
 import type { LaunchLevel } from '../policy/levels.js';
 import type { LeftOut } from '../policy/schedule.js';
+import type { Placement } from '../policy/place.js';
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { ModelDemand } from './effects.js';
 
@@ -23,9 +24,12 @@ export interface ModelRecord {
    * its launch's own flag: a ServerExited event already counted that launch's failure, so its
    * rejection is not a second one (the next launch may start before the rejection arrives).
    */
-  op: { kind: 'loading'; level: LaunchLevel; failureReported: boolean } | { kind: 'evicting'; level: LaunchLevel } | null;
-  /** Its server, folded from the lifecycle events: spawned (loading), ready; null when none runs. */
-  server: { level: LaunchLevel; pid: number; ready: boolean } | null;
+  op: { kind: 'loading'; level: LaunchLevel; placement: Placement; failureReported: boolean } | { kind: 'evicting'; level: LaunchLevel } | null;
+  /**
+   * Its server, folded from the lifecycle events: spawned (loading), ready; null when none
+   * runs. `placement` is where the launch put it (absent for a server this controller did not launch).
+   */
+  server: { level: LaunchLevel; pid: number; ready: boolean; placement?: Placement } | null;
   /** Why the last plan left it out; null when the plan did not leave it out. */
   leftOut: LeftOut | null;
   /** The definition seen on the last pass; a change resets the recovery ladder. */

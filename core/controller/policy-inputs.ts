@@ -17,7 +17,8 @@
 //   are served a model at a time in the order they came.
 import { footprintAt, type LaunchLevel } from '../policy/levels.js';
 import { launchLevelAfter } from '../policy/recover.js';
-import type { Desired, Draft, Resident } from '../policy/schedule.js';
+import type { PlacedDesired, PlacedResident, Placement } from '../policy/place.js';
+import type { Draft } from '../policy/schedule.js';
 import type { ModelDemand, ResidentServer } from './effects.js';
 import { NO_FAILURE, servingModelOf, verdictOf, type Demands, type Records } from './model-record.js';
 
@@ -52,8 +53,8 @@ function pick(choose: (a: number, b: number) => number, a: number | undefined, b
 }
 
 export interface PolicyInputs {
-  desired: Desired[];
-  resident: Resident[];
+  desired: PlacedDesired[];
+  resident: PlacedResident[];
   /** The residents that are active because they are loading (not because they decode). */
   loadingIds: ReadonlySet<string>;
 }
@@ -62,8 +63,8 @@ export function policyInputs(observed: {
   demands: Demands;
   records: Records;
   running: readonly ResidentServer[];
-  /** Models loading (the controller's launch in flight, or a server spawned and not ready), with their level. */
-  loading: ReadonlyMap<string, LaunchLevel>;
+  /** Models loading (the controller's launch in flight, or a server spawned and not ready), with their level and placement. */
+  loading: ReadonlyMap<string, Loading>;
 }): PolicyInputs {
   const { demands, records, running, loading } = observed;
   const wants = new Map<string, Want>();
@@ -78,37 +79,60 @@ export function policyInputs(observed: {
   }
 
   const runningById = new Map(running.map((r) => [r.modelId, r]));
-  const desired: Desired[] = [];
+  const desired: PlacedDesired[] = [];
   for (const [modelId, want] of wants) {
     const demand = demands.get(modelId);
     if (demand === undefined) continue;
     const record = records.get(modelId);
     const recovery = record?.recovery ?? NO_FAILURE;
-    const level = runningById.get(modelId)?.level ?? loading.get(modelId) ?? launchLevelAfter(recovery);
-    const entry: Desired = { modelId, priority: want.priority, pinned: want.pinned, lastUsed: want.lastUsed, ...costAt(level, demand) };
+    const level = runningById.get(modelId)?.level ?? loading.get(modelId)?.level ?? launchLevelAfter(recovery);
+    const entry: PlacedDesired = { modelId, priority: want.priority, pinned: want.pinned, lastUsed: want.lastUsed, ...costAt(level, demand) };
+    if (demand.mixedSplit === true) entry.mixedSplit = true;
     if (want.waitingSince !== undefined) entry.waitingSince = want.waitingSince;
     if (recovery.attempts > 0) entry.retrying = true;
     desired.push(entry);
   }
 
-  const resident: Resident[] = running.map((r) => residentEntry(r.modelId, r.deviceBytes, loading.has(r.modelId), wants, demands));
-  for (const [modelId, level] of loading) {
+  const resident: PlacedResident[] = running.map((r) =>
+    residentEntry(r.modelId, r.deviceBytes, r.placement ?? loading.get(r.modelId)?.placement, loading.has(r.modelId), wants, demands),
+  );
+  for (const [modelId, { level, placement }] of loading) {
     if (runningById.has(modelId)) continue;
     const demand = demands.get(modelId);
     const bytes = demand === undefined ? 0 : footprintAt(level, demand.estimate).deviceBytes;
-    resident.push(residentEntry(modelId, bytes, true, wants, demands));
+    resident.push(residentEntry(modelId, bytes, placement, true, wants, demands));
   }
   return { desired, resident, loadingIds: new Set(loading.keys()) };
 }
 
-function residentEntry(modelId: string, deviceBytes: number, loading: boolean, wants: Map<string, Want>, demands: Demands): Resident {
+/** A model loading: the level it launches at and where it was placed (absent: all on the first device). */
+export interface Loading {
+  level: LaunchLevel;
+  placement?: Placement;
+}
+
+function residentEntry(
+  modelId: string,
+  deviceBytes: number,
+  placement: Placement | undefined,
+  loading: boolean,
+  wants: Map<string, Want>,
+  demands: Demands,
+): PlacedResident {
   const want = wants.get(modelId);
   const demand = demands.get(modelId);
-  return {
+  const entry: PlacedResident = {
     modelId,
     footprint: deviceBytes,
     pinned: want?.pinned ?? false,
     active: loading || (demand?.inFlight ?? 0) > 0,
     lastUsed: want?.lastUsed ?? demand?.lastUsed ?? 0,
   };
+  // On one device its measured figure is the truth; a split keeps its per-device estimate.
+  if (placement !== undefined) entry.placement = onOneDevice(placement) ? { ...placement, devices: [{ ...(placement.devices[0] as Placement['devices'][number]), bytes: deviceBytes }] } : placement;
+  return entry;
+}
+
+function onOneDevice(placement: Placement): boolean {
+  return placement.kind === 'gpu' && placement.devices.length === 1;
 }

@@ -4,6 +4,7 @@
 import type { DesiredProvider, DesiredState, ModelDemand } from '../controller/effects.js';
 import type { CatalogModel } from '../catalog/catalog.js';
 import type { FootprintEstimate } from '../policy/levels.js';
+import type { Device } from '../policy/place.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
 import type { ModelActivity } from './activity.js';
 
@@ -13,6 +14,11 @@ export interface DesiredSources {
   activity: ModelActivity;
   /** Requests claimed on the model's server now (the supervisor's count). */
   inFlight(modelId: string): number;
+  /**
+   * What the model's engine process itself costs where it counts against the budget: in host
+   * RAM on a machine without a GPU (see core/engine/runtime-overhead.ts); 0 on a GPU. Default 0.
+   */
+  runtimeBytes?(model: CatalogModel): number;
   /** The latest budget sample; samples now when there is none yet. */
   budget(): Promise<BudgetSample>;
 }
@@ -24,16 +30,28 @@ export interface DesiredSources {
  */
 const UNREADABLE: FootprintEstimate = { weightsBytes: 0, kvBytesPerToken: 0, contextTokens: 0, computeBytes: 0 };
 
-export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight'>): ModelDemand {
+/**
+ * The model's estimate as the plan prices it: the catalog's, with its engine's own cost added
+ * where that counts against the budget (host RAM on a machine without a GPU). The runtime rides
+ * in the compute term: like it, it is paid once per process, at any context. Null when the
+ * catalog has no estimate.
+ */
+export function pricedEstimate(model: CatalogModel, runtimeBytes: number): FootprintEstimate | null {
+  if (model.estimate === null) return null;
+  return runtimeBytes > 0 ? { ...model.estimate, computeBytes: model.estimate.computeBytes + runtimeBytes } : model.estimate;
+}
+
+export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'runtimeBytes'>): ModelDemand {
   const pinned = sources.isPinned(model);
   const inFlight = sources.inFlight(model.id);
+
   const demand: ModelDemand = {
     modelId: model.id,
     priority: model.priority,
     pinned,
     wanted: pinned || inFlight > 0 || sources.activity.recentlyUsed(model.id, model.idleTtlMs),
     inFlight,
-    estimate: model.estimate ?? UNREADABLE,
+    estimate: pricedEstimate(model, sources.runtimeBytes?.(model) ?? 0) ?? UNREADABLE,
     definitionHash: model.definitionHash,
   };
   const lastUsed = sources.activity.lastUsed(model.id);
@@ -42,7 +60,24 @@ export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isP
   if (waitingSince !== undefined) demand.waitingSince = waitingSince;
   if (model.draftId !== undefined) demand.draftId = model.draftId;
   if (model.fallbackId !== undefined) demand.fallbackId = model.fallbackId;
+  if (model.mixedSplit) demand.mixedSplit = true;
   return demand;
+}
+
+/**
+ * Each GPU as its own budget, in GPU mode; one pool otherwise (host RAM, unified memory). A
+ * configured limit below the machine's caps every GPU in proportion, so the sum is the limit.
+ */
+export function devicesOf(budget: BudgetSample): Device[] {
+  if (budget.mode !== 'gpu' || budget.perGpu.length === 0) return [{ index: 0, name: budget.mode === 'cpu' ? 'host RAM' : 'unified memory', deviceClass: budget.mode, budgetBytes: budget.totalBytes }];
+  const machine = budget.perGpu.reduce((sum, gpu) => sum + gpu.budgetBytes, 0);
+  const scale = machine > budget.totalBytes && machine > 0 ? budget.totalBytes / machine : 1;
+  return budget.perGpu.map((gpu) => ({
+    index: gpu.index,
+    name: gpu.name,
+    deviceClass: gpu.deviceClass,
+    budgetBytes: Math.floor(gpu.budgetBytes * scale),
+  }));
 }
 
 export class DaemonDesiredState implements DesiredProvider {
@@ -54,7 +89,7 @@ export class DaemonDesiredState implements DesiredProvider {
     const budget = await this.sources.budget();
     const models = this.sources.models().map((model) => demandOf(model, this.sources));
     this.wantedIds = new Set(models.filter((m) => m.wanted).map((m) => m.modelId));
-    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.hostAvailableBytes };
+    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.hostAvailableBytes, devices: devicesOf(budget) };
   }
 
   /** Whether the last pass wanted the model resident (for the snapshot and /metrics). */

@@ -128,6 +128,7 @@ export function createGateway(parts: GatewayParts): ModelGateway {
       return {
         servedBy: serving,
         endpoint: { baseUrl: `http://127.0.0.1:${claim.endpoint.port}`, apiKey: claim.endpoint.apiKey },
+        anthropicMessages: claim.endpoint.anthropicMessages,
         lost: claim.lost,
         progressed: () => claim.progressed(),
         release: () => {

@@ -8,18 +8,21 @@ import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
 import { footprintAt, LAUNCH_LEVELS, type FootprintEstimate, type LaunchLevel } from '../policy/levels.js';
 import type { ModelActivity } from './activity.js';
+import { pricedEstimate } from './desired-state.js';
 
 export interface SnapshotParts {
   startedAt: number;
   endpoint: () => string;
   catalog: Pick<Catalog, 'models' | 'problems' | 'config'>;
-  controller: Pick<Controller, 'status' | 'lastPlan'>;
+  controller: Pick<Controller, 'status' | 'lastPlan' | 'placement' | 'held'>;
   supervisor: Pick<Supervisor, 'status' | 'endpointFor' | 'inFlight'>;
   activity: ModelActivity;
   isPinned(model: CatalogModel): boolean;
   wanted(modelId: string): boolean;
   engineOf(model: CatalogModel): 'embedded' | 'llama-server';
   measuredBytes(modelId: string): number | null;
+  /** Its engine's own cost where it counts against the budget (see DesiredSources.runtimeBytes); default 0. */
+  runtimeBytes?(model: CatalogModel): number;
   budget(): BudgetSample | null;
   limitBytes: number | null;
   configPath: string;
@@ -38,32 +41,32 @@ function idleStatus(modelId: string, since: number): ModelStatus {
   };
 }
 
-function estimatesOf(model: CatalogModel): Record<LaunchLevel, number> {
+function estimatesOf(estimate: FootprintEstimate | null): Record<LaunchLevel, number> {
   const out = { full: 0, degraded: 0, partial: 0, minimal: 0 } as Record<LaunchLevel, number>;
-  if (model.estimate === null) return out;
-  for (const level of LAUNCH_LEVELS) out[level] = footprintAt(level, model.estimate).deviceBytes;
+  if (estimate === null) return out;
+  for (const level of LAUNCH_LEVELS) out[level] = footprintAt(level, estimate).deviceBytes;
   return out;
 }
 
 /**
- * A resident model's share of memory, split into the model and its draft. Measured bytes,
- * when known, replace the estimate for the whole process; the draft keeps its estimated
- * share of it, since one process cannot be measured per model. The draft's share is the pair
- * less the primary alone, not the draft's own footprintAt: in a pair the draft runs at the
- * primary's context and stays on the device at 'partial', neither of which its own estimate
- * knows.
+ * The draft's share of a pair's bytes at a level: the pair less the primary alone, not the
+ * draft's own footprintAt (in a pair the draft runs at the primary's context and stays on the
+ * device at 'partial', neither of which its own estimate knows). 0 without a draft.
  */
-function holdersOf(model: CatalogModel, level: LaunchLevel, measured: number | null): MemoryHolder[] {
-  if (model.estimate === null) return [];
-  const { draft, ...primary } = model.estimate;
+function draftShareOf(model: CatalogModel, level: LaunchLevel): number {
+  if (model.estimate === null || model.estimate.draft === undefined) return 0;
+  const { draft: _, ...primary } = model.estimate;
   const held = (estimate: FootprintEstimate): number => {
     const footprint = footprintAt(level, estimate);
     return level === 'minimal' ? footprint.hostBytes : footprint.deviceBytes;
   };
-  const estimated = held(model.estimate);
-  const bytes = measured ?? estimated;
-  const draftShare = draft === undefined ? 0 : estimated - held(primary);
-  const draftBytes = estimated > 0 ? Math.round((bytes * draftShare) / estimated) : 0;
+  const pair = held(model.estimate);
+  return pair > 0 ? (pair - held(primary)) / pair : 0;
+}
+
+/** `bytes` of one process as the model and its draft, the draft by its share. */
+function holdersOf(model: CatalogModel, bytes: number, draftShare: number): MemoryHolder[] {
+  const draftBytes = Math.round(bytes * draftShare);
   const holders: MemoryHolder[] = [{ kind: 'model', modelId: model.id, bytes: bytes - draftBytes }];
   if (draftBytes > 0) holders.push({ kind: 'draft', modelId: model.draftId ?? null, bytes: draftBytes });
   return holders;
@@ -72,11 +75,21 @@ function holdersOf(model: CatalogModel, level: LaunchLevel, measured: number | n
 export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> {
   const models: ModelView[] = [];
   const residentHolders: MemoryHolder[] = [];
+  const perDevice = new Map<number, MemoryHolder[]>();
   for (const model of parts.catalog.models()) {
     const server = parts.supervisor.status(model.id);
     const endpoint = parts.supervisor.endpointFor(model.id);
     const measured = parts.measuredBytes(model.id);
-    if (endpoint !== null) residentHolders.push(...holdersOf(model, endpoint.level, measured));
+    // The figures the controller's last plan counted, where it counted them: the picture and
+    // the plan's reasons cannot disagree.
+    const held = parts.controller.held(model.id);
+    if (held !== null) {
+      const share = draftShareOf(model, parts.controller.status(model.id)?.level ?? 'full');
+      residentHolders.push(...holdersOf(model, held.bytes, share));
+      for (const part of held.placement?.devices ?? []) {
+        perDevice.set(part.index, [...(perDevice.get(part.index) ?? []), ...holdersOf(model, part.bytes, share)]);
+      }
+    }
     const lastUsed = parts.activity.lastUsed(model.id);
     models.push({
       id: model.id,
@@ -89,12 +102,15 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       draftId: model.draftId ?? null,
       fallbackId: model.fallbackId ?? null,
       contextTokens: model.ctx,
-      estimateBytes: estimatesOf(model),
+      // Priced as the plan prices it (its engine's own cost included on the CPU), so the footprint a
+      // person reads and the measurement beside it are the same kind of figure.
+      estimateBytes: estimatesOf(pricedEstimate(model, parts.runtimeBytes?.(model) ?? 0)),
       measuredBytes: measured,
       inFlight: parts.supervisor.inFlight(model.id),
       lastUsed: lastUsed ?? null,
       status: parts.controller.status(model.id) ?? idleStatus(model.id, parts.startedAt),
       loading: server !== null && server.phase === 'loading' ? { fraction: server.loadProgress, startedAt: server.startedAt } : null,
+      placement: parts.controller.placement(model.id),
       upstream: endpoint === null ? null : { baseUrl: `http://127.0.0.1:${endpoint.port}`, apiKey: endpoint.apiKey, pid: endpoint.pid },
       catalogError: model.metadataError,
     });
@@ -105,7 +121,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
     startedAt: parts.startedAt,
     endpoint: parts.endpoint(),
     models,
-    budget: budgetView(parts.budget(), residentHolders, parts.limitBytes),
+    budget: budgetView(parts.budget(), residentHolders, perDevice, parts.limitBytes),
     plan: parts.controller.lastPlan(),
     configErrors: parts.catalog.problems(),
     configPath: parts.configPath,
@@ -113,19 +129,14 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
   };
 }
 
-/**
- * Per GPU, each model's bytes are shown split in proportion to each card's budget, which is
- * how llama.cpp splits layers by default (by free memory) when no tensor split is given.
- */
-function budgetView(sample: BudgetSample | null, holders: MemoryHolder[], limitBytes: number | null): BudgetView {
+/** Per GPU, each model's bytes where its placement put them (a split shows on every card it uses). */
+function budgetView(sample: BudgetSample | null, holders: MemoryHolder[], perDevice: ReadonlyMap<number, MemoryHolder[]>, limitBytes: number | null): BudgetView {
   const usedBytes = holders.reduce((sum, h) => sum + h.bytes, 0);
   if (sample === null) {
     return { mode: 'cpu', budgetBytes: 0, usedBytes, limitBytes, gpus: [], holders, hostTotalBytes: 0, hostAvailableBytes: 0, sampledAt: 0 };
   }
-  const totalBudget = sample.perGpu.reduce((sum, g) => sum + g.budgetBytes, 0);
   const gpus: GpuView[] = sample.perGpu.map((gpu) => {
-    const share = totalBudget > 0 ? gpu.budgetBytes / totalBudget : 0;
-    const own: MemoryHolder[] = holders.map((h) => ({ ...h, bytes: Math.round(h.bytes * share) }));
+    const own = [...(perDevice.get(gpu.index) ?? [])].sort((a, b) => b.bytes - a.bytes);
     return {
       index: gpu.index,
       name: gpu.name,

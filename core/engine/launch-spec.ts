@@ -4,6 +4,8 @@
 // estimate meets reality, and a wrong `-c` or `-ngl` is an OOM the scheduler cannot foresee.
 import { degradedContext, partialLayers, type LaunchLevel } from '../policy/levels.js';
 import type { EngineCapabilities } from './llama-server/capabilities.js';
+import type { Placement } from '../policy/place.js';
+import { placementArgs, placementGpuLayers } from './placement-args.js';
 
 export interface LaunchSpec {
   modelId: string;
@@ -84,6 +86,8 @@ const ALL_LAYERS = 999;
  *   When that is 0 layers (unknown, or gpuLayers 0 as on a machine without a GPU) it is
  *   minimal's argv, as its footprint is minimal's.
  * - minimal: the degraded context, `-ngl 0` and the draft on the CPU too (`-ngld 0`).
+ * A `placement` (where `place` put the model) adds its devices (placement-args.ts), and where it
+ * keeps part of the model in host RAM, its own `-ngl` (or `--n-cpu-moe`) instead of the level's.
  * Always passes explicit `-c` and `-ngl`: llama.cpp's automatic fitting only warns when it
  * cannot fit and then fails later, and it turns it off with `-fit off` where the build has
  * it, because the scheduler has already decided what goes where.
@@ -97,8 +101,11 @@ export function argvFor(
   capabilities: EngineCapabilities,
   port: number,
   apiKey: ApiKeyArgument,
+  placement?: Placement,
 ): string[] {
-  const splitLayers = level === 'partial' ? partialLayers(layersAtFull(spec)) : null;
+  // A placement with part (or all) of the model in host RAM says how many layers the device holds.
+  const placedLayers = placementGpuLayers(placement);
+  const splitLayers = placedLayers ?? (level === 'partial' ? partialLayers(layersAtFull(spec)) : null);
   const onCpu = level === 'minimal' || splitLayers === 0;
   const layers = (n: number | 'all'): string =>
     onCpu ? '0' : n === 'all' ? (capabilities.gpuLayersAll ? 'all' : String(ALL_LAYERS)) : String(n);
@@ -107,6 +114,7 @@ export function argvFor(
   const primaryLayers = splitLayers === null ? layers(spec.gpuLayers) : String(splitLayers);
   const argv = ['-m', spec.modelPath, '-c', String(context), '-ngl', primaryLayers];
   if (capabilities.flags.has('--fit')) argv.push('--fit', 'off');
+  if (!onCpu) argv.push(...placementArgs(placement, capabilities));
   if (spec.draft) {
     argv.push('-md', spec.draft.modelPath, '-ngld', layers(spec.draft.gpuLayers));
     const draftType = capabilities.specTypes.find((t) => t === 'draft-simple') ?? capabilities.specTypes.find((t) => t.startsWith('draft'));

@@ -7,6 +7,7 @@
 // (its index order and CUDA's need not agree).
 import { canonicalBusAddress } from './normalize-si.js';
 import type { ExecFileText } from './exec-file.js';
+import { sharedAnswer } from './shared-answer.js';
 
 export const COMPUTE_APPS_ARGS = [
   '--query-compute-apps=gpu_bus_id,pid,used_memory',
@@ -59,15 +60,5 @@ export function sharedComputeAppsReader(
   clock: { now(): number },
   freshForMs = 1_000,
 ): ComputeAppsReader {
-  let last: { at: number; answer: Promise<ComputeApp[]> } | null = null;
-  return () => {
-    if (last !== null && clock.now() - last.at < freshForMs) return last.answer;
-    const answer = query();
-    const entry = { at: clock.now(), answer };
-    last = entry;
-    answer.catch(() => {
-      if (last === entry) last = null;
-    });
-    return answer;
-  };
+  return sharedAnswer(query, clock, freshForMs);
 }

@@ -10,8 +10,12 @@
 // would evict what it had just loaded.
 import { formatBytes } from '../policy/reasons.js';
 import { nonNegative } from '../policy/non-negative.js';
+import { deviceClassOf } from './device-class.js';
 
 export type BudgetMode = 'gpu' | 'cpu' | 'unified';
+
+/** The tool whose figures a device's memory comes from (precedence in merge-devices.ts). */
+export type GpuSource = 'nvidia-smi' | 'amd-smi' | 'rocm-smi' | 'llama-server';
 
 /** One graphics device as the probe saw it. Sizes in bytes. */
 export interface GpuDevice {
@@ -30,6 +34,16 @@ export interface GpuDevice {
   usedBytes: number | null;
   /** Shares host RAM instead of having its own (Apple Silicon). */
   unifiedMemory: boolean;
+  /**
+   * Where totalBytes and usedBytes come from; null when nothing measures the device (lspci
+   * only, Apple). Absent on devices built before sources were recorded: read as nvidia-smi
+   * when usedBytes is known.
+   */
+  measuredBy?: GpuSource | null;
+  /** `vendor:model` for placement (device-class.ts); the probe sets it, computeBudget derives it when absent. */
+  deviceClass?: string;
+  /** llama.cpp's name for the device ('CUDA0', 'ROCm1', 'Vulkan0'), what `-dev` takes; absent when its device list was not read or did not name it. */
+  engineDevice?: string;
 }
 
 export interface HostMemory {
@@ -53,6 +67,8 @@ export interface BudgetInput {
   platform: string;
   /** Share of host RAM the GPU may use on unified memory, 0 < share ≤ 1. */
   unifiedShare: number;
+  /** Sentences from the probe (a tool that failed, a device left out), put first in the reason. */
+  probeNotes?: readonly string[];
 }
 
 export interface GpuBudget {
@@ -60,6 +76,13 @@ export interface GpuBudget {
   name: string;
   vendor: string;
   busAddress: string | null;
+  /**
+   * `vendor:model`, lowercase ("nvidia:rtx-4090", "amd:rx-7900-xtx"): a model splits across
+   * GPUs of one class freely, across classes only where its config allows (device-class.ts).
+   */
+  deviceClass: string;
+  /** llama.cpp's name for the device ('CUDA0', 'ROCm1', 'Vulkan0'), when llama-server's device list named it. */
+  engineDevice?: string;
   /** The device's memory; on unified memory, `unifiedShare` of host RAM. */
   totalBytes: number;
   usedBytes: number;
@@ -93,12 +116,12 @@ export function computeBudget(input: BudgetInput): Budget {
   const { gpus, host, reserveBytes, limitBytes } = input;
   const hostTotalBytes = nonNegative(host.totalBytes);
   const hostAvailableBytes = Math.min(nonNegative(host.availableBytes), hostTotalBytes);
-  const notes: string[] = [];
+  const notes: string[] = [...(input.probeNotes ?? [])];
 
   const discrete = gpus.filter(isMeasuredDiscrete);
   for (const gpu of gpus) {
     if (!isMeasuredDiscrete(gpu) && !(gpu.unifiedMemory && input.platform === 'darwin')) {
-      notes.push(`${gpu.name} is not used: its memory use cannot be measured (only NVIDIA GPUs through nvidia-smi and Apple Silicon are).`);
+      notes.push(`${gpu.name} is not used: its memory use cannot be measured (NVIDIA GPUs are measured through nvidia-smi, AMD through amd-smi or rocm-smi, any GPU llama-server lists through its device list, Apple Silicon through host RAM).`);
     }
   }
 
@@ -135,7 +158,7 @@ export function computeBudget(input: BudgetInput): Budget {
     perGpu = [];
     devicesBytes = hostShare(hostTotalBytes, hostAvailableBytes, reserveBytes, input.ourHostBytes, Infinity).budgetBytes;
     const seeing =
-      input.platform === 'linux' ? ' (on Linux, GPUs are seen only with both `lspci` and `nvidia-smi` on PATH)' : '';
+      input.platform === 'linux' ? ' (on Linux, NVIDIA GPUs are seen only with both `lspci` and `nvidia-smi` on PATH, AMD GPUs with `amd-smi` or `rocm-smi`)' : '';
     notes.unshift(`No GPU whose memory can be measured was found${seeing}, so models run on the CPU in host RAM.`);
   }
 
@@ -156,8 +179,16 @@ function isMeasuredDiscrete(gpu: GpuDevice): gpu is MeasuredGpu {
   return !gpu.unifiedMemory && gpu.totalBytes !== null && gpu.totalBytes > 0 && gpu.usedBytes !== null;
 }
 
-function identity(gpu: GpuDevice): Pick<GpuBudget, 'index' | 'name' | 'vendor' | 'busAddress'> {
-  return { index: gpu.index, name: gpu.name, vendor: gpu.vendor, busAddress: gpu.busAddress };
+function identity(gpu: GpuDevice): Pick<GpuBudget, 'index' | 'name' | 'vendor' | 'busAddress' | 'deviceClass' | 'engineDevice'> {
+  const id: Pick<GpuBudget, 'index' | 'name' | 'vendor' | 'busAddress' | 'deviceClass' | 'engineDevice'> = {
+    index: gpu.index,
+    name: gpu.name,
+    vendor: gpu.vendor,
+    busAddress: gpu.busAddress,
+    deviceClass: gpu.deviceClass ?? deviceClassOf(gpu.vendor, gpu.name),
+  };
+  if (gpu.engineDevice !== undefined) id.engineDevice = gpu.engineDevice;
+  return id;
 }
 
 /**

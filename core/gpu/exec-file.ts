@@ -14,10 +14,19 @@ export type ExecFileText = (file: string, args: readonly string[]) => Promise<st
  */
 export const EXEC_TIMEOUT_MS = 5_000;
 
-export const execFileText: ExecFileText = (file, args) =>
-  new Promise((resolve, reject) => {
-    execFile(file, [...args], { timeout: EXEC_TIMEOUT_MS, windowsHide: true, maxBuffer: 4 * 1024 * 1024 }, (error, stdout) => {
-      if (error) reject(new Error(`${file} ${args.join(' ')} failed: ${error.message}`, { cause: error }));
-      else resolve(stdout);
+/**
+ * An ExecFileText that gives up after `timeoutMs` (llama-server's device listing initialises
+ * every backend, which takes longer than a driver query), run with `env` when given (the
+ * engines' environment, so a listing sees the devices the engines will see).
+ */
+export function execFileTextWithin(timeoutMs: number, env?: NodeJS.ProcessEnv): ExecFileText {
+  return (file, args) =>
+    new Promise((resolve, reject) => {
+      execFile(file, [...args], { timeout: timeoutMs, windowsHide: true, maxBuffer: 4 * 1024 * 1024, ...(env === undefined ? {} : { env }) }, (error, stdout) => {
+        if (error) reject(new Error(`${file} ${args.join(' ')} failed: ${error.message}`, { cause: error }));
+        else resolve(stdout);
+      });
     });
-  });
+}
+
+export const execFileText: ExecFileText = execFileTextWithin(EXEC_TIMEOUT_MS);

@@ -11,8 +11,17 @@
 // - On macOS it runs `system_profiler -detailLevel full SPDisplaysDataType`, which takes
 //   up to seconds and reports no memory use at all (unified memory is measured through host
 //   RAM). So on macOS the device list is read once and only host memory is sampled.
+//
+// Beyond si, two sources measure what it cannot (merged by merge-devices.ts, each card once):
+// - AMD's tools (amd-source.ts), on Linux, unless neither is installed.
+// - llama-server's own device list (llama-devices.ts), when the daemon has found a binary.
+//   It is read before the other tools, never alongside them: listing opens a context on
+//   every GPU, and nvidia-smi running meanwhile would count that memory as another program's.
 import si from 'systeminformation';
 import { normalizeControllers, normalizeMem, type SiGraphicsController, type SiMem } from './normalize-si.js';
+import { createAmdReader, type AmdReader } from './amd-source.js';
+import { mergeDevices } from './merge-devices.js';
+import type { EngineDeviceReader } from './llama-devices.js';
 import type { GpuDevice, HostMemory } from './compute-budget.js';
 
 /** The two systeminformation calls the probe makes; the real module satisfies it. */
@@ -24,6 +33,8 @@ export interface SystemInformation {
 export interface ProbeResult {
   gpus: GpuDevice[];
   host: HostMemory;
+  /** Sentences for the budget's reason (a tool that failed, a device left out); absent when none. */
+  notes?: string[];
 }
 
 export interface GpuProbe {
@@ -35,17 +46,33 @@ export interface GpuProbe {
   probe(): Promise<ProbeResult>;
 }
 
-export function createGpuProbe(deps: { si?: SystemInformation; platform?: string } = {}): GpuProbe {
+export interface GpuProbeDeps {
+  si?: SystemInformation;
+  platform?: string;
+  /** AMD's tools. Default: amd-smi, else rocm-smi, on Linux; none elsewhere. null: never asked. */
+  amd?: AmdReader | null;
+  /** llama-server's device list (createEngineDeviceReader with the binary the daemon found). Default: none. */
+  engineDevices?: EngineDeviceReader | null;
+}
+
+export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
   const source: SystemInformation = deps.si ?? si;
-  const listOnce = (deps.platform ?? process.platform) === 'darwin';
+  const platform = deps.platform ?? process.platform;
+  const listOnce = platform === 'darwin';
+  const amd = deps.amd === undefined ? (platform === 'linux' ? createAmdReader() : null) : deps.amd;
+  const engineDevices = deps.engineDevices ?? null;
   let devices: Promise<GpuDevice[]> | null = null;
   const readDevices = (): Promise<GpuDevice[]> => source.graphics().then((g) => normalizeControllers(g.controllers));
   return {
     async probe() {
+      const engine = engineDevices === null ? null : await engineDevices();
       // A failed first listing is not kept: the next probe tries again.
       const listing = listOnce ? (devices ??= readDevices().catch((error: unknown) => { devices = null; throw error; })) : readDevices();
-      const [gpus, mem] = await Promise.all([listing, source.mem()]);
-      return { gpus: gpus.map((g) => ({ ...g })), host: normalizeMem(mem) };
+      const [listed, mem, amdReading] = await Promise.all([listing, source.mem(), amd === null ? null : amd()]);
+      const merged = mergeDevices(listed, { amd: amdReading, engine });
+      const result: ProbeResult = { gpus: merged.gpus, host: normalizeMem(mem) };
+      if (merged.notes.length > 0) result.notes = merged.notes;
+      return result;
     },
   };
 }

@@ -100,7 +100,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   let generation = 0;
 
   async function takeSample(): Promise<BudgetSample> {
-    const { gpus, host } = await deps.probe.probe();
+    const { gpus, host, notes } = await deps.probe.probe();
     const own = deps.ownUsage === undefined ? NO_OWN_USAGE : await deps.ownUsage(gpus);
     const budget = computeBudget({
       gpus,
@@ -111,6 +111,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
       ourUsageByGpu: own.byGpu,
       ourHostBytes: own.hostBytes,
       platform,
+      probeNotes: notes ?? [],
     });
     const sample: BudgetSample = { ...budget, sampledAt: clock.now() };
     latest = sample;

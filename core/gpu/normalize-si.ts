@@ -47,6 +47,8 @@ export function normalizeControllers(controllers: readonly SiGraphicsController[
       totalBytes: totalMiB === null ? null : totalMiB * MIB,
       usedBytes: used === null ? null : used * MIB,
       unifiedMemory: c.vramDynamic === true && /apple/i.test(vendor),
+      // si merges nvidia-smi's figures and nothing else: a device with a usage figure was measured by it.
+      measuredBy: used === null ? null : 'nvidia-smi',
     };
   });
 }

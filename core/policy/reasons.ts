@@ -95,6 +95,8 @@ export interface ReasonWriter {
    * llama-8b (5.2 GiB), 6.8 GiB free": it would fit once some of the named holders go.
    */
   noRoom(need: Need, room: Room): string;
+  /** "24 GiB budget, 17.2 GiB held by …, 6.8 GiB free": a room alone, for a sentence about several budgets. */
+  roomWords(room: Room): string;
   /**
    * "needs 9.1 GiB; 24 GiB budget, 17.2 GiB held by pinned qwen-32b (17.2 GiB): it fits only if
    * a pinned model is unpinned": even with every other model evicted there is no room.
@@ -113,16 +115,18 @@ export function reasonWriter(budgetBytes: number): ReasonWriter {
   const roomWords = new Map<Room, string>();
   const left = (heldBytes: number): string =>
     heldBytes > budgetBytes ? `${formatBytes(heldBytes - budgetBytes)} over it` : `${formatBytes(budgetBytes - heldBytes)} free`;
+  const wordsOf = (room: Room): string => {
+    let words = roomWords.get(room);
+    if (words === undefined) {
+      words = `${budget} budget, ${formatBytes(room.heldBytes)} held by ${holderList(room.named, room.holderCount)}, ${left(room.heldBytes)}`;
+      roomWords.set(room, words);
+    }
+    return words;
+  };
   return {
     overWholeBudget: (need) => `${needs(need)}, more than the whole ${budget} budget`,
-    noRoom(need, room) {
-      let words = roomWords.get(room);
-      if (words === undefined) {
-        words = `; ${budget} budget, ${formatBytes(room.heldBytes)} held by ${holderList(room.named, room.holderCount)}, ${left(room.heldBytes)}`;
-        roomWords.set(room, words);
-      }
-      return needs(need) + words;
-    },
+    roomWords: wordsOf,
+    noRoom: (need, room) => `${needs(need)}; ${wordsOf(room)}`,
     pinnedOut(need, pinned) {
       return `${needs(need)}; ${budget} budget, ${formatBytes(pinned.heldBytes)} held by ${holderList(pinned.named, pinned.holderCount)}, ${left(pinned.heldBytes)}: it fits only if a pinned model is unpinned`;
     },
@@ -141,7 +145,7 @@ export function hostMemoryReason(needBytes: number, freeBytes: number, level: Ex
   return `needs ${formatBytes(needBytes)} ${what}; ${formatBytes(freeBytes)} free`;
 }
 
-function needs(need: Need): string {
+export function needs(need: Need): string {
   if (need.draft === undefined) return `needs ${formatBytes(need.bytes)}`;
   const own = need.bytes - need.draft.bytes;
   return `needs ${formatBytes(need.bytes)} with its draft ${need.draft.modelId} (${formatBytes(own)} + ${formatBytes(need.draft.bytes)})`;

@@ -12,8 +12,9 @@
 // right, that is a second, standalone process with its own entry and its own memory (a
 // llama-server cannot share a loaded draft with another server), and it is scheduled like
 // any other model.
+import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, type Candidate } from './candidates.js';
 import { nonNegative } from './non-negative.js';
-import { reasonWriter, withHolder, type Holder, type HoldReason, type Need, type Room } from './reasons.js';
+import { reasonWriter, withHolder, type Holder, type HoldReason, type Room } from './reasons.js';
 
 /** The companion model a primary loads for speculative decoding. */
 export interface Draft {
@@ -87,23 +88,6 @@ export interface LeftOut {
   strict: boolean;
 }
 
-interface Candidate {
-  modelId: string;
-  desired: Desired;
-  /** Its resident entry, if it runs now. */
-  running: Resident | undefined;
-  /** Own footprint plus the draft's. */
-  cost: number;
-  draftBytes: number;
-  priority: number;
-  lastUsed: number;
-  /** Its oldest waiting request's arrival; +Infinity when none waits, so that waiting models sort first. */
-  waitingSince: number;
-  retrying: boolean;
-  /** Why it is kept regardless of the budget, or null when it must earn its place. */
-  forcedBy: HoldReason | null;
-}
-
 /**
  * The launches and evictions that bring `resident` to the chosen set within `budget` bytes.
  *
@@ -127,30 +111,7 @@ interface Candidate {
  */
 export function schedule(desired: readonly Desired[], resident: readonly Resident[], budget: number): Plan {
   const budgetBytes = nonNegative(budget);
-  const residentById = indexResidents(resident);
-
-  const desiredIds = new Set<string>();
-  const candidates: Candidate[] = [];
-  for (const d of desired) {
-    if (desiredIds.has(d.modelId)) throw new Error(`schedule: model "${d.modelId}" is desired twice; each id must appear once`);
-    desiredIds.add(d.modelId);
-    const running = residentById.get(d.modelId);
-    const draftBytes = d.draft === undefined ? 0 : nonNegative(d.draft.footprint);
-    candidates.push({
-      modelId: d.modelId,
-      desired: d,
-      running,
-      cost: nonNegative(d.footprint) + draftBytes,
-      draftBytes,
-      priority: Number.isNaN(d.priority) ? 0 : d.priority,
-      lastUsed: recency(d.lastUsed ?? running?.lastUsed),
-      waitingSince: d.waitingSince === undefined || Number.isNaN(d.waitingSince) ? Infinity : d.waitingSince,
-      retrying: d.retrying === true,
-      // A retrying model's pin does not force its launch; a resident that is pinned stays pinned.
-      forcedBy: (d.pinned && d.retrying !== true) || running?.pinned ? 'pinned' : running?.active ? 'active' : null,
-    });
-  }
-  candidates.sort(admissionOrder);
+  const { candidates, desiredIds } = candidatesOf('schedule', desired, resident);
 
   const toEvict: Resident[] = [];
   const forcedUndesired: Resident[] = [];
@@ -220,45 +181,4 @@ export function schedule(desired: readonly Desired[], resident: readonly Residen
       return { modelId: candidate.modelId, reason: reasons.noRoom(need, then), strict: false };
     }),
   };
-}
-
-function indexResidents(resident: readonly Resident[]): Map<string, Resident> {
-  const byId = new Map<string, Resident>();
-  for (const r of resident) {
-    if (byId.has(r.modelId)) throw new Error(`schedule: model "${r.modelId}" is resident twice; each id must appear once`);
-    byId.set(r.modelId, r);
-  }
-  return byId;
-}
-
-function needOf(c: Candidate): Need {
-  const draft = c.desired.draft;
-  return draft === undefined ? { bytes: c.cost } : { bytes: c.cost, draft: { modelId: draft.modelId, bytes: c.draftBytes } };
-}
-
-/** Never used (or an unreadable stamp) ranks behind every real stamp. */
-function recency(lastUsed: number | undefined): number {
-  return lastUsed === undefined || Number.isNaN(lastUsed) ? -Infinity : lastUsed;
-}
-
-function admissionOrder(a: Candidate, b: Candidate): number {
-  if (a.retrying !== b.retrying) return a.retrying ? 1 : -1;
-  if (a.priority !== b.priority) return a.priority > b.priority ? -1 : 1;
-  if (a.waitingSince !== b.waitingSince) return a.waitingSince < b.waitingSince ? -1 : 1;
-  if (a.lastUsed !== b.lastUsed) return a.lastUsed > b.lastUsed ? -1 : 1;
-  const aRuns = a.running !== undefined;
-  if (aRuns !== (b.running !== undefined)) return aRuns ? -1 : 1;
-  return compareIds(a.modelId, b.modelId);
-}
-
-function leastRecentlyUsedFirst(a: Resident, b: Resident): number {
-  const au = recency(a.lastUsed);
-  const bu = recency(b.lastUsed);
-  if (au !== bu) return au < bu ? -1 : 1;
-  return compareIds(a.modelId, b.modelId);
-}
-
-/** Code-unit order: the same on every machine, unlike localeCompare. */
-function compareIds(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

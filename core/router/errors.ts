@@ -1,4 +1,5 @@
-// Errors the router answers with, in OpenAI's shape, each saying who produced it.
+// Errors the router answers with, in OpenAI's shape (or Anthropic's, for its Messages API),
+// each saying who produced it.
 //
 // Why a header and not only a body field: an engine's own error bodies (llama-server's 400 for
 // a prompt over the context, say) are passed through byte for byte, so the router cannot add
@@ -26,10 +27,17 @@ export function errorBody(error: Pick<RouterError, 'message' | 'type' | 'param' 
   return { error: { message: error.message, type: error.type, param: error.param, code: error.code } };
 }
 
-/** Writes the error unless a response is already under way (then there is no one to tell). */
-export function sendError(res: ServerResponse, error: RouterError): void {
+/**
+ * How an API spells an error body: OpenAI's (`errorBody`, the default) or Anthropic's
+ * (anthropic-errors.ts). One RouterError, several spellings: a refusal is decided once,
+ * whichever API the client speaks.
+ */
+export type ErrorShape = (error: RouterError) => unknown;
+
+/** Writes the error in `shape` unless a response is already under way (then there is no one to tell). */
+export function sendError(res: ServerResponse, error: RouterError, shape: ErrorShape = errorBody): void {
   if (res.headersSent || res.destroyed) return;
-  const body = JSON.stringify(errorBody(error));
+  const body = JSON.stringify(shape(error));
   res.writeHead(error.status, {
     ...error.headers,
     'content-type': 'application/json',

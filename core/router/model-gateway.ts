@@ -48,6 +48,12 @@ export interface EngineClaim {
   servedBy: string;
   /** The engine's origin (`http://127.0.0.1:41234`) and its per-launch key, which only the router sends. */
   endpoint: { baseUrl: string; apiKey: string };
+  /**
+   * The engine serves Anthropic's `/v1/messages` and `/v1/messages/count_tokens` itself (recent
+   * llama-server builds; asked of the engine when it became ready): those requests go to it as
+   * they are. False: the router translates them to chat completions (anthropic-route.ts).
+   */
+  anthropicMessages: boolean;
   /** Aborts with an EngineLost when the engine is found hung, just before it is killed. */
   lost: AbortSignal;
   /** Bytes of the answer reached the client: progress, for hang detection. O(1). */

@@ -9,7 +9,9 @@
 //   no preflight). It cannot read the answer, but it can load models and burn the GPU. Browsers
 //   always send Origin on such requests and non-browser clients do not, so a foreign Origin is
 //   refused unless the person configured it for CORS.
-// - API key: optional, for people who share the machine.
+// - API key: optional, for people who share the machine. OpenAI's clients send it as
+//   `Authorization: Bearer`, Anthropic's as `x-api-key` (and as Bearer when given an auth
+//   token); either header carrying the key lets the request in.
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ERROR_SOURCE_HEADER, type RouterError } from './errors.js';
@@ -20,7 +22,7 @@ export interface GuardOptions {
   allowedHosts: readonly string[];
   /** Origins allowed to call cross-origin, with CORS headers; '*' allows any. Empty: none. */
   corsOrigins: readonly string[];
-  /** When set, `/v1` requests must carry `Authorization: Bearer <apiKey>`. */
+  /** When set, `/v1` requests must carry `Authorization: Bearer <apiKey>` or `x-api-key: <apiKey>`. */
   apiKey: string | undefined;
 }
 
@@ -60,8 +62,13 @@ export function refuseHostOrOrigin(req: IncomingMessage, options: GuardOptions):
 export function refuseApiKey(req: IncomingMessage, apiKey: string | undefined): RouterError | null {
   if (apiKey === undefined) return null;
   const header = req.headers.authorization;
-  const presented = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
-  if (presented !== undefined && constantTimeEquals(presented, apiKey)) return null;
+  const bearer = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
+  const xApiKey = req.headers['x-api-key'];
+  const presented = [bearer, typeof xApiKey === 'string' ? xApiKey.trim() : undefined].filter((key) => key !== undefined);
+  // Both compared, always: which header matched must not show in the time taken.
+  const matches = presented.map((key) => constantTimeEquals(key, apiKey));
+  if (matches.includes(true)) return null;
+  const sentIn = [bearer === undefined ? null : '`Authorization: Bearer`', typeof xApiKey === 'string' ? '`x-api-key`' : null].filter((name) => name !== null);
   return {
     status: 401,
     source: 'router',
@@ -69,9 +76,9 @@ export function refuseApiKey(req: IncomingMessage, apiKey: string | undefined): 
     code: 'invalid_api_key',
     param: null,
     message:
-      presented === undefined
-        ? 'This llmtray endpoint requires an API key: send it as `Authorization: Bearer <key>`.'
-        : 'The API key sent in `Authorization: Bearer` is not the one this llmtray endpoint is configured with.',
+      sentIn.length === 0
+        ? 'This llmtray endpoint requires an API key: send it as `Authorization: Bearer <key>` or `x-api-key: <key>`.'
+        : `The API key sent in ${sentIn.join(' and in ')} is not the one this llmtray endpoint is configured with.`,
   };
 }
 
@@ -91,7 +98,7 @@ export function answerPreflight(req: IncomingMessage, res: ServerResponse, corsO
   applyCors(req, res, corsOrigins);
   res.writeHead(204, {
     'access-control-allow-methods': 'GET, POST, OPTIONS',
-    'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'authorization, content-type',
+    'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'authorization, x-api-key, anthropic-version, content-type',
     'access-control-max-age': '600',
   });
   res.end();

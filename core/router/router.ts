@@ -1,5 +1,7 @@
 // llmtray's OpenAI-compatible endpoint: local apps send `/v1/...` here with a `model` name,
 // and the router finds (or loads) the engine that serves it and streams the answer through.
+// Anthropic's Messages API (`/v1/messages`) is served on the same path, by the same activation:
+// only the last step, how the request reaches the engine, is its own (anthropic-route.ts).
 //
 // The router owns the loopback listener, so its guards (Host, Origin) run for every request
 // on it; paths outside `/v1` go to `fallthrough` (the admin API, /metrics, the dashboard's
@@ -10,11 +12,13 @@ import type { AddressInfo } from 'node:net';
 import type { OpenAIModelList } from '../contracts/openai.js';
 import { formatBytes } from '../policy/reasons.js';
 import { activate } from './activation.js';
-import { sendError, type RouterError } from './errors.js';
+import { anthropicErrorBody } from './anthropic-errors.js';
+import { countTokensRequest, messagesRequest } from './anthropic-route.js';
+import { errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
 import { readBody } from './read-body.js';
 import { answerPreflight, applyCors, refuseApiKey, refuseHostOrOrigin } from './request-guard.js';
-import { forwardToEngine, unreachableError } from './upstream.js';
+import { forwardToEngine, openAIAnswer, unreachableError, type ModelRequest } from './upstream.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
 
@@ -26,7 +30,7 @@ export interface RouterOptions {
   retryAfterSeconds?: number;
   /** Largest accepted request body, bytes (413 above). Default 10 MiB. */
   bodyLimitBytes?: number;
-  /** When set, `/v1` requests must send `Authorization: Bearer <apiKey>` (401 otherwise). */
+  /** When set, `/v1` requests must send `Authorization: Bearer <apiKey>` or `x-api-key: <apiKey>` (401 otherwise). */
   apiKey?: string;
   /** Origins that web pages may call from, with CORS headers; '*' for any. Default none. */
   corsOrigins?: readonly string[];
@@ -71,6 +75,17 @@ const GENERATION_ROUTES: Record<string, OpenAIEndpoint> = {
   '/v1/embeddings': 'embeddings',
 };
 
+/** Anthropic's Messages API: each path's request builder (anthropic-route.ts). */
+const ANTHROPIC_ROUTES = {
+  '/v1/messages': messagesRequest,
+  '/v1/messages/count_tokens': countTokensRequest,
+} as const;
+
+/** Whose error shape a path's client reads: Anthropic's SDKs cannot read OpenAI's. */
+function errorShapeFor(path: string): ErrorShape {
+  return path === '/v1/messages' || path.startsWith('/v1/messages/') ? anthropicErrorBody : errorBody;
+}
+
 export function createRouter(options: RouterOptions): Router {
   const { gateway } = options;
   const guard = {
@@ -88,16 +103,17 @@ export function createRouter(options: RouterOptions): Router {
   const agent = new http.Agent({ keepAlive: true });
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
+    const shape = errorShapeFor(pathOf(req.url));
     try {
-      route(req, res);
+      route(req, res, shape);
     } catch (error) {
-      sendError(res, internal(error));
+      sendError(res, internal(error), shape);
     }
   }
 
-  function route(req: IncomingMessage, res: ServerResponse): void {
+  function route(req: IncomingMessage, res: ServerResponse, shape: ErrorShape): void {
     const refusal = refuseHostOrOrigin(req, guard);
-    if (refusal !== null) return sendError(res, refusal);
+    if (refusal !== null) return sendError(res, refusal, shape);
     const path = pathOf(req.url);
     if (path !== '/v1' && !path.startsWith('/v1/')) {
       if (options.fallthrough !== undefined) return options.fallthrough(req, res);
@@ -106,30 +122,62 @@ export function createRouter(options: RouterOptions): Router {
     if (answerPreflight(req, res, guard.corsOrigins)) return;
     applyCors(req, res, guard.corsOrigins);
     const unauthorized = refuseApiKey(req, guard.apiKey);
-    if (unauthorized !== null) return sendError(res, unauthorized);
+    if (unauthorized !== null) return sendError(res, unauthorized, shape);
 
     const endpoint = GENERATION_ROUTES[path];
     if (endpoint !== undefined) {
       if (req.method !== 'POST') return sendError(res, wrongMethod(path, 'POST'));
-      serveGeneration(req, res, endpoint, path).catch((error: unknown) => sendError(res, internal(error)));
+      const build = (raw: Buffer): ModelRequest | RouterError => openAIRequest(res, endpoint, path, raw);
+      serveModelRequest(req, res, shape, build).catch((error: unknown) => sendError(res, internal(error)));
+      return;
+    }
+    if (path === '/v1/messages' || path === '/v1/messages/count_tokens') {
+      if (req.method !== 'POST') return sendError(res, wrongMethod(path, 'POST'), shape);
+      const build = (raw: Buffer): ModelRequest | RouterError => ANTHROPIC_ROUTES[path](agent, res, raw);
+      serveModelRequest(req, res, shape, build).catch((error: unknown) => sendError(res, internal(error), shape));
       return;
     }
     if (path === '/v1/models' || path.startsWith('/v1/models/')) {
       if (req.method !== 'GET') return sendError(res, wrongMethod(path, 'GET'));
       return serveModels(res, path === '/v1/models' ? null : safeDecode(path.slice('/v1/models/'.length)));
     }
-    sendError(res, notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/models.`));
+    sendError(
+      res,
+      notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, and Anthropic's /v1/messages and /v1/messages/count_tokens.`),
+      shape,
+    );
   }
 
-  async function serveGeneration(req: IncomingMessage, res: ServerResponse, endpoint: OpenAIEndpoint, path: string): Promise<void> {
+  /** An OpenAI endpoint's request: the body as it came, re-serialised only to name a fallback. */
+  function openAIRequest(res: ServerResponse, endpoint: OpenAIEndpoint, path: string, raw: Buffer): ModelRequest | RouterError {
+    const parsed = parseRequest(endpoint, raw);
+    if (!parsed.ok) return parsed.error;
+    return {
+      model: parsed.model,
+      send: (claim, fallingBack, clientGone) =>
+        forwardToEngine(agent, res, clientGone, claim, {
+          path,
+          // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
+          body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: claim.servedBy })) : raw,
+          shape: openAIAnswer(fallingBack ? claim.servedBy : null),
+        }),
+    };
+  }
+
+  /**
+   * Reads and checks a request (`build` refuses what is malformed), finds its model, activates it
+   * and sends the request to the claimed engine, once more if that engine was unreachable. The
+   * same path for every API: `shape` spells the errors the client's API reads.
+   */
+  async function serveModelRequest(req: IncomingMessage, res: ServerResponse, shape: ErrorShape, build: (raw: Buffer) => ModelRequest | RouterError): Promise<void> {
     const exchange = trackExchange(res);
     const read = await readBody(req, bodyLimitBytes);
     if (read.kind === 'aborted') return;
-    if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, bodyLimitBytes));
-    const parsed = parseRequest(endpoint, read.body);
-    if (!parsed.ok) return sendError(res, parsed.error);
-    const resolved = gateway.resolve(parsed.model);
-    if (resolved === undefined) return sendError(res, unknownModel(parsed.model, gateway.modelIds()));
+    if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, bodyLimitBytes), shape);
+    const request = build(read.body);
+    if (!('send' in request)) return sendError(res, request, shape);
+    const resolved = gateway.resolve(request.model);
+    if (resolved === undefined) return sendError(res, unknownModel(request.model, gateway.modelIds()), shape);
 
     // At most two tries. An engine that dies closes its sockets before its exit reaches the
     // supervisor, so a request sent in that gap meets a refused or reset connection though the
@@ -141,20 +189,14 @@ export function createRouter(options: RouterOptions): Router {
     for (let attempt = 1; ; attempt++) {
       const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation);
       if (ready.kind === 'client_gone') return;
-      if (ready.kind === 'refused') return sendError(res, ready.error);
+      if (ready.kind === 'refused') return sendError(res, ready.error, shape);
       const { claim } = ready;
       exchange.finishWith(claim.release);
       if (exchange.clientGone.aborted) return;
 
-      const fallingBack = claim.servedBy !== resolved.modelId;
-      const outcome = await forwardToEngine(agent, res, exchange.clientGone, claim, {
-        path,
-        // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
-        body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: claim.servedBy })) : read.body,
-        rewriteModelTo: fallingBack ? claim.servedBy : null,
-      });
+      const outcome = await request.send(claim, claim.servedBy !== resolved.modelId, exchange.clientGone);
       if (outcome.kind === 'answered' || exchange.clientGone.aborted) return;
-      if (attempt === 2) return sendError(res, unreachableError(claim.servedBy, outcome.cause));
+      if (attempt === 2) return sendError(res, unreachableError(claim.servedBy, outcome.cause), shape);
       // This try is over: its claim must not hold a dead engine "busy" meanwhile.
       exchange.finishNow();
       await gateway.engineUnreachable(claim.servedBy, claim.endpoint, exchange.clientGone);

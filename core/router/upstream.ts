@@ -2,8 +2,10 @@
 //
 // The hot path, so it does as little as it can: the client's body bytes go upstream as they
 // came (re-serialised only when a fallback model must be named in them), and the answer is
-// written to the client chunk by chunk as it arrives — never collected, never parsed, unless a
-// fallback's name must replace the engine's in the `model` fields. Plain `data`/`write` with
+// written to the client chunk by chunk as it arrives — never collected, never parsed, unless
+// the exchange's AnswerShape says it must be: a fallback's name replacing the engine's in the
+// `model` fields, or an answer re-told in another API's shape (Anthropic's Messages API for an
+// engine that speaks only OpenAI's, anthropic-route.ts). Plain `data`/`write` with
 // backpressure rather than `pipe()`/`pipeline()`, because the three ways a stream can end
 // badly need different endings: a client that leaves must abort the engine's request (so it
 // stops decoding for nobody); an engine that dies must end the client's stream with an error
@@ -13,18 +15,70 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import type { OpenAIErrorBody } from '../contracts/openai.js';
-import { ERROR_SOURCE_HEADER, errorBody, sendError, type RouterError } from './errors.js';
+import { ERROR_SOURCE_HEADER, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { EngineClaim, EngineLost } from './model-gateway.js';
 
 export const SERVED_BY_HEADER = 'x-llmtray-served-by';
 
 export interface UpstreamExchange {
-  /** The request path, forwarded unchanged (`/v1/chat/completions`). */
+  /** The engine's path (`/v1/chat/completions`): the client's, or the one its request was translated for. */
   path: string;
   body: Buffer;
-  /** When set, every `model` field of a successful answer is replaced by this (fallback). */
-  rewriteModelTo: string | null;
+  /** How the answer reaches the client; openAIAnswer for OpenAI's endpoints. */
+  shape: AnswerShape;
+}
+
+/** Re-tells an event stream, chunk by chunk as it arrives. */
+export interface StreamRewriter {
+  /** The client's text for what `chunk` completes (possibly nothing yet). */
+  push(chunk: Buffer): string;
+  /** What is still owed once the engine's stream ended complete; called once. */
+  flush(): string;
+}
+
+/**
+ * How the engine's answer becomes the client's. Each transform that is null leaves that kind of
+ * answer as the engine sent it, unparsed and unbuffered (the hot path).
+ */
+export interface AnswerShape {
+  /** A successful JSON answer, collected whole → the client's body; null when it is not the answer expected (502). */
+  json: ((text: string) => string | null) | null;
+  /** A fresh rewriter for a successful event stream. */
+  stream: (() => StreamRewriter) | null;
+  /** An engine's error answer (status >= 400), collected whole → the client's body. */
+  error: ((text: string, status: number) => string) | null;
+  /** How the router's own errors are spelled (hung, unreachable, interrupted). */
+  errors: ErrorShape;
+  /** The SSE text of the error event that ends a stream the engine broke off. */
+  streamError(error: RouterError): string;
+}
+
+/**
+ * OpenAI's endpoints: the engine's answer as it is, or with `rewriteModelTo` (a fallback) in
+ * every `model` field of a successful one; errors in OpenAI's shape.
+ */
+export function openAIAnswer(rewriteModelTo: string | null): AnswerShape {
+  return {
+    json: rewriteModelTo === null ? null : (text) => rewriteModelField(text, rewriteModelTo) ?? text,
+    stream: rewriteModelTo === null ? null : () => new SseModelRewriter(rewriteModelTo),
+    error: null,
+    errors: errorBody,
+    streamError: (error) => `data: ${JSON.stringify(errorBody(error))}\n\n`,
+  };
+}
+
+/**
+ * One request, checked and ready to go to whichever engine its model's claim names: the router
+ * runs activation and the resend around `send`, whatever API the request speaks.
+ */
+export interface ModelRequest {
+  /** The request's `model`, as the client named it. */
+  model: string;
+  /**
+   * Sends the request to the claimed engine and relays the answer to the client (`fallingBack`:
+   * the claim's model stands in for the requested one). Never rejects; see ForwardOutcome.
+   */
+  send(claim: EngineClaim, fallingBack: boolean, clientGone: AbortSignal): Promise<ForwardOutcome>;
 }
 
 /**
@@ -51,20 +105,9 @@ export function forwardToEngine(
   claim: EngineClaim,
   exchange: UpstreamExchange,
 ): Promise<ForwardOutcome> {
-  const target = new URL(claim.endpoint.baseUrl);
-  const upstream = http.request({
-    agent,
-    method: 'POST',
-    hostname: target.hostname.replace(/^\[|\]$/g, ''),
-    port: target.port,
-    path: target.pathname.replace(/\/$/, '') + exchange.path,
-    headers: {
-      'content-type': 'application/json',
-      'content-length': exchange.body.length,
-      authorization: `Bearer ${claim.endpoint.apiKey}`,
-    },
-  });
+  const upstream = requestToEngine(agent, claim, exchange.path, exchange.body.length);
   const { servedBy } = claim;
+  const { shape } = exchange;
 
   // A client that left cancels the engine's work: destroying the request closes its socket,
   // which llama-server notices and stops decoding.
@@ -82,7 +125,7 @@ export function forwardToEngine(
         claim.lost.removeEventListener('abort', onLost);
         resolve({ kind: 'unreachable', cause });
       } else {
-        endBrokenAnswer(res, relayed, servedBy, `its connection failed (${cause})`, 'engine_stream_interrupted');
+        endBrokenAnswer(res, relayed, shape, servedBy, `its connection failed (${cause})`, 'engine_stream_interrupted');
       }
     });
     // Told before the hung engine is killed, so the client hears "hung" rather than a reset.
@@ -90,8 +133,8 @@ export function forwardToEngine(
       const lost = claim.lost.reason as EngineLost;
       const wasAnswered = answered;
       answered = true;
-      if (res.headersSent) endBrokenAnswer(res, relayed, servedBy, `it made no progress and was stopped (${lost.reason})`, 'engine_hung');
-      else sendError(res, hungError(servedBy, lost.reason));
+      if (res.headersSent) endBrokenAnswer(res, relayed, shape, servedBy, `it made no progress and was stopped (${lost.reason})`, 'engine_hung');
+      else sendError(res, hungError(servedBy, lost.reason), shape.errors);
       upstream.destroy();
       if (!wasAnswered) resolve({ kind: 'answered' });
     }
@@ -105,6 +148,26 @@ export function forwardToEngine(
       resolve({ kind: 'answered' });
     });
     upstream.end(exchange.body);
+  });
+}
+
+/**
+ * A POST of `contentLength` JSON bytes to `path` on the claimed engine, with its per-launch key
+ * (never the client's Authorization), through the keep-alive `agent`. The caller ends it.
+ */
+export function requestToEngine(agent: http.Agent, claim: EngineClaim, path: string, contentLength: number): http.ClientRequest {
+  const target = new URL(claim.endpoint.baseUrl);
+  return http.request({
+    agent,
+    method: 'POST',
+    hostname: target.hostname.replace(/^\[|\]$/g, ''),
+    port: target.port,
+    path: target.pathname.replace(/\/$/, '') + path,
+    headers: {
+      'content-type': 'application/json',
+      'content-length': contentLength,
+      authorization: `Bearer ${claim.endpoint.apiKey}`,
+    },
   });
 }
 
@@ -145,22 +208,21 @@ interface Relayed {
  * event (see endInterrupted), any other answer by cutting the connection, the only honest
  * signal left once a 200 and part of a body went out (the client sees a short body, not success).
  */
-function endBrokenAnswer(res: ServerResponse, relayed: Relayed, servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung'): void {
-  if (relayed.eventStream) endInterrupted(res, servedBy, what, code, relayed.tail);
+function endBrokenAnswer(res: ServerResponse, relayed: Relayed, shape: AnswerShape, servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung'): void {
+  if (relayed.eventStream) endInterrupted(res, shape, servedBy, what, code, relayed.tail);
   else if (res.headersSent) res.destroy();
-  else sendError(res, code === 'engine_hung' ? hungError(servedBy, what) : unreachableError(servedBy, what));
+  else sendError(res, code === 'engine_hung' ? hungError(servedBy, what) : unreachableError(servedBy, what), shape.errors);
 }
 
 function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: EngineClaim, exchange: UpstreamExchange, relayed: Relayed): void {
   const { servedBy } = claim;
+  const { shape } = exchange;
   // A connection lost mid-answer surfaces as 'error' and then 'close' with `complete` false;
   // 'close' decides what the client is told, so the error itself needs no more than a listener.
   answer.on('error', () => {});
   const status = answer.statusCode ?? 502;
   const contentType = answer.headers['content-type'] ?? 'application/json';
   const isEventStream = contentType.startsWith('text/event-stream');
-  relayed.eventStream = isEventStream;
-  const rewriteTo = status < 400 ? exchange.rewriteModelTo : null;
 
   // Headers are chosen, not copied: llama-server answers with `Access-Control-Allow-Origin: *`,
   // which would hand every web page our answers if it leaked through.
@@ -171,15 +233,21 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: Engine
     headers['x-accel-buffering'] = 'no';
   }
 
-  if (rewriteTo !== null && !isEventStream) {
-    relayRewrittenJson(answer, res, status, headers, rewriteTo, claim);
+  const errorTransform = shape.error;
+  if (status >= 400 && errorTransform !== null) {
+    relayCollected(answer, res, status, { ...headers, 'content-type': 'application/json' }, (text) => errorTransform(text, status), claim, shape);
     return;
   }
-  if (rewriteTo === null && answer.headers['content-length'] !== undefined) {
+  if (status < 400 && !isEventStream && shape.json !== null) {
+    relayCollected(answer, res, status, headers, shape.json, claim, shape);
+    return;
+  }
+  relayed.eventStream = isEventStream;
+  const rewriter = status < 400 && isEventStream ? (shape.stream?.() ?? null) : null;
+  if (rewriter === null && answer.headers['content-length'] !== undefined) {
     headers['content-length'] = answer.headers['content-length'];
   }
   res.writeHead(status, headers);
-  const rewriter = rewriteTo === null ? null : new SseModelRewriter(rewriteTo);
   answer.on('data', (chunk: Buffer) => {
     if (res.writableEnded || res.destroyed) return;
     claim.progressed();
@@ -194,19 +262,23 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: Engine
     if (answer.complete) {
       res.end(rewriter?.flush() ?? '');
     } else {
-      endBrokenAnswer(res, relayed, servedBy, 'it closed the connection mid-answer', 'engine_stream_interrupted');
+      endBrokenAnswer(res, relayed, shape, servedBy, 'it closed the connection mid-answer', 'engine_stream_interrupted');
     }
   });
 }
 
-/** Collects a small JSON answer, names the fallback model in it, and sends it; 502 if the engine dies first. */
-function relayRewrittenJson(
+/**
+ * Collects a small JSON answer, re-tells it with `transform` (a fallback's name, another API's
+ * shape), and sends it; 502 if the engine dies first or its answer is not what was expected.
+ */
+function relayCollected(
   answer: IncomingMessage,
   res: ServerResponse,
   status: number,
   headers: http.OutgoingHttpHeaders,
-  rewriteTo: string,
+  transform: (text: string) => string | null,
   claim: EngineClaim,
+  shape: AnswerShape,
 ): void {
   const { servedBy } = claim;
   const chunks: Buffer[] = [];
@@ -217,39 +289,68 @@ function relayRewrittenJson(
   answer.once('close', () => {
     if (res.writableEnded) return; // already answered: the engine was found hung
     if (!answer.complete) {
-      sendError(res, {
-        status: 502,
-        source: 'engine',
-        type: 'engine_error',
-        code: 'engine_interrupted',
-        param: null,
-        message: `The model server for '${servedBy}' closed the connection before it finished answering.`,
-      });
+      sendError(
+        res,
+        {
+          status: 502,
+          source: 'engine',
+          type: 'engine_error',
+          code: 'engine_interrupted',
+          param: null,
+          message: `The model server for '${servedBy}' closed the connection before it finished answering.`,
+        },
+        shape.errors,
+      );
       return;
     }
-    const raw = Buffer.concat(chunks);
-    const body = rewriteModelField(raw.toString('utf8'), rewriteTo) ?? raw;
+    const text = Buffer.concat(chunks).toString('utf8');
+    const body = transform(text);
+    if (body === null) {
+      sendError(
+        res,
+        {
+          status: 502,
+          source: 'engine',
+          type: 'engine_error',
+          code: 'engine_bad_answer',
+          param: null,
+          message: `The model server for '${servedBy}' answered ${status} with something that is not the answer its API promises: ${JSON.stringify(text.slice(0, 200))}.`,
+        },
+        shape.errors,
+      );
+      return;
+    }
     res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });
     res.end(body);
   });
 }
 
 /**
- * Ends an SSE answer that the engine broke off, with an error event OpenAI's SDKs raise as an
- * APIError, then closes — never leaves the client waiting for a `[DONE]` that will not come.
+ * Ends an SSE answer that the engine broke off, with an error event the SDKs raise as an
+ * APIError (shape.streamError: OpenAI's `data:` line, Anthropic's `event: error`), then closes
+ * — never leaves the client waiting for a `[DONE]` or `message_stop` that will not come.
  * `tail` is the end of what was written so far: a partial event is terminated first so the
  * error arrives as an event of its own.
  */
-function endInterrupted(res: ServerResponse, servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung', tail = '\n\n'): void {
+function endInterrupted(
+  res: ServerResponse,
+  shape: AnswerShape,
+  servedBy: string,
+  what: string,
+  code: 'engine_stream_interrupted' | 'engine_hung',
+  tail = '\n\n',
+): void {
   if (res.writableEnded || res.destroyed) return;
-  const event: OpenAIErrorBody = errorBody({
+  const event = shape.streamError({
+    status: code === 'engine_hung' ? 504 : 502,
+    source: 'engine',
     type: 'engine_error',
     code,
     param: null,
     message: `The model server for '${servedBy}' stopped before the answer was complete: ${what}. The answer above is partial.`,
   });
   const separator = tail.endsWith('\n\n') ? '' : tail.endsWith('\n') ? '\n' : '\n\n';
-  res.end(`${separator}data: ${JSON.stringify(event)}\n\n`);
+  res.end(`${separator}${event}`);
 }
 
 function lastTwoChars(previous: string, out: Buffer | string): string {
@@ -273,11 +374,15 @@ export function rewriteModelField(json: string, model: string): string | null {
  * arrive. Only whole lines are rewritten; a line split across chunks waits for its end, which
  * costs at most one event's latency. Other lines (comments, `[DONE]`, `event:`) pass unchanged.
  */
-export class SseModelRewriter {
+export class SseModelRewriter implements StreamRewriter {
   private pending = '';
   private readonly decoder = new StringDecoder('utf8');
 
-  constructor(private readonly model: string) {}
+  /** `rewrite` renames the model in one event's JSON (null: leave the line); OpenAI's top-level `model` by default. */
+  constructor(
+    private readonly model: string,
+    private readonly rewrite: (json: string, model: string) => string | null = rewriteModelField,
+  ) {}
 
   /** The rewritten text for every line completed by `chunk`. */
   push(chunk: Buffer): string {
@@ -307,7 +412,7 @@ export class SseModelRewriter {
     const carriageReturn = line.endsWith('\r') ? '\r' : '';
     const payload = line.slice('data:'.length, line.length - carriageReturn.length).trim();
     if (!payload.startsWith('{')) return line;
-    const rewritten = rewriteModelField(payload, this.model);
+    const rewritten = this.rewrite(payload, this.model);
     return rewritten === null ? line : `data: ${rewritten}${carriageReturn}`;
   }
 }

@@ -4,7 +4,8 @@
 // would otherwise load gigabytes into the GPU only to be told "bad request" — and evict
 // something a person was using to make room. So the fields the router and the engines rely on
 // are checked, each refusal naming the field (`param`) as OpenAI does; everything else is
-// carried through untouched for the engine to judge.
+// carried through untouched for the engine to judge. The checks and `parseBody` serve
+// Anthropic's Messages API too (anthropic-request.ts), with that API's own field table.
 import { invalidRequest, type RouterError } from './errors.js';
 
 export type OpenAIEndpoint = 'chat.completions' | 'completions' | 'embeddings';
@@ -12,21 +13,21 @@ export type OpenAIEndpoint = 'chat.completions' | 'completions' | 'embeddings';
 export type ParsedRequest = { ok: true; body: Record<string, unknown>; model: string } | { ok: false; error: RouterError };
 
 /** What a check found wrong: the field (`param`) and a sentence saying what it must be. */
-interface Problem {
+export interface Problem {
   param: string;
   message: string;
 }
 
-type Check = (value: unknown, field: string) => Problem | null;
+export type Check = (value: unknown, field: string) => Problem | null;
 
-function rule(holds: (value: unknown) => boolean, expected: string): Check {
+export function rule(holds: (value: unknown) => boolean, expected: string): Check {
   return (value, field) => (holds(value) ? null : { param: field, message: `'${field}' must be ${expected}; got ${describe(value)}.` });
 }
 
-const positiveInteger = rule((v) => Number.isSafeInteger(v) && (v as number) > 0, 'a positive integer');
-const finiteNumber = rule((v) => typeof v === 'number' && Number.isFinite(v), 'a number');
-const boolean = rule((v) => typeof v === 'boolean', 'a boolean (true or false)');
-const object = rule(isObject, 'an object');
+export const positiveInteger = rule((v) => Number.isSafeInteger(v) && (v as number) > 0, 'a positive integer');
+export const finiteNumber = rule((v) => typeof v === 'number' && Number.isFinite(v), 'a number');
+export const boolean = rule((v) => typeof v === 'boolean', 'a boolean (true or false)');
+export const object = rule(isObject, 'an object');
 const stringOrArray = rule((v) => typeof v === 'string' || (Array.isArray(v) && v.length > 0), 'a string or a non-empty array');
 const chatMessages: Check = (value, field) => {
   if (!Array.isArray(value) || value.length === 0) return { param: field, message: `'${field}' must be a non-empty array of messages; got ${describe(value)}.` };
@@ -63,6 +64,14 @@ const REQUIRED: Record<OpenAIEndpoint, Record<string, Check>> = {
 
 /** Parses `raw` once and checks it for `endpoint`. Pure. */
 export function parseRequest(endpoint: OpenAIEndpoint, raw: Buffer): ParsedRequest {
+  return parseBody(raw, REQUIRED[endpoint], OPTIONAL[endpoint], endpoint);
+}
+
+/**
+ * Parses `raw` once and checks `model`, then each `required` field (absent or null: refused,
+ * as something `requiredBy` needs), then each `optional` one that is present. Pure.
+ */
+export function parseBody(raw: Buffer, required: Record<string, Check>, optional: Record<string, Check>, requiredBy: string): ParsedRequest {
   let body: unknown;
   try {
     body = JSON.parse(raw.toString('utf8'));
@@ -74,13 +83,13 @@ export function parseRequest(endpoint: OpenAIEndpoint, raw: Buffer): ParsedReque
   if (model === undefined || model === null) return fail('model', "The request has no 'model': name one of the models listed by GET /v1/models.");
   if (typeof model !== 'string' || model.length === 0) return fail('model', `'model' must be a non-empty string; got ${describe(model)}.`);
 
-  for (const [field, check] of Object.entries(REQUIRED[endpoint])) {
+  for (const [field, check] of Object.entries(required)) {
     const value = body[field];
-    if (value === undefined || value === null) return fail(field, `The request has no '${field}', which ${endpoint} requires.`);
+    if (value === undefined || value === null) return fail(field, `The request has no '${field}', which ${requiredBy} requires.`);
     const problem = check(value, field);
     if (problem !== null) return fail(problem.param, problem.message);
   }
-  for (const [field, check] of Object.entries(OPTIONAL[endpoint])) {
+  for (const [field, check] of Object.entries(optional)) {
     const value = body[field];
     if (value === undefined || value === null) continue;
     const problem = check(value, field);
@@ -89,7 +98,8 @@ export function parseRequest(endpoint: OpenAIEndpoint, raw: Buffer): ParsedReque
   return { ok: true, body, model };
 }
 
-function describe(value: unknown): string {
+/** A value as a refusal quotes it: its kind, and short strings and numbers themselves. */
+export function describe(value: unknown): string {
   if (Array.isArray(value)) return `an array of ${value.length}`;
   if (value === null) return 'null';
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
@@ -97,7 +107,7 @@ function describe(value: unknown): string {
   return `${typeof value} ${String(value)}`;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

@@ -30,6 +30,7 @@ export function fixedGateway(engine: FixedEngine): ModelGateway {
   const claim: EngineClaim = {
     servedBy: engine.modelId,
     endpoint: { baseUrl: engine.baseUrl, apiKey: engine.apiKey },
+    anthropicMessages: false,
     lost: new AbortController().signal,
     progressed: () => {},
     release: () => {},

@@ -8,10 +8,11 @@ import { runMemoryBench } from './memory-bench.js';
 import { runQueueingBench } from './queueing-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
 import { runRouterBench } from './router-bench.js';
-import { runScheduleBench } from './schedule-bench.js';
+import { runPlaceBench, runScheduleBench } from './schedule-bench.js';
 
 const benches: Record<string, () => Promise<void>> = {
   schedule: runScheduleBench,
+  place: runPlaceBench,
   router: runRouterBench,
   readiness: runReadinessBench,
   activation: runActivationBench,

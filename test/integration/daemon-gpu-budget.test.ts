@@ -136,6 +136,12 @@ describe('the live GPU budget in the running daemon', () => {
     expect(find(settled, LOW).status.level).toBe('full');
     highPid = find(settled, HIGH).upstream!.pid;
     lowPid = find(settled, LOW).upstream!.pid;
+    // Each on one card of its own budget, as its placement says.
+    for (const id of [HIGH, LOW]) {
+      const placement = find(settled, id).placement;
+      expect(placement?.kind).toBe('gpu');
+      expect([0, 1]).toContain(placement?.devices[0]?.index);
+    }
 
     // The engine launched for the GPU really serves (node-llama-cpp falls back to the CPU here).
     const res = await fetch(`${daemon.endpoint}/completions`, {
@@ -146,7 +152,7 @@ describe('the live GPU budget in the running daemon', () => {
     expect(res.status, await res.clone().text()).toBe(200);
   });
 
-  it('evicts the lower-priority idle model when another program takes the cards, and keeps the other', async () => {
+  it('evicts the lower-priority idle model when another program takes the cards, keeps the other on the card with room, and names each card', async () => {
     const before = await daemon.state();
     const highBytes = find(before, HIGH).estimateBytes.full;
     const lowBytes = find(before, LOW).estimateBytes.full;
@@ -164,20 +170,32 @@ describe('the live GPU budget in the running daemon', () => {
     expect(pressed.budget.budgetBytes).toBe(leftMiB * MiB);
     expect(pressed.budget.gpus.map((g) => g.usedByOthersBytes)).toEqual([othersBytes(RTX4090, taken[RTX4090]), othersBytes(RTX3060, taken[RTX3060])]);
     expect(pressed.budget.gpus.map((g) => g.budgetBytes)).toEqual([leftMiB * MiB, 0]);
-    expect(pressed.budget.holders.map((h) => h.modelId)).toEqual([HIGH]);
+    const settledHigh = await eventually(`${HIGH} ready on the card with room`, async () => {
+      const s = await daemon.state();
+      return find(s, HIGH).status.state === 'ready' && find(s, HIGH).placement?.devices[0]?.index === 0 ? s : undefined;
+    });
+    expect(settledHigh.budget.holders.map((h) => h.modelId)).toEqual([HIGH]);
+    // The picture per card: HIGH where its placement is, nothing of ours on the full 3060.
+    const ours = (index: number) => settledHigh.budget.gpus[index]?.holders.filter((h) => h.kind === 'model').map((h) => h.modelId);
+    expect(ours(0)).toEqual([HIGH]);
+    expect(ours(1)).toEqual([]);
 
-    // Not 'idle': its idle TTL still holds it wanted, so it waits for memory with the policy's reason.
-    const low = find(pressed, LOW);
+    // Not 'idle': its idle TTL still holds it wanted, so it waits for memory with a reason that
+    // names each card and what was short there.
+    const low = find(settledHigh, LOW);
     expect(low.desired).toBe(true);
     expect(low.status.state).toBe('queued');
-    expect(low.status.unschedulableReason).toMatch(new RegExp(`held by ${HIGH}`));
-    expect(pressed.plan?.unschedulable).toEqual([{ modelId: LOW, reason: low.status.unschedulableReason, strict: false }]);
+    expect(low.status.unschedulableReason).toMatch(
+      new RegExp(`^needs [\\d.]+ MiB; GPU 0 NVIDIA GeForce RTX 4090: [\\d.]+ MiB budget, [\\d.]+ MiB held by ${HIGH} .*; GPU 1 NVIDIA GeForce RTX 3060: 0 B budget`),
+    );
+    expect(settledHigh.plan?.unschedulable).toEqual([{ modelId: LOW, reason: low.status.unschedulableReason, strict: false }]);
     expect(isProcessAlive(lowPid)).toBe(false);
 
-    const high = find(pressed, HIGH);
-    expect(high.status.state).toBe('ready');
-    expect(high.upstream?.pid).toBe(highPid);
+    // HIGH stays where it was if that was the 4090; moved there from the full 3060 otherwise.
+    const high = find(settledHigh, HIGH);
     expect(high.status.unschedulableReason).toBeNull();
+    if (high.upstream?.pid !== highPid) expect(isProcessAlive(highPid)).toBe(false);
+    highPid = high.upstream!.pid;
   });
 
   it('lets the evicted model return on its own when the memory is given back', async () => {
@@ -192,6 +210,7 @@ describe('the live GPU budget in the running daemon', () => {
     expect(low.upstream?.pid).not.toBe(lowPid);
     expect(low.status.unschedulableReason).toBeNull();
     expect(back.plan?.unschedulable).toEqual([]);
+    // Memory given back moves nothing that runs: HIGH stays where it is.
     expect(find(back, HIGH).upstream?.pid).toBe(highPid);
     expect(back.budget.gpus.map((g) => g.usedByOthersBytes)).toEqual([othersBytes(RTX4090, 0), othersBytes(RTX3060, 0)]);
   });

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Catalog } from '../../core/catalog/catalog.js';
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
 import { footprintAt } from '../../core/policy/levels.js';
+import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
 import { isRunning } from '../../core/engine/supervisor/process-tree.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
@@ -48,10 +49,12 @@ beforeAll(async () => {
   const configPath = join(workDir, 'config.yaml');
   await writeFile(configPath, configText(models, null));
   // The budget from the catalog's own estimate, as the demo does: chat, or crasher, never both.
+  // On this machine (no GPU) each model is priced with its engine's own cost, the embedded engine's.
   const catalog = await Catalog.open({ configPath, dataDir: workDir });
   const estimate = catalog.resolve('chat')?.estimate;
   if (estimate == null) throw new Error('no estimate for chat');
-  await writeFile(configPath, configText(models, Math.floor(footprintAt('full', estimate).deviceBytes * 1.5)));
+  const chatBytes = footprintAt('full', estimate).deviceBytes + RUNTIME_PRIOR_BYTES.embedded;
+  await writeFile(configPath, configText(models, Math.floor(chatBytes * 1.5)));
   daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: configPath });
   client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
 }, 90_000);

@@ -167,6 +167,50 @@ describe('embedded engine serving a tiny model with two slots', () => {
     expect(r.data[0]?.embedding).not.toEqual(r.data[1]?.embedding);
   });
 
+  it('counts a chat prompt as a chat completion pays for it: /apply-template renders it, /tokenize with add_special counts it', async () => {
+    const post = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
+      const r = await fetch(`${base}${path}`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+      expect(r.status, path).toBe(200);
+      return (await r.json()) as Record<string, unknown>;
+    };
+    const conversations = [
+      [{ role: 'user', content: 'hi' }],
+      [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: ' a leading space, émoji 🎉' },
+        { role: 'assistant', content: 'two  spaces' },
+        { role: 'user', content: 'x' },
+      ],
+    ] as const;
+    for (const messages of conversations) {
+      const { prompt } = await post('/apply-template', { messages });
+      expect(typeof prompt).toBe('string');
+      for (const message of messages) expect(prompt).toContain(message.content);
+      const counted = (await post('/tokenize', { content: prompt, add_special: true }))['tokens'] as number[];
+      const chat = await client.chat.completions.create({ model: 'tiny', messages: [...messages], max_tokens: 1 });
+      expect(counted.length).toBe(chat.usage?.prompt_tokens);
+      // add_special is the beginning of the sequence, and only that.
+      const plain = (await post('/tokenize', { content: prompt }))['tokens'] as number[];
+      expect(counted.slice(1)).toEqual(plain);
+    }
+    // llama-server's "mixed" content: token ids pass as they are, text is tokenized.
+    const ids = (await post('/tokenize', { content: 'ab' }))['tokens'] as number[];
+    expect((await post('/tokenize', { content: [7, 'ab'] }))['tokens']).toEqual([7, ...ids]);
+  });
+
+  it('refuses a /tokenize or /apply-template it cannot honour with 400 naming the field', async () => {
+    for (const [path, body, field] of [
+      ['/tokenize', { content: 5 }, 'content'],
+      ['/tokenize', { content: 'x', with_pieces: true }, 'with_pieces'],
+      ['/tokenize', { content: 'x', add_special: 'yes' }, 'add_special'],
+      ['/apply-template', { messages: [] }, 'messages'],
+    ] as const) {
+      const r = await fetch(`${base}${path}`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+      expect(r.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+      expect(((await r.json()) as { error: { message: string } }).error.message).toContain(`'${field}'`);
+    }
+  });
+
   it('rejects a bad request with 400 naming the field', async () => {
     await expect(client.chat.completions.create({ model: 'tiny', messages: [] })).rejects.toMatchObject({ status: 400 });
     const r = await fetch(`${base}/v1/completions`, { method: 'POST', headers: auth, body: JSON.stringify({ prompt: 'x', temperature: 'hot' }) });

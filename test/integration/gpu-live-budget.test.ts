@@ -3,20 +3,14 @@
 // RTX 4090 (24 GB) and an RTX 3060 (12 GB); the test plays "another program" by rewriting
 // the memory the fake driver reports between samples.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import type { BudgetSample } from '../../core/gpu/live-budget.js';
 import type { ProbeResult } from '../../core/gpu/gpu-probe.js';
+import { ProbeChild } from '../support/probe-child.js';
 
 const MiB = 1024 ** 2;
-const root = resolve(import.meta.dirname, '../..');
-const fakeDir = join(root, 'test/fixtures/fake-gpu');
-const childScript = join(fakeDir, 'live-budget-child.mjs');
-const builtProbe = join(root, 'dist/core/gpu/gpu-probe.js');
 
 const RTX4090 = '00000000:01:00.0';
 const RTX3060 = '00000000:02:00.0';
@@ -24,52 +18,6 @@ const OUR_ENGINE_PID = 4242;
 const RESERVE_MIB = 512;
 // From workstation/devices.csv: total and driver-reserved MiB per card.
 const CARD: Record<string, { total: number; reserved: number }> = { [RTX4090]: { total: 24564, reserved: 346 }, [RTX3060]: { total: 12288, reserved: 262 } };
-
-type Message =
-  | { type: 'probe'; result: ProbeResult }
-  | { type: 'changed'; budget: BudgetSample; previous: BudgetSample | null }
-  | { type: 'sampled'; budget: BudgetSample }
-  | { type: 'error'; message: string };
-
-/** The child, with a request that returns every line up to the command's own answer. */
-class ProbeChild {
-  private readonly lines: Message[] = [];
-  private wake: (() => void) | null = null;
-  private readonly stderr: string[] = [];
-
-  constructor(private readonly child: ChildProcessWithoutNullStreams) {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      this.lines.push(JSON.parse(line) as Message);
-      this.wake?.();
-    });
-    child.stderr.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString()));
-    child.on('exit', () => this.wake?.());
-  }
-
-  async request(command: 'probe' | 'sample'): Promise<Message[]> {
-    const answer = command === 'probe' ? 'probe' : 'sampled';
-    this.child.stdin.write(`${command}\n`);
-    const seen: Message[] = [];
-    for (;;) {
-      const next = this.lines.shift();
-      if (next === undefined) {
-        if (this.child.exitCode !== null) throw new Error(`probe child exited ${this.child.exitCode}: ${this.stderr.join('')}`);
-        await new Promise<void>((wake) => { this.wake = wake; });
-        continue;
-      }
-      seen.push(next);
-      if (next.type === 'error') throw new Error(`probe child: ${next.message}`);
-      if (next.type === answer) return seen;
-    }
-  }
-
-  async close(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise((done) => this.child.once('exit', done));
-    this.child.stdin.end();
-    await exited;
-  }
-}
 
 let stateDir: string;
 let child: ProbeChild;
@@ -95,16 +43,9 @@ function expectedBudgetMiB(bus: string, usedMiB: number, oursMiB: number): numbe
 }
 
 beforeAll(async () => {
-  if (!existsSync(builtProbe)) throw new Error(`${builtProbe} is missing: run \`npm run build\` before the integration tests`);
   stateDir = await mkdtemp(join(tmpdir(), 'llmtray-fake-gpu-'));
   await driverSays(baseline.used, baseline.apps);
-  const options = { ourPids: [OUR_ENGINE_PID], reserveBytes: RESERVE_MIB * MiB, limitBytes: null };
-  child = new ProbeChild(
-    spawn(process.execPath, [childScript, JSON.stringify(options)], {
-      env: { ...process.env, PATH: `${fakeDir}${delimiter}${process.env.PATH ?? ''}`, FAKE_GPU_STATE_DIR: stateDir },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    }),
-  );
+  child = ProbeChild.start({ ourPids: [OUR_ENGINE_PID], reserveBytes: RESERVE_MIB * MiB, limitBytes: null }, { FAKE_GPU_STATE_DIR: stateDir });
 });
 
 afterAll(async () => {
@@ -121,11 +62,13 @@ describe('GPU probe and live budget against fake lspci + nvidia-smi', () => {
       {
         index: 0, name: 'NVIDIA GeForce RTX 4090', vendor: 'NVIDIA Corporation', busAddress: '0000:01:00.0',
         totalBytes: 24564 * MiB, usedBytes: (7600 + 346) * MiB, unifiedMemory: false,
+        measuredBy: 'nvidia-smi', deviceClass: 'nvidia:rtx-4090',
       },
       {
         // nvidia-smi said memory.used 0, which si drops: used comes from total − free.
         index: 1, name: 'NVIDIA GeForce RTX 3060', vendor: 'NVIDIA Corporation', busAddress: '0000:02:00.0',
         totalBytes: 12288 * MiB, usedBytes: 262 * MiB, unifiedMemory: false,
+        measuredBy: 'nvidia-smi', deviceClass: 'nvidia:rtx-3060',
       },
     ]);
     expect(host.totalBytes).toBeGreaterThan(0);

@@ -1,15 +1,20 @@
 // A real llama.cpp llama-server, opt-in: set LLMTRAY_LLAMA_SERVER to its binary to run this
 // suite (`LLMTRAY_LLAMA_SERVER=/path/to/llama-server npx vitest run test/integration/llama-server-real.test.ts`).
-// Without it the suite is reported as skipped, not passed. `.ci/run` builds one (CPU) from the
-// llama.cpp source node-llama-cpp ships (scripts/build-llama-server.sh) and sets the variable.
+// Unset, the suite is reported as skipped, not passed (the README's `npm test` on a machine
+// without one). Set, it must pass: an empty value, a missing file or a broken build fails it
+// rather than skipping it. `.ci/run` builds one (CPU) from the llama.cpp source
+// node-llama-cpp ships (scripts/build-llama-server.sh), sets the variable, and fails when the
+// build does.
 //
 // What only a real build can tell: that the argv argvFor builds from the probed --help is one
 // it accepts at every level, that its ready line wakes the supervisor, that it reads the key
-// from --api-key-file, and that llama.cpp's own failure line reaches the classifier.
+// from --api-key-file, that llama.cpp's own failure line reaches the classifier, and that a build
+// with Anthropic's Messages API is found to serve it and gets those requests as they are.
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LaunchError } from '../../core/engine/failure-classifier.js';
@@ -18,21 +23,28 @@ import { probeCapabilities, type EngineCapabilities } from '../../core/engine/ll
 import { defaultEngineCommand } from '../../core/engine/supervisor/engine-command.js';
 import { isRunning, readCommandLine } from '../../core/engine/supervisor/process-tree.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
+import { placementArgs } from '../../core/engine/placement-args.js';
+import type { Placement } from '../../core/policy/place.js';
 import type { LaunchLevel } from '../../core/policy/levels.js';
 import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { corruptModel, TINY_SHAPE, tinyModel } from '../support/test-models.js';
 
 const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
+const binary = LLAMA_SERVER ?? '';
 
-describe.skipIf(!LLAMA_SERVER)('a real llama-server (LLMTRAY_LLAMA_SERVER)', () => {
-  const binary = LLAMA_SERVER ?? '';
+/** Fails the suite's first hook with what is wrong with the setting. */
+function requireBinary(): void {
+  if (!existsSync(binary)) throw new Error(`LLMTRAY_LLAMA_SERVER names '${binary}', which does not exist`);
+}
+
+describe.skipIf(LLAMA_SERVER === undefined)('a real llama-server (LLMTRAY_LLAMA_SERVER)', () => {
   const models = new Map<string, string>();
   let capabilities: EngineCapabilities;
   let dataDir: string;
   let supervisor: Supervisor | undefined;
 
   beforeAll(async () => {
-    if (!existsSync(binary)) throw new Error(`LLMTRAY_LLAMA_SERVER names ${binary}, which does not exist`);
+    requireBinary();
     capabilities = await probeCapabilities(binary);
     models.set('tiny', await tinyModel());
     models.set('broken', await corruptModel());
@@ -96,6 +108,26 @@ describe.skipIf(!LLAMA_SERVER)('a real llama-server (LLMTRAY_LLAMA_SERVER)', () 
     if (readsApiKeyFile(capabilities)) expect(await readdir(join(dataDir, 'engine-keys'))).toEqual([]);
   });
 
+  it.each<[string, Placement]>([
+    ['one GPU', { kind: 'gpu', devices: [{ index: 0, layers: TINY_SHAPE.nLayer, bytes: 1 }], cpuMoeLayers: 0, hostBytes: 0 }],
+    ['a layer split', { kind: 'split', devices: [{ index: 0, layers: 1, bytes: 1 }, { index: 1, layers: TINY_SHAPE.nLayer - 1, bytes: 1 }], cpuMoeLayers: 0, hostBytes: 0 }],
+    ['part on the CPU', { kind: 'partial', devices: [{ index: 0, layers: 1, bytes: 1 }], cpuMoeLayers: 0, hostBytes: 1 }],
+  ])('takes the flags of a placement on %s, and serves (a CPU build places it all on the CPU)', async (_what, placement) => {
+    if (!supervisor) throw new Error('no supervisor');
+    await supervisor.launch('tiny', 'full', placement);
+    const endpoint = supervisor.endpointFor('tiny');
+    if (endpoint === null) throw new Error('ready but no endpoint');
+    const commandLine = (await readCommandLine(endpoint.pid)) ?? '';
+    for (const arg of placementArgs(placement, capabilities)) expect(commandLine).toContain(arg);
+    const response = await fetch(`http://127.0.0.1:${endpoint.port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${endpoint.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 2 }),
+    });
+    expect(response.status).toBe(200);
+    await supervisor.evict('tiny');
+  });
+
   it("rejects a corrupt model as invalid (no retry can fix it) with llama.cpp's reason", async () => {
     if (!supervisor) throw new Error('no supervisor');
     const error = await supervisor.launch('broken', 'full').catch((e: unknown) => e);
@@ -105,15 +137,15 @@ describe.skipIf(!LLAMA_SERVER)('a real llama-server (LLMTRAY_LLAMA_SERVER)', () 
   });
 });
 
-describe.skipIf(!LLAMA_SERVER)('the daemon with a real llama-server on PATH (LLMTRAY_LLAMA_SERVER)', () => {
+describe.skipIf(LLAMA_SERVER === undefined)('the daemon with a real llama-server on PATH (LLMTRAY_LLAMA_SERVER)', () => {
   let daemon: DaemonProcess | undefined;
+  beforeAll(requireBinary);
   afterAll(async () => {
     await daemon?.stop();
     if (daemon) await removeDataDir(daemon.dataDir);
   });
 
   it('finds it, runs demo-chat on it with its draft, and answers through the router', async () => {
-    const binary = LLAMA_SERVER ?? '';
     daemon = await startDaemonProcess({ env: { PATH: `${dirname(binary)}${delimiter}${process.env['PATH'] ?? ''}` }, startTimeoutMs: 60_000 });
     const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
     const answer = await client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 });
@@ -127,5 +159,41 @@ describe.skipIf(!LLAMA_SERVER)('the daemon with a real llama-server on PATH (LLM
     const commandLine = (await readCommandLine(pid ?? 0)) ?? '';
     expect(commandLine).toContain(binary);
     expect(commandLine).toMatch(/-md \S*demo-draft\.gguf/);
+  });
+
+  it('passes Anthropic’s Messages API through to it as it is, when the build serves it: answers, streams and counts', async () => {
+    if (!daemon) throw new Error('the daemon did not start (see the test before)');
+    // The supervisor asked the server when it became ready; builds from before llama.cpp's own
+    // /v1/messages (PR #17570) are translated instead, and this case says which this one is.
+    const logs = (await (await daemon.api('/api/models/demo-chat/logs')).json()) as { lines: string[] };
+    expect(logs.lines.join('\n'), 'this llama-server build does not serve /v1/messages').toContain("serves Anthropic's /v1/messages itself");
+
+    const client = new Anthropic({ baseURL: daemon.origin, apiKey: 'unused', maxRetries: 0 });
+    const textOf = (message: Anthropic.Message): string => message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
+    // Greedy, so the stream and the stopped answer can be compared with the free one; the SDK's
+    // types no longer list temperature, but it sends it.
+    const request = { model: 'chat', max_tokens: 32, temperature: 0, system: 'Be brief.', messages: [{ role: 'user', content: 'Once upon a time' }] } as Anthropic.MessageCreateParamsNonStreaming;
+    const { data: free, response } = await client.messages.create(request).withResponse();
+    expect(response.headers.get('x-llmtray-served-by')).toBe('demo-chat');
+    expect(free).toMatchObject({ type: 'message', role: 'assistant', stop_reason: 'max_tokens' });
+    const text = textOf(free);
+    expect(text.length).toBeGreaterThan(12);
+
+    // Only llama-server's own Messages API names the stop sequence that ended an answer: the
+    // chat API the translation goes through cannot say it (anthropic-translate.ts).
+    const stop = text.slice(8, 10);
+    const stopped = await client.messages.create({ ...request, stop_sequences: [stop] });
+    expect(stopped.stop_sequence).toBe(stop);
+    expect(textOf(stopped)).toBe(text.slice(0, text.indexOf(stop)));
+
+    const events: Anthropic.RawMessageStreamEvent[] = [];
+    for await (const event of await client.messages.create({ ...request, stream: true })) events.push(event);
+    expect(events[0]?.type).toBe('message_start');
+    expect(events.map((e) => e.type).slice(-2)).toEqual(['message_delta', 'message_stop']);
+    expect(events.map((e) => (e.type === 'content_block_delta' && e.delta.type === 'text_delta' ? e.delta.text : '')).join('')).toBe(text);
+
+    // Its own count_tokens: the prompt a message pays for, evaluated or read from its cache.
+    const counted = await client.messages.countTokens({ model: 'chat', system: 'Be brief.', messages: [{ role: 'user', content: 'Once upon a time' }] });
+    expect(counted.input_tokens).toBe(free.usage.input_tokens + (free.usage.cache_read_input_tokens ?? 0));
   });
 });

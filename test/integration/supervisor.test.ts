@@ -288,7 +288,7 @@ describe('Supervisor with the fake engine', () => {
   it('cancels a load when the caller aborts, and when the model is evicted', async () => {
     const { supervisor } = await supervisorWith({ a: ['--fake-ready-after', '600000'], b: ['--fake-ready-after', '600000'] });
     const controller = new AbortController();
-    const launchA = supervisor.launch('a', 'full', controller.signal);
+    const launchA = supervisor.launch('a', 'full', undefined, controller.signal);
     await until(() => supervisor.status('a') !== null, 'a is spawned');
     controller.abort(new DOMException('client went away', 'AbortError'));
     await expect(launchA).rejects.toMatchObject({ name: 'AbortError' });
@@ -304,7 +304,7 @@ describe('Supervisor with the fake engine', () => {
   it('keeps the load going while one of two callers still waits', async () => {
     const { supervisor, spawns } = await supervisorWith({ shared: ['--fake-ready-after', '300'] });
     const impatient = new AbortController();
-    const first = supervisor.launch('shared', 'full', impatient.signal);
+    const first = supervisor.launch('shared', 'full', undefined, impatient.signal);
     const second = supervisor.launch('shared', 'full');
     impatient.abort(new DOMException('gone', 'AbortError'));
     await expect(first).rejects.toMatchObject({ name: 'AbortError' });
@@ -480,6 +480,22 @@ describe('claims', () => {
     expect(supervisor.inFlight('busy')).toBe(0);
     expect(await supervisor.evict('busy')).toBe('stopped');
     expect(supervisor.claim('busy')).toBeNull();
+  });
+
+  it('asks each server once, before it is ready, whether it serves Anthropic’s Messages API, and says so in its claims', async () => {
+    const { supervisor } = await supervisorWith({ recent: ['--fake-anthropic'], older: [] });
+    await Promise.all([supervisor.launch('recent', 'full'), supervisor.launch('older', 'full')]);
+    const recent = supervisor.claim('recent');
+    const older = supervisor.claim('older');
+    expect(recent?.endpoint.anthropicMessages).toBe(true);
+    expect(older?.endpoint.anthropicMessages).toBe(false);
+    // Asked at readiness, not per claim: a second claim costs the engine nothing.
+    supervisor.claim('recent')?.release();
+    const asked = await fetch(`http://127.0.0.1:${recent?.endpoint.port}/fake-counts`, { headers: { authorization: `Bearer ${recent?.endpoint.apiKey}` } });
+    expect(await asked.json()).toEqual({ counts: 1 });
+    expect(supervisor.logs('recent').join('\n')).toContain("serves Anthropic's /v1/messages itself");
+    recent?.release();
+    older?.release();
   });
 
   it('thousands of claims racing evictions on a real process never see a claimed server stopped', async () => {

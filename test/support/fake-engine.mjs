@@ -21,11 +21,14 @@
 //   --fake-wedged-decode        once ready, take chat requests and never answer them, while /health
 //                               stays 200 and /slots answers with counters that never move: the
 //                               wedged decode llama-server users report, which /health cannot see
+//   --fake-anthropic            serve POST /v1/messages/count_tokens as a llama-server with Anthropic's
+//                               Messages API does (one token per character); without it, 404 as older
+//                               builds answer; records each count asked for in /fake-counts
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
-const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child', '--fake-wedged-decode']);
+const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child', '--fake-wedged-decode', '--fake-anthropic']);
 
 function parseArgs(argv) {
   const flags = new Map();
@@ -57,6 +60,8 @@ const answerAfter = Number(flags.get('--fake-answer-after') ?? 0);
 let ready = false;
 /** Chat requests taken so far: /slots's id_task. */
 let tasks = 0;
+/** count_tokens requests answered so far (with --fake-anthropic), for GET /fake-counts. */
+let counts = 0;
 
 function exitNow() {
   const logFile = flags.get('--fake-log-file');
@@ -107,6 +112,17 @@ const server = createServer((req, res) => {
   }
   if (req.url === '/slots') {
     return json(res, 200, [{ id: 0, id_task: tasks, is_processing: tasks > 0, n_prompt_tokens: 0, n_decoded: 0 }]);
+  }
+  if (req.url === '/fake-counts') return json(res, 200, { counts });
+  if (req.url === '/v1/messages/count_tokens' && req.method === 'POST' && flags.get('--fake-anthropic')) {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      counts++;
+      const messages = JSON.parse(body || '{}').messages ?? [];
+      json(res, 200, { input_tokens: messages.map((m) => String(m.content)).join('').length });
+    });
+    return;
   }
   if (req.url === '/v1/models') {
     return json(res, 200, { object: 'list', data: aliases.map((id) => ({ id, object: 'model', owned_by: 'fake' })) });

@@ -14,6 +14,7 @@
 import type { DesiredProvider, DesiredState, EvictOutcome, ModelDemand, ServerControl } from '../../core/controller/effects.js';
 import type { ServerEvent, ServerEventListener, ServerFailureKind } from '../../core/contracts/server-events.js';
 import type { LaunchLevel } from '../../core/policy/levels.js';
+import type { Placement } from '../../core/policy/place.js';
 
 export type ServerCall = { op: 'launch'; modelId: string; level: LaunchLevel } | { op: 'evict'; modelId: string };
 
@@ -55,6 +56,8 @@ export class RecordingServer implements ServerControl {
   readonly events: ServerEvent[] = [];
   /** How many times measure() was read: one per pass. */
   measureReads = 0;
+  /** Where each model's last launch was placed. */
+  readonly placements = new Map<string, Placement>();
   private readonly servers = new Map<string, FakeServer>();
   private readonly launchFailures = new Map<string, { failure: ScriptedFailure; times: number }>();
   private readonly evictFailures = new Map<string, { error: unknown; times: number }>();
@@ -150,8 +153,9 @@ export class RecordingServer implements ServerControl {
     return new Map([...this.servers.values()].map((s) => [s.modelId, s.deviceBytes]));
   }
 
-  async launch(modelId: string, level: LaunchLevel, signal: AbortSignal): Promise<void> {
+  async launch(modelId: string, level: LaunchLevel, placement: Placement, signal: AbortSignal): Promise<void> {
     this.calls.push({ op: 'launch', modelId, level });
+    this.placements.set(modelId, placement);
     const current = this.servers.get(modelId);
     if (current?.ready === true && current.level === level) return;
     if (current !== undefined) this.stop(current);

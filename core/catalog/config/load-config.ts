@@ -29,6 +29,8 @@ export interface ModelConfig {
   draft?: string;
   fallback?: string;
   gpuLayers: GpuLayers;
+  /** May be split across GPUs of different classes. */
+  mixedSplit: boolean;
   idleTtlMs: number;
   hangLimitMs: number;
   aliases: string[];
@@ -150,6 +152,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
       ...(model.draft !== undefined ? { draft: model.draft } : {}),
       ...(model.fallback !== undefined ? { fallback: model.fallback } : {}),
       gpuLayers: model.gpuLayers,
+      mixedSplit: model.mixedSplit,
       idleTtlMs: model.idleTtl ?? DEFAULT_IDLE_TTL_MS,
       hangLimitMs: model.hangLimit ?? DEFAULT_HANG_LIMIT_MS,
       aliases: model.aliases,

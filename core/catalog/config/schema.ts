@@ -62,6 +62,7 @@ export const modelConfigSchema = strict({
   draft: modelName("another model's id").optional(),
   fallback: modelName("another model's id").optional(),
   gpuLayers: gpuLayers.default('all'),
+  mixedSplit: z.boolean({ error: 'expected true or false' }).default(false),
   idleTtl: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   hangLimit: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   aliases: z.array(modelName('an alias'), { error: 'expected a list of names' }).default([]),

@@ -3,8 +3,9 @@
 // node-llama-cpp's resolveChatWrapper picks the wrapper from the model's GGUF metadata
 // (tokenizer.chat_template, or the architecture and name): the same template llama-server
 // would apply, so both engines prompt a model identically. The wrapper also names the
-// end-of-turn markers, which become stops.
-import type { ChatHistoryItem, ChatWrapper, LlamaModel, LlamaText, Token } from 'node-llama-cpp';
+// end-of-turn markers, which become stops. The same prompt is also written out as text for
+// /apply-template (chatPromptText), so that a token count of it is the count a chat pays.
+import type { BuiltinSpecialTokenValue, ChatHistoryItem, ChatWrapper, LlamaModel, LlamaText, Token } from 'node-llama-cpp';
 import type { ChatMessage } from './openai-requests.js';
 
 export interface ChatPrompt {
@@ -28,6 +29,29 @@ export function toChatHistory(messages: readonly ChatMessage[]): ChatHistoryItem
   });
   history.push({ type: 'model', response: [] });
   return history;
+}
+
+/**
+ * The same prompt as text, as llama-server's /apply-template renders one: the template's special
+ * tokens written as their text, so that tokenizing it with special tokens parsed finds them
+ * again, and without the leading beginning-of-sequence token, which a tokenizer's add_special
+ * adds. Why not detokenize chatPrompt's tokens: a SentencePiece vocabulary writes the word-start
+ * mark after a special token as a space, and tokenizing that text marks the word twice (60
+ * tokens came back as 65 on the demo vocabulary). Pure apart from the model's tokenizer.
+ */
+export function chatPromptText(model: LlamaModel, wrapper: ChatWrapper, messages: readonly ChatMessage[]): string {
+  const text = wrapper.generateContextState({ chatHistory: toChatHistory(messages) }).contextText.toJSON();
+  if (typeof text === 'string') return text;
+  return text
+    .map((value, index) => {
+      if (typeof value === 'string') return value;
+      if (value.type === 'specialTokensText') return value.value;
+      // A special token of the wrapper's own (BOS, EOS, EOT): JSON spells it by its builtin name.
+      const tokens = model.tokenize(value.value as BuiltinSpecialTokenValue, 'builtin');
+      if (index === 0 && tokens.length === 1 && tokens[0] === model.tokens.bos) return '';
+      return model.detokenize(tokens, true);
+    })
+    .join('');
 }
 
 /** Pure apart from tokenizing with the loaded model; never blocks on I/O. */

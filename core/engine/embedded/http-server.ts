@@ -11,6 +11,7 @@ import { handleChatCompletion, handleCompletion, type CompletionEngine } from '.
 import type { EmbeddingService } from './embeddings.js';
 import { badRequest, HttpError } from './http-error.js';
 import { metricsText, modelsBody, slotsBody, type StatusSource } from './status-endpoints.js';
+import { handleApplyTemplate, handleTokenize } from './tokenize-endpoints.js';
 
 export interface ServingEngine extends CompletionEngine, StatusSource {
   embeddings: EmbeddingService;
@@ -68,6 +69,8 @@ const ROUTES: Record<string, Route> = {
   'POST /v1/chat/completions': async (e, req, res) => handleChatCompletion(e, await readJson(req), req, res),
   'POST /v1/completions': async (e, req, res) => handleCompletion(e, await readJson(req), req, res),
   'POST /v1/embeddings': async (e, req, res) => e.embeddings.handle(await readJson(req), res),
+  'POST /tokenize': async (e, req, res) => handleTokenize(e, await readJson(req), res),
+  'POST /apply-template': async (e, req, res) => handleApplyTemplate(e, await readJson(req), res),
 };
 
 /** llama-server answers these without the /v1 prefix too. */

@@ -120,17 +120,21 @@ function contentText(content: unknown, index: number): string {
   throw badRequest(`messages[${index}].content must be a string or an array of parts`);
 }
 
-export function readChatRequest(raw: unknown): ChatRequest {
-  const body = asObject(raw);
+/** A body's `messages`, each with a known role and its text. Shared by chat completions and /apply-template. */
+export function readChatMessages(body: Body): ChatMessage[] {
   const messages = body['messages'];
   if (!Array.isArray(messages) || messages.length === 0) throw badRequest("'messages' must be a non-empty array");
-  const parsed = messages.map((m: unknown, i): ChatMessage => {
+  return messages.map((m: unknown, i): ChatMessage => {
     const o = typeof m === 'object' && m !== null ? (m as Body) : {};
     const role = o['role'];
     if (typeof role !== 'string' || !ROLES.has(role)) throw badRequest(`messages[${i}].role must be one of system, user, assistant, developer, tool; got ${JSON.stringify(role)}`);
     return { role: role as ChatMessage['role'], content: contentText(o['content'], i) };
   });
-  return { messages: parsed, ...streamFields(body), sampling: readSampling(body) };
+}
+
+export function readChatRequest(raw: unknown): ChatRequest {
+  const body = asObject(raw);
+  return { messages: readChatMessages(body), ...streamFields(body), sampling: readSampling(body) };
 }
 
 export function readCompletionRequest(raw: unknown): CompletionRequest {

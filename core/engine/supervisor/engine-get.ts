@@ -1,5 +1,6 @@
 // One GET to a model server on loopback, bounded, never rejecting: the supervisor's probes
-// (readiness, hang detection) all need exactly this and nothing more.
+// (readiness, hang detection) all need exactly this and nothing more — and one POST of a small
+// JSON body, for the probe that asks a ready server which APIs it serves (served-apis.ts).
 import { request } from 'node:http';
 
 /** What came back: the status and up to 64 KiB of the body, or null when nothing answered in time. */
@@ -16,6 +17,17 @@ const BODY_LIMIT = 64 * 1024;
  * arrives within `timeoutMs` — a stopped process accepts the connection and then says nothing.
  */
 export function engineGet(port: number, apiKey: string, path: string, timeoutMs: number): Promise<EngineAnswer | null> {
+  return engineRequest(port, apiKey, path, timeoutMs, null);
+}
+
+/** POST `body` as JSON to `path`, with the engine's key; otherwise as engineGet. */
+export function enginePost(port: number, apiKey: string, path: string, body: unknown, timeoutMs: number): Promise<EngineAnswer | null> {
+  return engineRequest(port, apiKey, path, timeoutMs, Buffer.from(JSON.stringify(body)));
+}
+
+function engineRequest(port: number, apiKey: string, path: string, timeoutMs: number, body: Buffer | null): Promise<EngineAnswer | null> {
+  const headers: Record<string, string | number> = { authorization: `Bearer ${apiKey}` };
+  if (body !== null) Object.assign(headers, { 'content-type': 'application/json', 'content-length': body.length });
   return new Promise((resolve) => {
     let settled = false;
     const finish = (answer: EngineAnswer | null): void => {
@@ -25,7 +37,7 @@ export function engineGet(port: number, apiKey: string, path: string, timeoutMs:
       resolve(answer);
     };
     const req = request(
-      { host: '127.0.0.1', port, path, method: 'GET', agent: false, headers: { authorization: `Bearer ${apiKey}` } },
+      { host: '127.0.0.1', port, path, method: body === null ? 'GET' : 'POST', agent: false, headers },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
@@ -42,6 +54,6 @@ export function engineGet(port: number, apiKey: string, path: string, timeoutMs:
       finish(null);
     }, timeoutMs);
     req.on('error', () => finish(null));
-    req.end();
+    req.end(body ?? undefined);
   });
 }

@@ -17,6 +17,8 @@ export interface ClaimedEndpoint {
   port: number;
   apiKey: string;
   pid: number;
+  /** It serves Anthropic's Messages API itself; the router translates for it otherwise. */
+  anthropicMessages: boolean;
 }
 
 /** Why a claimed server stopped answering: its clients are told this, in OpenAI's error shape. */

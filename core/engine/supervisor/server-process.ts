@@ -35,6 +35,8 @@ export class ServerProcess {
   phase: ServerPhase = 'loading';
   readyAt: number | null = null;
   loadProgress: number | null = null;
+  /** Whether it serves Anthropic's Messages API itself: asked once it answers /health (served-apis.ts), before it is ready. */
+  anthropicMessages = false;
   /**
    * Why the supervisor ended it, set before it signals the process: 'requested' (an eviction,
    * a cancelled load, a relaunch, quit) makes its exit a stop, not a failure; 'load-timeout'

@@ -19,8 +19,11 @@ import { join } from 'node:path';
 import type { LaunchLevel } from '../../policy/levels.js';
 import type { ServerEvent, ServerEventListener } from '../../contracts/server-events.js';
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
+import type { RuntimeOverhead } from '../runtime-overhead.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
+import { placementEnv } from '../placement-args.js';
+import type { Placement } from '../../policy/place.js';
 import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
 import { realClock, type Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
@@ -30,6 +33,7 @@ import { LineRing } from './log-ring.js';
 import { waitForMemoryBack } from './memory-wait.js';
 import { isRunning, readCommandLine, signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
 import { waitUntilReady } from './readiness.js';
+import { probeServedApis } from './served-apis.js';
 import { lookAtEngine } from './engine-look.js';
 import { HangWatch } from './hang-watch.js';
 import type { Claim } from './server-claims.js';
@@ -58,6 +62,14 @@ export interface SupervisorDeps {
   loadTimeoutMs?: (spec: LaunchSpec) => number;
   /** How long a server with requests in flight may make no progress before it is hung, ms; default the spec's, else 60 s. */
   hangLimitMs?: (spec: LaunchSpec) => number;
+  /**
+   * True while host RAM is the device (no GPU): then what a server holds is its process tree's
+   * RSS, and the first server of each engine kind teaches `runtime` that engine's own cost.
+   * Absent: never.
+   */
+  hostIsDevice?: () => boolean;
+  /** Where the engines' runtime figures are learned (see runtime-overhead.ts). */
+  runtime?: RuntimeOverhead;
   /** SIGTERM → SIGKILL grace, ms; default 5000. */
   stopGraceMs?: number;
   /** Lines of log kept per model; default 2000. */
@@ -199,7 +211,7 @@ export class Supervisor {
    * to start, or is not ready within the load timeout; with an AbortError when `signal` aborts
    * (the load is cancelled once every caller waiting on it has aborted) or an eviction cancels it.
    */
-  launch(modelId: string, level: LaunchLevel, signal?: AbortSignal): Promise<void> {
+  launch(modelId: string, level: LaunchLevel, placement?: Placement, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const owner = this.ownerFor(modelId);
     // Only the newest launch may be joined: joining an older one at this level while a launch
@@ -207,7 +219,7 @@ export class Supervisor {
     let pending = owner.pending.at(-1);
     if (pending === undefined || pending.level !== level || pending.cancel.signal.aborted) {
       const cancel = new AbortController();
-      const promise = owner.run(() => this.launchNow(owner, level, cancel.signal));
+      const promise = owner.run(() => this.launchNow(owner, level, placement, cancel.signal));
       const created: PendingLaunch = { level, promise, cancel, waiters: 0 };
       pending = created;
       owner.pending.push(created);
@@ -248,14 +260,15 @@ export class Supervisor {
    * query (nvidia-smi) only when a server is on the device. Never rejects.
    */
   async measure(): Promise<Map<string, number>> {
-    const onDevice = [...this.owners.values()].some((owner) => owner.server?.running && owner.server.level !== 'minimal');
-    const gpu = onDevice ? await this.gpuUsage() : null;
-    const out = new Map<string, number>();
-    for (const owner of this.owners.values()) {
-      const server = owner.server;
-      if (server?.running) out.set(owner.modelId, this.deviceBytesOf(owner.modelId, server, gpu));
+    const running = [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [{ modelId: owner.modelId, server: owner.server }] : []));
+    if (this.deps.hostIsDevice?.() === true) {
+      // Host RAM is the device: what each holds is its process tree's RSS, runtime and all.
+      const sizes = await Promise.all(running.map(({ server }) => treeResidentBytes(server.pid, this.platform).catch(() => 0)));
+      return new Map(running.map(({ modelId }, i) => [modelId, sizes[i] ?? 0]));
     }
-    return out;
+    const onDevice = running.some(({ server }) => server.level !== 'minimal');
+    const gpu = onDevice ? await this.gpuUsage() : null;
+    return new Map(running.map(({ modelId, server }) => [modelId, this.deviceBytesOf(modelId, server, gpu)]));
   }
 
   /**
@@ -266,7 +279,7 @@ export class Supervisor {
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
     if (!server || server.phase !== 'ready' || server.hasEnded) return null;
-    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid });
+    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages });
   }
 
   /** Requests claimed on the model's current server. Synchronous. */
@@ -406,7 +419,7 @@ export class Supervisor {
   }
 
   /** One launch command, run by the model's owner. */
-  private async launchNow(owner: ModelOwner, level: LaunchLevel, cancel: AbortSignal): Promise<void> {
+  private async launchNow(owner: ModelOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
     cancel.throwIfAborted();
     const current = owner.server;
     if (current?.phase === 'ready' && !current.hasEnded && current.level === level) return;
@@ -421,7 +434,7 @@ export class Supervisor {
     }
     for (let attempt = 1; ; attempt++) {
       cancel.throwIfAborted();
-      const outcome = await this.startOnce(owner, spec, command, level, cancel);
+      const outcome = await this.startOnce(owner, spec, command, level, placement, cancel);
       if (outcome === 'ready') return;
       if (outcome !== 'port-taken') throw outcome;
       if (attempt >= PORT_ATTEMPTS) throw this.failedBeforeStart(owner, level, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
@@ -434,6 +447,7 @@ export class Supervisor {
     spec: LaunchSpec,
     command: EngineCommand,
     level: LaunchLevel,
+    placement: Placement | undefined,
     cancel: AbortSignal,
   ): Promise<'ready' | 'port-taken' | Error> {
     const port = await freeLoopbackPort();
@@ -442,7 +456,7 @@ export class Supervisor {
     const keyFile = readsApiKeyFile(command.capabilities) ? newApiKeyFilePath(apiKeyDir(this.deps.dataDir)) : null;
     let args: string[];
     try {
-      args = [...command.args, ...argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile })];
+      args = [...command.args, ...argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement)];
     } catch (error) {
       return this.failedBeforeStart(owner, level, describe(error));
     }
@@ -461,7 +475,7 @@ export class Supervisor {
         spawn: this.spawn,
         command: command.command,
         args,
-        env: spec.env,
+        env: { ...placementEnv(placement, spec.engine), ...spec.env },
         platform: this.platform,
         port,
         apiKey,
@@ -507,9 +521,15 @@ export class Supervisor {
           started.loadProgress = progress;
         },
       });
+      // Before 'ready', so the first request already knows how to reach it.
+      started.anthropicMessages = (await probeServedApis(port, apiKey)).anthropicMessages;
+      // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it would have a moment earlier.
+      waiting.signal.throwIfAborted();
+      if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
       started.phase = 'ready';
       started.readyAt = this.clock.now();
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
+      this.learnRuntime(owner.modelId, spec, level, started);
       return 'ready';
     } catch {
       const why = waiting.signal.reason as 'timeout' | 'cancelled' | 'exited';
@@ -566,6 +586,16 @@ export class Supervisor {
       });
       if (!back) owner.log.push(`── llmtray: device memory of '${owner.modelId}' was not back after ${this.deps.memoryWait?.maxMs ?? 5_000} ms; launching anyway`);
     }
+  }
+
+  /** On the CPU, the first ready server of an engine kind measures that engine's own cost. */
+  private learnRuntime(modelId: string, spec: LaunchSpec, level: LaunchLevel, server: ServerProcess): void {
+    const runtime = this.deps.runtime;
+    // At full or degraded the estimate covers the whole model (at partial or minimal its device figure does not).
+    if (runtime === undefined || this.deps.hostIsDevice?.() !== true || level === 'partial' || level === 'minimal') return;
+    void treeResidentBytes(server.pid, this.platform)
+      .then((rss) => runtime.learn(spec.engine, rss, this.deps.footprint(modelId, level)))
+      .catch(() => undefined);
   }
 
   /**

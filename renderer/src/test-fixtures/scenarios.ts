@@ -111,7 +111,7 @@ export function unschedulable(): Snapshot {
       model('coder-7b', { inFlight: 2, lastUsed: NOW - 1_000, status: { state: 'active', level: 'full' } }, 2.1),
       model('big-70b', { desired: true, status: { state: 'queued', unschedulableReason: UNFIT_REASON } }, 38.2),
     ],
-    plan: plan({ launch: ['coder-7b'], evict: ['demo-tiny'], unschedulable: [{ modelId: 'big-70b', reason: UNFIT_REASON }] }),
+    plan: plan({ launch: ['coder-7b'], evict: ['demo-tiny'], unschedulable: [{ modelId: 'big-70b', reason: UNFIT_REASON, strict: true }] }),
   });
 }
 
@@ -181,6 +181,6 @@ export function showcase(): Snapshot {
       }),
       gpu(1, { name: 'NVIDIA GeForce RTX 3060', totalGiB: 12, othersGiB: 3, holders: [holder('model', 'llama-8b', 5.5 * GiB)] }),
     ]),
-    plan: plan({ launch: ['demo-chat'], evict: ['mistral-7b'], unschedulable: [{ modelId: 'big-70b', reason: UNFIT_REASON }] }),
+    plan: plan({ launch: ['demo-chat'], evict: ['mistral-7b'], unschedulable: [{ modelId: 'big-70b', reason: UNFIT_REASON, strict: true }] }),
   });
 }

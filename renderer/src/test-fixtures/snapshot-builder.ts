@@ -35,6 +35,7 @@ export function model(id: string, overrides: ModelOverrides = {}, sizeGiB = 4): 
     inFlight: 0,
     lastUsed: null,
     loading: null,
+    placement: null,
     upstream: null,
     catalogError: null,
     ...rest,

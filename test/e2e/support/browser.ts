@@ -1,32 +1,21 @@
-// Debian's Chromium under playwright-core, set up the same way for every browser test.
+// Chromium under playwright-core, set up the same way for every browser test.
 //
 // Why playwright-core and not @playwright/test: the project has one test runner (vitest), and
 // Playwright cannot download its own browsers on the project's machines; playwright-core
-// drives the system's Chromium. Waits are Playwright's own (locator.waitFor) or vitest's
+// drives a Chromium that is already here: which one, global-setup.ts decides once per run
+// (chromium.ts says why). Waits are Playwright's own (locator.waitFor) or vitest's
 // expect.poll, each with a deadline that only bounds a failure: nothing here sleeps.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { inject } from 'vitest';
 
-
-export const CHROMIUM_PATH = process.env['CHROMIUM'] ?? '/usr/bin/chromium';
 export const SCREENSHOT_DIR = join(import.meta.dirname, '..', '..', '..', 'test-results', 'e2e');
 
-/** Headless, no sandbox (CI runs as root in a container), nothing that phones home. */
+/** Headless, with the executable, switches and environment global setup chose. */
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const { executablePath, args, env } = inject('chromium');
+  return chromium.launch({ executablePath, headless: true, args, env: { ...process.env, ...env } });
 }
 
 export interface WatchedPage {

@@ -502,6 +502,44 @@ describe('the recovery ladder, end to end', () => {
   });
 });
 
+describe('placement on the workstation\'s GPUs', () => {
+  const twoGpus = [
+    { index: 0, name: 'RTX 4090', deviceClass: 'nvidia:rtx 4090', budgetBytes: 10 * GiB },
+    { index: 1, name: 'RTX 4090', deviceClass: 'nvidia:rtx 4090', budgetBytes: 10 * GiB },
+  ];
+
+  it('places each model on a GPU of its own budget, launches it there, and names each GPU when one is left out', async () => {
+    const w = world([model('a', 8, { lastUsed: 3 }), model('b', 8, { lastUsed: 2 }), model('c', 8, { lastUsed: 1 })], { budgetGiB: 20 });
+    w.desired.state.devices = twoGpus;
+    await w.start();
+    expect(w.server.launches().map((l) => l.modelId)).toEqual(['a', 'b']);
+    expect(new Set([w.server.placements.get('a')?.devices[0]?.index, w.server.placements.get('b')?.devices[0]?.index])).toEqual(new Set([0, 1]));
+    expect(w.controller.placement('a')).toEqual(w.server.placements.get('a'));
+    // 20 GiB in all, but no GPU has 8 free: the sum would have said it fits.
+    expect(w.controller.status('c')?.unschedulableReason).toMatch(/^needs 8 GiB; GPU 0 RTX 4090: 10 GiB budget, 8 GiB held by (a|b) .*; GPU 1 RTX 4090: 10 GiB budget, 8 GiB held by (a|b) .*, 2 GiB free/);
+  });
+
+  it('evicts on the GPU that needs the room, never a model elsewhere for nothing', async () => {
+    const w = world([model('a', 8, { lastUsed: 1 }), model('b', 4, { lastUsed: 2, wanted: false })], { budgetGiB: 20 });
+    w.desired.state.devices = twoGpus;
+    await w.start();
+    const onA = w.server.placements.get('a')?.devices[0]?.index;
+    // b (4 GiB) does not fit next to a (8 of 10 GiB held): it goes to the other GPU.
+    w.desired.update('b', { wanted: true });
+    w.controller.trigger();
+    await settle();
+    expect(w.server.placements.get('b')?.devices[0]?.index).not.toBe(onA);
+    // A newer 9 GiB model needs a GPU to itself: the least recently used model goes (a), and
+    // only it: b, on the other GPU, stays.
+    w.desired.state.models.push(model('big', 9, { lastUsed: 3 }));
+    w.controller.trigger();
+    await settle();
+    expect(w.server.evictions()).toEqual(['a']);
+    expect(w.server.isRunning('b')).toBe(true);
+    expect(w.server.placements.get('big')?.devices[0]?.index).toBe(onA);
+  });
+});
+
 describe('waiting for room', () => {
   it('a model kept out by a busy one waits (not strict); one kept out by pins alone is refused (strict)', async () => {
     const w = world([model('busy', 8), model('pinned', 8, { pinned: true })], { budgetGiB: 20 });

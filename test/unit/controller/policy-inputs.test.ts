@@ -30,7 +30,7 @@ function inputs(demands: ModelDemand[], failures: Record<string, RecoveryState> 
     demands: new Map(demands.map((d) => [d.modelId, d])),
     records,
     running: [],
-    loading: new Map(loading),
+    loading: new Map(loading.map(([id, level]) => [id, { level }])),
   });
 }
 

@@ -13,6 +13,7 @@ export function catalogModel(id: string, overrides: Partial<CatalogModel> = {}):
     priority: 0,
     pinnedByDefault: false,
     gpuLayers: 'all',
+    mixedSplit: false,
     idleTtlMs: 600_000,
     hangLimitMs: 60_000,
     engine: 'auto',

@@ -87,6 +87,8 @@ interface ScriptedServer {
   phase: 'loading' | 'ready' | 'stopping';
   port: number;
   apiKey: string;
+  /** Whether it serves Anthropic's Messages API itself (the supervisor asks it when it becomes ready). */
+  anthropicMessages: boolean;
   claims: ServerClaims;
 }
 
@@ -97,14 +99,14 @@ class ScriptedSupervisor implements SupervisorSide {
   endedAfter: Promise<void> = Promise.resolve();
 
   run(modelId: string, port: number, phase: ScriptedServer['phase'] = 'ready'): ScriptedServer {
-    const server = { phase, port, apiKey: `key-${port}`, claims: new ServerClaims() };
+    const server = { phase, port, apiKey: `key-${port}`, anthropicMessages: false, claims: new ServerClaims() };
     this.servers.set(modelId, server);
     return server;
   }
   claim(modelId: string): Claim | null {
     const server = this.servers.get(modelId);
     if (server === undefined || server.phase !== 'ready') return null;
-    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.port });
+    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.port, anthropicMessages: server.anthropicMessages });
   }
   inFlight(modelId: string): number {
     return this.servers.get(modelId)?.claims.count ?? 0;
@@ -206,6 +208,18 @@ describe('the daemon gateway: claims', () => {
     server.phase = 'stopping';
     expect(gateway.claim('m')).toBeNull();
     expect(controller.triggers).toBe(2); // the granted claim's busy and idle; the refusals asked for nothing
+  });
+
+  it('tells the claim whether the serving engine speaks Anthropic’s Messages API itself, per engine', () => {
+    const { controller, supervisor, gateway } = gatewayWith();
+    controller.fallbacks.set('big', 'small');
+    supervisor.run('small', 4100).anthropicMessages = true;
+    supervisor.run('big', 4200);
+    expect(gateway.claim('small')?.anthropicMessages).toBe(true);
+    // Falling back, the request reaches the fallback's engine: its answer is the one that counts.
+    expect(gateway.claim('big')?.anthropicMessages).toBe(true);
+    controller.fallbacks.delete('big');
+    expect(gateway.claim('big')?.anthropicMessages).toBe(false);
   });
 
   it('passes the engine’s loss to the claim, and the answer’s progress to the server', () => {

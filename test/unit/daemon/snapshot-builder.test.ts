@@ -22,7 +22,17 @@ const chat = catalogModel('chat', {
 const idle = catalogModel('idle');
 
 function gpu(index: number, budgetBytes: number): BudgetSample['perGpu'][number] {
-  return { index, name: `GPU ${index}`, vendor: 'NVIDIA', busAddress: null, totalBytes: budgetBytes + GiB, usedBytes: GiB, usedByOthersBytes: 512 * MiB, usedByUsBytes: 0, reserveBytes: 512 * MiB, budgetBytes };
+  return { index, name: `GPU ${index}`, vendor: 'NVIDIA', busAddress: null, deviceClass: 'nvidia:rtx-4090', totalBytes: budgetBytes + GiB, usedBytes: GiB, usedByOthersBytes: 512 * MiB, usedByUsBytes: 0, reserveBytes: 512 * MiB, budgetBytes };
+}
+
+/** What the controller's last pass counted for chat: `bytes` on GPU 0, at `level`. */
+function counted(bytes: number, level: 'full' | 'partial' = 'full'): SnapshotParts['controller'] {
+  return {
+    status: (id) => (id === 'chat' ? ({ level } as never) : undefined),
+    lastPlan: () => null,
+    placement: () => null,
+    held: (id) => (id === 'chat' ? { bytes, placement: { kind: 'gpu', devices: [{ index: 0, layers: 0, bytes }], cpuMoeLayers: 0, hostBytes: 0 } } : null),
+  };
 }
 
 function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | null = null): SnapshotParts {
@@ -30,7 +40,7 @@ function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | nu
     startedAt: 1,
     endpoint: () => 'http://127.0.0.1:11435/v1',
     catalog: { models: () => [chat, idle], problems: () => [], config: () => ({ modelDirs: ['/models'] }) as never },
-    controller: { status: () => undefined, lastPlan: () => null },
+    controller: counted(footprintAt('full', chat.estimate!).deviceBytes),
     supervisor: {
       status: () => null,
       endpointFor: (id: string) => (id === 'chat' ? { port: 40001, apiKey: 'k', pid: 77, level: 'full', startedAt: 1, readyAt: 2 } : null),
@@ -49,7 +59,7 @@ function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | nu
 }
 
 describe('buildSnapshot', () => {
-  it('shows a resident pair as the model and its draft, by their estimates', () => {
+  it('shows a resident pair as the model and its draft, with the bytes the last plan counted', () => {
     const snapshot = buildSnapshot(parts());
     const total = footprintAt('full', chat.estimate!).deviceBytes;
     const draft = footprintAt('full', chat.estimate!.draft!).deviceBytes;
@@ -61,7 +71,6 @@ describe('buildSnapshot', () => {
     const view = snapshot.models.find((m) => m.id === 'chat');
     expect(view?.upstream).toEqual({ baseUrl: 'http://127.0.0.1:40001', apiKey: 'k', pid: 77 });
     expect(view?.desired).toBe(true);
-    expect(view?.status.state).toBe('idle');
     expect(snapshot.models.find((m) => m.id === 'idle')?.upstream).toBeNull();
   });
 
@@ -72,6 +81,7 @@ describe('buildSnapshot', () => {
       parts({
         catalog: { models: () => [model], problems: () => [], config: () => ({ modelDirs: ['/models'] }) as never },
         supervisor: { status: () => null, endpointFor: () => ({ port: 40001, apiKey: 'k', pid: 77, level: 'partial', startedAt: 1, readyAt: 2 }), inFlight: () => 0 },
+        controller: counted(footprintAt('partial', split).deviceBytes, 'partial'),
       }),
     );
     const { draft, ...primary } = split;
@@ -94,15 +104,15 @@ describe('buildSnapshot', () => {
     ]);
   });
 
-  it('lets a measurement replace the estimate, keeping the draft’s share', () => {
-    const snapshot = buildSnapshot(parts({ measuredBytes: (id) => (id === 'chat' ? 10 * GiB : null) }));
+  it('shows what the plan counted, a measurement included, keeping the draft’s share — not a figure of its own', () => {
+    const snapshot = buildSnapshot(parts({ controller: counted(10 * GiB), measuredBytes: (id) => (id === 'chat' ? 12 * GiB : null) }));
     expect(snapshot.budget.usedBytes).toBe(10 * GiB);
     const [model, draft] = snapshot.budget.holders;
     expect((model?.bytes ?? 0) + (draft?.bytes ?? 0)).toBe(10 * GiB);
     expect(draft?.bytes).toBeGreaterThan(0);
   });
 
-  it('splits each model across GPUs in proportion to their budgets, and adds other programs and the reserve', () => {
+  it('shows each model on the GPUs its placement uses, with the bytes on each, and adds other programs and the reserve', () => {
     const sample: BudgetSample = {
       mode: 'gpu',
       totalBytes: 30 * GiB,
@@ -111,11 +121,20 @@ describe('buildSnapshot', () => {
       hostAvailableBytes: 40 * GiB,
       sampledAt: 9,
     };
-    const snapshot = buildSnapshot(parts({}, sample));
+    const split: SnapshotParts['controller'] = {
+      ...counted(9 * GiB),
+      held: (id) =>
+        id === 'chat'
+          ? { bytes: 9 * GiB, placement: { kind: 'split', devices: [{ index: 1, layers: 20, bytes: 6 * GiB }, { index: 0, layers: 12, bytes: 3 * GiB }], cpuMoeLayers: 0, hostBytes: 0 } }
+          : null,
+    };
+    const snapshot = buildSnapshot(parts({ controller: split }, sample));
     const [first, second] = snapshot.budget.gpus;
-    const modelOn = (g: typeof first) => g?.holders.find((h) => h.kind === 'model')?.bytes ?? 0;
-    expect(modelOn(first)).toBeCloseTo(2 * modelOn(second), -2);
+    const onGpu = (g: typeof first) => (g?.holders ?? []).filter((h) => h.kind === 'model' || h.kind === 'draft').reduce((sum, h) => sum + h.bytes, 0);
+    expect(onGpu(first)).toBe(3 * GiB);
+    expect(onGpu(second)).toBe(6 * GiB);
     expect(first?.holders.map((h) => h.kind)).toEqual(['model', 'draft', 'other-programs', 'reserve']);
+    expect(snapshot.budget.usedBytes).toBe(9 * GiB);
     expect(snapshot.budget.budgetBytes).toBe(30 * GiB);
   });
 });

@@ -78,7 +78,7 @@ describe('computeBudget: table', () => {
       mode: 'cpu',
       totalBytes: 48 * GiB - 512 * MiB,
       perGpuBudgets: [],
-      reason: /^No GPU whose memory can be measured was found \(on Linux, GPUs are seen only with both `lspci` and `nvidia-smi` on PATH\), so models run on the CPU in host RAM\.$/,
+      reason: /^No GPU whose memory can be measured was found \(on Linux, NVIDIA GPUs are seen only with both `lspci` and `nvidia-smi` on PATH, AMD GPUs with `amd-smi` or `rocm-smi`\), so models run on the CPU in host RAM\.$/,
     },
     {
       name: 'no GPU: RAM our CPU engines hold is ours, not taken from the budget',
@@ -159,7 +159,7 @@ describe('computeBudget: details', () => {
       mode: 'gpu',
       totalBytes: 22 * GiB - 512 * MiB,
       perGpu: [{
-        index: 0, name: 'NVIDIA GeForce RTX 4090', vendor: 'NVIDIA Corporation', busAddress: '0000:01:00.0',
+        index: 0, name: 'NVIDIA GeForce RTX 4090', vendor: 'NVIDIA Corporation', busAddress: '0000:01:00.0', deviceClass: 'nvidia:rtx-4090',
         totalBytes: 24 * GiB, usedBytes: 8 * GiB, usedByOthersBytes: 2 * GiB, usedByUsBytes: 6 * GiB,
         reserveBytes: 512 * MiB, budgetBytes: 22 * GiB - 512 * MiB,
       }],
@@ -171,10 +171,24 @@ describe('computeBudget: details', () => {
   it('reports the unified device with the share as its total and RAM used by others', () => {
     const budget = computeBudget({ ...base, gpus: [appleM2], platform: 'darwin', ourHostBytes: 3 * GiB, host: { totalBytes: 32 * GiB, availableBytes: 20 * GiB } });
     expect(budget.perGpu).toEqual([{
-      index: 0, name: 'Apple M2 Max', vendor: 'Apple', busAddress: null,
+      index: 0, name: 'Apple M2 Max', vendor: 'Apple', busAddress: null, deviceClass: 'apple:m2-max',
       totalBytes: 24 * GiB, usedBytes: 12 * GiB, usedByOthersBytes: 9 * GiB, usedByUsBytes: 3 * GiB,
       reserveBytes: 512 * MiB, budgetBytes: 32 * GiB - 512 * MiB - 9 * GiB,
     }]);
+  });
+
+  it('carries each GPU\'s class (given by the probe, else derived) and its engine device name', () => {
+    const amd: GpuDevice = { ...nvidia(1, 'AMD Radeon RX 7900 XTX', 24 * GiB, 1 * GiB), vendor: 'AMD', deviceClass: 'amd:rx-7900-xtx', engineDevice: 'Vulkan1' };
+    const budget = computeBudget({ ...base, gpus: [nvidia(0, 'NVIDIA GeForce RTX 4090', 24 * GiB, 8 * GiB), amd] });
+    expect(budget.perGpu.map((g) => [g.deviceClass, g.engineDevice])).toEqual([['nvidia:rtx-4090', undefined], ['amd:rx-7900-xtx', 'Vulkan1']]);
+    expect('engineDevice' in (budget.perGpu[0] ?? {})).toBe(false);
+  });
+
+  it('puts the probe\'s notes first in the reason', () => {
+    const budget = computeBudget({ ...base, gpus: [intelIgpu], probeNotes: ['AMD GPUs cannot be measured: amd-smi timed out.'] });
+    expect(budget.reason).toMatch(/^No GPU whose memory can be measured was found .*\. AMD GPUs cannot be measured: amd-smi timed out\. UHD Graphics 770 is not used/);
+    const gpuMode = computeBudget({ ...base, gpus: [nvidia(0, 'NVIDIA GeForce RTX 4090', 24 * GiB, 8 * GiB)], probeNotes: ['llama-server lists ROCm1 AMD Radeon Graphics (61.7 GiB), which amd-smi does not report; it is not counted.'] });
+    expect(gpuMode.reason).toBe('llama-server lists ROCm1 AMD Radeon Graphics (61.7 GiB), which amd-smi does not report; it is not counted.');
   });
 
   it('reads a GPU whose si fields were dropped for being 0 (idle card: memoryUsed missing)', () => {

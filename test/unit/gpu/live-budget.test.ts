@@ -203,3 +203,13 @@ describe('LiveBudget: sampling', () => {
     expect(() => live.start(250)).toThrow(/at least 1000 ms, got 250/);
   });
 });
+
+describe('LiveBudget: the probe\'s notes', () => {
+  it('puts what the probe had to say about its sources in the sample\'s reason', async () => {
+    const probe: GpuProbe = {
+      probe: async () => ({ gpus: [card(4 * GiB)], host: { totalBytes: 64 * GiB, availableBytes: 48 * GiB }, notes: ["llama-server's device list could not be read (timed out)."] }),
+    };
+    const live = createLiveBudget({ probe, clock: new FakeClock(), config, platform: 'linux' });
+    expect((await live.sampleNow()).reason).toBe("llama-server's device list could not be read (timed out).");
+  });
+});

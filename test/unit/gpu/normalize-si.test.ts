@@ -70,12 +70,14 @@ describe('normalizeMem and createGpuProbe', () => {
         graphics: async () => { calls.push('graphics'); return { controllers: [rtx4090] }; },
         mem: async () => { calls.push('mem'); return { total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }; },
       },
+      amd: null,
     });
     const result = await probe.probe();
     expect(calls.sort()).toEqual(['graphics', 'mem']);
     expect(result.gpus).toEqual([{
       index: 0, name: 'NVIDIA GeForce RTX 4090', vendor: 'NVIDIA Corporation', busAddress: '0000:01:00.0',
       totalBytes: 24564 * MiB, usedBytes: (24564 - 16618) * MiB, unifiedMemory: false,
+      measuredBy: 'nvidia-smi', deviceClass: 'nvidia:rtx-4090',
     }]);
     expect(result.host).toEqual({ totalBytes: 64 * 1024 * MiB, availableBytes: 40 * 1024 * MiB });
   });
@@ -109,6 +111,7 @@ describe('createGpuProbe on macOS', () => {
     let graphicsCalls = 0;
     const probe = createGpuProbe({
       platform: 'linux',
+      amd: null,
       si: { graphics: async () => { graphicsCalls++; return { controllers: [rtx4090] }; }, mem: async () => ({ total: 1, available: 1 }) },
     });
     await probe.probe();

@@ -53,6 +53,32 @@ describe('createOwnUsageProvider', () => {
     await expect(provider([gpu(0, '0000:01:00.0')])).rejects.toThrow(/timed out/);
   });
 
+  it('reads what our engines hold on an AMD card from their DRM fdinfo, and NVIDIA cards from nvidia-smi', async () => {
+    const { exec, calls } = scripted({ 'nvidia-smi': '00000000:01:00.0, 4242, 6144\n' });
+    const files: Record<string, string> = {
+      '/proc/4242/fdinfo/9': 'drm-driver:\tamdgpu\ndrm-client-id:\t12\ndrm-pdev:\t0000:03:00.0\ndrm-resident-vram:\t4194304 KiB\n',
+    };
+    const provider = createOwnUsageProvider({
+      pids: () => [4242],
+      exec,
+      readdir: async (dir) => (dir === '/proc/4242/fdinfo' ? ['0', '9'] : []),
+      readFile: async (path) => files[path] ?? 'pos:\t0\n',
+      platform: 'linux',
+    });
+    const amd: GpuDevice = { index: 1, name: 'AMD Radeon RX 7900 XTX', vendor: 'AMD', busAddress: '0000:03:00.0', totalBytes: 24560 * MiB, usedBytes: 5000 * MiB, unifiedMemory: false, measuredBy: 'amd-smi' };
+    const usage = await provider([{ ...gpu(0, '0000:01:00.0'), measuredBy: 'nvidia-smi' }, amd]);
+    expect([...usage.byGpu.entries()].sort()).toEqual([[0, 6144 * MiB], [1, 4096 * MiB]]);
+    expect(calls).toEqual(['nvidia-smi --query-compute-apps=gpu_bus_id,pid,used_memory --format=csv,noheader,nounits']);
+  });
+
+  it('does not ask nvidia-smi for an NVIDIA card only llama-server measures', async () => {
+    const { exec, calls } = scripted({});
+    const provider = createOwnUsageProvider({ pids: () => [7], exec, readdir: async () => [], readFile: noProc, platform: 'linux' });
+    const usage = await provider([{ ...gpu(0, '0000:01:00.0'), measuredBy: 'llama-server' }]);
+    expect(calls).toEqual([]);
+    expect(usage.byGpu).toEqual(new Map());
+  });
+
   it('on Linux counts anonymous RSS from /proc, and a vanished process as 0', async () => {
     const statuses: Record<string, string> = {
       '/proc/10/status': 'Name:\tllama-server\nVmRSS:\t 9000000 kB\nRssAnon:\t 2097152 kB\nRssFile:\t 6902848 kB\n',

@@ -1,0 +1,99 @@
+// What the policy knows about each desired model while it decides, and the one order in which
+// it admits them: shared by `schedule` (one pool) and `place` (per GPU), so the two cannot rank
+// models differently.
+import { nonNegative } from './non-negative.js';
+import type { HoldReason, Need } from './reasons.js';
+import type { Desired, Resident } from './schedule.js';
+
+export interface Candidate {
+  modelId: string;
+  desired: Desired;
+  /** Its resident entry, if it runs now. */
+  running: Resident | undefined;
+  /** Own footprint plus the draft's. */
+  cost: number;
+  draftBytes: number;
+  priority: number;
+  lastUsed: number;
+  /** Its oldest waiting request's arrival; +Infinity when none waits, so that waiting models sort first. */
+  waitingSince: number;
+  retrying: boolean;
+  /** Why it is kept regardless of the budget, or null when it must earn its place. */
+  forcedBy: HoldReason | null;
+}
+
+/**
+ * The desired models as candidates, in admission order (see admissionOrder), and their ids.
+ * Throws on a caller bug, naming `who`: the same id twice in `desired` or in `resident`, where
+ * no order-independent answer exists.
+ */
+export function candidatesOf(
+  who: string,
+  desired: readonly Desired[],
+  resident: readonly Resident[],
+): { candidates: Candidate[]; desiredIds: Set<string>; residentById: Map<string, Resident> } {
+  const residentById = new Map<string, Resident>();
+  for (const r of resident) {
+    if (residentById.has(r.modelId)) throw new Error(`${who}: model "${r.modelId}" is resident twice; each id must appear once`);
+    residentById.set(r.modelId, r);
+  }
+  const desiredIds = new Set<string>();
+  const candidates: Candidate[] = [];
+  for (const d of desired) {
+    if (desiredIds.has(d.modelId)) throw new Error(`${who}: model "${d.modelId}" is desired twice; each id must appear once`);
+    desiredIds.add(d.modelId);
+    const running = residentById.get(d.modelId);
+    const draftBytes = d.draft === undefined ? 0 : nonNegative(d.draft.footprint);
+    candidates.push({
+      modelId: d.modelId,
+      desired: d,
+      running,
+      cost: nonNegative(d.footprint) + draftBytes,
+      draftBytes,
+      priority: Number.isNaN(d.priority) ? 0 : d.priority,
+      lastUsed: recency(d.lastUsed ?? running?.lastUsed),
+      waitingSince: d.waitingSince === undefined || Number.isNaN(d.waitingSince) ? Infinity : d.waitingSince,
+      retrying: d.retrying === true,
+      // A retrying model's pin does not force its launch; a resident that is pinned stays pinned.
+      forcedBy: (d.pinned && d.retrying !== true) || running?.pinned ? 'pinned' : running?.active ? 'active' : null,
+    });
+  }
+  candidates.sort(admissionOrder);
+  return { candidates, desiredIds, residentById };
+}
+
+export function needOf(c: Candidate): Need {
+  const draft = c.desired.draft;
+  return draft === undefined ? { bytes: c.cost } : { bytes: c.cost, draft: { modelId: draft.modelId, bytes: c.draftBytes } };
+}
+
+/** Never used (or an unreadable stamp) ranks behind every real stamp. */
+function recency(lastUsed: number | undefined): number {
+  return lastUsed === undefined || Number.isNaN(lastUsed) ? -Infinity : lastUsed;
+}
+
+/**
+ * Retrying models last; then priority (high first); then models with requests waiting, the
+ * longest-waiting first; then lastUsed (recent first); then already resident; then id.
+ */
+export function admissionOrder(a: Candidate, b: Candidate): number {
+  if (a.retrying !== b.retrying) return a.retrying ? 1 : -1;
+  if (a.priority !== b.priority) return a.priority > b.priority ? -1 : 1;
+  if (a.waitingSince !== b.waitingSince) return a.waitingSince < b.waitingSince ? -1 : 1;
+  if (a.lastUsed !== b.lastUsed) return a.lastUsed > b.lastUsed ? -1 : 1;
+  const aRuns = a.running !== undefined;
+  if (aRuns !== (b.running !== undefined)) return aRuns ? -1 : 1;
+  return compareIds(a.modelId, b.modelId);
+}
+
+export function leastRecentlyUsedFirst(a: Resident, b: Resident): number {
+  const au = recency(a.lastUsed);
+  const bu = recency(b.lastUsed);
+  if (au !== bu) return au < bu ? -1 : 1;
+  return compareIds(a.modelId, b.modelId);
+}
+
+/** Code-unit order: the same on every machine, unlike localeCompare. */
+export function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,561 @@
+// Which models stay resident, and where: `schedule` generalised to the workstation's GPUs, each
+// its own budget. Pure, like `schedule`, and called on every pass.
+//
+// Why per GPU: a model "fits" in 24 + 12 GiB only if one card, or a split across cards, can
+// really hold it; the sum says nothing (seeds/003: filter on what each node can hold and name
+// what was short there). llama.cpp's `--fit` sizes one process against the free memory at load
+// time, Ollama spreads one model's layers; neither plans the whole set of models against each
+// card, which is where their users' OOMs and wrong estimates come from.
+//
+// How: the same candidates in the same admission order as `schedule` (candidates.ts). Forced
+// models are held first where they are (nothing pinned or busy is moved). Then each other model,
+// in order, gets the fastest placement that fits — one GPU; a layer split over GPUs of one class,
+// shares in proportion to their room; over mixed classes where its config allows; `partial`
+// (as many layers as fit on one GPU, the rest in host RAM; a mixture of experts first leaves its
+// expert tensors on the CPU, --n-cpu-moe, which keeps attention on the GPU); CPU only. Each
+// placement is tried first in the room nobody holds, then in the room it would have after
+// evicting the models that rank below it, before a slower placement is tried: an idle,
+// lower-ranked model is evicted before a requested model is slowed, and only on the GPU that
+// needs the room. A model without a layer cost is one indivisible footprint on one GPU, exactly
+// as `schedule` treats it; with one device and no host RAM to spare, `place` gives `schedule`'s
+// very plan (property-tested against it).
+import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, type Candidate } from './candidates.js';
+import { nonNegative } from './non-negative.js';
+import { formatBytes, needs, reasonWriter, withHolder, type Holder, type HoldReason, type ReasonWriter, type Room } from './reasons.js';
+import type { Desired, LeftOut, Plan, Resident } from './schedule.js';
+
+/** One GPU as a budget. */
+export interface Device {
+  /** The engine's device index (what `-dev`, `--main-gpu` and `--tensor-split` positions name). */
+  index: number;
+  /** For reasons: "RTX 4090". */
+  name: string;
+  /** Devices of one class (same make and model) may share a layer split; others only where a model allows mixed splits. */
+  deviceClass: string;
+  /** What our models may hold on it: its total less what other programs use and the reserve, bytes. */
+  budgetBytes: number;
+}
+
+/** How a model's footprint divides into layers, so that any split and any `-ngl N` can be costed. */
+export interface LayerCost {
+  /** Repeating blocks that may sit on a device (llama.cpp's block count). */
+  layers: number;
+  /** One block: its weights and its KV cache at the launch context, bytes. */
+  perLayerBytes: number;
+  /** Of perLayerBytes, the expert tensors a mixture of experts may leave on the CPU (0 for a dense model). */
+  expertBytesPerLayer: number;
+  /** What goes on the main device whatever the split: the output and embedding tensors, a projector, bytes. */
+  mainBytes: number;
+  /** The compute buffer each device that holds layers reserves, bytes. */
+  computeBytesPerDevice: number;
+}
+
+/** A desired model as `place` sees it: `schedule`'s, with what it takes to split it. */
+export interface PlacedDesired extends Desired {
+  /** Absent: one indivisible footprint (plus draft) that goes on one device whole. */
+  layerCost?: LayerCost;
+  /** Its config allows a layer split across GPUs of different classes (slower, and not every build handles it well). */
+  mixedSplit?: boolean;
+}
+
+/** Where a model's bytes are. */
+export interface Placement {
+  /**
+   * gpu: one device holds it all; split: a layer split over devices of one class; mixed: over
+   * devices of several classes; partial: some layers (or a mixture of experts' expert tensors)
+   * in host RAM; cpu: nothing on a device.
+   */
+  kind: 'gpu' | 'split' | 'mixed' | 'partial' | 'cpu';
+  /** The devices it uses, the main one first (it holds the draft, the output tensors and the projector). */
+  devices: { index: number; layers: number; bytes: number }[];
+  /** Layers whose expert tensors stay in host RAM (`--n-cpu-moe`); 0 for a dense model. */
+  cpuMoeLayers: number;
+  /** Bytes in host RAM. */
+  hostBytes: number;
+}
+
+/** A running model server and where it is. */
+export interface PlacedResident extends Resident {
+  /** Absent: all of it on the first device (the one-device case). */
+  placement?: Placement;
+}
+
+export interface PlacePlan extends Plan {
+  /** Where every model kept or launched is (or will be): the argv of each launch comes from here. */
+  placements: Record<string, Placement>;
+}
+
+type Tier = Placement['kind'];
+const TIERS: readonly Tier[] = ['gpu', 'split', 'mixed', 'partial', 'cpu'];
+
+/** Per device: what is held, and by whom, as the reasons will tell it. */
+interface DeviceRoom {
+  device: Device;
+  budget: number;
+  held: number;
+  named: readonly Holder[];
+  holderCount: number;
+  pinnedHeld: number;
+  pinnedNamed: readonly Holder[];
+  pinnedCount: number;
+  /** Held by residents not decided yet (evictable by a model that ranks above them). */
+  undecided: number;
+  /**
+   * Those residents in admission order (a larger rank is less important), with their bytes
+   * here. Models are decided in that same order, so the decided ones are always a prefix:
+   * `firstUndecided` skips it, and the least important are read from the end, no sort needed.
+   */
+  undecidedBy: { rank: number; bytes: number }[];
+  firstUndecided: number;
+  /** This device's sentences; its Room snapshots below are worded once each (see reasonWriter). */
+  writer: ReasonWriter;
+  /** What held it when a model was last turned away, until the next hold: shared by every model turned away meanwhile. */
+  heldRoom: Room | null;
+  pinnedRoom: Room | null;
+}
+
+/** The devices as one pass sees them: fixed for the pass, their rooms filled as models are held. */
+interface Layout {
+  rooms: Map<number, DeviceRoom>;
+  /** In index order. */
+  devices: readonly Device[];
+  /** The groups a same-class split may use, computed once per pass. */
+  classGroups: readonly (readonly Device[])[];
+  /**
+   * "GPU 0 RTX 4090: 24 GiB budget, … free; GPU 1 …": every GPU's room as it stands, or with
+   * only the pinned models in it (strict). Worded once between two holds, however many models
+   * are turned away meanwhile.
+   */
+  roomsWords(strict: boolean): string;
+}
+
+/**
+ * The launches, evictions and placements that bring `resident` to the chosen set within each
+ * device's budget and `hostFreeBytes` of host RAM. See the header for the rules; `schedule`'s
+ * invariants hold per device. Deterministic and independent of input order; a fixed point.
+ * Throws only on a caller bug (an id twice, or no device).
+ */
+export function place(desired: readonly PlacedDesired[], resident: readonly PlacedResident[], devices: readonly Device[], hostFreeBytes = 0): PlacePlan {
+  if (devices.length === 0) throw new Error('place: there must be at least one device (the CPU pool counts as one)');
+  const sortedDevices = [...devices].sort((a, b) => a.index - b.index);
+  const rooms = new Map<number, DeviceRoom>(
+    sortedDevices.map((device) => [
+      device.index,
+      { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: [], firstUndecided: 0, writer: reasonWriter(nonNegative(device.budgetBytes)), heldRoom: null, pinnedRoom: null },
+    ]),
+  );
+  const { candidates, desiredIds } = candidatesOf('place', desired, resident);
+  const wordsCache: { held: string | null; pinned: string | null } = { held: null, pinned: null };
+  const layout: Layout = {
+    rooms,
+    devices: sortedDevices,
+    classGroups: classGroups(sortedDevices),
+    roomsWords(strict) {
+      const cached = strict ? wordsCache.pinned : wordsCache.held;
+      if (cached !== null) return cached;
+      const words = sortedDevices
+        .map((device) => {
+          const room = rooms.get(device.index) as DeviceRoom;
+          return `GPU ${device.index} ${device.name}: ${room.writer.roomWords(strict ? pinnedRoomOf(room) : heldRoomOf(room))}`;
+        })
+        .join('; ');
+      if (strict) wordsCache.pinned = words;
+      else wordsCache.held = words;
+      return words;
+    },
+  };
+  const first = sortedDevices[0] as Device;
+  const placementOf = (r: PlacedResident): Placement =>
+    r.placement ?? { kind: 'gpu', devices: [{ index: first.index, layers: 0, bytes: nonNegative(r.footprint) }], cpuMoeLayers: 0, hostBytes: 0 };
+  let hostFree = nonNegative(hostFreeBytes);
+
+  // `hostFreeBytes` is what is free now: a running server's host share is already outside it,
+  // so only a new placement's host share is taken from it.
+  const hold = (modelId: string, at: Placement, why: HoldReason, priority: number, running: boolean): void => {
+    if (!running) hostFree -= at.hostBytes;
+    for (const part of at.devices) {
+      const room = rooms.get(part.index);
+      if (room === undefined || part.bytes <= 0) continue;
+      room.held += part.bytes;
+      room.holderCount++;
+      room.named = withHolder(room.named, { modelId, bytes: part.bytes, why, priority });
+      room.heldRoom = null;
+      wordsCache.held = null;
+      if (why === 'pinned') {
+        room.pinnedRoom = null;
+        wordsCache.pinned = null;
+        room.pinnedHeld += part.bytes;
+        room.pinnedCount++;
+        room.pinnedNamed = withHolder(room.pinnedNamed, { modelId, bytes: part.bytes, why, priority });
+      }
+    }
+  };
+  const setUndecided = (at: Placement, rank: number, sign: 1 | -1): void => {
+    for (const part of at.devices) {
+      const room = rooms.get(part.index);
+      if (room === undefined) continue;
+      room.undecided += sign * nonNegative(part.bytes);
+      if (sign > 0) room.undecidedBy.push({ rank, bytes: nonNegative(part.bytes) });
+      else while (room.firstUndecided < room.undecidedBy.length && (room.undecidedBy[room.firstUndecided] as { rank: number }).rank <= rank) room.firstUndecided++;
+    }
+  };
+
+  // Forced residents first, desired or not, where they are: nothing pinned or busy is moved.
+  const toEvict: PlacedResident[] = [];
+  const forcedUndesired: PlacedResident[] = [];
+  for (const r of resident) {
+    if (desiredIds.has(r.modelId)) continue;
+    if (r.pinned || r.active) forcedUndesired.push(r);
+    else toEvict.push(r);
+  }
+  // In id order, so that fractional sizes sum the same in any input order.
+  forcedUndesired.sort((a, b) => compareIds(a.modelId, b.modelId));
+  for (const r of forcedUndesired) hold(r.modelId, placementOf(r), r.pinned ? 'pinned' : 'active', 0, true);
+
+  const placements: Record<string, Placement> = {};
+  // Every candidate's desired entry is the caller's PlacedDesired (candidatesOf keeps it).
+  const placedOf = (c: Candidate): PlacedDesired => c.desired as PlacedDesired;
+
+  // Forced desired models: running ones stay where they are (re-priced at what they cost now);
+  // pinned ones to launch take the fastest placement that fits, else the roomiest GPU, over budget.
+  for (const c of candidates) {
+    if (c.forcedBy === null) continue;
+    const at = c.running !== undefined ? repriced(placementOf(c.running), c.cost) : placeOne(c, placedOf(c).layerCost, placedOf(c), layout, hostFree, ['room']) ?? overBudget(c, layout);
+    placements[c.modelId] = at;
+    hold(c.modelId, at, c.forcedBy, c.priority, c.running !== undefined);
+  }
+
+  // The other residents hold their room until their turn comes: a model ranked above them may
+  // take it only when it cannot fit in the room nobody holds.
+  const runningAt: (Placement | undefined)[] = candidates.map((c, rank) => {
+    if (c.forcedBy !== null || c.running === undefined) return undefined;
+    const where = repriced(placementOf(c.running), c.cost);
+    setUndecided(where, rank, 1);
+    return where;
+  });
+
+  const launch: string[] = [];
+  const evictMoved: PlacedResident[] = [];
+  const turnedAway: { candidate: Candidate; reason: LeftOut }[] = [];
+  for (let rank = 0; rank < candidates.length; rank++) {
+    const c = candidates[rank] as Candidate;
+    if (c.forcedBy !== null) {
+      if (c.running === undefined) launch.push(c.modelId);
+      continue;
+    }
+    const d = placedOf(c);
+    const cost = d.layerCost;
+    const where = runningAt[rank];
+    if (where !== undefined) {
+      setUndecided(where, rank, -1);
+      if (fitsWhereItIs(where, rooms, hostFree + where.hostBytes)) {
+        placements[c.modelId] = where;
+        hold(c.modelId, where, 'admitted', c.priority, true);
+        continue;
+      }
+    }
+    const at = placeOne(c, cost, d, layout, hostFree, ['free', 'room']);
+    if (at === null) {
+      turnedAway.push({ candidate: c, reason: leftOutReason(c, cost, d, layout, hostFree) });
+      if (c.running !== undefined) toEvict.push(c.running);
+      continue;
+    }
+    placements[c.modelId] = at;
+    hold(c.modelId, at, 'admitted', c.priority, false);
+    // A resident that could not stay where it was moves: stopped there, started here.
+    if (c.running !== undefined) evictMoved.push(c.running);
+    launch.push(c.modelId);
+  }
+
+  toEvict.push(...evictMoved);
+  toEvict.sort(leastRecentlyUsedFirst);
+  return {
+    launch,
+    evict: toEvict.map((r) => r.modelId),
+    unschedulable: turnedAway.map((t) => t.reason),
+    placements,
+  };
+}
+
+/**
+ * A running model's placement, priced for this pass. On one device it costs what the model
+ * costs now (its desired footprint and draft), as `schedule` prices a running desired model; a
+ * split or a partial placement keeps its own per-device bytes, which are what its launch holds
+ * (a split pays a compute buffer on every device, so it is not the one-device cost spread out).
+ */
+function repriced(at: Placement, cost: number): Placement {
+  if (at.kind !== 'gpu' || at.devices.length !== 1) return at;
+  return { ...at, devices: [{ ...(at.devices[0] as Placement['devices'][number]), bytes: cost }] };
+}
+
+function fitsWhereItIs(at: Placement, rooms: Map<number, DeviceRoom>, hostFree: number): boolean {
+  if (at.hostBytes > hostFree) return false;
+  return at.devices.every((part) => {
+    const room = rooms.get(part.index);
+    return room !== undefined && part.bytes <= room.budget - room.held;
+  });
+}
+
+/**
+ * How much a device can give a new placement: 'free' is what nobody holds (the undecided
+ * residents keep theirs); 'room' is what it has once every model ranked below is evicted;
+ * 'pinned' is what it would have with every evictable model gone (for `strict`).
+ */
+type RoomKind = 'free' | 'room' | 'pinned';
+
+function available(room: DeviceRoom, kind: RoomKind): number {
+  if (kind === 'pinned') return room.budget - room.pinnedHeld;
+  return room.budget - room.held - (kind === 'free' ? room.undecided : 0);
+}
+
+/**
+ * The rank of the most important resident that must go from `room` for `need` bytes, evicting
+ * the least important first; Infinity when none must go.
+ */
+function mostImportantToGo(room: DeviceRoom, need: number): number {
+  let free = room.budget - room.held - room.undecided;
+  if (need <= free) return Infinity;
+  for (let i = room.undecidedBy.length - 1; i >= room.firstUndecided; i--) {
+    const { rank, bytes } = room.undecidedBy[i] as { rank: number; bytes: number };
+    free += bytes;
+    if (need <= free) return rank;
+  }
+  return -1;
+}
+
+/**
+ * The fastest placement that fits, or null. Each tier is tried in every kind of room, in the
+ * order given, before the next (slower) tier: a placement is made slower only when the faster
+ * one does not fit even with the models ranked below evicted.
+ */
+function placeOne(
+  c: Candidate,
+  cost: LayerCost | undefined,
+  d: PlacedDesired | undefined,
+  layout: Layout,
+  hostFree: number,
+  kinds: readonly RoomKind[],
+): Placement | null {
+  if (cannotFitAnywhere(c, cost, layout, hostFree, kinds[kinds.length - 1] as RoomKind)) return null;
+  for (const tier of TIERS) {
+    for (const kind of kinds) {
+      const at = tryTier(tier, c, cost, d, layout, hostFree, kind);
+      if (at !== null) return at;
+    }
+  }
+  return null;
+}
+
+/**
+ * True when no tier can hold it even in the widest room (the kinds are ordered narrow to wide):
+ * most of the models left out on a crowded workstation, answered without trying every tier. An
+ * indivisible model needs one device with room for it all; a layered one at least its smallest
+ * form (all on the CPU) across every device's room and the host RAM together.
+ */
+function cannotFitAnywhere(c: Candidate, cost: LayerCost | undefined, layout: Layout, hostFree: number, widest: RoomKind): boolean {
+  let largest = 0;
+  let total = 0;
+  for (const device of layout.devices) {
+    const room = Math.max(0, available(layout.rooms.get(device.index) as DeviceRoom, widest));
+    if (room > largest) largest = room;
+    total += room;
+  }
+  if (cost === undefined || !(cost.layers >= 1)) return c.cost > largest;
+  const smallest = Math.min(c.cost, layeredTotal(cost, c.draftBytes, cost.layers) - nonNegative(cost.computeBytesPerDevice));
+  return smallest > total + Math.max(0, hostFree);
+}
+
+function tryTier(
+  tier: Tier,
+  c: Candidate,
+  cost: LayerCost | undefined,
+  d: PlacedDesired | undefined,
+  layout: Layout,
+  hostFree: number,
+  kind: RoomKind,
+): Placement | null {
+  const { rooms, devices } = layout;
+  if (tier === 'gpu') {
+    // Where models must make way, the device whose most important one to go is least
+    // important (the least recently used go first, as on one device); then best fit: the
+    // device with the least room that still holds it, so the roomy ones stay for big models.
+    let best: { device: Device; room: number; victim: number } | null = null;
+    for (const device of devices) {
+      const deviceRoom = rooms.get(device.index) as DeviceRoom;
+      const room = available(deviceRoom, kind);
+      if (c.cost > room) continue;
+      const victim = kind === 'room' ? mostImportantToGo(deviceRoom, c.cost) : Infinity;
+      if (best === null || victim > best.victim || (victim === best.victim && room < best.room)) best = { device, room, victim };
+    }
+    return best === null ? null : { kind: 'gpu', devices: [{ index: best.device.index, layers: cost?.layers ?? 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
+  }
+  if (cost === undefined || !(cost.layers >= 1)) return null;
+  const free = (device: Device): number => available(rooms.get(device.index) as DeviceRoom, kind);
+  if (tier === 'split' || tier === 'mixed') {
+    if (tier === 'mixed' && d?.mixedSplit !== true) return null;
+    const groups = tier === 'split' ? layout.classGroups : [devices];
+    let best: Placement | null = null;
+    for (const group of groups) {
+      if (group.length < 2) continue;
+      const at = split(tier, group, free, cost, c.draftBytes);
+      if (at !== null && (best === null || at.devices.length < best.devices.length)) best = at;
+    }
+    return best;
+  }
+  if (tier === 'partial') return partial(devices, free, cost, c.draftBytes, hostFree);
+  // With no host RAM to spare (hostFree 0) there is no CPU placement at all, as for `schedule`.
+  const all = layeredTotal(cost, c.draftBytes, cost.layers) - nonNegative(cost.computeBytesPerDevice);
+  return hostFree > 0 && all <= hostFree ? { kind: 'cpu', devices: [], cpuMoeLayers: 0, hostBytes: all } : null;
+}
+
+/** Devices grouped by class, each group in device order; groups in class order. */
+function classGroups(devices: readonly Device[]): Device[][] {
+  const byClass = new Map<string, Device[]>();
+  for (const device of devices) {
+    const group = byClass.get(device.deviceClass);
+    if (group === undefined) byClass.set(device.deviceClass, [device]);
+    else group.push(device);
+  }
+  return [...byClass.entries()].sort(([a], [b]) => compareIds(a, b)).map(([, group]) => group);
+}
+
+/** A whole model on one device with `layers` of its blocks there: main + draft + compute + blocks. */
+function layeredTotal(cost: LayerCost, draftBytes: number, layers: number): number {
+  return nonNegative(cost.mainBytes) + draftBytes + nonNegative(cost.computeBytesPerDevice) + layers * nonNegative(cost.perLayerBytes);
+}
+
+/**
+ * A layer split over the fewest of `group`'s roomiest devices that holds the model, shares in
+ * proportion to their room; the roomiest is the main device. Null when even all of them cannot.
+ */
+function split(tier: 'split' | 'mixed', group: readonly Device[], free: (d: Device) => number, cost: LayerCost, draftBytes: number): Placement | null {
+  const perLayer = nonNegative(cost.perLayerBytes);
+  const compute = nonNegative(cost.computeBytesPerDevice);
+  const main = nonNegative(cost.mainBytes) + draftBytes;
+  // Even every device of the group together is short: the common case on a full workstation,
+  // answered before anything is sorted or allocated.
+  let together = -main;
+  for (const device of group) together += Math.max(0, free(device) - compute);
+  if (together < cost.layers * perLayer) return null;
+  const roomiest = [...group].sort((a, b) => free(b) - free(a) || a.index - b.index);
+  for (let k = 2; k <= roomiest.length; k++) {
+    const chosen = roomiest.slice(0, k);
+    const rooms = chosen.map((device, i) => Math.max(0, free(device) - compute - (i === 0 ? main : 0)));
+    const capacity = rooms.map((room) => (perLayer > 0 ? Math.floor(room / perLayer) : cost.layers));
+    const layers = proportionalShares(cost.layers, rooms, capacity);
+    if (layers === null) continue;
+    const parts = chosen.map((device, i) => ({ index: device.index, layers: layers[i] as number, bytes: compute + (i === 0 ? main : 0) + (layers[i] as number) * perLayer }));
+    if (parts.some((part, i) => part.bytes > free(chosen[i] as Device))) continue;
+    return { kind: tier, devices: parts, cpuMoeLayers: 0, hostBytes: 0 };
+  }
+  return null;
+}
+
+/**
+ * `total` layers over devices: one each first (every device in a split pays a compute buffer, so
+ * one holding no layer has no place in it), the rest in proportion to `weights` (largest
+ * remainders, ties to the earlier device), never more on a device than its `capacity`. Null when
+ * a device cannot take even one, or all together cannot take them all.
+ */
+function proportionalShares(total: number, weights: readonly number[], capacity: readonly number[]): number[] | null {
+  if (capacity.some((c) => c < 1) || total < capacity.length || capacity.reduce((a, b) => a + b, 0) < total) return null;
+  const rest = total - capacity.length;
+  const weightSum = weights.reduce((a, b) => a + b, 0);
+  const exact = weights.map((w) => (weightSum > 0 ? (rest * w) / weightSum : rest / weights.length));
+  const shares = exact.map((x, i) => 1 + Math.min(Math.floor(x), (capacity[i] as number) - 1));
+  let left = total - shares.reduce((a, b) => a + b, 0);
+  const order = exact.map((x, i) => ({ i, rest: x - Math.floor(x) })).sort((a, b) => b.rest - a.rest || a.i - b.i);
+  while (left > 0) {
+    for (const { i } of order) {
+      if (left === 0) break;
+      if ((shares[i] as number) < (capacity[i] as number)) {
+        shares[i] = (shares[i] as number) + 1;
+        left--;
+      }
+    }
+  }
+  return shares;
+}
+
+/**
+ * As much of the model as fits on the roomiest device, the rest in host RAM. A mixture of
+ * experts first leaves the expert tensors of as few layers as needed on the CPU (attention
+ * stays on the GPU, which is often the fastest way to run one too big for it); then, or for a
+ * dense model, whole layers go to the CPU. Null when not even one layer fits on the device, or
+ * the host share does not fit the free RAM.
+ */
+function partial(devices: readonly Device[], free: (d: Device) => number, cost: LayerCost, draftBytes: number, hostFree: number): Placement | null {
+  let device: Device | undefined;
+  let room = -Infinity;
+  // The roomiest; ties to the lower index (devices come in index order).
+  for (const candidate of devices) {
+    const its = free(candidate);
+    if (its > room) [device, room] = [candidate, its];
+  }
+  if (device === undefined) return null;
+  const perLayer = nonNegative(cost.perLayerBytes);
+  const expert = Math.min(perLayer, nonNegative(cost.expertBytesPerLayer));
+  const full = layeredTotal(cost, draftBytes, cost.layers);
+  if (expert > 0) {
+    const cpuMoeLayers = Math.ceil((full - room) / expert);
+    if (cpuMoeLayers >= 1 && cpuMoeLayers <= cost.layers && cpuMoeLayers * expert <= hostFree) {
+      return { kind: 'partial', devices: [{ index: device.index, layers: cost.layers, bytes: full - cpuMoeLayers * expert }], cpuMoeLayers, hostBytes: cpuMoeLayers * expert };
+    }
+  }
+  const fixed = layeredTotal(cost, draftBytes, 0);
+  if (fixed > room) return null;
+  const onDevice = perLayer > 0 ? Math.min(cost.layers - 1, Math.floor((room - fixed) / perLayer)) : cost.layers - 1;
+  if (onDevice < 1) return null;
+  const hostBytes = (cost.layers - onDevice) * perLayer;
+  if (hostBytes > hostFree) return null;
+  return { kind: 'partial', devices: [{ index: device.index, layers: onDevice, bytes: fixed + onDevice * perLayer }], cpuMoeLayers: 0, hostBytes };
+}
+
+/** A pinned model that fits nowhere still launches, on the roomiest device, over its budget (as `schedule` holds it). */
+function overBudget(c: Candidate, layout: Layout): Placement {
+  let device = layout.devices[0] as Device;
+  // The roomiest; ties to the lower index (devices come in index order).
+  for (const candidate of layout.devices) {
+    if (available(layout.rooms.get(candidate.index) as DeviceRoom, 'room') > available(layout.rooms.get(device.index) as DeviceRoom, 'room')) device = candidate;
+  }
+  return { kind: 'gpu', devices: [{ index: device.index, layers: 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
+}
+
+function heldRoomOf(room: DeviceRoom): Room {
+  return (room.heldRoom ??= { heldBytes: room.held, named: room.named, holderCount: room.holderCount });
+}
+
+function pinnedRoomOf(room: DeviceRoom): Room {
+  return (room.pinnedRoom ??= { heldBytes: room.pinnedHeld, named: room.pinnedNamed, holderCount: room.pinnedCount });
+}
+
+/**
+ * Why it was left out, and whether for good. With one device it is `schedule`'s own sentence;
+ * with several, each GPU considered and what was short there.
+ */
+function leftOutReason(
+  c: Candidate,
+  cost: LayerCost | undefined,
+  d: PlacedDesired | undefined,
+  layout: Layout,
+  hostFree: number,
+): LeftOut {
+  const { rooms, devices } = layout;
+  const strict = placeOne(c, cost, d, layout, hostFree, ['pinned']) === null;
+  const need = needOf(c);
+  if (devices.length === 1) {
+    const room = rooms.get((devices[0] as Device).index) as DeviceRoom;
+    if (c.cost > room.budget) return { modelId: c.modelId, reason: room.writer.overWholeBudget(need), strict: true };
+    if (c.cost > room.budget - room.pinnedHeld) return { modelId: c.modelId, reason: room.writer.pinnedOut(need, pinnedRoomOf(room)), strict: true };
+    return { modelId: c.modelId, reason: room.writer.noRoom(need, heldRoomOf(room)), strict: false };
+  }
+  const notes: string[] = [`${needs(need)}; ${layout.roomsWords(strict)}`];
+  if (cost === undefined) notes.push('it cannot be split (its layers are unknown)');
+  else {
+    if (layout.classGroups.length > 1 && d?.mixedSplit !== true) notes.push('a split across mixed GPUs is off for this model (mixedSplit)');
+    notes.push(`part on the CPU needs host RAM, ${formatBytes(Math.max(0, hostFree))} free`);
+  }
+  const pinnedSomewhere = devices.some((device) => (rooms.get(device.index) as DeviceRoom).pinnedHeld > 0);
+  const tail = !strict ? '' : pinnedSomewhere ? ': it fits only if a pinned model is unpinned' : ': it does not fit even with nothing else loaded';
+  return { modelId: c.modelId, reason: `${notes.join('; ')}${tail}`, strict };
+}

@@ -1,0 +1,112 @@
+// How a request in Anthropic's Messages API reaches the engine that serves its model.
+//
+// The router runs the same activation, claims, resend and hang handling as for chat completions
+// (router.ts); only the last step differs, and it is decided per claim, because the engine is
+// known only then and a fallback may be another kind of engine than the model asked for:
+// - an engine that serves /v1/messages itself (EngineClaim.anthropicMessages: recent
+//   llama-server builds) gets the request as it is, and its answer is relayed as it is — its
+//   errors, which it spells in OpenAI's shape, re-spelled in Anthropic's;
+// - any other engine gets the request translated to a chat completion (anthropic-translate.ts),
+//   its answer translated back (anthropic-stream.ts for a stream), and a token count from its
+//   chat template and tokenizer (count-tokens.ts).
+// Either way a fallback's id is the model named in the answer and in x-llmtray-served-by.
+import type http from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { anthropicEngineError, anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
+import { parseCountTokensRequest, parseMessagesRequest } from './anthropic-request.js';
+import { ChatStreamToMessages } from './anthropic-stream.js';
+import { toAnthropicMessage, toChatCompletionRequest, toChatMessages } from './anthropic-translate.js';
+import { countTokensByTemplate } from './count-tokens.js';
+import { sendError, type RouterError } from './errors.js';
+import { forwardToEngine, rewriteModelField, SseModelRewriter, type AnswerShape, type ModelRequest } from './upstream.js';
+import { isObject } from './validate-request.js';
+
+/** `POST /v1/messages`, checked; the refusal when the body is not a valid request. Pure until sent. */
+export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buffer): ModelRequest | RouterError {
+  const parsed = parseMessagesRequest(raw);
+  if (!parsed.ok) return parsed.error;
+  const { body, model } = parsed;
+  return {
+    model,
+    send(claim, fallingBack, clientGone) {
+      const { servedBy } = claim;
+      const renamed = fallingBack ? servedBy : null;
+      if (claim.anthropicMessages) {
+        return forwardToEngine(agent, res, clientGone, claim, {
+          path: '/v1/messages',
+          // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
+          body: fallingBack ? Buffer.from(JSON.stringify({ ...body, model: servedBy })) : raw,
+          shape: nativeAnswer(renamed, servedBy),
+        });
+      }
+      const chat = toChatCompletionRequest(body, renamed ?? model, servedBy);
+      if (!chat.ok) {
+        sendError(res, chat.error, anthropicErrorBody);
+        return Promise.resolve({ kind: 'answered' });
+      }
+      return forwardToEngine(agent, res, clientGone, claim, {
+        path: '/v1/chat/completions',
+        body: Buffer.from(JSON.stringify(chat.value)),
+        shape: translatedAnswer(renamed, servedBy),
+      });
+    },
+  };
+}
+
+/** `POST /v1/messages/count_tokens`, checked; the refusal when the body is not a valid request. */
+export function countTokensRequest(agent: http.Agent, res: ServerResponse, raw: Buffer): ModelRequest | RouterError {
+  const parsed = parseCountTokensRequest(raw);
+  if (!parsed.ok) return parsed.error;
+  const { body, model } = parsed;
+  return {
+    model,
+    send(claim, _fallingBack, clientGone) {
+      // The count names no model, so a fallback needs no renaming: only its tokenizer counts.
+      if (claim.anthropicMessages) {
+        return forwardToEngine(agent, res, clientGone, claim, { path: '/v1/messages/count_tokens', body: raw, shape: nativeAnswer(null, claim.servedBy) });
+      }
+      const messages = toChatMessages(body, claim.servedBy);
+      if (!messages.ok) {
+        sendError(res, messages.error, anthropicErrorBody);
+        return Promise.resolve({ kind: 'answered' });
+      }
+      return countTokensByTemplate(agent, res, clientGone, claim, messages.value);
+    },
+  };
+}
+
+/** An engine's own Messages API answer: as it is, a fallback's id as its model, errors in Anthropic's shape. */
+function nativeAnswer(rewriteModelTo: string | null, servedBy: string): AnswerShape {
+  return {
+    json: rewriteModelTo === null ? null : (text) => rewriteModelField(text, rewriteModelTo) ?? text,
+    stream: rewriteModelTo === null ? null : () => new SseModelRewriter(rewriteModelTo, rewriteMessageStartModel),
+    error: (text, status) => anthropicEngineError(text, status, servedBy),
+    errors: anthropicErrorBody,
+    streamError: (error) => anthropicErrorEvent(anthropicErrorBody(error)),
+  };
+}
+
+/** A chat completion answer re-told as a Messages API answer. */
+function translatedAnswer(rewriteModelTo: string | null, servedBy: string): AnswerShape {
+  return {
+    json: (text) => {
+      const message = toAnthropicMessage(text, rewriteModelTo);
+      return message === null ? null : JSON.stringify(message);
+    },
+    stream: () => new ChatStreamToMessages({ model: rewriteModelTo, servedBy }),
+    error: (text, status) => anthropicEngineError(text, status, servedBy),
+    errors: anthropicErrorBody,
+    streamError: (error) => anthropicErrorEvent(anthropicErrorBody(error)),
+  };
+}
+
+/** The one event of a Messages stream that names the model: message_start's `message.model`. Null for every other event. */
+export function rewriteMessageStartModel(json: string, model: string): string | null {
+  try {
+    const event: unknown = JSON.parse(json);
+    if (!isObject(event) || event['type'] !== 'message_start' || !isObject(event['message'])) return null;
+    return JSON.stringify({ ...event, message: { ...event['message'], model } });
+  } catch {
+    return null;
+  }
+}

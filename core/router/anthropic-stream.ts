@@ -1,0 +1,166 @@
+// A streamed chat completion (OpenAI's SSE) re-told as a streamed Anthropic message, event by
+// event as the engine's chunks arrive: message_start at the first chunk, one text block
+// (content_block_start, a content_block_delta per piece of text, content_block_stop), then
+// message_delta with the stop reason and the usage, and message_stop.
+//
+// Why incremental, on raw chunks: the point of streaming is that a person sees each token when
+// it is made, so nothing is collected; an event split across network chunks waits only for its
+// own end (one event's latency at most, as SseModelRewriter). Every Anthropic event carries an
+// `event:` line: the Anthropic SDKs skip events without one. An engine's keep-alive comment
+// becomes a `ping` event, Anthropic's own keep-alive, so a client's idle timer is fed the same
+// way during a long prompt. An engine's mid-stream error becomes an `error` event and ends the
+// translation; so does a stream that ends without a finish_reason (the answer is not complete,
+// and message_stop would say it was). Pure apart from its own state.
+import { StringDecoder } from 'node:string_decoder';
+import type { AnthropicErrorBody, AnthropicStreamEvent } from '../contracts/anthropic.js';
+import { anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
+import { stopReasonOf, usageOf } from './anthropic-translate.js';
+import { isObject } from './validate-request.js';
+
+export interface ChatStreamOptions {
+  /** The model the message names: a fallback's id; null to keep the engine's own name. */
+  model: string | null;
+  /** The model that answers, for error messages. */
+  servedBy: string;
+}
+
+export class ChatStreamToMessages {
+  private readonly decoder = new StringDecoder('utf8');
+  /** Text after the last complete line. */
+  private pending = '';
+  /** The `data:` lines of the event being read, and whether it had a comment (a keep-alive). */
+  private data: string[] = [];
+  private comment = false;
+  private started = false;
+  private textOpen = false;
+  private pieces = 0;
+  private finishReason: unknown = null;
+  private usage: unknown = null;
+  /** Once true (message_stop or an error event written), nothing more is written. */
+  private ended = false;
+
+  constructor(private readonly options: ChatStreamOptions) {}
+
+  /** The Anthropic events completed by `chunk` of the engine's stream, as SSE text. */
+  push(chunk: Buffer): string {
+    return this.consume(this.decoder.write(chunk));
+  }
+
+  /** The events still owed once the engine's stream has ended completely; call once. */
+  flush(): string {
+    // A last event without its blank line is still an event: the stream's end terminates it.
+    let out = this.consume(`${this.decoder.end()}\n\n`);
+    if (this.ended) return out;
+    if (this.finishReason !== null) return out + this.finish();
+    out += this.fail(`The model server for '${this.options.servedBy}' ended its stream before the answer was complete. The answer above is partial.`, 'engine_stream_interrupted');
+    return out;
+  }
+
+  private consume(text: string): string {
+    const lines = (this.pending + text).split('\n');
+    this.pending = lines.pop() ?? '';
+    let out = '';
+    for (const raw of lines) {
+      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (line === '') out += this.dispatch();
+      else if (line.startsWith(':')) this.comment = true;
+      else if (line.startsWith('data:')) this.data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+      // `event:`, `id:` and `retry:` lines say nothing an OpenAI chunk needs.
+    }
+    return out;
+  }
+
+  /** One complete SSE event of the engine's. */
+  private dispatch(): string {
+    const data = this.data.join('\n');
+    const wasComment = this.comment;
+    this.data = [];
+    this.comment = false;
+    if (this.ended) return '';
+    if (data === '') return wasComment ? event({ type: 'ping' }) : '';
+    if (data.trim() === '[DONE]') return this.finish();
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return '';
+    }
+    if (!isObject(chunk)) return '';
+    if (chunk['error'] !== undefined) return this.engineError(chunk['error']);
+
+    let out = this.start(chunk);
+    const choice: unknown = Array.isArray(chunk['choices']) ? chunk['choices'][0] : undefined;
+    if (isObject(choice)) {
+      const delta = choice['delta'];
+      const text = isObject(delta) ? delta['content'] : undefined;
+      if (typeof text === 'string' && text !== '') {
+        if (!this.textOpen) {
+          this.textOpen = true;
+          out += event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+        }
+        this.pieces++;
+        out += event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
+      }
+      if (choice['finish_reason'] !== null && choice['finish_reason'] !== undefined) this.finishReason = choice['finish_reason'];
+    }
+    if (isObject(chunk['usage'])) this.usage = chunk['usage'];
+    return out;
+  }
+
+  /** message_start, once, from the first chunk (or with what is known, if none came). */
+  private start(chunk: Record<string, unknown> | null): string {
+    if (this.started) return '';
+    this.started = true;
+    const usage = usageOf(chunk?.['usage'], 0);
+    return event({
+      type: 'message_start',
+      message: {
+        id: typeof chunk?.['id'] === 'string' ? chunk['id'] : 'msg_llmtray',
+        type: 'message',
+        role: 'assistant',
+        content: [],
+        model: this.options.model ?? (typeof chunk?.['model'] === 'string' ? chunk['model'] : this.options.servedBy),
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: usage.input_tokens, output_tokens: 0 },
+      },
+    });
+  }
+
+  private finish(): string {
+    if (this.ended) return '';
+    let out = this.start(null);
+    if (this.textOpen) out += event({ type: 'content_block_stop', index: 0 });
+    // The usage arrives on the last chunks, after message_start went out: input_tokens is sent
+    // here too (the SDKs take message_delta's counts as the whole message's totals).
+    const usage = usageOf(this.usage, this.pieces);
+    out += event({
+      type: 'message_delta',
+      delta: { stop_reason: stopReasonOf(this.finishReason), stop_sequence: null },
+      usage: { output_tokens: usage.output_tokens, input_tokens: usage.input_tokens },
+    });
+    out += event({ type: 'message_stop' });
+    this.ended = true;
+    return out;
+  }
+
+  private engineError(error: unknown): string {
+    const inner = isObject(error) ? error : {};
+    const message = typeof inner['message'] === 'string' ? inner['message'] : `The model server for '${this.options.servedBy}' failed mid-answer.`;
+    const code = typeof inner['code'] === 'string' ? inner['code'] : typeof inner['type'] === 'string' ? inner['type'] : null;
+    const status = typeof inner['code'] === 'number' ? inner['code'] : 500;
+    this.ended = true;
+    return anthropicErrorEvent(anthropicErrorBody({ status, message, code }));
+  }
+
+  private fail(message: string, code: string): string {
+    this.ended = true;
+    const body: AnthropicErrorBody = anthropicErrorBody({ status: 502, message, code });
+    return anthropicErrorEvent(body);
+  }
+}
+
+/** One Anthropic SSE event: its `event:` line (the type) and its data. */
+function event(data: Exclude<AnthropicStreamEvent, AnthropicErrorBody>): string {
+  return `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
+}

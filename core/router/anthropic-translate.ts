@@ -1,0 +1,143 @@
+// Anthropic's Messages API to OpenAI's chat completions and back, for engines that speak only
+// the latter: the embedded engine, and llama-server builds older than its own /v1/messages.
+//
+// What is translated is what both APIs can say: the system prompt (a string, or text blocks),
+// user and assistant turns of text, `max_tokens`, `stop_sequences`, `temperature`, `top_p`,
+// `top_k` (llama-server's extension, which the embedded engine takes too) and streaming. What
+// cannot be said in the chat API without guessing — images, documents, tool definitions and
+// tool turns, extended thinking — is refused with a 400 that names the block or field, never
+// dropped: an agent whose tools were silently removed would wait for tool calls that never come.
+// The model's earlier thinking blocks are refused with the rest: the translated path never
+// produces them, so they only appear in a conversation that began on another engine.
+//
+// The answer's stop reason comes from OpenAI's `finish_reason`, which does not say which stop
+// ended it: a stop sequence and the model's own end of turn both read 'end_turn' here. A
+// llama-server that serves /v1/messages itself reports 'stop_sequence' and the sequence. Pure.
+import type { AnthropicContentBlock, AnthropicCountTokensRequest, AnthropicMessage, AnthropicMessagesRequest, AnthropicStopReason, AnthropicUsage } from '../contracts/anthropic.js';
+import type { OpenAIChatCompletionRequest, OpenAIChatMessage } from '../contracts/openai.js';
+import { invalidRequest, type RouterError } from './errors.js';
+import { isObject } from './validate-request.js';
+
+export type Translated<T> = { ok: true; value: T } | { ok: false; error: RouterError };
+
+/**
+ * The chat messages that say the same prompt: the system prompt first (text blocks joined by a
+ * blank line, as separate paragraphs), then each turn with its text blocks as OpenAI text parts.
+ * Refuses the first block that is not text, naming it. `servedBy` names the engine in the refusal.
+ */
+export function toChatMessages(request: AnthropicCountTokensRequest, servedBy: string): Translated<OpenAIChatMessage[]> {
+  const out: OpenAIChatMessage[] = [];
+  if (request.system !== undefined && request.system !== null) {
+    const text = typeof request.system === 'string' ? request.system : request.system.map((block) => block.text).join('\n\n');
+    out.push({ role: 'system', content: text });
+  }
+  for (const [index, message] of request.messages.entries()) {
+    if (typeof message.content === 'string') {
+      out.push({ role: message.role, content: message.content });
+      continue;
+    }
+    const parts: { type: 'text'; text: string }[] = [];
+    for (const [blockIndex, block] of message.content.entries()) {
+      if (!isTextBlock(block)) return untranslatable(`messages[${index}].content[${blockIndex}]`, `is a "${block.type}" block`, servedBy);
+      parts.push({ type: 'text', text: block.text });
+    }
+    out.push({ role: message.role, content: parts });
+  }
+  return { ok: true, value: out };
+}
+
+/** A Messages request as a chat completion request asking `model` (the engine's name for it). */
+export function toChatCompletionRequest(request: AnthropicMessagesRequest, model: string, servedBy: string): Translated<OpenAIChatCompletionRequest> {
+  if (Array.isArray(request['tools']) && request['tools'].length > 0) return untranslatable('tools', 'defines tools', servedBy);
+  const thinking = request['thinking'];
+  if (isObject(thinking) && thinking['type'] !== 'disabled') return untranslatable('thinking', 'asks for extended thinking', servedBy);
+  const messages = toChatMessages(request, servedBy);
+  if (!messages.ok) return messages;
+
+  const chat: OpenAIChatCompletionRequest = { model, messages: messages.value, max_tokens: request.max_tokens };
+  if (request.stop_sequences !== undefined && request.stop_sequences !== null) chat.stop = request.stop_sequences;
+  for (const field of ['temperature', 'top_p', 'top_k'] as const) {
+    const value = request[field];
+    if (value !== undefined && value !== null) chat[field] = value;
+  }
+  const user = request.metadata?.user_id;
+  if (typeof user === 'string') chat['user'] = user;
+  if (request.stream === true) {
+    chat.stream = true;
+    // The usage (input and output tokens) that message_delta reports: llama-server sends it on
+    // the last chunk anyway, OpenAI and the embedded engine on request.
+    chat.stream_options = { include_usage: true };
+  }
+  return { ok: true, value: chat };
+}
+
+/**
+ * A chat completion answer (JSON text) as an Anthropic message, named `model` when given (a
+ * fallback) and by the engine's own name otherwise. Null when the text is not a chat completion.
+ */
+export function toAnthropicMessage(text: string, model: string | null): AnthropicMessage | null {
+  let completion: unknown;
+  try {
+    completion = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!isObject(completion) || !Array.isArray(completion['choices'])) return null;
+  const choice: unknown = completion['choices'][0];
+  if (!isObject(choice) || !isObject(choice['message'])) return null;
+  const content = choice['message']['content'];
+  const blocks: AnthropicContentBlock[] = typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
+  return {
+    id: typeof completion['id'] === 'string' ? completion['id'] : 'msg_llmtray',
+    type: 'message',
+    role: 'assistant',
+    content: blocks,
+    model: model ?? (typeof completion['model'] === 'string' ? completion['model'] : ''),
+    stop_reason: stopReasonOf(choice['finish_reason']),
+    stop_sequence: null,
+    usage: usageOf(completion['usage'], null),
+  };
+}
+
+/** OpenAI's finish_reason as Anthropic's stop_reason ('length' is max_tokens; 'stop' cannot tell a stop sequence from the end of a turn). */
+export function stopReasonOf(finishReason: unknown): AnthropicStopReason {
+  if (finishReason === 'length') return 'max_tokens';
+  if (finishReason === 'tool_calls') return 'tool_use';
+  return 'end_turn';
+}
+
+/**
+ * OpenAI's usage as Anthropic's: prompt tokens read from the engine's cache
+ * (`prompt_tokens_details.cached_tokens`, llama-server's) count apart from the evaluated ones,
+ * as the Messages API counts them. `outputFallback` stands in for a missing completion count.
+ */
+export function usageOf(usage: unknown, outputFallback: number | null): AnthropicUsage {
+  const record = isObject(usage) ? usage : {};
+  const prompt = count(record['prompt_tokens']);
+  const details = record['prompt_tokens_details'];
+  const cached = isObject(details) ? count(details['cached_tokens']) : 0;
+  const output = typeof record['completion_tokens'] === 'number' ? count(record['completion_tokens']) : (outputFallback ?? 0);
+  return {
+    input_tokens: Math.max(0, prompt - cached),
+    output_tokens: output,
+    ...(isObject(details) && typeof details['cached_tokens'] === 'number' ? { cache_read_input_tokens: cached } : {}),
+  };
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+}
+
+function isTextBlock(block: AnthropicContentBlock): block is { type: 'text'; text: string } {
+  return block.type === 'text' && typeof block['text'] === 'string';
+}
+
+function untranslatable<T>(param: string, what: string, servedBy: string): Translated<T> {
+  return {
+    ok: false,
+    error: invalidRequest(
+      param,
+      `'${param}' ${what}, which the model server for '${servedBy}' cannot take: it speaks only OpenAI's chat API, into which llmtray translates a system prompt and text turns only. A llama-server build that serves /v1/messages itself takes the request as it is.`,
+    ),
+  };
+}

@@ -1,0 +1,56 @@
+// One truthful memory picture on a machine without a GPU, through the real demo daemon: host
+// RAM is the budget there, and an engine process costs its runtime on top of its model. Before,
+// a card read "Footprint 9.9 MiB · measured 106 MiB" while the bar drew 106 MiB and the plan
+// counted 9.9: three figures for one process. Now every model is priced with its engine's
+// runtime (measured from the first engine of its kind), and the bar draws what the plan counted.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Snapshot } from '../../core/contracts/snapshot.js';
+import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+
+let daemon: DaemonProcess;
+let client: OpenAI;
+
+beforeAll(async () => {
+  daemon = await startDaemonProcess();
+  client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await daemon?.stop();
+  if (daemon) await removeDataDir(daemon.dataDir);
+});
+
+async function measured(id: string): Promise<Snapshot> {
+  for (;;) {
+    const state = await daemon.state();
+    const model = state.models.find((m) => m.id === id);
+    if (model?.measuredBytes != null && model.status.state === 'ready') return state;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe('the memory picture on the CPU', () => {
+  it('prices each model with its engine runtime, so its footprint and its measurement agree within 10 %, and the bar draws what the plan counted', async () => {
+    expect((await daemon.state()).budget.mode).toBe('cpu');
+    // The first engine of its kind teaches the runtime; the second model is the check.
+    await client.chat.completions.create({ model: 'demo-tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    await measured('demo-tiny');
+    await client.chat.completions.create({ model: 'demo-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    const state = await measured('demo-chat');
+    const chat = state.models.find((m) => m.id === 'demo-chat');
+    const estimate = chat?.estimateBytes[chat.status.level ?? 'full'] ?? 0;
+    const rss = chat?.measuredBytes ?? 0;
+    expect(Math.abs(estimate - rss) / rss, `estimate ${estimate} B against ${rss} B measured`).toBeLessThanOrEqual(0.1);
+
+    // The bar is the plan's own figures: what it counts for each resident model, and nothing for
+    // a model that is not (demo-broken, quarantined or never loaded, holds no place).
+    const onBar = new Map<string, number>();
+    for (const holder of state.budget.holders) if (holder.modelId !== null) onBar.set(holder.modelId, (onBar.get(holder.modelId) ?? 0) + holder.bytes);
+    const residentIds = new Set(state.models.filter((m) => m.upstream !== null).flatMap((m) => [m.id, ...(m.draftId === null ? [] : [m.draftId])]));
+    for (const id of onBar.keys()) expect(residentIds.has(id), `${id} is on the bar but not resident`).toBe(true);
+    expect(onBar.has('demo-broken')).toBe(false);
+    const chatOnBar = (onBar.get('demo-chat') ?? 0) + (onBar.get('demo-draft') ?? 0);
+    expect(Math.abs(chatOnBar - rss) / rss).toBeLessThanOrEqual(0.1);
+  }, 120_000);
+});

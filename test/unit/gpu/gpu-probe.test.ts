@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { createGpuProbe, type SystemInformation } from '../../../core/gpu/gpu-probe.js';
+import { parseListDevices } from '../../../core/gpu/llama-devices.js';
+
+const MiB = 1024 ** 2;
+
+// What si 5.33 returns on Linux for a box with an RTX 4090 and an RX 7900 XTX: only the
+// NVIDIA card carries nvidia-smi's figures.
+const controllers = [
+  { vendor: 'NVIDIA Corporation', model: 'AD102 [GeForce RTX 4090]', busAddress: '01:00.0', name: 'NVIDIA GeForce RTX 4090', pciBus: '00000000:01:00.0', memoryTotal: 24564, memoryUsed: 600, memoryFree: 23618 },
+  { vendor: 'Advanced Micro Devices, Inc. [AMD/ATI]', model: 'Navi 31 [Radeon RX 7900 XT/7900 XTX]', busAddress: '03:00.0', vram: 256 },
+];
+
+function recordingSi(log: string[]): SystemInformation {
+  return {
+    graphics: async () => { log.push('si.graphics'); return { controllers }; },
+    mem: async () => { log.push('si.mem'); return { total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }; },
+  };
+}
+
+describe('createGpuProbe with AMD tools and llama-server\'s list', () => {
+  it('merges every source into one list, each card once, with its class and engine device', async () => {
+    const log: string[] = [];
+    const probe = createGpuProbe({
+      si: recordingSi(log),
+      platform: 'linux',
+      amd: async () => { log.push('amd'); return { source: 'amd-smi', cards: [{ busAddress: '0000:03:00.0', name: 'AMD Radeon RX 7900 XTX', totalBytes: 24560 * MiB, usedBytes: 500 * MiB }], notes: [] }; },
+      engineDevices: async () => {
+        log.push('llama-server');
+        return parseListDevices('Available devices:\n  Vulkan0: NVIDIA GeForce RTX 4090 (24564 MiB, 23000 MiB free)\n  Vulkan1: AMD Radeon RX 7900 XTX (RADV NAVI31) (24560 MiB, 24000 MiB free)\n');
+      },
+    });
+    const result = await probe.probe();
+    expect(result.gpus.map((g) => [g.index, g.busAddress, g.measuredBy, g.deviceClass, g.engineDevice, g.usedBytes])).toEqual([
+      [0, '0000:01:00.0', 'nvidia-smi', 'nvidia:rtx-4090', 'Vulkan0', (24564 - 23618) * MiB],
+      [1, '0000:03:00.0', 'amd-smi', 'amd:rx-7900-xtx', 'Vulkan1', 500 * MiB],
+    ]);
+    expect(result.notes).toBeUndefined();
+    // llama-server opens a context on every GPU while it lists them: it must be gone before nvidia-smi looks.
+    expect(log[0]).toBe('llama-server');
+    expect(log.slice(1).sort()).toEqual(['amd', 'si.graphics', 'si.mem']);
+  });
+
+  it('passes on what a source had to say', async () => {
+    const probe = createGpuProbe({
+      si: recordingSi([]),
+      platform: 'linux',
+      amd: async () => ({ source: null, cards: [], notes: ['AMD GPUs cannot be measured: amd-smi failed: amdsmi_init failed.'] }),
+    });
+    const result = await probe.probe();
+    expect(result.notes).toEqual(['AMD GPUs cannot be measured: amd-smi failed: amdsmi_init failed.']);
+    expect(result.gpus[1]).toMatchObject({ measuredBy: null, usedBytes: null });
+  });
+
+  it('fails the probe when the AMD reading fails, so the live budget keeps its last sample', async () => {
+    const probe = createGpuProbe({ si: recordingSi([]), platform: 'linux', amd: async () => { throw new Error('amd-smi answered before and fails now: timed out'); } });
+    await expect(probe.probe()).rejects.toThrow(/fails now/);
+  });
+});

@@ -1,0 +1,111 @@
+// `place`, rule by rule, on small workstations whose numbers can be read off the page.
+import { describe, expect, it } from 'vitest';
+import { place, type Device, type LayerCost, type PlacedDesired, type PlacedResident } from '../../../core/policy/place.js';
+
+const GiB = 1024 ** 3;
+
+function gpu(index: number, budgetGiB: number, deviceClass = 'rtx-4090', name = deviceClass === 'rtx-4090' ? 'RTX 4090' : 'RTX 3060'): Device {
+  return { index, name, deviceClass, budgetBytes: budgetGiB * GiB };
+}
+
+/** A dense model of `layers` blocks of 1 GiB each, 1 GiB of output/embeddings, 0.5 GiB of compute per device. */
+function layered(layers: number, extra: Partial<LayerCost> = {}): LayerCost {
+  return { layers, perLayerBytes: GiB, expertBytesPerLayer: 0, mainBytes: GiB, computeBytesPerDevice: 0.5 * GiB, ...extra };
+}
+
+function want(modelId: string, cost: LayerCost | number, extra: Partial<PlacedDesired> = {}): PlacedDesired {
+  if (typeof cost === 'number') return { modelId, footprint: cost * GiB, priority: 0, pinned: false, ...extra };
+  return { modelId, footprint: cost.mainBytes + cost.computeBytesPerDevice + cost.layers * cost.perLayerBytes, layerCost: cost, priority: 0, pinned: false, ...extra };
+}
+
+function onGpu(modelId: string, index: number, gib: number, extra: Partial<PlacedResident> = {}): PlacedResident {
+  return { modelId, footprint: gib * GiB, pinned: false, active: false, lastUsed: 0, placement: { kind: 'gpu', devices: [{ index, layers: 0, bytes: gib * GiB }], cpuMoeLayers: 0, hostBytes: 0 }, ...extra };
+}
+
+describe('place: the fastest placement that fits', () => {
+  it('puts a model on one GPU when one holds it: the tightest fit, leaving the roomy one for big models', () => {
+    const plan = place([want('m', layered(8))], [], [gpu(0, 24), gpu(1, 12)]);
+    expect(plan.launch).toEqual(['m']);
+    expect(plan.placements.m).toEqual({ kind: 'gpu', devices: [{ index: 1, layers: 8, bytes: 9.5 * GiB }], cpuMoeLayers: 0, hostBytes: 0 });
+  });
+
+  it('splits over GPUs of one class only when no single one holds it, shares in proportion to their room', () => {
+    const plan = place([want('big', layered(30))], [], [gpu(0, 20), gpu(1, 16)]);
+    const at = plan.placements.big;
+    expect(at?.kind).toBe('split');
+    expect(at?.devices.map((d) => d.index)).toEqual([0, 1]);
+    expect(at?.devices.reduce((sum, d) => sum + d.layers, 0)).toBe(30);
+    // The main device (the roomiest) carries the output tensors; each pays a compute buffer.
+    expect(at?.devices[0]).toMatchObject({ index: 0, bytes: 0.5 * GiB + GiB + (at?.devices[0]?.layers ?? 0) * GiB });
+    expect(at?.devices[1]).toMatchObject({ index: 1, bytes: 0.5 * GiB + (at?.devices[1]?.layers ?? 0) * GiB });
+    for (const d of at?.devices ?? []) expect(d.bytes).toBeLessThanOrEqual((d.index === 0 ? 20 : 16) * GiB);
+  });
+
+  it('does not split across GPUs of different classes unless the model allows it, and says so', () => {
+    const devices = [gpu(0, 20), gpu(1, 12, 'rtx-3060')];
+    const refused = place([want('big', layered(26))], [], devices);
+    expect(refused.launch).toEqual([]);
+    expect(refused.unschedulable[0]?.reason).toMatch(/^needs 27.5 GiB; GPU 0 RTX 4090: 20 GiB budget, 0 B held by nothing, 20 GiB free; GPU 1 RTX 3060: 12 GiB budget, 0 B held by nothing, 12 GiB free; a split across mixed GPUs is off for this model \(mixedSplit\)/);
+    const allowed = place([want('big', layered(26), { mixedSplit: true })], [], devices);
+    expect(allowed.placements.big?.kind).toBe('mixed');
+  });
+
+  it('falls back to part on the CPU, as many layers as fit on the GPU, when host RAM holds the rest', () => {
+    const plan = place([want('big', layered(20))], [], [gpu(0, 12)], 64 * GiB);
+    // 12 GiB: 1 GiB main + 0.5 GiB compute leaves room for 10 layers of 1 GiB.
+    expect(plan.placements.big).toEqual({ kind: 'partial', devices: [{ index: 0, layers: 10, bytes: 11.5 * GiB }], cpuMoeLayers: 0, hostBytes: 10 * GiB });
+    // With too little host RAM for the rest, neither part nor all of it fits: left out, and the reason says why.
+    const short = place([want('big', layered(20))], [], [gpu(0, 12), gpu(1, 4)], 4 * GiB);
+    expect(short.launch).toEqual([]);
+    expect(short.unschedulable[0]).toMatchObject({ strict: true, reason: expect.stringMatching(/part on the CPU needs host RAM, 4 GiB free: it does not fit even with nothing else loaded$/) });
+  });
+
+  it('leaves a mixture of experts’ expert tensors on the CPU first, keeping every layer (and attention) on the GPU', () => {
+    const moe = layered(20, { expertBytesPerLayer: 0.75 * GiB });
+    const plan = place([want('moe', moe)], [], [gpu(0, 12)], 64 * GiB);
+    // Needs 21.5 GiB; 12 free: 9.5 GiB of experts must go, ⌈9.5 / 0.75⌉ = 13 layers' worth.
+    expect(plan.placements.moe).toEqual({ kind: 'partial', devices: [{ index: 0, layers: 20, bytes: 21.5 * GiB - 13 * 0.75 * GiB }], cpuMoeLayers: 13, hostBytes: 13 * 0.75 * GiB });
+  });
+
+  it('runs on the CPU only when not even one layer fits a GPU', () => {
+    const plan = place([want('m', layered(4))], [], [gpu(0, 1)], 64 * GiB);
+    expect(plan.placements.m).toEqual({ kind: 'cpu', devices: [], cpuMoeLayers: 0, hostBytes: 5 * GiB });
+  });
+});
+
+describe('place: evictions free memory on the GPU that needs it', () => {
+  it('places a requested model where there is room rather than evicting an idle one elsewhere', () => {
+    const plan = place([want('new', 10, { lastUsed: 2 }), want('idle', 10, { lastUsed: 1 })], [onGpu('idle', 0, 10)], [gpu(0, 12), gpu(1, 12)]);
+    expect(plan.evict).toEqual([]);
+    expect(plan.placements.new?.devices[0]?.index).toBe(1);
+  });
+
+  it('evicts the idle, lower-ranked model on the one GPU that can hold the requested one, before slowing it', () => {
+    const plan = place(
+      [want('new', layered(10), { lastUsed: 3 }), want('small-idle', 2, { lastUsed: 1 }), want('other', 4, { lastUsed: 2 })],
+      [onGpu('small-idle', 0, 2), onGpu('other', 1, 4)],
+      [gpu(0, 12), gpu(1, 8)],
+      64 * GiB,
+    );
+    expect(plan.evict).toEqual(['small-idle']);
+    expect(plan.placements.new).toMatchObject({ kind: 'gpu', devices: [{ index: 0 }] });
+    expect(plan.placements.other).toMatchObject({ devices: [{ index: 1 }] });
+  });
+
+  it('never moves or evicts a pinned or busy model, and names what holds each GPU when something is left out', () => {
+    const plan = place(
+      [want('wants-in', 10)],
+      [onGpu('pinned', 0, 20, { pinned: true }), onGpu('busy', 1, 8, { active: true })],
+      [gpu(0, 24), gpu(1, 12)],
+    );
+    expect(plan.evict).toEqual([]);
+    expect(plan.unschedulable).toEqual([
+      {
+        modelId: 'wants-in',
+        reason:
+          'needs 10 GiB; GPU 0 RTX 4090: 24 GiB budget, 20 GiB held by pinned pinned (20 GiB), 4 GiB free; GPU 1 RTX 4090: 12 GiB budget, 8 GiB held by active busy (8 GiB), 4 GiB free; it cannot be split (its layers are unknown)',
+        strict: false,
+      },
+    ]);
+  });
+});

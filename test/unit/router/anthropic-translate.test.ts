@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import type { AnthropicMessagesRequest } from '../../../core/contracts/anthropic.js';
+import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, usageOf } from '../../../core/router/anthropic-translate.js';
+
+const base: AnthropicMessagesRequest = { model: 'chat', max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] };
+
+function translated(request: AnthropicMessagesRequest, model = 'chat'): Record<string, unknown> {
+  const result = toChatCompletionRequest(request, model, 'demo-chat');
+  if (!result.ok) throw new Error(`refused: ${result.error.message}`);
+  return result.value;
+}
+
+function refusal(request: AnthropicMessagesRequest): { param: string | null; message: string; status: number } {
+  const result = toChatCompletionRequest(request, 'chat', 'demo-chat');
+  if (result.ok) throw new Error('expected a refusal');
+  return result.error;
+}
+
+describe('toChatCompletionRequest', () => {
+  it('carries the generation settings under their chat names', () => {
+    const chat = translated({ ...base, stop_sequences: ['END', '\n\n'], temperature: 0.2, top_p: 0.9, top_k: 20, metadata: { user_id: 'u-1' } });
+    expect(chat).toEqual({
+      model: 'chat',
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 64,
+      stop: ['END', '\n\n'],
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 20,
+      user: 'u-1',
+    });
+  });
+
+  it('asks the engine for the model it is given (a fallback’s id), whatever the client named', () => {
+    expect(translated(base, 'demo-tiny')['model']).toBe('demo-tiny');
+  });
+
+  it('asks for the usage along with a stream, since message_delta reports it', () => {
+    expect(translated({ ...base, stream: true })).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(translated({ ...base, stream: false })['stream']).toBeUndefined();
+  });
+
+  it('puts the system prompt first, a string or text blocks as paragraphs', () => {
+    expect(translated({ ...base, system: 'Be brief.' })['messages']).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'hello' },
+    ]);
+    const blocks = translated({ ...base, system: [{ type: 'text', text: 'You are a tool.' }, { type: 'text', text: 'Answer in French.', cache_control: { type: 'ephemeral' } }] });
+    expect((blocks['messages'] as unknown[])[0]).toEqual({ role: 'system', content: 'You are a tool.\n\nAnswer in French.' });
+  });
+
+  it('keeps the turns in order, text blocks as OpenAI text parts', () => {
+    const chat = translated({
+      ...base,
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'one ' }, { type: 'text', text: 'two' }] },
+        { role: 'assistant', content: 'three' },
+        { role: 'user', content: 'four' },
+      ],
+    });
+    expect(chat['messages']).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'one ' }, { type: 'text', text: 'two' }] },
+      { role: 'assistant', content: 'three' },
+      { role: 'user', content: 'four' },
+    ]);
+  });
+
+  it.each([
+    ['an image block', { messages: [{ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] }] }, 'messages[0].content[1]', '"image" block'],
+    ['a tool result', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }] }] }, 'messages[0].content[0]', '"tool_result" block'],
+    ['earlier thinking', { messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: '' }] }] }, 'messages[1].content[0]', '"thinking" block'],
+    ['tool definitions', { tools: [{ name: 'read', input_schema: { type: 'object' } }] }, 'tools', 'defines tools'],
+    ['extended thinking', { thinking: { type: 'enabled', budget_tokens: 1024 } }, 'thinking', 'extended thinking'],
+  ] as const)('refuses %s, naming it and the engine, rather than drop it', (_what, change, param, said) => {
+    const error = refusal({ ...base, ...(change as Partial<AnthropicMessagesRequest>) });
+    expect(error.status).toBe(400);
+    expect(error.param).toBe(param);
+    expect(error.message).toContain(said);
+    expect(error.message).toContain("'demo-chat'");
+    expect(error.message).toContain('/v1/messages');
+  });
+
+  it('takes an empty tool list and disabled thinking, which ask for nothing', () => {
+    expect(translated({ ...base, tools: [], thinking: { type: 'disabled' } })['messages']).toEqual([{ role: 'user', content: 'hello' }]);
+  });
+});
+
+describe('toChatMessages', () => {
+  it('is the prompt alone, for counting: no generation settings', () => {
+    const result = toChatMessages({ model: 'chat', system: 'S', messages: [{ role: 'user', content: 'u' }] }, 'demo-chat');
+    expect(result).toEqual({ ok: true, value: [{ role: 'system', content: 'S' }, { role: 'user', content: 'u' }] });
+  });
+});
+
+describe('toAnthropicMessage', () => {
+  const completion = (fields: Record<string, unknown> = {}, finish: string | null = 'stop', content: string | null = 'Hi there'): string =>
+    JSON.stringify({
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      model: 'engine.gguf',
+      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: finish }],
+      usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 },
+      ...fields,
+    });
+
+  it('tells a chat completion as a message with one text block', () => {
+    expect(toAnthropicMessage(completion(), null)).toEqual({
+      id: 'chatcmpl-1',
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'text', text: 'Hi there' }],
+      model: 'engine.gguf',
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: 12, output_tokens: 3 },
+    });
+  });
+
+  it.each([
+    ['length', 'max_tokens'],
+    ['stop', 'end_turn'],
+    [null, 'end_turn'],
+  ] as const)('reads finish_reason %s as stop_reason %s', (finish, stop) => {
+    expect(toAnthropicMessage(completion({}, finish), null)?.stop_reason).toBe(stop);
+  });
+
+  it('names the fallback when given one', () => {
+    expect(toAnthropicMessage(completion(), 'demo-tiny')?.model).toBe('demo-tiny');
+  });
+
+  it('has no content block for an empty answer', () => {
+    expect(toAnthropicMessage(completion({}, 'length', ''), null)?.content).toEqual([]);
+    expect(toAnthropicMessage(completion({}, 'length', null), null)?.content).toEqual([]);
+  });
+
+  it('is null for what is not a chat completion', () => {
+    for (const text of ['{"error":{"message":"x"}}', '[]', 'not json', '{"choices":[]}', '{"choices":[{"text":"legacy"}]}']) {
+      expect(toAnthropicMessage(text, null), text).toBeNull();
+    }
+  });
+});
+
+describe('usageOf', () => {
+  it('counts prompt tokens read from the cache apart, as the Messages API does', () => {
+    expect(usageOf({ prompt_tokens: 50, completion_tokens: 4, prompt_tokens_details: { cached_tokens: 45 } }, null)).toEqual({
+      input_tokens: 5,
+      output_tokens: 4,
+      cache_read_input_tokens: 45,
+    });
+  });
+
+  it('stands in the fallback for a missing completion count, and zero for what is missing or nonsense', () => {
+    expect(usageOf(undefined, 7)).toEqual({ input_tokens: 0, output_tokens: 7 });
+    expect(usageOf({ prompt_tokens: -3, completion_tokens: 'many' }, null)).toEqual({ input_tokens: 0, output_tokens: 0 });
+  });
+});
