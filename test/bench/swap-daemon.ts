@@ -84,6 +84,7 @@ function modelOf(id: string, options: SwapDaemonOptions): CatalogModel {
     metadataError: null,
     definitionHash: `bench-${id}`,
     source: 'config',
+    mixedSplit: false,
   };
 }
 
@@ -94,11 +95,26 @@ export async function startSwapDaemon(options: SwapDaemonOptions): Promise<SwapD
     models: () => models,
     resolve: (name: string) => models.find((m) => m.id === name),
   };
-  const oneModel = footprintAt('full', ESTIMATE).deviceBytes;
+  // One GPU that holds one and a half models: any two together do not fit, so a switch is a swap.
+  const budgetBytes = Math.floor(1.5 * footprintAt('full', ESTIMATE).deviceBytes);
   const budget: BudgetSample = {
     mode: 'gpu',
-    totalBytes: Math.floor(1.5 * oneModel),
-    perGpu: [],
+    totalBytes: budgetBytes,
+    perGpu: [
+      {
+        index: 0,
+        name: 'bench GPU',
+        vendor: 'nvidia',
+        busAddress: null,
+        deviceClass: 'nvidia:bench',
+        totalBytes: budgetBytes,
+        usedBytes: 0,
+        usedByOthersBytes: 0,
+        usedByUsBytes: 0,
+        reserveBytes: 0,
+        budgetBytes,
+      },
+    ],
     hostTotalBytes: 64 * GIB,
     hostAvailableBytes: 64 * GIB,
     sampledAt: Date.now(),
