@@ -53,10 +53,12 @@ export const DEFAULT_QUEUEING_OPTIONS: QueueingBenchOptions = {
   rounds: 10,
   loadMs: 200,
   answerMs: 50,
+  // Around one swap (a launch takes ~0.4–0.8 s here), the default, and four times the default.
   turns: [
     { name: 'FIFO (turn 0)', turnMs: 0 },
-    { name: 'grouped, turn 250 ms', turnMs: 250 },
+    { name: 'grouped, turn 0.5 s', turnMs: 500 },
     { name: `grouped, turn ${DEFAULT_SWAP_TURN_MS / 1000} s (default)`, turnMs: DEFAULT_SWAP_TURN_MS },
+    { name: `grouped, turn ${(4 * DEFAULT_SWAP_TURN_MS) / 1000} s`, turnMs: 4 * DEFAULT_SWAP_TURN_MS },
   ],
 };
 
