@@ -7,6 +7,7 @@ import { readAdminToken } from './admin/admin-token.js';
 import { currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { isModelCommand, type ModelCommand } from './contracts/commands.js';
 import { AdminClient } from './cli/admin-client.js';
+import { followLogs } from './cli/follow-logs.js';
 import { modelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
@@ -21,7 +22,7 @@ Usage:
   llmtray load ID [--timeout S]      load now and wait until it is ready (or says why not)
   llmtray unload ID                  stop it (unpins it too)
   llmtray retry ID                   lift a quarantine and try again
-  llmtray logs ID                    the model server's log tail
+  llmtray logs ID [-f]               the model server's log tail; -f follows it until Ctrl-C
   llmtray dashboard                  print the dashboard URL
 
 Options:
@@ -38,6 +39,7 @@ interface Flags {
   json: boolean;
   help: boolean;
   timeout?: string;
+  follow: boolean;
 }
 
 class UsageError extends Error {}
@@ -59,6 +61,7 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
         timeout: { type: 'string' },
+        follow: { type: 'boolean', short: 'f', default: false },
       },
     });
     return { command: positionals[0], rest: positionals.slice(1), flags: values as Flags };
@@ -166,6 +169,23 @@ async function loadAndWait(admin: AdminClient, name: string, flags: Flags): Prom
   return outcome.code;
 }
 
+/** `logs -f`: follows until Ctrl-C or SIGTERM (exit 0, a person's way to stop), or until the daemon goes (exit 1). */
+async function followUntilStopped(admin: AdminClient, name: string): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const end = await followLogs(admin, name, (line) => process.stdout.write(`${line}\n`), stop.signal);
+    if (end === 'stopped') return 0;
+    process.stderr.write('llmtray: the daemon\'s event stream ended (the daemon stopped); no more lines.\n');
+    return 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { command, rest, flags } = parse(argv);
   if (flags.help || command === undefined || command === 'help') {
@@ -181,6 +201,8 @@ async function main(argv: string[]): Promise<number> {
   if (!DAEMON_QUERIES.has(command) && !isModelCommand(command)) throw new UsageError(`unknown command '${command}'`);
   const id = rest[0] ?? '';
   if ((command === 'logs' || isModelCommand(command)) && id === '') throw new UsageError(`${command}: which model? (llmtray ${command} ID)`);
+  if (flags.follow && command !== 'logs') throw new UsageError(`-f follows a log: llmtray logs -f ID`);
+  if (flags.follow && flags.json) throw new UsageError('logs -f prints lines as they come; drop --json');
   if (flags.timeout !== undefined && !(Number(flags.timeout) > 0)) throw new UsageError(`--timeout: expected a number of seconds above 0, got '${flags.timeout}'`);
   const dataDir = dataDirOf(flags);
   const info = await readDaemonInfo(dataDir);
@@ -202,7 +224,8 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'logs': {
-      const lines = await admin.logs(id);
+      if (flags.follow) return followUntilStopped(admin, id);
+      const { lines } = await admin.logs(id);
       process.stdout.write(flags.json ? `${JSON.stringify(lines)}\n` : lines.map((l) => `${l}\n`).join(''));
       return 0;
     }

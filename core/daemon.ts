@@ -8,7 +8,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AdminService, createAdminHandler, ensureAdminToken, PinStore } from './admin/index.js';
+import { AdminService, createAdminHandler, ensureAdminToken, LogFeed, PinStore } from './admin/index.js';
 import { Catalog, type CatalogModel } from './catalog/catalog.js';
 import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { watchCatalog, type CatalogWatcher } from './catalog/watch-catalog.js';
@@ -16,6 +16,7 @@ import { Controller } from './controller/controller.js';
 import type { Log } from './controller/effects.js';
 import { LaunchError } from './engine/failure-classifier.js';
 import { findLlamaServer } from './engine/llama-server/find-binary.js';
+import { probeCapabilities } from './engine/llama-server/capabilities.js';
 import { realClock } from './common/clock.js';
 import { defaultEngineCommand } from './engine/supervisor/engine-command.js';
 import { Supervisor } from './engine/supervisor/supervisor.js';
@@ -24,7 +25,7 @@ import { execFileText } from './gpu/exec-file.js';
 import { createGpuProbe, type GpuProbe } from './gpu/gpu-probe.js';
 import { createEngineDeviceReader } from './gpu/llama-devices.js';
 import { computeBudget } from './gpu/compute-budget.js';
-import { RuntimeOverhead } from './engine/runtime-overhead.js';
+import { RuntimeOverhead, type RuntimePlace } from './engine/runtime-overhead.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
 import { footprintAt, type LaunchLevel } from './policy/levels.js';
@@ -36,6 +37,7 @@ import { DaemonDesiredState } from './daemon/desired-state.js';
 import { createGateway } from './daemon/gateway.js';
 import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
 import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
+import { footprintToLearn } from './daemon/learned-footprint.js';
 import { createLogger } from './daemon/logger.js';
 import { createModelActions, PinPolicy } from './daemon/model-actions.js';
 import { buildSnapshot } from './daemon/snapshot-builder.js';
@@ -113,16 +115,15 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const llamaServer = await findLlamaServer(firstConfig.llamaServerPath === undefined ? {} : { configured: firstConfig.llamaServerPath });
     const llamaServerPath = llamaServer.found ? llamaServer.path : null;
     log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
-    const runtime = new RuntimeOverhead();
+    const runtime = new RuntimeOverhead(() => catalog.config().budget.engineOverheadBytes);
     // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
     // Intel, AMD without ROCm's tools), in the engines' own environment and device order.
     const gpuProbe = createGpuProbe(
       llamaServerPath === null ? {} : { engineDevices: createEngineDeviceReader(llamaServerPath, { env: { ...options.engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } }) },
     );
     if (demo !== null) {
-      // On the CPU every model's footprint includes its engine's own cost, so the demo's limit does too.
-      const onCpu = await hostIsTheDevice(gpuProbe);
-      const limit = demoBudgetLimit(catalog.models(), onCpu ? runtime.bytes(llamaServerPath === null ? 'embedded' : 'llama-server') : 0);
+      // Every model's footprint includes its engine's own cost, so the demo's limit does too.
+      const limit = demoBudgetLimit(catalog.models(), runtime.bytes(llamaServerPath === null ? 'embedded' : 'llama-server', await runtimePlaceAtStart(gpuProbe)));
       if (limit !== null) {
         await writeDemoLimit(demo, limit);
         await catalog.reload();
@@ -192,10 +193,20 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     cleanups.push(() => supervisor.close());
     if (supervisor.orphans.ended.length > 0) log.warn(`ended ${supervisor.orphans.ended.length} model server(s) left by an earlier run`);
 
-    // What each model's engine process itself costs against the budget: on the CPU only.
-    const runtimeBytes = (model: CatalogModel): number => (cpuOnly() ? runtime.bytes(engineFor(model, llamaServerPath)) : 0);
+    // What each model's engine process itself costs against the budget: its backend's context on
+    // a GPU; its runtime in host RAM elsewhere (without a GPU, and on unified memory, where the
+    // process's RAM is the device's).
+    const runtimeBytes = (model: CatalogModel): number => runtime.bytes(engineFor(model, llamaServerPath), currentBudget().mode === 'gpu' ? 'device' : 'host');
+    // Only a llama-server build with --n-cpu-moe keeps a mixture of experts' expert tensors on
+    // the CPU; node-llama-cpp has no such option. `place` is not offered what the engine cannot do.
+    const llamaServerMoe = llamaServerPath === null ? false : await probeCapabilities(llamaServerPath).then(
+      (capabilities) => capabilities.flags.has('--n-cpu-moe') || capabilities.flags.has('-ncmoe'),
+      () => false,
+    );
+    const keepsExpertsOnCpu = (model: CatalogModel): boolean => engineFor(model, llamaServerPath) === 'llama-server' && llamaServerMoe;
     const desired = new DaemonDesiredState({
       models: () => catalog.models(),
+      keepsExpertsOnCpu,
       isPinned: (model) => pinPolicy.isPinned(model),
       activity,
       inFlight: (id) => supervisor.inFlight(id),
@@ -231,12 +242,29 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     } as const;
     const admin = new AdminService({
       buildSnapshot: () => buildSnapshot(snapshotParts),
-      commands: createModelActions({ resolve: (id) => catalog.resolve(id), pins, activity, inFlight: (id) => supervisor.inFlight(id), controller }, pinPolicy),
-      logs: (id) => supervisor.logs(id),
+      commands: createModelActions(
+        {
+          resolve: (id) => catalog.resolve(id),
+          pins,
+          activity,
+          inFlight: (id) => supervisor.inFlight(id),
+          controller,
+          answersFor: (id) => catalog.models().filter((m) => m.id !== id && desired.wanted(m.id) && controller.servingModel(m.id) === id).map((m) => m.id),
+        },
+        pinPolicy,
+      ),
+      logs: (id) => supervisor.logTail(id),
       clock: realClock,
       warn: (message) => log.warn(message),
     });
     cleanups.push(() => admin.close());
+    // Every engine's log lines onto the event stream as they are written (batched, rate-limited per model).
+    const logFeed = new LogFeed({ clock: realClock, publish: (event) => admin.publish(event) });
+    const unsubscribeLogs = supervisor.subscribeLog((modelId, line, position) => logFeed.append(modelId, line, position));
+    cleanups.push(() => {
+      unsubscribeLogs();
+      logFeed.close();
+    });
 
     // Events → "look again" and "something changed".
     const controllerLog = logFor('events');
@@ -304,9 +332,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         // Learn only from a device figure (the driver's, or llama.cpp's buffers) at the full level
         // in GPU mode: RSS also holds the runtime and mapped file pages, which the budget does not
         // count, and an engine the driver does not list (on the CPU, in a container) has no other.
-        if (gpuMode() && at.level === 'full' && measurement.where === 'device') {
-          await catalog.learnFromMeasurement(model.id, measurement.bytes).catch(() => undefined);
-        }
+        // Only a model whole on one GPU, less its engine's runtime (daemon/learned-footprint.ts).
+        const learned = footprintToLearn(measurement, { level: at.level, placement: controller.placement(model.id) }, { gpuMode: gpuMode(), runtimeBytes: runtimeBytes(model) });
+        if (learned !== null) await catalog.learnFromMeasurement(model.id, learned).catch(() => undefined);
       }
     }
 
@@ -351,8 +379,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
 }
 
 /** Whether models run in host RAM here (no GPU whose memory can be measured), from one probe. */
-async function hostIsTheDevice(probe: GpuProbe): Promise<boolean> {
+/** Where the engines' runtime will count, from one probe before the live budget runs: the demo sizes its limit with it. */
+async function runtimePlaceAtStart(probe: GpuProbe): Promise<RuntimePlace> {
   const { gpus, host } = await probe.probe().catch(() => ({ gpus: [], host: { totalBytes: 0, availableBytes: 0 } }));
   const budget = computeBudget({ gpus, host, reserveBytes: 0, limitBytes: null, ourUsageByGpu: new Map(), platform: process.platform, unifiedShare: DEFAULT_BUDGET_CONFIG.unifiedShare });
-  return budget.mode === 'cpu';
+  return budget.mode === 'gpu' ? 'device' : 'host';
 }

@@ -5,10 +5,11 @@
 // over the real AdminService unchanged (it satisfies this interface structurally).
 import type { AdminEvent } from '../core/contracts/admin-events.js';
 import type { CommandResult, ModelCommand } from '../core/contracts/commands.js';
+import type { LogTail } from '../core/contracts/log-lines.js';
 import type { Snapshot } from '../core/contracts/snapshot.js';
 
-/** What `logs` answers: the lines of a known model, or the sentence naming the known ones. */
-export type AdminLogsLookup = { found: true; lines: string[] } | { found: false; message: string };
+/** What `logs` answers: the lines of a known model with the position after them, or the sentence naming the known ones. */
+export type AdminLogsLookup = ({ found: true } & LogTail) | { found: false; message: string };
 
 export interface AdminPort {
   /** The current snapshot. Never blocks; throws only on a bug in the snapshot builder. */
@@ -19,7 +20,7 @@ export interface AdminPort {
    * (pin, unpin).
    */
   run(command: ModelCommand, modelId: string): Promise<CommandResult>;
-  /** A model's recent server log, oldest first. Never blocks. */
+  /** A model's recent server log, oldest first, and where its LogAppended batches continue. Never blocks. */
   logs(modelId: string): AdminLogsLookup;
   /**
    * Delivers a SnapshotUpdated at once, then every event, synchronously, until the returned

@@ -64,7 +64,7 @@ export function registerIpcHandlers(options: IpcHandlerOptions): () => void {
     'llmtray:getLogs': (modelId) => {
       const found = admin.logs(modelId);
       if (!found.found) throw new Error(found.message);
-      return found.lines;
+      return { lines: found.lines, next: found.next };
     },
   };
   const register = <C extends InvokeChannel>(channel: C): void => {

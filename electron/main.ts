@@ -200,7 +200,7 @@ async function run(): Promise<void> {
   tray.on('click', () => showDashboard());
 
   const actions: TrayActions = {
-    copyEndpoint: (endpoint) => clipboard.writeText(endpoint),
+    copyText: (text) => clipboard.writeText(text),
     runCommand: (command, modelId) => {
       void admin.run(command, modelId).then((result) => {
         if (!result.ok) notify({ title: `Could not ${command} ${modelId}`, body: result.message });

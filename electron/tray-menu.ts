@@ -6,7 +6,16 @@
 // reads a clock or the platform: `now` and the settings come in through the context.
 import type { ModelCommand } from '../core/contracts/commands.js';
 import type { ModelStateName } from '../core/contracts/model-status.js';
-import type { BudgetView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
+import type { BudgetView, GpuView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
+import {
+  gpuSummaryWords,
+  heldPartWords,
+  heldParts,
+  loadProgressWords,
+  placementWords,
+  reasonLines,
+  shorten,
+} from '../core/contracts/snapshot-words.js';
 import type { LaunchLevel } from '../core/policy/levels.js';
 import type { FailureKind, RecoveryAction } from '../core/policy/recover.js';
 import { formatBytes } from '../core/policy/reasons.js';
@@ -21,7 +30,8 @@ export type TrayMenuItem =
 
 /** What the menu's items do; main.ts wires them to the admin service, the clipboard and the app. */
 export interface TrayActions {
-  copyEndpoint(endpoint: string): void;
+  /** Puts `text` on the clipboard: the endpoint, or a reason too long for a menu line. */
+  copyText(text: string): void;
   /** Fire and forget: main reports a refusal (CommandResult ok: false) itself. */
   runCommand(command: ModelCommand, modelId: string): void;
   openDashboard(): void;
@@ -51,9 +61,10 @@ export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context:
       type: 'normal',
       label: `Endpoint: ${snapshot.endpoint} (click to copy)`,
       enabled: true,
-      click: () => actions.copyEndpoint(snapshot.endpoint),
+      click: () => actions.copyText(snapshot.endpoint),
     },
     { type: 'normal', label: memoryLine(snapshot.budget), enabled: false },
+    ...snapshot.budget.gpus.map((gpu) => gpuItem(gpu, snapshot.models)),
   ];
   for (const error of snapshot.configErrors.slice(0, 3)) {
     items.push({ type: 'normal', label: `Config problem: ${shorten(error, DETAIL_CHARS)}`, enabled: false, toolTip: error });
@@ -62,7 +73,7 @@ export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context:
   if (snapshot.models.length === 0) {
     items.push(...emptyCatalogItems(snapshot));
   } else {
-    for (const model of snapshot.models) items.push(modelItem(model, actions, context.now));
+    for (const model of snapshot.models) items.push(modelItem(model, snapshot, actions, context.now));
   }
   items.push(
     { type: 'separator' },
@@ -89,9 +100,30 @@ function emptyCatalogItems(snapshot: Snapshot): TrayMenuItem[] {
   ];
 }
 
-function modelItem(model: ModelView, actions: TrayActions, now: number): TrayMenuItem {
+/**
+ * One GPU as a submenu: what our models hold of its budget in the label, and inside, each model
+ * with its draft right after it, then other programs and the reserve, so a person sees per GPU
+ * which model holds what (the dashboard draws the same holders as a bar).
+ */
+function gpuItem(gpu: GpuView, models: readonly ModelView[]): TrayMenuItem {
+  const line = (label: string): TrayMenuItem => ({ type: 'normal', label, enabled: false });
+  const held = heldParts(gpu.holders, models).map((part) => line(heldPartWords(part)));
+  const others = gpu.holders.filter((h) => h.kind === 'other-programs').reduce((sum, h) => sum + h.bytes, 0);
+  return {
+    type: 'submenu',
+    label: shorten(gpuSummaryWords(gpu), DETAIL_CHARS),
+    submenu: [
+      ...(held.length > 0 ? held : [line('No model on it')]),
+      { type: 'separator' },
+      ...(others > 0 ? [line(`Other programs ${formatBytes(others)}`)] : []),
+      line(`Reserve ${formatBytes(gpu.reserveBytes)}`),
+    ],
+  };
+}
+
+function modelItem(model: ModelView, snapshot: Snapshot, actions: TrayActions, now: number): TrayMenuItem {
   const state = model.status.state;
-  const submenu: TrayMenuItem[] = detailLines(model).map((line) => ({ type: 'normal', label: line, enabled: false }));
+  const submenu: TrayMenuItem[] = detailItems(model, snapshot, actions);
   if (submenu.length > 0) submenu.push({ type: 'separator' });
   submenu.push({
     type: 'checkbox',
@@ -145,11 +177,9 @@ export function modelStateWords(model: ModelView, now: number): string {
       return 'idle';
     case 'queued':
       return status.unschedulableReason !== null ? 'queued, does not fit now' : 'queued';
-    case 'loading': {
-      if (model.loading === null) return 'loading';
-      if (model.loading.fraction !== null) return `loading ${Math.round(model.loading.fraction * 100)} %`;
-      return `loading (${Math.max(0, Math.floor((now - model.loading.startedAt) / 1000))} s)`;
-    }
+    case 'loading':
+      // The dashboard's card says the same words (one formatter in core/contracts).
+      return model.loading === null ? 'loading' : loadProgressWords(model.loading, now);
     case 'ready':
       return status.level === 'minimal' ? 'ready on CPU' : status.level === 'partial' ? 'ready, part on CPU' : 'ready';
     case 'active':
@@ -203,21 +233,50 @@ function quarantineReason(model: ModelView): string {
   return model.catalogError ?? model.status.recovery.lastError ?? model.status.unschedulableReason ?? 'see the dashboard for its log';
 }
 
-/** The disabled lines at the top of a model's submenu: why it is in its state, at what level. */
-function detailLines(model: ModelView): string[] {
+/**
+ * The items at the top of a model's submenu: why it is in its state, where it runs, and what it
+ * answers for. A menu line does not wrap, so a long reason is cut into lines of DETAIL_CHARS;
+ * whenever one was cut, "Copy the full reason" puts the whole text on the clipboard (a menu
+ * item's tooltip shows on macOS only).
+ */
+function detailItems(model: ModelView, snapshot: Snapshot, actions: TrayActions): TrayMenuItem[] {
   const { status } = model;
-  const lines: string[] = [];
+  const items: TrayMenuItem[] = [];
+  const lines = (texts: readonly string[], full: string, copyLabel: string): void => {
+    const shown = texts.map((text) => shorten(text, DETAIL_CHARS));
+    for (const label of shown) items.push({ type: 'normal', label, enabled: false, toolTip: full });
+    if (shown.some((label, i) => label !== texts[i])) items.push({ type: 'normal', label: copyLabel, enabled: true, click: () => actions.copyText(full) });
+  };
   if (status.state === 'quarantined') {
-    lines.push(`Reason: ${quarantineReason(model)}`, 'Fix the cause, then Retry');
+    const reason = quarantineReason(model);
+    lines([`Reason: ${reason}`], reason, 'Copy the full reason');
+    items.push({ type: 'normal', label: 'Fix the cause, then Retry', enabled: false });
   } else if (model.catalogError !== null) {
-    lines.push(`Cannot read the file: ${model.catalogError}`);
+    lines([`Cannot read the file: ${model.catalogError}`], model.catalogError, 'Copy the full reason');
   }
-  if (status.state === 'failed' && status.recovery.lastError !== null) lines.push(`Last error: ${status.recovery.lastError}`);
-  if (status.state === 'fallback' && status.servedBy !== null) lines.push(`Requests for ${model.id} are answered by ${status.servedBy}`);
-  if (status.unschedulableReason !== null && status.state !== 'quarantined') lines.push(`Left out: ${status.unschedulableReason}`);
-  const resident = status.state === 'ready' || status.state === 'active' || status.state === 'degraded';
-  if (resident && status.level !== null && status.level !== 'full') lines.push(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`);
-  return lines.map((line) => shorten(line, DETAIL_CHARS));
+  if (status.state === 'failed' && status.recovery.lastError !== null) lines([`Last error: ${status.recovery.lastError}`], status.recovery.lastError, 'Copy the full error');
+  if (status.state === 'fallback' && status.servedBy !== null) items.push(disabled(`Requests for ${model.id} are answered by ${status.servedBy}`));
+  for (const other of answersFor(model, snapshot.models)) items.push(disabled(`Answers for ${other}, which is in fallback`));
+  if (status.unschedulableReason !== null && status.state !== 'quarantined') {
+    const [first = '', ...rest] = reasonLines(status.unschedulableReason);
+    lines([`Left out: ${first}`, ...rest], status.unschedulableReason, 'Copy the full reason');
+  }
+  const resident = status.state === 'loading' || status.state === 'ready' || status.state === 'active' || status.state === 'degraded';
+  // Without a GPU every model is on the CPU, which the memory line already says.
+  if (resident && model.placement !== null && snapshot.budget.mode !== 'cpu') {
+    items.push(disabled(`Placement: ${placementWords(model.placement, { mode: snapshot.budget.mode, layerCount: model.layerCount })}`));
+  }
+  if (resident && status.state !== 'loading' && status.level !== null && status.level !== 'full') items.push(disabled(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`));
+  return items;
+}
+
+function disabled(label: string): TrayMenuItem {
+  return { type: 'normal', label: shorten(label, DETAIL_CHARS), enabled: false };
+}
+
+/** The models in fallback that this one answers for: it stays loaded while they are wanted. */
+function answersFor(model: ModelView, models: readonly ModelView[]): string[] {
+  return models.filter((other) => other.id !== model.id && other.status.state === 'fallback' && other.status.servedBy === model.id).map((other) => other.id);
 }
 
 function memoryLine(budget: BudgetView): string {
@@ -246,13 +305,4 @@ export function trayStatus(snapshot: Snapshot): { health: TrayHealth; tooltip: s
   if (loading > 0) parts.push(`${loading} loading`);
   if (problems.length > 0) parts.push(problems.join(', '));
   return { health, tooltip: shorten(parts.join(' · '), TOOLTIP_CHARS) };
-}
-
-/** The first line of `text`, whitespace collapsed, cut at a word to at most `max` characters with "…". */
-export function shorten(text: string, max: number): string {
-  const line = (text.split('\n').find((l) => l.trim() !== '') ?? '').replace(/\s+/g, ' ').trim();
-  if (line.length <= max) return line;
-  const cut = line.slice(0, max - 1);
-  const atWord = cut.lastIndexOf(' ');
-  return `${(atWord > max / 2 ? cut.slice(0, atWord) : cut).trimEnd()}…`;
 }

@@ -44,6 +44,11 @@ export function violations(file, source) {
       else if (file.startsWith('core/contracts/') && !(to.startsWith('core/contracts/') || to.startsWith('core/policy/'))) say('core/contracts may only use core/policy types');
     }
     if (file.startsWith('core/') && (spec === 'electron' || spec.startsWith('electron/'))) say('nothing under core/ may import electron');
+    // node-llama-cpp costs ~40 MB of memory in any process that loads it; only the embedded
+    // engine's own process needs it (the catalog reads GGUF headers with core/catalog/gguf-reader.ts).
+    if (/^(core|electron)\//.test(file) && !file.startsWith('core/engine/embedded/') && (spec === 'node-llama-cpp' || spec.startsWith('node-llama-cpp/'))) {
+      say('only the embedded engine (core/engine/embedded) may import node-llama-cpp');
+    }
     if (file.startsWith('renderer/')) {
       // Tests run under vitest in Node (a real loopback server for the HTTP bridge); the app itself runs in a browser.
       const isTest = /\.test\.tsx?$/.test(file);

@@ -88,7 +88,7 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
         if (req.method !== 'GET') return wrongMethod(res, path, 'GET');
         const found = service.logs(id);
         if (!found.found) return sendAdminError(res, 404, 'unknown_model', found.message);
-        return sendJson(res, 200, { modelId: found.modelId, lines: found.lines } satisfies ModelLogsResponse);
+        return sendJson(res, 200, { modelId: found.modelId, lines: found.lines, next: found.next } satisfies ModelLogsResponse);
       }
       if (req.method !== 'POST') return wrongMethod(res, path, 'POST');
       const result = await service.run(verb, id);

@@ -10,6 +10,7 @@
 import { isModelCommand, MODEL_COMMANDS, type CommandResult, type ModelCommand } from '../contracts/commands.js';
 import type { AdminEvent } from '../contracts/admin-events.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
+import type { LogTail } from '../contracts/log-lines.js';
 import type { Clock } from '../common/clock.js';
 
 /** Time as the service sees it: the shared injected clock (test/support's FakeClock fits). */
@@ -28,7 +29,7 @@ export type ModelActions = Record<ModelCommand, (modelId: string) => Promise<Com
 export type DiscreteAdminEvent = Exclude<AdminEvent, { type: 'SnapshotUpdated' }>;
 
 export type LogsLookup =
-  | { found: true; modelId: string; lines: string[] }
+  | ({ found: true; modelId: string } & LogTail)
   | { found: false; message: string };
 
 export type AdminListener = (event: AdminEvent) => void;
@@ -37,8 +38,8 @@ export interface AdminServiceOptions {
   /** Assembles the current view from the daemon's parts. Synchronous, cheap, no side effects. */
   buildSnapshot: () => Omit<Snapshot, 'revision'>;
   commands: ModelActions;
-  /** A model's recent server log, oldest first; undefined when it has none yet. Never blocks. */
-  logs: (modelId: string) => readonly string[] | undefined;
+  /** A model's recent server log, oldest first, with the position after it; undefined when it has none yet. Never blocks. */
+  logs: (modelId: string) => LogTail | undefined;
   clock: AdminClock;
   /** Least time between two SnapshotUpdated events, ms. Default 100. */
   throttleMs?: number;
@@ -116,15 +117,17 @@ export class AdminService {
   }
 
   /**
-   * A model's recent log lines (by id or alias), oldest first: an empty list for a model that
-   * exists but has not logged, `{ found: false }` with the sentence listing the models for
-   * one that does not exist. Never blocks.
+   * A model's recent log lines (by id or alias), oldest first, with the position after them
+   * (where its LogAppended batches continue): no lines at position 0 for a model that exists but
+   * has not logged, `{ found: false }` with the sentence listing the models for one that does
+   * not exist. Never blocks.
    */
   logs(modelName: string): LogsLookup {
     const models = this.options.buildSnapshot().models;
     const model = findModel(models, modelName);
     if (model === undefined) return { found: false, message: unknownModel(modelName, models) };
-    return { found: true, modelId: model.id, lines: [...(this.options.logs(model.id) ?? [])] };
+    const tail = this.options.logs(model.id);
+    return { found: true, modelId: model.id, lines: [...(tail?.lines ?? [])], next: tail?.next ?? 0 };
   }
 
   /**
@@ -160,8 +163,8 @@ export class AdminService {
 
   /**
    * Sends a discrete event to every subscriber at once (not throttled: each is a fact a
-   * person is told about, like a desktop notification). Never blocks. The daemon should batch
-   * LogAppended lines rather than publish one event per line.
+   * person is told about, like a desktop notification). Never blocks. LogAppended comes
+   * batched and rate-limited already (log-feed.ts), never one event per line.
    */
   publish(event: DiscreteAdminEvent): void {
     for (const subscriber of [...this.subscribers]) this.deliver(subscriber, event);

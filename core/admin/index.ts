@@ -10,6 +10,7 @@ export {
   type ModelActions,
 } from './admin-service.js';
 export { createAdminHandler, commandStatus, type AdminHandler, type AdminHandlerOptions, type MetricsAccess } from './admin-http.js';
+export { DEFAULT_LOG_FEED, LogFeed, type LogFeedOptions } from './log-feed.js';
 export { ADMIN_TOKEN_FILE, ensureAdminToken, readAdminToken } from './admin-token.js';
 export { PINS_FILE, PinStore, type PinStoreOptions } from './pin-store.js';
 export { METRICS_CONTENT_TYPE, renderMetrics } from './metrics.js';

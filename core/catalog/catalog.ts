@@ -71,7 +71,7 @@ export interface CatalogOptions {
   /** Folder for measurements.json. */
   dataDir: string;
   facts?: PlatformFacts;
-  /** Injected in tests; defaults to node-llama-cpp's reader behind a (path, size, mtime) cache. */
+  /** Injected in tests; defaults to our GGUF header reader (gguf-metadata.ts) behind a (path, size, mtime) cache. */
   readMetadata?: MetadataReader;
   now?: () => number;
 }

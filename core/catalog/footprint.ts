@@ -45,9 +45,13 @@ function offloadedLayers(gpuLayers: GpuLayers, blockCount: number): number {
  * n_embd, which is why a GQA model's cache is 4-8 times smaller than its embedding suggests.
  */
 export function kvBytesPerToken(facts: Pick<GgufFacts, 'blockCount' | 'headCountKv' | 'keyLength' | 'valueLength'>): number {
-  const layers = facts.blockCount ?? 0;
+  return (facts.blockCount ?? 0) * kvBytesPerTokenPerLayer(facts);
+}
+
+/** One layer's KV cache bytes per token, rounded up to whole bytes (a header's head size may not divide evenly). */
+function kvBytesPerTokenPerLayer(facts: Pick<GgufFacts, 'headCountKv' | 'keyLength' | 'valueLength'>): number {
   const heads = facts.headCountKv ?? 0;
-  return layers * heads * ((facts.keyLength ?? 0) + (facts.valueLength ?? 0)) * KV_ELEMENT_BYTES;
+  return Math.ceil(heads * ((facts.keyLength ?? 0) + (facts.valueLength ?? 0)) * KV_ELEMENT_BYTES);
 }
 
 /**
@@ -84,6 +88,25 @@ export function projectorComputeBytes(vision: NonNullable<GgufFacts['vision']>):
   return Math.ceil(F32_BYTES * (patches * patches * vision.headCount + 4 * patches * vision.embeddingLength));
 }
 
+/**
+ * The expert bytes per block that `--n-cpu-moe N` moves off the device at least N times, for
+ * every N. It moves the expert tensors of the first N blocks, dense ones included, so a model
+ * whose first blocks are dense (DeepSeek's and GLM's first_k_dense_replace) moves less for a
+ * small N than N MoE blocks' worth; interleaved dense and MoE blocks (Llama 4) likewise. The
+ * least average over those first-N prefixes is the one figure a placement may multiply by N
+ * without overstating what leaves the device. Uniform MoE blocks: exactly one block's experts;
+ * a dense first block: 0, so such a model is never costed as moving experts it does not move.
+ */
+export function expertBytesMovedPerBlock(blockExpertBytes: readonly number[]): number {
+  let sum = 0;
+  let least = Number.POSITIVE_INFINITY;
+  blockExpertBytes.forEach((bytes, i) => {
+    sum += bytes;
+    least = Math.min(least, sum / (i + 1));
+  });
+  return Number.isFinite(least) ? Math.floor(least) : 0;
+}
+
 /** The estimate for one model without its draft (the catalog attaches the draft's). */
 export function estimateFootprint(input: EstimateInput): EstimateResult {
   const { facts } = input;
@@ -95,17 +118,37 @@ export function estimateFootprint(input: EstimateInput): EstimateResult {
     };
   }
   const fraction = offloadedFraction(input.gpuLayers, facts.blockCount);
+  const layers = offloadedLayers(input.gpuLayers, facts.blockCount);
   const projector = input.projector ?? null;
+  const projectorBytes = projector?.tensorDataBytes ?? 0;
+  const common = {
+    // Layers left on the CPU keep their KV cache in host memory too (llama.cpp places each
+    // layer's cache with the layer): the device holds the offloaded layers' share. Whole bytes
+    // per layer, so that it divides by layer exactly (layerCostAt).
+    kvBytesPerToken: kvBytesPerTokenPerLayer(facts) * layers,
+    contextTokens: input.contextTokens,
+    computeBytes: computeBufferBytes(facts, input.contextTokens) + (projector?.vision ? projectorComputeBytes(projector.vision) : 0),
+    layers,
+  };
+  // A header whose tensors are not named blk.N (no architecture llama.cpp loads does that)
+  // cannot be costed by block: its weights are the offloaded share of all of them.
+  if (facts.blockBytes.length === 0) return { ok: true, estimate: { weightsBytes: Math.ceil(facts.tensorDataBytes * fraction) + projectorBytes, ...common } };
+
+  // The largest block, so that any N blocks cost at most N of these wherever they go.
+  const blockWeightsBytes = facts.blockBytes.reduce((a, b) => Math.max(a, b), 0);
+  // llama.cpp puts the output layer on the device once -ngl is 1 or more, and nothing at 0.
+  // The input embeddings stay in host memory (llama-model.cpp: "very little benefit to
+  // offloading the input layer"), but a model with tied embeddings has a device copy of them
+  // as its output: counting them keeps that case exact and errs large by their size otherwise.
+  const nonBlockWeightsBytes = (layers > 0 ? facts.nonBlockBytes : 0) + projectorBytes;
   return {
     ok: true,
     estimate: {
-      weightsBytes: Math.ceil(facts.tensorDataBytes * fraction) + (projector?.tensorDataBytes ?? 0),
-      // Layers left on the CPU keep their KV cache in host memory too (llama.cpp places each
-      // layer's cache with the layer), so the device share scales the same way.
-      kvBytesPerToken: Math.ceil(kvBytesPerToken(facts) * fraction),
-      contextTokens: input.contextTokens,
-      computeBytes: computeBufferBytes(facts, input.contextTokens) + (projector?.vision ? projectorComputeBytes(projector.vision) : 0),
-      layers: offloadedLayers(input.gpuLayers, facts.blockCount),
+      weightsBytes: nonBlockWeightsBytes + layers * blockWeightsBytes,
+      ...common,
+      blockWeightsBytes,
+      expertBytesPerBlock: expertBytesMovedPerBlock(facts.blockExpertBytes),
+      nonBlockWeightsBytes,
     },
   };
 }

@@ -1,14 +1,12 @@
-// What the catalog needs to know from a GGUF header, read with node-llama-cpp's parser.
-//
-// Why node-llama-cpp's `readGgufFileInfo` and not our own reader: GGUF gains value types and
-// architectures every few months, and a hand-written parser drifts silently. It reads only the
-// header (metadata and tensor table), never the weights, and needs no native binary.
+// What the catalog needs to know from a GGUF header: the shape, the vocabulary, and what each
+// part of the weights costs. Read with our own header reader (gguf-reader.ts, which says why).
 //
 // A file that cannot be read is a value (`{ ok: false, error }`), not a throw: one corrupt
 // download must not stop discovery of every other model, and the controller quarantines that
 // one model with this sentence as its reason.
-import { stat } from 'node:fs/promises';
-import { GgufFileType, readGgufFileInfo, type GgufFileInfo } from 'node-llama-cpp';
+import { open, stat } from 'node:fs/promises';
+import { fileTypeName } from './gguf-file-type.js';
+import { GgufHeaderError, readGgufHeader, type GgufHeader, type GgufValue } from './gguf-reader.js';
 import { vocabularyFingerprint, type VocabularyFingerprint } from './vocabulary.js';
 
 export interface GgufFacts {
@@ -27,6 +25,20 @@ export interface GgufFacts {
   fileType: string | null;
   /** Bytes of tensor data in all parts: what loading the weights costs. */
   tensorDataBytes: number;
+  /**
+   * The tensor bytes of each repeating block (`blk.N.*`), by N, padding included: what the file
+   * holds for it. Kept per block, not as one figure, because blocks can differ (a mixture of
+   * experts whose first blocks are dense, interleaved dense and MoE blocks); the estimate
+   * chooses what to make of them.
+   */
+  blockBytes: number[];
+  /**
+   * Of each block's bytes, its mixture-of-experts expert tensors: the ones llama.cpp's
+   * `--n-cpu-moe` keeps on the CPU (`ffn_{up,down,gate,gate_up}_{,ch}exps`). All 0 for a dense model.
+   */
+  blockExpertBytes: number[];
+  /** Bytes of the tensors outside the blocks: token embeddings, output and its norm, position embeddings… */
+  nonBlockBytes: number;
   vocabulary: VocabularyFingerprint | null;
   /** A vision projector's (architecture "clip") image encoder shape, for its compute buffer. */
   vision: { imageSize: number; patchSize: number; embeddingLength: number; headCount: number } | null;
@@ -37,9 +49,21 @@ export type MetadataResult = { ok: true; facts: GgufFacts } | { ok: false; error
 /** Reads GGUF facts. Blocks on file I/O. Never rejects: every failure is a `{ ok: false }` naming the file. */
 export type MetadataReader = (path: string) => Promise<MetadataResult>;
 
-// Large arrays the catalog never reads; skipping them keeps a 150k-token GPT-2 vocabulary's
-// merges (millions of strings) out of memory.
-const IGNORED_KEYS = ['tokenizer.ggml.scores', 'tokenizer.ggml.token_type', 'tokenizer.ggml.merges'];
+// Large arrays the catalog never reads, skipped without being kept: a 150k-token GPT-2
+// vocabulary's merges are that many strings, and a T5 charsmap a few hundred thousand bytes.
+// tokenizer.ggml.tokens stays: the vocabulary fingerprint is made of it.
+const SKIPPED_KEYS: ReadonlySet<string> = new Set([
+  'tokenizer.ggml.scores',
+  'tokenizer.ggml.token_type',
+  'tokenizer.ggml.merges',
+  'tokenizer.ggml.precompiled_charsmap',
+]);
+
+/** The tensors `--n-cpu-moe` moves to the CPU: llama.cpp's LLM_FFN_EXPS_REGEX (common/common.h). */
+const EXPERT_TENSOR = /\.ffn_(up|down|gate|gate_up)_(ch|)exps/;
+const BLOCK_TENSOR = /^blk\.(\d+)\./;
+/** llama.cpp's split file names (`llama_split_path`): `<prefix>-00001-of-00003.gguf`. */
+const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
 
 /**
  * A reader that remembers each file's facts until its size or mtime changes, so a rescan
@@ -64,86 +88,128 @@ export function cachedMetadataReader(read: MetadataReader = readGgufFacts): Meta
   };
 }
 
+/** A file that opened but is not a model the catalog can use; the message is the reason alone. */
+class NotAModel extends Error {}
+
 /**
- * How long one header may take. node-llama-cpp 3.21 reads past the end of a file as zeros, so
- * a file cut inside its header (a download stopped after a few bytes) can send it counting
- * through billions of zero-length keys; without a bound, that one file would hang discovery.
- * Real headers, 150k-token vocabularies included, read in well under a second.
+ * Reads one model's facts, uncached; for a split model, `path` is its first part and the others
+ * are found by name, as llama.cpp finds them. Never rejects.
  */
-export const HEADER_READ_TIMEOUT_MS = 15_000;
-
-/** Reads one file's facts, uncached. Never rejects. */
-export async function readGgufFacts(path: string, options: { timeoutMs?: number } = {}): Promise<MetadataResult> {
-  const timeoutMs = options.timeoutMs ?? HEADER_READ_TIMEOUT_MS;
-  let info: GgufFileInfo;
+export async function readGgufFacts(path: string): Promise<MetadataResult> {
   try {
-    info = await readGgufFileInfo(path, {
-      sourceType: 'filesystem',
-      logWarnings: false,
-      ignoreKeys: IGNORED_KEYS,
-      signal: AbortSignal.timeout(timeoutMs),
-    });
+    return { ok: true, facts: factsOf(await readParts(path)) };
   } catch (error) {
-    const reason =
-      (error as Error).name === 'TimeoutError'
-        ? `its header could not be read within ${timeoutMs / 1000} s; the file is probably cut short or corrupt`
-        : (error as Error).message.trim();
-    return { ok: false, error: `${path}: not a readable GGUF model (${reason})` };
-  }
-  try {
-    return { ok: true, facts: await factsOf(info) };
-  } catch (error) {
-    return { ok: false, error: `${path}: not a readable GGUF model (${(error as Error).message.trim()})` };
+    if (error instanceof NotAModel) return { ok: false, error: `${path}: not a readable GGUF model (${error.message})` };
+    if (error instanceof GgufHeaderError) {
+      const where = error.path === path ? '' : `its part ${error.path}: `;
+      return { ok: false, error: `${path}: not a readable GGUF model (${where}${error.reason})` };
+    }
+    const message = (error as Error).message;
+    // An I/O error (ENOENT, EACCES) names the file it is about in its own message.
+    return { ok: false, error: `${path}: cannot read the model file: ${message}` };
   }
 }
 
-/** A dotted key ("clip.vision.image_size") in node-llama-cpp's nested metadata object. */
-function lookup(root: unknown, key: string): unknown {
-  let node = root;
-  for (const part of key.split('.')) {
-    if (node === null || typeof node !== 'object') return undefined;
-    node = (node as Record<string, unknown>)[part];
+async function readHeader(path: string): Promise<GgufHeader> {
+  const file = await open(path, 'r');
+  try {
+    return await readGgufHeader(file, path, { skipKeys: SKIPPED_KEYS });
+  } finally {
+    await file.close();
   }
-  return node;
 }
 
-function numberAt(root: unknown, key: string): number | null {
-  const value = lookup(root, key);
+/**
+ * The headers of every part of the model, the first part first. Why check each part's number
+ * and the tensor count: a part from another download of the same name loads into nonsense or
+ * fails late in llama.cpp; here it is a sentence naming the part.
+ */
+async function readParts(path: string): Promise<GgufHeader[]> {
+  const first = await readHeader(path);
+  const count = integerOf(first.metadata.get('split.count')) ?? 1;
+  const no = integerOf(first.metadata.get('split.no')) ?? 0;
+  if (no !== 0) throw new NotAModel(`it is part ${no + 1} of a split model; a split model is loaded by its first part`);
+  if (count <= 1) return [first];
+  const name = SPLIT_NAME.exec(path);
+  if (name === null || Number(name[1]) !== 1 || Number(name[2]) !== count) {
+    throw new NotAModel(`it is part 1 of ${count}, but its name does not end in -00001-of-${String(count).padStart(5, '0')}.gguf, so its other parts cannot be found`);
+  }
+  const prefix = path.slice(0, name.index);
+  const parts = [first];
+  for (let i = 2; i <= count; i++) {
+    const partPath = `${prefix}-${String(i).padStart(5, '0')}-of-${name[2]}.gguf`;
+    const part = await readHeader(partPath);
+    const partNo = integerOf(part.metadata.get('split.no'));
+    if (partNo !== i - 1) throw new NotAModel(`its part ${partPath} says it is part ${partNo === null ? '(none)' : partNo + 1}, not ${i}; it belongs to another model`);
+    parts.push(part);
+  }
+  const declared = integerOf(first.metadata.get('split.tensors.count'));
+  const held = parts.reduce((sum, part) => sum + part.tensors.length, 0);
+  if (declared !== null && declared !== held) throw new NotAModel(`its ${count} parts hold ${held} tensors, but split.tensors.count says ${declared}; a part is from another download`);
+  return parts;
+}
+
+/** An integer-valued scalar (any integer width), or null. */
+function integerOf(value: GgufValue | undefined): number | null {
   if (typeof value === 'bigint') return Number(value);
-  // Some architectures store per-layer arrays (e.g. head_count_kv); the largest is the safe bound.
-  if (Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'number')) return Math.max(...(value as number[]));
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+  return typeof value === 'number' && Number.isInteger(value) ? value : null;
 }
 
-async function factsOf(info: GgufFileInfo): Promise<GgufFacts> {
-  const metadata: unknown = info.metadata;
-  const architecture = String(lookup(metadata, 'general.architecture') ?? 'unknown');
-  const arch = (key: string) => numberAt(metadata, `${architecture}.${key}`);
-
-  // Tensor data = each part's size minus its header; exact without a table of quant block sizes.
-  let tensorDataBytes = 0;
-  for (const source of info.sourceData) {
-    if (source.type !== 'path') continue;
-    const size = (await stat(source.path)).size;
-    // The parser pads a short file with zeros instead of failing; a header that "ends" past
-    // the end of the file is a download that stopped inside it.
-    if (source.length > size) throw new Error(`the header needs ${source.length} bytes but the file has ${size}; the download is incomplete`);
-    tensorDataBytes += size - source.length;
+/** A number, or for a per-layer array (some architectures store head_count_kv so) its largest: the safe bound. */
+function numberOf(value: GgufValue | undefined): number | null {
+  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'number' || typeof v === 'bigint')) {
+    return Math.max(...value.map(Number));
   }
+  return null;
+}
+
+/** The bytes of each block, its experts' share, and the rest, over every part's tensors. */
+function layerBytes(parts: readonly GgufHeader[]): Pick<GgufFacts, 'blockBytes' | 'blockExpertBytes' | 'nonBlockBytes'> {
+  const tensorCount = parts.reduce((sum, part) => sum + part.tensors.length, 0);
+  const blockBytes: number[] = [];
+  const blockExpertBytes: number[] = [];
+  let nonBlockBytes = 0;
+  for (const tensor of parts.flatMap((part) => part.tensors)) {
+    const block = BLOCK_TENSOR.exec(tensor.name);
+    if (block === null) {
+      nonBlockBytes += tensor.bytes;
+      continue;
+    }
+    const index = Number(block[1]);
+    // Each block has at least one tensor, so its number is below the tensor count; a larger one
+    // is a corrupt name, and trusting it would size an array by it.
+    if (index >= tensorCount) throw new NotAModel(`tensor '${tensor.name}' names block ${index}, but the model has only ${tensorCount} tensors`);
+    while (blockBytes.length <= index) {
+      blockBytes.push(0);
+      blockExpertBytes.push(0);
+    }
+    blockBytes[index] = (blockBytes[index] ?? 0) + tensor.bytes;
+    if (EXPERT_TENSOR.test(tensor.name)) blockExpertBytes[index] = (blockExpertBytes[index] ?? 0) + tensor.bytes;
+  }
+  return { blockBytes, blockExpertBytes, nonBlockBytes };
+}
+
+function factsOf(parts: readonly GgufHeader[]): GgufFacts {
+  const metadata = (parts[0] as GgufHeader).metadata;
+  const get = (key: string) => metadata.get(key);
+  const architecture = typeof get('general.architecture') === 'string' ? (get('general.architecture') as string) : 'unknown';
+  const arch = (key: string) => numberOf(get(`${architecture}.${key}`));
 
   const embeddingLength = arch('embedding_length');
   const headCount = arch('attention.head_count');
   const headDim = embeddingLength !== null && headCount ? embeddingLength / headCount : null;
-  const fileTypeNumber = numberAt(metadata, 'general.file_type');
-  const tokens = lookup(metadata, 'tokenizer.ggml.tokens');
+  const fileTypeNumber = integerOf(get('general.file_type'));
+  const tokens = get('tokenizer.ggml.tokens');
   const bool = (key: string) => {
-    const v = lookup(metadata, key);
+    const v = get(key);
     return typeof v === 'boolean' ? v : null;
   };
-  const imageSize = numberAt(metadata, 'clip.vision.image_size');
-  const patchSize = numberAt(metadata, 'clip.vision.patch_size');
-  const visionEmbd = numberAt(metadata, 'clip.vision.embedding_length');
-  const visionHeads = numberAt(metadata, 'clip.vision.attention.head_count');
+  const imageSize = numberOf(get('clip.vision.image_size'));
+  const patchSize = numberOf(get('clip.vision.patch_size'));
+  const visionEmbd = numberOf(get('clip.vision.embedding_length'));
+  const visionHeads = numberOf(get('clip.vision.attention.head_count'));
 
   return {
     architecture,
@@ -155,14 +221,17 @@ async function factsOf(info: GgufFileInfo): Promise<GgufFacts> {
     valueLength: arch('attention.value_length') ?? headDim,
     feedForwardLength: arch('feed_forward_length'),
     contextLength: arch('context_length'),
-    fileType: fileTypeNumber === null ? null : (GgufFileType[fileTypeNumber] ?? `type ${fileTypeNumber}`),
-    tensorDataBytes,
+    fileType: fileTypeNumber === null ? null : fileTypeName(fileTypeNumber),
+    // What each part holds after its header: exact without a table of quant block sizes, and
+    // for a download cut inside its tensor data, what is on disk.
+    tensorDataBytes: parts.reduce((sum, part) => sum + part.dataBytes, 0),
+    ...layerBytes(parts),
     vocabulary: Array.isArray(tokens)
       ? vocabularyFingerprint({
-          model: String(lookup(metadata, 'tokenizer.ggml.model') ?? 'unknown'),
+          model: typeof get('tokenizer.ggml.model') === 'string' ? (get('tokenizer.ggml.model') as string) : 'unknown',
           tokens: tokens.map(String),
-          bosId: numberAt(metadata, 'tokenizer.ggml.bos_token_id'),
-          eosId: numberAt(metadata, 'tokenizer.ggml.eos_token_id'),
+          bosId: numberOf(get('tokenizer.ggml.bos_token_id')),
+          eosId: numberOf(get('tokenizer.ggml.eos_token_id')),
           addBos: bool('tokenizer.ggml.add_bos_token'),
         })
       : null,

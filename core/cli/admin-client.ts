@@ -2,7 +2,7 @@
 // from DATA_DIR/admin-token in an Authorization header.
 import type { AdminEvent } from '../contracts/admin-events.js';
 import { readEventStream } from '../contracts/event-stream-reader.js';
-import type { CommandResult, ModelCommand } from '../contracts/commands.js';
+import type { CommandResult, ModelCommand, ModelLogsResponse } from '../contracts/commands.js';
 import type { Snapshot } from '../contracts/snapshot.js';
 
 export class AdminClient {
@@ -37,11 +37,12 @@ export class AdminClient {
     return { ok: false, message: body?.error?.message ?? `the daemon answered ${res.status}` };
   }
 
-  async logs(modelId: string): Promise<string[]> {
+  /** The model's log tail (by id or alias) with its canonical id and the position after it; rejects with the daemon's sentence for an unknown model. */
+  async logs(modelId: string): Promise<ModelLogsResponse> {
     const res = await this.request(`/api/models/${encodeURIComponent(modelId)}/logs`);
-    const body = (await res.json()) as { lines?: string[]; error?: { message?: string } };
+    const body = (await res.json()) as Partial<ModelLogsResponse> & { error?: { message?: string } };
     if (!res.ok) throw new Error(body.error?.message ?? `the daemon answered ${res.status}`);
-    return body.lines ?? [];
+    return { modelId: body.modelId ?? modelId, lines: body.lines ?? [], next: body.next ?? 0 };
   }
 
   /**

@@ -1,5 +1,8 @@
-// Human output for the CLI: aligned tables and the few words each state needs.
-import type { ModelView, Snapshot } from '../contracts/snapshot.js';
+// Human output for the CLI: aligned tables and the few words each state needs. The words for
+// progress, placement, holders and reasons are the tray's and the dashboard's own
+// (core/contracts/snapshot-words.ts), so `llmtray status` reads like the other two.
+import type { BudgetView, GpuView, ModelView, Snapshot } from '../contracts/snapshot.js';
+import { gpuSummaryWords, heldPartWords, heldParts, limitWords, loadProgressWords, placementWords, reasonLines } from '../contracts/snapshot-words.js';
 import type { LaunchLevel } from '../policy/levels.js';
 import { formatBytes as bytes } from '../policy/reasons.js';
 
@@ -23,28 +26,56 @@ function levelWords(model: ModelView): string {
   return level === null ? '' : LEVEL_WORDS[level];
 }
 
-function note(model: ModelView): string {
+function note(model: ModelView, now: number): string {
   const s = model.status;
   if (s.state === 'quarantined' || s.state === 'failed') return s.recovery.lastError ?? s.next ?? '';
   if (s.state === 'fallback') return `answered by ${s.servedBy ?? model.fallbackId ?? '?'}`;
-  if (s.unschedulableReason !== null) return s.unschedulableReason;
-  if (model.loading !== null) return model.loading.fraction === null ? 'loading' : `loading ${Math.round(model.loading.fraction * 100)} %`;
+  // The reason has a section of its own below, a line per GPU; a table cell would run off the screen.
+  if (s.unschedulableReason !== null) return 'left out: see below';
+  if (model.loading !== null) return loadProgressWords(model.loading, now);
   return s.next ?? '';
 }
 
-export function statusText(snapshot: Snapshot): string {
+function memoryLine(budget: BudgetView): string {
+  const where = budget.mode === 'cpu' ? 'host RAM, no GPU' : budget.mode === 'unified' ? 'unified memory' : `${budget.gpus.length} GPU${budget.gpus.length === 1 ? '' : 's'}`;
+  const limit = limitWords(budget);
+  return `memory    ${bytes(budget.usedBytes)} of ${bytes(budget.budgetBytes)} budget (${where}${limit === null ? '' : `; ${limit}`})`;
+}
+
+/** Two lines per GPU: what our models hold of its budget, and who holds it (each draft after its model). */
+function gpuLines(gpu: GpuView, models: readonly ModelView[]): string[] {
+  const holders = heldParts(gpu.holders, models).map(heldPartWords);
+  const others = gpu.holders.filter((h) => h.kind === 'other-programs').reduce((sum, h) => sum + h.bytes, 0);
+  if (others > 0) holders.push(`other programs ${bytes(others)}`);
+  return [`          ${gpuSummaryWords(gpu)}`, ...(holders.length > 0 ? [`            ${holders.join(', ')}`] : [])];
+}
+
+/** Each model the last plan left out, its reason a line per GPU (as the dashboard shows it). */
+function leftOutLines(snapshot: Snapshot): string[] {
+  const leftOut = snapshot.models.filter((m) => m.status.unschedulableReason !== null);
+  if (leftOut.length === 0) return [];
+  const lines = ['', 'left out by the last plan:'];
+  for (const m of leftOut) {
+    const strict = snapshot.plan?.unschedulable.find((entry) => entry.modelId === m.id)?.strict === true;
+    lines.push(`  - ${m.id}${strict ? ' (refused until a pin goes or the budget grows)' : ' (waits for room)'}`);
+    for (const line of reasonLines(m.status.unschedulableReason ?? '')) lines.push(`    ${line}`);
+  }
+  return lines;
+}
+
+/** `llmtray status`. `now` (epoch ms) is for a load's elapsed time. */
+export function statusText(snapshot: Snapshot, now = Date.now()): string {
   const b = snapshot.budget;
-  const lines = [
-    `endpoint  ${snapshot.endpoint}`,
-    `memory    ${bytes(b.usedBytes)} of ${bytes(b.budgetBytes)} budget (${b.mode === 'cpu' ? 'host RAM, no GPU' : b.mode === 'unified' ? 'unified memory' : `${b.gpus.length} GPU${b.gpus.length === 1 ? '' : 's'}`})${b.limitBytes === null ? '' : `, capped at ${bytes(b.limitBytes)}`}`,
-    '',
-  ];
+  const lines = [`endpoint  ${snapshot.endpoint}`, memoryLine(b), ...b.gpus.flatMap((gpu) => gpuLines(gpu, snapshot.models)), ''];
   if (snapshot.models.length === 0) {
     lines.push(`No models yet. Put GGUF files in ${snapshot.modelDirs.join(', ') || 'a model folder'} or list them in ${snapshot.configPath}.`);
   } else {
+    // Without a GPU every model is on the CPU (the memory line says so): no column for that.
+    const placed = b.mode !== 'cpu';
+    const placement = (m: ModelView): string => (m.placement === null ? '' : placementWords(m.placement, { mode: b.mode, layerCount: m.layerCount }));
     lines.push(
       table(
-        ['MODEL', 'STATE', 'LEVEL', 'PINNED', 'IN FLIGHT', 'MEMORY', 'NOTE'],
+        ['MODEL', 'STATE', 'LEVEL', 'PINNED', 'IN FLIGHT', 'MEMORY', ...(placed ? ['PLACEMENT'] : []), 'NOTE'],
         snapshot.models.map((m) => [
           m.id,
           m.status.state,
@@ -52,10 +83,12 @@ export function statusText(snapshot: Snapshot): string {
           m.pinned ? 'yes' : '',
           m.inFlight > 0 ? String(m.inFlight) : '',
           bytes(m.measuredBytes ?? m.estimateBytes[m.status.level ?? 'full']),
-          note(m),
+          ...(placed ? [placement(m)] : []),
+          note(m, now),
         ]),
       ),
     );
+    lines.push(...leftOutLines(snapshot));
   }
   for (const error of snapshot.configErrors) lines.push(`config: ${error}`);
   return lines.join('\n');

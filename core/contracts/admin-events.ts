@@ -8,4 +8,9 @@ export type AdminEvent =
   | { type: 'SnapshotUpdated'; snapshot: Snapshot }
   | { type: 'ModelQuarantined'; modelId: string; reason: string; at: number }
   | { type: 'ModelFellBack'; modelId: string; fallbackId: string; reason: string; at: number }
-  | { type: 'LogAppended'; modelId: string; lines: string[] };
+  /**
+   * A model server's newest log lines, batched (a few per second at most) and rate-limited per
+   * model. `first` is the position of lines[0] in the model's log (see log-lines.ts): a batch
+   * that does not start where the previous one ended says how many lines it left out.
+   */
+  | { type: 'LogAppended'; modelId: string; first: number; lines: string[] };

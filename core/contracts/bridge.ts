@@ -4,6 +4,7 @@
 // dashboard run in the tray window and in a browser.
 import type { AdminEvent } from './admin-events.js';
 import type { CommandResult, ModelCommand } from './commands.js';
+import type { LogTail } from './log-lines.js';
 import type { Snapshot } from './snapshot.js';
 
 export interface DashboardBridge {
@@ -11,8 +12,8 @@ export interface DashboardBridge {
   getSnapshot(): Promise<Snapshot>;
   /** Runs a command; resolves with what happened (ok: false names why). Rejects only on transport failure. */
   runCommand(command: ModelCommand, modelId: string): Promise<CommandResult>;
-  /** The model server's log tail, oldest first. */
-  getLogs(modelId: string): Promise<string[]>;
+  /** The model server's log tail, oldest first, with the position after it (where LogAppended batches continue). */
+  getLogs(modelId: string): Promise<LogTail>;
   /**
    * Delivers a SnapshotUpdated first, then every event, until the returned function is called.
    * `onConnection` says when the stream is lost and back (the HTTP transport reconnects by

@@ -1,5 +1,6 @@
 // The commands a person can give, from the tray, the dashboard, the CLI or the HTTP API.
 // One list, so every transport offers the same verbs and validates the same way.
+import type { LogTail } from './log-lines.js';
 
 export const MODEL_COMMANDS = ['pin', 'unpin', 'load', 'unload', 'retry'] as const;
 export type ModelCommand = (typeof MODEL_COMMANDS)[number];
@@ -21,10 +22,9 @@ export interface CommandResult {
   code?: CommandErrorCode;
 }
 
-/** `GET /api/models/:id/logs`: the model server's recent log lines, oldest first. */
-export interface ModelLogsResponse {
+/** `GET /api/models/:id/logs`: the model server's recent log lines, oldest first, and the position after them. */
+export interface ModelLogsResponse extends LogTail {
   modelId: string;
-  lines: string[];
 }
 
 /** Every admin API refusal that is not a CommandResult (401, 404 route, 405, 500). */

@@ -18,9 +18,11 @@ export interface UpstreamEndpoint {
 
 /** Load progress while a model's server is starting. */
 export interface LoadProgress {
-  /** 0..1 where the engine reports it; null when it does not (show elapsed time instead). */
+  /** 0..1 where the engine reports it; null when it does not (see loadFractionAt for the estimate). */
   fraction: number | null;
   startedAt: number;
+  /** How long this model's last load took, ms: the basis of an estimate where the engine reports no fraction; null when it never loaded. */
+  expectedMs: number | null;
 }
 
 export interface ModelView {
@@ -41,6 +43,8 @@ export interface ModelView {
   fallbackId: string | null;
   /** Configured context, tokens. */
   contextTokens: number;
+  /** Its repeating blocks (llama.cpp's block count, capped by its GPU layers), for "30 of 48 layers on GPU 0"; null when unknown. */
+  layerCount: number | null;
   /** Device bytes the model is estimated to need at each level (its draft included). */
   estimateBytes: Record<LaunchLevel, number>;
   /** What the running server really uses (RSS of its process tree, or the driver's figure); null until measured. */

@@ -6,7 +6,8 @@
 // - a model in fallback hands its want (pinned, priority, lastUsed) to the model that serves
 //   for it, so a pinned model that falls back keeps its fallback hot in its place;
 // - a desired model is priced at the level it runs at if resident, else at the level its
-//   recovery state asks for, draft included (one footprintAt for plan and launch);
+//   recovery state asks for, draft included (one footprintAt for plan and launch); at full
+//   and degraded with its cost per layer too, so `place` may split it or keep part on the CPU;
 // - a resident model costs what the server reports, and is active while it decodes or while
 //   it loads (the controller's launch in flight, or a spawned server not ready yet): a load is
 //   finished before it is judged, never evicted halfway (that would waste the load and race
@@ -15,7 +16,7 @@
 //   its pin, so its retries never push out a model that is wanted;
 // - the arrival of a model's oldest waiting request is its `waitingSince`, so waiting requests
 //   are served a model at a time in the order they came.
-import { footprintAt, type LaunchLevel } from '../policy/levels.js';
+import { footprintAt, layerCostAt, type FootprintEstimate, type LaunchLevel } from '../policy/levels.js';
 import { launchLevelAfter } from '../policy/recover.js';
 import type { PlacedDesired, PlacedResident, Placement } from '../policy/place.js';
 import type { Draft } from '../policy/schedule.js';
@@ -29,6 +30,11 @@ export function costAt(level: LaunchLevel, demand: ModelDemand): { footprint: nu
   if (draft === undefined) return { footprint: total };
   const own = footprintAt(level, primary).deviceBytes;
   return { footprint: own, draft: { modelId: demand.draftId ?? `${demand.modelId}'s draft`, footprint: total - own } };
+}
+
+function withoutDraft(estimate: FootprintEstimate): FootprintEstimate {
+  const { draft: _draft, ...primary } = estimate;
+  return primary;
 }
 
 interface Want {
@@ -87,6 +93,11 @@ export function policyInputs(observed: {
     const recovery = record?.recovery ?? NO_FAILURE;
     const level = runningById.get(modelId)?.level ?? loading.get(modelId)?.level ?? launchLevelAfter(recovery);
     const entry: PlacedDesired = { modelId, priority: want.priority, pinned: want.pinned, lastUsed: want.lastUsed, ...costAt(level, demand) };
+    // At full or degraded `place` chooses where its layers go; at partial or minimal the
+    // recovery ladder already did (fewer layers, or none, after an out-of-memory), and the
+    // model is the one piece its level costs.
+    const layerCost = level === 'full' || level === 'degraded' ? layerCostAt(level, withoutDraft(demand.estimate)) : undefined;
+    if (layerCost !== undefined) entry.layerCost = layerCost;
     if (demand.mixedSplit === true) entry.mixedSplit = true;
     if (want.waitingSince !== undefined) entry.waitingSince = want.waitingSince;
     if (recovery.attempts > 0) entry.retrying = true;

@@ -55,8 +55,8 @@ export async function prepareDemo(dataDir: string): Promise<DemoSetup> {
 /**
  * The demo's budget limit from the catalog's own estimates: room for demo-chat with its draft
  * plus half of demo-tiny, so the two never sit together and asking for one evicts the other.
- * `runtimeBytes` is what each engine process itself costs where it counts (host RAM as the
- * device, on a machine without a GPU; 0 on a GPU), since every model's footprint includes it there.
+ * `runtimeBytes` is what each engine process itself costs where it counts (its runtime in host
+ * RAM, its backend's context on a GPU), since every model's footprint includes it.
  */
 export function demoBudgetLimit(models: readonly CatalogModel[], runtimeBytes = 0): number | null {
   const bytes = (id: string) => {

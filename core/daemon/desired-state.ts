@@ -15,10 +15,13 @@ export interface DesiredSources {
   /** Requests claimed on the model's server now (the supervisor's count). */
   inFlight(modelId: string): number;
   /**
-   * What the model's engine process itself costs where it counts against the budget: in host
-   * RAM on a machine without a GPU (see core/engine/runtime-overhead.ts); 0 on a GPU. Default 0.
+   * What the model's engine process itself costs where it counts against the budget: its
+   * runtime in host RAM, or its backend's context on a GPU (see core/engine/runtime-overhead.ts).
+   * Default 0.
    */
   runtimeBytes?(model: CatalogModel): number;
+  /** Whether the model's engine can keep a mixture of experts' expert tensors on the CPU (--n-cpu-moe); default true. */
+  keepsExpertsOnCpu?(model: CatalogModel): boolean;
   /** The latest budget sample; samples now when there is none yet. */
   budget(): Promise<BudgetSample>;
 }
@@ -32,16 +35,17 @@ const UNREADABLE: FootprintEstimate = { weightsBytes: 0, kvBytesPerToken: 0, con
 
 /**
  * The model's estimate as the plan prices it: the catalog's, with its engine's own cost added
- * where that counts against the budget (host RAM on a machine without a GPU). The runtime rides
- * in the compute term: like it, it is paid once per process, at any context. Null when the
- * catalog has no estimate.
+ * (paid once per process, per device a split uses, at any context), and without expert tensors
+ * to leave on the CPU where its engine cannot (`keepsExpertsOnCpu` false: no --n-cpu-moe). Null
+ * when the catalog has no estimate.
  */
-export function pricedEstimate(model: CatalogModel, runtimeBytes: number): FootprintEstimate | null {
+export function pricedEstimate(model: CatalogModel, runtimeBytes: number, keepsExpertsOnCpu = true): FootprintEstimate | null {
   if (model.estimate === null) return null;
-  return runtimeBytes > 0 ? { ...model.estimate, computeBytes: model.estimate.computeBytes + runtimeBytes } : model.estimate;
+  const priced: FootprintEstimate = runtimeBytes > 0 ? { ...model.estimate, runtimeBytes } : model.estimate;
+  return keepsExpertsOnCpu || (priced.expertBytesPerBlock ?? 0) <= 0 ? priced : { ...priced, expertBytesPerBlock: 0 };
 }
 
-export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'runtimeBytes'>): ModelDemand {
+export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'runtimeBytes' | 'keepsExpertsOnCpu'>): ModelDemand {
   const pinned = sources.isPinned(model);
   const inFlight = sources.inFlight(model.id);
 
@@ -51,7 +55,7 @@ export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isP
     pinned,
     wanted: pinned || inFlight > 0 || sources.activity.recentlyUsed(model.id, model.idleTtlMs),
     inFlight,
-    estimate: pricedEstimate(model, sources.runtimeBytes?.(model) ?? 0) ?? UNREADABLE,
+    estimate: pricedEstimate(model, sources.runtimeBytes?.(model) ?? 0, sources.keepsExpertsOnCpu?.(model) ?? true) ?? UNREADABLE,
     definitionHash: model.definitionHash,
   };
   const lastUsed = sources.activity.lastUsed(model.id);
@@ -89,7 +93,9 @@ export class DaemonDesiredState implements DesiredProvider {
     const budget = await this.sources.budget();
     const models = this.sources.models().map((model) => demandOf(model, this.sources));
     this.wantedIds = new Set(models.filter((m) => m.wanted).map((m) => m.modelId));
-    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.hostAvailableBytes, devices: devicesOf(budget) };
+    // Host RAM is a place of its own only beside a GPU: without one (or on unified memory) it is
+    // the device itself, already the budget.
+    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.mode === 'gpu' ? budget.hostAvailableBytes : 0, devices: devicesOf(budget) };
   }
 
   /** Whether the last pass wanted the model resident (for the snapshot and /metrics). */

@@ -19,6 +19,7 @@ import type { Controller } from '../controller/controller.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { EngineClaim, ModelGateway, RouterModelEntry } from '../router/model-gateway.js';
 import type { ModelActivity } from './activity.js';
+import { waitProgressOf } from './wait-progress.js';
 
 export interface GatewayParts {
   catalog: Pick<Catalog, 'models' | 'resolve'>;
@@ -26,7 +27,7 @@ export interface GatewayParts {
     Controller,
     'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'servingModel' | 'onEvent' | 'hasStopped' | 'yieldsTo'
   >;
-  supervisor: Pick<Supervisor, 'claim' | 'inFlight' | 'serverEnded'>;
+  supervisor: Pick<Supervisor, 'claim' | 'inFlight' | 'serverEnded' | 'status'>;
   activity: ModelActivity;
   /** When the daemon started, as the `created` of every model in /v1/models. */
   startedAt: number;
@@ -95,6 +96,7 @@ export function createGateway(parts: GatewayParts): ModelGateway {
     },
     whyUnservable: (modelId) => controller.whyUnservable(modelId),
     waitReason: (modelId) => controller.waitReason(modelId),
+    waitProgress: (modelId) => waitProgressOf({ controller, supervisor, turnIsOver, now }, modelId),
     reconcileNow: () => controller.reconcileNow(),
     demand(modelId) {
       activity.demand(modelId);

@@ -14,6 +14,12 @@ export interface ActionParts {
   /** Requests claimed on the model's server now. */
   inFlight(modelId: string): number;
   controller: { trigger(): void; retry(modelId: string): boolean; whyUnservable(modelId: string): { code: string; reason: string } | null };
+  /**
+   * The wanted models in fallback that `modelId` answers for. A model in fallback hands its want
+   * to the model that serves for it (core/controller/policy-inputs.ts), so unloading that one
+   * forgets only its own want: it stays while any of these is wanted. Default: none.
+   */
+  answersFor?(modelId: string): string[];
 }
 
 /**
@@ -77,9 +83,19 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
       }
       parts.activity.forget(m.id);
       parts.controller.trigger();
+      const unpinned = wasPinned ? ' (and is no longer pinned)' : '';
+      // Saying "unloads now" for a model that stays was the bug a new user hit (issue 13).
+      const kept = parts.answersFor?.(m.id) ?? [];
+      if (kept.length > 0) {
+        const them = kept.join(' and ');
+        return {
+          ok: true,
+          message: `${m.id} stays loaded${unpinned}: it answers for ${them}, in fallback and still wanted; it unloads once ${them} ${kept.length === 1 ? 'is' : 'are'} unloaded or retried`,
+        };
+      }
       const busy = parts.inFlight(m.id);
       const when = busy > 0 ? `after its ${busy} request(s) in flight finish` : 'now';
-      return { ok: true, message: `${m.id} unloads ${when}${wasPinned ? ' (and is no longer pinned)' : ''}` };
+      return { ok: true, message: `${m.id} unloads ${when}${unpinned}` };
     },
     async retry(id) {
       const m = model(id);

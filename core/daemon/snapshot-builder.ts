@@ -64,6 +64,12 @@ function draftShareOf(model: CatalogModel, level: LaunchLevel): number {
   return pair > 0 ? (pair - held(primary)) / pair : 0;
 }
 
+/** The block count a placement's layers are counted against; null when the metadata did not say. */
+function layerCountOf(estimate: FootprintEstimate | null): number | null {
+  const layers = estimate?.layers;
+  return layers !== undefined && Number.isFinite(layers) && layers > 0 ? layers : null;
+}
+
 /** `bytes` of one process as the model and its draft, the draft by its share. */
 function holdersOf(model: CatalogModel, bytes: number, draftShare: number): MemoryHolder[] {
   const draftBytes = Math.round(bytes * draftShare);
@@ -102,6 +108,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       draftId: model.draftId ?? null,
       fallbackId: model.fallbackId ?? null,
       contextTokens: model.ctx,
+      layerCount: layerCountOf(model.estimate),
       // Priced as the plan prices it (its engine's own cost included on the CPU), so the footprint a
       // person reads and the measurement beside it are the same kind of figure.
       estimateBytes: estimatesOf(pricedEstimate(model, parts.runtimeBytes?.(model) ?? 0)),
@@ -109,7 +116,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       inFlight: parts.supervisor.inFlight(model.id),
       lastUsed: lastUsed ?? null,
       status: parts.controller.status(model.id) ?? idleStatus(model.id, parts.startedAt),
-      loading: server !== null && server.phase === 'loading' ? { fraction: server.loadProgress, startedAt: server.startedAt } : null,
+      loading: server !== null && server.phase === 'loading' ? { fraction: server.loadProgress, startedAt: server.startedAt, expectedMs: server.lastLoadMs } : null,
       placement: parts.controller.placement(model.id),
       upstream: endpoint === null ? null : { baseUrl: `http://127.0.0.1:${endpoint.port}`, apiKey: endpoint.apiKey, pid: endpoint.pid },
       catalogError: model.metadataError,

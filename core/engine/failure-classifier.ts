@@ -96,10 +96,10 @@ const UNUSABLE_DEFINITION = [
   /: cannot read the model file: (?:ENOENT|ENOTDIR): /,
   /: expected a \.gguf file, found a folder$/,
   /: split model is missing parts? [\d, ]+ of \d+ in /,
-  // Whatever node-llama-cpp's header parser rejected (bad magic, a header longer than the
-  // file, garbage lengths), except the two that may pass: an operating-system error while
-  // reading ("EIO: i/o error"), and the read timeout, which a stalled network drive hits too.
-  /: not a readable GGUF model \((?!its header could not be read within|E[A-Z]+: )/,
+  // Whatever the catalog's header reader rejected (not GGUF, cut short, corrupt lengths); an
+  // operating-system error while reading ("EIO: i/o error") is worded "cannot read the model
+  // file" instead, and stays a crash: a retry may get past it.
+  /: not a readable GGUF model \(/,
   // An architecture without the keys llama.cpp needs (an unknown one, or a header cut short).
   /: cannot estimate its memory: the header has no /,
   /: expected a draft with the same vocabulary as /,

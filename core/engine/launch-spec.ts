@@ -81,7 +81,8 @@ const ALL_LAYERS = 999;
  * The engine argv (after the command and its fixed prefix) for one launch. Pure.
  * - full: the configured context and GPU layers.
  * - degraded: degradedContext of the configured context, the same GPU layers.
- * - partial: the degraded context, `-ngl partialLayers(layers)` with the rest on the CPU, the
+ * - partial: the degraded context, partialLayers(layers) blocks and the output layer on the device
+ *   (`-ngl` one more: llama.cpp counts the output as a layer) with the rest on the CPU, the
  *   draft's GPU layers as configured (it stays on the device, as footprintAt counts it).
  *   When that is 0 layers (unknown, or gpuLayers 0 as on a machine without a GPU) it is
  *   minimal's argv, as its footprint is minimal's.
@@ -111,7 +112,10 @@ export function argvFor(
     onCpu ? '0' : n === 'all' ? (capabilities.gpuLayersAll ? 'all' : String(ALL_LAYERS)) : String(n);
   const context = level === 'full' ? spec.contextTokens : degradedContext(spec.contextTokens);
 
-  const primaryLayers = splitLayers === null ? layers(spec.gpuLayers) : String(splitLayers);
+  // llama.cpp's -ngl counts the output layer as one more layer, offloaded first: `-ngl N` is the
+  // output and N − 1 blocks. The footprint keeps the output on the device with the N blocks it
+  // costs there, so the argv asks for N + 1.
+  const primaryLayers = splitLayers === null ? layers(spec.gpuLayers) : onCpu ? '0' : String(splitLayers + 1);
   const argv = ['-m', spec.modelPath, '-c', String(context), '-ngl', primaryLayers];
   if (capabilities.flags.has('--fit')) argv.push('--fit', 'off');
   if (!onCpu) argv.push(...placementArgs(placement, capabilities));

@@ -12,9 +12,9 @@ import type { Placement } from '../policy/place.js';
 import type { EngineCapabilities } from './llama-server/capabilities.js';
 
 /**
- * The `-ngl` a placement implies where it differs from the level's: part on the CPU says how
- * many layers the device holds, CPU only says none. Undefined: the level decides (a model on one
- * GPU or split over several holds every layer the level offloads).
+ * The blocks a placement puts on the device where that differs from the level's: part on the
+ * CPU says how many the device holds, CPU only says none. Undefined: the level decides (a model
+ * on one GPU or split over several holds every layer the level offloads).
  */
 export function placementGpuLayers(placement: Placement | undefined): number | undefined {
   if (placement === undefined) return undefined;
@@ -57,15 +57,17 @@ export function placementArgs(placement: Placement | undefined, capabilities: En
 /**
  * The environment for a launch's placement. Every GPU launch numbers CUDA devices in PCI bus
  * order, as the driver tools do. The embedded engine (node-llama-cpp has no split options) is
- * limited to the placement's devices through each backend's visibility variable, main device
- * first: llama.cpp then splits layers over the visible devices in proportion to their free
- * memory, which is how `place` shares a split too. Pure.
+ * limited to the placement's devices through each backend's visibility variable: llama.cpp then
+ * splits layers over the visible devices in proportion to their free memory, which is how
+ * `place` shares a split too. Pure.
  */
 export function placementEnv(placement: Placement | undefined, engine: 'embedded' | 'llama-server'): Record<string, string> {
   if (placement === undefined || placement.kind === 'cpu' || placement.devices.length === 0) return {};
   const env: Record<string, string> = { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' };
   if (engine === 'embedded') {
-    const visible = placement.devices.map((d) => d.index).join(',');
+    // In index order, as llama-server's --tensor-split: the last visible device then takes the
+    // output layer, which is where `place` costed it.
+    const visible = placement.devices.map((d) => d.index).sort((a, b) => a - b).join(',');
     env.CUDA_VISIBLE_DEVICES = visible;
     env.HIP_VISIBLE_DEVICES = visible;
     env.GGML_VK_VISIBLE_DEVICES = visible;

@@ -11,6 +11,12 @@
 // - On macOS it runs `system_profiler -detailLevel full SPDisplaysDataType`, which takes
 //   up to seconds and reports no memory use at all (unified memory is measured through host
 //   RAM). So on macOS the device list is read once and only host memory is sampled.
+// - Where the listing finds no GPU it measures, nothing on it can change but a GPU appearing
+//   (a driver loaded late, an eGPU), so it is listed again every 5 minutes, not at every sample:
+//   a listing is four child processes (lspci, nvidia-smi, clinfo, xdpyinfo), ~100 ms of the
+//   daemon's CPU on a loaded machine, and at every 2 s sample they were most of an idle daemon's
+//   CPU on a machine without a GPU (BENCHMARKS, idle daemon). Host memory is still read at every
+//   probe.
 //
 // Beyond si, two sources measure what it cannot (merged by merge-devices.ts, each card once):
 // - AMD's tools (amd-source.ts), on Linux, unless neither is installed.
@@ -53,6 +59,9 @@ export interface GpuProbeDeps {
   amd?: AmdReader | null;
   /** llama-server's device list (createEngineDeviceReader with the binary the daemon found). Default: none. */
   engineDevices?: EngineDeviceReader | null;
+  /** How long a listing that found no measured GPU stands; default 5 minutes. */
+  relistWithoutGpuMs?: number;
+  clock?: { now(): number };
 }
 
 export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
@@ -61,13 +70,30 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
   const listOnce = platform === 'darwin';
   const amd = deps.amd === undefined ? (platform === 'linux' ? createAmdReader() : null) : deps.amd;
   const engineDevices = deps.engineDevices ?? null;
+  const relistMs = deps.relistWithoutGpuMs ?? 300_000;
+  const clock = deps.clock ?? { now: () => Date.now() };
   let devices: Promise<GpuDevice[]> | null = null;
+  /** A listing that found no measured GPU, and when it was made. */
+  let noGpuListing: { at: number; devices: Promise<GpuDevice[]> } | null = null;
   const readDevices = (): Promise<GpuDevice[]> => source.graphics().then((g) => normalizeControllers(g.controllers));
+  const sampleDevices = (): Promise<GpuDevice[]> => {
+    if (noGpuListing !== null && clock.now() - noGpuListing.at < relistMs) return noGpuListing.devices;
+    const at = clock.now();
+    const listing = readDevices();
+    noGpuListing = null;
+    void listing.then(
+      (listed) => {
+        if (!listed.some((gpu) => gpu.usedBytes !== null)) noGpuListing = { at, devices: listing };
+      },
+      () => undefined,
+    );
+    return listing;
+  };
   return {
     async probe() {
       const engine = engineDevices === null ? null : await engineDevices();
       // A failed first listing is not kept: the next probe tries again.
-      const listing = listOnce ? (devices ??= readDevices().catch((error: unknown) => { devices = null; throw error; })) : readDevices();
+      const listing = listOnce ? (devices ??= readDevices().catch((error: unknown) => { devices = null; throw error; })) : sampleDevices();
       const [listed, mem, amdReading] = await Promise.all([listing, source.mem(), amd === null ? null : amd()]);
       const merged = mergeDevices(listed, { amd: amdReading, engine });
       const result: ProbeResult = { gpus: merged.gpus, host: normalizeMem(mem) };

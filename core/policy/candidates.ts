@@ -62,6 +62,22 @@ export function candidatesOf(
   return { candidates, desiredIds, residentById };
 }
 
+/**
+ * The residents nobody desires: those a pin or a request holds (kept wherever they are, in id
+ * order so that fractional sizes sum the same in any input order), and the rest, to evict.
+ */
+export function undesiredResidents<R extends Resident>(resident: readonly R[], desiredIds: ReadonlySet<string>): { forced: R[]; toEvict: R[] } {
+  const forced: R[] = [];
+  const toEvict: R[] = [];
+  for (const r of resident) {
+    if (desiredIds.has(r.modelId)) continue;
+    if (r.pinned || r.active) forced.push(r);
+    else toEvict.push(r);
+  }
+  forced.sort((a, b) => compareIds(a.modelId, b.modelId));
+  return { forced, toEvict };
+}
+
 export function needOf(c: Candidate): Need {
   const draft = c.desired.draft;
   return draft === undefined ? { bytes: c.cost } : { bytes: c.cost, draft: { modelId: draft.modelId, bytes: c.draftBytes } };

@@ -13,6 +13,7 @@ export {
   degradedContext,
   footprintAt,
   LAUNCH_LEVELS,
+  layerCostAt,
   partialLayers,
   type FootprintEstimate,
   type LaunchLevel,

@@ -6,6 +6,7 @@
 // plan said was free. The 'partial' split (partialLayers) is shared with the argv for the
 // same reason: the `-ngl` it passes is the share of layers the estimate put on the device.
 import { nonNegative } from './non-negative.js';
+import type { LayerCost } from './place.js';
 
 /**
  * How far a launch shrinks a model to make it run, in climbing order.
@@ -62,12 +63,40 @@ export interface FootprintEstimate {
   /** The compute buffer, bytes. */
   computeBytes: number;
   /**
+   * What the engine process itself costs where the model runs, bytes: its runtime in host RAM,
+   * its backend's context on a GPU (core/engine/runtime-overhead.ts). Paid once per process, at
+   * any context, and on each device a split uses. Absent: 0 (the catalog's own estimate; the
+   * daemon prices it in).
+   */
+  runtimeBytes?: number;
+  /**
    * The repeating blocks (transformer layers) a full launch puts on the device: the model's
    * block count, capped by its configured GPU layers. Weights and KV above are the bytes of
    * these layers, which is what lets 'partial' split them by layer. Absent, zero, negative
    * or not finite: unknown, and 'partial' costs what 'minimal' does.
    */
   layers?: number;
+  /**
+   * The weights of one repeating block, bytes: the largest block's, so that any N blocks cost
+   * at most N of these wherever they go (blocks differ: a mixture of experts with dense first
+   * blocks, interleaved layers). With nonBlockWeightsBytes, what costs any split and any
+   * `-ngl` (layerCostAt); the catalog keeps weightsBytes = nonBlockWeightsBytes + layers ×
+   * blockWeightsBytes. Absent: the layers cannot be costed one by one, and 'partial' moves
+   * weights and KV to host RAM in proportion to the layers instead.
+   */
+  blockWeightsBytes?: number;
+  /**
+   * Of blockWeightsBytes, the mixture-of-experts expert tensors that `--n-cpu-moe` keeps on the
+   * CPU, per block: a figure N × which never exceeds what `--n-cpu-moe N` really moves (it
+   * takes the first N blocks, dense ones included), so the device share errs large. 0 or
+   * absent for a dense model.
+   */
+  expertBytesPerBlock?: number;
+  /**
+   * The weights that are not in a block and go on the main device whatever the split: the
+   * output tensors, the embeddings, a multimodal projector; bytes.
+   */
+  nonBlockWeightsBytes?: number;
   /**
    * The speculative-decoding draft, loaded in the same process. Its own contextTokens is
    * ignored: llama-server runs the draft at the primary's context. So are its layers: a
@@ -87,16 +116,18 @@ export interface LevelFootprint {
 
 /**
  * The memory a model takes at a level, its draft included. 'full' and 'degraded' put
- * everything on the device. 'partial' takes the degraded bytes and moves the host share of the
- * layers (weights and KV, (L − N)/L of them for N = partialLayers(L)) to host RAM; the compute
- * buffer and the draft stay on the device. 'minimal' puts all the degraded bytes in host RAM,
- * as does 'partial' when N is 0. So device + host is the degraded total at every level below
- * 'full', and the caller checks hostBytes against free RAM (see hostMemoryReason). Negative
- * inputs count as zero. Pure and total: never throws.
+ * everything on the device. 'partial' takes the degraded bytes and moves the layers that do
+ * not stay (L − N of them for N = partialLayers(L)) to host RAM: with per-block figures, those
+ * blocks' weights and KV (what layerCostAt says a block costs), the rest staying on the device;
+ * without them, (L − N)/L of all weights and KV. The compute buffer and the draft stay on the
+ * device. 'minimal' puts all the degraded bytes in host RAM, as does 'partial' when N is 0. So
+ * device + host is the degraded total at every level below 'full', and the caller checks
+ * hostBytes against free RAM (see hostMemoryReason). With per-block figures the device total
+ * at a level is layerCostAt's: main + compute + layers × perLayer (+ the draft), so `place`
+ * and this function cost a model alike. Negative inputs count as zero. Pure and total: never throws.
  */
 export function footprintAt(level: LaunchLevel, estimate: FootprintEstimate): LevelFootprint {
-  const configured = nonNegative(Math.floor(estimate.contextTokens));
-  const contextTokens = level === 'full' ? configured : degradedContext(configured);
+  const contextTokens = contextAt(level, estimate.contextTokens);
   const bytes = bytesAtContext(estimate, contextTokens);
   switch (level) {
     case 'full':
@@ -111,24 +142,67 @@ export function footprintAt(level: LaunchLevel, estimate: FootprintEstimate): Le
   }
 }
 
+/**
+ * The estimate as `place`'s LayerCost, at the level's context (the configured one at 'full',
+ * degradedContext below): a block costs its weights (the largest block's) and its share of
+ * the KV cache, kvBytesPerToken × context / layers, rounded up; the non-block weights go on the
+ * main device; every device that holds layers reserves the compute buffer and the engine's
+ * runtime, and in a split the compute buffer once more (pipelineComputeBytes). The draft is not in
+ * it: `place` adds the draft's footprint to the main device. Undefined when the model cannot
+ * be costed layer by layer: no per-block figures (an estimate made without them), or no
+ * layer to place (layers unknown, 0 or negative). Negative inputs count as zero. Pure and
+ * total: never throws.
+ */
+export function layerCostAt(level: LaunchLevel, estimate: FootprintEstimate): LayerCost | undefined {
+  return layerCostAtContext(estimate, contextAt(level, estimate.contextTokens));
+}
+
+function layerCostAtContext(estimate: FootprintEstimate, contextTokens: number): LayerCost | undefined {
+  const layers = layerCount(estimate.layers ?? 0);
+  if (layers < 1 || estimate.blockWeightsBytes === undefined || estimate.nonBlockWeightsBytes === undefined) return undefined;
+  const block = nonNegative(estimate.blockWeightsBytes);
+  return {
+    layers,
+    perLayerBytes: block + Math.ceil((nonNegative(estimate.kvBytesPerToken) * contextTokens) / layers),
+    expertBytesPerLayer: Math.min(block, nonNegative(estimate.expertBytesPerBlock ?? 0)),
+    mainBytes: nonNegative(estimate.nonBlockWeightsBytes),
+    computeBytesPerDevice: nonNegative(estimate.computeBytes) + nonNegative(estimate.runtimeBytes ?? 0),
+    pipelineComputeBytes: nonNegative(estimate.computeBytes),
+  };
+}
+
+/** The context a level launches with: the configured one at 'full', degradedContext below. */
+function contextAt(level: LaunchLevel, configuredTokens: number): number {
+  const configured = nonNegative(Math.floor(configuredTokens));
+  return level === 'full' ? configured : degradedContext(configured);
+}
+
 function bytesAtContext(estimate: FootprintEstimate, contextTokens: number): number {
-  const own = layerBytesAtContext(estimate, contextTokens) + nonNegative(estimate.computeBytes);
+  const own = layerBytesAtContext(estimate, contextTokens) + nonNegative(estimate.computeBytes) + nonNegative(estimate.runtimeBytes ?? 0);
   return estimate.draft === undefined ? own : own + bytesAtContext(estimate.draft, contextTokens);
 }
 
-/** The bytes that live with the layers: weights and the KV cache, which llama.cpp places with each layer. */
+/**
+ * The weights and the KV cache (which llama.cpp places with each layer): layerCostAt's main +
+ * layers × perLayer where the estimate has per-block figures, weights + KV otherwise.
+ */
 function layerBytesAtContext(estimate: FootprintEstimate, contextTokens: number): number {
+  const cost = layerCostAtContext(estimate, contextTokens);
+  if (cost !== undefined) return cost.mainBytes + cost.layers * cost.perLayerBytes;
   return nonNegative(estimate.weightsBytes) + nonNegative(estimate.kvBytesPerToken) * contextTokens;
 }
 
 /**
- * The host share of a 'partial' launch: the layers that stay off the device, their bytes
+ * The host share of a 'partial' launch: the layers that stay off the device. Per block where
+ * the estimate says what a block costs; otherwise their proportion of the weights and KV,
  * rounded down so the device share errs large (the device is the budget a wrong guess OOMs).
  */
 function partialHostBytes(estimate: FootprintEstimate, contextTokens: number, totalBytes: number): number {
   const layers = layerCount(estimate.layers ?? 0);
   const onDevice = partialLayers(layers);
   if (onDevice === 0) return totalBytes;
+  const cost = layerCostAtContext(estimate, contextTokens);
+  if (cost !== undefined) return (layers - onDevice) * cost.perLayerBytes;
   return Math.floor((layerBytesAtContext(estimate, contextTokens) * (layers - onDevice)) / layers);
 }
 

@@ -16,10 +16,12 @@
 // placement is tried first in the room nobody holds, then in the room it would have after
 // evicting the models that rank below it, before a slower placement is tried: an idle,
 // lower-ranked model is evicted before a requested model is slowed, and only on the GPU that
-// needs the room. A model without a layer cost is one indivisible footprint on one GPU, exactly
+// needs the room. A running model that fits where it is stays there (moving an idle one up to a
+// faster placement once room comes back is the controller's call: see its moveUp). A model
+// without a layer cost is one indivisible footprint on one GPU, exactly
 // as `schedule` treats it; with one device and no host RAM to spare, `place` gives `schedule`'s
 // very plan (property-tested against it).
-import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, type Candidate } from './candidates.js';
+import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, undesiredResidents, type Candidate } from './candidates.js';
 import { nonNegative } from './non-negative.js';
 import { formatBytes, needs, reasonWriter, withHolder, type Holder, type HoldReason, type ReasonWriter, type Room } from './reasons.js';
 import type { Desired, LeftOut, Plan, Resident } from './schedule.js';
@@ -46,8 +48,15 @@ export interface LayerCost {
   expertBytesPerLayer: number;
   /** What goes on the main device whatever the split: the output and embedding tensors, a projector, bytes. */
   mainBytes: number;
-  /** The compute buffer each device that holds layers reserves, bytes. */
+  /** The compute buffer each device that holds layers reserves, and the engine's runtime there, bytes. */
   computeBytesPerDevice: number;
+  /**
+   * What each device of a split reserves on top, bytes: llama.cpp runs a layer split over
+   * several devices as a pipeline (pipeline parallelism), which keeps a compute buffer per stage
+   * in flight; measured 1.8–1.9× one device's compute buffer per device (BENCHMARKS §6), so a
+   * split pays it once more. Absent: 0.
+   */
+  pipelineComputeBytes?: number;
 }
 
 /** A desired model as `place` sees it: `schedule`'s, with what it takes to split it. */
@@ -66,7 +75,10 @@ export interface Placement {
    * in host RAM; cpu: nothing on a device.
    */
   kind: 'gpu' | 'split' | 'mixed' | 'partial' | 'cpu';
-  /** The devices it uses, the main one first (it holds the draft, the output tensors and the projector). */
+  /**
+   * The devices it uses, the main one first: it holds the draft, the output tensors and the
+   * projector (in a split, the last device in index order, where llama.cpp puts the output).
+   */
   devices: { index: number; layers: number; bytes: number }[];
   /** Layers whose expert tensors stay in host RAM (`--n-cpu-moe`); 0 for a dense model. */
   cpuMoeLayers: number;
@@ -201,15 +213,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   };
 
   // Forced residents first, desired or not, where they are: nothing pinned or busy is moved.
-  const toEvict: PlacedResident[] = [];
-  const forcedUndesired: PlacedResident[] = [];
-  for (const r of resident) {
-    if (desiredIds.has(r.modelId)) continue;
-    if (r.pinned || r.active) forcedUndesired.push(r);
-    else toEvict.push(r);
-  }
-  // In id order, so that fractional sizes sum the same in any input order.
-  forcedUndesired.sort((a, b) => compareIds(a.modelId, b.modelId));
+  const { forced: forcedUndesired, toEvict } = undesiredResidents(resident, desiredIds);
   for (const r of forcedUndesired) hold(r.modelId, placementOf(r), r.pinned ? 'pinned' : 'active', 0, true);
 
   const placements: Record<string, Placement> = {};
@@ -426,11 +430,12 @@ function layeredTotal(cost: LayerCost, draftBytes: number, layers: number): numb
 
 /**
  * A layer split over the fewest of `group`'s roomiest devices that holds the model, shares in
- * proportion to their room; the roomiest is the main device. Null when even all of them cannot.
+ * proportion to their room; the last of them in device order holds the output and the draft
+ * (the main device). Null when even all of them cannot.
  */
 function split(tier: 'split' | 'mixed', group: readonly Device[], free: (d: Device) => number, cost: LayerCost, draftBytes: number): Placement | null {
   const perLayer = nonNegative(cost.perLayerBytes);
-  const compute = nonNegative(cost.computeBytesPerDevice);
+  const compute = nonNegative(cost.computeBytesPerDevice) + nonNegative(cost.pipelineComputeBytes ?? 0);
   const main = nonNegative(cost.mainBytes) + draftBytes;
   // Even every device of the group together is short: the common case on a full workstation,
   // answered before anything is sorted or allocated.
@@ -439,14 +444,18 @@ function split(tier: 'split' | 'mixed', group: readonly Device[], free: (d: Devi
   if (together < cost.layers * perLayer) return null;
   const roomiest = [...group].sort((a, b) => free(b) - free(a) || a.index - b.index);
   for (let k = 2; k <= roomiest.length; k++) {
-    const chosen = roomiest.slice(0, k);
-    const rooms = chosen.map((device, i) => Math.max(0, free(device) - compute - (i === 0 ? main : 0)));
+    // In device order: llama.cpp assigns a split's layers by device index and puts the output
+    // layer after the last block, on the last device; the draft goes with it here.
+    const chosen = roomiest.slice(0, k).sort((a, b) => a.index - b.index);
+    const last = chosen.length - 1;
+    const rooms = chosen.map((device, i) => Math.max(0, free(device) - compute - (i === last ? main : 0)));
     const capacity = rooms.map((room) => (perLayer > 0 ? Math.floor(room / perLayer) : cost.layers));
     const layers = proportionalShares(cost.layers, rooms, capacity);
     if (layers === null) continue;
-    const parts = chosen.map((device, i) => ({ index: device.index, layers: layers[i] as number, bytes: compute + (i === 0 ? main : 0) + (layers[i] as number) * perLayer }));
+    const parts = chosen.map((device, i) => ({ index: device.index, layers: layers[i] as number, bytes: compute + (i === last ? main : 0) + (layers[i] as number) * perLayer }));
     if (parts.some((part, i) => part.bytes > free(chosen[i] as Device))) continue;
-    return { kind: tier, devices: parts, cpuMoeLayers: 0, hostBytes: 0 };
+    // The device holding the output (and the draft) is the main one, listed first.
+    return { kind: tier, devices: [parts[last] as Placement['devices'][number], ...parts.slice(0, last)], cpuMoeLayers: 0, hostBytes: 0 };
   }
   return null;
 }

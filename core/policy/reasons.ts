@@ -118,7 +118,8 @@ export function reasonWriter(budgetBytes: number): ReasonWriter {
   const wordsOf = (room: Room): string => {
     let words = roomWords.get(room);
     if (words === undefined) {
-      words = `${budget} budget, ${formatBytes(room.heldBytes)} held by ${holderList(room.named, room.holderCount)}, ${left(room.heldBytes)}`;
+      // An empty budget says so rather than "0 B held by nothing".
+      words = room.holderCount === 0 && room.heldBytes <= 0 ? `${budget} budget, all free` : `${budget} budget, ${formatBytes(room.heldBytes)} held by ${holderList(room.named, room.holderCount)}, ${left(room.heldBytes)}`;
       roomWords.set(room, words);
     }
     return words;

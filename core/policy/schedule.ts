@@ -12,7 +12,7 @@
 // right, that is a second, standalone process with its own entry and its own memory (a
 // llama-server cannot share a loaded draft with another server), and it is scheduled like
 // any other model.
-import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, type Candidate } from './candidates.js';
+import { candidatesOf, leastRecentlyUsedFirst, needOf, undesiredResidents, type Candidate } from './candidates.js';
 import { nonNegative } from './non-negative.js';
 import { reasonWriter, withHolder, type Holder, type HoldReason, type Room } from './reasons.js';
 
@@ -113,15 +113,7 @@ export function schedule(desired: readonly Desired[], resident: readonly Residen
   const budgetBytes = nonNegative(budget);
   const { candidates, desiredIds } = candidatesOf('schedule', desired, resident);
 
-  const toEvict: Resident[] = [];
-  const forcedUndesired: Resident[] = [];
-  for (const r of resident) {
-    if (desiredIds.has(r.modelId)) continue;
-    if (r.pinned || r.active) forcedUndesired.push(r);
-    else toEvict.push(r);
-  }
-  // Summed in id order so that fractional footprints give the same total in any input order.
-  forcedUndesired.sort((a, b) => compareIds(a.modelId, b.modelId));
+  const { forced: forcedUndesired, toEvict } = undesiredResidents(resident, desiredIds);
 
   let held = 0;
   let holderCount = 0;

@@ -31,12 +31,17 @@ export type Activation =
   | { kind: 'refused'; error: RouterError }
   | { kind: 'client_gone' };
 
-/** Resolves once the request holds an engine, must be refused, or its client left. Never rejects. */
+/**
+ * Resolves once the request holds an engine, must be refused, or its client left. Never rejects.
+ * `onWaiting` is called once, synchronously, when the request starts to wait (its model is not
+ * claimable and not refused): where a streamed request's progress comments begin.
+ */
 export async function activate(
   gateway: ModelGateway,
   modelId: string,
   clientGone: AbortSignal,
   options: ActivationOptions,
+  onWaiting: () => void = () => {},
 ): Promise<Activation> {
   const known = gateway.whyUnservable(modelId);
   if (known?.code === 'model_quarantined') return refuse(modelId, known);
@@ -56,11 +61,16 @@ export async function activate(
       await untilSettledOrAborted(gateway.reconcileNow(), bound.signal);
       if (bound.signal.aborted) return ended(bound.signal, gateway, modelId, options);
     }
+    let toldWaiting = false;
     for (;;) {
       const why = gateway.whyUnservable(modelId);
       if (why !== null) return refuse(modelId, why);
       const claim = gateway.claim(modelId);
       if (claim !== null) return { kind: 'ready', claim };
+      if (!toldWaiting) {
+        toldWaiting = true;
+        onWaiting();
+      }
       try {
         await gateway.nextChange(bound.signal);
       } catch (error) {

@@ -28,6 +28,7 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
   const { body, model } = parsed;
   return {
     model,
+    streamError: body.stream === true ? (error) => anthropicErrorEvent(anthropicErrorBody(error)) : null,
     send(claim, fallingBack, clientGone) {
       const { servedBy } = claim;
       const renamed = fallingBack ? servedBy : null;
@@ -60,6 +61,7 @@ export function countTokensRequest(agent: http.Agent, res: ServerResponse, raw: 
   const { body, model } = parsed;
   return {
     model,
+    streamError: null,
     send(claim, _fallingBack, clientGone) {
       // The count names no model, so a fallback needs no renaming: only its tokenizer counts.
       if (claim.anthropicMessages) {

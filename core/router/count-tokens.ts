@@ -15,7 +15,7 @@ import type { AnthropicTokenCount } from '../contracts/anthropic.js';
 import type { OpenAIChatMessage } from '../contracts/openai.js';
 import { anthropicEngineError, anthropicErrorBody } from './anthropic-errors.js';
 import { callEngine } from './engine-call.js';
-import { ERROR_SOURCE_HEADER, sendError } from './errors.js';
+import { ERROR_SOURCE_HEADER, engineBadAnswer, sendError } from './errors.js';
 import type { EngineClaim } from './model-gateway.js';
 import { hungError, SERVED_BY_HEADER, type ForwardOutcome } from './upstream.js';
 import { isObject } from './validate-request.js';
@@ -88,18 +88,7 @@ async function step<T>(
   }
   const value = read(parse(call.text));
   if (value !== null) return { kind: 'value', value };
-  sendError(
-    res,
-    {
-      status: 502,
-      source: 'engine',
-      type: 'engine_error',
-      code: 'engine_bad_answer',
-      param: null,
-      message: `The model server for '${servedBy}' answered ${path} with something that is not llama-server's answer: ${JSON.stringify(call.text.slice(0, 200))}.`,
-    },
-    anthropicErrorBody,
-  );
+  sendError(res, engineBadAnswer(servedBy, `answered ${path}`, call.text), anthropicErrorBody);
   return { kind: 'answered' };
 }
 

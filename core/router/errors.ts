@@ -8,6 +8,7 @@
 // 'engine_error' in its error event instead.
 import type { ServerResponse } from 'node:http';
 import type { OpenAIErrorBody, OpenAIErrorSource } from '../contracts/openai.js';
+import { endOpenedStream } from './opened-stream.js';
 
 export const ERROR_SOURCE_HEADER = 'x-llmtray-error-source';
 
@@ -34,8 +35,13 @@ export function errorBody(error: Pick<RouterError, 'message' | 'type' | 'param' 
  */
 export type ErrorShape = (error: RouterError) => unknown;
 
-/** Writes the error in `shape` unless a response is already under way (then there is no one to tell). */
+/**
+ * Writes the error in `shape` unless a response is already under way (then there is no one to
+ * tell) — but an event stream the router opened before the engine answered ends with the error
+ * as an event instead (opened-stream.ts).
+ */
 export function sendError(res: ServerResponse, error: RouterError, shape: ErrorShape = errorBody): void {
+  if (endOpenedStream(res, error)) return;
   if (res.headersSent || res.destroyed) return;
   const body = JSON.stringify(shape(error));
   res.writeHead(error.status, {
@@ -45,6 +51,21 @@ export function sendError(res: ServerResponse, error: RouterError, shape: ErrorS
     [ERROR_SOURCE_HEADER]: error.source,
   });
   res.end(body);
+}
+
+/**
+ * An engine's 2xx answer that is not what its API promises (`what`: "answered /tokenize"): 502,
+ * quoting its start, so a person sees what the engine said instead.
+ */
+export function engineBadAnswer(servedBy: string, what: string, text: string): RouterError {
+  return {
+    status: 502,
+    source: 'engine',
+    type: 'engine_error',
+    code: 'engine_bad_answer',
+    param: null,
+    message: `The model server for '${servedBy}' ${what} with something that is not the answer its API promises: ${JSON.stringify(text.slice(0, 200))}.`,
+  };
 }
 
 /** A client mistake in the request itself: 400, naming the field. */

@@ -62,6 +62,24 @@ export interface EngineClaim {
   release(): void;
 }
 
+/**
+ * What a request waiting for its model waits on at this moment, as facts the router words for a
+ * streamed client's progress comments. `servedBy` is the model that will answer: the requested
+ * one, or its fallback while it falls back.
+ * - loading: its server is starting; `fraction` 0…1 from the engine's own load progress, or
+ *   `estimated` from the time its last load took; null when there is no basis for either.
+ * - memory: the plan keeps it out until busy or higher-ranked models make room (or they are
+ *   being evicted for it).
+ * - turn: it is loaded, but requests for models that waited longer go first (see claim).
+ * - stopping: its previous server is stopping (a relaunch at another level, an eviction).
+ * - retry: its last launch failed (`failure`, the kind) and the recovery ladder tries again.
+ * - queued: it is wanted and has not started loading yet.
+ */
+export type WaitProgress =
+  | { kind: 'loading'; servedBy: string; fraction: number | null; estimated: boolean }
+  | { kind: 'memory' | 'turn' | 'stopping' | 'queued'; servedBy: string }
+  | { kind: 'retry'; servedBy: string; failure: string };
+
 export interface ModelGateway {
   /**
    * The catalog id for a request's `model`: an id or an alias. Non-blocking, pure lookup.
@@ -90,6 +108,13 @@ export interface ModelGateway {
    * ("it is waiting for memory: needs 105 MiB; … held by active demo-tiny"). Non-blocking, pure.
    */
   waitReason(modelId: string): string;
+
+  /**
+   * What a request for the model waits on now, for the progress comments a streamed request
+   * gets while it waits. Optional: without it the comments say only how long it has waited.
+   * Non-blocking, pure.
+   */
+  waitProgress?(modelId: string): WaitProgress;
 
   /**
    * Runs (or joins) one fresh controller pass that sees every demand made before the call,

@@ -18,7 +18,8 @@ import { errorBody, sendError, type ErrorShape, type RouterError } from './error
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
 import { readBody } from './read-body.js';
 import { answerPreflight, applyCors, refuseApiKey, refuseHostOrOrigin } from './request-guard.js';
-import { forwardToEngine, openAIAnswer, unreachableError, type ModelRequest } from './upstream.js';
+import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
+import { ProgressComments } from './progress-comments.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
 
@@ -154,6 +155,7 @@ export function createRouter(options: RouterOptions): Router {
     if (!parsed.ok) return parsed.error;
     return {
       model: parsed.model,
+      streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
       send: (claim, fallingBack, clientGone) =>
         forwardToEngine(agent, res, clientGone, claim, {
           path,
@@ -178,6 +180,10 @@ export function createRouter(options: RouterOptions): Router {
     if (!('send' in request)) return sendError(res, request, shape);
     const resolved = gateway.resolve(request.model);
     if (resolved === undefined) return sendError(res, unknownModel(request.model, gateway.modelIds()), shape);
+    // A streamed request that has to wait hears why, as SSE comments, from the moment it waits.
+    const { streamError } = request;
+    const progress =
+      streamError === null ? null : new ProgressComments(res, resolved.modelId, () => gateway.waitProgress?.(resolved.modelId) ?? null, streamError);
 
     // At most two tries. An engine that dies closes its sockets before its exit reaches the
     // supervisor, so a request sent in that gap meets a refused or reset connection though the
@@ -187,7 +193,8 @@ export function createRouter(options: RouterOptions): Router {
     // an answer cannot be taken back. Cost of the rule: a request that itself kills the engine
     // kills it twice — the recovery ladder still quarantines a model that dies on every request.
     for (let attempt = 1; ; attempt++) {
-      const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation);
+      const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation, () => progress?.start());
+      progress?.stop();
       if (ready.kind === 'client_gone') return;
       if (ready.kind === 'refused') return sendError(res, ready.error, shape);
       const { claim } = ready;

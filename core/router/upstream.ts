@@ -15,8 +15,9 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { ERROR_SOURCE_HEADER, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
+import { ERROR_SOURCE_HEADER, engineBadAnswer, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { EngineClaim, EngineLost } from './model-gateway.js';
+import { engineAnswerError, isOpenedEarly, type ErrorEvent } from './opened-stream.js';
 
 export const SERVED_BY_HEADER = 'x-llmtray-served-by';
 
@@ -63,8 +64,13 @@ export function openAIAnswer(rewriteModelTo: string | null): AnswerShape {
     stream: rewriteModelTo === null ? null : () => new SseModelRewriter(rewriteModelTo),
     error: null,
     errors: errorBody,
-    streamError: (error) => `data: ${JSON.stringify(errorBody(error))}\n\n`,
+    streamError: openAIErrorEvent,
   };
+}
+
+/** OpenAI's error event in a stream: a `data:` line with the error body, which the SDKs raise as an APIError. */
+export function openAIErrorEvent(error: RouterError): string {
+  return `data: ${JSON.stringify(errorBody(error))}\n\n`;
 }
 
 /**
@@ -74,6 +80,12 @@ export function openAIAnswer(rewriteModelTo: string | null): AnswerShape {
 export interface ModelRequest {
   /** The request's `model`, as the client named it. */
   model: string;
+  /**
+   * For a request that asked for an event stream: how its API spells an error event, so that the
+   * router may open the stream while the model loads (progress comments) and still end it with
+   * any error it meets afterwards (opened-stream.ts). Null: not streamed; nothing is sent early.
+   */
+  streamError: ErrorEvent | null;
   /**
    * Sends the request to the claimed engine and relays the answer to the client (`fallingBack`:
    * the claim's model stands in for the requested one). Never rejects; see ForwardOutcome.
@@ -114,8 +126,10 @@ export function forwardToEngine(
   const cancel = (): void => void upstream.destroy();
   clientGone.addEventListener('abort', cancel, { once: true });
 
-  // What was relayed so far: a cut stream gets its error event on a line of its own; a cut JSON answer is cut.
-  const relayed: Relayed = { tail: '', eventStream: false };
+  // What was relayed so far: a cut stream gets its error event on a line of its own; a cut JSON
+  // answer is cut. A stream the router opened already (progress comments) is an event stream
+  // whose last comment ended with its blank line.
+  const relayed: Relayed = isOpenedEarly(res) ? { tail: '\n\n', eventStream: true } : { tail: '', eventStream: false };
   return new Promise((resolve) => {
     let answered = false;
     upstream.once('error', (error: NodeJS.ErrnoException) => {
@@ -233,6 +247,10 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: Engine
     headers['x-accel-buffering'] = 'no';
   }
 
+  // The router opened this request's stream while its model loaded: the 200 and the stream's
+  // headers went out already, so the engine's own stream continues it as it is, and anything
+  // else it answers (a refusal, or JSON for a streamed request) ends it as an error event.
+  if (isOpenedEarly(res) && !(status < 400 && isEventStream)) return endOpenedWithAnswer(answer, res, status, claim);
   const errorTransform = shape.error;
   if (status >= 400 && errorTransform !== null) {
     relayCollected(answer, res, status, { ...headers, 'content-type': 'application/json' }, (text) => errorTransform(text, status), claim, shape);
@@ -247,7 +265,7 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: Engine
   if (rewriter === null && answer.headers['content-length'] !== undefined) {
     headers['content-length'] = answer.headers['content-length'];
   }
-  res.writeHead(status, headers);
+  if (!isOpenedEarly(res)) res.writeHead(status, headers);
   answer.on('data', (chunk: Buffer) => {
     if (res.writableEnded || res.destroyed) return;
     claim.progressed();
@@ -264,6 +282,19 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: Engine
     } else {
       endBrokenAnswer(res, relayed, shape, servedBy, 'it closed the connection mid-answer', 'engine_stream_interrupted');
     }
+  });
+}
+
+/** Collects an engine's answer that cannot continue an early-opened stream, and ends the stream with it as an error event. */
+function endOpenedWithAnswer(answer: IncomingMessage, res: ServerResponse, status: number, claim: EngineClaim): void {
+  const chunks: Buffer[] = [];
+  answer.on('data', (chunk: Buffer) => {
+    claim.progressed();
+    chunks.push(chunk);
+  });
+  answer.once('close', () => {
+    const text = Buffer.concat(chunks).toString('utf8');
+    sendError(res, answer.complete ? engineAnswerError(text, status, claim.servedBy) : unreachableError(claim.servedBy, 'it closed the connection mid-answer'));
   });
 }
 
@@ -306,18 +337,7 @@ function relayCollected(
     const text = Buffer.concat(chunks).toString('utf8');
     const body = transform(text);
     if (body === null) {
-      sendError(
-        res,
-        {
-          status: 502,
-          source: 'engine',
-          type: 'engine_error',
-          code: 'engine_bad_answer',
-          param: null,
-          message: `The model server for '${servedBy}' answered ${status} with something that is not the answer its API promises: ${JSON.stringify(text.slice(0, 200))}.`,
-        },
-        shape.errors,
-      );
+      sendError(res, engineBadAnswer(servedBy, `answered ${status}`, text), shape.errors);
       return;
     }
     res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });

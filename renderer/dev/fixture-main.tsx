@@ -16,6 +16,7 @@ const SCENARIOS: Record<string, () => Snapshot> = {
     configErrors: ["/home/ada/.config/llmtray/config.yaml: models[2].ctx: expected a whole number of tokens, got '16k'"],
   }),
   'two-gpus': scenarios.twoGpusWithOtherProgram,
+  placed: scenarios.placedOnTwoGpus,
   fallback: scenarios.fallbackServing,
   partial: scenarios.partlyOnCpu,
   cpu: scenarios.degradedToCpu,

@@ -34,6 +34,7 @@ const SHOTS = [
   { name: 'config-error', query: 'scenario=config-error' },
   { name: 'reconnecting', query: 'scenario=showcase&lost=1' },
   { name: 'cpu', query: 'scenario=cpu' },
+  { name: 'placed', query: 'scenario=placed' },
 ];
 
 await build({

@@ -9,9 +9,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
-import { argvFor, EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch-spec.js';
+import { argvFor, type LaunchSpec } from '../../core/engine/launch-spec.js';
 import { apiKeyDir, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from '../../core/engine/supervisor/api-key-file.js';
-import { embeddedEntryPath } from '../../core/engine/supervisor/engine-command.js';
+import { defaultEngineCommand } from '../../core/engine/supervisor/engine-command.js';
 import { freeLoopbackPort } from '../../core/engine/supervisor/free-port.js';
 import { LineSplitter } from '../../core/engine/supervisor/log-ring.js';
 import { checkHealth } from '../../core/engine/supervisor/readiness.js';
@@ -93,15 +93,17 @@ process.on('exit', () => {
 });
 
 /**
- * Spawns the embedded engine for `spec` at `level` on a free loopback port, its key in a 0600
- * file as the supervisor passes it. Resolves once it has started.
+ * Spawns the engine for `spec` at `level` on a free loopback port, its key in a 0600 file as
+ * the supervisor passes it: the embedded engine, or for a llama-server spec the binary at
+ * `llamaServerPath`, with the command and argv the supervisor would use. Resolves once it has started.
  */
-export async function startDirectEngine(spec: LaunchSpec, level: LaunchLevel = 'full'): Promise<DirectEngine> {
+export async function startDirectEngine(spec: LaunchSpec, level: LaunchLevel = 'full', llamaServerPath: string | null = null): Promise<DirectEngine> {
   const port = await freeLoopbackPort();
   const apiKey = randomBytes(24).toString('hex');
   const keyFile = newApiKeyFilePath(apiKeyDir(await benchDir()));
   await writeApiKeyFile(keyFile, apiKey);
-  const args = [embeddedEntryPath(), ...argvFor(spec, level, EMBEDDED_CAPABILITIES, port, { keyFile })];
+  const engine = await defaultEngineCommand({ llamaServerPath })(spec);
+  const args = [...engine.args, ...argvFor(spec, level, engine.capabilities, port, { keyFile })];
   const lines: TimedLine[] = [];
   let onReady: (at: number) => void = () => {};
   let onGone: (error: Error) => void = () => {};
@@ -111,7 +113,7 @@ export async function startDirectEngine(spec: LaunchSpec, level: LaunchLevel = '
   });
   readyLine.catch(() => undefined);
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...spec.env } });
+  const child = spawn(engine.command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...spec.env } });
   live.add(child);
   recordLines(child, (line) => {
     lines.push(line);

@@ -13,21 +13,38 @@
 //   pages that were touched, so a buffer reserved for the worst case and used only in part
 //   shows less than it allocates: that is the difference between the two measurements.
 // Goal: the estimate within ±10 % of the measured model memory.
-import { writeFile } from 'node:fs/promises';
+//
+// Then the layer costs (layerCostAt), which place() splits models with:
+// - per block: demo-chat split in three files (embeddings and blocks 0–3, blocks 4–7, the
+//   output), loaded mapped, so llama.cpp logs one model buffer per file: the middle one is four
+//   blocks' weights as llama.cpp holds them, against four of the estimate's blocks;
+// - per device, where a device is there: -ngl all, a partial -ngl and a split over two devices,
+//   each device's buffers against what layerCostAt says its blocks cost. A CPU build has one
+//   device, so this needs a GPU, or Vulkan on the CPU: mesa's lavapipe (LLMTRAY_BENCH_VULKAN=1,
+//   see BENCHMARKS.md).
+// llama-server is measured beside the embedded engine when LLMTRAY_LLAMA_SERVER names one.
+import { open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Catalog } from '../../core/catalog/catalog.js';
-import { parseBufferSize } from '../../core/engine/supervisor/memory-measure.js';
+import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
+import { writeSplitLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
+import { readGgufHeader } from '../../core/catalog/gguf-reader.js';
+import type { LaunchSpec } from '../../core/engine/launch-spec.js';
+import { probeCapabilities } from '../../core/engine/llama-server/capabilities.js';
+import { isDeviceBuffer, parseBufferSize } from '../../core/engine/supervisor/memory-measure.js';
 import { treeResidentBytes } from '../../core/engine/supervisor/process-tree.js';
-import { footprintAt } from '../../core/policy/levels.js';
+import { footprintAt, layerCostAt, type FootprintEstimate } from '../../core/policy/levels.js';
 import { benchModels, scratchDir } from './bench-models.js';
 import { benchSpec, pollUntilHealthy, startDirectEngine, type DirectEngine } from './engine-process.js';
 import { chatBody, timedPost } from './http-client.js';
-import { fixed, mib, printTable, signed, verdict } from './stats.js';
+import { fixed, MIB, mib, printTable, signed, verdict } from './stats.js';
 
 const TARGET_ERROR = 0.1;
 const GENERATED_TOKENS = 8;
 /** node-llama-cpp hands llama.cpp's log lines over in batches, some after "model loaded"; wait this long for the compute line. */
 const LOG_WAIT_MS = 3_000;
+const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'] ?? null;
+const VULKAN = process.env['LLMTRAY_BENCH_VULKAN'] === '1';
 
 interface Case {
   id: string;
@@ -41,6 +58,8 @@ const CASES: Case[] = [
   { id: 'chat-8192', file: 'chat', contextTokens: 8192 },
 ];
 
+type EngineName = 'embedded' | 'llama-server';
+
 interface Allocation {
   model: number;
   kv: number;
@@ -52,15 +71,19 @@ interface Allocation {
 
 interface Measurement {
   allocated: Allocation;
+  /** Every buffer line, in log order. */
+  buffers: { buffer: string; purpose: string; bytes: number }[];
   rssAfterLoad: number;
   rssAfterGeneration: number;
 }
 
-function allocationOf(engine: DirectEngine): Allocation {
+function buffersOf(engine: DirectEngine): Measurement['buffers'] {
+  return engine.lines.map(({ text }) => parseBufferSize(text)).filter((size) => size !== null);
+}
+
+function allocationOf(buffers: Measurement['buffers']): Allocation {
   const sum: Allocation = { model: 0, kv: 0, compute: 0, other: 0, total: 0 };
-  for (const { text } of engine.lines) {
-    const size = parseBufferSize(text);
-    if (size === null) continue;
+  for (const size of buffers) {
     if (size.purpose === 'model') sum.model += size.bytes;
     else if (size.purpose === 'KV') sum.kv += size.bytes;
     else if (size.purpose === 'compute') sum.compute += size.bytes;
@@ -70,17 +93,30 @@ function allocationOf(engine: DirectEngine): Allocation {
   return sum;
 }
 
-async function measure(modelPath: string, contextTokens: number): Promise<Measurement> {
-  const engine = await startDirectEngine(benchSpec('bench', modelPath, contextTokens, ['--no-mmap']));
+/**
+ * The spec the supervisor would launch on a CPU-only machine with one thread. llama-server
+ * builds of late 2026 print their buffer lines only at verbosity 4 (the default is 3), so it is
+ * asked for where the build has the flag.
+ */
+async function specFor(engine: EngineName, modelPath: string, contextTokens: number, extraArgs: string[]): Promise<LaunchSpec> {
+  const spec = benchSpec('bench', modelPath, contextTokens, extraArgs);
+  if (engine === 'embedded' || LLAMA_SERVER === null) return spec;
+  const verbose = (await probeCapabilities(LLAMA_SERVER)).flags.has('--log-verbosity') ? ['--log-verbosity', '4'] : [];
+  return { ...spec, engine: 'llama-server', extraArgs: [...extraArgs, ...verbose] };
+}
+
+async function measure(spec: LaunchSpec, generate: boolean): Promise<Measurement> {
+  const engine = await startDirectEngine(spec, 'full', LLAMA_SERVER);
   try {
     await engine.readyLine;
     await pollUntilHealthy(engine, 5);
     const rssAfterLoad = await treeResidentBytes(engine.pid);
-    await timedPost(false, { port: engine.port, apiKey: engine.apiKey }, '/v1/chat/completions', chatBody('bench', false, GENERATED_TOKENS));
+    if (generate) await timedPost(false, { port: engine.port, apiKey: engine.apiKey }, '/v1/chat/completions', chatBody('bench', false, GENERATED_TOKENS));
     const rssAfterGeneration = await treeResidentBytes(engine.pid);
     const deadline = Date.now() + LOG_WAIT_MS;
-    while (allocationOf(engine).compute === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    return { allocated: allocationOf(engine), rssAfterLoad, rssAfterGeneration };
+    while (allocationOf(buffersOf(engine)).compute === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    const buffers = buffersOf(engine);
+    return { allocated: allocationOf(buffers), buffers, rssAfterLoad, rssAfterGeneration };
   } finally {
     await engine.stop();
   }
@@ -96,6 +132,11 @@ function errorOf(estimate: number, measured: number): string {
   return `${signed(((estimate - measured) / measured) * 100, 1)} %`;
 }
 
+/** MiB with two decimals, as llama.cpp prints its buffer sizes. */
+function mib2(bytes: number): string {
+  return fixed(bytes / MIB, 2);
+}
+
 export async function runMemoryBench(): Promise<void> {
   const models = await benchModels();
   const paths = { chat: models.chat.path, tiny: models.tiny.path };
@@ -103,25 +144,38 @@ export async function runMemoryBench(): Promise<void> {
   const configPath = join(dir, 'config.yaml');
   await writeFile(configPath, configText([BASELINE, ...CASES], paths));
   const catalog = await Catalog.open({ configPath, dataDir: dir });
-  const estimateOf = (c: Case) => {
+  const estimateOf = (c: Case): FootprintEstimate => {
     const estimate = catalog.resolve(c.id)?.estimate;
     if (estimate == null) throw new Error(`the catalog has no estimate for ${c.id}: ${catalog.resolve(c.id)?.metadataError ?? 'not in the catalog'}`);
-    const total = footprintAt('full', estimate).deviceBytes;
-    return { weights: estimate.weightsBytes, kv: estimate.kvBytesPerToken * c.contextTokens, compute: estimate.computeBytes, total };
+    return estimate;
   };
+  const partsOf = (c: Case) => {
+    const estimate = estimateOf(c);
+    return { weights: estimate.weightsBytes, kv: estimate.kvBytesPerToken * c.contextTokens, compute: estimate.computeBytes, total: footprintAt('full', estimate).deviceBytes };
+  };
+  const engines: EngineName[] = LLAMA_SERVER === null ? ['embedded'] : ['embedded', 'llama-server'];
 
-  const baseline = await measure(paths[BASELINE.file], BASELINE.contextTokens);
+  const baseline = await measure(await specFor('embedded', paths[BASELINE.file], BASELINE.contextTokens, ['--no-mmap']), true);
   const runtimeBytes = baseline.rssAfterGeneration - baseline.allocated.total;
   const measured = [];
-  for (const c of CASES) measured.push({ c, estimate: estimateOf(c), m: await measure(paths[c.file], c.contextTokens) });
+  for (const c of CASES) {
+    const byEngine = new Map<EngineName, Measurement>();
+    for (const engine of engines) byEngine.set(engine, await measure(await specFor(engine, paths[c.file], c.contextTokens, ['--no-mmap']), true));
+    measured.push({ c, estimate: partsOf(c), byEngine });
+  }
 
-  console.log('memory truth: the catalog\'s estimate (footprintAt full) against llama.cpp\'s logged allocation and the engine\'s RSS (--no-mmap, -ngl 0, 1 thread; MiB)');
+  console.log(`memory truth: the catalog's estimate (footprintAt full) against llama.cpp's logged allocation${LLAMA_SERVER === null ? '' : ' (the embedded engine and llama-server)'} and the embedded engine's RSS (--no-mmap, -ngl 0, 1 thread; MiB)`);
   printTable(
     ['model @ context', 'source', 'weights', 'KV cache', 'compute', 'other', 'total'],
-    measured.flatMap(({ c, estimate, m }) => [
+    measured.flatMap(({ c, estimate, byEngine }) => [
       [`demo-${c.file} @ ${c.contextTokens}`, 'estimate', mib(estimate.weights), mib(estimate.kv), mib(estimate.compute), '', mib(estimate.total)],
-      ['', 'llama.cpp allocated', mib(m.allocated.model), mib(m.allocated.kv), mib(m.allocated.compute), mib(m.allocated.other), mib(m.allocated.total)],
-      ['', 'estimate − allocated', signed((estimate.weights - m.allocated.model) / 2 ** 20, 1), signed((estimate.kv - m.allocated.kv) / 2 ** 20, 1), signed((estimate.compute - m.allocated.compute) / 2 ** 20, 1), '', signed((estimate.total - m.allocated.total) / 2 ** 20, 1)],
+      ...engines.flatMap((engine) => {
+        const m = (byEngine.get(engine) as Measurement).allocated;
+        return [
+          ['', `${engine} allocated`, mib(m.model), mib(m.kv), mib(m.compute), mib(m.other), mib(m.total)],
+          ['', `estimate − ${engine}`, signed((estimate.weights - m.model) / MIB, 1), signed((estimate.kv - m.kv) / MIB, 1), signed((estimate.compute - m.compute) / MIB, 1), '', signed((estimate.total - m.total) / MIB, 1)],
+        ];
+      }),
     ]),
   );
   console.log();
@@ -130,22 +184,129 @@ export async function runMemoryBench(): Promise<void> {
   );
   printTable(
     ['model @ context', 'RSS after load', 'RSS after generation', 'minus baseline', 'estimate', 'estimate vs RSS − baseline', 'estimate vs allocated'],
-    measured.map(({ c, estimate, m }) => [
-      `demo-${c.file} @ ${c.contextTokens}`,
-      mib(m.rssAfterLoad),
-      mib(m.rssAfterGeneration),
-      mib(m.rssAfterGeneration - runtimeBytes),
-      mib(estimate.total),
-      errorOf(estimate.total, m.rssAfterGeneration - runtimeBytes),
-      errorOf(estimate.total, m.allocated.total),
-    ]),
+    measured.map(({ c, estimate, byEngine }) => {
+      const m = byEngine.get('embedded') as Measurement;
+      return [
+        `demo-${c.file} @ ${c.contextTokens}`,
+        mib(m.rssAfterLoad),
+        mib(m.rssAfterGeneration),
+        mib(m.rssAfterGeneration - runtimeBytes),
+        mib(estimate.total),
+        errorOf(estimate.total, m.rssAfterGeneration - runtimeBytes),
+        errorOf(estimate.total, m.allocated.total),
+      ];
+    }),
   );
   console.log();
   // The verdict is against llama.cpp's own allocation: it is what a device must hold (buffers
   // are allocated whole) and it does not move run to run; RSS counts only touched pages (a KV
   // cache is touched as the context fills) and is printed above as the cross-check.
-  for (const { c, estimate, m } of measured) {
-    const error = (estimate.total - m.allocated.total) / m.allocated.total;
-    console.log(`demo-${c.file} @ ${c.contextTokens}: estimate ${errorOf(estimate.total, m.allocated.total)} of what llama.cpp allocated (goal within ±${fixed(TARGET_ERROR * 100, 0)} %): ${verdict(Math.abs(error) <= TARGET_ERROR)}`);
+  for (const { c, estimate, byEngine } of measured) {
+    for (const engine of engines) {
+      const m = byEngine.get(engine) as Measurement;
+      const error = (estimate.total - m.allocated.total) / m.allocated.total;
+      console.log(`demo-${c.file} @ ${c.contextTokens}, ${engine}: estimate ${errorOf(estimate.total, m.allocated.total)} of what llama.cpp allocated (goal within ±${fixed(TARGET_ERROR * 100, 0)} %): ${verdict(Math.abs(error) <= TARGET_ERROR)}`);
+    }
   }
+  console.log();
+
+  const chat = estimateOf(CASES[0] as Case);
+  await perBlock(dir, chat, engines);
+  if (VULKAN) await perDevice(paths.chat, chat);
+  else console.log('per device: skipped (a CPU build has one device; set LLMTRAY_BENCH_VULKAN=1 with a Vulkan device, e.g. lavapipe, to measure -ngl and splits)');
+}
+
+/**
+ * demo-chat in three files, loaded mapped: llama.cpp logs one model buffer per file, so the
+ * middle file's is four blocks as llama.cpp holds them.
+ */
+async function perBlock(dir: string, estimate: FootprintEstimate, engines: readonly EngineName[]): Promise<void> {
+  const prefix = join(dir, 'chat-split');
+  const parts = await writeSplitLlamaGguf(prefix, DEMO_SHAPES['demo-chat'], (name) => (name.startsWith('blk.') ? (Number(name.split('.')[1]) < 4 ? 0 : 1) : name === 'token_embd.weight' ? 0 : 2));
+  const fileBytes: number[] = [];
+  for (const part of parts) {
+    const file = await open(part, 'r');
+    try {
+      fileBytes.push((await readGgufHeader(file, part)).dataBytes);
+    } finally {
+      await file.close();
+    }
+  }
+  const mapped = new Map<EngineName, number[]>();
+  for (const engine of engines) {
+    const m = await measure(await specFor(engine, parts[0] as string, 2048, []), false);
+    mapped.set(engine, m.buffers.filter((b) => b.purpose === 'model').map((b) => b.bytes));
+  }
+  const block = estimate.blockWeightsBytes ?? Number.NaN;
+  const nonBlock = estimate.nonBlockWeightsBytes ?? Number.NaN;
+  const holds = ['token_embd, blocks 0–3', 'blocks 4–7', 'output_norm, output'];
+  const estimated = [Number.NaN, 4 * block, Number.NaN];
+  console.log(`per block: demo-chat split in three files, loaded mapped (one model buffer per file); the estimate: ${mib2(block)} MiB a block, ${mib2(nonBlock)} MiB outside the blocks (MiB)`);
+  printTable(
+    ['file', 'holds', 'tensor data in the file', 'estimate', ...engines.map((e) => `${e} model buffer`)],
+    [
+      ...parts.map((_, i) => [`part ${i + 1}`, holds[i] as string, mib2(fileBytes[i] as number), Number.isNaN(estimated[i] as number) ? '' : mib2(estimated[i] as number), ...engines.map((e) => mib2(mapped.get(e)?.[i] ?? Number.NaN))]),
+      ['all', '8 blocks and the rest', mib2(fileBytes.reduce((a, b) => a + b, 0)), mib2(nonBlock + 8 * block), ...engines.map((e) => mib2((mapped.get(e) ?? []).reduce((a, b) => a + b, 0)))],
+    ],
+  );
+  console.log();
+  // llama.cpp prints two decimals of a MiB; a block's bytes are exact or they are not.
+  for (const engine of engines) {
+    const logged = mapped.get(engine)?.[1] ?? Number.NaN;
+    console.log(`four blocks, ${engine}: the estimate ${signed((4 * block - logged) / MIB, 3)} MiB from llama.cpp's buffer (goal: within its 0.005 MiB rounding): ${verdict(Math.abs(4 * block - logged) <= 0.005 * MIB)}`);
+  }
+  console.log();
+}
+
+interface DeviceCase {
+  name: string;
+  /** GGML_VK_VISIBLE_DEVICES: "0,0" makes one Vulkan device two, for a layer split. */
+  visible: string;
+  gpuLayers: number | 'all';
+}
+
+/**
+ * Each device's buffers against layerCostAt: a device that holds k blocks costs the compute
+ * buffer and k blocks (weights and their KV), and the one that holds the output layer the
+ * non-block weights too. How many blocks each device got is read from its KV buffer (one
+ * block's KV is the same on every device), so the split llama.cpp chose is the one costed.
+ */
+async function perDevice(modelPath: string, estimate: FootprintEstimate): Promise<void> {
+  const cost = layerCostAt('full', estimate);
+  if (cost === undefined) throw new Error('the demo-chat estimate has no layer cost');
+  const kvPerBlock = (estimate.kvBytesPerToken * estimate.contextTokens) / cost.layers;
+  const blockWeights = cost.perLayerBytes - kvPerBlock;
+  const cases: DeviceCase[] = [
+    { name: 'one device, -ngl all', visible: '0', gpuLayers: 'all' },
+    { name: 'one device, -ngl 5 (output + 4 blocks)', visible: '0', gpuLayers: 5 },
+    { name: 'two devices, -ngl all', visible: '0,0', gpuLayers: 'all' },
+  ];
+  const rows: string[][] = [];
+  const verdicts: string[] = [];
+  for (const c of cases) {
+    const spec = { ...benchSpec('bench', modelPath, estimate.contextTokens, []), gpuLayers: c.gpuLayers, env: { GGML_VK_VISIBLE_DEVICES: c.visible } };
+    const m = await measure(spec, false);
+    const devices = [...new Set(m.buffers.filter((b) => isDeviceBuffer(b.buffer)).map((b) => b.buffer))];
+    // llama.cpp puts the output layer with the last layer: on the last device of a split.
+    let worst = 0;
+    devices.forEach((device, i) => {
+      const of = (purpose: string) => m.buffers.filter((b) => b.buffer === device && b.purpose === purpose).reduce((sum, b) => sum + b.bytes, 0);
+      const blocks = Math.round(of('KV') / kvPerBlock);
+      const main = i === devices.length - 1 ? cost.mainBytes : 0;
+      const predicted = { model: main + blocks * blockWeights, kv: blocks * kvPerBlock, compute: cost.computeBytesPerDevice };
+      const measuredTotal = of('model') + of('KV') + of('compute');
+      const predictedTotal = predicted.model + predicted.kv + predicted.compute;
+      worst = Math.max(worst, Math.abs(predictedTotal - measuredTotal) / measuredTotal);
+      rows.push([i === 0 ? c.name : '', `${device}: ${blocks} blocks${main > 0 ? ' + output' : ''}`, mib2(predicted.model), mib2(of('model')), mib2(predicted.kv), mib2(of('KV')), mib2(predicted.compute), mib2(of('compute')), errorOf(predictedTotal, measuredTotal)]);
+    });
+    const host = m.buffers.filter((b) => !isDeviceBuffer(b.buffer));
+    const hostOf = (purpose: string) => host.filter((b) => b.purpose === purpose).reduce((sum, b) => sum + b.bytes, 0);
+    rows.push(['', `host: ${[...new Set(host.map((b) => b.buffer))].join(', ')}`, '', mib2(hostOf('model')), '', mib2(hostOf('KV')), '', mib2(hostOf('compute')), '']);
+    verdicts.push(`${c.name}: every device within ${fixed(worst * 100, 1)} % of layerCostAt (goal within ±${fixed(TARGET_ERROR * 100, 0)} %): ${verdict(worst <= TARGET_ERROR)}`);
+  }
+  console.log(`per device: the embedded engine on Vulkan (${process.env['VK_ICD_FILENAMES'] ?? 'the system\'s Vulkan driver'}), demo-chat @ ${estimate.contextTokens}, against layerCostAt (MiB)`);
+  printTable(['launch', 'buffer', 'weights: layerCostAt', 'logged', 'KV: layerCostAt', 'logged', 'compute: layerCostAt', 'logged', 'device total vs logged'], rows);
+  console.log();
+  for (const line of verdicts) console.log(line);
+  console.log();
 }

@@ -4,6 +4,7 @@
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { runActivationBench } from './activation-bench.js';
 import { removeBenchFiles } from './bench-models.js';
+import { runIdleBench } from './idle-bench.js';
 import { runMemoryBench } from './memory-bench.js';
 import { runQueueingBench } from './queueing-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
@@ -17,6 +18,7 @@ const benches: Record<string, () => Promise<void>> = {
   readiness: runReadinessBench,
   activation: runActivationBench,
   memory: runMemoryBench,
+  idle: runIdleBench,
   queueing: () => runQueueingBench(),
 };
 

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import OpenAI, { APIError } from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { reasonLines } from '../../core/contracts/snapshot-words.js';
 import { launchChromium, memoryFigure, modelRow, openWatchedPage, screenshot, type WatchedPage } from './support/browser.js';
 import { startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
@@ -105,16 +106,21 @@ describe('a person at the dashboard', () => {
     expect(reason).toMatch(/needs [\d.]+ [KMG]iB; [\d.]+ [KMG]iB budget, .*pinned demo-chat/);
     expect((refusal as APIError).message).toContain(reason);
 
+    // Shown a line per clause, each the policy's own words: the need, the budget's room, the verdict.
+    const lines = reasonLines(reason ?? '');
+    expect(lines.length).toBeGreaterThan(1);
+    expect(lines.every((line) => reason?.includes(line))).toBe(true);
+
     await page.getByRole('tab', { name: /^Why/ }).click();
-    const unfit = page.getByRole('region', { name: 'Did not fit' }).getByRole('listitem').filter({ hasText: 'demo-tiny' });
-    await unfit.getByText(reason ?? '', { exact: true }).waitFor();
+    const unfit = page.getByRole('region', { name: 'Did not fit' }).getByRole('listitem', { name: 'demo-tiny', exact: true });
+    const whyLines = unfit.getByRole('list', { name: 'Why demo-tiny did not fit' }).getByRole('listitem');
+    await expect.poll(() => whyLines.allInnerTexts(), { timeout: 10_000 }).toEqual(lines);
     await screenshot(page, 'why-demo-tiny');
 
-    // demo-tiny's own row says the same, so the Models tab alone explains the queue.
+    // demo-tiny's own card says the same, so the Models tab alone explains the queue.
     await page.getByRole('tab', { name: 'Models' }).click();
-    await modelRow(page, 'demo-tiny').getByText(reason ?? '', { exact: true }).waitFor();
-    // The picture for the README (docs/screenshots/dashboard-demo.png is copied from it), without the passing notices.
-    for (const dismiss of await page.getByRole('button', { name: 'Dismiss' }).all()) await dismiss.click();
+    const cardLines = modelRow(page, 'demo-tiny').getByRole('list', { name: 'Why demo-tiny was left out' }).getByRole('listitem');
+    await expect.poll(() => cardLines.allInnerTexts(), { timeout: 10_000 }).toEqual(lines);
     await screenshot(page, 'dashboard-demo');
   });
 });

@@ -148,7 +148,7 @@ beforeAll(async () => {
   service = new AdminService({
     buildSnapshot: () => ({ ...view, models: view.models.map((m) => ({ ...m, pinned: pins.isPinned(m.id) })) }),
     commands: { pin: action('pin'), unpin: action('unpin'), load: action('load'), unload: action('unload'), retry: action('retry') },
-    logs: (id) => (id === 'llama-3.1-8b' ? ['llama_model_loader: loaded meta data', 'server is listening'] : undefined),
+    logs: (id) => (id === 'llama-3.1-8b' ? { lines: ['llama_model_loader: loaded meta data', 'server is listening'], next: 12 } : undefined),
     clock,
   });
   port = await listen({ staticDir });
@@ -290,8 +290,8 @@ describe('admin commands and logs', () => {
   it('serves a model server log', async () => {
     const reply = await request('/api/models/llama-3.1-8b/logs', { headers: bearer() });
     expect(reply.status).toBe(200);
-    expect(JSON.parse(reply.body)).toEqual({ modelId: 'llama-3.1-8b', lines: ['llama_model_loader: loaded meta data', 'server is listening'] });
-    expect(JSON.parse((await request('/api/models/kev-0.5b/logs', { headers: bearer() })).body)).toEqual({ modelId: 'kev-0.5b', lines: [] });
+    expect(JSON.parse(reply.body)).toEqual({ modelId: 'llama-3.1-8b', lines: ['llama_model_loader: loaded meta data', 'server is listening'], next: 12 });
+    expect(JSON.parse((await request('/api/models/kev-0.5b/logs', { headers: bearer() })).body)).toEqual({ modelId: 'kev-0.5b', lines: [], next: 0 });
     expect((await request('/api/models/nope/logs', { headers: bearer() })).status).toBe(404);
   });
 });

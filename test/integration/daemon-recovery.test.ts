@@ -53,7 +53,7 @@ beforeAll(async () => {
   const catalog = await Catalog.open({ configPath, dataDir: workDir });
   const estimate = catalog.resolve('chat')?.estimate;
   if (estimate == null) throw new Error('no estimate for chat');
-  const chatBytes = footprintAt('full', estimate).deviceBytes + RUNTIME_PRIOR_BYTES.embedded;
+  const chatBytes = footprintAt('full', estimate).deviceBytes + RUNTIME_PRIOR_BYTES.host.embedded;
   await writeFile(configPath, configText(models, Math.floor(chatBytes * 1.5)));
   daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: configPath });
   client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });

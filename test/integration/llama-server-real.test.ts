@@ -90,7 +90,8 @@ describe.skipIf(LLAMA_SERVER === undefined)('a real llama-server (LLMTRAY_LLAMA_
     expect(endpoint.level).toBe(level);
     const commandLine = (await readCommandLine(endpoint.pid)) ?? '';
     const all = capabilities.gpuLayersAll ? 'all' : '999';
-    expect(commandLine).toContain(`-ngl ${level === 'minimal' ? '0' : level === 'partial' ? TINY_SHAPE.nLayer / 2 : all} `);
+    // At partial, half the blocks and the output layer, which -ngl counts as one more.
+    expect(commandLine).toContain(`-ngl ${level === 'minimal' ? '0' : level === 'partial' ? TINY_SHAPE.nLayer / 2 + 1 : all} `);
     if (readsApiKeyFile(capabilities)) expect(commandLine).not.toContain(endpoint.apiKey);
 
     const url = `http://127.0.0.1:${endpoint.port}/v1/chat/completions`;

@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LaunchError } from '../../core/engine/failure-classifier.js';
 import { EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch-spec.js';
+import { RUNTIME_PRIOR_BYTES, RuntimeOverhead } from '../../core/engine/runtime-overhead.js';
+import type { Placement } from '../../core/policy/place.js';
 import { commandLineHash } from '../../core/engine/supervisor/engine-registry.js';
 import { isRunning } from '../../core/engine/supervisor/process-tree.js';
 import type { SpawnFunction } from '../../core/engine/supervisor/server-process.js';
@@ -187,6 +189,21 @@ describe('Supervisor with the fake engine', () => {
     expect(supervisor.status('slow')?.loadProgress).toBeNull();
   });
 
+  it('remembers how long the last load took, through the next load, for estimating its progress', async () => {
+    const { supervisor } = await supervisorWith({ slow: ['--fake-ready-after', '300'] });
+    await supervisor.launch('slow', 'full');
+    const first = supervisor.status('slow')!;
+    expect(first.lastLoadMs).toBe(first.readyAt! - first.startedAt);
+    await supervisor.evict('slow');
+    const again = supervisor.launch('slow', 'full');
+    await until(() => supervisor.status('slow')?.phase === 'loading', 'the second load is under way');
+    // While it loads, the figure is still the first load's: what the estimate needs.
+    expect(supervisor.status('slow')?.lastLoadMs).toBe(first.lastLoadMs);
+    await again;
+    const second = supervisor.status('slow')!;
+    expect(second.lastLoadMs).toBe(second.readyAt! - second.startedAt);
+  });
+
   it('starts one process for concurrent launches of one model', async () => {
     const { supervisor, spawns } = await supervisorWith({ gamma: ['--fake-ready-after', '200'] });
     await Promise.all([supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full'), supervisor.launch('gamma', 'full')]);
@@ -324,6 +341,25 @@ describe('Supervisor with the fake engine', () => {
     expect(log.at(-1)).toContain('ended: exit code 1');
   });
 
+  it('tells log subscribers each line as the ring keeps it, numbered from 0 across launches, with no gap', async () => {
+    const { supervisor } = await supervisorWith(
+      { chatty: ['--fake-log-file', fixture('server-missing-file.log'), '--fake-exit-with', '1'] },
+      { logLines: 5 },
+    );
+    const heard: { line: string; position: number }[] = [];
+    supervisor.subscribeLog((modelId, line, position) => {
+      if (modelId === 'chatty') heard.push({ line, position });
+    });
+    for (let launch = 1; launch <= 2; launch++) {
+      await expect(supervisor.launch('chatty', 'full')).rejects.toBeInstanceOf(LaunchError);
+      await until(() => heard.filter((h) => h.line.includes('ended: exit code 1')).length === launch, `launch ${launch}'s exit is logged`);
+    }
+    expect(heard.map((h) => h.position)).toEqual(heard.map((_, i) => i));
+    // The ring keeps the last 5; its positions still count the lines that fell off.
+    expect(supervisor.logTail('chatty')).toEqual({ lines: heard.slice(-5).map((h) => h.line), next: heard.length });
+    expect(heard.some((h) => h.line.includes('llama_model_load: error loading model'))).toBe(true);
+  });
+
   it('reports a ready server killed while serving once, as ServerExited with the kind, and replaces it on the next launch', async () => {
     const { supervisor } = await supervisorWith({});
     const events = recordEvents(supervisor);
@@ -450,6 +486,50 @@ describe('Supervisor with the fake engine', () => {
     pid = supervisor.endpointFor('drv')?.pid ?? -1;
     expect(supervisor.runningPids()).toEqual([pid]);
     expect(await supervisor.measured('drv')).toEqual({ bytes: 700 * MIB, where: 'device' });
+  });
+
+  it("learns an engine's runtime once: on a GPU from the driver's figure of a server whole on one device, on the CPU from its RSS", async () => {
+    // What the driver says each of our processes holds, whichever it is; null: it lists none.
+    let driverSays: number | null = null;
+    const runtime = new RuntimeOverhead();
+    const onOneGpu: Placement = { kind: 'gpu', devices: [{ index: 0, layers: 0, bytes: 100 * MIB }], cpuMoeLayers: 0, hostBytes: 0 };
+    const split: Placement = { kind: 'split', devices: [{ index: 0, layers: 8, bytes: 60 * MIB }, { index: 1, layers: 8, bytes: 60 * MIB }], cpuMoeLayers: 0, hostBytes: 0 };
+    let supervisorRef: Supervisor | null = null;
+    const { supervisor } = await supervisorWith(
+      {},
+      { gpuProcessMemory: async () => new Map((supervisorRef?.runningPids() ?? []).flatMap((pid) => (driverSays === null ? [] : [[pid, driverSays]]))), runtime },
+    );
+    supervisorRef = supervisor;
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+
+    // A server the driver does not list, and a split (its figure is not one model on one device), teach nothing.
+    await supervisor.launch('unlisted', 'full', onOneGpu);
+    // Priced, for the plan and the picture, at its estimate (100 MiB here) and its engine's runtime, as the driver would count it.
+    expect((await supervisor.measure()).get('unlisted')).toBe(100 * MIB + RUNTIME_PRIOR_BYTES.device.embedded);
+    driverSays = 900 * MIB;
+    await supervisor.launch('split', 'full', split);
+    await settle();
+    expect(runtime.isMeasured('embedded', 'device')).toBe(false);
+    expect(runtime.bytes('embedded', 'device')).toBe(RUNTIME_PRIOR_BYTES.device.embedded);
+
+    driverSays = 100 * MIB + 321 * MIB;
+    await supervisor.launch('whole', 'full', onOneGpu);
+    await until(() => runtime.isMeasured('embedded', 'device'), 'the device runtime is learned');
+    expect(runtime.bytes('embedded', 'device')).toBe(321 * MIB);
+    // Only the first measurement counts.
+    driverSays = 100 * MIB + 999 * MIB;
+    await supervisor.launch('later', 'full', onOneGpu);
+    await settle();
+    expect(runtime.bytes('embedded', 'device')).toBe(321 * MIB);
+    expect(runtime.isMeasured('embedded', 'host')).toBe(false);
+
+    // With the host as the device, the process's RSS (a Node process: tens of MiB) less its model's 1 MiB teaches the host figure.
+    const onHost = new RuntimeOverhead();
+    const cpu = await supervisorWith({}, { hostIsDevice: () => true, runtime: onHost, footprint: () => MIB });
+    await cpu.supervisor.launch('cpu', 'full');
+    await until(() => onHost.isMeasured('embedded', 'host'), 'the host runtime is learned');
+    expect(onHost.bytes('embedded', 'host')).toBeGreaterThan(10 * MIB);
+    expect(onHost.isMeasured('embedded', 'device')).toBe(false);
   });
 
   it('waits after an eviction until 75 % of the footprint is free again', async () => {

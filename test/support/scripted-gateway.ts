@@ -10,8 +10,10 @@
 // open claim on a model's engine, as the supervisor does for a hung one. A model's engine may
 // be another than the shared fake one, and `onUnreachable` scripts what the gateway learns
 // when the router reports that engine unreachable. `anthropicMessages` says whether its engine
-// serves Anthropic's Messages API itself, as the supervisor learns from a real one.
-import type { EngineClaim, EngineLost, ModelGateway, RouterModelEntry, Unservable } from '../../core/router/model-gateway.js';
+// serves Anthropic's Messages API itself, as the supervisor learns from a real one. What a
+// waiting request waits on (waitProgress) follows the state unless `progress` scripts it, and a
+// load may end in quarantine (`loadFails`), as a corrupt file's first failure does.
+import type { EngineClaim, EngineLost, ModelGateway, RouterModelEntry, Unservable, WaitProgress } from '../../core/router/model-gateway.js';
 export type ScriptedState = 'ready' | 'cold' | 'loading' | 'queued' | 'quarantined' | 'unschedulable';
 
 export interface ScriptedModel {
@@ -39,6 +41,10 @@ export interface ScriptedModel {
   onUnreachable?: 'lives-on' | 'died' | 'unknown';
   /** Its engine serves Anthropic's Messages API itself (default: no, the router translates). */
   anthropicMessages?: boolean;
+  /** What waitProgress says while a request waits for it; default: loading (no fraction) while loading, else waiting for memory. */
+  progress?: WaitProgress;
+  /** When set, its load ends after loadMs with the model quarantined for this reason instead of ready. */
+  loadFails?: string;
 }
 
 export interface ScriptedClaim extends EngineClaim {
@@ -97,6 +103,12 @@ export class ScriptedGateway implements ModelGateway {
     const model = this.model(modelId);
     return model.waitReason ?? `it is ${model.state}`;
   }
+  waitProgress(modelId: string): WaitProgress {
+    const servedBy = this.model(modelId).fallbackTo ?? modelId;
+    const model = this.model(servedBy);
+    if (model.progress !== undefined) return model.progress;
+    return model.state === 'loading' ? { kind: 'loading', servedBy, fraction: null, estimated: false } : { kind: 'memory', servedBy };
+  }
   async reconcileNow(): Promise<void> {
     this.calls.push(`reconcileNow`);
     await new Promise((resolve) => setImmediate(resolve));
@@ -116,7 +128,8 @@ export class ScriptedGateway implements ModelGateway {
     if (!Number.isFinite(model.loadMs)) return;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      this.setState(modelId, 'ready');
+      if (model.loadFails === undefined) this.setState(modelId, 'ready');
+      else this.setState(modelId, 'quarantined', model.loadFails);
     }, model.loadMs);
     this.timers.add(timer);
   }

@@ -15,6 +15,8 @@ describe('lint-layers', () => {
     ['renderer/src/app.tsx', "import { schedule } from '../../core/policy/schedule.js';", /may import only from core\/contracts/],
     ['renderer/src/app.tsx', "import { join } from 'node:path';", /no Node built-ins/],
     ['renderer/src/app.tsx', "const m = await import('electron');", /preload bridge only/],
+    ['core/catalog/gguf-metadata.ts', "import { readGgufFileInfo } from 'node-llama-cpp';", /only the embedded engine \(core\/engine\/embedded\) may import node-llama-cpp/],
+    ['electron/main.ts', "const { getLlama } = await import('node-llama-cpp');", /only the embedded engine/],
   ])('%s: %s is refused', (file, source, why) => {
     const found = check(file, source);
     expect(found).toHaveLength(1);
@@ -29,6 +31,7 @@ describe('lint-layers', () => {
     ['renderer/src/app.tsx', "import { create } from 'zustand';"],
     ['renderer/src/format/format.ts', "export { formatBytes } from '../../../core/contracts/format-bytes.js';"],
     ['renderer/src/transport/http-bridge.test.tsx', "import http from 'node:http';"],
+    ['core/engine/embedded/model-loader.ts', "import { getLlama } from 'node-llama-cpp';"],
   ])('%s: %s is allowed', (file, source) => {
     expect(check(file, source)).toEqual([]);
   });

@@ -45,7 +45,7 @@ export interface LlmtrayConfig {
   /** The file this came from (whether or not it exists), for error messages. */
   file: string;
   listen: { host: string; port: number };
-  budget: { reserveBytes: number; limitBytes?: number; unifiedShare?: number };
+  budget: { reserveBytes: number; limitBytes?: number; unifiedShare?: number; engineOverheadBytes?: number };
   /** Absolute folders to discover GGUF files in: the configured list, else the defaults. */
   modelDirs: string[];
   llamaServerPath?: string;
@@ -138,6 +138,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
       reserveBytes: raw.budget.reserve ?? DEFAULT_RESERVE_BYTES,
       ...(raw.budget.limit !== undefined ? { limitBytes: raw.budget.limit } : {}),
       ...(raw.budget.unifiedShare !== undefined ? { unifiedShare: raw.budget.unifiedShare } : {}),
+      ...(raw.budget.engineOverhead !== undefined ? { engineOverheadBytes: raw.budget.engineOverhead } : {}),
     },
     modelDirs: raw.modelDirs ? raw.modelDirs.map(userPath) : defaultModelDirs(facts),
     ...(raw.engines.llamaServer ? { llamaServerPath: userPath(raw.engines.llamaServer) } : {}),

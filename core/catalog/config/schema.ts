@@ -79,6 +79,8 @@ export const configSchema = strict({
   budget: strict({
     reserve: parsed(parseSize, SIZE_EXPECTATION).optional(),
     limit: parsed(parseSize, SIZE_EXPECTATION).optional(),
+    // What each engine process holds on a GPU before any model; absent: measured (see runtime-overhead.ts).
+    engineOverhead: parsed(parseSize, SIZE_EXPECTATION).optional(),
     // Apple Silicon: the share of RAM the GPU may use; macOS caps what it lets the GPU wire.
     unifiedShare: z
       .number({ error: UNIFIED_SHARE_EXPECTATION })

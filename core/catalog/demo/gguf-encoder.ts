@@ -10,16 +10,28 @@
 
 export const GGUF_ALIGNMENT = 32;
 
+/** GGUF's scalar value types. The demo models use a few; the header reader's tests use them all. */
+export type GgufNumberKind = 'u8' | 'i8' | 'u16' | 'i16' | 'u32' | 'i32' | 'f32' | 'f64';
+export type GgufBigIntKind = 'u64' | 'i64';
+export type GgufScalarKind = GgufNumberKind | GgufBigIntKind | 'bool' | 'string';
+
 export type GgufValue =
-  | { kind: 'u32'; value: number }
-  | { kind: 'f32'; value: number }
+  | { kind: GgufNumberKind; value: number }
+  | { kind: GgufBigIntKind; value: bigint }
   | { kind: 'bool'; value: boolean }
   | { kind: 'string'; value: string }
   | { kind: 'string[]'; value: readonly string[] }
   | { kind: 'f32[]'; value: readonly number[] }
-  | { kind: 'i32[]'; value: readonly number[] };
+  | { kind: 'i32[]'; value: readonly number[] }
+  /** An array of any scalar type; each element must suit `of` (a number, a bigint, a boolean or a string). */
+  | { kind: 'array'; of: GgufScalarKind; value: readonly (number | bigint | boolean | string)[] };
 
-export type GgmlTensorType = 'f32' | 'f16';
+/**
+ * Tensor types the writer can encode. q8_0 is there because its 34-byte blocks make tensors
+ * whose sizes are not multiples of the alignment, as real quantised models have: the padding
+ * between tensors is then real, and a reader that sizes tensors must account for it.
+ */
+export type GgmlTensorType = 'f32' | 'f16' | 'q8_0';
 
 export interface GgufTensorInfo {
   name: string;
@@ -36,16 +48,28 @@ export interface GgufLayout {
   totalBytes: number;
 }
 
-const VALUE_TYPE = { u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9 } as const;
-const GGML_TYPE: Record<GgmlTensorType, number> = { f32: 0, f16: 1 };
-const BYTES_PER_ELEMENT: Record<GgmlTensorType, number> = { f32: 4, f16: 2 };
+/** gguf_type in ggml/include/gguf.h. */
+export const GGUF_VALUE_TYPE = { u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12 } as const;
+/** ggml_type numbers (ggml.h). */
+export const GGML_TYPE: Record<GgmlTensorType, number> = { f32: 0, f16: 1, q8_0: 8 };
+/** Elements per block and bytes per block: q8_0 is an f16 scale and 32 int8 values. */
+const BLOCK: Record<GgmlTensorType, { elements: number; bytes: number }> = {
+  f32: { elements: 1, bytes: 4 },
+  f16: { elements: 1, bytes: 2 },
+  q8_0: { elements: 32, bytes: 34 },
+};
 
 export function alignUp(n: number, alignment = GGUF_ALIGNMENT): number {
   return Math.ceil(n / alignment) * alignment;
 }
 
+/** Unpadded bytes of a tensor's data. Throws when a row is not a whole number of the type's blocks. */
 export function tensorByteLength(info: GgufTensorInfo): number {
-  return info.dims.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[info.type];
+  const block = BLOCK[info.type];
+  if ((info.dims[0] ?? 1) % block.elements !== 0) {
+    throw new Error(`tensor '${info.name}': a ${info.type} row must be a multiple of ${block.elements} values, got ${info.dims[0]}`);
+  }
+  return (info.dims.reduce((a, b) => a * b, 1) / block.elements) * block.bytes;
 }
 
 /** Growable little-endian byte sink for the header (data is streamed separately). */
@@ -61,9 +85,14 @@ class ByteSink {
   }
   u32(v: number): void { this.reserve(4); this.buf.writeUInt32LE(v >>> 0, this.len); this.len += 4; }
   i32(v: number): void { this.reserve(4); this.buf.writeInt32LE(v, this.len); this.len += 4; }
-  u64(v: number): void { this.reserve(8); this.buf.writeBigUInt64LE(BigInt(v), this.len); this.len += 8; }
+  u64(v: number | bigint): void { this.reserve(8); this.buf.writeBigUInt64LE(BigInt(v), this.len); this.len += 8; }
+  i64(v: bigint): void { this.reserve(8); this.buf.writeBigInt64LE(v, this.len); this.len += 8; }
   f32(v: number): void { this.reserve(4); this.buf.writeFloatLE(v, this.len); this.len += 4; }
+  f64(v: number): void { this.reserve(8); this.buf.writeDoubleLE(v, this.len); this.len += 8; }
   u8(v: number): void { this.reserve(1); this.buf.writeUInt8(v, this.len); this.len += 1; }
+  i8(v: number): void { this.reserve(1); this.buf.writeInt8(v, this.len); this.len += 1; }
+  u16(v: number): void { this.reserve(2); this.buf.writeUInt16LE(v, this.len); this.len += 2; }
+  i16(v: number): void { this.reserve(2); this.buf.writeInt16LE(v, this.len); this.len += 2; }
   string(s: string): void {
     const bytes = Buffer.from(s, 'utf8');
     this.u64(bytes.length);
@@ -81,24 +110,46 @@ class ByteSink {
   take(): Buffer { return this.buf.subarray(0, this.len); }
 }
 
+/** One scalar's bytes, without its type tag. Throws when the value does not suit the kind. */
+function writeScalar(sink: ByteSink, kind: GgufScalarKind, value: number | bigint | boolean | string): void {
+  const expect = (type: string): never => {
+    throw new Error(`a GGUF ${kind} needs a ${type}, got ${typeof value}`);
+  };
+  if (kind === 'string') return typeof value === 'string' ? sink.string(value) : expect('string');
+  if (kind === 'bool') return typeof value === 'boolean' ? sink.u8(value ? 1 : 0) : expect('boolean');
+  if (kind === 'u64' || kind === 'i64') {
+    if (typeof value !== 'bigint') return expect('bigint');
+    return kind === 'u64' ? sink.u64(value) : sink.i64(value);
+  }
+  if (typeof value !== 'number') return expect('number');
+  switch (kind) {
+    case 'u8': return sink.u8(value);
+    case 'i8': return sink.i8(value);
+    case 'u16': return sink.u16(value);
+    case 'i16': return sink.i16(value);
+    case 'u32': return sink.u32(value);
+    case 'i32': return sink.i32(value);
+    case 'f32': return sink.f32(value);
+    case 'f64': return sink.f64(value);
+  }
+}
+
+function writeArray(sink: ByteSink, of: GgufScalarKind, values: readonly (number | bigint | boolean | string)[]): void {
+  sink.u32(GGUF_VALUE_TYPE.array);
+  sink.u32(GGUF_VALUE_TYPE[of]);
+  sink.u64(values.length);
+  for (const x of values) writeScalar(sink, of, x);
+}
+
 function writeValue(sink: ByteSink, v: GgufValue): void {
   switch (v.kind) {
-    case 'u32': sink.u32(VALUE_TYPE.u32); sink.u32(v.value); return;
-    case 'f32': sink.u32(VALUE_TYPE.f32); sink.f32(v.value); return;
-    case 'bool': sink.u32(VALUE_TYPE.bool); sink.u8(v.value ? 1 : 0); return;
-    case 'string': sink.u32(VALUE_TYPE.string); sink.string(v.value); return;
-    case 'string[]':
-      sink.u32(VALUE_TYPE.array); sink.u32(VALUE_TYPE.string); sink.u64(v.value.length);
-      for (const s of v.value) sink.string(s);
-      return;
-    case 'f32[]':
-      sink.u32(VALUE_TYPE.array); sink.u32(VALUE_TYPE.f32); sink.u64(v.value.length);
-      for (const x of v.value) sink.f32(x);
-      return;
-    case 'i32[]':
-      sink.u32(VALUE_TYPE.array); sink.u32(VALUE_TYPE.i32); sink.u64(v.value.length);
-      for (const x of v.value) sink.i32(x);
-      return;
+    case 'string[]': return writeArray(sink, 'string', v.value);
+    case 'f32[]': return writeArray(sink, 'f32', v.value);
+    case 'i32[]': return writeArray(sink, 'i32', v.value);
+    case 'array': return writeArray(sink, v.of, v.value);
+    default:
+      sink.u32(GGUF_VALUE_TYPE[v.kind]);
+      writeScalar(sink, v.kind, v.value);
   }
 }
 
@@ -166,13 +217,31 @@ export function float16Bits(value: number): number {
 
 /** The bytes of one tensor's values in its GGML type, padded to the alignment. */
 export function encodeTensorData(values: Float32Array, type: GgmlTensorType): Buffer {
-  const bytes = values.length * BYTES_PER_ELEMENT[type];
-  const out = Buffer.alloc(alignUp(bytes));
+  const block = BLOCK[type];
+  if (values.length % block.elements !== 0) throw new Error(`${type} data must be a multiple of ${block.elements} values, got ${values.length}`);
+  const out = Buffer.alloc(alignUp((values.length / block.elements) * block.bytes));
   if (type === 'f32') {
     Buffer.from(values.buffer, values.byteOffset, values.byteLength).copy(out);
-  } else {
+  } else if (type === 'f16') {
     const halves = new Uint16Array(out.buffer, out.byteOffset, values.length);
     for (let i = 0; i < values.length; i++) halves[i] = float16Bits(values[i] ?? 0);
+  } else {
+    encodeQ8_0(values, out);
   }
   return out;
+}
+
+/** ggml's quantize_row_q8_0_ref: per 32 values, scale d = max|x| / 127 (f16) and roundf(x / d) as int8 (halves away from zero, as C's roundf). */
+function encodeQ8_0(values: Float32Array, out: Buffer): void {
+  for (let b = 0; b < values.length / 32; b++) {
+    let amax = 0;
+    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(values[b * 32 + j] ?? 0));
+    const d = amax / 127;
+    const id = d === 0 ? 0 : 1 / d;
+    out.writeUInt16LE(float16Bits(d), b * 34);
+    for (let j = 0; j < 32; j++) {
+      const x = (values[b * 32 + j] ?? 0) * id;
+      out.writeInt8(Math.sign(x) * Math.round(Math.abs(x)), b * 34 + 2 + j);
+    }
+  }
 }

@@ -26,10 +26,13 @@ export interface LlamaModelShape {
   nHeadKv: number;
   nFf: number;
   contextLength: number;
-  fileType: 'f32' | 'f16';
+  /** The matrices' type; norms are f32 whatever this says, as llama.cpp's converters write them. */
+  fileType: 'f32' | 'f16' | 'q8_0';
   seed: number;
 }
 
+/** llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q8_0. */
+const FILE_TYPE: Record<LlamaModelShape['fileType'], number> = { f32: 0, f16: 1, q8_0: 7 };
 const NEVER_LOGIT = 1000;
 /** Spread of the emittable tokens' output weights: enough logit variety for varied text. */
 const OUTPUT_WEIGHT_AMPLITUDE = 0.6;
@@ -44,6 +47,10 @@ export function invalidShapeReason(shape: LlamaModelShape): string | undefined {
   if (shape.nEmbd % shape.nHead !== 0) return `nEmbd (${shape.nEmbd}) must be a multiple of nHead (${shape.nHead})`;
   if (shape.nHead % shape.nHeadKv !== 0) return `nHead (${shape.nHead}) must be a multiple of nHeadKv (${shape.nHeadKv})`;
   if ((shape.nEmbd / shape.nHead) % 2 !== 0) return `head size nEmbd/nHead (${shape.nEmbd / shape.nHead}) must be even for RoPE`;
+  // Every matrix row is nEmbd or nFf values long, and a q8_0 row is whole blocks of 32.
+  if (shape.fileType === 'q8_0' && (shape.nEmbd % 32 !== 0 || shape.nFf % 32 !== 0)) {
+    return `q8_0 needs nEmbd and nFf to be multiples of 32, got ${shape.nEmbd} and ${shape.nFf}`;
+  }
   return undefined;
 }
 
@@ -57,7 +64,7 @@ function metadataFor(shape: LlamaModelShape): Map<string, GgufValue> {
   return new Map<string, GgufValue>([
     ['general.architecture', { kind: 'string', value: 'llama' }],
     ['general.name', { kind: 'string', value: shape.name }],
-    ['general.file_type', { kind: 'u32', value: shape.fileType === 'f16' ? 1 : 0 }],
+    ['general.file_type', { kind: 'u32', value: FILE_TYPE[shape.fileType] }],
     ['general.alignment', { kind: 'u32', value: 32 }],
     ['llama.context_length', { kind: 'u32', value: shape.contextLength }],
     ['llama.embedding_length', { kind: 'u32', value: shape.nEmbd }],
@@ -170,8 +177,44 @@ export function llamaGgufLayout(shape: LlamaModelShape): { dataStart: number; to
 export async function writeLlamaGguf(path: string, shape: LlamaModelShape): Promise<{ bytes: number }> {
   const invalid = invalidShapeReason(shape);
   if (invalid) throw new Error(`Cannot write model '${shape.name}': ${invalid}`);
+  return writeGguf(path, metadataFor(shape), planTensors(shape));
+}
+
+/** llama.cpp's name for part `index` (from 1) of a model split in `count`: `<prefix>-00001-of-00003.gguf`. */
+export function splitPartPath(prefix: string, index: number, count: number): string {
+  return `${prefix}-${String(index).padStart(5, '0')}-of-${String(count).padStart(5, '0')}.gguf`;
+}
+
+/**
+ * Writes `shape`'s model split in parts, as llama.cpp's gguf-split does: the first part holds
+ * all the metadata, every part its split.no (from 0), split.count and split.tensors.count, and
+ * its tensors in the model's order. `partOf` gives each tensor's part, from 0, and must not
+ * decrease along the tensor order (token_embd, blk.0.…, …, output). Returns the parts' paths.
+ * Blocks on file I/O; rejects like `writeLlamaGguf`, and on a `partOf` that leaves a part empty.
+ */
+export async function writeSplitLlamaGguf(prefix: string, shape: LlamaModelShape, partOf: (tensorName: string) => number): Promise<string[]> {
+  const invalid = invalidShapeReason(shape);
+  if (invalid) throw new Error(`Cannot write model '${shape.name}': ${invalid}`);
   const tensors = planTensors(shape);
-  const layout = layoutGguf(metadataFor(shape), tensors);
+  const parts: PlannedTensor[][] = [];
+  for (const tensor of tensors) {
+    const part = partOf(tensor.name);
+    if (part < parts.length - 1 || part > parts.length) throw new Error(`Cannot split '${shape.name}': tensor '${tensor.name}' goes to part ${part} after part ${parts.length - 1}`);
+    (parts[part] ??= []).push(tensor);
+  }
+  const paths = parts.map((_, i) => splitPartPath(prefix, i + 1, parts.length));
+  for (const [i, part] of parts.entries()) {
+    const metadata = new Map<string, GgufValue>(i === 0 ? metadataFor(shape) : []);
+    metadata.set('split.no', { kind: 'u16', value: i });
+    metadata.set('split.count', { kind: 'u16', value: parts.length });
+    metadata.set('split.tensors.count', { kind: 'i32', value: tensors.length });
+    await writeGguf(paths[i] as string, metadata, part);
+  }
+  return paths;
+}
+
+async function writeGguf(path: string, metadata: ReadonlyMap<string, GgufValue>, tensors: readonly PlannedTensor[]): Promise<{ bytes: number }> {
+  const layout = layoutGguf(metadata, tensors);
   const partial = `${path}.partial-${process.pid}`;
   const file = await open(partial, 'w');
   try {

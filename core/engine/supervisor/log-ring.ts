@@ -5,6 +5,10 @@
 // the failure classifier only need the recent past. Lines are also cut to a maximum length,
 // because one line without a newline (a binary dump, a progress bar) would otherwise be
 // unbounded on its own.
+//
+// Each line has a position, its number since the ring was made, which stays true after older
+// lines fall off the front: live readers (the admin event stream) place what they are sent by
+// it (core/contracts/log-lines.ts).
 
 export class LineRing {
   private readonly lines: string[] = [];
@@ -12,15 +16,19 @@ export class LineRing {
   /** Lines that fell off the front since the ring was made. */
   dropped = 0;
 
+  /** `onPush` hears each line as kept (cut if it was overlong) with its position; it runs synchronously and must not throw. */
   constructor(
     readonly capacity: number,
     readonly maxLineChars = 4096,
+    private readonly onPush?: (line: string, position: number) => void,
   ) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`a log ring needs room for at least 1 line, got ${capacity}`);
   }
 
   push(line: string): void {
-    this.lines.push(line.length > this.maxLineChars ? `${line.slice(0, this.maxLineChars)}… (${line.length} chars)` : line);
+    const kept = line.length > this.maxLineChars ? `${line.slice(0, this.maxLineChars)}… (${line.length} chars)` : line;
+    const position = this.next;
+    this.lines.push(kept);
     if (this.lines.length - this.start > this.capacity) {
       this.start++;
       this.dropped++;
@@ -30,6 +38,12 @@ export class LineRing {
       this.lines.splice(0, this.start);
       this.start = 0;
     }
+    this.onPush?.(kept, position);
+  }
+
+  /** The position the next line will have: every line pushed so far, kept or dropped. */
+  get next(): number {
+    return this.dropped + this.size;
   }
 
   /** The kept lines, oldest first; the last `n` when given. */

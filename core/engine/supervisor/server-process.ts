@@ -1,6 +1,7 @@
 // One model server process: spawned, its output cut into lines, its exit observed.
 //
 // The supervisor decides; this only reports. It never restarts anything itself.
+import type { EngineKind } from '../runtime-overhead.js';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import type { LaunchLevel } from '../../policy/levels.js';
 import { LineRing, LineSplitter } from './log-ring.js';
@@ -77,6 +78,7 @@ export class ServerProcess {
     readonly port: number,
     readonly apiKey: string,
     readonly level: LaunchLevel,
+    readonly engine: EngineKind,
     readonly startedAt: number,
     onLine: (line: string) => void,
     onBusyChange: (busy: boolean) => void,
@@ -159,6 +161,8 @@ export class ServerProcess {
     port: number;
     apiKey: string;
     level: LaunchLevel;
+    /** Which engine it runs, for what its runtime costs beside the model. */
+    engine: EngineKind;
     startedAt: number;
     onLine: (line: string) => void;
     /** Its claims went from none to some (true) or back (false). */
@@ -176,6 +180,7 @@ export class ServerProcess {
       options.port,
       options.apiKey,
       options.level,
+      options.engine,
       options.startedAt,
       options.onLine,
       options.onBusyChange,

@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LaunchLevel } from '../../policy/levels.js';
 import type { ServerEvent, ServerEventListener } from '../../contracts/server-events.js';
+import type { LogTail } from '../../contracts/log-lines.js';
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
 import type { RuntimeOverhead } from '../runtime-overhead.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
@@ -64,8 +65,8 @@ export interface SupervisorDeps {
   hangLimitMs?: (spec: LaunchSpec) => number;
   /**
    * True while host RAM is the device (no GPU): then what a server holds is its process tree's
-   * RSS, and the first server of each engine kind teaches `runtime` that engine's own cost.
-   * Absent: never.
+   * RSS, and the first server of each engine kind teaches `runtime` that engine's own cost there
+   * (on a GPU, the driver's per-process figure teaches it). Absent: never.
    */
   hostIsDevice?: () => boolean;
   /** Where the engines' runtime figures are learned (see runtime-overhead.ts). */
@@ -99,9 +100,17 @@ export interface ServerStatus {
   readyAt: number | null;
   /** 0…1 while loading, where the engine reports it in its 503 body; null otherwise. */
   loadProgress: number | null;
+  /**
+   * How long this model's last load that became ready took (spawn to ready, at whatever level),
+   * ms; null before its first. For estimating a load's progress where the engine reports none.
+   */
+  lastLoadMs: number | null;
   /** How it ended, once it has. */
   exit: { exitCode: number | null; signal: string | null } | null;
 }
+
+/** Hears each line added to a model's server log, with its position in that log (see log-ring.ts). Runs synchronously; must not throw. */
+export type LogListener = (modelId: string, line: string, position: number) => void;
 
 /** A running server's memory: a device figure (driver or llama.cpp's buffers), or host RSS. */
 export interface Measurement {
@@ -135,6 +144,8 @@ class ModelOwner {
   server: ServerProcess | null = null;
   /** Launches queued or running, oldest first; a new launch joins the one at its level. */
   pending: PendingLaunch[] = [];
+  /** Spawn to ready of the last load that became ready, ms. */
+  lastLoadMs: number | null = null;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -158,6 +169,7 @@ function cancelled(reason: string): DOMException {
 export class Supervisor {
   private readonly owners = new Map<string, ModelOwner>();
   private readonly listeners = new Set<ServerEventListener>();
+  private readonly logListeners = new Set<LogListener>();
   private readonly registry: EngineRegistry;
   private readonly spawn: SpawnFunction;
   private readonly clock: Clock;
@@ -297,6 +309,17 @@ export class Supervisor {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Subscribes to every model's log lines as they are added (llama.cpp's lines as the engine
+   * writes them, and llmtray's own `── llmtray:` lines), in order per model. The listener runs
+   * synchronously on the line's way into the ring, so it must be cheap and must not throw.
+   * Returns the unsubscribe.
+   */
+  subscribeLog(listener: LogListener): () => void {
+    this.logListeners.add(listener);
+    return () => this.logListeners.delete(listener);
+  }
+
   /** The pids of every running server (loading, ready or stopping), for core/gpu's own-usage accounting. */
   runningPids(): number[] {
     return [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [owner.server.pid] : []));
@@ -351,13 +374,20 @@ export class Supervisor {
       startedAt: server.startedAt,
       readyAt: server.readyAt,
       loadProgress: server.phase === 'loading' ? server.loadProgress : null,
+      lastLoadMs: this.owners.get(modelId)?.lastLoadMs ?? null,
       exit: server.exit,
     };
   }
 
   /** The model's server log, oldest line first, across its launches; kept after it exits. */
   logs(modelId: string): string[] {
-    return this.owners.get(modelId)?.log.toArray() ?? [];
+    return this.logTail(modelId).lines;
+  }
+
+  /** The same lines with the position after the last one, read together (a live reader continues from `next`). Synchronous. */
+  logTail(modelId: string): LogTail {
+    const log = this.owners.get(modelId)?.log;
+    return log === undefined ? { lines: [], next: 0 } : { lines: log.toArray(), next: log.next };
   }
 
   /**
@@ -398,7 +428,10 @@ export class Supervisor {
   private ownerFor(modelId: string): ModelOwner {
     let owner = this.owners.get(modelId);
     if (owner === undefined) {
-      owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES));
+      const heard = (line: string, position: number): void => {
+        for (const listener of this.logListeners) listener(modelId, line, position);
+      };
+      owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES, undefined, heard));
       this.owners.set(modelId, owner);
     }
     return owner;
@@ -480,6 +513,7 @@ export class Supervisor {
         port,
         apiKey,
         level,
+        engine: spec.engine,
         startedAt: this.clock.now(),
         onLine: (line) => owner.log.push(line),
         onBusyChange: (busy) => {
@@ -528,8 +562,9 @@ export class Supervisor {
       if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
       started.phase = 'ready';
       started.readyAt = this.clock.now();
+      owner.lastLoadMs = started.readyAt - started.startedAt;
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
-      this.learnRuntime(owner.modelId, spec, level, started);
+      this.learnRuntime(owner.modelId, spec, level, started, placement);
       return 'ready';
     } catch {
       const why = waiting.signal.reason as 'timeout' | 'cancelled' | 'exited';
@@ -588,14 +623,28 @@ export class Supervisor {
     }
   }
 
-  /** On the CPU, the first ready server of an engine kind measures that engine's own cost. */
-  private learnRuntime(modelId: string, spec: LaunchSpec, level: LaunchLevel, server: ServerProcess): void {
+  /**
+   * The first ready server of an engine kind measures that engine's own cost where it counts:
+   * on the CPU its process tree's RSS; on a GPU the driver's figure for it, from a server that
+   * sits whole on one device (a split's or a partial launch's share per device is not its model's
+   * estimate).
+   */
+  private learnRuntime(modelId: string, spec: LaunchSpec, level: LaunchLevel, server: ServerProcess, placement: Placement | undefined): void {
     const runtime = this.deps.runtime;
     // At full or degraded the estimate covers the whole model (at partial or minimal its device figure does not).
-    if (runtime === undefined || this.deps.hostIsDevice?.() !== true || level === 'partial' || level === 'minimal') return;
-    void treeResidentBytes(server.pid, this.platform)
-      .then((rss) => runtime.learn(spec.engine, rss, this.deps.footprint(modelId, level)))
-      .catch(() => undefined);
+    if (runtime === undefined || level === 'partial' || level === 'minimal') return;
+    const estimate = this.deps.footprint(modelId, level);
+    if (this.deps.hostIsDevice?.() === true) {
+      void treeResidentBytes(server.pid, this.platform)
+        .then((rss) => runtime.learn(spec.engine, 'host', rss, estimate))
+        .catch(() => undefined);
+      return;
+    }
+    if (placement === undefined || placement.kind !== 'gpu' || placement.devices.length !== 1) return;
+    void this.gpuUsage().then((byPid) => {
+      const held = byPid?.get(server.pid);
+      if (held !== undefined) runtime.learn(spec.engine, 'device', held, estimate);
+    });
   }
 
   /**
@@ -671,9 +720,18 @@ export class Supervisor {
     return this.deps.gpuProcessMemory ? this.deps.gpuProcessMemory().catch(() => null) : null;
   }
 
+  /**
+   * What the server holds on the device: the driver's figure, which counts everything the
+   * process holds; else llama.cpp's buffer lines or the estimate, which count the model only, so
+   * its engine's runtime there is added (the plan priced it so, and a picture without it would
+   * show a model smaller than what it holds).
+   */
   private deviceBytesOf(modelId: string, server: ServerProcess, gpu: ReadonlyMap<number, number> | null): number {
     if (server.level === 'minimal') return 0;
-    return this.measuredDeviceBytes(server, gpu) ?? this.deps.footprint(modelId, server.level);
+    const fromDriver = gpu?.get(server.pid);
+    if (fromDriver !== undefined) return fromDriver;
+    const runtime = this.deps.runtime?.bytes(server.engine, 'device') ?? 0;
+    return (this.measuredDeviceBytes(server, null) ?? this.deps.footprint(modelId, server.level)) + runtime;
   }
 
   /** Driver accounting first (it sees everything the process holds), then llama.cpp's device buffer lines. */

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { renderWithSnapshot } from '../test-fixtures/render.js';
 import { quarantined, showcase, twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
 import { snapshot } from '../test-fixtures/snapshot-builder.js';
+import { AUTH_REQUIRED_MESSAGE } from '../transport/http-bridge.js';
 import { App } from './app.js';
 
 afterEach(cleanup);
@@ -37,12 +38,17 @@ describe('App', () => {
     expect(within(banner).getByText('File: /home/ada/.config/llmtray/config.yaml')).toBeTruthy();
   });
 
-  it('tells the person how to open a session when the daemon refuses the page', () => {
+  it('tells the person how to open a session when the daemon refuses the page, saying each thing once', () => {
     const { store } = renderWithSnapshot(<App />, null);
     expect(screen.getByRole('heading', { name: 'Connecting to llmtray…' })).toBeTruthy();
-    act(() => store.getState().setUnauthorized('This page has no llmtray session.'));
+    act(() => store.getState().setUnauthorized(AUTH_REQUIRED_MESSAGE));
     expect(screen.getByRole('heading', { name: 'Open the dashboard from llmtray' })).toBeTruthy();
-    expect(screen.getByRole('alert').textContent).toContain('llmtray dashboard');
+    const page = screen.getByRole('alert');
+    expect(page.textContent).toContain('This page has no llmtray session. Open the dashboard from the URL that llmtray serve prints, or run llmtray dashboard.');
+    // The commands as code, and each piece of advice once (issue 13: the page said it twice).
+    expect(within(page).getAllByText('llmtray dashboard', { selector: 'code' })).toHaveLength(1);
+    expect(within(page).getAllByText('llmtray serve', { selector: 'code' })).toHaveLength(1);
+    expect(page.textContent?.match(/no llmtray session/g)).toHaveLength(1);
   });
 
   it('moves between views with the arrow keys and badges failing models and unfit ones', async () => {

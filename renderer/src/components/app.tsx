@@ -1,7 +1,7 @@
 // The dashboard window: a header (what is running, the endpoint, the connection), banners for
 // config errors and notices, the memory picture on the left and the tabbed views on the right.
 // Sized for the 900×600 tray window; below 760 px wide the memory panel moves above the tabs.
-import { useEffect } from 'react';
+import { useEffect, type ReactNode } from 'react';
 import { formatBytes, formatClock } from '../format/format.js';
 import { RESIDENT_STATES } from '../format/labels.js';
 import { DEFAULT_HISTORY_WINDOW_MS, type Tab } from '../store/dashboard-store.js';
@@ -168,15 +168,24 @@ function Connecting({ lost }: { lost: boolean }) {
   );
 }
 
+/**
+ * The page for a refused session. It says the transport's one sentence (what is wrong and what
+ * to do) and adds only what that sentence does not: it once repeated the same advice twice in
+ * other words (issue 13). The sentence's `backticked` commands show as code.
+ */
 function SignInNeeded({ detail }: { detail: string | null }) {
   return (
     <div className="fullscreen" role="alert">
       <span className="brand-mark large" aria-hidden="true" />
       <h1>Open the dashboard from llmtray</h1>
-      <p>{detail ?? 'This page has no llmtray session.'}</p>
+      <p>{withCode(detail ?? 'This page has no llmtray session. Run `llmtray dashboard`.')}</p>
       <p className="muted">
-        Run <code>llmtray dashboard</code>, or open the URL that <code>llmtray serve</code> printed (it ends in <code>#token=…</code>).
+        The printed URL ends in <code>#token=…</code>; this tab keeps its session until it closes.
       </p>
     </div>
   );
+}
+
+function withCode(text: string): ReactNode[] {
+  return text.split('`').map((part, i) => (i % 2 === 1 ? <code key={i}>{part}</code> : part));
 }

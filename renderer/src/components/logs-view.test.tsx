@@ -4,6 +4,7 @@ import { userEvent } from '@testing-library/user-event';
 import { afterEach, describe, expect, it } from 'vitest';
 import { renderWithSnapshot } from '../test-fixtures/render.js';
 import { twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
+import { NOW } from '../test-fixtures/snapshot-builder.js';
 import { LogsView } from './logs-view.js';
 
 afterEach(cleanup);
@@ -14,17 +15,34 @@ const QWEN_LOG = [
   'srv  llama_server: model loaded',
 ];
 
+const logText = (modelId = 'qwen-14b') => screen.getByRole('log', { name: `Log of ${modelId}` }).textContent;
+
+/**
+ * jsdom lays nothing out, so the log gets the geometry of a pane 200 px high over `contentPx`
+ * of text, with a scrollTop that stays within it, as a browser's does.
+ */
+function giveGeometry(element: HTMLElement, contentPx: () => number): void {
+  let top = 0;
+  Object.defineProperty(element, 'clientHeight', { configurable: true, get: () => 200 });
+  Object.defineProperty(element, 'scrollHeight', { configurable: true, get: contentPx });
+  Object.defineProperty(element, 'scrollTop', {
+    configurable: true,
+    get: () => top,
+    set: (value: number) => void (top = Math.max(0, Math.min(value, contentPx() - 200))),
+  });
+}
+
 describe('LogsView', () => {
   it("fetches the first model's log tail, then appends live lines, and copies the whole text", async () => {
     const user = userEvent.setup();
     const { bridge } = renderWithSnapshot(<LogsView />, twoGpusWithOtherProgram(), {
       setUp: (b) => (b.logs['qwen-14b'] = QWEN_LOG),
     });
-    await waitFor(() => expect(screen.getByRole('log', { name: 'Log of qwen-14b' }).textContent).toBe(QWEN_LOG.join('\n')));
+    await waitFor(() => expect(logText()).toBe(QWEN_LOG.join('\n')));
     expect(bridge.logRequests).toEqual(['qwen-14b']);
 
-    act(() => bridge.emit({ type: 'LogAppended', modelId: 'qwen-14b', lines: ['slot update: 128 tokens decoded'] }));
-    expect(screen.getByRole('log', { name: 'Log of qwen-14b' }).textContent).toBe([...QWEN_LOG, 'slot update: 128 tokens decoded'].join('\n'));
+    act(() => bridge.emit({ type: 'LogAppended', modelId: 'qwen-14b', first: 3, lines: ['slot update: 128 tokens decoded'] }));
+    expect(logText()).toBe([...QWEN_LOG, 'slot update: 128 tokens decoded'].join('\n'));
     expect(screen.getByText('4 lines')).toBeTruthy();
 
     await user.click(screen.getByRole('button', { name: 'Copy log of qwen-14b' }));
@@ -32,13 +50,77 @@ describe('LogsView', () => {
     expect(screen.getByRole('status').textContent).toBe('Copied to the clipboard');
   });
 
+  it('shows where the daemon left lines out, with their count', async () => {
+    const { bridge } = renderWithSnapshot(<LogsView />, twoGpusWithOtherProgram(), { setUp: (b) => (b.logs['qwen-14b'] = QWEN_LOG) });
+    await waitFor(() => expect(logText()).toBe(QWEN_LOG.join('\n')));
+    act(() => bridge.emit({ type: 'LogAppended', modelId: 'qwen-14b', first: 1203, lines: ['ggml_cuda_error: out of memory'] }));
+    expect(logText()).toBe([...QWEN_LOG, '… 1200 lines dropped', 'ggml_cuda_error: out of memory'].join('\n'));
+  });
+
+  it('freezes the text while paused, counts what arrives, and shows it on resume', async () => {
+    const user = userEvent.setup();
+    const { bridge } = renderWithSnapshot(<LogsView />, twoGpusWithOtherProgram(), { setUp: (b) => (b.logs['qwen-14b'] = QWEN_LOG) });
+    await waitFor(() => expect(logText()).toBe(QWEN_LOG.join('\n')));
+
+    await user.click(screen.getByRole('button', { name: 'Pause' }));
+    expect(screen.getByRole('button', { name: 'Resume' }).getAttribute('aria-pressed')).toBe('true');
+    act(() => bridge.emit({ type: 'LogAppended', modelId: 'qwen-14b', first: 3, lines: ['slot 0: prompt done', 'slot 0: 64 tokens'] }));
+    expect(logText()).toBe(QWEN_LOG.join('\n'));
+    expect(screen.getByText('Paused; 2 new lines since')).toBeTruthy();
+
+    await user.click(screen.getByRole('button', { name: 'Resume' }));
+    expect(logText()).toBe([...QWEN_LOG, 'slot 0: prompt done', 'slot 0: 64 tokens'].join('\n'));
+    expect(screen.getByText('5 lines')).toBeTruthy();
+    expect(screen.getByRole('button', { name: 'Pause' }).getAttribute('aria-pressed')).toBe('false');
+  });
+
+  it('follows the end until the person scrolls back, keeps their place while lines arrive, and follows again on request', async () => {
+    const user = userEvent.setup();
+    const { bridge, store } = renderWithSnapshot(<LogsView />, twoGpusWithOtherProgram(), { setUp: (b) => (b.logs['qwen-14b'] = QWEN_LOG) });
+    await waitFor(() => expect(logText()).toBe(QWEN_LOG.join('\n')));
+    const pane = screen.getByRole('log', { name: 'Log of qwen-14b' });
+    // 20 px a line, as the text grows.
+    giveGeometry(pane, () => (store.getState().logs['qwen-14b']?.length ?? 0) * 20);
+    let position = 3;
+    const more = (count: number) =>
+      act(() => {
+        bridge.emit({ type: 'LogAppended', modelId: 'qwen-14b', first: position, lines: Array.from({ length: count }, (_, i) => `line ${position + i}`) });
+        position += count;
+      });
+
+    more(30); // 33 lines: 660 px of text in a 200 px pane
+    expect(pane.scrollTop).toBe(460);
+    expect(screen.queryByRole('button', { name: 'Follow new lines' })).toBeNull();
+
+    pane.scrollTop = 100;
+    act(() => pane.dispatchEvent(new Event('scroll')));
+    more(10);
+    expect(pane.scrollTop).toBe(100);
+    expect(logText()).toContain('line 42');
+
+    await user.click(screen.getByRole('button', { name: 'Follow new lines' }));
+    expect(pane.scrollTop).toBe(660);
+    expect(screen.queryByRole('button', { name: 'Follow new lines' })).toBeNull();
+    more(5);
+    expect(pane.scrollTop).toBe(760);
+  });
+
   it('switches to another model and fetches its log', async () => {
     const user = userEvent.setup();
     const { bridge } = renderWithSnapshot(<LogsView />, twoGpusWithOtherProgram());
     bridge.logs['llama-8b'] = ['llama-8b ready'];
     await user.selectOptions(screen.getByRole('combobox', { name: 'Model' }), 'llama-8b');
-    await waitFor(() => expect(screen.getByRole('log', { name: 'Log of llama-8b' }).textContent).toBe('llama-8b ready'));
+    await waitFor(() => expect(logText('llama-8b')).toBe('llama-8b ready'));
     expect(bridge.logRequests).toEqual(['qwen-14b', 'llama-8b']);
+  });
+
+  it('fetches the log again from a daemon that restarted', async () => {
+    const { bridge } = renderWithSnapshot(<LogsView />, twoGpusWithOtherProgram(), { setUp: (b) => (b.logs['qwen-14b'] = QWEN_LOG) });
+    await waitFor(() => expect(logText()).toBe(QWEN_LOG.join('\n')));
+    bridge.logs['qwen-14b'] = ['llama_model_loader: loaded meta data, after the restart'];
+    act(() => bridge.emit({ type: 'SnapshotUpdated', snapshot: { ...twoGpusWithOtherProgram(), startedAt: NOW, revision: 1 } }));
+    await waitFor(() => expect(logText()).toBe('llama_model_loader: loaded meta data, after the restart'));
+    expect(bridge.logRequests).toEqual(['qwen-14b', 'qwen-14b']);
   });
 
   it('says why when the log cannot be read', async () => {

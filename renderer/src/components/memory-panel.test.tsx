@@ -17,6 +17,16 @@ function legend(title: string): string[] {
     .map((item) => item.textContent ?? '');
 }
 
+/** Each total's term and everything said under it (its figure, and a note where there is one). */
+function totals(): Record<string, string> {
+  return Object.fromEntries(
+    screen
+      .getAllByRole('term')
+      .filter((t) => t.closest('.totals'))
+      .map((t) => [t.textContent, [...(t.parentElement?.querySelectorAll('dd') ?? [])].map((dd) => dd.textContent).join(' ')]),
+  );
+}
+
 describe('MemoryPanel', () => {
   it('draws each GPU as segments named with their numbers, other programs included', () => {
     renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, twoGpusWithOtherProgram());
@@ -37,10 +47,7 @@ describe('MemoryPanel', () => {
 
   it('shows used, budget and what is left across all GPUs', () => {
     renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, twoGpusWithOtherProgram());
-    const totals = Object.fromEntries(
-      screen.getAllByRole('term').filter((t) => t.closest('.totals')).map((t) => [t.textContent, t.nextElementSibling?.textContent]),
-    );
-    expect(totals).toEqual({ Used: '15.7 GiB', Budget: '31 GiB', Left: '15.3 GiB' });
+    expect(totals()).toEqual({ Used: '15.7 GiB', Budget: '31 GiB', Left: '15.3 GiB' });
   });
 
   it('gives exact numbers on hover and on keyboard focus', async () => {
@@ -86,7 +93,18 @@ describe('MemoryPanel', () => {
     });
     renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, snap);
     expect(legend('Host memory')).toEqual(['demo-chat154 MiB', 'demo-draft draft43 MiB', 'Free13 MiB']);
-    expect(screen.getByText(/within a limit of 210 MiB/)).toBeTruthy();
+    // Its own line, whole: on the title's line it was cut to "No GPU: models ru…".
+    const subtitle = screen.getByText(/^No GPU: models run on the CPU/);
+    expect(subtitle.textContent).toBe("No GPU: models run on the CPU, within the config's limit (the machine has 64 GiB)");
+    expect(subtitle.closest('.device-head')).toBeNull();
+    // The budget is the limit: the number once, and what it is.
+    expect(totals()).toEqual({ Used: '197 MiB', Budget: "210 MiB set by the config's limit", Left: '13 MiB' });
+  });
+
+  it('names a limit the machine does not reach by its number', () => {
+    const base = twoGpusWithOtherProgram();
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, { ...base, budget: { ...base.budget, limitBytes: 40 * GiB } });
+    expect(totals().Budget).toBe("31 GiB below the config's limit of 40 GiB");
   });
 
   it('keeps a history of used versus budget from the snapshots it receives', () => {

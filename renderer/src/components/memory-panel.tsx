@@ -2,6 +2,7 @@
 // with every figure, and the recent history of used versus budget.
 import { useMemo } from 'react';
 import type { BudgetView, ModelView } from '../../../core/contracts/snapshot.js';
+import { limitWords } from '../../../core/contracts/snapshot-words.js';
 import { formatBytes } from '../format/format.js';
 import { devicesOf, type Device } from '../memory/device-segments.js';
 import { useDashboard } from '../store/store-context.js';
@@ -32,6 +33,8 @@ export function MemoryPanel({ historyWindowMs }: MemoryPanelProps) {
 function Totals({ budget }: { budget: BudgetView }) {
   const free = Math.max(0, budget.budgetBytes - budget.usedBytes);
   const over = budget.usedBytes > budget.budgetBytes;
+  // What the config's limit does, not its number again ("110 MiB (limit 110 MiB)", issue 13).
+  const limit = limitWords(budget);
   return (
     <dl className="totals">
       <div>
@@ -40,10 +43,8 @@ function Totals({ budget }: { budget: BudgetView }) {
       </div>
       <div>
         <dt>Budget</dt>
-        <dd>
-          {formatBytes(budget.budgetBytes)}
-          {budget.limitBytes !== null && <span className="muted"> (limit {formatBytes(budget.limitBytes)})</span>}
-        </dd>
+        <dd>{formatBytes(budget.budgetBytes)}</dd>
+        {limit !== null && <dd className="totals-note">{limit}</dd>}
       </div>
       <div className={over ? 'is-over' : undefined}>
         <dt>{over ? 'Over budget' : 'Left'}</dt>
@@ -60,11 +61,11 @@ function Devices({ budget, models }: { budget: BudgetView; models: readonly Mode
       {devices.map((device) => (
         <li key={device.key} className="device">
           <div className="device-head">
-            <span className="device-title" title={device.subtitle}>
-              {device.title} <span className="muted">{device.subtitle}</span>
-            </span>
+            <span className="device-title">{device.title}</span>
             <span className="device-total">{formatBytes(device.totalBytes)}</span>
           </div>
+          {/* Its own line, wrapped: on one line with the title it was cut to "No GPU: models ru…" (issue 13). */}
+          <p className="device-subtitle muted">{device.subtitle}</p>
           <MemoryBar device={device} />
           <Legend device={device} />
         </li>

@@ -1,10 +1,23 @@
 // @vitest-environment jsdom
-import { cleanup, screen, waitFor, within } from '@testing-library/react';
+import { act, cleanup, screen, waitFor, within } from '@testing-library/react';
 import { userEvent } from '@testing-library/user-event';
-import { afterEach, describe, expect, it } from 'vitest';
-import { degradedToCpu, emptyCatalog, fallbackServing, loading, partlyOnCpu, twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { reasonLines } from '../../../core/contracts/snapshot-words.js';
+import {
+  CORRUPT_MODEL_ERROR,
+  degradedToCpu,
+  emptyCatalog,
+  fallbackServing,
+  loading,
+  partlyOnCpu,
+  placedOnTwoGpus,
+  quarantined,
+  twoGpusWithOtherProgram,
+  UNFIT_TWO_GPUS_REASON,
+  UNKNOWN_ARCH_ERROR,
+} from '../test-fixtures/scenarios.js';
 import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { model, snapshot } from '../test-fixtures/snapshot-builder.js';
+import { budget, model, NOW, snapshot } from '../test-fixtures/snapshot-builder.js';
 import { ModelsView } from './models-view.js';
 
 afterEach(cleanup);
@@ -32,30 +45,118 @@ describe('ModelsView', () => {
     expect(within(chat).getByText('Footprint').nextSibling?.textContent).toBe('2.4 GiB on the GPU, the rest in RAM');
   });
 
-  it('says which model answers for one in fallback', () => {
+  it('says which model answers for one in fallback, on both cards', () => {
     renderWithSnapshot(<ModelsView />, fallbackServing());
     expect(within(row('demo-chat')).getByText('Answered by demo-tiny')).toBeTruthy();
     const tiny = row('demo-tiny');
+    // Why unloading demo-tiny does not make it go: demo-chat's want keeps it.
+    expect(within(tiny).getByText('Answers for demo-chat, in fallback: it stays loaded while demo-chat is wanted')).toBeTruthy();
     expect(within(tiny).getByText('Decoding')).toBeTruthy();
     expect(within(tiny).getByText('In flight').nextSibling?.textContent).toBe('1');
     expect(within(tiny).getByText('2 s ago')).toBeTruthy();
   });
 
-  it('shows load progress with the fraction, the elapsed time and the phase', () => {
+  it("shows load progress in the tray's words: the fraction, the elapsed time, and the phase", () => {
     renderWithSnapshot(<ModelsView />, loading());
     const progress = screen.getByRole('progressbar', { name: 'Loading demo-chat' }) as HTMLProgressElement;
     expect(progress.value).toBeCloseTo(0.42);
-    expect(screen.getByText('42% · 12 s elapsed · loading weights')).toBeTruthy();
+    expect(screen.getByText('loading 42 %, 12 s · loading weights')).toBeTruthy();
     expect(screen.getByRole('button', { name: 'Unload demo-chat' })).toBeTruthy();
   });
 
-  it('shows an indeterminate bar and the elapsed time when the engine reports no fraction', () => {
+  it('counts the first seconds of a load in tenths, as the clock moves', () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const snap = loading();
+      snap.models[0]!.loading = { fraction: 0.4, startedAt: NOW - 1_200, expectedMs: null };
+      let now = NOW;
+      renderWithSnapshot(<ModelsView />, snap, { now: () => now });
+      expect(screen.getByText('loading 40 %, 1.2 s · loading weights')).toBeTruthy();
+      now = NOW + 1_000;
+      act(() => vi.advanceTimersByTime(1000));
+      expect(screen.getByText('loading 40 %, 2.2 s · loading weights')).toBeTruthy();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('estimates from the last load when the engine reports no fraction, marked as an estimate, bar and words alike', () => {
     const snap = loading();
-    snap.models[0]!.loading = { fraction: null, startedAt: snap.models[0]!.loading!.startedAt - 60_000 };
+    snap.models[0]!.loading = { fraction: null, startedAt: NOW - 1_000, expectedMs: 4_000 };
+    renderWithSnapshot(<ModelsView />, snap, { now: () => NOW });
+    expect(screen.getByText('loading ~25 %, 1.0 s · loading weights')).toBeTruthy();
+    expect((screen.getByRole('progressbar', { name: 'Loading demo-chat' }) as HTMLProgressElement).value).toBe(0.25);
+  });
+
+  it('shows an indeterminate bar and the elapsed time when the engine reports no fraction and it never loaded', () => {
+    const snap = loading();
+    snap.models[0]!.loading = { fraction: null, startedAt: snap.models[0]!.loading!.startedAt - 60_000, expectedMs: null };
     renderWithSnapshot(<ModelsView />, snap);
     const progress = screen.getByRole('progressbar', { name: 'Loading demo-chat' });
     expect(progress.hasAttribute('value')).toBe(false);
-    expect(screen.getByText('1 min 12 s elapsed · loading weights')).toBeTruthy();
+    expect(screen.getByText('loading, 1 min 12 s · loading weights')).toBeTruthy();
+  });
+
+  it("shows a quarantined model's llama.cpp reason on its card, with Retry in place of Load", async () => {
+    const user = userEvent.setup();
+    const { bridge } = renderWithSnapshot(<ModelsView />, quarantined());
+    const card = row('demo-broken');
+    const why = within(card).getByRole('group', { name: 'Why demo-broken is quarantined' });
+    // Short enough to show whole: nothing to expand.
+    expect(why.textContent).toBe(`Cannot be loaded (bad file): ${CORRUPT_MODEL_ERROR}`);
+    expect(within(why).queryByRole('button')).toBeNull();
+    expect(within(card).queryByRole('button', { name: 'Load demo-broken' })).toBeNull();
+    await user.click(within(card).getByRole('button', { name: 'Retry demo-broken' }));
+    expect(bridge.commands).toEqual([{ command: 'retry', modelId: 'demo-broken' }]);
+  });
+
+  it('shortens a long reason on the card and shows the whole of it a click away', async () => {
+    const user = userEvent.setup();
+    const snap = quarantined();
+    snap.models[0]!.status.recovery.lastError = UNKNOWN_ARCH_ERROR;
+    renderWithSnapshot(<ModelsView />, snap);
+    const why = within(row('demo-broken')).getByRole('group', { name: 'Why demo-broken is quarantined' });
+    expect(why.textContent).toMatch(/^Cannot be loaded \(bad file\): llama_model_load: error loading model: .*'kev' More$/);
+    const more = within(why).getByRole('button', { name: 'Full reason for demo-broken' });
+    expect(more.getAttribute('aria-expanded')).toBe('false');
+    await user.click(more);
+    expect(more.getAttribute('aria-expanded')).toBe('true');
+    const full = document.getElementById(more.getAttribute('aria-controls') ?? '');
+    expect(full?.textContent).toBe(UNKNOWN_ARCH_ERROR);
+    await user.click(more);
+    expect(document.getElementById(more.getAttribute('aria-controls') ?? '')).toBeNull();
+  });
+
+  it('offers Retry next to Unload for a model the ladder degraded, and a retry in flight disables both', async () => {
+    const user = userEvent.setup();
+    const { bridge } = renderWithSnapshot(<ModelsView />, placedOnTwoGpus(), {
+      setUp: (b) => (b.answer = () => new Promise(() => {})),
+    });
+    const card = row('mixtral');
+    expect(within(card).getByRole('group', { name: 'Why mixtral failed' }).textContent).toMatch(/^Out of memory: ggml_backend_cuda/);
+    await user.click(within(card).getByRole('button', { name: 'Retry mixtral' }));
+    expect(bridge.commands).toEqual([{ command: 'retry', modelId: 'mixtral' }]);
+    expect(within(card).getByRole('button', { name: 'Retry mixtral' }).textContent).toBe('Retrying…');
+    expect((within(card).getByRole('button', { name: 'Unload mixtral' }) as HTMLButtonElement).disabled).toBe(true);
+  });
+
+  it("gives a left-out model's reason on its card, a line per GPU", () => {
+    renderWithSnapshot(<ModelsView />, placedOnTwoGpus());
+    const lines = within(row('big-70b')).getByRole('list', { name: 'Why big-70b was left out' });
+    expect(within(lines).getAllByRole('listitem').map((item) => item.textContent)).toEqual(reasonLines(UNFIT_TWO_GPUS_REASON));
+    expect(within(lines).getByText('GPU 1 NVIDIA GeForce RTX 3060: 8 GiB budget, all free')).toBeTruthy();
+  });
+
+  it('says where each resident model is placed on the GPUs, and nothing of the kind without one', () => {
+    const { unmount } = renderWithSnapshot(<ModelsView />, placedOnTwoGpus());
+    const placement = (id: string) => within(row(id)).queryByText('Placement')?.nextSibling?.textContent ?? null;
+    expect(placement('qwen-14b')).toBe('split over GPU 0 + 1, 30/18 layers');
+    expect(placement('mixtral')).toBe('partial: 20 of 32 layers on GPU 0, 6.2 GiB in RAM');
+    expect(placement('big-70b')).toBeNull();
+    unmount();
+    const cpu = placedOnTwoGpus();
+    renderWithSnapshot(<ModelsView />, { ...cpu, budget: budget([]) });
+    expect(placement('qwen-14b')).toBeNull();
   });
 
   it('pins and unpins through the bridge', async () => {

@@ -1,29 +1,54 @@
-// Every catalog model: its state, level, pin, draft, fallback, load progress, traffic and
-// footprint, with the commands a person gives it. The row shows the snapshot's words
-// (status.next, unschedulableReason) as they are; it decides nothing.
+// Every catalog model: its state, level, pin, draft, fallback, load progress, placement,
+// traffic and footprint, with the commands a person gives it. A failing model's card carries
+// llama.cpp's reason and Retry, and a left-out model's card the plan's reason, so the card alone
+// says why and offers the fix (issue 13: both were a tab away). The row shows the snapshot's
+// words (status.next, unschedulableReason, lastError) as they are; it decides nothing.
 import { memo, type ReactNode } from 'react';
-import type { ModelView } from '../../../core/contracts/snapshot.js';
-import { formatAgo, formatBytes, formatDuration } from '../format/format.js';
-import { LEVEL_LABEL, RECOVERY_STATES, RESIDENT_STATES } from '../format/labels.js';
+import type { BudgetView, ModelView } from '../../../core/contracts/snapshot.js';
+import { loadFractionAt, loadProgressWords, placementWords } from '../../../core/contracts/snapshot-words.js';
+import { formatAgo, formatBytes } from '../format/format.js';
+import { FAILURE_LABEL, LEVEL_LABEL, RECOVERY_STATES, RESIDENT_STATES } from '../format/labels.js';
 import { seriesOf } from '../memory/device-segments.js';
 import { useActions, useDashboard, useNow } from '../store/store-context.js';
 import { EmptyCatalog } from './empty-catalog.js';
+import { ExpandableText } from './expandable-text.js';
+import { ReasonLines } from './reason-lines.js';
+import { needsRecovery } from './recovery-view.js';
 import { StateBadge } from './state-badge.js';
+
+/** How much of llama.cpp's reason a card shows before "More": about two lines of the card. */
+const CARD_REASON_CHARS = 160;
 
 export function ModelsView() {
   const models = useDashboard((state) => state.snapshot?.models);
-  if (models === undefined) return null;
+  const mode = useDashboard((state) => state.snapshot?.budget.mode);
+  if (models === undefined || mode === undefined) return null;
   if (models.length === 0) return <EmptyCatalog />;
   return (
     <ul className="model-list" aria-label="Models">
       {models.map((model) => (
-        <ModelRow key={model.id} model={model} series={seriesOf(model.id, models)} />
+        <ModelRow key={model.id} model={model} series={seriesOf(model.id, models)} mode={mode} answersFor={answersFor(model, models)} />
       ))}
     </ul>
   );
 }
 
-const ModelRow = memo(function ModelRow({ model, series }: { model: ModelView; series: number }) {
+/** The models in fallback this one answers for, joined for display ("" when none): a string, so the memoised row compares it by value. */
+function answersFor(model: ModelView, models: readonly ModelView[]): string {
+  return models
+    .filter((other) => other.id !== model.id && other.status.state === 'fallback' && other.status.servedBy === model.id)
+    .map((other) => other.id)
+    .join(' and ');
+}
+
+interface ModelRowProps {
+  model: ModelView;
+  series: number;
+  mode: BudgetView['mode'];
+  answersFor: string;
+}
+
+const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: ModelRowProps) {
   const { status } = model;
   const pending = useDashboard((state) => state.pending[model.id]);
   const now = useNow();
@@ -32,6 +57,9 @@ const ModelRow = memo(function ModelRow({ model, series }: { model: ModelView; s
   const resident = RESIDENT_STATES.has(status.state);
   const level = status.level;
   const headingId = `model-${model.id}`;
+  const quarantined = status.state === 'quarantined';
+  // llama.cpp's own words where the failure has them; the catalog's when the file could not be read.
+  const failure = status.recovery.lastError ?? (quarantined ? model.catalogError : null);
 
   return (
     <li className={`model-row state-${status.state}`} aria-labelledby={headingId} aria-busy={busy || undefined}>
@@ -48,22 +76,35 @@ const ModelRow = memo(function ModelRow({ model, series }: { model: ModelView; s
           <div className="loading">
             <progress
               aria-label={`Loading ${model.id}`}
-              {...(model.loading.fraction === null ? {} : { value: model.loading.fraction, max: 1 })}
+              {...progressValue(loadFractionAt(model.loading, now))}
             />
             <span className="loading-text">
-              {model.loading.fraction === null ? '' : `${Math.round(model.loading.fraction * 100)}% · `}
-              {formatDuration(now - model.loading.startedAt)} elapsed
+              {loadProgressWords(model.loading, now)}
               {status.next !== null && ` · ${status.next}`}
             </span>
           </div>
         )}
 
+        {failure !== null && needsRecovery(model) && (
+          <div className="model-reason tone-bad-text" role="group" aria-label={`Why ${model.id} ${quarantined ? 'is quarantined' : 'failed'}`}>
+            <strong>{FAILURE_LABEL[status.recovery.kind === 'none' ? 'invalid' : status.recovery.kind]}:</strong>{' '}
+            <ExpandableText text={failure} max={CARD_REASON_CHARS} what={`reason for ${model.id}`} />
+          </div>
+        )}
         {status.state === 'fallback' && status.servedBy !== null && (
           <p className="model-note tone-alt-text">Answered by {status.servedBy}</p>
         )}
+        {answersFor !== '' && (
+          <p className="model-note tone-alt-text">Answers for {answersFor}, in fallback: it stays loaded while {answersFor} is wanted</p>
+        )}
         {status.state !== 'loading' && status.next !== null && <p className="model-note">{status.next}</p>}
-        {status.unschedulableReason !== null && <p className="model-note tone-warn-text">{status.unschedulableReason}</p>}
-        {model.catalogError !== null && <p className="model-note tone-bad-text">{model.catalogError}</p>}
+        {status.unschedulableReason !== null && (
+          <div className="model-note tone-warn-text">
+            <span className="reason-title">Left out by the plan:</span>
+            <ReasonLines reason={status.unschedulableReason} label={`Why ${model.id} was left out`} />
+          </div>
+        )}
+        {model.catalogError !== null && failure !== model.catalogError && <p className="model-note tone-bad-text">{model.catalogError}</p>}
 
         <dl className="model-facts">
           <Fact term="Footprint">
@@ -75,6 +116,10 @@ const ModelRow = memo(function ModelRow({ model, series }: { model: ModelView; s
                 : formatBytes(model.estimateBytes[level ?? 'full'])}
             {model.measuredBytes !== null && <span className="muted"> · measured {formatBytes(model.measuredBytes)}</span>}
           </Fact>
+          {/* Without a GPU every model is on the CPU, which the memory panel already says. */}
+          {mode !== 'cpu' && model.placement !== null && resident && (
+            <Fact term="Placement">{placementWords(model.placement, { mode, layerCount: model.layerCount })}</Fact>
+          )}
           <Fact term="Context">{model.contextTokens.toLocaleString('en-US')} tokens</Fact>
           {model.draftId !== null && <Fact term="Draft">{model.draftId}</Fact>}
           {model.fallbackId !== null && status.state !== 'fallback' && <Fact term="Fallback">{model.fallbackId}</Fact>}
@@ -98,7 +143,7 @@ const ModelRow = memo(function ModelRow({ model, series }: { model: ModelView; s
             Pin
           </span>
         </label>
-        {resident ? (
+        {quarantined ? null : resident ? (
           <button
             type="button"
             className="button"
@@ -109,14 +154,21 @@ const ModelRow = memo(function ModelRow({ model, series }: { model: ModelView; s
             Unload
           </button>
         ) : (
+          <button type="button" className="button" aria-label={`Load ${model.id}`} disabled={busy} onClick={() => void runCommand('load', model.id)}>
+            Load
+          </button>
+        )}
+        {needsRecovery(model) && (
+          // A retry forgets the failures: a quarantined or fallen-back model launches again, a
+          // degraded one tries its full level, a backing-off one does not wait out its timer.
           <button
             type="button"
-            className="button"
-            aria-label={`Load ${model.id}`}
-            disabled={busy || status.state === 'quarantined'}
-            onClick={() => void runCommand('load', model.id)}
+            className={`button${quarantined ? ' button-primary' : ''}`}
+            aria-label={`Retry ${model.id}`}
+            disabled={busy}
+            onClick={() => void runCommand('retry', model.id)}
           >
-            Load
+            {pending === 'retry' ? 'Retrying…' : 'Retry'}
           </button>
         )}
         {RECOVERY_STATES.has(status.state) && (
@@ -136,4 +188,9 @@ function Fact({ term, children }: { term: string; children: ReactNode }) {
       <dd>{children}</dd>
     </div>
   );
+}
+
+/** The bar's value: the fraction the words say (the engine's, or the estimate); none (indeterminate) without one. */
+function progressValue(at: { fraction: number } | null): { value?: number; max?: number } {
+  return at === null ? {} : { value: at.fraction, max: 1 };
 }

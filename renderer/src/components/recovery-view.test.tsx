@@ -25,8 +25,8 @@ describe('RecoveryView', () => {
     const card = screen.getByRole('listitem', { name: 'demo-broken' });
     expect(within(card).getByText('Quarantined')).toBeTruthy();
     expect(facts(card)).toEqual({
-      Failure: 'Crashed',
-      Attempts: '5',
+      Failure: 'Cannot be loaded (bad file)',
+      Attempts: '1',
       Next: 'Quarantine until you retry',
       When: 'Not scheduled',
     });

@@ -2,7 +2,7 @@
 import { cleanup, screen, within } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
 import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { UNFIT_REASON, unschedulable } from '../test-fixtures/scenarios.js';
+import { placedOnTwoGpus, UNFIT_REASON, unschedulable } from '../test-fixtures/scenarios.js';
 import { plan, snapshot } from '../test-fixtures/snapshot-builder.js';
 import { WhyView } from './why-view.js';
 
@@ -16,10 +16,32 @@ describe('WhyView', () => {
     const evicted = screen.getByRole('region', { name: 'Evicted' });
     expect(within(evicted).getAllByRole('listitem').map((item) => item.textContent)).toEqual(['demo-tiny']);
     const unfit = screen.getByRole('region', { name: 'Did not fit' });
-    const item = within(unfit).getByRole('listitem');
-    expect(within(item).getByText('big-70b')).toBeTruthy();
-    expect(within(item).getByText(UNFIT_REASON)).toBeTruthy();
+    const item = within(unfit).getByRole('listitem', { name: 'big-70b' });
+    expect(within(item).getByText('refused until a pin goes or the budget grows')).toBeTruthy();
+    const lines = within(item).getByRole('list', { name: 'Why big-70b did not fit' });
+    expect(within(lines).getAllByRole('listitem').map((line) => line.textContent)).toEqual([
+      'needs 38.2 GiB',
+      '20.9 GiB budget, 14.1 GiB held by pinned demo-chat (12 GiB) and active coder-7b (2.1 GiB)',
+    ]);
+    // The policy's words, cut at its own clauses and nothing else.
+    expect(UNFIT_REASON).toBe(within(lines).getAllByRole('listitem').map((line) => line.textContent).join('; '));
     expect(screen.getByText(/^5 s ago/)).toBeTruthy();
+  });
+
+  it('gives a reason that names several GPUs a line per GPU, and says when a model only waits for room', () => {
+    const snap = placedOnTwoGpus();
+    snap.plan!.unschedulable[0]!.strict = false;
+    renderWithSnapshot(<WhyView />, snap);
+    const item = within(screen.getByRole('region', { name: 'Did not fit' })).getByRole('listitem', { name: 'big-70b' });
+    expect(within(item).getByText('waits for room')).toBeTruthy();
+    expect(within(within(item).getByRole('list')).getAllByRole('listitem').map((line) => line.textContent)).toEqual([
+      'needs 40 GiB',
+      'GPU 0 NVIDIA GeForce RTX 4090: 23 GiB budget, 12 GiB held by pinned qwen-14b (12 GiB), 11 GiB free',
+      'GPU 1 NVIDIA GeForce RTX 3060: 8 GiB budget, all free',
+      'a split across mixed GPUs is off for this model (mixedSplit)',
+      'part on the CPU needs host RAM, 24 GiB free',
+      'it fits only if a pinned model is unpinned',
+    ]);
   });
 
   it('says when the plan changed nothing, and when there is no plan yet', () => {

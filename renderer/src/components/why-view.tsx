@@ -1,8 +1,9 @@
 // The last plan: what it launched and evicted, and for each model it left out, the policy's
-// own sentence. Shown verbatim: those sentences carry the numbers and the names of what
-// holds the memory, which is the whole point of them.
+// own sentence, a line per clause (one per GPU). Not reworded: those sentences carry the
+// numbers and the names of what holds the memory, which is the whole point of them.
 import { formatAgo, formatClock } from '../format/format.js';
 import { useDashboard, useNow } from '../store/store-context.js';
+import { ReasonLines } from './reason-lines.js';
 
 export function WhyView() {
   const plan = useDashboard((state) => state.snapshot?.plan);
@@ -32,10 +33,13 @@ export function WhyView() {
         <section aria-labelledby="why-unfit">
           <h3 id="why-unfit">Did not fit</h3>
           <ul className="card-list">
-            {plan.unschedulable.map(({ modelId, reason }) => (
-              <li key={modelId} className="card unfit-card">
-                <strong>{modelId}</strong>
-                <p>{reason}</p>
+            {plan.unschedulable.map(({ modelId, reason, strict }) => (
+              <li key={modelId} className="card unfit-card" aria-label={modelId}>
+                <div className="card-head">
+                  <strong>{modelId}</strong>
+                  <span className="muted">{strict ? 'refused until a pin goes or the budget grows' : 'waits for room'}</span>
+                </div>
+                <ReasonLines reason={reason} label={`Why ${modelId} did not fit`} />
               </li>
             ))}
           </ul>

@@ -6,6 +6,7 @@
 //
 // Display arithmetic only: the bytes are the snapshot's; nothing here decides what fits.
 import type { GpuView, MemoryHolder, ModelView, BudgetView } from '../../../core/contracts/snapshot.js';
+import { heldParts, type HeldPart } from '../../../core/contracts/snapshot-words.js';
 import { formatBytes } from '../format/format.js';
 
 export type SegmentKind = MemoryHolder['kind'] | 'free';
@@ -60,27 +61,9 @@ export function gpuDevice(gpu: GpuView, models: readonly ModelView[]): Device {
   };
 }
 
-/** The model and draft holders as segments, each draft right after the model it rides with. */
+/** The model and draft holders as segments, each draft right after the model it rides with (the tray and the CLI list them in the same order). */
 function heldSegments(holders: readonly MemoryHolder[], models: readonly ModelView[]): Segment[] {
-  const held: Segment[] = [];
-  const draftHolders = holders.filter((holder) => holder.kind === 'draft');
-  const placedDrafts = new Set<MemoryHolder>();
-  for (const holder of holders) {
-    if (holder.kind !== 'model') continue;
-    held.push(modelSegment(holder, models));
-    const model = models.find((m) => m.id === holder.modelId);
-    for (const draft of draftHolders) {
-      if (placedDrafts.has(draft) || model?.draftId == null || draft.modelId !== model.draftId) continue;
-      placedDrafts.add(draft);
-      held.push(draftSegment(draft, model.id, models));
-    }
-  }
-  for (const draft of draftHolders) {
-    if (placedDrafts.has(draft)) continue;
-    const primary = models.find((m) => m.draftId === draft.modelId)?.id ?? null;
-    held.push(draftSegment(draft, primary, models));
-  }
-  return held;
+  return heldParts(holders, models).map((part) => (part.kind === 'model' ? modelSegment(part, models) : draftSegment(part, models)));
 }
 
 /**
@@ -98,7 +81,8 @@ export function hostDevice(budget: BudgetView, models: readonly ModelView[]): De
     return {
       key: 'host',
       title: 'Host memory',
-      subtitle: `No GPU: models run on the CPU, within a ${formatBudgetNote(budget)}`,
+      // The limit's number is the Budget total's, right above: said once (issue 13).
+      subtitle: `No GPU: models run on the CPU, within the config's limit (the machine has ${formatBytes(budget.hostTotalBytes)})`,
       totalBytes: Math.max(budget.budgetBytes, ours),
       budgetBytes: budget.budgetBytes,
       segments: [...held, plainSegment('free', 'Free', Math.max(0, budget.budgetBytes - ours))].filter(
@@ -121,42 +105,36 @@ export function hostDevice(budget: BudgetView, models: readonly ModelView[]): De
   };
 }
 
-function formatBudgetNote(budget: BudgetView): string {
-  return `limit of ${formatBytes(budget.limitBytes ?? budget.budgetBytes)} (the machine has ${formatBytes(budget.hostTotalBytes)})`;
-}
-
 /** The bars to draw for a snapshot's budget. */
 export function devicesOf(budget: BudgetView, models: readonly ModelView[]): Device[] {
   return budget.gpus.length === 0 ? [hostDevice(budget, models)] : budget.gpus.map((gpu) => gpuDevice(gpu, models));
 }
 
-function modelSegment(holder: MemoryHolder, models: readonly ModelView[]): Segment {
-  const id = holder.modelId ?? 'unknown model';
-  const model = models.find((m) => m.id === id);
+function modelSegment(part: HeldPart, models: readonly ModelView[]): Segment {
+  const model = models.find((m) => m.id === part.modelId);
   const level = model?.status.level ?? 'full';
   return {
-    key: `model-${id}`,
+    key: `model-${part.modelId}`,
     kind: 'model',
-    label: id,
-    bytes: holder.bytes,
-    series: seriesOf(id, models),
+    label: part.modelId,
+    bytes: part.bytes,
+    series: seriesOf(part.modelId, models),
     estimateBytes: model === undefined ? null : model.estimateBytes[level],
     measuredBytes: model?.measuredBytes ?? null,
     draftOf: null,
   };
 }
 
-function draftSegment(holder: MemoryHolder, primary: string | null, models: readonly ModelView[]): Segment {
-  const id = holder.modelId ?? 'draft';
+function draftSegment(part: HeldPart, models: readonly ModelView[]): Segment {
   return {
-    key: `draft-${id}-${primary ?? ''}`,
+    key: `draft-${part.modelId}-${part.draftOf ?? ''}`,
     kind: 'draft',
-    label: id,
-    bytes: holder.bytes,
-    series: seriesOf(primary ?? id, models),
+    label: part.modelId,
+    bytes: part.bytes,
+    series: seriesOf(part.draftOf ?? part.modelId, models),
     estimateBytes: null,
     measuredBytes: null,
-    draftOf: primary,
+    draftOf: part.draftOf,
   };
 }
 

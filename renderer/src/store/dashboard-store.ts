@@ -13,6 +13,7 @@ import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import type { ModelCommand } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
+import { linesAfter } from '../../../core/contracts/log-lines.js';
 
 /**
  * - connecting: no snapshot has arrived yet.
@@ -52,8 +53,14 @@ export interface HistorySlice {
 }
 
 export interface LogsSlice {
-  /** Per model id, oldest first, at most `maxLogLines`. */
+  /**
+   * Per model id, what its Logs view shows, oldest first, at most `maxLogLines`: the log's lines,
+   * with a "… N lines dropped" line where the daemon left some out (its rate limit) or the
+   * stream missed some (a reconnect).
+   */
   logs: Record<string, string[]>;
+  /** Per model id, the position after the last line held (core/contracts/log-lines.ts); absent until a tail or a batch came. */
+  logNext: Record<string, number>;
   /** Why the last log fetch failed, per model id. */
   logErrors: Record<string, string>;
 }
@@ -82,7 +89,11 @@ export interface DashboardActions {
    * a transport failure becomes an error notice. Ignored while the model has a command in flight.
    */
   runCommand(command: ModelCommand, modelId: string): Promise<void>;
-  /** Replaces the model's log with the server's tail, keeping lines that arrived meanwhile. Never rejects. */
+  /**
+   * Replaces the model's log with the server's tail, then adds the live batches that arrived
+   * while it was fetched, each placed by its position: none is shown twice, none is lost.
+   * Never rejects.
+   */
   loadLogs(modelId: string): Promise<void>;
   /** Subscribes to the bridge; returns the unsubscribe function. Call once per store. */
   connect(): () => void;
@@ -112,9 +123,9 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
   const maxLogLines = options.maxLogLines ?? DEFAULT_MAX_LOG_LINES;
   const now = options.now ?? Date.now;
   let noticeId = 0;
-  // Lines that arrive by event while a log fetch is in flight, per model: the fetched tail may
-  // or may not contain them, so they are merged by overlap when it lands (see mergeTail).
-  const arrivedDuringFetch = new Map<string, string[]>();
+  // Batches that arrive while a model's log tail is being fetched: the tail may or may not hold
+  // them (the daemon read it before or after), so they are placed by position once it lands.
+  const arrivedDuringFetch = new Map<string, Batch[]>();
 
   return createStore<DashboardState>()((set, get) => {
     const notify = (tone: Notice['tone'], message: string): void => {
@@ -122,9 +133,15 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
       set((state) => ({ notices: [...state.notices, notice].slice(-MAX_NOTICES) }));
     };
 
-    const appendLog = (modelId: string, lines: readonly string[]): void => {
-      arrivedDuringFetch.get(modelId)?.push(...lines);
-      set((state) => ({ logs: { ...state.logs, [modelId]: capped([...(state.logs[modelId] ?? []), ...lines], maxLogLines) } }));
+    const appendLog = (modelId: string, batch: Batch): void => {
+      arrivedDuringFetch.get(modelId)?.push(batch);
+      set((state) => {
+        const { append, next } = linesAfter(state.logNext[modelId] ?? null, batch.first, batch.lines);
+        return {
+          logs: { ...state.logs, [modelId]: capped([...(state.logs[modelId] ?? []), ...append], maxLogLines) },
+          logNext: { ...state.logNext, [modelId]: next },
+        };
+      });
     };
 
     return {
@@ -133,6 +150,7 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
       connectionDetail: null,
       history: [],
       logs: {},
+      logNext: {},
       logErrors: {},
       tab: 'models',
       logModelId: null,
@@ -143,16 +161,21 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
         switch (event.type) {
           case 'SnapshotUpdated': {
             const { snapshot } = event;
+            // Another daemon (a restart): its logs start again at position 0, so the lines held
+            // belong to servers that are gone and their positions would hide the new ones.
+            const restarted = get().snapshot !== null && get().snapshot?.startedAt !== snapshot.startedAt;
+            if (restarted) arrivedDuringFetch.clear();
             set((state) => ({
               snapshot,
               connection: 'open',
               connectionDetail: null,
               history: withSample(state.history, sampleOf(snapshot), historyWindowMs),
+              ...(restarted ? { logs: {}, logNext: {}, logErrors: {} } : {}),
             }));
             return;
           }
           case 'LogAppended':
-            appendLog(event.modelId, event.lines);
+            appendLog(event.modelId, { first: event.first, lines: event.lines });
             return;
           case 'ModelQuarantined':
             notify('error', `${event.modelId} was quarantined: ${event.reason}`);
@@ -208,13 +231,20 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
       },
 
       async loadLogs(modelId) {
-        const arrived: string[] = [];
+        const arrived: Batch[] = [];
         arrivedDuringFetch.set(modelId, arrived);
         try {
           const tail = await bridge.getLogs(modelId);
+          let lines = tail.lines;
+          let next = tail.next;
+          for (const batch of arrived) {
+            const placed = linesAfter(next, batch.first, batch.lines);
+            lines = [...lines, ...placed.append];
+            next = placed.next;
+          }
           set((state) => {
             const { [modelId]: _cleared, ...logErrors } = state.logErrors;
-            return { logs: { ...state.logs, [modelId]: capped(mergeTail(tail, arrived), maxLogLines) }, logErrors };
+            return { logs: { ...state.logs, [modelId]: capped(lines, maxLogLines) }, logNext: { ...state.logNext, [modelId]: next }, logErrors };
           });
         } catch (error) {
           set((state) => ({ logErrors: { ...state.logErrors, [modelId]: `Could not read the log: ${messageOf(error)}` } }));
@@ -255,22 +285,10 @@ export function withSample(history: readonly BudgetSample[], sample: BudgetSampl
   return next.slice(Math.max(0, firstKept - 1));
 }
 
-/**
- * The fetched tail followed by the lines that arrived by event during the fetch, minus the
- * overlap: the server may have answered before or after appending them.
- */
-export function mergeTail(tail: readonly string[], arrived: readonly string[]): string[] {
-  for (let overlap = Math.min(tail.length, arrived.length); overlap > 0; overlap--) {
-    let matches = true;
-    for (let i = 0; i < overlap; i++) {
-      if (tail[tail.length - overlap + i] !== arrived[i]) {
-        matches = false;
-        break;
-      }
-    }
-    if (matches) return [...tail, ...arrived.slice(overlap)];
-  }
-  return [...tail, ...arrived];
+/** A LogAppended's lines and the position of the first. */
+interface Batch {
+  first: number;
+  lines: readonly string[];
 }
 
 function capped(lines: string[], max: number): string[] {

@@ -4,12 +4,13 @@
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import type { CommandResult, ModelCommand } from '../../../core/contracts/commands.js';
+import type { LogTail } from '../../../core/contracts/log-lines.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 
 export class RecordingBridge implements DashboardBridge {
   readonly commands: { command: ModelCommand; modelId: string }[] = [];
   readonly logRequests: string[] = [];
-  /** What getLogs answers, per model. */
+  /** Each model's whole log from position 0: getLogs answers all of it, with `next` its length. */
   logs: Record<string, string[]> = {};
   /** What runCommand answers; a function to vary by call. */
   answer: (command: ModelCommand, modelId: string) => Promise<CommandResult> = async (command, modelId) => ({
@@ -31,9 +32,10 @@ export class RecordingBridge implements DashboardBridge {
     return this.answer(command, modelId);
   }
 
-  async getLogs(modelId: string): Promise<string[]> {
+  async getLogs(modelId: string): Promise<LogTail> {
     this.logRequests.push(modelId);
-    return [...(this.logs[modelId] ?? [])];
+    const lines = [...(this.logs[modelId] ?? [])];
+    return { lines, next: lines.length };
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {

@@ -82,7 +82,7 @@ class FakeDaemon {
     }
     if (req.method === 'POST' && url.startsWith('/api/models/')) return json(405, { error: { code: 'method_not_allowed', message: 'No such command.' } });
     const logs = /^\/api\/models\/([^/]+)\/logs$/.exec(url);
-    if (logs !== null) return json(200, { modelId: decodeURIComponent(logs[1]!), lines: ['line one', 'line two'] });
+    if (logs !== null) return json(200, { modelId: decodeURIComponent(logs[1]!), lines: ['line one', 'line two'], next: 2 });
     if (url === '/api/events') {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
       res.flushHeaders();
@@ -178,7 +178,7 @@ describe('HTTP bridge', () => {
       message: "Unknown model 'nope'; the models are: llama-8b.",
     });
     expect(d.commands).toEqual(['pin qwen 14b/x', 'retry nope']);
-    expect(await bridge.getLogs('llama-8b')).toEqual(['line one', 'line two']);
+    expect(await bridge.getLogs('llama-8b')).toEqual({ lines: ['line one', 'line two'], next: 2 });
   });
 
   it('delivers the snapshot first and then each event, with the connection reported up', async () => {
@@ -186,11 +186,11 @@ describe('HTTP bridge', () => {
     const seen = record(createHttpBridge(pageEnvironment(baseUrl, TOKEN).env));
     await vi.waitFor(() => expect(seen.events.map((e) => e.type)).toEqual(['SnapshotUpdated']));
     expect(seen.connection).toEqual([true]);
-    d.push({ type: 'LogAppended', modelId: 'llama-8b', lines: ['slot 0: 12 tokens'] });
+    d.push({ type: 'LogAppended', modelId: 'llama-8b', first: 40, lines: ['slot 0: 12 tokens'] });
     d.push({ type: 'ModelQuarantined', modelId: 'demo-broken', reason: 'crashed 5 times', at: 1 });
     await vi.waitFor(() => expect(seen.events).toHaveLength(3));
     expect(seen.events.slice(1)).toEqual([
-      { type: 'LogAppended', modelId: 'llama-8b', lines: ['slot 0: 12 tokens'] },
+      { type: 'LogAppended', modelId: 'llama-8b', first: 40, lines: ['slot 0: 12 tokens'] },
       { type: 'ModelQuarantined', modelId: 'demo-broken', reason: 'crashed 5 times', at: 1 },
     ]);
   });

@@ -16,6 +16,7 @@
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
+import type { LogTail } from '../../../core/contracts/log-lines.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import { readEventStream } from '../../../core/contracts/event-stream-reader.js';
 
@@ -164,11 +165,12 @@ export function createHttpBridge(env: HttpBridgeEnvironment): DashboardBridge {
       return { ok: false, message: adminErrorMessage(body) ?? `POST ${path} answered HTTP ${response.status}.` };
     },
 
-    async getLogs(modelId: string): Promise<string[]> {
+    async getLogs(modelId: string): Promise<LogTail> {
       const path = `/api/models/${encodeURIComponent(modelId)}/logs`;
       const response = await request(path);
       if (!response.ok) throw new Error(await refusal(`GET ${path}`, response));
-      return ((await response.json()) as ModelLogsResponse).lines;
+      const { lines, next } = (await response.json()) as ModelLogsResponse;
+      return { lines, next };
     },
 
     subscribe(listener, onConnection) {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AdminService, type ModelActions } from '../../../core/admin/admin-service.js';
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { CommandResult, ModelCommand } from '../../../core/contracts/commands.js';
+import type { LogTail } from '../../../core/contracts/log-lines.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { fixtureSnapshot } from '../../support/fixture-snapshot.js';
@@ -16,7 +17,8 @@ function setup(answer: (command: ModelCommand, id: string) => Promise<CommandRes
     return answer(command, id);
   };
   const commands: ModelActions = { pin: action('pin'), unpin: action('unpin'), load: action('load'), unload: action('unload'), retry: action('retry') };
-  const logs = new Map<string, string[]>([['llama-3.1-8b', ['loading', 'ready']]]);
+  // Position 7: five older lines fell off the daemon's ring, and positions still count them.
+  const logs = new Map<string, LogTail>([['llama-3.1-8b', { lines: ['loading', 'ready'], next: 7 }]]);
   const warnings: string[] = [];
   const service = new AdminService({
     buildSnapshot: () => view,
@@ -140,11 +142,11 @@ describe('AdminService events', () => {
     const t = setup();
     const unsubscribe = t.listen();
     t.service.publish({ type: 'ModelQuarantined', modelId: 'kev-0.5b', reason: 'crashed 5 times', at: 1 });
-    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', lines: ['a', 'b'] });
+    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', first: 0, lines: ['a', 'b'] });
     expect(t.events.map((e) => e.type)).toEqual(['SnapshotUpdated', 'ModelQuarantined', 'LogAppended']);
     unsubscribe();
     unsubscribe();
-    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', lines: ['c'] });
+    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', first: 2, lines: ['c'] });
     t.edit((s) => { s.models[0]!.inFlight = 0; });
     t.service.changed();
     await t.clock.advance(100);
@@ -155,7 +157,7 @@ describe('AdminService events', () => {
     const t = setup();
     t.service.subscribe(() => { throw new Error('renderer gone'); });
     t.listen();
-    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', lines: ['x'] });
+    t.service.publish({ type: 'LogAppended', modelId: 'kev-0.5b', first: 0, lines: ['x'] });
     expect(t.events.map((e) => e.type)).toEqual(['SnapshotUpdated', 'LogAppended']);
     expect(t.warnings).toEqual([
       'An admin event listener threw on SnapshotUpdated: renderer gone',
@@ -204,10 +206,10 @@ describe('AdminService commands', () => {
     expect(t.snapshots().at(-1)!.models[1]!.pinned).toBe(true);
   });
 
-  it('answers logs by id or alias, empty for a model that has not logged, not found otherwise', () => {
+  it('answers logs by id or alias with the position after them, empty at 0 for a model that has not logged, not found otherwise', () => {
     const t = setup();
-    expect(t.service.logs('llama')).toEqual({ found: true, modelId: 'llama-3.1-8b', lines: ['loading', 'ready'] });
-    expect(t.service.logs('kev-0.5b')).toEqual({ found: true, modelId: 'kev-0.5b', lines: [] });
+    expect(t.service.logs('llama')).toEqual({ found: true, modelId: 'llama-3.1-8b', lines: ['loading', 'ready'], next: 7 });
+    expect(t.service.logs('kev-0.5b')).toEqual({ found: true, modelId: 'kev-0.5b', lines: [], next: 0 });
     const missing = t.service.logs('nope');
     expect(missing.found).toBe(false);
     if (!missing.found) expect(missing.message).toMatch(/^Unknown model 'nope'; the models are: kev-0.5b/);

@@ -50,6 +50,7 @@ const table: [string, string, string][] = [
   ['idleTtl nonsense', one('    idleTtl: soon\n'), `${FILE}: models[0].idleTtl: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got "soon"`],
   ['budget reserve unit', 'budget:\n  reserve: 2G\n', `${FILE}: budget.reserve: expected a size like "2GiB", "512MB" or a number of bytes, got "2G"`],
   ['budget limit negative', 'budget:\n  limit: -1\n', `${FILE}: budget.limit: expected a size like "2GiB", "512MB" or a number of bytes, got -1`],
+  ['budget engine overhead text', 'budget:\n  engineOverhead: lots\n', `${FILE}: budget.engineOverhead: expected a size like "2GiB", "512MB" or a number of bytes, got "lots"`],
   ['budget unified share above 1', 'budget:\n  unifiedShare: 1.5\n', `${FILE}: budget.unifiedShare: expected a share of RAM above 0 and at most 1 (e.g. 0.75), got 1.5`],
   ['port out of range', 'listen:\n  port: 70000\n', `${FILE}: listen.port: expected a port number from 1 to 65535, got 70000`],
   ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
@@ -98,7 +99,7 @@ describe('config validation', () => {
   test('the full example is accepted with every value converted and every path resolved', () => {
     const config = accepted(readFileSync(join(fixtures, 'full.yaml'), 'utf8'));
     expect(config.listen).toEqual({ host: '127.0.0.1', port: 9137 });
-    expect(config.budget).toEqual({ reserveBytes: 1.5 * 2 ** 30, limitBytes: 20_000_000_000, unifiedShare: 0.6 });
+    expect(config.budget).toEqual({ reserveBytes: 1.5 * 2 ** 30, limitBytes: 20_000_000_000, unifiedShare: 0.6, engineOverheadBytes: 300 * 2 ** 20 });
     expect(config.modelDirs).toEqual(['/home/ada/models', '/home/ada/.config/llmtray/more-models']);
     expect(config.llamaServerPath).toBe('/opt/llama.cpp/bin/llama-server');
     expect(config.activationWaitMs).toBe(90_000);

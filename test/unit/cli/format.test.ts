@@ -1,7 +1,8 @@
-// `llmtray status`: the LEVEL column in words, one per launch level.
+// `llmtray status`: the LEVEL column in words, one per launch level; per GPU who holds what,
+// each model's placement, and each left-out model's reason a line per GPU.
 import { describe, expect, it } from 'vitest';
 import { statusText } from '../../../core/cli/format.js';
-import { model, snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
+import { budget, GiB, gpu, holder, MiB, model, NOW, plan, snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
 
 /** The LEVEL column of `statusText`, by model id (columns are two spaces apart; words inside one space). */
 function levelColumn(text: string): Record<string, string> {
@@ -32,5 +33,79 @@ describe('statusText', () => {
       'd-cpu': 'CPU only',
       'e-idle': '',
     });
+  });
+});
+
+describe('statusText on GPUs', () => {
+  const reason =
+    'needs 9 GiB; GPU 0 RTX 4090: 22 GiB budget, 18 GiB held by pinned qwen-14b (18 GiB), 4 GiB free; ' +
+    'GPU 1 RTX 3060: 11 GiB budget, 5.5 GiB held by llama-8b (5.5 GiB, priority 0), 5.5 GiB free; ' +
+    'it cannot be split (its layers are unknown)';
+  const text = statusText(
+    snapshot({
+      models: [
+        model('qwen-14b', {
+          pinned: true,
+          draftId: 'qwen-0.5b',
+          status: { state: 'ready', level: 'full' },
+          placement: { kind: 'split', devices: [{ index: 0, layers: 20, bytes: 6 * GiB }, { index: 1, layers: 12, bytes: 4 * GiB }], cpuMoeLayers: 0, hostBytes: 0 },
+        }),
+        model('qwen-0.5b'),
+        model('llama-8b', {
+          status: { state: 'loading', level: 'full' },
+          loading: { fraction: 0.4, startedAt: NOW - 1_200, expectedMs: null },
+          placement: { kind: 'gpu', devices: [{ index: 1, layers: 32, bytes: 5.5 * GiB }], cpuMoeLayers: 0, hostBytes: 0 },
+        }),
+        model('opaque-13b', { status: { state: 'queued', unschedulableReason: reason } }),
+      ],
+      budget: budget(
+        [
+          gpu(0, { name: 'RTX 4090', totalGiB: 24, holders: [holder('model', 'qwen-14b', 5.6 * GiB), holder('draft', 'qwen-0.5b', 400 * MiB)] }),
+          gpu(1, { name: 'RTX 3060', totalGiB: 12, othersGiB: 2, holders: [holder('model', 'llama-8b', 5.5 * GiB), holder('model', 'qwen-14b', 4 * GiB)] }),
+        ],
+        { limitBytes: 32 * GiB },
+      ),
+      plan: plan({ unschedulable: [{ modelId: 'opaque-13b', reason, strict: false }] }),
+    }),
+    NOW,
+  );
+  const lines = text.split('\n');
+
+  it('says per GPU what our models hold and who holds it, each draft after its model', () => {
+    expect(lines.slice(1, 6)).toEqual([
+      "memory    15.5 GiB of 32 GiB budget (2 GPUs; set by the config's limit)",
+      '          GPU 0 RTX 4090: 6 GiB of its 23 GiB budget held, 17 GiB free',
+      '            qwen-14b 5.6 GiB, qwen-0.5b 400 MiB (draft of qwen-14b)',
+      '          GPU 1 RTX 3060: 9.5 GiB of its 9 GiB budget held, 512 MiB over it',
+      '            llama-8b 5.5 GiB, qwen-14b 4 GiB, other programs 2 GiB',
+    ]);
+  });
+
+  it("shows each model's placement, and a load's progress in the tray's words", () => {
+    const row = (id: string) => lines.find((line) => line.startsWith(`${id} `)) ?? '';
+    expect(row('qwen-14b')).toContain('split over GPU 0 + 1, 20/12 layers');
+    expect(row('llama-8b')).toMatch(/on GPU 1\s+loading 40 %, 1\.2 s$/);
+    expect(row('opaque-13b')).toMatch(/left out: see below$/);
+  });
+
+  it("gives each left-out model's reason a line per GPU, under the table", () => {
+    const at = lines.indexOf('left out by the last plan:');
+    expect(lines.slice(at)).toEqual([
+      'left out by the last plan:',
+      '  - opaque-13b (waits for room)',
+      '    needs 9 GiB',
+      '    GPU 0 RTX 4090: 22 GiB budget, 18 GiB held by pinned qwen-14b (18 GiB), 4 GiB free',
+      '    GPU 1 RTX 3060: 11 GiB budget, 5.5 GiB held by llama-8b (5.5 GiB, priority 0), 5.5 GiB free',
+      '    it cannot be split (its layers are unknown)',
+    ]);
+  });
+
+  it('has no placement column without a GPU, and names a limit only once', () => {
+    const cpu = statusText(
+      snapshot({ models: [model('demo-chat', { status: { state: 'ready', level: 'full' } })], budget: budget([], { budgetBytes: 260 * MiB, limitBytes: 260 * MiB, usedBytes: 205 * MiB }) }),
+      NOW,
+    );
+    expect(cpu).toContain("memory    205 MiB of 260 MiB budget (host RAM, no GPU; set by the config's limit)\n");
+    expect(cpu).not.toContain('PLACEMENT');
   });
 });

@@ -540,6 +540,41 @@ describe('placement on the workstation\'s GPUs', () => {
   });
 });
 
+describe('moving up', () => {
+  const oneGpu = [{ index: 0, name: 'RTX 4090', deviceClass: 'nvidia:rtx 4090', budgetBytes: 10 * GiB }];
+  /** 8 blocks of 1 GiB and 1 GiB outside them: 9 GiB on one GPU, or part of it in host RAM. */
+  const layered = (modelId: string, extra: Partial<ModelDemand> = {}): ModelDemand =>
+    model(modelId, 9, { estimate: { weightsBytes: 9 * GiB, kvBytesPerToken: 0, contextTokens: 4096, computeBytes: 0, layers: 8, blockWeightsBytes: GiB, nonBlockWeightsBytes: GiB }, ...extra });
+
+  it('runs a model partly on the CPU while the GPU is full, and moves it onto the GPU once the room is back and it is idle', async () => {
+    const w = world([model('hog', 6, { lastUsed: 2 }), layered('big', { lastUsed: 1 })], { budgetGiB: 10 });
+    w.desired.state.devices = oneGpu;
+    await w.start();
+    expect(w.server.placements.get('big')).toMatchObject({ kind: 'partial', devices: [{ index: 0, layers: 3 }], hostBytes: 5 * GiB });
+
+    // While it serves a request it is not moved, even with the room back.
+    w.desired.update('big', { inFlight: 1 });
+    w.desired.update('hog', { wanted: false });
+    w.controller.trigger();
+    await settle();
+    expect(w.server.evictions()).toEqual(['hog']);
+    expect(w.server.placements.get('big')?.kind).toBe('partial');
+
+    // Idle: stopped where it was and launched whole on the GPU.
+    w.desired.update('big', { inFlight: 0 });
+    w.controller.trigger();
+    await settle();
+    expect(w.server.evictions()).toEqual(['hog', 'big']);
+    expect(w.server.placements.get('big')).toMatchObject({ kind: 'gpu', devices: [{ index: 0, layers: 8, bytes: 9 * GiB }], hostBytes: 0 });
+    expect(w.state('big')).toBe('ready');
+    expect(w.log.count(/^moving big up: it now fits whole on GPU 0; stopping it/)).toBe(1);
+    // At rest there: nothing more moves.
+    w.controller.trigger();
+    await settle();
+    expect(w.server.evictions()).toEqual(['hog', 'big']);
+  });
+});
+
 describe('waiting for room', () => {
   it('a model kept out by a busy one waits (not strict); one kept out by pins alone is refused (strict)', async () => {
     const w = world([model('busy', 8), model('pinned', 8, { pinned: true })], { budgetGiB: 20 });

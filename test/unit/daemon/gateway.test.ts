@@ -9,6 +9,7 @@ import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-
 import { ModelActivity } from '../../../core/daemon/activity.js';
 import { createGateway, type GatewayParts } from '../../../core/daemon/gateway.js';
 import { ServerClaims, type Claim } from '../../../core/engine/supervisor/server-claims.js';
+import type { ServerStatus } from '../../../core/engine/supervisor/supervisor.js';
 import { catalogModel } from './catalog-model.js';
 
 type ControllerSide = GatewayParts['controller'];
@@ -87,6 +88,11 @@ interface ScriptedServer {
   phase: 'loading' | 'ready' | 'stopping';
   port: number;
   apiKey: string;
+  startedAt: number;
+  /** The engine's own load progress while loading (its 503 body), or null. */
+  loadProgress: number | null;
+  /** How long the model's last load took, or null before its first. */
+  lastLoadMs: number | null;
   /** Whether it serves Anthropic's Messages API itself (the supervisor asks it when it becomes ready). */
   anthropicMessages: boolean;
   claims: ServerClaims;
@@ -98,10 +104,16 @@ class ScriptedSupervisor implements SupervisorSide {
   readonly endedAsked: { modelId: string; port: number; apiKey: string }[] = [];
   endedAfter: Promise<void> = Promise.resolve();
 
-  run(modelId: string, port: number, phase: ScriptedServer['phase'] = 'ready'): ScriptedServer {
-    const server = { phase, port, apiKey: `key-${port}`, anthropicMessages: false, claims: new ServerClaims() };
+  run(modelId: string, port: number, phase: ScriptedServer['phase'] = 'ready', progress: Partial<Pick<ScriptedServer, 'startedAt' | 'loadProgress' | 'lastLoadMs'>> = {}): ScriptedServer {
+    const server = { phase, port, apiKey: `key-${port}`, anthropicMessages: false, claims: new ServerClaims(), startedAt: 0, loadProgress: null, lastLoadMs: null, ...progress };
     this.servers.set(modelId, server);
     return server;
+  }
+  status(modelId: string): ServerStatus | null {
+    const server = this.servers.get(modelId);
+    if (server === undefined) return null;
+    const { phase, port, startedAt, loadProgress, lastLoadMs } = server;
+    return { modelId, phase, level: 'full', pid: port, port, startedAt, readyAt: phase === 'ready' ? startedAt : null, loadProgress, lastLoadMs, exit: null };
   }
   claim(modelId: string): Claim | null {
     const server = this.servers.get(modelId);
@@ -305,6 +317,45 @@ describe('the daemon gateway: turns', () => {
     clock.t += 1_000;
     expect(gateway.claim('big')).toBeNull();
     expect(gateway.claim('small')).toBeNull();
+  });
+});
+
+describe('the daemon gateway: what a waiting request waits on', () => {
+  it("gives the engine's own load progress where it reports one, else an estimate from the model's last load, else none", () => {
+    const { clock, supervisor, gateway } = gatewayWith();
+    supervisor.run('m', 4100, 'loading', { startedAt: clock.t - 1_200, loadProgress: 0.4, lastLoadMs: 2_000 });
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'loading', servedBy: 'm', fraction: 0.4, estimated: false });
+    supervisor.run('m', 4100, 'loading', { startedAt: clock.t - 1_500, lastLoadMs: 2_000 });
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'loading', servedBy: 'm', fraction: 0.75, estimated: true });
+    // Slower than last time: the estimate stops short of done.
+    clock.t += 10_000;
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'loading', servedBy: 'm', fraction: 0.99, estimated: true });
+    supervisor.run('m', 4100, 'loading', { startedAt: clock.t });
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'loading', servedBy: 'm', fraction: null, estimated: false });
+  });
+
+  it('says what a model that is not loading waits for, and names the fallback that will answer', () => {
+    const { controller, supervisor, gateway } = gatewayWith({ turnMs: 0 });
+    controller.set('m', 'queued', { unschedulableReason: 'needs 9.1 GB; 24 GB budget, 17 GB held by active llama-8b' });
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'memory', servedBy: 'm' });
+    controller.set('m', 'queued');
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'queued', servedBy: 'm' });
+    controller.set('m', 'failed', { recovery: { kind: 'oom', attempts: 1, nextAction: 'degrade', nextAttemptAt: null, lastError: 'cudaMalloc failed' } });
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'retry', servedBy: 'm', failure: 'oom' });
+    controller.set('m', 'evicting');
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'stopping', servedBy: 'm' });
+
+    controller.set('m', 'ready');
+    supervisor.run('m', 4100);
+    controller.yields.set('m', ['b']);
+    gateway.wait('b');
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'turn', servedBy: 'm' });
+
+    controller.fallbacks.set('big', 'small');
+    supervisor.run('small', 4200, 'loading', { startedAt: 0, loadProgress: 0.1 });
+    expect(gateway.waitProgress?.('big')).toEqual({ kind: 'loading', servedBy: 'small', fraction: 0.1, estimated: false });
+    supervisor.run('small', 4200, 'stopping');
+    expect(gateway.waitProgress?.('big')).toEqual({ kind: 'stopping', servedBy: 'small' });
   });
 });
 

@@ -35,7 +35,7 @@ describe('launchSpecFor', () => {
     };
     const gpu = launchSpecFor('a', sources(models));
     expect(gpu.layers).toBe(20);
-    expect(ngl(gpu)).toBe('10');
+    expect(ngl(gpu)).toBe('11'); // 10 blocks and the output layer
     expect(ngl(launchSpecFor('a', sources(models, { cpuOnly: () => true })))).toBe('0');
     expect(launchSpecFor('b', sources([catalogModel('b')])).layers).toBeUndefined();
   });

@@ -26,13 +26,22 @@ function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault:
   };
   // Requests claimed on each model's server: the supervisor's count, which unload reports.
   const claimed = new Map<string, number>();
+  // Per model, the wanted models in fallback it answers for (the daemon asks the controller).
+  const answering = new Map<string, string[]>();
   const policy = new PinPolicy(pins);
   const actions = createModelActions(
-    { resolve: (id) => models.find((m) => m.id === id), pins, activity, inFlight: (id) => claimed.get(id) ?? 0, controller },
+    {
+      resolve: (id) => models.find((m) => m.id === id),
+      pins,
+      activity,
+      inFlight: (id) => claimed.get(id) ?? 0,
+      controller,
+      answersFor: (id) => answering.get(id) ?? [],
+    },
     policy,
   );
   const model = (id: string) => models.find((m) => m.id === id)!;
-  return { actions, pinned, activity, calls, policy, model, quarantined, claimed };
+  return { actions, pinned, activity, calls, policy, model, quarantined, claimed, answering };
 }
 
 describe('model actions', () => {
@@ -81,6 +90,19 @@ describe('model actions', () => {
     expect((await s.actions.unload('a')).message).toMatch(/unloads after its 2 request\(s\) in flight finish/);
     s.claimed.set('a', 0);
     expect((await s.actions.unload('a')).message).toMatch(/unloads now/);
+  });
+
+  it("unload of a model that answers for another in fallback says it stays, and what lets it go", async () => {
+    const s = setup();
+    await s.actions.pin('a');
+    s.answering.set('a', ['p']);
+    const result = await s.actions.unload('a');
+    expect(result).toEqual({ ok: true, message: 'a stays loaded (and is no longer pinned): it answers for p, in fallback and still wanted; it unloads once p is unloaded or retried' });
+    // Its own want is gone all the same: once p lets go, nothing keeps it.
+    expect(s.pinned.has('a')).toBe(false);
+    expect(s.activity.recentlyUsed('a', 600_000)).toBe(false);
+    s.answering.set('a', []);
+    expect((await s.actions.unload('a')).message).toBe('a unloads now');
   });
 
   it('retry asks the controller to start the ladder over', async () => {

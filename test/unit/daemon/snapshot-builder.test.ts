@@ -91,6 +91,12 @@ describe('buildSnapshot', () => {
     ]);
     expect(snapshot.budget.usedBytes).toBe(footprintAt('partial', split).deviceBytes);
     expect(snapshot.models[0]?.estimateBytes.partial).toBe(footprintAt('partial', split).deviceBytes);
+    // "30 of 32 layers on GPU 0" needs the block count the layers are counted against.
+    expect(snapshot.models[0]?.layerCount).toBe(32);
+  });
+
+  it('gives no block count where the metadata had none', () => {
+    expect(buildSnapshot(parts()).models.map((m) => m.layerCount)).toEqual([null, null]);
   });
 
   it('shows each model’s requests in flight as the claims on its server, not the requests waiting for it', () => {

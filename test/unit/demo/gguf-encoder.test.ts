@@ -67,6 +67,62 @@ describe('layoutGguf', () => {
     );
   });
 
+  it('writes every GGUF value type with its type tag, and arrays of any of them', () => {
+    const values: [string, GgufValue][] = [
+      ['u8', { kind: 'u8', value: 200 }], ['i8', { kind: 'i8', value: -100 }],
+      ['u16', { kind: 'u16', value: 60000 }], ['i16', { kind: 'i16', value: -30000 }],
+      ['u64', { kind: 'u64', value: 2n ** 63n }], ['i64', { kind: 'i64', value: -(2n ** 40n) }],
+      ['f64', { kind: 'f64', value: Math.PI }], ['bools', { kind: 'array', of: 'bool', value: [true, false] }],
+    ];
+    const { header } = layoutGguf(new Map(values), []);
+    let at = 24;
+    const next = (key: string): number => {
+      expect(header.readBigUInt64LE(at)).toBe(BigInt(key.length));
+      expect(header.toString('utf8', at + 8, at + 8 + key.length)).toBe(key);
+      at += 8 + key.length;
+      const type = header.readUInt32LE(at);
+      at += 4;
+      return type;
+    };
+    const read = <T>(bytes: number, f: (offset: number) => T): T => {
+      const v = f(at);
+      at += bytes;
+      return v;
+    };
+    expect([next('u8'), read(1, (o) => header.readUInt8(o))]).toEqual([0, 200]);
+    expect([next('i8'), read(1, (o) => header.readInt8(o))]).toEqual([1, -100]);
+    expect([next('u16'), read(2, (o) => header.readUInt16LE(o))]).toEqual([2, 60000]);
+    expect([next('i16'), read(2, (o) => header.readInt16LE(o))]).toEqual([3, -30000]);
+    expect([next('u64'), read(8, (o) => header.readBigUInt64LE(o))]).toEqual([10, 2n ** 63n]);
+    expect([next('i64'), read(8, (o) => header.readBigInt64LE(o))]).toEqual([11, -(2n ** 40n)]);
+    expect([next('f64'), read(8, (o) => header.readDoubleLE(o))]).toEqual([12, Math.PI]);
+    expect([next('bools'), read(4, (o) => header.readUInt32LE(o)), read(8, (o) => header.readBigUInt64LE(o))]).toEqual([9, 7, 2n]);
+    expect([read(1, (o) => header.readUInt8(o)), read(1, (o) => header.readUInt8(o))]).toEqual([1, 0]);
+  });
+
+  it('refuses a value that does not suit its kind', () => {
+    expect(() => layoutGguf(new Map<string, GgufValue>([['x', { kind: 'array', of: 'u64', value: [1] }]]), [])).toThrow('a GGUF u64 needs a bigint, got number');
+  });
+
+  it('sizes q8_0 as 34-byte blocks of 32 values, so the data between tensors is padded', () => {
+    const layout = layoutGguf(meta, [{ name: 'q', dims: [64, 3], type: 'q8_0' }, { name: 'f', dims: [8], type: 'f32' }]);
+    expect(layout.tensorBytes).toEqual([6 * 34, 32]);
+    // 204 bytes of q8_0 end inside the alignment: the next tensor starts at 224.
+    expect((layout.tensorOffsets[1] ?? 0) - (layout.tensorOffsets[0] ?? 0)).toBe(224);
+    expect(() => layoutGguf(meta, [{ name: 'odd', dims: [40], type: 'q8_0' }])).toThrow("tensor 'odd': a q8_0 row must be a multiple of 32 values, got 40");
+  });
+
+  it('quantises q8_0 as ggml does: an f16 scale of max|x| / 127, then the values rounded half away from zero', () => {
+    const values = new Float32Array(32).fill(0);
+    values[0] = 127;
+    values[1] = -2.5;
+    values[2] = 0.5;
+    const data = encodeTensorData(values, 'q8_0');
+    expect(data.length).toBe(64);
+    expect(data.readUInt16LE(0)).toBe(float16Bits(1));
+    expect([data.readInt8(2), data.readInt8(3), data.readInt8(4), data.readInt8(5)]).toEqual([127, -3, 1, 0]);
+  });
+
   it('encodes f16 data as halves and pads it', () => {
     const data = encodeTensorData(new Float32Array([1, -2, 0.5]), 'f16');
     expect(data.length).toBe(32);

@@ -64,9 +64,10 @@ describe('writeLlamaGguf', () => {
   it('rejects a shape llama.cpp cannot run, naming the numbers', async () => {
     await expect(writeLlamaGguf(join(dir, 'bad.gguf'), { ...SHAPE, nHead: 5 })).rejects.toThrow(/nEmbd \(64\) must be a multiple of nHead \(5\)/);
     await expect(writeLlamaGguf(join(dir, 'bad.gguf'), { ...SHAPE, nLayer: 0 })).rejects.toThrow(/nLayer must be a positive integer, got 0/);
+    await expect(writeLlamaGguf(join(dir, 'bad.gguf'), { ...SHAPE, fileType: 'q8_0', nFf: 80 })).rejects.toThrow(/q8_0 needs nEmbd and nFf to be multiples of 32, got 64 and 80/);
   });
 
-  it.each(['f16', 'f32'] as const)('makes a %s model that llama.cpp runs and that prints only printable ASCII', async (fileType) => {
+  it.each(['f16', 'f32', 'q8_0'] as const)('makes a %s model that llama.cpp runs and that prints only printable ASCII', async (fileType) => {
     const path = join(dir, `run-${fileType}.gguf`);
     await writeLlamaGguf(path, { ...SHAPE, fileType });
     const model = await llama.loadModel({ modelPath: path });

@@ -45,7 +45,7 @@ function fakeAdmin() {
       return { ok: true, message: `${command} ${modelId}: done` };
     },
     logs: (modelId) =>
-      modelId === 'demo-chat' ? { found: true, lines: ['load_tensors: done', 'server is listening'] } : { found: false, message: `Unknown model '${modelId}'; the models are: demo-chat.` },
+      modelId === 'demo-chat' ? { found: true, modelId: 'demo-chat', lines: ['load_tensors: done', 'server is listening'], next: 2 } : { found: false, message: `Unknown model '${modelId}'; the models are: demo-chat.` },
     subscribe: () => () => {},
   };
   return { admin, calls, current };
@@ -78,7 +78,7 @@ describe('registerIpcHandlers', () => {
     expect(await invoke('llmtray:getSnapshot', fromDashboard)).toBe(current);
     expect(await invoke('llmtray:runCommand', fromDashboard, 'pin', 'demo-chat')).toEqual({ ok: true, message: 'pin demo-chat: done' });
     expect(calls).toEqual(['pin demo-chat']);
-    expect(await invoke('llmtray:getLogs', fromDashboard, 'demo-chat')).toEqual(['load_tensors: done', 'server is listening']);
+    expect(await invoke('llmtray:getLogs', fromDashboard, 'demo-chat')).toEqual({ lines: ['load_tensors: done', 'server is listening'], next: 2 });
   });
 
   it('rejects logs of an unknown model with the admin\'s sentence', async () => {

@@ -21,6 +21,6 @@ describe('notificationFor', () => {
 
   it('stays quiet for snapshots and log lines', () => {
     expect(notificationFor({ type: 'SnapshotUpdated', snapshot: snapshot([]) })).toBeNull();
-    expect(notificationFor({ type: 'LogAppended', modelId: 'a', lines: ['x'] })).toBeNull();
+    expect(notificationFor({ type: 'LogAppended', modelId: 'a', first: 0, lines: ['x'] })).toBeNull();
   });
 });

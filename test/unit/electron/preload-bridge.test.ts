@@ -63,10 +63,10 @@ describe('createPreloadBridge', () => {
     expect(fake.invocations).toEqual([['llmtray:getSnapshot'], ['llmtray:runCommand', 'pin', 'demo-chat'], ['llmtray:getLogs', 'demo-chat']]);
     await fake.answer(at(3));
     await fake.answer({ ok: true, message: 'pinned' });
-    await fake.answer(['line']);
+    await fake.answer({ lines: ['line'], next: 1 });
     expect(await snap).toEqual(at(3));
     expect(await result).toEqual({ ok: true, message: 'pinned' });
-    expect(await logs).toEqual(['line']);
+    expect(await logs).toEqual({ lines: ['line'], next: 1 });
   });
 
   it('subscribe delivers a snapshot first, then the events held while it was fetched, then live ones', async () => {

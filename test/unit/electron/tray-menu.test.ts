@@ -2,21 +2,14 @@ import { describe, expect, it } from 'vitest';
 import type { ModelCommand } from '../../../core/contracts/commands.js';
 import { MODEL_STATE_NAMES, type ModelStatus } from '../../../core/contracts/model-status.js';
 import type { ModelView } from '../../../core/contracts/snapshot.js';
-import {
-  buildTrayMenu,
-  modelStateWords,
-  primaryCommand,
-  shorten,
-  trayStatus,
-  type TrayActions,
-  type TrayMenuItem,
-} from '../../../electron/tray-menu.js';
+import { buildTrayMenu, modelStateWords, primaryCommand, trayStatus, type TrayActions, type TrayMenuItem } from '../../../electron/tray-menu.js';
+import { budget, gpu, holder, MiB } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
 import { GiB, NOW, model, snapshot } from './snapshot-fixture.js';
 
 function recordingActions() {
   const calls: string[] = [];
   const actions: TrayActions = {
-    copyEndpoint: (endpoint) => calls.push(`copy ${endpoint}`),
+    copyText: (text) => calls.push(`copy ${text}`),
     runCommand: (command: ModelCommand, modelId) => calls.push(`${command} ${modelId}`),
     openDashboard: () => calls.push('open dashboard'),
     setStartAtLogin: (enabled) => calls.push(`start at login ${enabled}`),
@@ -62,8 +55,8 @@ describe('modelStateWords: every state in words a person reads', () => {
     ['idle', model('m'), 'idle'],
     ['queued', model('m', { state: 'queued' }), 'queued'],
     ['queued, left out by the plan', model('m', { state: 'queued', unschedulableReason: 'needs 9.1 GiB; 24 GiB budget' }), 'queued, does not fit now'],
-    ['loading with progress', model('m', { state: 'loading', level: 'full' }, { loading: { fraction: 0.42, startedAt: NOW - 5000 } }), 'loading 42 %'],
-    ['loading without progress', model('m', { state: 'loading' }, { loading: { fraction: null, startedAt: NOW - 12_500 } }), 'loading (12 s)'],
+    ['loading with progress', model('m', { state: 'loading', level: 'full' }, { loading: { fraction: 0.42, startedAt: NOW - 1_234, expectedMs: null } }), 'loading 42 %, 1.2 s'],
+    ['loading without progress', model('m', { state: 'loading' }, { loading: { fraction: null, startedAt: NOW - 12_500, expectedMs: null } }), 'loading, 12 s'],
     ['loading, no detail yet', model('m', { state: 'loading' }), 'loading'],
     ['ready', model('m', { state: 'ready', level: 'full' }), 'ready'],
     ['ready on the CPU', model('m', { state: 'ready', level: 'minimal' }), 'ready on CPU'],
@@ -182,17 +175,99 @@ describe('buildTrayMenu', () => {
     expect(submenuOf(items, 'full').some((item) => item.type !== 'separator' && item.label.startsWith('Level'))).toBe(false);
   });
 
-  it('says who answers for a model that fell back, and why a model was left out', () => {
+  it('says who answers for a model that fell back, on both models', () => {
     const items = buildTrayMenu(
-      snapshot([
-        model('big', { state: 'fallback', servedBy: 'demo-tiny' }),
-        model('huge', { state: 'queued', unschedulableReason: 'needs 30 GiB; 24 GiB budget, 17 GiB held by pinned big' }),
-      ]),
+      snapshot([model('big', { state: 'fallback', servedBy: 'demo-tiny' }), model('demo-tiny', { state: 'ready', level: 'full' })]),
       recordingActions().actions,
       { startAtLogin: false, now: NOW },
     );
     expect(labelOf(find(submenuOf(items, 'big'), /answered by/))).toBe('Requests for big are answered by demo-tiny');
-    expect(labelOf(find(submenuOf(items, 'huge'), /^Left out/))).toBe('Left out: needs 30 GiB; 24 GiB budget, 17 GiB held by pinned big');
+    expect(labelOf(find(submenuOf(items, 'demo-tiny'), /^Answers for/))).toBe('Answers for big, which is in fallback');
+  });
+
+  it("gives a left-out model's reason one line per GPU, cut to fit, with the whole reason a click from the clipboard", () => {
+    const reason =
+      'needs 9 GiB; GPU 0 RTX 4090: 22 GiB budget, 18 GiB held by pinned qwen-32b (18 GiB), 4 GiB free; ' +
+      'GPU 1 RTX 3060: 11 GiB budget, 7 GiB held by pinned llama-8b (7 GiB), 4 GiB free; ' +
+      'it cannot be split (its layers are unknown): it fits only if a pinned model is unpinned';
+    const { calls, actions } = recordingActions();
+    const submenu = submenuOf(buildTrayMenu(snapshot([model('opaque-13b', { state: 'queued', unschedulableReason: reason })]), actions, { startAtLogin: false, now: NOW }), 'opaque-13b');
+    const lines = submenu.filter((item) => item.type === 'normal' && !item.enabled).map(labelOf);
+    expect(lines).toEqual([
+      'Left out: needs 9 GiB',
+      'GPU 0 RTX 4090: 22 GiB budget, 18 GiB held by pinned qwen-32b (18 GiB), 4 GiB free',
+      'GPU 1 RTX 3060: 11 GiB budget, 7 GiB held by pinned llama-8b (7 GiB), 4 GiB free',
+      'it cannot be split (its layers are unknown)',
+      'it fits only if a pinned model is unpinned',
+    ]);
+    // Every line fits, so nothing needs copying.
+    expect(submenu.some((item) => item.type === 'normal' && item.label === 'Copy the full reason')).toBe(false);
+
+    const long = `${reason.replace('qwen-32b', 'a-model-with-a-name-long-enough-to-push-the-line-past-a-hundred-characters')}`;
+    const cut = submenuOf(buildTrayMenu(snapshot([model('opaque-13b', { state: 'queued', unschedulableReason: long })]), actions, { startAtLogin: false, now: NOW }), 'opaque-13b');
+    const gpu0 = find(cut, /^GPU 0 /);
+    expect(labelOf(gpu0).length).toBeLessThanOrEqual(100);
+    expect(labelOf(gpu0).endsWith('…')).toBe(true);
+    expect(gpu0).toMatchObject({ toolTip: long });
+    click(find(cut, 'Copy the full reason'));
+    expect(calls).toEqual([`copy ${long}`]);
+  });
+
+  it('copies the whole of a quarantine reason that a menu line cuts', () => {
+    const { calls, actions } = recordingActions();
+    const quarantined = model('kev', { state: 'quarantined', recovery: failure('invalid', { nextAction: 'quarantine', lastError: LONG_ERROR }) });
+    click(find(submenuOf(buildTrayMenu(snapshot([quarantined]), actions, { startAtLogin: false, now: NOW }), 'kev'), 'Copy the full reason'));
+    expect(calls).toEqual([`copy ${LONG_ERROR}`]);
+  });
+
+  it('shows a load in the label with the same words as the dashboard, and where the model is being placed', () => {
+    const loading = model(
+      'qwen-14b',
+      { state: 'loading', level: 'full' },
+      {
+        loading: { fraction: 0.4, startedAt: NOW - 1_200, expectedMs: null },
+        placement: { kind: 'split', devices: [{ index: 0, layers: 20, bytes: 6 * GiB }, { index: 1, layers: 12, bytes: 4 * GiB }], cpuMoeLayers: 0, hostBytes: 0 },
+      },
+    );
+    const items = buildTrayMenu(snapshot([loading], { budget: budget([gpu(0, { totalGiB: 24 }), gpu(1, { totalGiB: 12 })]) }), recordingActions().actions, {
+      startAtLogin: false,
+      now: NOW,
+    });
+    expect(labelOf(find(items, /^qwen-14b — /))).toBe('qwen-14b — loading 40 %, 1.2 s');
+    expect(labelOf(find(submenuOf(items, 'qwen-14b'), /^Placement/))).toBe('Placement: split over GPU 0 + 1, 20/12 layers');
+  });
+
+  it('says how much of a partly offloaded model is on the GPU and how much in RAM', () => {
+    const partial = model(
+      'mixtral',
+      { state: 'degraded', level: 'partial' },
+      { layerCount: 48, placement: { kind: 'partial', devices: [{ index: 0, layers: 30, bytes: 14 * GiB }], cpuMoeLayers: 0, hostBytes: 6.2 * GiB } },
+    );
+    const items = buildTrayMenu(snapshot([partial], { budget: budget([gpu(0, { totalGiB: 24 })]) }), recordingActions().actions, { startAtLogin: false, now: NOW });
+    expect(labelOf(find(submenuOf(items, 'mixtral'), /^Placement/))).toBe('Placement: partial: 30 of 48 layers on GPU 0, 6.2 GiB in RAM');
+  });
+
+  it('names no GPU placement without a GPU', () => {
+    const onCpu = model('demo-chat', { state: 'ready', level: 'full' }, { placement: { kind: 'gpu', devices: [{ index: 0, layers: 0, bytes: 200 * MiB }], cpuMoeLayers: 0, hostBytes: 0 } });
+    const base = snapshot([onCpu]);
+    const items = buildTrayMenu({ ...base, budget: { ...base.budget, mode: 'cpu' } }, recordingActions().actions, { startAtLogin: false, now: NOW });
+    expect(submenuOf(items, 'demo-chat').some((item) => item.type !== 'separator' && item.label.startsWith('Placement'))).toBe(false);
+  });
+
+  it('shows per GPU which model and draft hold what, then other programs and the reserve', () => {
+    const models = [model('qwen-14b', { state: 'ready', level: 'full' }, { draftId: 'qwen-0.5b' }), model('qwen-0.5b'), model('llama-8b', { state: 'ready', level: 'full' })];
+    const gpus = [
+      gpu(0, { totalGiB: 24, holders: [holder('model', 'qwen-14b', 9.6 * GiB), holder('draft', 'qwen-0.5b', 600 * MiB)] }),
+      gpu(1, { name: 'NVIDIA GeForce RTX 3060', totalGiB: 12, othersGiB: 3, holders: [] }),
+    ];
+    const items = buildTrayMenu(snapshot(models, { budget: budget(gpus) }), recordingActions().actions, { startAtLogin: false, now: NOW });
+    const first = find(items, /^GPU 0 /);
+    expect(first).toMatchObject({ type: 'submenu', label: 'GPU 0 NVIDIA GeForce RTX 4090: 10.2 GiB of its 23 GiB budget held, 12.8 GiB free' });
+    expect(first.type === 'submenu' && first.submenu.map(labelOf)).toEqual(['qwen-14b 9.6 GiB', 'qwen-0.5b 600 MiB (draft of qwen-14b)', '---', 'Reserve 1 GiB']);
+    const second = find(items, /^GPU 1 /);
+    expect(second.type === 'submenu' && second.submenu.map(labelOf)).toEqual(['No model on it', '---', 'Other programs 3 GiB', 'Reserve 1 GiB']);
+    // Right under the total, before the models.
+    expect(items.slice(1, 4).map(labelOf)).toEqual([labelOf(items[1]!), labelOf(first), labelOf(second)]);
   });
 
   it('tells how to add models when the catalog is empty', () => {
@@ -251,13 +326,5 @@ describe('trayStatus', () => {
   it('keeps the tooltip within what Windows shows', () => {
     const many = Array.from({ length: 40 }, (_, i) => model(`model-${i}`, { state: (['quarantined', 'failed', 'fallback', 'degraded', 'loading'] as const)[i % 5] }));
     expect(trayStatus(snapshot(many, { configErrors: ['x'] })).tooltip.length).toBeLessThanOrEqual(127);
-  });
-});
-
-describe('shorten', () => {
-  it('keeps the first non-empty line, collapses spaces, and cuts at a word', () => {
-    expect(shorten('\n  out   of\tmemory \nsecond line', 40)).toBe('out of memory');
-    expect(shorten('cudaMalloc failed: out of memory on device 0', 20)).toBe('cudaMalloc failed:…');
-    expect(shorten('x'.repeat(30), 10)).toBe(`${'x'.repeat(9)}…`);
   });
 });

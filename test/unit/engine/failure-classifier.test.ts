@@ -253,9 +253,8 @@ describe("classifySetupFailure on the catalog's own sentences", () => {
     "could not write its API key file /data/engine-keys/a.key: ENOSPC: no space left on device, open '/data/engine-keys/a.key'",
     'could not start /opt/llama/llama-server: spawn /opt/llama/llama-server ENOENT',
     "'qwen-7b' is no longer in the catalog",
-    // Catalog sentences a retry may get past: a read error, and a header read that a stalled network drive also times out.
-    '/m/qwen.gguf: not a readable GGUF model (EIO: i/o error, read)',
-    '/m/qwen.gguf: not a readable GGUF model (its header could not be read within 15 s; the file is probably cut short or corrupt)',
+    // A catalog sentence a retry may get past: an operating-system error while reading the header.
+    '/m/qwen.gguf: cannot read the model file: EIO: i/o error, read',
   ])('stays a crash: %s', (message) => {
     expect(classifySetupFailure(message)).toEqual({ kind: 'crash', reason: message });
   });

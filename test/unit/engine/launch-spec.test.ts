@@ -60,13 +60,14 @@ describe('argvFor', () => {
   it('partial: the degraded context, half the layers on the GPU, the draft as configured', () => {
     const argv = argvFor({ ...withDraft, layers: 32 }, 'partial', recent, 1, KEY_FILE);
     expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
-    expect(valueOf(argv, '-ngl')).toBe('16');
+    // 16 blocks and the output layer, which llama.cpp's -ngl counts as one more.
+    expect(valueOf(argv, '-ngl')).toBe('17');
     expect(valueOf(argv, '-ngld')).toBe('all');
   });
 
   it('partial: halves the layers a numeric gpuLayers puts on the GPU, not the whole model', () => {
-    expect(valueOf(argvFor({ ...spec, gpuLayers: 20, layers: 32 }, 'partial', recent, 1, KEY_FILE), '-ngl')).toBe('10');
-    expect(valueOf(argvFor({ ...spec, gpuLayers: 40, layers: 33 }, 'partial', old, 1, { key: 'k' }), '-ngl')).toBe('16');
+    expect(valueOf(argvFor({ ...spec, gpuLayers: 20, layers: 32 }, 'partial', recent, 1, KEY_FILE), '-ngl')).toBe('11');
+    expect(valueOf(argvFor({ ...spec, gpuLayers: 40, layers: 33 }, 'partial', old, 1, { key: 'k' }), '-ngl')).toBe('17');
   });
 
   it.each([
@@ -93,7 +94,9 @@ describe('argvFor', () => {
           expect(partial).toEqual(argvFor(s, 'minimal', old, 1, { key: 'k' }));
         } else {
           const atFull = Math.min(Number(valueOf(degraded, '-ngl')), layers ?? 0);
-          expect(2 * ngl).toBeLessThanOrEqual(atFull);
+          // ngl − 1 blocks: the output layer is the one more.
+          expect(2 * (ngl - 1)).toBeLessThanOrEqual(atFull);
+          expect(ngl).toBeGreaterThanOrEqual(2);
           expect(valueOf(partial, '-ngld')).toBe(valueOf(degraded, '-ngld'));
         }
       }),

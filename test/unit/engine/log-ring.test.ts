@@ -28,6 +28,15 @@ describe('LineRing', () => {
     expect(ring.toArray()).toEqual([`${'x'.repeat(10)}… (25 chars)`]);
   });
 
+  it('numbers each line from 0, still counting the ones that fell off, and hands each on as kept', () => {
+    const heard: [string, number][] = [];
+    const ring = new LineRing(2, 4, (line, position) => heard.push([line, position]));
+    expect(ring.next).toBe(0);
+    for (const line of ['a', 'b', 'toolong']) ring.push(line);
+    expect(ring.next).toBe(3);
+    expect(heard).toEqual([['a', 0], ['b', 1], ['tool… (7 chars)', 2]]);
+  });
+
   it('refuses a capacity below one line', () => {
     expect(() => new LineRing(0)).toThrow(/at least 1 line, got 0/);
   });

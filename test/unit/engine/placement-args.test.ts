@@ -59,7 +59,7 @@ describe('argvFor with a placement', () => {
     const argv = argvFor(spec, 'full', recent, 4000, KEY, split);
     expect(valueOf(argv, '-ngl')).toBe('all');
     expect(valueOf(argv, '--tensor-split')).toBe('12,0,20');
-    expect(valueOf(argvFor(spec, 'full', recent, 4000, KEY, partial), '-ngl')).toBe('10');
+    expect(valueOf(argvFor(spec, 'full', recent, 4000, KEY, partial), '-ngl')).toBe('11'); // its 10 blocks and the output layer
     const onCpu = argvFor(spec, 'full', recent, 4000, KEY, cpu);
     expect(valueOf(onCpu, '-ngl')).toBe('0');
     expect(onCpu).not.toContain('--split-mode');
@@ -74,7 +74,7 @@ describe('argvFor with a placement', () => {
   it('the embedded engine takes no split flags: its devices come through the environment', () => {
     const argv = argvFor({ ...spec, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 4000, KEY, split);
     expect(argv).not.toContain('--tensor-split');
-    expect(placementEnv(split, 'embedded')).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '2,0', HIP_VISIBLE_DEVICES: '2,0', GGML_VK_VISIBLE_DEVICES: '2,0' });
+    expect(placementEnv(split, 'embedded')).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '0,2', HIP_VISIBLE_DEVICES: '0,2', GGML_VK_VISIBLE_DEVICES: '0,2' });
     expect(placementEnv(split, 'llama-server')).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID' });
     expect(placementEnv(cpu, 'embedded')).toEqual({});
   });

@@ -57,3 +57,32 @@ describe('createGpuProbe with AMD tools and llama-server\'s list', () => {
     await expect(probe.probe()).rejects.toThrow(/fails now/);
   });
 });
+
+describe('createGpuProbe on a machine whose listing measures no GPU', () => {
+  it('lists devices again only every 5 minutes, reads host memory at every probe, and lists at every probe once a GPU is measured', async () => {
+    const log: string[] = [];
+    let now = 0;
+    let listed: typeof controllers = [controllers[1] as (typeof controllers)[number]]; // the AMD card only: si measures none
+    const si: SystemInformation = {
+      graphics: async () => { log.push('si.graphics'); return { controllers: listed }; },
+      mem: async () => { log.push('si.mem'); return { total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }; },
+    };
+    const probe = createGpuProbe({ si, platform: 'linux', amd: null, clock: { now: () => now } });
+    for (let i = 0; i < 5; i++) {
+      expect((await probe.probe()).gpus).toHaveLength(1);
+      now += 2_000;
+    }
+    expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
+    expect(log.filter((l) => l === 'si.mem')).toHaveLength(5);
+    // 5 minutes on, a GPU that appeared meanwhile is found, and from then on listed at every probe.
+    now = 299_000;
+    await probe.probe();
+    expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
+    now = 300_000;
+    listed = controllers;
+    expect((await probe.probe()).gpus).toHaveLength(2);
+    await probe.probe();
+    await probe.probe();
+    expect(log.filter((l) => l === 'si.graphics')).toHaveLength(4);
+  });
+});

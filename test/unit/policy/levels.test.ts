@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { degradedContext, footprintAt, LAUNCH_LEVELS, partialLayers, type FootprintEstimate } from '../../../core/policy/index.js';
+import { degradedContext, footprintAt, LAUNCH_LEVELS, layerCostAt, partialLayers, type FootprintEstimate } from '../../../core/policy/index.js';
 
 const KiB = 1024;
 const MiB = 1024 ** 2;
@@ -119,6 +119,10 @@ describe('footprintAt', () => {
         contextTokens: fc.integer({ min: -10, max: 1 << 17 }),
         computeBytes: bytes,
         layers: fc.integer({ min: -2, max: 200 }),
+        // Per-block figures, present or not, consistent with the weights or not: the arithmetic is total either way.
+        blockWeightsBytes: bytes,
+        nonBlockWeightsBytes: bytes,
+        expertBytesPerBlock: bytes,
         ...(depth > 0 ? { draft: estimateArb(depth - 1) } : {}),
       },
       { requiredKeys: ['weightsBytes', 'kvBytesPerToken', 'contextTokens', 'computeBytes'] },
@@ -152,10 +156,10 @@ describe('footprintAt', () => {
     );
   });
 
-  it('sends between a half and two thirds of the layer bytes to host RAM at partial, the rest and the compute buffer stay', () => {
+  it('without per-block figures, sends between a half and two thirds of the layer bytes to host RAM at partial, the rest and the compute buffer stay', () => {
     fc.assert(
       fc.property(estimateArb(0), (estimate) => {
-        fc.pre(partialLayers(estimate.layers ?? 0) > 0);
+        fc.pre(partialLayers(estimate.layers ?? 0) > 0 && layerCostAt('partial', estimate) === undefined);
         const { contextTokens, hostBytes, deviceBytes } = footprintAt('partial', estimate);
         const layerBytes = Math.max(0, estimate.weightsBytes) + Math.max(0, estimate.kvBytesPerToken) * contextTokens;
         expect(hostBytes).toBeGreaterThanOrEqual(Math.floor(layerBytes / 2));
@@ -190,6 +194,90 @@ describe('footprintAt', () => {
           alone.deviceBytes + alone.hostBytes + draftAtPrimaryContext.deviceBytes + draftAtPrimaryContext.hostBytes,
         );
         expect(paired.contextTokens).toBe(alone.contextTokens);
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe('layerCostAt', () => {
+  // 32 blocks of 100 MiB (60 MiB of it experts), 500 MiB outside them, 128 KiB of KV per token.
+  const moe: FootprintEstimate = {
+    weightsBytes: 500 * MiB + 32 * 100 * MiB, kvBytesPerToken: 128 * KiB, contextTokens: 8192, computeBytes: 300 * MiB, layers: 32,
+    blockWeightsBytes: 100 * MiB, expertBytesPerBlock: 60 * MiB, nonBlockWeightsBytes: 500 * MiB,
+  };
+
+  it("costs a block as its weights and its share of the KV cache at the level's context", () => {
+    // KV: 128 KiB × 8192 / 32 = 32 MiB a block at full; at degraded (2048 tokens) 8 MiB.
+    expect(layerCostAt('full', moe)).toEqual({
+      layers: 32, perLayerBytes: 132 * MiB, expertBytesPerLayer: 60 * MiB, mainBytes: 500 * MiB, computeBytesPerDevice: 300 * MiB, pipelineComputeBytes: 300 * MiB,
+    });
+    expect(layerCostAt('degraded', moe)).toMatchObject({ perLayerBytes: 108 * MiB, mainBytes: 500 * MiB });
+    expect(layerCostAt('partial', moe)).toEqual(layerCostAt('degraded', moe));
+  });
+
+  it("adds the engine's runtime to every device's share, once, and not to what a split's pipeline adds", () => {
+    const priced = { ...moe, runtimeBytes: 512 * MiB };
+    expect(layerCostAt('full', priced)).toMatchObject({ computeBytesPerDevice: 812 * MiB, pipelineComputeBytes: 300 * MiB });
+    expect(footprintAt('full', priced).deviceBytes).toBe(footprintAt('full', moe).deviceBytes + 512 * MiB);
+    expect(footprintAt('minimal', priced).hostBytes).toBe(footprintAt('minimal', moe).hostBytes + 512 * MiB);
+  });
+
+  it('rounds a block\'s KV share up, and never counts more experts than the block holds', () => {
+    expect(layerCostAt('full', { ...moe, kvBytesPerToken: 10, contextTokens: 100, layers: 3, expertBytesPerBlock: 200 * MiB })).toMatchObject({
+      perLayerBytes: 100 * MiB + 334, // 1000 / 3, up
+      expertBytesPerLayer: 100 * MiB,
+    });
+  });
+
+  it.each<[string, Partial<FootprintEstimate>]>([
+    ['no per-block weights', { blockWeightsBytes: undefined }],
+    ['no non-block weights', { nonBlockWeightsBytes: undefined }],
+    ['unknown layers', { layers: undefined }],
+    ['no layers on the device', { layers: 0 }],
+    ['negative layers', { layers: -4 }],
+  ])('is undefined with %s: such a model is placed whole', (_name, change) => {
+    expect(layerCostAt('full', { ...moe, ...change })).toBeUndefined();
+  });
+
+  it('moves whole blocks, weights and KV, to host RAM at partial; what is outside the blocks stays on the device', () => {
+    // 16 of 32 blocks leave, 108 MiB each at the degraded context.
+    expect(footprintAt('partial', moe)).toEqual({ deviceBytes: 500 * MiB + 300 * MiB + 16 * 108 * MiB, hostBytes: 16 * 108 * MiB, contextTokens: 2048 });
+  });
+
+  const bytes = fc.integer({ min: -1000, max: 1 << 30 });
+  const layered = (depth: number): fc.Arbitrary<FootprintEstimate> =>
+    fc.record({
+      weightsBytes: bytes, kvBytesPerToken: fc.integer({ min: -10, max: 1 << 20 }), contextTokens: fc.integer({ min: -10, max: 1 << 17 }),
+      computeBytes: bytes, layers: fc.integer({ min: 1, max: 200 }), blockWeightsBytes: bytes, nonBlockWeightsBytes: bytes,
+      expertBytesPerBlock: bytes, ...(depth > 0 ? { draft: fc.option(layered(depth - 1), { nil: undefined }) } : {}),
+    });
+
+  it('is what footprintAt costs: main + compute + layers × perLayer + the draft, at every level on the device', () => {
+    fc.assert(
+      fc.property(layered(1), fc.constantFrom<'full' | 'degraded'>('full', 'degraded'), (estimate, level) => {
+        const cost = layerCostAt(level, estimate);
+        if (cost === undefined) throw new Error('a layered estimate has a layer cost');
+        const draft = estimate.draft === undefined ? 0 : footprintAt(level, { ...estimate.draft, contextTokens: estimate.contextTokens }).deviceBytes;
+        expect(footprintAt(level, estimate).deviceBytes).toBe(cost.mainBytes + cost.computeBytesPerDevice + cost.layers * cost.perLayerBytes + draft);
+      }),
+      RUNS,
+    );
+  });
+
+  it('is what footprintAt costs at partial: partialLayers(L) blocks on the device, the others in host RAM', () => {
+    fc.assert(
+      fc.property(layered(1), (estimate) => {
+        const cost = layerCostAt('partial', estimate);
+        if (cost === undefined) throw new Error('a layered estimate has a layer cost');
+        fc.pre(partialLayers(cost.layers) > 0);
+        const n = partialLayers(cost.layers);
+        const draft = estimate.draft === undefined ? 0 : footprintAt('degraded', { ...estimate.draft, contextTokens: estimate.contextTokens }).deviceBytes;
+        expect(footprintAt('partial', estimate)).toEqual({
+          deviceBytes: cost.mainBytes + cost.computeBytesPerDevice + n * cost.perLayerBytes + draft,
+          hostBytes: (cost.layers - n) * cost.perLayerBytes,
+          contextTokens: degradedContext(Math.max(0, estimate.contextTokens)),
+        });
       }),
       RUNS,
     );

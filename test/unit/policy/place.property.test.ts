@@ -54,18 +54,23 @@ const workstationArb: fc.Arbitrary<Workstation> = fc
     budgets: fc.array(fc.record({ budget: bytes(2000), deviceClass: fc.constantFrom('rtx-4090', 'rtx-3060') }), { minLength: 1, maxLength: 4 }),
     desired: fc.uniqueArray(desiredArb, { selector: (d) => d.modelId, maxLength: 8 }),
     residents: fc.uniqueArray(
-      fc.record({ modelId: fc.constantFrom(...MODEL_IDS), footprint: bytes(1000), pinned: rarely, active: rarely, lastUsed: stamp, at: fc.nat(), splitWith: fc.option(fc.nat(), { nil: undefined }) }),
+      fc.record({ modelId: fc.constantFrom(...MODEL_IDS), footprint: bytes(1000), pinned: rarely, active: rarely, lastUsed: stamp, at: fc.nat(), splitWith: fc.option(fc.nat(), { nil: undefined }), offCpu: fc.constantFrom('none', 'none', 'partial', 'cpu') }),
       { selector: (r) => r.modelId, maxLength: 8 },
     ),
     hostFree: fc.oneof(fc.constant(0), bytes(3000)),
   })
   .map(({ budgets, desired, residents, hostFree }) => {
     const devices = budgets.map((b, index) => ({ index, name: `GPU${index}`, deviceClass: b.deviceClass, budgetBytes: b.budget }));
-    const resident = residents.map(({ at, splitWith, ...r }): PlacedResident => {
+    const resident = residents.map(({ at, splitWith, offCpu, ...r }): PlacedResident => {
       const main = at % devices.length;
       const other = splitWith === undefined ? main : splitWith % devices.length;
+      // Some run partly or wholly on the CPU, as `place` puts models when the GPUs are full.
       const placement: Placement =
-        other === main
+        offCpu === 'cpu'
+          ? { kind: 'cpu', devices: [], cpuMoeLayers: 0, hostBytes: r.footprint }
+          : offCpu === 'partial'
+            ? { kind: 'partial', devices: [{ index: main, layers: 1, bytes: Math.ceil(r.footprint / 2) }], cpuMoeLayers: 0, hostBytes: Math.floor(r.footprint / 2) }
+            : other === main
           ? { kind: 'gpu', devices: [{ index: main, layers: 0, bytes: r.footprint }], cpuMoeLayers: 0, hostBytes: 0 }
           : {
               kind: 'split',
@@ -187,8 +192,9 @@ describe('place: properties over random workstations', () => {
         };
         expect(place(shuffle(w.desired), shuffle(w.resident), shuffle(w.devices), w.hostFree)).toEqual(plan);
 
-        // With one device and no host RAM to spare, exactly schedule's plan.
-        if (w.devices.length === 1 && w.hostFree === 0) {
+        // With one device and no host RAM to spare, exactly schedule's plan (which knows no
+        // host RAM, so no model may be running partly on the CPU either).
+        if (w.devices.length === 1 && w.hostFree === 0 && w.resident.every((r) => r.placement?.kind !== 'partial' && r.placement?.kind !== 'cpu')) {
           const budget = (w.devices[0] as Device).budgetBytes;
           const expected = schedule(w.desired, w.resident.map(({ placement: _, ...r }) => r), budget);
           expect({ launch: plan.launch, evict: plan.evict, unschedulable: plan.unschedulable }).toEqual(expected);

@@ -33,19 +33,34 @@ describe('place: the fastest placement that fits', () => {
     const plan = place([want('big', layered(30))], [], [gpu(0, 20), gpu(1, 16)]);
     const at = plan.placements.big;
     expect(at?.kind).toBe('split');
-    expect(at?.devices.map((d) => d.index)).toEqual([0, 1]);
+    // The main device is the last in index order, where llama.cpp puts the output layer: listed first.
+    expect(at?.devices.map((d) => d.index)).toEqual([1, 0]);
     expect(at?.devices.reduce((sum, d) => sum + d.layers, 0)).toBe(30);
-    // The main device (the roomiest) carries the output tensors; each pays a compute buffer.
-    expect(at?.devices[0]).toMatchObject({ index: 0, bytes: 0.5 * GiB + GiB + (at?.devices[0]?.layers ?? 0) * GiB });
-    expect(at?.devices[1]).toMatchObject({ index: 1, bytes: 0.5 * GiB + (at?.devices[1]?.layers ?? 0) * GiB });
+    // It carries the output tensors; each pays a compute buffer.
+    expect(at?.devices[0]).toMatchObject({ index: 1, bytes: 0.5 * GiB + GiB + (at?.devices[0]?.layers ?? 0) * GiB });
+    expect(at?.devices[1]).toMatchObject({ index: 0, bytes: 0.5 * GiB + (at?.devices[1]?.layers ?? 0) * GiB });
     for (const d of at?.devices ?? []) expect(d.bytes).toBeLessThanOrEqual((d.index === 0 ? 20 : 16) * GiB);
+    // The roomier card takes more layers.
+    expect(at?.devices[1]?.layers).toBeGreaterThan(at?.devices[0]?.layers ?? Infinity);
+  });
+
+  it("pays a split's pipeline compute buffer on every device it uses, and splits no further than it must", () => {
+    const cost = layered(30, { pipelineComputeBytes: 0.5 * GiB });
+    const at = place([want('big', cost)], [], [gpu(0, 20), gpu(1, 16), gpu(2, 16)]).placements.big;
+    expect(at?.kind).toBe('split');
+    expect(at?.devices).toHaveLength(2);
+    for (const d of at?.devices ?? []) expect(d.bytes - d.layers * GiB).toBe(GiB + (d === at?.devices[0] ? GiB : 0));
+    // Two cards that hold it only without the pipeline's buffer: the split takes a third.
+    const tight = place([want('big', cost)], [], [gpu(0, 16.5), gpu(1, 16.2), gpu(2, 16)]).placements.big;
+    expect(place([want('big', layered(30))], [], [gpu(0, 16.5), gpu(1, 16.2), gpu(2, 16)]).placements.big?.devices).toHaveLength(2);
+    expect(tight?.devices).toHaveLength(3);
   });
 
   it('does not split across GPUs of different classes unless the model allows it, and says so', () => {
     const devices = [gpu(0, 20), gpu(1, 12, 'rtx-3060')];
     const refused = place([want('big', layered(26))], [], devices);
     expect(refused.launch).toEqual([]);
-    expect(refused.unschedulable[0]?.reason).toMatch(/^needs 27.5 GiB; GPU 0 RTX 4090: 20 GiB budget, 0 B held by nothing, 20 GiB free; GPU 1 RTX 3060: 12 GiB budget, 0 B held by nothing, 12 GiB free; a split across mixed GPUs is off for this model \(mixedSplit\)/);
+    expect(refused.unschedulable[0]?.reason).toMatch(/^needs 27.5 GiB; GPU 0 RTX 4090: 20 GiB budget, all free; GPU 1 RTX 3060: 12 GiB budget, all free; a split across mixed GPUs is off for this model \(mixedSplit\)/);
     const allowed = place([want('big', layered(26), { mixedSplit: true })], [], devices);
     expect(allowed.placements.big?.kind).toBe('mixed');
   });

@@ -1,0 +1,434 @@
+// Issue 11's placement through the real daemon, on fake workstations of two and three GPUs:
+// each GPU is its own budget, and a model goes whole on the tightest GPU that holds it; over
+// GPUs of one class only when no single one does; over mixed classes only where its config
+// allows; partly in host RAM when nothing else fits; evictions free the GPU the newcomer needs;
+// and a model that fits nowhere is left out with a reason that names every GPU.
+//
+// The daemon runs as a child with the fake `lspci` and `nvidia-smi` of test/fixtures/fake-gpu
+// first on PATH; FAKE_GPU_BOX picks the machine. The test plays "another program" by rewriting
+// the memory the fake driver reports, so that each card leaves our models exactly the room a
+// case needs, computed from the models' own estimates in /api/state. The engines are real and
+// run on the CPU here; what they were told is read from the processes themselves: the embedded
+// engine's CUDA_VISIBLE_DEVICES in /proc/<pid>/environ, its `-ngl` on its command line.
+//
+// One daemon per box, reused by the cases in order (each case says what it starts from): a
+// model load is seconds on a loaded 2-core machine, and a daemon start is a second more.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
+import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
+import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
+import type { Placement } from '../../core/policy/place.js';
+import { formatBytes } from '../../core/policy/reasons.js';
+import { eventually, isProcessAlive, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { writeMoeGguf } from '../support/moe-gguf.js';
+
+const MiB = 1024 ** 2;
+const fakeDir = resolve(import.meta.dirname, '../fixtures/fake-gpu');
+const RESERVE_MIB = 64;
+/** "Another program" in the fake driver's process list; never one of ours. */
+const OTHER_PID = 31337;
+/** A model load on a loaded 2-core machine; a bound for the failure message, not a speed claim. */
+const LOAD_MS = 120_000;
+
+interface Card {
+  bus: string;
+  name: string;
+  totalMiB: number;
+  reservedMiB: number;
+}
+
+/** The cards of a fake box, from its devices.csv (what the fake nvidia-smi reports). */
+function cardsOf(box: string): Card[] {
+  return readFileSync(join(fakeDir, box, 'devices.csv'), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !line.startsWith('#'))
+    .map((line) => {
+      const f = line.split(/,\s*/);
+      return { bus: f[0] as string, name: f[1] as string, totalMiB: Number(f[3]), reservedMiB: Number(f[4]) };
+    });
+}
+
+/** An engine of ours as the fake driver lists it: this pid holds `mib` on card `index`. */
+interface Held {
+  index: number;
+  pid: number;
+  mib: number;
+}
+
+/** A daemon on one fake box, and the fake driver's state it reads. */
+class Rig {
+  daemon!: DaemonProcess;
+  readonly cards: Card[];
+  private stateDir = '';
+
+  constructor(
+    readonly box: string,
+    readonly workDir: string,
+  ) {
+    this.cards = cardsOf(box);
+  }
+
+  async start(configYaml: string): Promise<void> {
+    this.stateDir = join(this.workDir, 'driver');
+    await mkdir(this.stateDir, { recursive: true });
+    await this.driverSays(this.cards.map((card) => this.quietBudget(card)));
+    const configPath = join(this.workDir, 'config.yaml');
+    await writeFile(configPath, configYaml);
+    this.daemon = await startDaemonProcess({
+      dataDir: await makeDataDir(),
+      config: configPath,
+      env: { PATH: `${fakeDir}${delimiter}${process.env.PATH ?? ''}`, FAKE_GPU_BOX: this.box, FAKE_GPU_STATE_DIR: this.stateDir },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.daemon?.stop();
+    if (this.daemon) await removeDataDir(this.daemon.dataDir);
+  }
+
+  /** A card's budget with no other program on it, MiB. */
+  quietBudget(card: Card): number {
+    return card.totalMiB - card.reservedMiB - RESERVE_MIB;
+  }
+
+  /**
+   * The fake driver: other programs use enough of each card to leave our models `budgetMiB[i]`
+   * of card i, and `held` lists our engines as the real driver would (in its process list and
+   * in memory.used, so the budget stays what it was).
+   */
+  async driverSays(budgetMiB: readonly number[], held: readonly Held[] = []): Promise<void> {
+    const used = this.cards.map((card, i) => card.totalMiB - card.reservedMiB - RESERVE_MIB - (budgetMiB[i] as number));
+    const ours = (i: number) => held.filter((h) => h.index === i).reduce((sum, h) => sum + h.mib, 0);
+    await replace(join(this.stateDir, 'memory-used.csv'), this.cards.map((card, i) => `${card.bus}, ${(used[i] as number) + ours(i)}\n`).join(''));
+    const apps = [
+      ...this.cards.flatMap((card, i) => ((used[i] as number) > 0 ? [`${card.bus}, ${OTHER_PID}, ${used[i]}\n`] : [])),
+      ...held.map((h) => `${(this.cards[h.index] as Card).bus}, ${h.pid}, ${h.mib}\n`),
+    ];
+    await replace(join(this.stateDir, 'compute-apps.csv'), apps.join(''));
+  }
+
+  /** Leaves each card `budgetMiB[i]` and waits until the daemon's sample shows it (it samples every 2 s). */
+  async budgets(budgetMiB: readonly number[], held: readonly Held[] = []): Promise<Snapshot> {
+    await this.driverSays(budgetMiB, held);
+    return eventually(`the daemon sees budgets of ${budgetMiB.join(', ')} MiB`, async () => {
+      const s = await this.daemon.state();
+      return s.budget.gpus.map((g) => g.budgetBytes).join() === budgetMiB.map((b) => b * MiB).join() ? s : undefined;
+    });
+  }
+
+  async load(id: string): Promise<void> {
+    const res = await this.daemon.api(`/api/models/${id}/load`, { method: 'POST' });
+    expect(res.status, await res.clone().text()).toBe(200);
+  }
+
+  async unload(id: string): Promise<void> {
+    const res = await this.daemon.api(`/api/models/${id}/unload`, { method: 'POST' });
+    expect(res.status, await res.clone().text()).toBe(200);
+  }
+
+  /** The state once `id` is ready with a placement that `where` accepts. */
+  ready(id: string, what: string, where: (placement: Placement, model: ModelView) => boolean): Promise<Snapshot> {
+    return eventually(
+      `${id} ready ${what}`,
+      async () => {
+        const s = await this.daemon.state();
+        const m = find(s, id);
+        return m.status.state === 'ready' && m.upstream !== null && m.placement !== null && where(m.placement, m) ? s : undefined;
+      },
+      LOAD_MS,
+    );
+  }
+
+  /** Waits until none of `ids` has a server. */
+  gone(ids: readonly string[]): Promise<Snapshot> {
+    return eventually(
+      `${ids.join(', ')} unloaded`,
+      async () => {
+        const s = await this.daemon.state();
+        return ids.every((id) => find(s, id).upstream === null && find(s, id).placement === null) ? s : undefined;
+      },
+      LOAD_MS,
+    );
+  }
+}
+
+/** Replaces a driver file whole: the fake nvidia-smi reads it at every call, and a file caught half-written reads as no GPU. */
+async function replace(path: string, text: string): Promise<void> {
+  await writeFile(`${path}.next`, text);
+  await rename(`${path}.next`, path);
+}
+
+const find = (snapshot: Snapshot, id: string): ModelView => {
+  const model = snapshot.models.find((m) => m.id === id);
+  if (model === undefined) throw new Error(`/api/state has no model '${id}'`);
+  return model;
+};
+
+/** What an engine process was told: the GPUs it may see (embedded engine) and its -ngl. */
+function launchOf(pid: number): { visible: string | undefined; ngl: string | undefined } {
+  const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  const at = argv.indexOf('-ngl');
+  return { visible: env.find((v) => v.startsWith('CUDA_VISIBLE_DEVICES='))?.slice('CUDA_VISIBLE_DEVICES='.length), ngl: at < 0 ? undefined : argv[at + 1] };
+}
+
+const indices = (p: Placement | null): number[] => (p?.devices ?? []).map((d) => d.index).sort((a, b) => a - b);
+const layersOf = (p: Placement | null): number => (p?.devices ?? []).reduce((sum, d) => sum + d.layers, 0);
+const mib = (bytes: number) => Math.round(bytes / MiB);
+
+function modelEntry(id: string, path: string, priority: number, extra = ''): string {
+  return `  - id: ${id}
+    path: ${JSON.stringify(path)}
+    ctx: 2048
+    priority: ${priority}
+    idleTtl: 10m
+${extra}`;
+}
+
+/** The engines run on the CPU here: each process's cost on a GPU is set to 1 MiB, not the 512 MiB prior. */
+const BUDGET_YAML = `budget:
+  reserve: ${RESERVE_MIB}MiB
+  engineOverhead: 1MiB
+`;
+
+let workDir: string;
+let demo: DemoModels;
+
+beforeAll(async () => {
+  workDir = await mkdtemp(join(tmpdir(), 'llmtray-placement-'));
+  demo = await generateDemoModels(workDir);
+});
+
+afterAll(async () => {
+  if (workDir) await rm(workDir, { recursive: true, force: true });
+});
+
+describe('placement on a workstation with two RTX 3090s and an RTX 4060', () => {
+  const CHAT = 'chat';
+  const MOE = 'moe-200g';
+  let rig: Rig;
+  /** demo-chat's estimate on one GPU, bytes, and its layers. */
+  let whole: number;
+  let layers: number;
+  let chatPid: number;
+
+  beforeAll(async () => {
+    rig = new Rig('two-3090-one-4060', join(workDir, 'three'));
+    await mkdir(rig.workDir, { recursive: true });
+    // A mixture of experts of about 200 GiB, sparse on disk: bigger than all three cards and
+    // the host RAM together.
+    const moePath = join(rig.workDir, 'moe-200g.gguf');
+    await writeMoeGguf(moePath, { nLayer: 48, denseFirst: 0, nEmbd: 4096, nExpert: 128, nFfExpert: 1408, nFfDense: 0, nVocab: 151936, type: 'f16' });
+    await rig.start(`modelDirs: []
+${BUDGET_YAML}models:
+${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(MOE, moePath, 1)}`);
+    const start = await rig.daemon.state();
+    whole = find(start, CHAT).estimateBytes.full;
+    layers = find(start, CHAT).layerCount ?? 0;
+  });
+
+  afterAll(async () => {
+    await rig?.stop();
+  });
+
+  it('sees three GPUs, each its own budget', async () => {
+    const s = await rig.daemon.state();
+    expect(s.budget.mode).toBe('gpu');
+    expect(s.budget.gpus.map((g) => g.name)).toEqual(['NVIDIA GeForce RTX 3090', 'NVIDIA GeForce RTX 3090', 'NVIDIA GeForce RTX 4060']);
+    expect(s.budget.gpus.map((g) => g.budgetBytes)).toEqual(rig.cards.map((card) => rig.quietBudget(card) * MiB));
+    expect(layers).toBeGreaterThanOrEqual(4);
+  });
+
+  it('leaves out a model that fits nowhere, with a reason that names each GPU and what was short there', async () => {
+    const before = await rig.daemon.state();
+    const need = find(before, MOE).estimateBytes.full;
+    expect(need).toBeGreaterThan(before.budget.hostTotalBytes + before.budget.gpus.reduce((sum, g) => sum + g.budgetBytes, 0));
+    await rig.load(MOE);
+    const out = await eventually(`${MOE} left out`, async () => {
+      const s = await rig.daemon.state();
+      return s.plan?.unschedulable.find((u) => u.modelId === MOE) !== undefined && find(s, MOE).status.unschedulableReason !== null ? s : undefined;
+    });
+    const reason = find(out, MOE).status.unschedulableReason ?? '';
+    expect(reason).toContain(`needs ${formatBytes(need)}`);
+    out.budget.gpus.forEach((g, i) => expect(reason).toContain(`GPU ${i} ${g.name}: ${formatBytes(g.budgetBytes)} budget, all free`));
+    expect(reason).toContain('a split across mixed GPUs is off for this model');
+    expect(reason).toMatch(/part on the CPU needs host RAM, [\d.]+ GiB free/);
+    expect(reason).toMatch(/it does not fit even with nothing else loaded$/);
+    expect(out.plan?.unschedulable.find((u) => u.modelId === MOE)?.strict).toBe(true);
+    expect(find(out, MOE).upstream).toBeNull();
+    await rig.unload(MOE);
+  });
+
+  it('places a model whole on the tightest GPU that holds it: the 4060, not a 3090', async () => {
+    await rig.load(CHAT);
+    const s = await rig.ready(CHAT, 'whole on one GPU', (p) => p.kind === 'gpu');
+    const chat = find(s, CHAT);
+    expect(chat.placement).toEqual({ kind: 'gpu', devices: [{ index: 2, layers, bytes: whole }], cpuMoeLayers: 0, hostBytes: 0 });
+    chatPid = chat.upstream!.pid;
+    expect(launchOf(chatPid)).toEqual({ visible: '2', ngl: 'all' });
+    expect(s.plan?.unschedulable.map((u) => u.modelId)).not.toContain(CHAT);
+    // The memory picture shows it on the 4060 once a pass has counted it there.
+    await eventually('chat in the 4060 picture', async () => {
+      const holders = (await rig.daemon.state()).budget.gpus.map((g) => g.holders.filter((h) => h.kind === 'model').map((h) => h.modelId));
+      return JSON.stringify(holders) === JSON.stringify([[], [], [CHAT]]) ? true : undefined;
+    });
+  });
+
+  it("learns nothing new from a driver figure that is the model's estimate with its engine's runtime", async () => {
+    // The driver lists the engine on the 4060 with what its placement said, to the MiB below.
+    const figure = Math.floor(whole / MiB);
+    await rig.budgets(rig.cards.map((card) => rig.quietBudget(card)), [{ index: 2, pid: chatPid, mib: figure }]);
+    const s = await eventually('the figure measured', async () => {
+      const state = await rig.daemon.state();
+      return find(state, CHAT).measuredBytes === figure * MiB ? state : undefined;
+    });
+    // The runtime is priced beside the model (budget.engineOverhead), not learned into it as well.
+    expect(find(s, CHAT).estimateBytes.full).toBe(whole);
+  });
+
+  it('splits it over the two 3090s, and never with the 4060, when no single GPU holds it', async () => {
+    // Each card a tenth short of the whole model; the two 3090s hold it split, shares and a
+    // compute buffer each (the pipeline's second one included).
+    const room = Math.floor((whole * 0.9) / MiB);
+    await rig.budgets([room, room, room]);
+    // The model no longer fits where it runs: the daemon moves it without being asked.
+    const s = await rig.ready(CHAT, 'split over the 3090s', (p) => p.kind === 'split');
+    const chat = find(s, CHAT);
+    expect(indices(chat.placement)).toEqual([0, 1]);
+    expect(layersOf(chat.placement)).toBe(layers);
+    expect(chat.placement?.hostBytes).toBe(0);
+    for (const part of chat.placement?.devices ?? []) expect(part.bytes).toBeLessThanOrEqual(room * MiB);
+    // llama.cpp splits over what it can see: the two 3090s, in PCI order; every layer offloaded.
+    expect(launchOf(chat.upstream!.pid)).toEqual({ visible: '0,1', ngl: 'all' });
+    expect(isProcessAlive(chatPid)).toBe(false);
+    chatPid = chat.upstream!.pid;
+
+    // The driver's figures of a split, summed, are not the model's footprint on one GPU: nothing is learned from them.
+    const held = (chat.placement?.devices ?? []).map((d) => ({ index: d.index, pid: chatPid, mib: Math.floor(d.bytes / MiB) }));
+    await rig.budgets([room, room, room], held);
+    const measured = await eventually('the split measured', async () => {
+      const state = await rig.daemon.state();
+      return find(state, CHAT).measuredBytes === held.reduce((sum, h) => sum + h.mib * MiB, 0) ? state : undefined;
+    });
+    expect(find(measured, CHAT).measuredBytes).toBeGreaterThan(whole);
+    expect(find(measured, CHAT).estimateBytes.full).toBe(whole);
+  });
+
+  it('falls back to part of it on the roomiest GPU and the rest in host RAM when no GPU and no same-class split holds it', async () => {
+    // The 3090s together are short of even the split; the 4060 holds some of the layers.
+    const small = Math.floor((whole * 0.4) / MiB);
+    const roomier = Math.floor((whole * 0.6) / MiB);
+    await rig.budgets([small, small, roomier]);
+    // A change this small does not wake the controller by itself (it waits for 256 MiB); a request does.
+    await rig.load(CHAT);
+    const s = await rig.ready(CHAT, 'partly on the 4060', (p) => p.kind === 'partial');
+    const chat = find(s, CHAT);
+    const part = chat.placement?.devices[0];
+    expect(indices(chat.placement)).toEqual([2]);
+    expect(part?.layers).toBeGreaterThanOrEqual(1);
+    expect(part?.layers).toBeLessThan(layers);
+    expect(part?.bytes).toBeLessThanOrEqual(roomier * MiB);
+    expect(chat.placement?.hostBytes).toBeGreaterThan(0);
+    // -ngl counts the output layer as one more: N blocks on the GPU is -ngl N+1.
+    expect(launchOf(chat.upstream!.pid)).toEqual({ visible: '2', ngl: String((part?.layers ?? 0) + 1) });
+    expect(isProcessAlive(chatPid)).toBe(false);
+    expect(s.plan?.unschedulable).toEqual([]);
+  });
+});
+
+describe('placement on the workstation with an RTX 4090 and an RTX 3060', () => {
+  const CHAT = 'chat';
+  const MIXED = 'chat-mixed';
+  const TINY = 'tiny';
+  const DRAFT = 'draft';
+  let rig: Rig;
+  let estimate: Record<string, number>;
+  let tinyPid: number;
+
+  beforeAll(async () => {
+    rig = new Rig('workstation', join(workDir, 'two'));
+    await mkdir(rig.workDir, { recursive: true });
+    // The same file twice: only the second id allows a split across the two classes.
+    await rig.start(`modelDirs: []
+${BUDGET_YAML}models:
+${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(MIXED, demo.chat.path, 5, '    mixedSplit: true\n')}${modelEntry(TINY, demo.tiny.path, 2)}${modelEntry(DRAFT, demo.draft.path, 1)}`);
+    const start = await rig.daemon.state();
+    estimate = Object.fromEntries(start.models.map((m) => [m.id, m.estimateBytes.full]));
+  });
+
+  afterAll(async () => {
+    await rig?.stop();
+  });
+
+  it('puts each model whole on the tightest GPU that holds it', async () => {
+    // The 4090 leaves room for tiny alone; the 3060 for chat alone, and less than chat with draft.
+    const tinyRoom = Math.ceil((estimate[TINY] as number) / MiB);
+    const chatRoom = Math.ceil((estimate[CHAT] as number) / MiB);
+    expect(tinyRoom * MiB).toBeLessThan(estimate[CHAT] as number);
+    expect(chatRoom * MiB).toBeLessThan((estimate[CHAT] as number) + (estimate[DRAFT] as number));
+    expect(tinyRoom * MiB - (estimate[TINY] as number)).toBeLessThan(estimate[DRAFT] as number);
+    await rig.budgets([tinyRoom, chatRoom]);
+
+    // Both cards hold tiny; the 4090 is the tighter fit.
+    await rig.load(TINY);
+    let s = await rig.ready(TINY, 'on one GPU', (p) => p.kind === 'gpu');
+    expect(indices(find(s, TINY).placement)).toEqual([0]);
+    tinyPid = find(s, TINY).upstream!.pid;
+    expect(launchOf(tinyPid)).toEqual({ visible: '0', ngl: 'all' });
+
+    // What tiny leaves on the 4090 is too little for draft: it goes on the 3060.
+    await rig.load(DRAFT);
+    s = await rig.ready(DRAFT, 'on one GPU', (p) => p.kind === 'gpu');
+    expect(indices(find(s, DRAFT).placement)).toEqual([1]);
+    expect(launchOf(find(s, DRAFT).upstream!.pid).visible).toBe('1');
+  });
+
+  it('evicts a lower-priority idle model on the GPU the newcomer needs, and leaves the one on the other GPU running', async () => {
+    const before = await rig.daemon.state();
+    const draftPid = find(before, DRAFT).upstream!.pid;
+    // chat fits only on the 3060, and only without draft; tiny on the 4090 is in nobody's way.
+    await rig.load(CHAT);
+    const s = await rig.ready(CHAT, 'whole on the 3060', (p) => p.kind === 'gpu' && p.devices[0]?.index === 1);
+    expect(launchOf(find(s, CHAT).upstream!.pid)).toEqual({ visible: '1', ngl: 'all' });
+    expect(isProcessAlive(draftPid)).toBe(false);
+    expect(find(s, DRAFT).upstream?.pid).not.toBe(draftPid);
+    expect(indices(find(s, DRAFT).placement)).not.toContain(1);
+    expect(find(s, TINY).upstream?.pid).toBe(tinyPid);
+    expect(indices(find(s, TINY).placement)).toEqual([0]);
+    expect(isProcessAlive(tinyPid)).toBe(true);
+    // On the 3060, chat alone.
+    expect(s.budget.gpus[1]?.holders.filter((h) => h.kind === 'model').map((h) => h.modelId)).toEqual([CHAT]);
+  });
+
+  it('refuses a split across the 4090 and the 3060 unless the model allows mixed GPUs, and then splits it', async () => {
+    for (const id of [CHAT, TINY, DRAFT]) await rig.unload(id);
+    await rig.gone([CHAT, TINY, DRAFT]);
+    // Each card a tenth short of the whole model; the two together hold it split.
+    const room = Math.floor(((estimate[CHAT] as number) * 0.9) / MiB);
+    await rig.budgets([room, room]);
+
+    // chat: no split across classes, so as many layers as fit on one card and the rest in host RAM.
+    await rig.load(CHAT);
+    let s = await rig.ready(CHAT, 'partly on one GPU', (p) => p.kind === 'partial');
+    const partial = find(s, CHAT).placement;
+    expect(indices(partial)).toEqual([0]);
+    expect(partial?.hostBytes).toBeGreaterThan(0);
+    expect(launchOf(find(s, CHAT).upstream!.pid)).toEqual({ visible: '0', ngl: String(layersOf(partial) + 1) });
+    await rig.unload(CHAT);
+    await rig.gone([CHAT]);
+
+    // The same file under the id that allows it: split over both cards, nothing in host RAM.
+    await rig.load(MIXED);
+    s = await rig.ready(MIXED, 'split over the 4090 and the 3060', (p) => p.kind === 'mixed');
+    const mixed = find(s, MIXED);
+    expect(indices(mixed.placement)).toEqual([0, 1]);
+    expect(layersOf(mixed.placement)).toBe(find(s, MIXED).layerCount);
+    expect(mixed.placement?.hostBytes).toBe(0);
+    for (const part of mixed.placement?.devices ?? []) expect(part.bytes).toBeLessThanOrEqual(room * MiB);
+    expect(launchOf(mixed.upstream!.pid)).toEqual({ visible: '0,1', ngl: 'all' });
+    expect(mib(find(s, MIXED).estimateBytes.full)).toBe(mib(estimate[CHAT] as number));
+  });
+});

@@ -1,0 +1,113 @@
+// The catalog's estimate against llama.cpp's own account of what it allocated (the
+// "… buffer size = N MiB" lines), in real engine processes: the embedded engine always, and a
+// real llama-server too when LLMTRAY_LLAMA_SERVER names one.
+//
+// The model is demo-chat split in three files (the embeddings and blocks 0–3, blocks 4–7, the
+// output) and loaded mapped, so llama.cpp logs one model buffer per file: the middle one is
+// four blocks' weights as llama.cpp holds them, which is what the per-block estimate (and so
+// every layer split place() makes) stands on. A CPU build has one device; what a split over
+// devices costs is measured in `npm run bench` where a device is there (BENCHMARKS.md).
+import { spawn } from 'node:child_process';
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
+import { writeSplitLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
+import { estimateFootprint } from '../../core/catalog/footprint.js';
+import { readGgufFacts } from '../../core/catalog/gguf-metadata.js';
+import { readGgufHeader } from '../../core/catalog/gguf-reader.js';
+import { probeCapabilities } from '../../core/engine/llama-server/capabilities.js';
+import { freeLoopbackPort } from '../../core/engine/supervisor/free-port.js';
+import { parseBufferSize, type BufferSize } from '../../core/engine/supervisor/memory-measure.js';
+import type { FootprintEstimate } from '../../core/policy/levels.js';
+import { testModelDir } from '../support/test-models.js';
+
+const MAIN = fileURLToPath(new URL('../../dist/core/engine/embedded/main.js', import.meta.url));
+const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
+const ENGINES = ['embedded', ...(LLAMA_SERVER ? ['llama-server'] : [])] as const;
+const CONTEXT = 2048;
+const MiB = 1024 * 1024;
+/** llama.cpp prints buffer sizes to two decimals of a MiB. */
+const PRINTED = 0.005 * MiB;
+
+let parts: string[];
+let partBytes: number[];
+let estimate: FootprintEstimate;
+
+beforeAll(async () => {
+  parts = await writeSplitLlamaGguf(join(testModelDir(), 'estimate-chat'), DEMO_SHAPES['demo-chat'], (name) =>
+    name.startsWith('blk.') ? (Number(name.split('.')[1]) < 4 ? 0 : 1) : name === 'token_embd.weight' ? 0 : 2,
+  );
+  partBytes = [];
+  for (const part of parts) {
+    const file = await open(part, 'r');
+    try {
+      partBytes.push((await readGgufHeader(file, part)).dataBytes);
+    } finally {
+      await file.close();
+    }
+  }
+  const facts = await readGgufFacts(parts[0] as string);
+  if (!facts.ok) throw new Error(facts.error);
+  const result = estimateFootprint({ path: parts[0] as string, facts: facts.facts, contextTokens: CONTEXT, gpuLayers: 'all' });
+  if (!result.ok) throw new Error(result.error);
+  estimate = result.estimate;
+});
+
+/** Starts the engine on the split model, CPU only, and gives back its buffer lines once it has logged its compute buffer. */
+async function bufferLines(engine: (typeof ENGINES)[number]): Promise<BufferSize[]> {
+  const common = ['-m', parts[0] as string, '-c', String(CONTEXT), '-ngl', '0', '-t', '1', '--host', '127.0.0.1', '--port', String(await freeLoopbackPort())];
+  let command = process.execPath;
+  let args = [MAIN, ...common, '--api-key', 'test-key'];
+  if (engine === 'llama-server') {
+    const flags = (await probeCapabilities(LLAMA_SERVER as string)).flags;
+    command = LLAMA_SERVER as string;
+    // Builds of late 2026 print buffer sizes only at verbosity 4.
+    args = [...common, ...(flags.has('--log-verbosity') ? ['--log-verbosity', '4'] : []), ...(flags.has('--fit') ? ['--fit', 'off'] : [])];
+  }
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const sizes: BufferSize[] = [];
+  let log = '';
+  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString();
+      // The compute buffer is the last one llama.cpp reserves before it serves.
+      if (/compute buffer size/.test(log) && /model loaded/.test(log)) resolve();
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    void exited.then(() => reject(new Error(`${engine} exited before it logged its buffers:\n${log}`)));
+  });
+  child.kill('SIGTERM');
+  await exited;
+  for (const line of log.split('\n')) {
+    const size = parseBufferSize(line);
+    if (size !== null) sizes.push(size);
+  }
+  return sizes;
+}
+
+describe.each(ENGINES)('the estimate against llama.cpp\'s buffer lines: %s', (engine) => {
+  let sizes: BufferSize[];
+  beforeAll(async () => {
+    sizes = await bufferLines(engine);
+  });
+
+  it('each file\'s model buffer is the tensor data the reader sizes in it, and the middle one four of the estimate\'s blocks', () => {
+    const model = sizes.filter((s) => s.purpose === 'model').map((s) => s.bytes);
+    expect(model).toHaveLength(3);
+    model.forEach((bytes, i) => expect(Math.abs(bytes - (partBytes[i] as number))).toBeLessThanOrEqual(PRINTED));
+    expect(Math.abs((model[1] as number) - 4 * (estimate.blockWeightsBytes as number))).toBeLessThanOrEqual(PRINTED);
+    // Four blocks are 22.5 MiB: the comparison is at a block's scale, not lost in the rounding.
+    expect(model[1]).toBeGreaterThan(20 * MiB);
+    expect(Math.abs(model.reduce((a, b) => a + b, 0) - estimate.weightsBytes)).toBeLessThanOrEqual(3 * PRINTED);
+  });
+
+  it('the KV cache is the estimate\'s KV per token at the context, and the compute buffer within 10 % of the estimate', () => {
+    const of = (purpose: string) => sizes.filter((s) => s.purpose === purpose).reduce((sum, s) => sum + s.bytes, 0);
+    expect(Math.abs(of('KV') - estimate.kvBytesPerToken * CONTEXT)).toBeLessThanOrEqual(PRINTED);
+    expect(Math.abs(estimate.computeBytes - of('compute')) / of('compute')).toBeLessThanOrEqual(0.1);
+  });
+});
