@@ -97,6 +97,8 @@ async function runRound(daemon: SwapDaemon, agent: http.Agent, work: readonly (r
   totals.swaps += daemon.counts().launches - before;
 }
 
+const HEADER = ['clients, queueing', 'requests', 'swaps', 'swaps / 1,000 req', 'req / swap', 'p50 ms', 'p99 ms', 'max ms', 'refused', 'wall s'];
+
 const load = (): string => loadavg().map((n) => n.toFixed(2)).join(' ');
 
 export async function runQueueingBench(options: QueueingBenchOptions = DEFAULT_QUEUEING_OPTIONS): Promise<void> {
@@ -167,13 +169,17 @@ export async function runQueueingBench(options: QueueingBenchOptions = DEFAULT_Q
         }
         verdicts.push(`${clients} clients, ${turn.name}: ${t.refused.length} refused (target 0): ${verdict(t.refused.length === 0)}`);
       }
+      // A full run takes most of an hour on the shared 2-core machine: each client count's rows
+      // print as soon as they are measured, so a run cut short still reports what it measured.
+      printTable(HEADER, rows.slice(-turns.length));
       console.log(`  (load average after ${clients} clients: ${load()})`);
     } finally {
       for (const agent of agents) agent.destroy();
       await Promise.all(daemons.map((daemon) => daemon.stop()));
     }
   }
-  printTable(['clients, queueing', 'requests', 'swaps', 'swaps / 1,000 req', 'req / swap', 'p50 ms', 'p99 ms', 'max ms', 'refused', 'wall s'], rows);
+  console.log();
+  printTable(HEADER, rows);
   console.log();
   for (const line of verdicts) console.log(line);
 }
