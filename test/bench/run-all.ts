@@ -7,6 +7,7 @@ import { runColdStartBench } from './cold-start-bench.js';
 import { removeBenchFiles } from './bench-models.js';
 import { runIdleBench } from './idle-bench.js';
 import { runMemoryBench } from './memory-bench.js';
+import { runQueueingBench } from './queueing-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
 import { runRouterBench } from './router-bench.js';
 import { runSwapBench } from './swap-bench.js';
@@ -22,6 +23,7 @@ const benches: Record<string, () => Promise<void>> = {
   idle: runIdleBench,
   'cold-start': runColdStartBench,
   swap: runSwapBench,
+  queueing: () => runQueueingBench(),
 };
 
 const chosen = process.argv.slice(2);

@@ -85,8 +85,35 @@ export function makeDataDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'llmtray-daemon-'));
 }
 
-export function removeDataDir(dir: string): Promise<void> {
+/**
+ * Kills every process that still names `dir` on its command line, then removes it. A daemon
+ * that a test SIGKILLed (on purpose, or because it outlived its stop's grace on a loaded
+ * machine) leaves its engines and its warm spare running, and with the data dir gone no later
+ * daemon's orphan sweep would ever find them: every engine's command line names its data dir
+ * (the model under demo/, the key file under engine-keys/, a spare's --spare-of).
+ */
+export async function removeDataDir(dir: string): Promise<void> {
+  for (const pid of await pidsNaming(dir)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone since the scan.
+    }
+  }
   return rm(dir, { recursive: true, force: true });
+}
+
+/** The processes whose command line contains `text` (Linux /proc; none elsewhere), this one aside. */
+async function pidsNaming(text: string): Promise<number[]> {
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  const found: number[] = [];
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (commandLine.split('\0').some((arg) => arg.includes(text))) found.push(pid);
+  }
+  return found;
 }
 
 /**

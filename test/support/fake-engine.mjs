@@ -18,6 +18,8 @@
 //   --fake-device-buffer-mib N  print llama.cpp's "CUDA0 model buffer size = N MiB" while loading
 //   --fake-port-taken-once FILE act as if the port was taken (llama-server's bind error, exit 1)
 //                               unless FILE exists; creates FILE, so the next launch succeeds
+//   --fake-answer-after MS      answer each chat request MS after its body arrived (a decode that takes
+//                               time; requests overlap, as on a server with enough slots)
 //   --fake-wedged-decode        once ready, take chat requests and never answer them, while /health
 //                               stays 200 and /slots answers with counters that never move: the
 //                               wedged decode llama-server users report, which /health cannot see
@@ -56,6 +58,7 @@ const apiKey = apiKeyFile ? readFileSync(apiKeyFile, 'utf8').trim() : flags.get(
 const aliases = (flags.get('--alias') ?? 'fake').split(',');
 const readyAfter = Number(flags.get('--fake-ready-after') ?? 0);
 const exitWith = flags.get('--fake-exit-with') ?? '1';
+const answerAfter = Number(flags.get('--fake-answer-after') ?? 0);
 let ready = false;
 /** Chat requests taken so far: /slots's id_task. */
 let tasks = 0;
@@ -134,7 +137,7 @@ const server = createServer((req, res) => {
     req.on('end', () => {
       const messages = JSON.parse(body || '{}').messages ?? [];
       const last = messages.at(-1)?.content ?? '';
-      json(res, 200, {
+      const answer = () => json(res, 200, {
         id: 'chatcmpl-fake',
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
@@ -142,6 +145,8 @@ const server = createServer((req, res) => {
         choices: [{ index: 0, message: { role: 'assistant', content: `echo: ${last}` }, finish_reason: 'stop' }],
         usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
       });
+      if (answerAfter > 0) setTimeout(answer, answerAfter);
+      else answer();
     });
     return;
   }
