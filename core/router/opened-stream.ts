@@ -14,7 +14,7 @@
 // upstream's collected answers) run after the stream may have been opened; sendError asks here,
 // so none of them can leave such a client waiting on a stream that never ends.
 import type { ServerResponse } from 'node:http';
-import type { RouterError } from './errors.js';
+import { engineBadAnswer, type RouterError } from './errors.js';
 
 /** How a request's API spells an error event in its stream, e.g. OpenAI's `data: {"error":…}\n\n`. */
 export type ErrorEvent = (error: RouterError) => string;
@@ -58,16 +58,7 @@ export function endOpenedStream(res: ServerResponse, error: RouterError): boolea
  */
 export function engineAnswerError(text: string, status: number, servedBy: string): RouterError {
   const inner = errorObjectOf(text);
-  if (status < 400) {
-    return {
-      status: 502,
-      source: 'engine',
-      type: 'engine_error',
-      code: 'engine_bad_answer',
-      param: null,
-      message: `The model server for '${servedBy}' answered a streamed request without a stream: ${JSON.stringify(text.slice(0, 200))}.`,
-    };
-  }
+  if (status < 400) return engineBadAnswer(servedBy, 'answered a streamed request', text);
   const message = typeof inner?.['message'] === 'string' ? inner['message'] : `The model server for '${servedBy}' answered ${status}: ${JSON.stringify(text.trim().slice(0, 200))}.`;
   const type = typeof inner?.['type'] === 'string' ? inner['type'] : 'engine_error';
   return { status, source: 'engine', type, code: typeof inner?.['code'] === 'string' ? inner['code'] : type, param: null, message };

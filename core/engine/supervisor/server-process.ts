@@ -32,6 +32,19 @@ const TAIL_LINES = 200;
  */
 const DRAIN_MS = 250;
 
+/** What a server process is, however it came to run: spawned for the launch, or an adopted spare. */
+interface ServerParts {
+  port: number;
+  apiKey: string;
+  level: LaunchLevel;
+  /** Which engine it runs, for what its runtime costs beside the model. */
+  engine: EngineKind;
+  startedAt: number;
+  onLine: (line: string) => void;
+  /** Its claims went from none to some (true) or back (false). */
+  onBusyChange: (busy: boolean) => void;
+}
+
 export class ServerProcess {
   phase: ServerPhase = 'loading';
   readyAt: number | null = null;
@@ -156,71 +169,29 @@ export class ServerProcess {
    * cannot be started rejects `spawned` instead. Spawned detached on POSIX so that it leads its
    * own process group and the supervisor can end its whole tree with one signal.
    */
-  static start(options: {
-    spawn: SpawnFunction;
-    command: string;
-    args: readonly string[];
-    env: Record<string, string>;
-    platform: NodeJS.Platform;
-    port: number;
-    apiKey: string;
-    level: LaunchLevel;
-    /** Which engine it runs, for what its runtime costs beside the model. */
-    engine: EngineKind;
-    startedAt: number;
-    onLine: (line: string) => void;
-    /** Its claims went from none to some (true) or back (false). */
-    onBusyChange: (busy: boolean) => void;
-  }): ServerProcess {
+  static start(options: ServerParts & { spawn: SpawnFunction; command: string; args: readonly string[]; env: Record<string, string>; platform: NodeJS.Platform }): ServerProcess {
     const child = options.spawn(options.command, options.args, {
       detached: options.platform !== 'win32',
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
       windowsHide: true,
     });
-    return new ServerProcess(
-      child,
-      child.pid ?? -1,
-      options.port,
-      options.apiKey,
-      options.level,
-      options.engine,
-      options.startedAt,
-      options.onLine,
-      options.onBusyChange,
-      false,
-    );
+    return ServerProcess.over(child, options, false);
   }
 
   /**
    * Takes over a process that is already running (a warm spare being adopted: warm-spare.ts) as
    * this launch's server. The caller has detached its own listeners from the child's output
-   * and checked that it has not exited. Synchronous; `spawned` is already resolved.
+   * and checked that it has not exited. Synchronous; `spawned` is already resolved. A spare is
+   * always the embedded engine; the caller says so in `engine`.
    */
-  static adopt(options: {
-    child: ChildProcess;
-    port: number;
-    apiKey: string;
-    level: LaunchLevel;
-    /** Which engine it runs (a spare is always the embedded one; the caller says so). */
-    engine: EngineKind;
-    startedAt: number;
-    onLine: (line: string) => void;
-    onBusyChange: (busy: boolean) => void;
-  }): ServerProcess {
-    const { child } = options;
-    return new ServerProcess(
-      child,
-      child.pid ?? -1,
-      options.port,
-      options.apiKey,
-      options.level,
-      options.engine,
-      options.startedAt,
-      options.onLine,
-      options.onBusyChange,
-      true,
-    );
+  static adopt(options: ServerParts & { child: ChildProcess }): ServerProcess {
+    return ServerProcess.over(options.child, options, true);
+  }
+
+  private static over(child: ChildProcess, parts: ServerParts, alreadySpawned: boolean): ServerProcess {
+    const { port, apiKey, level, engine, startedAt, onLine, onBusyChange } = parts;
+    return new ServerProcess(child, child.pid ?? -1, port, apiKey, level, engine, startedAt, onLine, onBusyChange, alreadySpawned);
   }
 
   get running(): boolean {
