@@ -155,9 +155,20 @@ function layerCostAtContext(estimate: FootprintEstimate, contextTokens: number):
     expertBytesPerLayer: Math.min(block, nonNegative(estimate.expertBytesPerBlock ?? 0)),
     mainBytes: nonNegative(estimate.nonBlockWeightsBytes),
     computeBytesPerDevice: nonNegative(estimate.computeBytes) + nonNegative(estimate.runtimeBytes ?? 0),
-    pipelineComputeBytes: nonNegative(estimate.computeBytes),
+    pipelineComputeBytes: Math.ceil(nonNegative(estimate.computeBytes) * PIPELINE_COMPUTE_SHARE),
   };
 }
+
+/**
+ * What a split's pipeline adds to each device's compute buffer, as a share of the estimate's one
+ * compute buffer. llama.cpp runs a layer split as a pipeline (`sched copies = 4`), and measured
+ * on two Vulkan devices (BENCHMARKS.md §6) each device's compute buffer was 22.3 and 23.3 MiB
+ * against 12.3 MiB alone: 10–11 MiB more, against an estimate of 14.95 MiB for one device
+ * (already 2.7 MiB high: part of the graph runs on the host). ¾ of the estimate prices both
+ * devices within +7 % of what llama.cpp allocated, erring large, as a budget should; a whole
+ * second buffer over-priced them by 13–15 %.
+ */
+const PIPELINE_COMPUTE_SHARE = 0.75;
 
 /** The context a level launches with: the configured one at 'full', degradedContext below. */
 function contextAt(level: LaunchLevel, configuredTokens: number): number {

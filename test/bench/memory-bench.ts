@@ -267,7 +267,7 @@ interface DeviceCase {
 
 /**
  * Each device's buffers against layerCostAt: a device that holds k blocks costs the compute
- * buffer and k blocks (weights and their KV), and the one that holds the output layer the
+ * buffer (twice over in a split: pipeline parallelism) and k blocks (weights and their KV), and the one that holds the output layer the
  * non-block weights too. How many blocks each device got is read from its KV buffer (one
  * block's KV is the same on every device), so the split llama.cpp chose is the one costed.
  */
@@ -293,7 +293,10 @@ async function perDevice(modelPath: string, estimate: FootprintEstimate): Promis
       const of = (purpose: string) => m.buffers.filter((b) => b.buffer === device && b.purpose === purpose).reduce((sum, b) => sum + b.bytes, 0);
       const blocks = Math.round(of('KV') / kvPerBlock);
       const main = i === devices.length - 1 ? cost.mainBytes : 0;
-      const predicted = { model: main + blocks * blockWeights, kv: blocks * kvPerBlock, compute: cost.computeBytesPerDevice };
+      // A split runs as a pipeline: each of its devices keeps a compute buffer per stage in
+      // flight, which layerCostAt prices as pipelineComputeBytes on top (place.ts pays it too).
+      const compute = cost.computeBytesPerDevice + (devices.length > 1 ? (cost.pipelineComputeBytes ?? 0) : 0);
+      const predicted = { model: main + blocks * blockWeights, kv: blocks * kvPerBlock, compute };
       const measuredTotal = of('model') + of('KV') + of('compute');
       const predictedTotal = predicted.model + predicted.kv + predicted.compute;
       worst = Math.max(worst, Math.abs(predictedTotal - measuredTotal) / measuredTotal);

@@ -211,7 +211,7 @@ describe('layerCostAt', () => {
   it("costs a block as its weights and its share of the KV cache at the level's context", () => {
     // KV: 128 KiB × 8192 / 32 = 32 MiB a block at full; at degraded (2048 tokens) 8 MiB.
     expect(layerCostAt('full', moe)).toEqual({
-      layers: 32, perLayerBytes: 132 * MiB, expertBytesPerLayer: 60 * MiB, mainBytes: 500 * MiB, computeBytesPerDevice: 300 * MiB, pipelineComputeBytes: 300 * MiB,
+      layers: 32, perLayerBytes: 132 * MiB, expertBytesPerLayer: 60 * MiB, mainBytes: 500 * MiB, computeBytesPerDevice: 300 * MiB, pipelineComputeBytes: 225 * MiB,
     });
     expect(layerCostAt('degraded', moe)).toMatchObject({ perLayerBytes: 108 * MiB, mainBytes: 500 * MiB });
     expect(layerCostAt('partial', moe)).toEqual(layerCostAt('degraded', moe));
@@ -219,7 +219,7 @@ describe('layerCostAt', () => {
 
   it("adds the engine's runtime to every device's share, once, and not to what a split's pipeline adds", () => {
     const priced = { ...moe, runtimeBytes: 512 * MiB };
-    expect(layerCostAt('full', priced)).toMatchObject({ computeBytesPerDevice: 812 * MiB, pipelineComputeBytes: 300 * MiB });
+    expect(layerCostAt('full', priced)).toMatchObject({ computeBytesPerDevice: 812 * MiB, pipelineComputeBytes: 225 * MiB });
     expect(footprintAt('full', priced).deviceBytes).toBe(footprintAt('full', moe).deviceBytes + 512 * MiB);
     expect(footprintAt('minimal', priced).hostBytes).toBe(footprintAt('minimal', moe).hostBytes + 512 * MiB);
   });
