@@ -102,6 +102,15 @@ interface DeviceRoom {
    */
   undecidedBy: { rank: number; bytes: number }[];
   firstUndecided: number;
+  /**
+   * bytesFrom[i]: the bytes of undecidedBy[i] and every entry after it, filled once all are
+   * in (sealUndecided), so that mostImportantToGo can binary-search instead of summing from
+   * the end on every call (that scan made a crowded pass quadratic). exactSums: every entry is a
+   * whole number and their total a safe integer, so any order of adding them gives the same
+   * number (see mostImportantToGo).
+   */
+  bytesFrom: number[];
+  exactSums: boolean;
   /** This device's sentences; its Room snapshots below are worded once each (see reasonWriter). */
   writer: ReasonWriter;
   /** What held it when a model was last turned away, until the next hold: shared by every model turned away meanwhile. */
@@ -136,7 +145,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   const rooms = new Map<number, DeviceRoom>(
     sortedDevices.map((device) => [
       device.index,
-      { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: [], firstUndecided: 0, writer: reasonWriter(nonNegative(device.budgetBytes)), heldRoom: null, pinnedRoom: null },
+      { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: [], firstUndecided: 0, bytesFrom: [], exactSums: false, writer: reasonWriter(nonNegative(device.budgetBytes)), heldRoom: null, pinnedRoom: null },
     ]),
   );
   const { candidates, desiredIds } = candidatesOf('place', desired, resident);
@@ -220,6 +229,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
     setUndecided(where, rank, 1);
     return where;
   });
+  for (const room of rooms.values()) sealUndecided(room);
 
   const launch: string[] = [];
   const evictMoved: PlacedResident[] = [];
@@ -295,15 +305,51 @@ function available(room: DeviceRoom, kind: RoomKind): number {
   return room.budget - room.held - (kind === 'free' ? room.undecided : 0);
 }
 
+/** Sums `undecidedBy` from each entry to the end, once every running candidate is in it. */
+function sealUndecided(room: DeviceRoom): void {
+  const { undecidedBy } = room;
+  const bytesFrom = new Array<number>(undecidedBy.length);
+  let sum = 0;
+  let whole = true;
+  for (let i = undecidedBy.length - 1; i >= 0; i--) {
+    const { bytes } = undecidedBy[i] as { bytes: number };
+    sum += bytes;
+    whole &&= Number.isInteger(bytes);
+    bytesFrom[i] = sum;
+  }
+  room.bytesFrom = bytesFrom;
+  room.exactSums = whole && sum <= Number.MAX_SAFE_INTEGER;
+}
+
 /**
  * The rank of the most important resident that must go from `room` for `need` bytes, evicting
  * the least important first; Infinity when none must go.
+ *
+ * Evicting from the end, the room grows by bytesFrom[i] once entry i and all after it are gone,
+ * and that only grows as i falls: the answer is the last i at which `need` fits, found by a
+ * binary search. Why the scan stays as the fallback: it adds the bytes one at a time from the
+ * end, and with fractional bytes floating point may round that sum differently from bytesFrom;
+ * with whole numbers below 2^53 every partial sum is exact, so both give the same answer and
+ * the plan does not depend on which ran.
  */
 function mostImportantToGo(room: DeviceRoom, need: number): number {
   let free = room.budget - room.held - room.undecided;
   if (need <= free) return Infinity;
-  for (let i = room.undecidedBy.length - 1; i >= room.firstUndecided; i--) {
-    const { rank, bytes } = room.undecidedBy[i] as { rank: number; bytes: number };
+  const { undecidedBy, bytesFrom, firstUndecided } = room;
+  if (room.exactSums && Number.isInteger(free) && Math.abs(free) + (bytesFrom[firstUndecided] ?? 0) <= Number.MAX_SAFE_INTEGER) {
+    if (firstUndecided >= undecidedBy.length || need > free + (bytesFrom[firstUndecided] as number)) return -1;
+    // Invariant: need fits at `lo`, and does not at `hi` (or hi is past the end).
+    let lo = firstUndecided;
+    let hi = undecidedBy.length;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >>> 1;
+      if (need <= free + (bytesFrom[mid] as number)) lo = mid;
+      else hi = mid;
+    }
+    return (undecidedBy[lo] as { rank: number }).rank;
+  }
+  for (let i = undecidedBy.length - 1; i >= firstUndecided; i--) {
+    const { rank, bytes } = undecidedBy[i] as { rank: number; bytes: number };
     free += bytes;
     if (need <= free) return rank;
   }
