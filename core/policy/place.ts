@@ -265,10 +265,9 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   }
 
   toEvict.push(...evictMoved);
-  toEvict.sort(leastRecentlyUsedFirst);
   return {
     launch,
-    evict: toEvict.map((r) => r.modelId),
+    evict: leastRecentlyUsedFirst(toEvict),
     unschedulable: turnedAway.map((t) => t.reason),
     placements,
   };
