@@ -26,6 +26,11 @@ export interface Candidate {
  * The desired models as candidates, in admission order (see admissionOrder), and their ids.
  * Throws on a caller bug, naming `who`: the same id twice in `desired` or in `resident`, where
  * no order-independent answer exists.
+ *
+ * Each field of the caller's objects is read once, here, and the policy reads the candidates
+ * after. Why it matters: objects built by spreading (`{ ...d, layerCost }`) may each get their
+ * own hidden class, and then every property read is a slow lookup; at 10,000 models reading
+ * the same fields two or three times was a third of a pass.
  */
 export function candidatesOf(
   who: string,
@@ -34,28 +39,31 @@ export function candidatesOf(
 ): { candidates: Candidate[]; desiredIds: Set<string>; residentById: Map<string, Resident> } {
   const residentById = new Map<string, Resident>();
   for (const r of resident) {
-    if (residentById.has(r.modelId)) throw new Error(`${who}: model "${r.modelId}" is resident twice; each id must appear once`);
-    residentById.set(r.modelId, r);
+    const { modelId } = r;
+    if (residentById.has(modelId)) throw new Error(`${who}: model "${modelId}" is resident twice; each id must appear once`);
+    residentById.set(modelId, r);
   }
   const desiredIds = new Set<string>();
   const candidates: Candidate[] = [];
   for (const d of desired) {
-    if (desiredIds.has(d.modelId)) throw new Error(`${who}: model "${d.modelId}" is desired twice; each id must appear once`);
-    desiredIds.add(d.modelId);
-    const running = residentById.get(d.modelId);
-    const draftBytes = d.draft === undefined ? 0 : nonNegative(d.draft.footprint);
+    const { modelId, footprint, priority, pinned, draft, lastUsed, waitingSince, retrying } = d;
+    if (desiredIds.has(modelId)) throw new Error(`${who}: model "${modelId}" is desired twice; each id must appear once`);
+    desiredIds.add(modelId);
+    const running = residentById.get(modelId);
+    const draftBytes = draft === undefined ? 0 : nonNegative(draft.footprint);
+    const isRetrying = retrying === true;
     candidates.push({
-      modelId: d.modelId,
+      modelId,
       desired: d,
       running,
-      cost: nonNegative(d.footprint) + draftBytes,
+      cost: nonNegative(footprint) + draftBytes,
       draftBytes,
-      priority: Number.isNaN(d.priority) ? 0 : d.priority,
-      lastUsed: recency(d.lastUsed ?? running?.lastUsed),
-      waitingSince: d.waitingSince === undefined || Number.isNaN(d.waitingSince) ? Infinity : d.waitingSince,
-      retrying: d.retrying === true,
+      priority: Number.isNaN(priority) ? 0 : priority,
+      lastUsed: recency(lastUsed ?? running?.lastUsed),
+      waitingSince: waitingSince === undefined || Number.isNaN(waitingSince) ? Infinity : waitingSince,
+      retrying: isRetrying,
       // A retrying model's pin does not force its launch; a resident that is pinned stays pinned.
-      forcedBy: (d.pinned && d.retrying !== true) || running?.pinned ? 'pinned' : running?.active ? 'active' : null,
+      forcedBy: (pinned && !isRetrying) || running?.pinned ? 'pinned' : running?.active ? 'active' : null,
     });
   }
   candidates.sort(admissionOrder);
