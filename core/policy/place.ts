@@ -131,6 +131,8 @@ interface Layout {
    * are turned away meanwhile.
    */
   roomsWords(strict: boolean): string;
+  /** formatBytes of the host RAM free, worded once for each amount (it changes only when a launch takes some). */
+  hostWords(hostFree: number): string;
 }
 
 /**
@@ -150,6 +152,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   );
   const { candidates, desiredIds } = candidatesOf('place', desired, resident);
   const wordsCache: { held: string | null; pinned: string | null } = { held: null, pinned: null };
+  const hostWordsCache = { bytes: Number.NaN, words: '' };
   const layout: Layout = {
     rooms,
     devices: sortedDevices,
@@ -166,6 +169,11 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
       if (strict) wordsCache.pinned = words;
       else wordsCache.held = words;
       return words;
+    },
+    hostWords(hostFree) {
+      if (hostWordsCache.bytes !== hostFree) hostWordsCache.words = formatBytes(Math.max(0, hostFree));
+      hostWordsCache.bytes = hostFree;
+      return hostWordsCache.words;
     },
   };
   const first = sortedDevices[0] as Device;
@@ -216,7 +224,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   // pinned ones to launch take the fastest placement that fits, else the roomiest GPU, over budget.
   for (const c of candidates) {
     if (c.forcedBy === null) continue;
-    const at = c.running !== undefined ? repriced(placementOf(c.running), c.cost) : placeOne(c, placedOf(c).layerCost, placedOf(c), layout, hostFree, ['room']) ?? overBudget(c, layout);
+    const at = c.running !== undefined ? repriced(placementOf(c.running), c.cost) : placeOne(c, placedOf(c).layerCost, placedOf(c), layout, hostFree, ROOM_ONLY) ?? overBudget(c, layout);
     placements[c.modelId] = at;
     hold(c.modelId, at, c.forcedBy, c.priority, c.running !== undefined);
   }
@@ -233,7 +241,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
 
   const launch: string[] = [];
   const evictMoved: PlacedResident[] = [];
-  const turnedAway: { candidate: Candidate; reason: LeftOut }[] = [];
+  const unschedulable: LeftOut[] = [];
   for (let rank = 0; rank < candidates.length; rank++) {
     const c = candidates[rank] as Candidate;
     if (c.forcedBy !== null) {
@@ -251,9 +259,9 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
         continue;
       }
     }
-    const at = placeOne(c, cost, d, layout, hostFree, ['free', 'room']);
+    const at = placeOne(c, cost, d, layout, hostFree, FREE_THEN_ROOM);
     if (at === null) {
-      turnedAway.push({ candidate: c, reason: leftOutReason(c, cost, d, layout, hostFree) });
+      unschedulable.push(leftOutReason(c, cost, d, layout, hostFree));
       if (c.running !== undefined) toEvict.push(c.running);
       continue;
     }
@@ -268,7 +276,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   return {
     launch,
     evict: leastRecentlyUsedFirst(toEvict),
-    unschedulable: turnedAway.map((t) => t.reason),
+    unschedulable,
     placements,
   };
 }
@@ -298,6 +306,10 @@ function fitsWhereItIs(at: Placement, rooms: Map<number, DeviceRoom>, hostFree: 
  * 'pinned' is what it would have with every evictable model gone (for `strict`).
  */
 type RoomKind = 'free' | 'room' | 'pinned';
+/** The rooms placeOne tries, narrow to wide: for a model that earns its place, a pinned one to launch, and `strict`. */
+const FREE_THEN_ROOM: readonly RoomKind[] = ['free', 'room'];
+const ROOM_ONLY: readonly RoomKind[] = ['room'];
+const PINNED_ONLY: readonly RoomKind[] = ['pinned'];
 
 function available(room: DeviceRoom, kind: RoomKind): number {
   if (kind === 'pinned') return room.budget - room.pinnedHeld;
@@ -411,15 +423,21 @@ function tryTier(
     // Where models must make way, the device whose most important one to go is least
     // important (the least recently used go first, as on one device); then best fit: the
     // device with the least room that still holds it, so the roomy ones stay for big models.
-    let best: { device: Device; room: number; victim: number } | null = null;
+    let best: Device | null = null;
+    let bestRoom = 0;
+    let bestVictim = 0;
     for (const device of devices) {
       const deviceRoom = rooms.get(device.index) as DeviceRoom;
       const room = available(deviceRoom, kind);
       if (c.cost > room) continue;
       const victim = kind === 'room' ? mostImportantToGo(deviceRoom, c.cost) : Infinity;
-      if (best === null || victim > best.victim || (victim === best.victim && room < best.room)) best = { device, room, victim };
+      if (best === null || victim > bestVictim || (victim === bestVictim && room < bestRoom)) {
+        best = device;
+        bestRoom = room;
+        bestVictim = victim;
+      }
     }
-    return best === null ? null : { kind: 'gpu', devices: [{ index: best.device.index, layers: cost?.layers ?? 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
+    return best === null ? null : { kind: 'gpu', devices: [{ index: best.index, layers: cost?.layers ?? 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
   }
   if (cost === undefined || !(cost.layers >= 1)) return null;
   const free = (device: Device): number => available(rooms.get(device.index) as DeviceRoom, kind);
@@ -578,7 +596,6 @@ function leftOutReason(
   hostFree: number,
 ): LeftOut {
   const { rooms, devices } = layout;
-  const strict = placeOne(c, cost, d, layout, hostFree, ['pinned']) === null;
   const need = needOf(c);
   if (devices.length === 1) {
     const room = rooms.get((devices[0] as Device).index) as DeviceRoom;
@@ -586,13 +603,16 @@ function leftOutReason(
     if (c.cost > room.budget - room.pinnedHeld) return { modelId: c.modelId, reason: room.writer.pinnedOut(need, pinnedRoomOf(room)), strict: true };
     return { modelId: c.modelId, reason: room.writer.noRoom(need, heldRoomOf(room)), strict: false };
   }
-  const notes: string[] = [`${needs(need)}; ${layout.roomsWords(strict)}`];
-  if (cost === undefined) notes.push('it cannot be split (its layers are unknown)');
+  const strict = placeOne(c, cost, d, layout, hostFree, PINNED_ONLY) === null;
+  // The notes joined by "; ", added one by one: a join would copy the long words about the
+  // rooms into every reason, where `+` only links them.
+  let reason = `${needs(need)}; ${layout.roomsWords(strict)}`;
+  if (cost === undefined) reason += '; it cannot be split (its layers are unknown)';
   else {
-    if (layout.classGroups.length > 1 && d?.mixedSplit !== true) notes.push('a split across mixed GPUs is off for this model (mixedSplit)');
-    notes.push(`part on the CPU needs host RAM, ${formatBytes(Math.max(0, hostFree))} free`);
+    if (layout.classGroups.length > 1 && d?.mixedSplit !== true) reason += '; a split across mixed GPUs is off for this model (mixedSplit)';
+    reason += `; part on the CPU needs host RAM, ${layout.hostWords(hostFree)} free`;
   }
   const pinnedSomewhere = devices.some((device) => (rooms.get(device.index) as DeviceRoom).pinnedHeld > 0);
-  const tail = !strict ? '' : pinnedSomewhere ? ': it fits only if a pinned model is unpinned' : ': it does not fit even with nothing else loaded';
-  return { modelId: c.modelId, reason: `${notes.join('; ')}${tail}`, strict };
+  if (strict) reason += pinnedSomewhere ? ': it fits only if a pinned model is unpinned' : ': it does not fit even with nothing else loaded';
+  return { modelId: c.modelId, reason, strict };
 }
