@@ -32,12 +32,12 @@ export interface Candidate {
  * own hidden class, and then every property read is a slow lookup; at 10,000 models reading
  * the same fields two or three times was a third of a pass.
  */
-export function candidatesOf(
+export function candidatesOf<R extends Resident>(
   who: string,
   desired: readonly Desired[],
-  resident: readonly Resident[],
-): { candidates: Candidate[]; desiredIds: Set<string>; residentById: Map<string, Resident> } {
-  const residentById = new Map<string, Resident>();
+  resident: readonly R[],
+): { candidates: Candidate[]; desiredIds: Set<string>; residentById: Map<string, R> } {
+  const residentById = new Map<string, R>();
   for (const r of resident) {
     const { modelId } = r;
     if (residentById.has(modelId)) throw new Error(`${who}: model "${modelId}" is resident twice; each id must appear once`);
@@ -73,15 +73,16 @@ export function candidatesOf(
 /**
  * The residents nobody desires: those a pin or a request holds (kept wherever they are, in id
  * order so that fractional sizes sum the same in any input order), and the rest, to evict.
+ * Takes candidatesOf's map, whose keys are the ids already read (see candidatesOf).
  */
-export function undesiredResidents<R extends Resident>(resident: readonly R[], desiredIds: ReadonlySet<string>): { forced: R[]; toEvict: R[] } {
+export function undesiredResidents<R extends Resident>(residentById: ReadonlyMap<string, R>, desiredIds: ReadonlySet<string>): { forced: R[]; toEvict: R[] } {
   const forced: R[] = [];
   const toEvict: R[] = [];
-  for (const r of resident) {
-    if (desiredIds.has(r.modelId)) continue;
+  residentById.forEach((r, modelId) => {
+    if (desiredIds.has(modelId)) return;
     if (r.pinned || r.active) forced.push(r);
     else toEvict.push(r);
-  }
+  });
   forced.sort((a, b) => compareIds(a.modelId, b.modelId));
   return { forced, toEvict };
 }

@@ -157,7 +157,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
       { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: [], firstUndecided: 0, bytesFrom: [], exactSums: false, writer: reasonWriter(nonNegative(device.budgetBytes)), heldRoom: null, pinnedRoom: null },
     ]),
   );
-  const { candidates, desiredIds } = candidatesOf('place', desired, resident);
+  const { candidates, desiredIds, residentById } = candidatesOf('place', desired, resident);
   const wordsCache: { held: string | null; pinned: string | null } = { held: null, pinned: null };
   const hostWordsCache = { bytes: Number.NaN, words: '' };
   const layout: Layout = {
@@ -226,7 +226,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   };
 
   // Forced residents first, desired or not, where they are: nothing pinned or busy is moved.
-  const { forced: forcedUndesired, toEvict } = undesiredResidents(resident, desiredIds);
+  const { forced: forcedUndesired, toEvict } = undesiredResidents(residentById, desiredIds);
   for (const r of forcedUndesired) hold(r.modelId, placementOf(r), r.pinned ? 'pinned' : 'active', 0, true);
 
   const placements: Record<string, Placement> = {};

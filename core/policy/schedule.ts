@@ -98,9 +98,9 @@ export interface Plan {
  */
 export function schedule(desired: readonly Desired[], resident: readonly Resident[], budget: number): Plan {
   const budgetBytes = nonNegative(budget);
-  const { candidates, desiredIds } = candidatesOf('schedule', desired, resident);
+  const { candidates, desiredIds, residentById } = candidatesOf('schedule', desired, resident);
 
-  const { forced: forcedUndesired, toEvict } = undesiredResidents(resident, desiredIds);
+  const { forced: forcedUndesired, toEvict } = undesiredResidents(residentById, desiredIds);
 
   let held = 0;
   let holderCount = 0;
