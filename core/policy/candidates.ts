@@ -7,6 +7,7 @@ import type { Desired, Resident } from './schedule.js';
 
 export interface Candidate {
   modelId: string;
+  /** A shallow copy of the caller's entry (see candidatesOf), with every field it had. */
   desired: Desired;
   /** Its resident entry, if it runs now. */
   running: Resident | undefined;
@@ -30,7 +31,11 @@ export interface Candidate {
  * Each field of the caller's objects is read once, here, and the policy reads the candidates
  * after. Why it matters: objects built by spreading (`{ ...d, layerCost }`) may each get their
  * own hidden class, and then every property read is a slow lookup; at 10,000 models reading
- * the same fields two or three times was a third of a pass.
+ * the same fields two or three times was a third of a pass. For the same reason a desired
+ * entry is read through a shallow copy, which the candidate keeps as `desired`: one copy is
+ * one slow step, and the copies of like entries share a hidden class, so the eight reads
+ * here and `place`'s later ones (layerCost, mixedSplit, draft) are fast. A copy holds the
+ * entry's own enumerable fields, which for the plain records a Desired is are all of them.
  */
 export function candidatesOf<R extends Resident>(
   who: string,
@@ -45,7 +50,8 @@ export function candidatesOf<R extends Resident>(
   }
   const desiredIds = new Set<string>();
   const candidates: Candidate[] = [];
-  for (const d of desired) {
+  for (const given of desired) {
+    const d = { ...given };
     const { modelId, footprint, priority, pinned, draft, lastUsed, waitingSince, retrying } = d;
     if (desiredIds.has(modelId)) throw new Error(`${who}: model "${modelId}" is desired twice; each id must appear once`);
     desiredIds.add(modelId);

@@ -230,7 +230,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   for (const r of forcedUndesired) hold(r.modelId, placementOf(r), r.pinned ? 'pinned' : 'active', 0, true);
 
   const placements: Record<string, Placement> = {};
-  // Every candidate's desired entry is the caller's PlacedDesired (candidatesOf keeps it).
+  // Every candidate's desired entry is a copy of the caller's PlacedDesired, layerCost and all (see candidatesOf).
   const placedOf = (c: Candidate): PlacedDesired => c.desired as PlacedDesired;
 
   // Forced desired models: running ones stay where they are (re-priced at what they cost now);
