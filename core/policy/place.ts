@@ -102,6 +102,15 @@ interface DeviceRoom {
    */
   undecidedBy: { rank: number; bytes: number }[];
   firstUndecided: number;
+  /**
+   * bytesFrom[i]: the bytes of undecidedBy[i] and every entry after it, filled once all are
+   * in (sealUndecided), so that mostImportantToGo can binary-search instead of summing from
+   * the end on every call (that scan made a crowded pass quadratic). exactSums: every entry is a
+   * whole number and their total a safe integer, so any order of adding them gives the same
+   * number (see mostImportantToGo).
+   */
+  bytesFrom: number[];
+  exactSums: boolean;
   /** This device's sentences; its Room snapshots below are worded once each (see reasonWriter). */
   writer: ReasonWriter;
   /** What held it when a model was last turned away, until the next hold: shared by every model turned away meanwhile. */
@@ -116,12 +125,21 @@ interface Layout {
   devices: readonly Device[];
   /** The groups a same-class split may use, computed once per pass. */
   classGroups: readonly (readonly Device[])[];
+  /** The one group a mixed split may use: every device. */
+  mixedGroups: readonly (readonly Device[])[];
+  /**
+   * A device's room of each kind (see available). Made once per pass rather than per
+   * placement tried: a closure per try was a third of what a crowded pass allocated.
+   */
+  free: Readonly<Record<RoomKind, (device: Device) => number>>;
   /**
    * "GPU 0 RTX 4090: 24 GiB budget, … free; GPU 1 …": every GPU's room as it stands, or with
    * only the pinned models in it (strict). Worded once between two holds, however many models
    * are turned away meanwhile.
    */
   roomsWords(strict: boolean): string;
+  /** formatBytes of the host RAM free, worded once for each amount (it changes only when a launch takes some). */
+  hostWords(hostFree: number): string;
 }
 
 /**
@@ -136,15 +154,22 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   const rooms = new Map<number, DeviceRoom>(
     sortedDevices.map((device) => [
       device.index,
-      { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: [], firstUndecided: 0, writer: reasonWriter(nonNegative(device.budgetBytes)), heldRoom: null, pinnedRoom: null },
+      { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: [], firstUndecided: 0, bytesFrom: [], exactSums: false, writer: reasonWriter(nonNegative(device.budgetBytes)), heldRoom: null, pinnedRoom: null },
     ]),
   );
-  const { candidates, desiredIds } = candidatesOf('place', desired, resident);
+  const { candidates, desiredIds, residentById } = candidatesOf('place', desired, resident);
   const wordsCache: { held: string | null; pinned: string | null } = { held: null, pinned: null };
+  const hostWordsCache = { bytes: Number.NaN, words: '' };
   const layout: Layout = {
     rooms,
     devices: sortedDevices,
     classGroups: classGroups(sortedDevices),
+    mixedGroups: [sortedDevices],
+    free: {
+      free: (device) => available(rooms.get(device.index) as DeviceRoom, 'free'),
+      room: (device) => available(rooms.get(device.index) as DeviceRoom, 'room'),
+      pinned: (device) => available(rooms.get(device.index) as DeviceRoom, 'pinned'),
+    },
     roomsWords(strict) {
       const cached = strict ? wordsCache.pinned : wordsCache.held;
       if (cached !== null) return cached;
@@ -157,6 +182,11 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
       if (strict) wordsCache.pinned = words;
       else wordsCache.held = words;
       return words;
+    },
+    hostWords(hostFree) {
+      if (hostWordsCache.bytes !== hostFree) hostWordsCache.words = formatBytes(Math.max(0, hostFree));
+      hostWordsCache.bytes = hostFree;
+      return hostWordsCache.words;
     },
   };
   const first = sortedDevices[0] as Device;
@@ -196,18 +226,18 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   };
 
   // Forced residents first, desired or not, where they are: nothing pinned or busy is moved.
-  const { forced: forcedUndesired, toEvict } = undesiredResidents(resident, desiredIds);
+  const { forced: forcedUndesired, toEvict } = undesiredResidents(residentById, desiredIds);
   for (const r of forcedUndesired) hold(r.modelId, placementOf(r), r.pinned ? 'pinned' : 'active', 0, true);
 
   const placements: Record<string, Placement> = {};
-  // Every candidate's desired entry is the caller's PlacedDesired (candidatesOf keeps it).
+  // Every candidate's desired entry is a copy of the caller's PlacedDesired, layerCost and all (see candidatesOf).
   const placedOf = (c: Candidate): PlacedDesired => c.desired as PlacedDesired;
 
   // Forced desired models: running ones stay where they are (re-priced at what they cost now);
   // pinned ones to launch take the fastest placement that fits, else the roomiest GPU, over budget.
   for (const c of candidates) {
     if (c.forcedBy === null) continue;
-    const at = c.running !== undefined ? repriced(placementOf(c.running), c.cost) : placeOne(c, placedOf(c).layerCost, placedOf(c), layout, hostFree, ['room']) ?? overBudget(c, layout);
+    const at = c.running !== undefined ? repriced(placementOf(c.running), c.cost) : placeOne(c, placedOf(c).layerCost, placedOf(c), layout, hostFree, ROOM_ONLY) ?? overBudget(c, layout);
     placements[c.modelId] = at;
     hold(c.modelId, at, c.forcedBy, c.priority, c.running !== undefined);
   }
@@ -220,10 +250,11 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
     setUndecided(where, rank, 1);
     return where;
   });
+  for (const room of rooms.values()) sealUndecided(room);
 
   const launch: string[] = [];
   const evictMoved: PlacedResident[] = [];
-  const turnedAway: { candidate: Candidate; reason: LeftOut }[] = [];
+  const unschedulable: LeftOut[] = [];
   for (let rank = 0; rank < candidates.length; rank++) {
     const c = candidates[rank] as Candidate;
     if (c.forcedBy !== null) {
@@ -241,9 +272,9 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
         continue;
       }
     }
-    const at = placeOne(c, cost, d, layout, hostFree, ['free', 'room']);
+    const at = placeOne(c, cost, d, layout, hostFree, FREE_THEN_ROOM);
     if (at === null) {
-      turnedAway.push({ candidate: c, reason: leftOutReason(c, cost, d, layout, hostFree) });
+      unschedulable.push(leftOutReason(c, cost, d, layout, hostFree));
       if (c.running !== undefined) toEvict.push(c.running);
       continue;
     }
@@ -255,11 +286,10 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   }
 
   toEvict.push(...evictMoved);
-  toEvict.sort(leastRecentlyUsedFirst);
   return {
     launch,
-    evict: toEvict.map((r) => r.modelId),
-    unschedulable: turnedAway.map((t) => t.reason),
+    evict: leastRecentlyUsedFirst(toEvict),
+    unschedulable,
     placements,
   };
 }
@@ -289,21 +319,61 @@ function fitsWhereItIs(at: Placement, rooms: Map<number, DeviceRoom>, hostFree: 
  * 'pinned' is what it would have with every evictable model gone (for `strict`).
  */
 type RoomKind = 'free' | 'room' | 'pinned';
+/** The rooms placeOne tries, narrow to wide: for a model that earns its place, a pinned one to launch, and `strict`. */
+const FREE_THEN_ROOM: readonly RoomKind[] = ['free', 'room'];
+const ROOM_ONLY: readonly RoomKind[] = ['room'];
+const PINNED_ONLY: readonly RoomKind[] = ['pinned'];
 
 function available(room: DeviceRoom, kind: RoomKind): number {
   if (kind === 'pinned') return room.budget - room.pinnedHeld;
   return room.budget - room.held - (kind === 'free' ? room.undecided : 0);
 }
 
+/** Sums `undecidedBy` from each entry to the end, once every running candidate is in it. */
+function sealUndecided(room: DeviceRoom): void {
+  const { undecidedBy } = room;
+  const bytesFrom = new Array<number>(undecidedBy.length);
+  let sum = 0;
+  let whole = true;
+  for (let i = undecidedBy.length - 1; i >= 0; i--) {
+    const { bytes } = undecidedBy[i] as { bytes: number };
+    sum += bytes;
+    whole &&= Number.isInteger(bytes);
+    bytesFrom[i] = sum;
+  }
+  room.bytesFrom = bytesFrom;
+  room.exactSums = whole && sum <= Number.MAX_SAFE_INTEGER;
+}
+
 /**
  * The rank of the most important resident that must go from `room` for `need` bytes, evicting
  * the least important first; Infinity when none must go.
+ *
+ * Evicting from the end, the room grows by bytesFrom[i] once entry i and all after it are gone,
+ * and that only grows as i falls: the answer is the last i at which `need` fits, found by a
+ * binary search. Why the scan stays as the fallback: it adds the bytes one at a time from the
+ * end, and with fractional bytes floating point may round that sum differently from bytesFrom;
+ * with whole numbers below 2^53 every partial sum is exact, so both give the same answer and
+ * the plan does not depend on which ran.
  */
 function mostImportantToGo(room: DeviceRoom, need: number): number {
   let free = room.budget - room.held - room.undecided;
   if (need <= free) return Infinity;
-  for (let i = room.undecidedBy.length - 1; i >= room.firstUndecided; i--) {
-    const { rank, bytes } = room.undecidedBy[i] as { rank: number; bytes: number };
+  const { undecidedBy, bytesFrom, firstUndecided } = room;
+  if (room.exactSums && Number.isInteger(free) && Math.abs(free) + (bytesFrom[firstUndecided] ?? 0) <= Number.MAX_SAFE_INTEGER) {
+    if (firstUndecided >= undecidedBy.length || need > free + (bytesFrom[firstUndecided] as number)) return -1;
+    // Invariant: need fits at `lo`, and does not at `hi` (or hi is past the end).
+    let lo = firstUndecided;
+    let hi = undecidedBy.length;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >>> 1;
+      if (need <= free + (bytesFrom[mid] as number)) lo = mid;
+      else hi = mid;
+    }
+    return (undecidedBy[lo] as { rank: number }).rank;
+  }
+  for (let i = undecidedBy.length - 1; i >= firstUndecided; i--) {
+    const { rank, bytes } = undecidedBy[i] as { rank: number; bytes: number };
     free += bytes;
     if (need <= free) return rank;
   }
@@ -366,21 +436,27 @@ function tryTier(
     // Where models must make way, the device whose most important one to go is least
     // important (the least recently used go first, as on one device); then best fit: the
     // device with the least room that still holds it, so the roomy ones stay for big models.
-    let best: { device: Device; room: number; victim: number } | null = null;
+    let best: Device | null = null;
+    let bestRoom = 0;
+    let bestVictim = 0;
     for (const device of devices) {
       const deviceRoom = rooms.get(device.index) as DeviceRoom;
       const room = available(deviceRoom, kind);
       if (c.cost > room) continue;
       const victim = kind === 'room' ? mostImportantToGo(deviceRoom, c.cost) : Infinity;
-      if (best === null || victim > best.victim || (victim === best.victim && room < best.room)) best = { device, room, victim };
+      if (best === null || victim > bestVictim || (victim === bestVictim && room < bestRoom)) {
+        best = device;
+        bestRoom = room;
+        bestVictim = victim;
+      }
     }
-    return best === null ? null : { kind: 'gpu', devices: [{ index: best.device.index, layers: cost?.layers ?? 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
+    return best === null ? null : { kind: 'gpu', devices: [{ index: best.index, layers: cost?.layers ?? 0, bytes: c.cost }], cpuMoeLayers: 0, hostBytes: 0 };
   }
   if (cost === undefined || !(cost.layers >= 1)) return null;
-  const free = (device: Device): number => available(rooms.get(device.index) as DeviceRoom, kind);
+  const free = layout.free[kind];
   if (tier === 'split' || tier === 'mixed') {
     if (tier === 'mixed' && d?.mixedSplit !== true) return null;
-    const groups = tier === 'split' ? layout.classGroups : [devices];
+    const groups = tier === 'split' ? layout.classGroups : layout.mixedGroups;
     let best: Placement | null = null;
     for (const group of groups) {
       if (group.length < 2) continue;
@@ -533,7 +609,6 @@ function leftOutReason(
   hostFree: number,
 ): LeftOut {
   const { rooms, devices } = layout;
-  const strict = placeOne(c, cost, d, layout, hostFree, ['pinned']) === null;
   const need = needOf(c);
   if (devices.length === 1) {
     const room = rooms.get((devices[0] as Device).index) as DeviceRoom;
@@ -541,13 +616,16 @@ function leftOutReason(
     if (c.cost > room.budget - room.pinnedHeld) return { modelId: c.modelId, reason: room.writer.pinnedOut(need, pinnedRoomOf(room)), strict: true };
     return { modelId: c.modelId, reason: room.writer.noRoom(need, heldRoomOf(room)), strict: false };
   }
-  const notes: string[] = [`${needs(need)}; ${layout.roomsWords(strict)}`];
-  if (cost === undefined) notes.push('it cannot be split (its layers are unknown)');
+  const strict = placeOne(c, cost, d, layout, hostFree, PINNED_ONLY) === null;
+  // The notes joined by "; ", added one by one: a join would copy the long words about the
+  // rooms into every reason, where `+` only links them.
+  let reason = `${needs(need)}; ${layout.roomsWords(strict)}`;
+  if (cost === undefined) reason += '; it cannot be split (its layers are unknown)';
   else {
-    if (layout.classGroups.length > 1 && d?.mixedSplit !== true) notes.push('a split across mixed GPUs is off for this model (mixedSplit)');
-    notes.push(`part on the CPU needs host RAM, ${formatBytes(Math.max(0, hostFree))} free`);
+    if (layout.classGroups.length > 1 && d?.mixedSplit !== true) reason += '; a split across mixed GPUs is off for this model (mixedSplit)';
+    reason += `; part on the CPU needs host RAM, ${layout.hostWords(hostFree)} free`;
   }
   const pinnedSomewhere = devices.some((device) => (rooms.get(device.index) as DeviceRoom).pinnedHeld > 0);
-  const tail = !strict ? '' : pinnedSomewhere ? ': it fits only if a pinned model is unpinned' : ': it does not fit even with nothing else loaded';
-  return { modelId: c.modelId, reason: `${notes.join('; ')}${tail}`, strict };
+  if (strict) reason += pinnedSomewhere ? ': it fits only if a pinned model is unpinned' : ': it does not fit even with nothing else loaded';
+  return { modelId: c.modelId, reason, strict };
 }

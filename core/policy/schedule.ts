@@ -98,9 +98,9 @@ export interface Plan {
  */
 export function schedule(desired: readonly Desired[], resident: readonly Resident[], budget: number): Plan {
   const budgetBytes = nonNegative(budget);
-  const { candidates, desiredIds } = candidatesOf('schedule', desired, resident);
+  const { candidates, desiredIds, residentById } = candidatesOf('schedule', desired, resident);
 
-  const { forced: forcedUndesired, toEvict } = undesiredResidents(resident, desiredIds);
+  const { forced: forcedUndesired, toEvict } = undesiredResidents(residentById, desiredIds);
 
   let held = 0;
   let holderCount = 0;
@@ -145,11 +145,10 @@ export function schedule(desired: readonly Desired[], resident: readonly Residen
     if (c.running === undefined) launch.push(c.modelId);
   }
 
-  toEvict.sort(leastRecentlyUsedFirst);
   const reasons = reasonWriter(budgetBytes);
   return {
     launch,
-    evict: toEvict.map((r) => r.modelId),
+    evict: leastRecentlyUsedFirst(toEvict),
     unschedulable: turnedAway.map(({ candidate, room: then }) => {
       const need = needOf(candidate);
       if (candidate.cost > budgetBytes) return { modelId: candidate.modelId, reason: reasons.overWholeBudget(need), strict: true };
