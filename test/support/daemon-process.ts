@@ -279,7 +279,6 @@ export function isProcessAlive(pid: number): boolean {
   }
 }
 
-/** Live embedded engines whose command line mentions `dataDir` (their model paths live under it). */
 /**
  * The model servers among enginesUsing(dataDir): every engine but a warm spare waiting for a
  * launch (core/engine/supervisor/warm-spare.ts). A spare's command line says --spare for life,
@@ -292,6 +291,7 @@ export async function modelServersUsing(dataDir: string): Promise<{ pid: number;
   return engines.filter((engine) => !/ --spare\b/.test(engine.args) || servers.has(engine.pid));
 }
 
+/** Live embedded engines whose command line mentions `dataDir` (their model paths live under it). */
 export function enginesUsing(dataDir: string): Promise<{ pid: number; ppid: number; args: string }[]> {
   return new Promise((done, fail) => {
     execFile('ps', ['-eo', 'pid=,ppid=,stat=,args='], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
