@@ -3,22 +3,57 @@
 // a card read "Footprint 9.9 MiB · measured 106 MiB" while the bar drew 106 MiB and the plan
 // counted 9.9: three figures for one process. Now every model is priced with its engine's
 // runtime (measured from the first engine of its kind), and the bar draws what the plan counted.
+//
+// The demo's models with the warm spare off: an engine adopted from the spare holds less RSS
+// than one started fresh (its runtime started with no model), so with it on, which engine
+// teaches the runtime and which is checked against it would depend on timing.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateDemoModels } from '../../core/catalog/demo/demo-models.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
-import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 let daemon: DaemonProcess;
 let client: OpenAI;
+let workDir: string;
 
 beforeAll(async () => {
-  daemon = await startDaemonProcess();
+  workDir = await makeDataDir();
+  const models = await generateDemoModels(workDir);
+  const configPath = join(workDir, 'config.yaml');
+  await writeFile(
+    configPath,
+    `modelDirs: []
+engines:
+  warmSpare: false
+budget:
+  reserve: 0
+models:
+  - id: demo-chat
+    path: ${JSON.stringify(models.chat.path)}
+    ctx: 4096
+    draft: demo-draft
+  - id: demo-draft
+    path: ${JSON.stringify(models.draft.path)}
+    ctx: 4096
+  - id: demo-tiny
+    path: ${JSON.stringify(models.tiny.path)}
+    ctx: 2048
+  - id: demo-broken
+    path: ${JSON.stringify(models.broken.path)}
+    ctx: 2048
+`,
+  );
+  daemon = await startDaemonProcess({ config: configPath });
   client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
 });
 
 afterAll(async () => {
   await daemon?.stop();
   if (daemon) await removeDataDir(daemon.dataDir);
+  if (workDir) await removeDataDir(workDir);
 });
 
 async function measured(id: string): Promise<Snapshot> {
