@@ -488,9 +488,17 @@ function layeredTotal(cost: LayerCost, draftBytes: number, layers: number): numb
 }
 
 /**
- * A layer split over the fewest of `group`'s roomiest devices that holds the model, shares in
- * proportion to their room; the last of them in device order holds the output and the draft
- * (the main device). Null when even all of them cannot.
+ * A layer split over the fewest of `group`'s devices that holds the model, shares in proportion
+ * to their room; the last of them in device order holds the output and the draft (the main
+ * device). Among the splits over that many devices, the roomiest. Null when none can.
+ *
+ * Why every device is tried as the main one, not only the last of the k roomiest: the main
+ * device needs room for the output and the draft too, and a nearly full device of high index
+ * among the roomiest made the split fail where another set of devices held it. Worse, that was
+ * not monotonic: once another model filled that device, the next pass found the split, so the
+ * plan was not a fixed point (the property test found it). For a given main device and number
+ * of devices, the roomiest devices before it are the best company; with room only growing the
+ * answer, a split that fits in less room always fits in more.
  */
 function split(tier: 'split' | 'mixed', group: readonly Device[], free: (d: Device) => number, cost: LayerCost, draftBytes: number): Placement | null {
   const perLayer = nonNegative(cost.perLayerBytes);
@@ -501,18 +509,42 @@ function split(tier: 'split' | 'mixed', group: readonly Device[], free: (d: Devi
   let together = -main;
   for (const device of group) together += Math.max(0, free(device) - compute);
   if (together < cost.layers * perLayer) return null;
-  const roomiest = [...group].sort((a, b) => free(b) - free(a) || a.index - b.index);
-  for (let k = 2; k <= roomiest.length; k++) {
+  // A room below 0 is a device that cannot even take the compute buffer (or the output): no layer.
+  const layersIn = (room: number): number => (room < 0 ? 0 : perLayer > 0 ? Math.floor(room / perLayer) : cost.layers);
+  // group is in device order: position i is the i-th lowest index.
+  const memberRooms = group.map((device) => free(device) - compute);
+  const mainRooms = memberRooms.map((room) => room - main);
+  // Before each position, the positions that can hold a layer, roomiest first (ties to the lower index).
+  const roomiestBefore = group.map((_, m) =>
+    memberRooms
+      .slice(0, m)
+      .map((room, i) => ({ i, room }))
+      .filter(({ room }) => layersIn(room) >= 1)
+      .sort((a, b) => b.room - a.room || a.i - b.i),
+  );
+  // Each device of a split holds at least one layer.
+  for (let k = 2; k <= Math.min(group.length, cost.layers); k++) {
+    let best: { chosen: number[]; room: number } | null = null;
+    for (let m = k - 1; m < group.length; m++) {
+      if (layersIn(mainRooms[m] as number) < 1) continue;
+      const company = (roomiestBefore[m] as { i: number; room: number }[]).slice(0, k - 1);
+      if (company.length < k - 1) continue;
+      let layers = layersIn(mainRooms[m] as number);
+      let room = mainRooms[m] as number;
+      for (const member of company) {
+        layers += layersIn(member.room);
+        room += member.room;
+      }
+      if (layers < cost.layers || (best !== null && room <= best.room)) continue;
+      best = { chosen: [...company.map(({ i }) => i).sort((a, b) => a - b), m], room };
+    }
+    if (best === null) continue;
     // In device order: llama.cpp assigns a split's layers by device index and puts the output
     // layer after the last block, on the last device; the draft goes with it here.
-    const chosen = roomiest.slice(0, k).sort((a, b) => a.index - b.index);
-    const last = chosen.length - 1;
-    const rooms = chosen.map((device, i) => Math.max(0, free(device) - compute - (i === last ? main : 0)));
-    const capacity = rooms.map((room) => (perLayer > 0 ? Math.floor(room / perLayer) : cost.layers));
-    const layers = proportionalShares(cost.layers, rooms, capacity);
-    if (layers === null) continue;
-    const parts = chosen.map((device, i) => ({ index: device.index, layers: layers[i] as number, bytes: compute + (i === last ? main : 0) + (layers[i] as number) * perLayer }));
-    if (parts.some((part, i) => part.bytes > free(chosen[i] as Device))) continue;
+    const last = best.chosen.length - 1;
+    const rooms = best.chosen.map((i, at) => (at === last ? mainRooms[i] : memberRooms[i]) as number);
+    const shares = proportionalShares(cost.layers, rooms, rooms.map(layersIn)) as number[];
+    const parts = best.chosen.map((i, at) => ({ index: (group[i] as Device).index, layers: shares[at] as number, bytes: compute + (at === last ? main : 0) + (shares[at] as number) * perLayer }));
     // The device holding the output (and the draft) is the main one, listed first.
     return { kind: tier, devices: [parts[last] as Placement['devices'][number], ...parts.slice(0, last)], cpuMoeLayers: 0, hostBytes: 0 };
   }

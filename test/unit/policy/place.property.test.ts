@@ -9,7 +9,13 @@ import type { Placement } from '../../../core/contracts/plan.js';
 
 const MODEL_IDS = Array.from({ length: 12 }, (_, i) => `m${i}`);
 const DRAFT_IDS = ['d0', 'd1'];
-const CASES = { numRuns: Number(process.env.PLACE_RUNS ?? 100_000) };
+/**
+ * A fixed seed, so that `npm test` gives one verdict for one commit: a random draw once found a
+ * case after 92,833 draws that 100,000 had missed in every run before (a split whose last card
+ * could not carry the output), and failed CI on code that had passed it. Explore beyond with
+ * PLACE_SEED (any integer) and PLACE_RUNS; after each change to `place`, a million random cases.
+ */
+const CASES = { numRuns: Number(process.env.PLACE_RUNS ?? 100_000), seed: Number(process.env.PLACE_SEED ?? 20_261_201) };
 
 const rarely = fc.integer({ min: 0, max: 5 }).map((n) => n === 0);
 const sometimes = fc.boolean();
@@ -201,7 +207,29 @@ describe('place: properties over random workstations', () => {
           expect({ launch: plan.launch, evict: plan.evict, unschedulable: plan.unschedulable }).toEqual(expected);
         }
       }),
-      CASES,
+      {
+        ...CASES,
+        // That case, as fast-check shrank it: m11's split fits GPUs 0 and 1, not the roomier 1 and 2.
+        examples: [
+          [
+            {
+              devices: [
+                { index: 0, name: 'GPU0', deviceClass: 'rtx-4090', budgetBytes: 7 },
+                { index: 1, name: 'GPU1', deviceClass: 'rtx-4090', budgetBytes: 44 },
+                { index: 2, name: 'GPU2', deviceClass: 'rtx-4090', budgetBytes: 592 },
+              ],
+              desired: [
+                { modelId: 'm0', priority: 0, pinned: false, draft: { modelId: 'd0', footprint: 8 }, layerCost: { layers: 1, perLayerBytes: 0, mainBytes: 0, computeBytesPerDevice: 0, expertBytesPerLayer: 0 }, footprint: 0 },
+                { modelId: 'm11', priority: 0, pinned: false, draft: { modelId: 'd0', footprint: 2 }, waitingSince: 0, layerCost: { layers: 7, perLayerBytes: 7, mainBytes: 0, computeBytesPerDevice: 0, expertBytesPerLayer: 0 }, footprint: 49 },
+                { modelId: 'm7', priority: 0, pinned: true, draft: { modelId: 'd0', footprint: 46 }, footprint: 538 },
+              ],
+              resident: [],
+              hostFree: 0,
+            },
+            0,
+          ],
+        ],
+      },
     );
   }, 600_000);
 });

@@ -56,6 +56,28 @@ describe('place: the fastest placement that fits', () => {
     expect(tight?.devices).toHaveLength(3);
   });
 
+  it('splits over the cards that hold it when a nearly full card of higher index would have to carry the output', () => {
+    // GPU 2 has 2.5 GiB free, more than GPU 0's 2 GiB, but a split's last card carries the
+    // output and the draft besides its compute buffer, which leaves GPU 2 no room for a layer.
+    // GPUs 0 and 1 hold it (19 layers with the output on GPU 1, 1 on GPU 0).
+    const draft = { modelId: 'draft', footprint: 0.5 * GiB };
+    const devices = [gpu(0, 2), gpu(1, 21), gpu(2, 40)];
+    const withPinned = (gib: number): PlacedResident[] => [onGpu('pinned', 2, gib, { pinned: true })];
+    const plan = place([want('big', layered(20), { draft })], withPinned(37.5), devices);
+    expect(plan.launch).toEqual(['big']);
+    expect(plan.placements.big).toEqual({
+      kind: 'split',
+      devices: [
+        { index: 1, layers: 19, bytes: 0.5 * GiB + 1.5 * GiB + 19 * GiB },
+        { index: 0, layers: 1, bytes: 0.5 * GiB + GiB },
+      ],
+      cpuMoeLayers: 0,
+      hostBytes: 0,
+    });
+    // GPU 2's last 2.5 GiB taken or not, the same plan: whether it fits does not hang on room it cannot use.
+    expect(place([want('big', layered(20), { draft })], withPinned(40), devices)).toEqual(plan);
+  });
+
   it('does not split across GPUs of different classes unless the model allows it, and says so', () => {
     const devices = [gpu(0, 20), gpu(1, 12, 'rtx-3060')];
     const refused = place([want('big', layered(26))], [], devices);
