@@ -21,7 +21,7 @@
 // without a layer cost is one indivisible footprint on one GPU, exactly
 // as `schedule` treats it; with one device and no host RAM to spare, `place` gives `schedule`'s
 // very plan (property-tested against it).
-import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, undesiredResidents, type Candidate } from './candidates.js';
+import { candidatesOf, compareIds, leastRecentlyUsedFirst, needOf, type Candidate } from './candidates.js';
 import { nonNegative } from './non-negative.js';
 import { needs, reasonWriter, withHolder, type Holder, type HoldReason, type ReasonWriter, type Room } from './reasons.js';
 import type { Desired, Plan, Resident } from './schedule.js';
@@ -157,7 +157,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
       { device, budget: nonNegative(device.budgetBytes), held: 0, named: [], holderCount: 0, pinnedHeld: 0, pinnedNamed: [], pinnedCount: 0, undecided: 0, undecidedBy: [], firstUndecided: 0, bytesFrom: [], exactSums: false, writer: reasonWriter(nonNegative(device.budgetBytes)), heldRoom: null, pinnedRoom: null },
     ]),
   );
-  const { candidates, desiredIds, residentById } = candidatesOf('place', desired, resident);
+  const { candidates, undesired } = candidatesOf('place', desired, resident);
   const wordsCache: { held: string | null; pinned: string | null } = { held: null, pinned: null };
   const hostWordsCache = { bytes: Number.NaN, words: '' };
   const layout: Layout = {
@@ -226,7 +226,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   };
 
   // Forced residents first, desired or not, where they are: nothing pinned or busy is moved.
-  const { forced: forcedUndesired, toEvict } = undesiredResidents(residentById, desiredIds);
+  const { forced: forcedUndesired, toEvict } = undesired;
   for (const r of forcedUndesired) hold(r.modelId, placementOf(r), r.pinned ? 'pinned' : 'active', 0, true);
 
   const placements: Record<string, Placement> = {};
@@ -301,7 +301,7 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
  * (a split pays a compute buffer on every device, so it is not the one-device cost spread out).
  */
 function repriced(at: Placement, cost: number): Placement {
-  if (at.kind !== 'gpu' || at.devices.length !== 1) return at;
+  if (at.kind !== 'gpu' || at.devices.length !== 1 || (at.devices[0] as Placement['devices'][number]).bytes === cost) return at;
   return { ...at, devices: [{ ...(at.devices[0] as Placement['devices'][number]), bytes: cost }] };
 }
 
@@ -511,40 +511,44 @@ function split(tier: 'split' | 'mixed', group: readonly Device[], free: (d: Devi
   if (together < cost.layers * perLayer) return null;
   // A room below 0 is a device that cannot even take the compute buffer (or the output): no layer.
   const layersIn = (room: number): number => (room < 0 ? 0 : perLayer > 0 ? Math.floor(room / perLayer) : cost.layers);
-  // group is in device order: position i is the i-th lowest index.
-  const memberRooms = group.map((device) => free(device) - compute);
-  const mainRooms = memberRooms.map((room) => room - main);
-  // Before each position, the positions that can hold a layer, roomiest first (ties to the lower index).
-  const roomiestBefore = group.map((_, m) =>
-    memberRooms
-      .slice(0, m)
-      .map((room, i) => ({ i, room }))
-      .filter(({ room }) => layersIn(room) >= 1)
-      .sort((a, b) => b.room - a.room || a.i - b.i),
-  );
+  // group is in device order: position i is the i-th lowest index. The positions that can hold
+  // a layer as a plain member of a split, roomiest first (ties to the lower index): the
+  // roomiest before a given main device are the first of these with a lower position.
+  const members: number[] = [];
+  for (let i = 0; i < group.length; i++) if (layersIn(free(group[i] as Device) - compute) >= 1) members.push(i);
+  members.sort((a, b) => free(group[b] as Device) - free(group[a] as Device) || a - b);
   // Each device of a split holds at least one layer.
-  for (let k = 2; k <= Math.min(group.length, cost.layers); k++) {
-    let best: { chosen: number[]; room: number } | null = null;
+  for (let k = 2; k <= Math.min(members.length + 1, cost.layers); k++) {
+    let bestMain = -1;
+    let bestRoom = -Infinity;
     for (let m = k - 1; m < group.length; m++) {
-      if (layersIn(mainRooms[m] as number) < 1) continue;
-      const company = (roomiestBefore[m] as { i: number; room: number }[]).slice(0, k - 1);
-      if (company.length < k - 1) continue;
-      let layers = layersIn(mainRooms[m] as number);
-      let room = mainRooms[m] as number;
-      for (const member of company) {
-        layers += layersIn(member.room);
-        room += member.room;
+      const mainRoom = free(group[m] as Device) - compute - main;
+      let layers = layersIn(mainRoom);
+      if (layers < 1) continue;
+      let room = mainRoom;
+      let company = 0;
+      for (let j = 0; j < members.length && company < k - 1; j++) {
+        const i = members[j] as number;
+        if (i >= m) continue;
+        const memberRoom = free(group[i] as Device) - compute;
+        layers += layersIn(memberRoom);
+        room += memberRoom;
+        company++;
       }
-      if (layers < cost.layers || (best !== null && room <= best.room)) continue;
-      best = { chosen: [...company.map(({ i }) => i).sort((a, b) => a - b), m], room };
+      if (company < k - 1 || layers < cost.layers || room <= bestRoom) continue;
+      bestMain = m;
+      bestRoom = room;
     }
-    if (best === null) continue;
-    // In device order: llama.cpp assigns a split's layers by device index and puts the output
-    // layer after the last block, on the last device; the draft goes with it here.
-    const last = best.chosen.length - 1;
-    const rooms = best.chosen.map((i, at) => (at === last ? mainRooms[i] : memberRooms[i]) as number);
+    if (bestMain < 0) continue;
+    // The chosen devices in device order: llama.cpp assigns a split's layers by device index and
+    // puts the output layer after the last block, on the last device; the draft goes with it here.
+    const chosen = members.filter((i) => i < bestMain).slice(0, k - 1);
+    chosen.sort((a, b) => a - b);
+    chosen.push(bestMain);
+    const last = chosen.length - 1;
+    const rooms = chosen.map((i, at) => free(group[i] as Device) - compute - (at === last ? main : 0));
     const shares = proportionalShares(cost.layers, rooms, rooms.map(layersIn)) as number[];
-    const parts = best.chosen.map((i, at) => ({ index: (group[i] as Device).index, layers: shares[at] as number, bytes: compute + (at === last ? main : 0) + (shares[at] as number) * perLayer }));
+    const parts = chosen.map((i, at) => ({ index: (group[i] as Device).index, layers: shares[at] as number, bytes: compute + (at === last ? main : 0) + (shares[at] as number) * perLayer }));
     // The device holding the output (and the draft) is the main one, listed first.
     return { kind: tier, devices: [parts[last] as Placement['devices'][number], ...parts.slice(0, last)], cpuMoeLayers: 0, hostBytes: 0 };
   }

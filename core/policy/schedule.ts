@@ -12,7 +12,7 @@
 // right, that is a second, standalone process with its own entry and its own memory (a
 // llama-server cannot share a loaded draft with another server), and it is scheduled like
 // any other model.
-import { candidatesOf, leastRecentlyUsedFirst, needOf, undesiredResidents, type Candidate } from './candidates.js';
+import { candidatesOf, leastRecentlyUsedFirst, needOf, type Candidate } from './candidates.js';
 import { nonNegative } from './non-negative.js';
 import { reasonWriter, withHolder, type Holder, type HoldReason, type Room } from './reasons.js';
 import type { LeftOut } from '../contracts/plan.js';
@@ -98,9 +98,9 @@ export interface Plan {
  */
 export function schedule(desired: readonly Desired[], resident: readonly Resident[], budget: number): Plan {
   const budgetBytes = nonNegative(budget);
-  const { candidates, desiredIds, residentById } = candidatesOf('schedule', desired, resident);
+  const { candidates, undesired } = candidatesOf('schedule', desired, resident);
 
-  const { forced: forcedUndesired, toEvict } = undesiredResidents(residentById, desiredIds);
+  const { forced: forcedUndesired, toEvict } = undesired;
 
   let held = 0;
   let holderCount = 0;
