@@ -5,41 +5,27 @@ import { join } from 'node:path';
 import { generateDemoModels, type DemoModels } from '../catalog/demo/demo-models.js';
 import type { CatalogModel } from '../catalog/catalog.js';
 import { footprintAt } from '../policy/levels.js';
+import { demoConfigText } from './demo-config.js';
 
 export interface DemoSetup {
   configPath: string;
   models: DemoModels;
 }
 
-const DEMO_CONTEXT = 4096;
-
-function demoConfigText(models: DemoModels, limitBytes: number | null): string {
-  const limit = limitBytes === null ? '' : `  limit: ${limitBytes}\n`;
-  return `# Written by \`llmtray serve --demo\`; regenerated at every demo start.
-# The budget fits demo-chat with its draft, or the smaller models, but not all at once,
-# so on-demand swapping, fallback (demo-chat -> demo-tiny) and quarantine (demo-broken) show.
-# Every model has the same priority, so the most recently requested one wins the memory.
-modelDirs: []
-budget:
-  reserve: 0
-${limit}models:
-  - id: demo-chat
-    path: ${JSON.stringify(models.chat.path)}
-    ctx: ${DEMO_CONTEXT}
-    draft: demo-draft
-    fallback: demo-tiny
-    aliases: [chat]
-  - id: demo-draft
-    path: ${JSON.stringify(models.draft.path)}
-    ctx: ${DEMO_CONTEXT}
-  - id: demo-tiny
-    path: ${JSON.stringify(models.tiny.path)}
-    ctx: 2048
-    aliases: [tiny]
-  - id: demo-broken
-    path: ${JSON.stringify(models.broken.path)}
-    ctx: 2048
-`;
+/** What the demo shows a person: everything, with a budget limit once the catalog has priced the models. */
+function serveDemoConfig(models: DemoModels, limitBytes?: number): string {
+  return demoConfigText(models, {
+    comment: [
+      'Written by `llmtray serve --demo`; regenerated at every demo start.',
+      'The budget fits demo-chat with its draft, or the smaller models, but not all at once,',
+      'so on-demand swapping, fallback (demo-chat -> demo-tiny) and quarantine (demo-broken) show.',
+      'Every model has the same priority, so the most recently requested one wins the memory.',
+    ],
+    reserveBytes: 0,
+    ...(limitBytes === undefined ? {} : { limitBytes }),
+    fallbackAndAliases: true,
+    broken: true,
+  });
 }
 
 /** Generates the demo models into DATA_DIR/demo and writes a config without a budget limit yet. */
@@ -48,7 +34,7 @@ export async function prepareDemo(dataDir: string): Promise<DemoSetup> {
   await mkdir(dir, { recursive: true });
   const models = await generateDemoModels(dir);
   const configPath = join(dir, 'config.yaml');
-  await writeFile(configPath, demoConfigText(models, null));
+  await writeFile(configPath, serveDemoConfig(models));
   return { configPath, models };
 }
 
@@ -71,5 +57,5 @@ export function demoBudgetLimit(models: readonly CatalogModel[], runtimeBytes = 
 
 /** Rewrites the demo config with its budget limit; the caller reloads the catalog. */
 export async function writeDemoLimit(setup: DemoSetup, limitBytes: number): Promise<void> {
-  await writeFile(setup.configPath, demoConfigText(setup.models, limitBytes));
+  await writeFile(setup.configPath, serveDemoConfig(setup.models, limitBytes));
 }

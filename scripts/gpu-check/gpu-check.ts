@@ -28,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Catalog } from '../../core/catalog/catalog.js';
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
+import { demoConfigText, type DemoConfigOptions } from '../../core/daemon/demo-config.js';
 import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
 import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
 import { computeBudget, type Budget, type GpuDevice } from '../../core/gpu/compute-budget.js';
@@ -81,25 +82,8 @@ function parseOptions(argv: readonly string[]): Options {
 }
 
 /** The demo's models as `serve --demo` configures them, less its fallback and its corrupt model. */
-function configText(models: DemoModels, budget: { limitBytes?: number; engineOverheadBytes?: number } = {}): string {
-  const lines = [
-    ...(budget.limitBytes === undefined ? [] : [`  limit: ${budget.limitBytes}`]),
-    ...(budget.engineOverheadBytes === undefined ? [] : [`  engineOverhead: ${budget.engineOverheadBytes}`]),
-  ];
-  return `# Written by npm run gpu-check.
-modelDirs: []
-${lines.length === 0 ? '' : `budget:\n${lines.join('\n')}\n`}models:
-  - id: demo-chat
-    path: ${JSON.stringify(models.chat.path)}
-    ctx: 4096
-    draft: demo-draft
-  - id: demo-draft
-    path: ${JSON.stringify(models.draft.path)}
-    ctx: 4096
-  - id: demo-tiny
-    path: ${JSON.stringify(models.tiny.path)}
-    ctx: 2048
-`;
+function configText(models: DemoModels, budget: Pick<DemoConfigOptions, 'limitBytes' | 'engineOverheadBytes'> = {}): string {
+  return demoConfigText(models, { comment: ['Written by npm run gpu-check.'], ...budget, fallbackAndAliases: false, broken: false });
 }
 
 /** A run's folder: its config, its daemon's data dir and log. */

@@ -13,6 +13,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDemoModels } from '../../core/catalog/demo/demo-models.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
+import { demoConfigText } from '../../core/daemon/demo-config.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 let daemon: DaemonProcess;
@@ -23,29 +24,7 @@ beforeAll(async () => {
   workDir = await makeDataDir();
   const models = await generateDemoModels(workDir);
   const configPath = join(workDir, 'config.yaml');
-  await writeFile(
-    configPath,
-    `modelDirs: []
-engines:
-  warmSpare: false
-budget:
-  reserve: 0
-models:
-  - id: demo-chat
-    path: ${JSON.stringify(models.chat.path)}
-    ctx: 4096
-    draft: demo-draft
-  - id: demo-draft
-    path: ${JSON.stringify(models.draft.path)}
-    ctx: 4096
-  - id: demo-tiny
-    path: ${JSON.stringify(models.tiny.path)}
-    ctx: 2048
-  - id: demo-broken
-    path: ${JSON.stringify(models.broken.path)}
-    ctx: 2048
-`,
-  );
+  await writeFile(configPath, demoConfigText(models, { warmSpare: false, reserveBytes: 0, fallbackAndAliases: false, broken: true }));
   daemon = await startDaemonProcess({ config: configPath });
   client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
 });

@@ -93,7 +93,7 @@ export function makeDataDir(): Promise<string> {
  * (the model under demo/, the key file under engine-keys/, a spare's --spare-of).
  */
 export async function removeDataDir(dir: string): Promise<void> {
-  for (const pid of await pidsNaming(dir)) {
+  for (const { pid } of await processesNaming(dir)) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -103,17 +103,34 @@ export async function removeDataDir(dir: string): Promise<void> {
   return rm(dir, { recursive: true, force: true });
 }
 
-/** The processes whose command line contains `text` (Linux /proc; none elsewhere), this one aside. */
-async function pidsNaming(text: string): Promise<number[]> {
-  const entries = await readdir('/proc').catch(() => [] as string[]);
-  const found: number[] = [];
-  for (const entry of entries) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (commandLine.split('\0').some((arg) => arg.includes(text))) found.push(pid);
-  }
-  return found;
+export interface RunningProcess {
+  pid: number;
+  ppid: number;
+  /** Its command line, arguments joined by spaces. */
+  args: string;
+}
+
+/**
+ * The live processes (zombies aside, and this one) whose command line contains `text`.
+ *
+ * Why `ps` and not a scan of /proc: the scan found nothing wherever there is no /proc, and a
+ * check that cannot look must not read as "none left": `expect(await enginesUsing(dir))
+ * .toEqual([])` would pass on a Mac with every engine still running. `ps` lists every process
+ * on Linux and macOS alike, prints each whole command line when its output is not a terminal
+ * (procps and BSD ps both), and fails loudly where it is missing.
+ */
+function processesNaming(text: string): Promise<RunningProcess[]> {
+  return new Promise((done, fail) => {
+    execFile('ps', ['-eo', 'pid=,ppid=,stat=,args='], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
+      if (error !== null) return fail(error);
+      const rows = stdout
+        .split('\n')
+        .map((line) => /^\s*(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/.exec(line))
+        .flatMap((m) => (m === null ? [] : [{ pid: Number(m[1]), ppid: Number(m[2]), stat: m[3] ?? '', args: m[4] ?? '' }]))
+        .filter((row) => row.pid !== process.pid && !row.stat.startsWith('Z') && row.args.includes(text));
+      done(rows.map(({ pid, ppid, args }) => ({ pid, ppid, args })));
+    });
+  });
 }
 
 /**
@@ -284,7 +301,7 @@ export function isProcessAlive(pid: number): boolean {
  * launch (core/engine/supervisor/warm-spare.ts). A spare's command line says --spare for life,
  * so an adopted one is told apart by engines.json, which records it under its model's id.
  */
-export async function modelServersUsing(dataDir: string): Promise<{ pid: number; ppid: number; args: string }[]> {
+export async function modelServersUsing(dataDir: string): Promise<RunningProcess[]> {
   const engines = await enginesUsing(dataDir);
   const text = await readFile(join(dataDir, 'engines.json'), 'utf8').catch(() => '{"engines":[]}');
   const servers = new Set((JSON.parse(text) as { engines: { modelId: string; pid: number }[] }).engines.filter((e) => e.modelId !== SPARE_RECORD_ID).map((e) => e.pid));
@@ -292,16 +309,7 @@ export async function modelServersUsing(dataDir: string): Promise<{ pid: number;
 }
 
 /** Live embedded engines whose command line mentions `dataDir` (their model paths live under it). */
-export function enginesUsing(dataDir: string): Promise<{ pid: number; ppid: number; args: string }[]> {
-  return new Promise((done, fail) => {
-    execFile('ps', ['-eo', 'pid=,ppid=,stat=,args='], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
-      if (error !== null) return fail(error);
-      const rows = stdout
-        .split('\n')
-        .map((line) => /^\s*(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/.exec(line))
-        .flatMap((m) => (m === null ? [] : [{ pid: Number(m[1]), ppid: Number(m[2]), stat: m[3] ?? '', args: m[4] ?? '' }]))
-        .filter((row) => !row.stat.startsWith('Z') && row.args.includes(join('dist', 'core', 'engine', 'embedded', 'main.js')) && row.args.includes(dataDir));
-      done(rows.map(({ pid, ppid, args }) => ({ pid, ppid, args })));
-    });
-  });
+export async function enginesUsing(dataDir: string): Promise<RunningProcess[]> {
+  const embeddedEntry = join('dist', 'core', 'engine', 'embedded', 'main.js');
+  return (await processesNaming(dataDir)).filter((p) => p.args.includes(embeddedEntry));
 }
