@@ -36,6 +36,7 @@ import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
 import { DaemonDesiredState, pricedEstimate } from './daemon/desired-state.js';
 import { spareFits } from './daemon/spare-room.js';
 import { createGateway } from './daemon/gateway.js';
+import { ModelTurns } from './daemon/turns.js';
 import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
 import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
 import { footprintToLearn } from './daemon/learned-footprint.js';
@@ -219,8 +220,19 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       () => false,
     );
     const keepsExpertsOnCpu = (model: CatalogModel): boolean => engineFor(model, llamaServerPath) === 'llama-server' && llamaServerMoe;
+    // Created before the controller it asks (rivals, a pass): the closures run only in passes and requests, after both exist.
+    const turns = new ModelTurns({
+      rivalsOf: (id) => controller.yieldsTo(id),
+      passSoon: () => controller.trigger(),
+      activity,
+      inFlight: (id) => supervisor.inFlight(id),
+      turnMs: config.swapTurnMs,
+      clock: realClock,
+    });
+    cleanups.push(() => turns.close());
     const desired = new DaemonDesiredState({
       models: () => catalog.models(),
+      heldForTurn: (id) => turns.holds(id),
       keepsExpertsOnCpu,
       isPinned: (model) => pinPolicy.isPinned(model),
       activity,
@@ -333,7 +345,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     });
 
     const router = createRouter({
-      gateway: createGateway({ catalog, controller, supervisor, activity, startedAt, turnMs: config.swapTurnMs }),
+      gateway: createGateway({ catalog, controller, supervisor, activity, startedAt, turns }),
       activationWaitMs: config.activationWaitMs,
       fallthrough: createAdminHandler({ service: admin, token, staticDir: options.staticDir ?? defaultStaticDir() }),
       // Read per request: a key removed from the config stops working at the next request.

@@ -23,6 +23,11 @@ export interface ModelDemand {
   wanted: boolean;
   /** Requests decoding now; above zero the policy treats it as active and never evicts it. */
   inFlight: number;
+  /**
+   * Its turn holds it though idle: it served a request moments ago and its client is likely to
+   * send the next (core/daemon/turns.ts). The policy treats it as active, as while it decodes.
+   */
+  heldForTurn?: boolean;
   /** Epoch ms of the last request; a waiting request stamps it, so on-demand swaps win ties. */
   lastUsed?: number;
   /** Epoch ms at which its oldest request still waiting for it arrived; absent when none waits. */

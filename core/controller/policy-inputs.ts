@@ -11,7 +11,8 @@
 // - a resident model costs what the server reports, and is active while it decodes or while
 //   it loads (the controller's launch in flight, or a spawned server not ready yet): a load is
 //   finished before it is judged, never evicted halfway (that would waste the load and race
-//   the supervisor);
+//   the supervisor); and while its turn holds it idle for its client's next request
+//   (`heldForTurn`, core/daemon/turns.ts), so a waiting model does not evict it in that moment;
 // - a model whose launches failed since its last success is `retrying`: admitted last and not
 //   forced by its pin, so its retries never push out a model that is wanted. Not so a model
 //   whose server died after it had been ready (killed, crashed or hung while serving): it loaded
@@ -144,7 +145,7 @@ function residentEntry(
     modelId,
     footprint: deviceBytes,
     pinned: want?.pinned ?? false,
-    active: loading || (demand?.inFlight ?? 0) > 0,
+    active: loading || (demand?.inFlight ?? 0) > 0 || demand?.heldForTurn === true,
     lastUsed: want?.lastUsed ?? demand?.lastUsed ?? 0,
   };
   // On one device its measured figure is the truth; a split keeps its per-device estimate.

@@ -14,6 +14,8 @@ export interface DesiredSources {
   activity: ModelActivity;
   /** Requests claimed on the model's server now (the supervisor's count). */
   inFlight(modelId: string): number;
+  /** Whether its turn holds the idle model for its client's next request (core/daemon/turns.ts); default false. */
+  heldForTurn?(modelId: string): boolean;
   /**
    * What the model's engine process itself costs where it counts against the budget: its
    * runtime in host RAM, or its backend's context on a GPU (see core/engine/runtime-overhead.ts).
@@ -45,7 +47,7 @@ export function pricedEstimate(model: CatalogModel, runtimeBytes: number, keepsE
   return keepsExpertsOnCpu || (priced.expertBytesPerBlock ?? 0) <= 0 ? priced : { ...priced, expertBytesPerBlock: 0 };
 }
 
-export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'runtimeBytes' | 'keepsExpertsOnCpu'>): ModelDemand {
+export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'heldForTurn' | 'runtimeBytes' | 'keepsExpertsOnCpu'>): ModelDemand {
   const pinned = sources.isPinned(model);
   const inFlight = sources.inFlight(model.id);
 
@@ -62,6 +64,7 @@ export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isP
   if (lastUsed !== undefined) demand.lastUsed = lastUsed;
   const waitingSince = sources.activity.waitingSince(model.id);
   if (waitingSince !== undefined) demand.waitingSince = waitingSince;
+  if (inFlight === 0 && sources.heldForTurn?.(model.id) === true) demand.heldForTurn = true;
   if (model.draftId !== undefined) demand.draftId = model.draftId;
   if (model.fallbackId !== undefined) demand.fallbackId = model.fallbackId;
   if (model.mixedSplit) demand.mixedSplit = true;

@@ -7,36 +7,28 @@
 // claim its server (ready, alive, not stopping), asked at the moment of the claim; whether it
 // will come is the controller's decision. A wait ends at any change and simply asks both again.
 //
-// Turns: requests for several models that do not fit together are served a model at a time.
-// A busy model keeps taking new requests until a model it stands in the way of (the
-// controller's yieldsTo) has had a request waiting for `turnMs`; from then on new requests for
-// the busy model wait too, so it drains, the waiting model is swapped in and serves everything
-// that waited for it, and the requests that queued up meanwhile are served after it. That bounds
-// every wait (no model starves) and makes each swap serve a group, not one request
-// (A A B B, not A B A B) — the thrash protection the anchors' users ask for.
+// Turns (core/daemon/turns.ts): a busy model stops taking new requests once a model it stands
+// in the way of has waited its turn, so waiting requests are served grouped by model.
 import type { Catalog } from '../catalog/catalog.js';
 import type { Controller } from '../controller/controller.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { EngineClaim, ModelGateway, RouterModelEntry } from '../router/model-gateway.js';
 import type { ModelActivity } from './activity.js';
+import type { ModelTurns } from './turns.js';
 import { waitProgressOf } from './wait-progress.js';
 
 export interface GatewayParts {
   catalog: Pick<Catalog, 'models' | 'resolve'>;
   controller: Pick<
     Controller,
-    'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'refreshSoon' | 'servingModel' | 'onEvent' | 'hasStopped' | 'yieldsTo'
+    'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'refreshSoon' | 'servingModel' | 'onEvent' | 'hasStopped'
   >;
   supervisor: Pick<Supervisor, 'claim' | 'inFlight' | 'serverEnded' | 'status'>;
   activity: ModelActivity;
   /** When the daemon started, as the `created` of every model in /v1/models. */
   startedAt: number;
-  /**
-   * How long a model that another one stands in the way of must have had a request waiting
-   * before that other one stops taking new requests, ms. 0 ends a busy model's turn as soon as
-   * anything waits for its memory (first come, first served across models).
-   */
-  turnMs: number;
+  /** Whose turn it is; told when a model's last request ends. */
+  turns: Pick<ModelTurns, 'isOver' | 'idled'>;
   now?: () => number;
 }
 
@@ -60,16 +52,7 @@ export function createGateway(parts: GatewayParts): ModelGateway {
   };
   controller.onEvent(wakeAll);
 
-  /** Whether `serving` must let the models it stands in the way of go first now. */
-  function turnIsOver(serving: string): boolean {
-    const rivals = controller.yieldsTo(serving);
-    if (rivals.length === 0) return false;
-    const at = now();
-    return rivals.some((rival) => {
-      const since = activity.waitingSince(rival);
-      return since !== undefined && at - since >= parts.turnMs;
-    });
-  }
+  const turnIsOver = (serving: string): boolean => parts.turns.isOver(serving);
 
   /**
    * The serving model turned busy or idle. With a request waiting for memory, a pass now: an
@@ -147,7 +130,10 @@ export function createGateway(parts: GatewayParts): ModelGateway {
           released = true;
           claim.release();
           activity.use(serving);
-          if (supervisor.inFlight(serving) === 0) turnedBusyOrIdle();
+          if (supervisor.inFlight(serving) === 0) {
+            parts.turns.idled(serving);
+            turnedBusyOrIdle();
+          }
         },
       };
     },

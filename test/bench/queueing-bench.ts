@@ -1,17 +1,20 @@
-// Swap-aware queueing: how many swaps, and what latency, 1,000 requests for two models that
+// Swap-aware queueing: how many swaps, and what latency, mixed requests for two models that
 // cannot share the memory budget cost when they are served first come, first served across
-// models (FIFO, `swapTurn: 0`) and when they are grouped (a busy model keeps taking requests
-// until a waiting model has waited its turn).
+// models (FIFO, `swapTurn: 0`) and when they are grouped (a model keeps taking requests, and is
+// held for its client's next one, until a waiting model has waited its turn).
 //
-// Each client sends non-streamed chat completions one after another, each for one of the two
-// models at random; 1,000 requests in all are split evenly among 2, 4 or 8 clients. Every
-// configuration runs on its own daemon core (swap-daemon.ts: the real controller, gateway,
-// router and supervisor over real fake-engine processes), and they take turns: each
-// configuration's 1,000 requests are cut into rounds, and the configurations run their rounds
-// one after another in an order that rotates every round, so a stall on the shared machine
-// lands on every configuration alike. The model sequences are seeded and the same for every
-// configuration: client i sends the very same requests in the same order under each, so the
-// configurations differ only in how the daemon orders them.
+// Each client sends non-streamed chat completions one after another. Three ways of choosing
+// the model of each request: `random` (each for one of the two at random; 2, 4 and 8 clients),
+// `alternating` (each client alternates, the two clients out of phase: the issue's own trial),
+// and `own model` (each client keeps to one model, as two apps each on their own model do).
+// A configuration's requests are split evenly among its clients. Every configuration runs on
+// its own daemon core (swap-daemon.ts: the real controller, gateway, router and supervisor over
+// real fake-engine processes), and they take turns: each configuration's requests are cut into
+// rounds, and the configurations run their rounds one after another in an order that rotates
+// every round, so a stall on the shared machine lands on every configuration alike. The model
+// sequences are seeded and the same for every configuration: client i sends the very same
+// requests in the same order under each, so the configurations differ only in how the daemon
+// orders them.
 //
 // A swap is a launch of a model that was not resident, counted from the supervisor's
 // lifecycle events (ServerSpawned); an unmeasured warm-up request first makes one model
@@ -29,10 +32,18 @@ import { startSwapDaemon, type SwapDaemon } from './swap-daemon.js';
 const CHAT_PATH = '/v1/chat/completions';
 const MODELS = ['model-a', 'model-b'] as const;
 
+/** How each client picks the model of each request (see the header). */
+export type QueueingPattern = 'random' | 'alternating' | 'own model';
+
+export interface QueueingScenario {
+  pattern: QueueingPattern;
+  clients: number;
+}
+
 export interface QueueingBenchOptions {
-  /** Requests per configuration and client count. */
+  /** Requests per configuration and scenario. */
   requests: number;
-  clientCounts: readonly number[];
+  scenarios: readonly QueueingScenario[];
   /** Each configuration's requests are cut into this many rounds, interleaved with the others'. */
   rounds: number;
   /**
@@ -55,7 +66,7 @@ export interface QueueingBenchOptions {
  */
 export const DEFAULT_QUEUEING_OPTIONS: QueueingBenchOptions = {
   requests: Number(process.env['QUEUEING_REQUESTS'] ?? 200),
-  clientCounts: [2, 4, 8],
+  scenarios: scenariosNamed(process.env['QUEUEING_SCENARIOS'] ?? 'random,alternating,own model'),
   rounds: 5,
   loadMs: 200,
   answerMs: 50,
@@ -74,11 +85,24 @@ interface Totals {
   wallMs: number;
 }
 
-/** Client i's models, the same under every configuration: a seeded draw per request. */
-function sequences(clients: number, perClient: number): string[][] {
+/** QUEUEING_SCENARIOS: a comma-separated choice of patterns; random runs at 2, 4 and 8 clients, the others at 2. */
+function scenariosNamed(list: string): QueueingScenario[] {
+  return list.split(',').flatMap((name): QueueingScenario[] => {
+    const pattern = name.trim();
+    if (pattern === 'random') return [2, 4, 8].map((clients) => ({ pattern, clients }));
+    if (pattern === 'alternating' || pattern === 'own model') return [{ pattern, clients: 2 }];
+    throw new Error(`QUEUEING_SCENARIOS: "${pattern}" is not a pattern; use random, alternating or own model`);
+  });
+}
+
+/** Client i's models, the same under every configuration. */
+function sequences(pattern: QueueingPattern, clients: number, perClient: number): string[][] {
   return Array.from({ length: clients }, (_, client) => {
     const random = seededRandom(1_000 * clients + client);
-    return Array.from({ length: perClient }, () => MODELS[Math.floor(random.next() * MODELS.length)] as string);
+    return Array.from({ length: perClient }, (_, i) => {
+      const at = pattern === 'random' ? Math.floor(random.next() * MODELS.length) : pattern === 'alternating' ? (client + i) % MODELS.length : client % MODELS.length;
+      return MODELS[at] as string;
+    });
   });
 }
 
@@ -109,14 +133,15 @@ const load = (): string => loadavg().map((n) => n.toFixed(2)).join(' ');
 export async function runQueueingBench(options: QueueingBenchOptions = DEFAULT_QUEUEING_OPTIONS): Promise<void> {
   const { requests, rounds, turns } = options;
   console.log(
-    `queueing: ${requests} non-streamed chat completions per configuration, each for ${MODELS.join(' or ')} at random (seeded, the same for every configuration), ` +
+    `queueing: ${requests} non-streamed chat completions per configuration, each for ${MODELS.join(' or ')} (the same sequences for every configuration), ` +
       `which do not fit together; fake engines: load ${options.loadMs} ms, answer ${options.answerMs} ms; ${rounds} interleaved rounds`,
   );
   const rows: string[][] = [];
   const verdicts: string[] = [];
-  for (const clients of options.clientCounts) {
+  for (const { pattern, clients } of options.scenarios) {
     const perClient = Math.floor(requests / clients);
-    const work = sequences(clients, perClient);
+    const work = sequences(pattern, clients, perClient);
+    const scenario = `${clients} clients, ${pattern}`;
     const daemons: SwapDaemon[] = [];
     const agents: http.Agent[] = [];
     try {
@@ -148,14 +173,14 @@ export async function runQueueingBench(options: QueueingBenchOptions = DEFAULT_Q
       }
 
       const loads = daemons.flatMap((daemon) => daemon.counts().loadMs);
-      console.log(`  ${clients} clients: a launch takes ${fixed(median(loads), 0)} ms from spawn to ready (median of ${loads.length}; p99 ${fixed(percentile(loads, 99), 0)} ms)`);
+      console.log(`  ${scenario}: a launch takes ${fixed(median(loads), 0)} ms from spawn to ready (median of ${loads.length}; p99 ${fixed(percentile(loads, 99), 0)} ms)`);
       const fifoSwaps = totals[0]?.swaps ?? Number.NaN;
       for (const [i, turn] of turns.entries()) {
         const t = totals[i] as Totals;
         const served = t.latencies.length;
         const sent = served + t.refused.length;
         rows.push([
-          `${clients} clients, ${turn.name}`,
+          `${scenario}, ${turn.name}`,
           String(sent),
           String(t.swaps),
           fixed((t.swaps * 1000) / sent, 0),
@@ -167,17 +192,17 @@ export async function runQueueingBench(options: QueueingBenchOptions = DEFAULT_Q
           fixed(t.wallMs / 1000, 1),
         ]);
         const problems = daemons[i]?.problems() ?? [];
-        for (const line of problems.slice(0, 3)) console.log(`  ${clients} clients, ${turn.name}: ${line}`);
-        for (const message of t.refused.slice(0, 3)) console.log(`  ${clients} clients, ${turn.name}: refused: ${message}`);
+        for (const line of problems.slice(0, 3)) console.log(`  ${scenario}, ${turn.name}: ${line}`);
+        for (const message of t.refused.slice(0, 3)) console.log(`  ${scenario}, ${turn.name}: refused: ${message}`);
         if (turn.turnMs > 0) {
-          verdicts.push(`${clients} clients, ${turn.name}: ${t.swaps} swaps against FIFO's ${fifoSwaps} (target: fewer): ${verdict(t.swaps < fifoSwaps)}`);
+          verdicts.push(`${scenario}, ${turn.name}: ${t.swaps} swaps against FIFO's ${fifoSwaps} (target: fewer): ${verdict(t.swaps < fifoSwaps)}`);
         }
-        verdicts.push(`${clients} clients, ${turn.name}: ${t.refused.length} refused (target 0): ${verdict(t.refused.length === 0)}`);
+        verdicts.push(`${scenario}, ${turn.name}: ${t.refused.length} refused (target 0): ${verdict(t.refused.length === 0)}`);
       }
       // A full run takes most of an hour on the shared 2-core machine: each client count's rows
       // print as soon as they are measured, so a run cut short still reports what it measured.
       printTable(HEADER, rows.slice(-turns.length));
-      console.log(`  (load average after ${clients} clients: ${load()})`);
+      console.log(`  (load average after ${scenario}: ${load()})`);
     } finally {
       for (const agent of agents) agent.destroy();
       await Promise.all(daemons.map((daemon) => daemon.stop()));

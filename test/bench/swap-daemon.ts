@@ -18,6 +18,7 @@ import { Controller } from '../../core/controller/controller.js';
 import { ModelActivity } from '../../core/daemon/activity.js';
 import { DaemonDesiredState } from '../../core/daemon/desired-state.js';
 import { createGateway } from '../../core/daemon/gateway.js';
+import { ModelTurns } from '../../core/daemon/turns.js';
 import { launchSpecFor } from '../../core/daemon/launch-specs.js';
 import { createLogger } from '../../core/daemon/logger.js';
 import { LaunchError } from '../../core/engine/failure-classifier.js';
@@ -147,9 +148,18 @@ export async function startSwapDaemon(options: SwapDaemonOptions): Promise<SwapD
     }
   });
 
+  const turns = new ModelTurns({
+    rivalsOf: (id) => controller.yieldsTo(id),
+    passSoon: () => controller.trigger(),
+    activity,
+    inFlight: (id) => supervisor.inFlight(id),
+    turnMs: options.turnMs,
+    clock: realClock,
+  });
   const desired = new DaemonDesiredState({
     models: catalog.models,
     isPinned: () => false,
+    heldForTurn: (id) => turns.holds(id),
     activity,
     inFlight: (id) => supervisor.inFlight(id),
     budget: async () => budget,
@@ -162,7 +172,7 @@ export async function startSwapDaemon(options: SwapDaemonOptions): Promise<SwapD
     log: log('controller'),
   });
   const router = createRouter({
-    gateway: createGateway({ catalog, controller, supervisor, activity, startedAt: Date.now(), turnMs: options.turnMs }),
+    gateway: createGateway({ catalog, controller, supervisor, activity, startedAt: Date.now(), turns }),
   });
   const listening = await router.listen({ port: 0 });
   const abort = new AbortController();
@@ -174,6 +184,7 @@ export async function startSwapDaemon(options: SwapDaemonOptions): Promise<SwapD
     problems: () => problems,
     async stop() {
       abort.abort();
+      turns.close();
       await running;
       router.close();
       await listening.close();

@@ -1,7 +1,7 @@
 // The mapping from what a pass observed to the policy's inputs: who is desired, at what
 // price, and which residents are forced.
 import { describe, expect, it } from 'vitest';
-import type { ModelDemand } from '../../../core/controller/effects.js';
+import type { ModelDemand, ResidentServer } from '../../../core/controller/effects.js';
 import { newRecord, type ModelRecord } from '../../../core/controller/model-record.js';
 import { policyInputs } from '../../../core/controller/policy-inputs.js';
 import type { RecoveryState } from '../../../core/policy/recover.js';
@@ -23,13 +23,13 @@ function demand(modelId: string, extra: Partial<ModelDemand> = {}): ModelDemand 
   };
 }
 
-function inputs(demands: ModelDemand[], failures: Record<string, RecoveryState> = {}, loading: [string, LaunchLevel][] = []) {
+function inputs(demands: ModelDemand[], failures: Record<string, RecoveryState> = {}, loading: [string, LaunchLevel][] = [], running: ResidentServer[] = []) {
   const records = new Map<string, ModelRecord>();
   for (const d of demands) records.set(d.modelId, { ...newRecord(d.modelId), recovery: failures[d.modelId] ?? { kind: 'none', attempts: 0 } });
   return policyInputs({
     demands: new Map(demands.map((d) => [d.modelId, d])),
     records,
-    running: [],
+    running,
     loading: new Map(loading.map(([id, level]) => [id, { level }])),
   });
 }
@@ -70,6 +70,16 @@ describe('policyInputs', () => {
   it('counts its own launch in flight as resident and active, at the launch level', () => {
     const { resident } = inputs([demand('a', { wanted: false })], {}, [['a', 'degraded']]);
     expect(resident).toEqual([{ modelId: 'a', footprint: 4.25 * GiB, pinned: false, active: true, lastUsed: 0 }]);
+  });
+
+  it('counts a running model as active while it decodes, and while its turn holds it idle, and only then', () => {
+    const server = (modelId: string): ResidentServer => ({ modelId, level: 'full', deviceBytes: 5 * GiB });
+    const { resident } = inputs([demand('busy', { inFlight: 2 }), demand('held', { heldForTurn: true }), demand('idle')], {}, [], [server('busy'), server('held'), server('idle')]);
+    expect(resident.map((r) => [r.modelId, r.active])).toEqual([
+      ['busy', true],
+      ['held', true],
+      ['idle', false],
+    ]);
   });
 
   it('splits a pair into the primary and its draft, as schedule costs them', () => {

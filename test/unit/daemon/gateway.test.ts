@@ -8,6 +8,7 @@ import type { ControllerEvent, Unservable } from '../../../core/contracts/contro
 import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-status.js';
 import { ModelActivity } from '../../../core/daemon/activity.js';
 import { createGateway, type GatewayParts } from '../../../core/daemon/gateway.js';
+import { ModelTurns } from '../../../core/daemon/turns.js';
 import { ServerClaims, type Claim } from '../../../core/engine/supervisor/server-claims.js';
 import type { ServerStatus } from '../../../core/engine/supervisor/supervisor.js';
 import { catalogModel } from './catalog-model.js';
@@ -138,6 +139,14 @@ function gatewayWith(options: { turnMs?: number; models?: ReturnType<typeof cata
   const controller = new ScriptedController();
   const supervisor = new ScriptedSupervisor();
   const activity = new ModelActivity(clock);
+  const turns = new ModelTurns({
+    rivalsOf: (id) => controller.yieldsTo(id),
+    passSoon: () => controller.trigger(),
+    activity,
+    inFlight: (id) => supervisor.inFlight(id),
+    turnMs: options.turnMs ?? 2_000,
+    clock: { now: clock.now, setTimeout: () => null, clearTimeout: () => undefined },
+  });
   const models = options.models ?? [];
   const gateway = createGateway({
     catalog: { models: () => models, resolve: (name) => models.find((m) => m.id === name || m.aliases.includes(name)) },
@@ -145,10 +154,10 @@ function gatewayWith(options: { turnMs?: number; models?: ReturnType<typeof cata
     supervisor,
     activity,
     startedAt: 1_700_000_000_500,
-    turnMs: options.turnMs ?? 2_000,
+    turns,
     now: clock.now,
   });
-  return { clock, controller, supervisor, activity, gateway };
+  return { clock, controller, supervisor, activity, turns, gateway };
 }
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -328,6 +337,22 @@ describe('the daemon gateway: turns', () => {
     expect(gateway.claim('a')).toBeNull();
     bWaits();
     expect(gateway.claim('a')).not.toBeNull();
+  });
+
+  it('holds a model its client just finished with while its turn lasts: the next request claims it, the policy is told it is held', () => {
+    const { clock, controller, supervisor, turns, gateway } = gatewayWith({ turnMs: 2_000 });
+    supervisor.run('a', 4100);
+    controller.yields.set('a', ['b']);
+    gateway.wait('b');
+    gateway.claim('a')?.release();
+    expect(turns.holds('a')).toBe(true);
+    clock.t += 50;
+    const next = gateway.claim('a');
+    expect(next).not.toBeNull();
+    expect(turns.holds('a')).toBe(false); // busy again: active because it decodes
+    next?.release();
+    clock.t += 100;
+    expect(turns.holds('a')).toBe(false); // nobody came back in time
   });
 
   it('judges the turn of the model that serves, for a request falling back to it', () => {
