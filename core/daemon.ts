@@ -11,6 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdminService, createAdminHandler, ensureAdminToken, LogFeed, PinStore } from './admin/index.js';
 import { Catalog, type CatalogModel } from './catalog/catalog.js';
+import type { LlmtrayConfig } from './catalog/config/load-config.js';
 import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { watchCatalog, type CatalogWatcher } from './catalog/watch-catalog.js';
 import { Controller } from './controller/controller.js';
@@ -30,7 +31,7 @@ import { RuntimeOverhead, type RuntimePlace } from './engine/runtime-overhead.js
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
 import { footprintAt } from './policy/levels.js';
-import { createRouter, type ListeningRouter } from './router/router.js';
+import { createRouter, type ListeningRouter, type RouterAccess } from './router/router.js';
 import { ModelActivity } from './daemon/activity.js';
 import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
 import { DaemonDesiredState, pricedEstimate } from './daemon/desired-state.js';
@@ -344,20 +345,20 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       if (event.type === 'ServerExited' && event.wasReady) controllerLog.warn(`${event.modelId}'s server ended on its own (${event.kind}): ${event.reason}`);
     });
 
+    const access: { listen: LlmtrayConfig['listen'] | null; rules: RouterAccess | null } = { listen: null, rules: null };
     const router = createRouter({
       gateway: createGateway({ catalog, controller, supervisor, activity, startedAt, turns }),
       activationWaitMs: config.activationWaitMs,
       fallthrough: createAdminHandler({ service: admin, token, staticDir: options.staticDir ?? defaultStaticDir() }),
       // Read per request: a key removed from the config stops working at the next request.
+      // Rebuilt only when the config's `listen` changes (a reload), not for every request.
       access: () => {
         const listen = catalog.config().listen;
-        return {
-          clientKeys: listen.clientKeys,
-          keysRequired: plan.network,
-          allowedHosts: listen.allowedHosts,
-          corsOrigins: listen.corsOrigins,
-          fallthroughFromNetwork: listen.admin === 'network',
-        };
+        if (access.listen !== listen) {
+          access.listen = listen;
+          access.rules = { clientKeys: listen.clientKeys, keysRequired: plan.network, allowedHosts: listen.allowedHosts, corsOrigins: listen.corsOrigins, fallthroughFromNetwork: listen.admin === 'network' };
+        }
+        return access.rules as RouterAccess;
       },
     });
     cleanups.push(() => router.close());
