@@ -646,6 +646,27 @@ describe('waiting for room', () => {
     expect(w.server.evictions()).toEqual(['busy']);
   });
 
+  it('an idle model its turn holds is not swapped out for a waiting one; once the hold ends, it is', async () => {
+    const w = world([model('served', 8, { lastUsed: 1 })], { budgetGiB: 10 });
+    await w.start();
+    expect(w.state('served')).toBe('ready');
+    // Its client's request just ended; another model's request waits for the memory.
+    w.desired.update('served', { heldForTurn: true });
+    w.desired.state.models.push(model('waiting', 8, { waitingSince: w.clock.now(), lastUsed: w.clock.now() }));
+    w.controller.trigger();
+    await settle();
+    expect(w.server.evictions()).toEqual([]);
+    expect(w.state('served')).toBe('ready'); // held, not decoding: its status does not say Active
+    expect(w.controller.waitReason('waiting')).toMatch(/^it is waiting for memory/);
+    expect(w.controller.yieldsTo('served')).toEqual(['waiting']);
+
+    w.desired.update('served', { heldForTurn: false });
+    w.controller.trigger();
+    await settle();
+    expect(w.server.evictions()).toEqual(['served']);
+    expect(w.state('waiting')).toBe('ready');
+  });
+
   it('waiting models are served in the order their oldest request came, not the newest', async () => {
     const w = world([model('a', 8, { waitingSince: 10, lastUsed: 30 }), model('b', 8, { waitingSince: 5, lastUsed: 20 })], { budgetGiB: 10 });
     await w.start();
