@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=4
+// The flags above are core/daemon/node-flags.ts's (a shebang cannot import them; a test checks they agree).
 // `llmtray`: the headless daemon (`serve`) and a small client over its admin API.
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';

@@ -10,6 +10,7 @@
 // missing (a network call, seconds, then a throw), which is no way to ask a question.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DAEMON_NODE_FLAGS } from '../core/daemon/node-flags.js';
 
 export type LaunchMode =
   | { mode: 'electron' }
@@ -89,7 +90,7 @@ export function headlessCommand(options: {
 }): string[] {
   const override = options.env.LLMTRAY_HEADLESS_CMD;
   if (override === undefined || override === '') {
-    return [options.nodePath, join(options.appRoot, 'dist', 'core', 'cli.js'), 'serve', ...options.args];
+    return [options.nodePath, ...DAEMON_NODE_FLAGS, join(options.appRoot, 'dist', 'core', 'cli.js'), 'serve', ...options.args];
   }
   let parsed: unknown;
   try {

@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chooseLaunchMode, findElectronBinary, headlessCommand } from './launch-mode.js';
+import { DAEMON_NODE_FLAGS } from '../core/daemon/node-flags.js';
 
 /** dist/electron/launch.js → the repository (or unpacked app) root. */
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -73,7 +74,8 @@ if (mode.mode === 'headless') {
   // A shell with ELECTRON_RUN_AS_NODE set would make the binary act as plain Node.
   const env = { ...process.env };
   delete env.ELECTRON_RUN_AS_NODE;
-  runToCompletion(spawn(binary.path, [appRoot, ...args], { stdio: 'inherit', env }), (error) => {
+  // The daemon runs in Electron's main process: its V8 gets the daemon's flags as --js-flags (core/daemon/node-flags.ts).
+  runToCompletion(spawn(binary.path, [`--js-flags=${DAEMON_NODE_FLAGS.join(' ')}`, appRoot, ...args], { stdio: 'inherit', env }), (error) => {
     runHeadless(`the Electron binary at ${binary.path} could not be started (${error.message})`);
   });
 }

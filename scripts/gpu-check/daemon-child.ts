@@ -7,6 +7,7 @@ import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
+import { DAEMON_NODE_FLAGS } from '../../core/daemon/node-flags.js';
 
 export interface DaemonChild {
   /** http://127.0.0.1:PORT/v1. */
@@ -23,7 +24,7 @@ export interface DaemonChild {
 
 /** Starts the daemon and resolves once it serves (its daemon.json names it); rejects with its log if it exits first. */
 export async function startDaemon(options: { cliPath: string; configPath: string; dataDir: string; logPath: string; startTimeoutMs?: number }): Promise<DaemonChild> {
-  const child = spawn(process.execPath, [options.cliPath, 'serve', '--config', options.configPath, '--data-dir', options.dataDir, '--port', '0'], {
+  const child = spawn(process.execPath, [...DAEMON_NODE_FLAGS, options.cliPath, 'serve', '--config', options.configPath, '--data-dir', options.dataDir, '--port', '0'], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import type { Snapshot, ModelView } from '../../core/contracts/snapshot.js';
 import { SPARE_RECORD_ID } from '../../core/engine/supervisor/warm-spare.js';
+import { DAEMON_NODE_FLAGS } from '../../core/daemon/node-flags.js';
 
 // The built CLI, whether this file runs from the sources (vitest) or compiled into dist/ (the
 // soak, `npm run soak`, imports it from dist/test/support).
@@ -142,7 +143,8 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
   const dataDir = options.dataDir ?? (await makeDataDir());
   const source = options.config === undefined ? ['--demo'] : ['--config', options.config];
   // Strict: a rejection nothing handles ends the daemon at once, and the test sees it exit.
-  const argv = [process.execPath, STRICT_REJECTIONS, CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)];
+  // With the V8 flags every launch of the daemon gets (core/daemon/node-flags.ts).
+  const argv = [process.execPath, STRICT_REJECTIONS, ...DAEMON_NODE_FLAGS, CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)];
   const [command, ...args] = [...(options.launcher ?? []), ...argv] as [string, ...string[]];
   const child = spawn(command, args, {
     stdio: ['ignore', 'pipe', 'pipe'],

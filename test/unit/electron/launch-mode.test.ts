@@ -64,6 +64,7 @@ describe('headlessCommand', () => {
   it('runs the CLI\'s serve under this Node, with the launcher\'s arguments', () => {
     expect(headlessCommand({ env: {}, nodePath: '/usr/bin/node', appRoot: '/app', args: ['--demo'] })).toEqual([
       '/usr/bin/node',
+      '--max-semi-space-size=4',
       join('/app', 'dist', 'core', 'cli.js'),
       'serve',
       '--demo',
