@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chooseLaunchMode, findElectronBinary, headlessCommand } from '../../../electron/launch-mode.js';
+import { DAEMON_NODE_FLAGS } from '../../../core/daemon/node-flags.js';
 
 describe('chooseLaunchMode', () => {
   const display = { DISPLAY: ':0' };
@@ -115,11 +116,11 @@ describe('the launcher (dist/electron/launch.js), run for real', () => {
     expect(result.status).toBe(3);
   });
 
-  it('starts Electron with the app folder and the arguments where it can, without ELECTRON_RUN_AS_NODE', () => {
+  it('starts Electron with the daemon’s V8 flags, the app folder and the arguments where it can, without ELECTRON_RUN_AS_NODE', () => {
     const electron = recorder('electron', 0);
     const result = launch({ DISPLAY: ':0', LLMTRAY_ELECTRON_BINARY: electron, ELECTRON_RUN_AS_NODE: '1', LLMTRAY_HEADLESS_CMD: '["false"]' });
     expect(result.stdout).not.toContain('running headless');
-    expect(result.ran).toEqual({ argv: [resolve('.'), '--demo'], runAsNode: null });
+    expect(result.ran).toEqual({ argv: [`--js-flags=${DAEMON_NODE_FLAGS.join(' ')}`, resolve('.'), '--demo'], runAsNode: null });
     expect(result.status).toBe(0);
   });
 
