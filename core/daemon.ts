@@ -93,7 +93,8 @@ function defaultStaticDir(): string {
   return existsSync(join(fromDist, 'index.html')) ? fromDist : resolve(here, '..', 'dist', 'renderer');
 }
 
-const MEASURE_INTERVAL_MS = 5_000;
+/** How often each running server's memory is measured for the picture (and, on a GPU, learned). */
+export const MEASURE_INTERVAL_MS = 5_000;
 
 export async function startDaemon(options: DaemonOptions = {}): Promise<RunningDaemon> {
   const logFor = options.log ?? ((subsystem: string) => createLogger(subsystem));
@@ -130,12 +131,27 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       llamaServerPath === null ? {} : { engineDevices: createEngineDeviceReader(llamaServerPath, { env: { ...options.engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } }) },
     );
     if (demo !== null) {
-      // Every model's footprint includes its engine's own cost, so the demo's limit does too.
-      const limit = demoBudgetLimit(catalog.models(), runtime.bytes(llamaServerPath === null ? 'embedded' : 'llama-server', await runtimePlaceAtStart(gpuProbe)));
-      if (limit !== null) {
-        await writeDemoLimit(demo, limit);
-        await catalog.reload();
-      }
+      // Every model's footprint includes its engine's own cost, so the demo's limit does too, and
+      // follows it as it is measured: sized with the prior, a runtime measured lower let
+      // demo-chat and demo-tiny fit together, and the demo stopped showing a swap.
+      const demoEngine = llamaServerPath === null ? 'embedded' : 'llama-server';
+      const demoPlace = await runtimePlaceAtStart(gpuProbe);
+      let fitting: Promise<void> = Promise.resolve();
+      const fitDemoLimit = (): Promise<void> =>
+        (fitting = fitting.then(async () => {
+          const limit = demoBudgetLimit(catalog.models(), runtime.bytes(demoEngine, demoPlace));
+          if (limit === null || limit === catalog.config().budget.limitBytes) return;
+          await writeDemoLimit(demo, limit);
+          await catalog.reload();
+        }));
+      await fitDemoLimit();
+      const unsubscribe = runtime.onLearned(() => {
+        fitDemoLimit().catch((error: unknown) => log.warn(`resizing the demo's budget limit failed: ${error instanceof Error ? error.message : String(error)}`));
+      });
+      cleanups.push(async () => {
+        unsubscribe();
+        await fitting.catch(() => undefined);
+      });
     }
     for (const problem of catalog.problems()) log.warn(problem);
     const config = catalog.config();
@@ -156,10 +172,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const budget = createLiveBudget({
       probe: gpuProbe,
       ownUsage: createOwnUsageProvider({ pids: () => supervisorRef?.runningPids() ?? [], computeApps }),
-      config: {
-        reserveBytes: config.budget.reserveBytes,
-        limitBytes: config.budget.limitBytes ?? null,
-        unifiedShare: config.budget.unifiedShare ?? DEFAULT_BUDGET_CONFIG.unifiedShare,
+      config: () => {
+        const { budget } = catalog.config();
+        return { reserveBytes: budget.reserveBytes, limitBytes: budget.limitBytes ?? null, unifiedShare: budget.unifiedShare ?? DEFAULT_BUDGET_CONFIG.unifiedShare };
       },
       onError: (error) => log.warn(`memory probe failed; keeping the last budget: ${error instanceof Error ? error.message : String(error)}`),
     });
@@ -187,6 +202,10 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         }),
       engineCommand: defaultEngineCommand({ llamaServerPath }),
       footprint,
+      computeBytes: (modelId: string) => {
+        const estimate = catalog.resolve(modelId)?.estimate;
+        return estimate == null ? 0 : estimate.computeBytes + (estimate.draft?.computeBytes ?? 0);
+      },
       hostIsDevice: cpuOnly,
       runtime,
       memoryProbe: async () => {
@@ -286,7 +305,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       runtimeBytes,
       spareBytes: () => (supervisor.spareStatus() === null ? null : spareBytes()),
       budget: () => budget.current(),
-      limitBytes: config.budget.limitBytes ?? null,
+      limitBytes: () => catalog.config().budget.limitBytes ?? null,
       configPath,
     } as const;
     const admin = new AdminService({

@@ -27,7 +27,8 @@ export interface SnapshotParts {
   /** What the warm spare holds (core/daemon/spare-room.ts), or null while none runs; default none. */
   spareBytes?(): number | null;
   budget(): BudgetSample | null;
-  limitBytes: number | null;
+  /** The config's budget limit now (a reload may change it). */
+  limitBytes(): number | null;
   configPath: string;
 }
 
@@ -134,7 +135,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
     startedAt: parts.startedAt,
     endpoint: parts.endpoint(),
     models,
-    budget: budgetView(parts.budget(), residentHolders, perDevice, parts.limitBytes),
+    budget: budgetView(parts.budget(), residentHolders, perDevice, parts.limitBytes()),
     plan: parts.controller.lastPlan(),
     configErrors: parts.catalog.problems(),
     configPath: parts.configPath,

@@ -34,6 +34,7 @@ export const RUNTIME_PRIOR_BYTES: Readonly<Record<RuntimePlace, Readonly<Record<
 /** The engines' runtime figures as measured so far, priors where none was yet. */
 export class RuntimeOverhead {
   private readonly measured = new Map<string, number>();
+  private readonly listeners = new Set<() => void>();
 
   /**
    * `configuredDeviceBytes`: what the person configured each engine process to hold on a GPU
@@ -52,7 +53,9 @@ export class RuntimeOverhead {
     const key = `${place}:${engine}`;
     if (this.measured.has(key)) return;
     const bytes = heldBytes - modelEstimateBytes;
-    if (bytes > 0) this.measured.set(key, bytes);
+    if (bytes <= 0) return;
+    this.measured.set(key, bytes);
+    for (const listener of this.listeners) listener();
   }
 
   /** The runtime of an engine of this kind at `place`, bytes: measured, else the prior. */
@@ -65,5 +68,11 @@ export class RuntimeOverhead {
   /** Whether the figure was measured here (false: the prior stands in). */
   isMeasured(engine: EngineKind, place: RuntimePlace): boolean {
     return this.measured.has(`${place}:${engine}`);
+  }
+
+  /** Hears each time a figure is learned (the demo sizes its limit with it). Returns the unsubscribe. */
+  onLearned(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 }

@@ -52,7 +52,8 @@ export interface LiveBudgetDeps {
   probe: GpuProbe;
   /** What our own engines hold; default: nothing. */
   ownUsage?: OwnUsageProvider;
-  config?: BudgetConfig;
+  /** Read at each sample, so that a config reload (a new limit or reserve) applies at the next one. */
+  config?: () => BudgetConfig;
   platform?: string;
   clock?: Clock;
   changeThresholdBytes?: number;
@@ -85,7 +86,7 @@ export interface LiveBudget {
 }
 
 export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
-  const config = deps.config ?? DEFAULT_BUDGET_CONFIG;
+  const configNow = deps.config ?? (() => DEFAULT_BUDGET_CONFIG);
   const platform = deps.platform ?? process.platform;
   const clock: Clock = deps.clock ?? realClock;
   const threshold = deps.changeThresholdBytes ?? DEFAULT_CHANGE_THRESHOLD_BYTES;
@@ -102,6 +103,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   async function takeSample(): Promise<BudgetSample> {
     const { gpus, host, notes } = await deps.probe.probe();
     const own = deps.ownUsage === undefined ? NO_OWN_USAGE : await deps.ownUsage(gpus);
+    const config = configNow();
     const budget = computeBudget({
       gpus,
       host,

@@ -4,9 +4,10 @@
 // counted 9.9: three figures for one process. Now every model is priced with its engine's
 // runtime (measured from the first engine of its kind), and the bar draws what the plan counted.
 //
-// The demo's models with the warm spare off: an engine adopted from the spare holds less RSS
-// than one started fresh (its runtime started with no model), so with it on, which engine
-// teaches the runtime and which is checked against it would depend on timing.
+// The demo's models with the warm spare off: an engine adopted from the spare holds another RSS
+// than one started fresh (its runtime started with no model; demo-chat's 10 MiB more here), so
+// with it on, which engine is checked would depend on timing. The runtime is then learned from
+// demo-tiny, the first model to be ready, not from a spare.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -14,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDemoModels } from '../../core/catalog/demo/demo-models.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { demoConfigText } from '../../core/daemon/demo-config.js';
+import { MEASURE_INTERVAL_MS } from '../../core/daemon.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 let daemon: DaemonProcess;
@@ -51,6 +53,13 @@ describe('the memory picture on the CPU', () => {
     await client.chat.completions.create({ model: 'demo-tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
     await measured('demo-tiny');
     await client.chat.completions.create({ model: 'demo-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    await measured('demo-chat');
+    // The footprint is what the model holds in use. A server touches its compute buffer (18 MiB
+    // of demo-chat's) only as whole micro-batches run through it: after a two-token request its
+    // RSS is that much below what it will hold. A prompt of well over one micro-batch, then a
+    // measurement taken after it.
+    await client.completions.create({ model: 'demo-chat', prompt: 'hello world '.repeat(200), max_tokens: 2 });
+    await new Promise((resolve) => setTimeout(resolve, MEASURE_INTERVAL_MS + 500));
     const state = await measured('demo-chat');
     const chat = state.models.find((m) => m.id === 'demo-chat');
     const estimate = chat?.estimateBytes[chat.status.level ?? 'full'] ?? 0;

@@ -163,6 +163,9 @@ describe('on-demand loading and swapping', () => {
     expect(isProcessAlive(chatPid as number)).toBe(false);
     // It stays wanted (its idle time has not run out) but does not fit beside demo-tiny, and says why.
     expect(state.plan?.unschedulable.find((u) => u.modelId === 'demo-chat')?.reason).toContain('demo-tiny');
+    // Because the demo's limit is sized with the runtime as measured, not the prior it started with:
+    // demo-chat with its draft and half of demo-tiny, as every footprint is priced now.
+    expect(state.budget.limitBytes).toBe(chat.estimateBytes.full + Math.floor(tiny.estimateBytes.full / 2));
   });
 
   it('serves the legacy completions endpoint', async () => {

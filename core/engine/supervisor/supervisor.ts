@@ -72,6 +72,12 @@ export interface SupervisorDeps {
   hostIsDevice?: () => boolean;
   /** Where the engines' runtime figures are learned (see runtime-overhead.ts). */
   runtime?: RuntimeOverhead;
+  /**
+   * Of footprint(modelId, level), the compute buffers (its draft's included): reserved at load,
+   * but in host RAM not resident until whole micro-batches run through them, so not in a ready
+   * server's RSS. Absent: 0.
+   */
+  computeBytes?: (modelId: string) => number;
   /** SIGTERM → SIGKILL grace, ms; default 5000. */
   stopGraceMs?: number;
   /** Lines of log kept per model; default 2000. */
@@ -698,8 +704,12 @@ export class Supervisor {
     if (runtime === undefined || level === 'partial' || level === 'minimal') return;
     const estimate = this.deps.footprint(modelId, level);
     if (this.deps.hostIsDevice?.() === true) {
+      // At its 'ready' a server's RSS holds its runtime, weights and KV cache, but not the
+      // compute buffer it has not used yet: counting that in would learn a runtime too small by
+      // it (8 MiB of demo-tiny's), and price every model that much under what it holds in use.
+      const resident = estimate - (this.deps.computeBytes?.(modelId) ?? 0);
       void treeResidentBytes(server.pid, this.platform)
-        .then((rss) => runtime.learn(spec.engine, 'host', rss, estimate))
+        .then((rss) => runtime.learn(spec.engine, 'host', rss, resident))
         .catch(() => undefined);
       return;
     }

@@ -52,7 +52,7 @@ function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | nu
     engineOf: () => 'embedded',
     measuredBytes: () => null,
     budget: () => sample,
-    limitBytes: null,
+    limitBytes: () => null,
     configPath: '/cfg/config.yaml',
     ...overrides,
   };

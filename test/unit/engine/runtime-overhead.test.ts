@@ -16,6 +16,20 @@ describe('RuntimeOverhead', () => {
     expect(runtime.isMeasured('embedded', 'host')).toBe(false);
   });
 
+  it('tells its listeners of each figure it learns, and of nothing it ignores', () => {
+    const runtime = new RuntimeOverhead();
+    const heard: number[] = [];
+    const unsubscribe = runtime.onLearned(() => heard.push(runtime.bytes('embedded', 'host')));
+    runtime.learn('embedded', 'host', 50 * MiB, 80 * MiB);
+    runtime.learn('embedded', 'host', 170 * MiB, 100 * MiB);
+    runtime.learn('embedded', 'host', 300 * MiB, 100 * MiB);
+    expect(heard).toEqual([70 * MiB]);
+    unsubscribe();
+    runtime.learn('llama-server', 'host', 30 * MiB, 10 * MiB);
+    expect(runtime.bytes('llama-server', 'host')).toBe(20 * MiB);
+    expect(heard).toEqual([70 * MiB]);
+  });
+
   it('takes the configured figure on a GPU over what it measured, read at each call so a reload applies', () => {
     let configured: number | undefined = 200 * MiB;
     const runtime = new RuntimeOverhead(() => configured);

@@ -47,7 +47,7 @@ function setup(extra: Partial<LiveBudgetDeps> = {}) {
   const probe = new ScriptedProbe();
   const errors: unknown[] = [];
   const fired: [BudgetSample, BudgetSample | null][] = [];
-  const live = createLiveBudget({ probe, clock, config, platform: 'linux', onError: (e) => errors.push(e), ...extra });
+  const live = createLiveBudget({ probe, clock, config: () => config, platform: 'linux', onError: (e) => errors.push(e), ...extra });
   live.onChange((budget, previous) => fired.push([budget, previous]));
   return { clock, probe, live, errors, fired };
 }
@@ -90,6 +90,17 @@ describe('LiveBudget: change detection', () => {
     expect((latest?.totalBytes ?? 0) - (previous?.totalBytes ?? 0)).toBe(-300 * MiB);
   });
 
+  it('reads the config at each sample, so that a reloaded limit applies at the next one without a restart', async () => {
+    let limitBytes: number | null = null;
+    const { live, fired } = setup({ config: () => ({ ...config, limitBytes }) });
+    const unlimited = await live.sampleNow();
+    limitBytes = 2 * GiB;
+    const limited = await live.sampleNow();
+    expect(unlimited.totalBytes).toBe(24 * GiB - 512 * MiB - 4 * GiB);
+    expect(limited.totalBytes).toBe(2 * GiB);
+    expect(fired.map(([sample]) => sample)).toEqual([unlimited, limited]);
+  });
+
   it('takes its threshold from the deps', async () => {
     const { probe, live, fired } = setup({ changeThresholdBytes: 64 * MiB });
     await live.sampleNow();
@@ -99,7 +110,7 @@ describe('LiveBudget: change detection', () => {
   });
 
   it('fires when the mode changes even if the total barely moves', async () => {
-    const { probe, live, fired } = setup({ config: { ...config, limitBytes: 1 * GiB } });
+    const { probe, live, fired } = setup({ config: () => ({ ...config, limitBytes: 1 * GiB }) });
     await live.sampleNow();
     probe.gpus = [];
     const cpu = await live.sampleNow();
@@ -209,7 +220,7 @@ describe('LiveBudget: the probe\'s notes', () => {
     const probe: GpuProbe = {
       probe: async () => ({ gpus: [card(4 * GiB)], host: { totalBytes: 64 * GiB, availableBytes: 48 * GiB }, notes: ["llama-server's device list could not be read (timed out)."] }),
     };
-    const live = createLiveBudget({ probe, clock: new FakeClock(), config, platform: 'linux' });
+    const live = createLiveBudget({ probe, clock: new FakeClock(), config: () => config, platform: 'linux' });
     expect((await live.sampleNow()).reason).toBe("llama-server's device list could not be read (timed out).");
   });
 });
