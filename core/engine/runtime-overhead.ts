@@ -11,8 +11,9 @@
 // that leaves it out admits models the card cannot hold, one context per resident model.
 //
 // Each figure is measured once per engine kind and place, from the first server of that kind to
-// become ready there at a level whose estimate covers the whole model: on the CPU its RSS, on a
-// GPU the driver's per-process figure, less its model's estimate. Until then these priors
+// become ready there at a level whose estimate covers the whole model: on the CPU its RSS less
+// its model's estimate without the compute buffer (not resident until used), on a GPU the
+// driver's per-process figure less its model's estimate. Until then these priors
 // stand in. The host ones were measured here on the demo models (Linux x86_64, node-llama-cpp
 // 3.21.1, llama.cpp 80fb11a): the embedded engine ~99 MiB over demo-tiny's estimate and
 // ~105 MiB over demo-chat's; llama-server ~13 MiB. The device one is the upper half of the
