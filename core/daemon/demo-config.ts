@@ -7,7 +7,7 @@ import type { DemoModels } from '../catalog/demo/demo-models.js';
 export interface DemoConfigOptions {
   /** Comment lines for the top of the file, without their '# ': who writes it, and why it is as it is. */
   comment?: readonly string[];
-  /** `engines.warmSpare`. A check of one engine's memory turns it off: an engine adopted from the spare holds less than one started fresh. */
+  /** `engines.warmSpare`. A check of one engine's memory turns it off: an engine adopted from the spare holds another RSS than one started fresh. */
   warmSpare?: boolean;
   /** `budget.reserve`, bytes. */
   reserveBytes?: number;
