@@ -163,22 +163,55 @@ async function childrenWalk(pid: number): Promise<number[] | null> {
   return out;
 }
 
-/** Resident memory of a process and its descendants, in bytes; 0 when it is gone. */
-export async function treeResidentBytes(pid: number, platform: NodeJS.Platform = process.platform): Promise<number> {
+/**
+ * How long a tree's member list is trusted when measuring its memory, ms. Engines rarely start
+ * processes of their own, and the walk costs a file per thread (the embedded engine runs a
+ * dozen): under a steady stream of requests the controller measures every server a few times a
+ * second, and walking each time was the largest share of the daemon's own work per request
+ * (issue 14). A child started since the last walk is counted within this long. Ending a tree
+ * always walks afresh.
+ */
+export const MEMBERS_FRESH_MS = 2_000;
+const membersByRoot = new Map<number, { at: number; pids: number[] }>();
+
+async function membersToMeasure(pid: number, platform: NodeJS.Platform, now: number): Promise<number[]> {
+  const known = membersByRoot.get(pid);
+  if (known !== undefined && now - known.at < MEMBERS_FRESH_MS) return known.pids;
   const pids = [pid, ...(await descendantsOf(pid, platform))];
+  membersByRoot.set(pid, { at: now, pids });
+  return pids;
+}
+
+/**
+ * Resident memory of a process and its descendants, in bytes; 0 when it is gone. The members are
+ * those of a walk at most MEMBERS_FRESH_MS old (`now`, ms, injected in tests).
+ */
+export async function treeResidentBytes(pid: number, platform: NodeJS.Platform = process.platform, now: number = Date.now()): Promise<number> {
+  if (platform === 'win32') return 0;
+  const pids = await membersToMeasure(pid, platform, now);
   if (platform === 'linux') {
     const sizes = await Promise.all(
       pids.map(async (p) => {
         const status = await readFile(`/proc/${p}/status`, 'utf8').catch(() => '');
         const kib = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
-        return kib === undefined ? 0 : Number(kib) * 1024;
+        return kib === undefined ? null : Number(kib) * 1024;
       }),
     );
-    return sizes.reduce((a, b) => a + b, 0);
+    // A root that is gone is forgotten (its pid may come back as someone else's process), and
+    // holds nothing: its children, if any outlived it, are nobody's tree now.
+    if (sizes[0] === null) {
+      membersByRoot.delete(pid);
+      return 0;
+    }
+    return sizes.reduce<number>((sum, size) => sum + (size ?? 0), 0);
   }
-  if (platform === 'win32') return 0;
-  const text = await run('ps', ['-o', 'rss=', '-p', pids.join(',')]).catch(() => '');
-  return parsePsColumns(text).reduce((sum, [kib]) => sum + (kib ?? 0) * 1024, 0);
+  const text = await run('ps', ['-o', 'pid=,rss=', '-p', pids.join(',')]).catch(() => '');
+  const rows = parsePsColumns(text);
+  if (!rows.some(([member]) => member === pid)) {
+    membersByRoot.delete(pid);
+    return 0;
+  }
+  return rows.reduce((sum, [, kib]) => sum + (kib ?? 0) * 1024, 0);
 }
 
 export interface TerminateOptions {
