@@ -93,11 +93,14 @@ export function verdictOf(record: ModelRecord, demands: Demands): RecoveryAction
  */
 export function servingModelOf(modelId: string, records: Records, demands: Demands): string {
   let current = modelId;
-  const seen = new Set([modelId]);
+  // Made only once a fallback is followed: every request asks, and almost none falls back.
+  let seen: Set<string> | null = null;
   for (;;) {
     const record = records.get(current);
     const next = demands.get(current)?.fallbackId;
-    if (record === undefined || next === undefined || verdictOf(record, demands) !== 'fallback' || seen.has(next)) return current;
+    if (record === undefined || next === undefined || verdictOf(record, demands) !== 'fallback') return current;
+    seen ??= new Set([modelId]);
+    if (seen.has(next)) return current;
     seen.add(next);
     current = next;
   }

@@ -16,6 +16,7 @@
 // only says "look again", and each look asks the gateway afresh whether the model is refused,
 // or claimable now. A stale strict "left out" is not trusted: the request first asks the
 // controller for one fresh pass that sees its demand, and refuses only with that pass's answer.
+import type { AbortNotice } from '../common/notice.js';
 import type { EngineClaim, ModelGateway, Unservable } from './model-gateway.js';
 import type { RouterError } from './errors.js';
 
@@ -39,7 +40,7 @@ export type Activation =
 export async function activate(
   gateway: ModelGateway,
   modelId: string,
-  clientGone: AbortSignal,
+  clientGone: AbortNotice,
   options: ActivationOptions,
   onWaiting: () => void = () => {},
 ): Promise<Activation> {

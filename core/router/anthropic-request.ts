@@ -56,6 +56,8 @@ const system: Check = (value, field) => {
 };
 
 const PROMPT_FIELDS: Record<string, Check> = { system };
+const MESSAGES_REQUIRED: Record<string, Check> = { messages, max_tokens: positiveInteger };
+const COUNT_TOKENS_REQUIRED: Record<string, Check> = { messages };
 
 const MESSAGES_OPTIONAL: Record<string, Check> = {
   ...PROMPT_FIELDS,
@@ -69,12 +71,12 @@ const MESSAGES_OPTIONAL: Record<string, Check> = {
 
 /** `POST /v1/messages`: `max_tokens` is required, as Anthropic's API requires it. Pure. */
 export function parseMessagesRequest(raw: Buffer): ParsedMessages<AnthropicMessagesRequest> {
-  const parsed = parseBody(raw, { messages, max_tokens: positiveInteger }, MESSAGES_OPTIONAL, 'the Messages API (POST /v1/messages)');
+  const parsed = parseBody(raw, MESSAGES_REQUIRED, MESSAGES_OPTIONAL, 'the Messages API (POST /v1/messages)');
   return parsed.ok ? { ok: true, body: parsed.body as AnthropicMessagesRequest, model: parsed.model } : parsed;
 }
 
 /** `POST /v1/messages/count_tokens`: the prompt only (a `max_tokens` sent along is ignored). Pure. */
 export function parseCountTokensRequest(raw: Buffer): ParsedMessages<AnthropicCountTokensRequest> {
-  const parsed = parseBody(raw, { messages }, PROMPT_FIELDS, 'POST /v1/messages/count_tokens');
+  const parsed = parseBody(raw, COUNT_TOKENS_REQUIRED, PROMPT_FIELDS, 'POST /v1/messages/count_tokens');
   return parsed.ok ? { ok: true, body: parsed.body as AnthropicCountTokensRequest, model: parsed.model } : parsed;
 }

@@ -13,6 +13,7 @@ import type http from 'node:http';
 import type { ServerResponse } from 'node:http';
 import type { AnthropicTokenCount } from '../contracts/anthropic.js';
 import type { OpenAIChatMessage } from '../contracts/openai.js';
+import type { AbortNotice } from '../common/notice.js';
 import { anthropicEngineError, anthropicErrorBody } from './anthropic-errors.js';
 import { callEngine } from './engine-call.js';
 import { ERROR_SOURCE_HEADER, engineBadAnswer, sendError } from './errors.js';
@@ -29,7 +30,7 @@ import { isObject } from './validate-request.js';
 export async function countTokensByTemplate(
   agent: http.Agent,
   res: ServerResponse,
-  clientGone: AbortSignal,
+  clientGone: AbortNotice,
   claim: EngineClaim,
   messages: OpenAIChatMessage[],
 ): Promise<ForwardOutcome> {
@@ -51,7 +52,7 @@ export async function countTokensByTemplate(
 async function step<T>(
   agent: http.Agent,
   res: ServerResponse,
-  clientGone: AbortSignal,
+  clientGone: AbortNotice,
   claim: EngineClaim,
   path: string,
   body: unknown,

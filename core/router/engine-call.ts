@@ -2,6 +2,7 @@
 // relays (a chat template's rendering, a token list), for answers the engine cannot give in one
 // request. Unlike forwardToEngine nothing reaches the client here: the caller writes the answer.
 import type http from 'node:http';
+import type { AbortNotice } from '../common/notice.js';
 import type { EngineClaim, EngineLost } from './model-gateway.js';
 import { requestToEngine } from './upstream.js';
 
@@ -23,7 +24,7 @@ export type EngineCall =
  * fails, the claim is lost or the client leaves (each of the last two destroys the request).
  * Never rejects.
  */
-export function callEngine(agent: http.Agent, claim: EngineClaim, path: string, body: unknown, clientGone: AbortSignal): Promise<EngineCall> {
+export function callEngine(agent: http.Agent, claim: EngineClaim, path: string, body: unknown, clientGone: AbortNotice): Promise<EngineCall> {
   const bytes = Buffer.from(JSON.stringify(body));
   const upstream = requestToEngine(agent, claim, path, bytes.length);
   return new Promise((resolve) => {

@@ -15,6 +15,7 @@ import type { ModelStateName } from '../contracts/model-status.js';
 // One definition of "this model will not come", shared with the controller that raises it.
 import type { Unservable, UnservableCode } from '../contracts/controller-events.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { AbortNotice } from '../common/notice.js';
 export type { Unservable, UnservableCode };
 
 /**
@@ -55,7 +56,7 @@ export interface EngineClaim {
    */
   anthropicMessages: boolean;
   /** Aborts with an EngineLost when the engine is found hung, just before it is killed. */
-  lost: AbortSignal;
+  lost: AbortNotice;
   /** Bytes of the answer reached the client: progress, for hang detection. O(1). */
   progressed(): void;
   /** The exchange is over (completed, failed, client gone, or this try is resent). Idempotent. */

@@ -19,6 +19,7 @@ import { lingerOnClose } from './lingering-close.js';
 import { answerProtocolErrors } from './protocol-errors.js';
 import { readBody } from './read-body.js';
 import { arrivedOnLoopback } from '../common/loopback.js';
+import { Notice } from '../common/notice.js';
 import { checkClientKey, type ClientKey } from './client-keys.js';
 import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
 import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
@@ -239,7 +240,7 @@ export function createRouter(options: RouterOptions): Router {
       if (attempt === 2) return sendError(res, unreachableError(claim.servedBy, outcome.cause), shape);
       // This try is over: its claim must not hold a dead engine "busy" meanwhile.
       exchange.finishNow();
-      await gateway.engineUnreachable(claim.servedBy, claim.endpoint, exchange.clientGone);
+      await gateway.engineUnreachable(claim.servedBy, claim.endpoint, exchange.clientGone.signal);
       if (exchange.clientGone.aborted) return;
     }
   }
@@ -266,8 +267,9 @@ export function createRouter(options: RouterOptions): Router {
  * response closes for any reason (including a close that came before the count began), or
  * earlier through `finishNow` when a try ends and the request is sent again.
  */
-function trackExchange(res: ServerResponse): { clientGone: AbortSignal; finishWith(finished: () => void): void; finishNow(): void } {
-  const gone = new AbortController();
+function trackExchange(res: ServerResponse): { clientGone: Notice; finishWith(finished: () => void): void; finishNow(): void } {
+  // A Notice rather than an AbortController: every request makes one, and almost none fires (notice.ts).
+  const gone = new Notice();
   let closed = false;
   let finished: (() => void) | null = null;
   res.once('close', () => {
@@ -277,7 +279,7 @@ function trackExchange(res: ServerResponse): { clientGone: AbortSignal; finishWi
     finished = null;
   });
   return {
-    clientGone: gone.signal,
+    clientGone: gone,
     finishWith(callback) {
       if (closed) callback();
       else finished = callback;

@@ -18,6 +18,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { ERROR_SOURCE_HEADER, engineBadAnswer, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { EngineClaim, EngineLost } from './model-gateway.js';
 import { engineAnswerError, isOpenedEarly, type ErrorEvent } from './opened-stream.js';
+import type { AbortNotice } from '../common/notice.js';
 
 export const SERVED_BY_HEADER = 'x-llmtray-served-by';
 
@@ -90,7 +91,7 @@ export interface ModelRequest {
    * Sends the request to the claimed engine and relays the answer to the client (`fallingBack`:
    * the claim's model stands in for the requested one). Never rejects; see ForwardOutcome.
    */
-  send(claim: EngineClaim, fallingBack: boolean, clientGone: AbortSignal): Promise<ForwardOutcome>;
+  send(claim: EngineClaim, fallingBack: boolean, clientGone: AbortNotice): Promise<ForwardOutcome>;
 }
 
 /**
@@ -113,7 +114,7 @@ export type ForwardOutcome = { kind: 'answered' } | { kind: 'unreachable'; cause
 export function forwardToEngine(
   agent: http.Agent,
   res: ServerResponse,
-  clientGone: AbortSignal,
+  clientGone: AbortNotice,
   claim: EngineClaim,
   exchange: UpstreamExchange,
 ): Promise<ForwardOutcome> {
@@ -154,6 +155,13 @@ export function forwardToEngine(
     }
     if (claim.lost.aborted) return onLost();
     claim.lost.addEventListener('abort', onLost, { once: true });
+    // The engine's side is over (answered whole, failed or destroyed): neither a client leaving
+    // nor a hang found later has anything left to stop here. A claim may outlive its exchange
+    // (a shared one, in the benchmarks), and its listeners must not pile up.
+    upstream.once('close', () => {
+      clientGone.removeEventListener('abort', cancel);
+      claim.lost.removeEventListener('abort', onLost);
+    });
     upstream.once('response', (answer) => {
       if (answered) return void answer.resume();
       answered = true;
@@ -275,13 +283,14 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: Engine
     if (!res.write(out)) answer.pause();
   });
   res.on('drain', () => answer.resume());
+  // 'end' comes only for a complete answer, and a few ticks before 'close': the client's answer
+  // ends as soon as the engine's does, as a plain pipe would end it.
+  answer.once('end', () => {
+    if (!res.writableEnded) res.end(rewriter?.flush() ?? '');
+  });
   answer.once('close', () => {
-    if (res.writableEnded) return; // already answered: the engine was found hung
-    if (answer.complete) {
-      res.end(rewriter?.flush() ?? '');
-    } else {
-      endBrokenAnswer(res, relayed, shape, servedBy, 'it closed the connection mid-answer', 'engine_stream_interrupted');
-    }
+    if (res.writableEnded) return; // answered: complete, or the engine was found hung
+    endBrokenAnswer(res, relayed, shape, servedBy, 'it closed the connection mid-answer', 'engine_stream_interrupted');
   });
 }
 

@@ -31,10 +31,12 @@ export const object = rule(isObject, 'an object');
 const stringOrArray = rule((v) => typeof v === 'string' || (Array.isArray(v) && v.length > 0), 'a string or a non-empty array');
 const chatMessages: Check = (value, field) => {
   if (!Array.isArray(value) || value.length === 0) return { param: field, message: `'${field}' must be a non-empty array of messages; got ${describe(value)}.` };
-  for (const [index, message] of value.entries()) {
+  for (let index = 0; index < value.length; index++) {
+    const message: unknown = value[index];
+    if (isObject(message) && typeof message['role'] === 'string') continue;
     const param = `${field}[${index}]`;
     if (!isObject(message)) return { param, message: `${param} must be an object with a 'role'; got ${describe(message)}.` };
-    if (typeof message['role'] !== 'string') return { param: `${param}.role`, message: `${param}.role must be a string; got ${describe(message['role'])}.` };
+    return { param: `${param}.role`, message: `${param}.role must be a string; got ${describe(message['role'])}.` };
   }
   return null;
 };
@@ -83,19 +85,33 @@ export function parseBody(raw: Buffer, required: Record<string, Check>, optional
   if (model === undefined || model === null) return fail('model', "The request has no 'model': name one of the models listed by GET /v1/models.");
   if (typeof model !== 'string' || model.length === 0) return fail('model', `'model' must be a non-empty string; got ${describe(model)}.`);
 
-  for (const [field, check] of Object.entries(required)) {
+  for (const [field, check] of entriesOf(required)) {
     const value = body[field];
     if (value === undefined || value === null) return fail(field, `The request has no '${field}', which ${requiredBy} requires.`);
     const problem = check(value, field);
     if (problem !== null) return fail(problem.param, problem.message);
   }
-  for (const [field, check] of Object.entries(optional)) {
+  for (const [field, check] of entriesOf(optional)) {
     const value = body[field];
     if (value === undefined || value === null) continue;
     const problem = check(value, field);
     if (problem !== null) return fail(problem.param, problem.message);
   }
   return { ok: true, body, model };
+}
+
+/**
+ * A table's fields as a list, made once per table: the tables are constants, and listing them
+ * again for every request was work on the request path for nothing (issue 14).
+ */
+const tableEntries = new WeakMap<Record<string, Check>, [string, Check][]>();
+function entriesOf(table: Record<string, Check>): [string, Check][] {
+  let entries = tableEntries.get(table);
+  if (entries === undefined) {
+    entries = Object.entries(table);
+    tableEntries.set(table, entries);
+  }
+  return entries;
 }
 
 /** A value as a refusal quotes it: its kind, and short strings and numbers themselves. */

@@ -102,6 +102,41 @@ describe('routing and answering', () => {
     expect(gateway.startedTotal).toBe(1);
   });
 
+  it('leaves no listener on a claim once its answer is over, streamed or not (a claim may outlive its exchange)', async () => {
+    const { client, gateway } = await startRouter();
+    const listening = new Set<() => void>();
+    const claimOf = gateway.claim.bind(gateway);
+    gateway.claim = (modelId) => {
+      const claim = claimOf(modelId);
+      if (claim === null) return null;
+      const { lost } = claim;
+      return {
+        ...claim,
+        lost: {
+          get aborted() {
+            return lost.aborted;
+          },
+          get reason() {
+            return lost.reason;
+          },
+          addEventListener: (type, listener) => {
+            listening.add(listener);
+            lost.addEventListener(type, listener);
+          },
+          removeEventListener: (type, listener) => {
+            listening.delete(listener);
+            lost.removeEventListener(type, listener);
+          },
+        },
+      };
+    };
+    await client.chat.completions.create({ model: 'small', messages: hello });
+    const stream = await client.chat.completions.create({ model: 'small', messages: hello, stream: true });
+    for await (const chunk of stream) expect(chunk.model).toBeDefined();
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2));
+    await vi.waitFor(() => expect(listening.size).toBe(0));
+  });
+
   it('routes an alias to its model', async () => {
     const { client } = await startRouter();
     const { response } = await client.chat.completions.create({ model: 'tiny', messages: hello }).withResponse();

@@ -9,8 +9,13 @@
 // exclude each other: a claim sees the server stopping and gets nothing, or the stop sees the
 // claim and waits for the next pass.
 //
+// A claim's `lost` is a Notice, not an AbortController: one is made per request, and an
+// AbortSignal's creation was a measurable share of the daemon's work per request (notice.ts).
+//
 // A claim belongs to one server process, never to a model name: a request claimed on a server
 // that was then replaced must not keep the new one "busy", nor be told the new one hung.
+
+import { Notice, type AbortNotice } from '../../common/notice.js';
 
 /** Where a claimed request goes. The key goes in `Authorization: Bearer`. */
 export interface ClaimedEndpoint {
@@ -35,7 +40,7 @@ export interface Claim {
    * Aborts (reason: ServerLost) when the supervisor finds the server hung, just before it kills
    * it: the holder answers its client with the reason instead of meeting a reset socket.
    */
-  readonly lost: AbortSignal;
+  readonly lost: AbortNotice;
   /** The answer moved (bytes were relayed to the client): progress for hang detection. O(1), non-blocking. */
   progressed(): void;
   /** The exchange is over, for any reason. Idempotent; the first call counts. */
@@ -43,7 +48,7 @@ export interface Claim {
 }
 
 export class ServerClaims {
-  private readonly open = new Set<AbortController>();
+  private readonly open = new Set<Notice>();
   /** Bumped on every `progressed`; hang detection compares it between looks. */
   progressMark = 0;
 
@@ -56,13 +61,13 @@ export class ServerClaims {
 
   /** Adds a claim on `endpoint`. Non-blocking. */
   add(endpoint: ClaimedEndpoint): Claim {
-    const lost = new AbortController();
+    const lost = new Notice();
     this.open.add(lost);
     if (this.open.size === 1) this.onBusyChange(true);
     const claims = this;
     return {
       endpoint,
-      lost: lost.signal,
+      lost,
       progressed() {
         claims.progressMark++;
       },
