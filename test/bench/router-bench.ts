@@ -195,9 +195,10 @@ export async function runRouterBench(): Promise<void> {
         verdicts.push(`daemon p50 over the bare proxy at 1 client: ${signed(over, 2)} ms (target ≤ ${TARGET_OVER_PROXY_P50_MS} ms): ${verdict(over <= TARGET_OVER_PROXY_P50_MS)}`);
         // A cross-check that a stall cannot tilt: each round's daemon batch against the proxy
         // batch of the same round (seconds apart), the median of those differences.
-        const paired = percentile(daemon.samples.roundP50s.map((p50, round) => p50 - (proxy.samples.roundP50s[round] ?? p50)), 50);
-        const routerPaired = percentile(of('router alone').samples.roundP50s.map((p50, round) => p50 - (proxy.samples.roundP50s[round] ?? p50)), 50);
-        verdicts.push(`  cross-check, median over ${scenario.rounds} rounds of (batch p50 − the same round's bare proxy batch p50): daemon ${signed(paired, 2)} ms, router alone ${signed(routerPaired, 2)} ms`);
+        const overProxyByRound = (name: PathName): number => percentile(of(name).samples.roundP50s.map((p50, round) => p50 - (proxy.samples.roundP50s[round] ?? p50)), 50);
+        verdicts.push(
+          `  cross-check, median over ${scenario.rounds} rounds of (batch p50 − the same round's bare proxy batch p50): daemon ${signed(overProxyByRound('daemon'), 2)} ms, router alone ${signed(overProxyByRound('router alone'), 2)} ms`,
+        );
       } else {
         const ratio = daemon.rate / proxy.rate;
         verdicts.push(

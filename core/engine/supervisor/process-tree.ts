@@ -178,6 +178,9 @@ async function membersToMeasure(pid: number, platform: NodeJS.Platform, now: num
   const known = membersByRoot.get(pid);
   if (known !== undefined && now - known.at < MEMBERS_FRESH_MS) return known.pids;
   const pids = [pid, ...(await descendantsOf(pid, platform))];
+  // Only walks younger than the window are worth keeping: this also drops the trees of servers
+  // that ended without being measured again, so the map holds what was measured lately.
+  for (const [root, walk] of membersByRoot) if (now - walk.at >= MEMBERS_FRESH_MS) membersByRoot.delete(root);
   membersByRoot.set(pid, { at: now, pids });
   return pids;
 }
