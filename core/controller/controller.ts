@@ -318,6 +318,7 @@ export class Controller {
     if (moveUp !== null) this.log.info(`moving ${moveUp.modelId} up: it now fits ${moveUp.to.kind === 'gpu' ? `whole on GPU ${moveUp.to.devices[0]?.index ?? 0}` : describePlacement(moveUp.to).trim()}; stopping it to relaunch it there`);
     const plan = moveUp === null ? placed : { ...placed, evict: [moveUp.modelId] };
     const planChanged = this.recordPlan(plan);
+    if (plan.evict.length > 0) for (const launch of this.launchesDue(plan)) this.server.prepareLaunch?.(launch.record.modelId, launch.level, launch.placement);
     const roomMade = await this.evictAll(plan.evict);
     const acted = roomMade ? this.startLaunches(plan, state.hostFreeBytes) : false;
     if (this.plan !== null && (planChanged || plan.evict.length > 0 || acted)) this.emit({ type: 'PlanApplied', plan: this.plan });
@@ -412,19 +413,29 @@ export class Controller {
     }
   }
 
+  /** The plan's launches that may start now: not running or busy, not backing off; at the level the ladder says. Pure read. */
+  private launchesDue(plan: PlacePlan): { record: ModelRecord; demand: ModelDemand; level: LaunchLevel; placement: Placement }[] {
+    const now = this.clock.now();
+    const due: { record: ModelRecord; demand: ModelDemand; level: LaunchLevel; placement: Placement }[] = [];
+    for (const modelId of plan.launch) {
+      const record = this.records.get(modelId);
+      const demand = this.demands.get(modelId);
+      if (record === undefined || demand === undefined || record.op !== null || record.server !== null) continue;
+      if (record.retry !== null && record.retry.at > now) continue; // its retry timer triggers a pass
+      due.push({ record, demand, level: launchLevelAfter(record.recovery), placement: plan.placements[modelId] ?? FIRST_DEVICE });
+    }
+    return due;
+  }
+
   /** Starts the plan's launches, where it placed them, unless backing off; true when it started or failed any. */
   private startLaunches(plan: PlacePlan, hostFreeBytes: number): boolean {
     // What the plan's own placements put in host RAM is no longer free for a level's host share.
     let hostFree = hostFreeBytes - plan.launch.reduce((sum, id) => sum + (plan.placements[id]?.hostBytes ?? 0), 0);
     let acted = false;
-    const now = this.clock.now();
-    for (const modelId of plan.launch) {
-      const record = this.records.get(modelId);
-      const demand = this.demands.get(modelId);
-      const signal = this.stopping?.signal;
-      if (record === undefined || demand === undefined || signal === undefined || signal.aborted || record.op !== null || record.server !== null) continue;
-      if (record.retry !== null && record.retry.at > now) continue; // its retry timer triggers a pass
-      const level = launchLevelAfter(record.recovery);
+    const signal = this.stopping?.signal;
+    if (signal === undefined || signal.aborted) return false;
+    for (const { record, demand, level, placement } of this.launchesDue(plan)) {
+      const modelId = record.modelId;
       acted = true;
       // A launch whose host share RAM cannot hold (CPU only, or the layers left on the CPU)
       // would be killed by the OOM killer minutes into the load; refusing it now with the
@@ -437,7 +448,6 @@ export class Controller {
         }
         hostFree -= need;
       }
-      const placement = plan.placements[modelId] ?? FIRST_DEVICE;
       const launch = this.launchOne(record, level, placement, signal);
       this.launches.add(launch);
       void launch.finally(() => this.launches.delete(launch));

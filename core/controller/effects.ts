@@ -121,6 +121,13 @@ export interface ServerControl {
    * hold memory: the pass fails, launches wait, and the pass runs again after a backoff.
    */
   evict(modelId: string): Promise<EvictOutcome>;
+  /**
+   * A hint, before the pass's evictions: `launch(modelId, level, placement)` will follow once
+   * they have made room. The supervisor may start what of that launch holds none of the room
+   * (the embedded engine's runtime on the CPU) so that it overlaps the evicted servers' exit.
+   * Never blocks (what it returns is ignored), never throws; launch() behaves the same with or without it.
+   */
+  prepareLaunch?(modelId: string, level: LaunchLevel, placement: Placement): unknown;
 }
 
 /** Time as the controller sees it (the shared injected clock); tests step a fake one instead of sleeping. */

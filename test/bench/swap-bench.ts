@@ -2,25 +2,33 @@
 // one that is not resident right after the last token of the one that is, until its first token.
 //
 // The daemon runs in this process (startDaemon, demo-chat and demo-tiny, each alone within a
-// budget limit that cannot hold both, the embedded engine, 1 thread, no warm spare: this measures
-// the swap's own machinery, which a spare would hide behind a faster start). Each swap: a
-// streaming 8-token chat to the resident model A, then, the moment its stream ends (A's last
-// token), a streaming one-token chat to B. Between the two: the router's wait, a controller pass,
-// A's eviction — SIGTERM, its exit, and the wait for its memory (on the CPU, the process's exit;
-// on a GPU, the driver's figure) — and B's spawn, load, readiness and first token.
+// budget limit that cannot hold both, the embedded engine, 1 thread, no warm spare kept idle:
+// this measures the swap's own machinery, which a spare would hide behind a faster start). Each
+// swap: a streaming 8-token chat to the resident model A, then, the moment its stream ends (A's
+// last token), a streaming one-token chat to B. Between the two: the router's wait, a controller
+// pass, A's eviction — SIGTERM, its exit, and the wait for its memory (on the CPU, the process's
+// exit; on a GPU, the driver's figure) — and B's spawn, load, readiness and first token. On the
+// CPU the supervisor starts B's engine process (its runtime, no model) as the pass begins A's
+// eviction, and hands it B's launch once A's memory is back (warm-spare.ts, startForLaunch): B's
+// model never loads beside A's, but B's runtime start overlaps A's exit.
 // B's engine is observed as in the activation benchmark (the child_process diagnostics channel:
-// the moment before its spawn, the arrival of its "model loaded" line), which splits the swap into
-//   A's last token → B spawned (router, pass, eviction and memory wait, supervisor setup)
-//   + B's own load (spawn → "model loaded": not the swap's cost, and the noisiest part)
+// the moment before its spawn, its lines as they arrive), which splits the swap into
+//   A's last token → B spawned (router, pass, supervisor setup; A's eviction too where B's
+//     process is started only after it)
+//   + B's own load (spawn → "model loaded": not the swap's cost, and the noisiest part), less
+//   + the memory wait inside it: how long B's runtime, ready, waited for its launch (A's exit
+//     and memory); zero when A was gone first, and counted as the swap's
 //   + B's "model loaded" → first token (readiness detection, forwarding, the first answer).
 // The reference is B on a fresh engine started directly with the daemon's own argv: its /health
 // polled every millisecond, then the same one-token request; its request → first token is the
-// part of "after" that is the engine's. added = before spawn + after ready − reference answer.
-// The plain difference of B's spawn → first token on the fresh engine and the whole swap is
-// printed too, as a cross-check that carries the load noise. Swaps alternate direction (chat →
-// tiny, tiny → chat), each with its own reference run right after it.
+// part of "after" that is the engine's. added = before spawn + memory wait + after ready −
+// reference answer. The plain difference of B's spawn → first token on the fresh engine and the
+// whole swap is printed too, as a cross-check that carries the load noise. Swaps alternate
+// direction (chat → tiny, tiny → chat), each with its own reference run right after it.
 // Target: at most 20 ms added (issue 14).
+import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { Catalog } from '../../core/catalog/catalog.js';
 import { startDaemon, type RunningDaemon } from '../../core/daemon.js';
@@ -30,7 +38,7 @@ import type { LaunchSpec } from '../../core/engine/launch-spec.js';
 import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
 import { footprintAt } from '../../core/policy/levels.js';
 import { benchModels, scratchDir } from './bench-models.js';
-import { observeSpawns, pollUntilHealthy, readyLineOf, startDirectEngine } from './engine-process.js';
+import { observeSpawns, pollUntilHealthy, readyLineOf, recordLines, startDirectEngine } from './engine-process.js';
 import { chatBody, timedStream } from './http-client.js';
 import { fixed, median, printTable, signed, verdict } from './stats.js';
 
@@ -47,14 +55,27 @@ interface SwapRun {
   swapMs: number;
   /** A's last token → B spawned. */
   beforeSpawnMs: number;
+  /** B spawned → A's process exited (negative: A was gone before B spawned). */
+  aExitAfterSpawnMs: number;
   /** B spawned → its "model loaded". */
   loadMs: number;
+  /** Within B's load: its runtime ready → its launch arrived (the wait for A's memory); 0 when the launch came first. */
+  memoryWaitMs: number;
   /** B's "model loaded" → its first token through the daemon. */
   afterReadyMs: number;
   /** Reference: B's request → first token on a fresh engine. */
   directAnswerMs: number;
   /** Reference: B spawned → first token on a fresh engine. */
   directTotalMs: number;
+}
+
+/** B's engine process as the swap saw it: spawned at `at`; its launch's and its runtime's lines when it began as a spare. */
+interface SwappedIn {
+  child: ChildProcess;
+  at: number;
+  readyLine: Promise<number>;
+  adoptedAt: number | null;
+  runtimeReadyAt: number | null;
 }
 
 function configText(models: { chat: string; tiny: string }, limitBytes: number): string {
@@ -78,24 +99,50 @@ models:
 `;
 }
 
-async function swapTo(daemon: RunningDaemon, from: string, to: string, toPath: string): Promise<Omit<SwapRun, 'directAnswerMs' | 'directTotalMs'>> {
+/** Calls `onSpawn` for the next engine process started for `path`'s model, or started as a spare (which a launch adopts). */
+function observeEngineOf(path: string, onSpawn: (engine: SwappedIn) => void): () => void {
+  let seen = false;
+  return observeSpawns((child, at) => {
+    if (seen || !(child.spawnargs.includes(path) || child.spawnargs.includes('--spare'))) return;
+    seen = true;
+    const engine: SwappedIn = { child, at, readyLine: readyLineOf(child), adoptedAt: null, runtimeReadyAt: null };
+    recordLines(child, (line) => {
+      if (line.text.startsWith('spare: adopted by a launch')) engine.adoptedAt ??= line.at;
+      if (line.text.startsWith('spare: runtime ready')) engine.runtimeReadyAt ??= line.at;
+    });
+    onSpawn(engine);
+  });
+}
+
+/** When `child` exits (performance.now()). */
+function exitOf(child: ChildProcess): Promise<number> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.reject(new Error(`pid ${child.pid} had exited before the swap`));
+  return new Promise((resolve) => child.once('exit', () => resolve(performance.now())));
+}
+
+async function swapTo(daemon: RunningDaemon, from: string, fromEngine: SwappedIn, to: string, toPath: string): Promise<{ run: Omit<SwapRun, 'directAnswerMs' | 'directTotalMs'>; engine: SwappedIn }> {
   // A, resident: its stream's end is its last token.
   const last = await timedStream(false, { port: daemon.port }, '/v1/chat/completions', chatBody(from, true, 8));
-  let spawned: { at: number; readyLine: Promise<number> } | null = null;
-  const stopObserving = observeSpawns((child, at) => {
-    if (child.spawnargs.includes(toPath)) spawned ??= { at, readyLine: readyLineOf(child) };
-  });
+  const aExited = exitOf(fromEngine.child);
+  let spawned: SwappedIn | null = null;
+  const stopObserving = observeEngineOf(toPath, (engine) => (spawned = engine));
   try {
     const first = await timedStream(false, { port: daemon.port }, '/v1/chat/completions', chatBody(to, true));
-    const engine = spawned as { at: number; readyLine: Promise<number> } | null;
+    const engine = spawned as SwappedIn | null;
     if (engine === null) throw new Error(`${to} answered without a spawn: it was not swapped in`);
     const readyAt = await engine.readyLine;
+    const memoryWaitMs = engine.adoptedAt !== null && engine.runtimeReadyAt !== null ? Math.max(0, engine.adoptedAt - engine.runtimeReadyAt) : 0;
     return {
-      to,
-      swapMs: first.firstTokenAt - last.endedAt,
-      beforeSpawnMs: engine.at - last.endedAt,
-      loadMs: readyAt - engine.at,
-      afterReadyMs: first.firstTokenAt - readyAt,
+      engine,
+      run: {
+        to,
+        swapMs: first.firstTokenAt - last.endedAt,
+        beforeSpawnMs: engine.at - last.endedAt,
+        aExitAfterSpawnMs: (await aExited) - engine.at,
+        loadMs: readyAt - engine.at,
+        memoryWaitMs,
+        afterReadyMs: first.firstTokenAt - readyAt,
+      },
     };
   } finally {
     stopObserving();
@@ -139,16 +186,20 @@ export async function runSwapBench(): Promise<void> {
   const runs: SwapRun[] = [];
   try {
     // Make one resident first; from then on every request for the other is a swap.
-    await timedStream(false, { port: daemon.port }, '/v1/chat/completions', chatBody(TINY, true));
+    let residentEngine: SwappedIn | null = null;
+    const stopObserving = observeEngineOf(pathOf(TINY), (engine) => (residentEngine = engine));
+    await timedStream(false, { port: daemon.port }, '/v1/chat/completions', chatBody(TINY, true)).finally(stopObserving);
     let resident = TINY;
     for (let i = 0; i < SWAPS + 2; i++) {
       const to = resident === TINY ? CHAT : TINY;
-      const swap = await swapTo(daemon, resident, to, pathOf(to));
+      if (residentEngine === null) throw new Error(`${resident}'s engine process was not seen starting`);
+      const swap = await swapTo(daemon, resident, residentEngine, to, pathOf(to));
       resident = to;
+      residentEngine = swap.engine;
       const spec = specs.get(to);
       if (spec === undefined) throw new Error(`no spec for ${to}`);
       const reference = await direct(spec);
-      if (i >= 2) runs.push({ ...swap, directAnswerMs: reference.answerMs, directTotalMs: reference.totalMs });
+      if (i >= 2) runs.push({ ...swap.run, directAnswerMs: reference.answerMs, directTotalMs: reference.totalMs });
     }
   } catch (error) {
     console.error(daemonLog.slice(-30).join('\n'));
@@ -157,17 +208,19 @@ export async function runSwapBench(): Promise<void> {
     await daemon.stop();
   }
 
-  const added = (run: SwapRun): number => run.beforeSpawnMs + run.afterReadyMs - run.directAnswerMs;
+  const added = (run: SwapRun): number => run.beforeSpawnMs + run.memoryWaitMs + run.afterReadyMs - run.directAnswerMs;
   const crossCheck = (run: SwapRun): number => run.swapMs - run.directTotalMs;
   type Column = [string, (run: SwapRun) => number, boolean, string];
   const columns: Column[] = [
-    ['before spawn', (r) => r.beforeSpawnMs, false, "A's last token → B spawned (router, controller pass, A's eviction and memory wait, supervisor setup)"],
-    ['B load', (r) => r.loadMs, false, 'B spawned → its "model loaded" (its own)'],
+    ['before spawn', (r) => r.beforeSpawnMs, false, "A's last token → B spawned (router, controller pass, supervisor setup; A's eviction too where B starts after it)"],
+    ['A exit', (r) => r.aExitAfterSpawnMs, true, "B spawned → A's process exited (positive: B's runtime started while A exited)"],
+    ['B load', (r) => r.loadMs, false, 'B spawned → its "model loaded" (its own, with the memory wait)'],
+    ['memory wait', (r) => r.memoryWaitMs, false, "inside B load: B's runtime ready → its launch (A's exit and memory still pending); 0: A was gone first"],
     ['after ready', (r) => r.afterReadyMs, false, 'B\'s "model loaded" → its first token through the daemon'],
     ['swap', (r) => r.swapMs, false, "A's last token → B's first token"],
     ['fresh answer', (r) => r.directAnswerMs, false, 'reference: B\'s request → first token on a fresh engine'],
     ['fresh total', (r) => r.directTotalMs, false, 'reference: B spawned → first token on a fresh engine'],
-    ['added', added, true, 'before spawn + after ready − fresh answer: what the swap adds'],
+    ['added', added, true, 'before spawn + memory wait + after ready − fresh answer: what the swap adds'],
     ['swap − fresh total', crossCheck, true, 'cross-check: carries the noise of two loads'],
   ];
   console.log(`swap overhead: a request for the model that is not resident, right after the last token of the one that is (demo-chat ⇄ demo-tiny, ctx 2048, 1 thread, a budget that holds one; ms)`);

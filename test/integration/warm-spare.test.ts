@@ -25,7 +25,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function supervisorWithSpare(options: { dataDir?: string; gpuLayers?: number | 'all' } = {}): Promise<{ supervisor: Supervisor; dataDir: string; notes: string[] }> {
+async function supervisorWithSpare(options: { dataDir?: string; gpuLayers?: number | 'all'; launchHoldMs?: number } = {}): Promise<{ supervisor: Supervisor; dataDir: string; notes: string[] }> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'llmtray-spare-')));
   const notes: string[] = [];
   const supervisor = await Supervisor.start({
@@ -35,7 +35,10 @@ async function supervisorWithSpare(options: { dataDir?: string; gpuLayers?: numb
     engineCommand: defaultEngineCommand({ llamaServerPath: null }),
     footprint: () => 0,
     dataDir,
-    warmSpare: { command: async () => embeddedEngineCommand(), env: {}, note: (line) => notes.push(line) },
+    warmSpare: {
+      command: async () => embeddedEngineCommand(), env: {}, note: (line) => notes.push(line),
+      ...(options.launchHoldMs === undefined ? {} : { launchHoldMs: options.launchHoldMs }),
+    },
   });
   cleanups.push(async () => {
     await supervisor.close();
@@ -149,6 +152,47 @@ describe('the warm spare', () => {
     crashed.supervisor.setSpareWanted(false);
     expect(next.supervisor.orphans.ended.map((r) => r.pid)).toEqual([orphan]);
     expect(await isRunning(orphan)).toBe(false);
+  });
+});
+
+describe('a spare started for a launch that waits for an eviction', () => {
+  it('starts at the hint though no spare is wanted, lives through the eviction, and is the launch\'s process after it', async () => {
+    const { supervisor } = await supervisorWithSpare();
+    supervisor.setSpareWanted(false);
+    await supervisor.launch('tiny', 'minimal');
+    const evictedPid = supervisor.endpointFor('tiny')?.pid;
+    expect(await supervisor.prepareLaunch('next', 'minimal')).toBe(true);
+    const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 10_000, 5);
+    // Its runtime starts while the evicted server stops: started before the eviction, not after.
+    expect(await isRunning(evictedPid ?? -1)).toBe(true);
+    expect(await supervisor.evict('tiny')).toBe('stopped');
+    // The verdict is still "no spare", said again as the daemon does after every event: the launch's hold keeps it.
+    supervisor.setSpareWanted(false);
+    expect(supervisor.spareStatus()?.pid).toBe(sparePid);
+
+    await supervisor.launch('next', 'minimal');
+    expect(supervisor.endpointFor('next')?.pid).toBe(sparePid);
+    expect(await chat(supervisor, 'next')).toBe(200);
+    expect(supervisor.logs('next').join('\n')).toContain(`in the warm spare (pid ${sparePid}`);
+    expect(supervisor.spareStatus()).toBeNull();
+  });
+
+  it('that no launch adopts is ended when its hold lapses, when no spare is wanted', async () => {
+    const { supervisor } = await supervisorWithSpare({ launchHoldMs: 1_500 });
+    supervisor.setSpareWanted(false);
+    expect(await supervisor.prepareLaunch('tiny', 'minimal')).toBe(true);
+    const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 10_000, 5);
+    await eventually('the unused spare ended', async () => (supervisor.spareStatus() === null && !(await isRunning(sparePid)) ? true : undefined), 30_000, 50);
+  });
+
+  it('is not started for a launch it could not run (layers on a GPU), nor for a model already running', async () => {
+    const { supervisor } = await supervisorWithSpare();
+    supervisor.setSpareWanted(false);
+    expect(await supervisor.prepareLaunch('on-gpu', 'full')).toBe(false);
+    expect(supervisor.spareStatus()).toBeNull();
+    await supervisor.launch('tiny', 'minimal');
+    expect(await supervisor.prepareLaunch('tiny', 'minimal')).toBe(false);
+    expect(supervisor.spareStatus()).toBeNull();
   });
 });
 

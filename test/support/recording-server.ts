@@ -52,6 +52,8 @@ export interface ScriptedFailure {
 export class RecordingServer implements ServerControl {
   /** Every launch and evict, in the order the controller called them. */
   readonly calls: ServerCall[] = [];
+  /** Every prepareLaunch hint, with how many calls had been made before it (0: before the first launch or evict). */
+  readonly preparations: { modelId: string; level: LaunchLevel; placement: Placement; afterCalls: number }[] = [];
   /** Every lifecycle event, in the order it was reported. */
   readonly events: ServerEvent[] = [];
   /** How many times measure() was read: one per pass. */
@@ -184,6 +186,10 @@ export class RecordingServer implements ServerControl {
     }
     server.ready = true;
     this.emit({ type: 'ServerReady', modelId, level, pid: server.pid, at: this.now() });
+  }
+
+  prepareLaunch(modelId: string, level: LaunchLevel, placement: Placement): void {
+    this.preparations.push({ modelId, level, placement, afterCalls: this.calls.length });
   }
 
   async evict(modelId: string): Promise<EvictOutcome> {

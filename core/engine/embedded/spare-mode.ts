@@ -46,7 +46,8 @@ export async function runAsSpare(log: EngineLog, launch: (argv: string[], runtim
   let adopted = false;
   runtime.then(
     () => {
-      if (!adopted) log.line('spare: runtime ready; waiting for a launch on stdin');
+      // Said either way: whether the launch waited for the runtime or the runtime for the launch shows in the log.
+      log.line(adopted ? 'spare: runtime ready; loading the launch that came meanwhile' : 'spare: runtime ready; waiting for a launch on stdin');
     },
     async (error: unknown) => {
       // Adopted or not, the runtime is gone; a launch that adopted it reports the cause as its load failure.

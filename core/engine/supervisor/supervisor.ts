@@ -89,7 +89,7 @@ export interface SupervisorDeps {
    * The warm spare's program and environment (warm-spare.ts); whether one is kept is
    * setSpareWanted's. Absent: never one.
    */
-  warmSpare?: { command(): Promise<EngineCommand>; env: Record<string, string>; note?(line: string): void };
+  warmSpare?: { command(): Promise<EngineCommand>; env: Record<string, string>; note?(line: string): void; launchHoldMs?: number };
   /** Hears that the spare started, became ready, was adopted or ended. */
   onSpareChange?: () => void;
 }
@@ -228,6 +228,7 @@ export class Supervisor {
               [...this.owners.values()].some((owner) => owner.pending.length > 0 || owner.server?.phase === 'loading' || (owner.server?.running === true && owner.server.claims.count > 0)),
             changed: () => deps.onSpareChange?.(),
             note: (line) => spare.note?.(line),
+            ...(spare.launchHoldMs === undefined ? {} : { launchHoldMs: spare.launchHoldMs }),
           });
   }
 
@@ -370,6 +371,28 @@ export class Supervisor {
    */
   setSpareWanted(wanted: boolean): void {
     this.spare?.want(wanted);
+  }
+
+  /**
+   * A launch of the model at `level`, where `placement` puts it, will follow once the evictions
+   * in progress have made room: when the warm spare could run that launch (the embedded engine,
+   * every layer on the CPU), one starts now, so its runtime starts while the evicted servers
+   * exit; the launch adopts it and loads its model only after they have (warm-spare.ts). A hint:
+   * the launch works the same without it. Resolves whether a spare is held for the launch now;
+   * never rejects. Without deps.warmSpare, or for a model already running, it does nothing.
+   */
+  async prepareLaunch(modelId: string, level: LaunchLevel, placement?: Placement): Promise<boolean> {
+    const spare = this.spare;
+    if (spare === null || this.owners.get(modelId)?.server?.running === true) return false;
+    try {
+      const spec = await this.deps.specFor(modelId);
+      if (spec.engine !== 'embedded') return false;
+      const command = await this.deps.engineCommand(spec);
+      // The launch's own argv (its port and key aside), so the spare is started only where it will be adopted.
+      return spare.startForLaunch(command, spec.env, argvFor(spec, level, command.capabilities, 0, { key: '' }, placement));
+    } catch {
+      return false;
+    }
   }
 
   /** The warm spare, while one runs (starting or waiting); null otherwise. Synchronous. */
@@ -621,8 +644,9 @@ export class Supervisor {
           started.loadProgress = progress;
         },
       });
-      // Before 'ready', so the first request already knows how to reach it.
-      started.anthropicMessages = (await probeServedApis(port, apiKey)).anthropicMessages;
+      // Before 'ready', so the first request already knows how to reach it. The embedded engine
+      // is ours and serves no /v1/messages (its README); asking it would cost every launch a round trip.
+      started.anthropicMessages = spec.engine !== 'embedded' && (await probeServedApis(port, apiKey)).anthropicMessages;
       // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it would have a moment earlier.
       waiting.signal.throwIfAborted();
       if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);

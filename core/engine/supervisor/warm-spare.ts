@@ -19,6 +19,11 @@
 //   out of that load, or out of the first token of the very request the last launch was for
 //   (measured: started at the adoption's 'ready', it made the cold request it had served slower
 //   than one without a spare).
+// - Except for a launch that waits for an eviction (`startForLaunch`): then a spare starts at
+//   once, whatever the verdict and however busy, so that its runtime starts while the evicted
+//   server exits and its memory comes back (most of a swap's wait on the CPU), and is held for
+//   that launch for a while. Its model loads only once adopted, which the launch does after the
+//   eviction is over: what overlaps the exit is the runtime the launch would start anyway.
 // - A spare that dies is replaced, never adopted (its exit is seen before any launch can take
 //   it); one that keeps dying is retried with a growing delay, not in a hot loop.
 // - Its stdin is the parent's pipe: if the daemon is killed (kill -9), the spare reads the end
@@ -74,6 +79,8 @@ export interface WarmSpareDeps {
   changed(): void;
   /** Lines about the spare for the daemon's log (never blocks). */
   note(line: string): void;
+  /** How long a spare started for a launch is held for it (LAUNCH_HOLD_MS). */
+  launchHoldMs?: number;
 }
 
 interface Spare {
@@ -100,6 +107,12 @@ const QUIET_MS = 1_000;
 const FIRST_RETRY_MS = 1_000;
 const MAX_RETRY_MS = 60_000;
 const READY_LINE = /^spare: runtime ready\b/;
+/**
+ * How long a spare started for a launch is kept for it, verdict or not: longer than an
+ * eviction's SIGTERM grace and memory wait, after which the launch adopts it or ends it. A hold
+ * that lapses unused (the eviction found its server claimed) leaves the spare to the verdict.
+ */
+const LAUNCH_HOLD_MS = 15_000;
 
 export class WarmSpare {
   private spare: Spare | null = null;
@@ -113,6 +126,9 @@ export class WarmSpare {
   private quietAt = 0;
   private retryTimer: unknown = null;
   private unavailable: string | null = null;
+  /** Until this, the spare (started or to start) is a launch's (`startForLaunch`): kept whatever the verdict. */
+  private heldUntil = 0;
+  private holdTimer: unknown = null;
 
   constructor(private readonly deps: WarmSpareDeps) {}
 
@@ -135,9 +151,30 @@ export class WarmSpare {
     this.reconcile();
   }
 
+  /**
+   * A launch of `command` with its spec's `env` and the engine argv `args` will follow once an
+   * eviction has made room: starts a spare now, when none runs and one could run that launch,
+   * and holds it for the launch (see the rules above). Not after a spare kept dying, until its
+   * retry. True when a spare is held for the launch now (started or starting). Never blocks.
+   */
+  startForLaunch(command: EngineCommand, env: Record<string, string>, args: readonly string[]): boolean {
+    if (this.closed || this.deps.clock.now() < this.retryAt) return false;
+    if (!sameEnv(this.deps.env, env) || !cpuOnlyArgv(args)) return false;
+    const holdMs = this.deps.launchHoldMs ?? LAUNCH_HOLD_MS;
+    this.heldUntil = this.deps.clock.now() + holdMs;
+    if (this.holdTimer !== null) this.deps.clock.clearTimeout(this.holdTimer);
+    this.holdTimer = this.deps.clock.setTimeout(() => {
+      this.holdTimer = null;
+      this.reconcile();
+    }, holdMs);
+    if (this.spare === null && !this.starting) void this.start(command);
+    return true;
+  }
+
   /** Conditions changed: start a spare if one is wanted, none runs and it is quiet. Never blocks. */
   reconcile(): void {
     if (this.closed) return;
+    if (this.held()) return;
     if (!this.wanted) {
       if (this.spare !== null) void this.end(this.spare);
       return;
@@ -161,6 +198,8 @@ export class WarmSpare {
    * are the caller's from here on. Synchronous, so two launches cannot take the same spare.
    */
   adopt(command: EngineCommand, env: Record<string, string>, args: readonly string[]): AdoptedSpare | null {
+    // A launch came: whatever a hold was for is spent, adopted or not.
+    this.heldUntil = 0;
     const spare = this.spare;
     if (spare === null || spare.released || spare.child.exitCode !== null || spare.child.signalCode !== null) return null;
     if (!sameCommand(spare.command, command) || !sameEnv(this.deps.env, env) || !cpuOnlyArgv(args)) return null;
@@ -203,10 +242,18 @@ export class WarmSpare {
     this.closed = true;
     if (this.retryTimer !== null) this.deps.clock.clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    if (this.holdTimer !== null) this.deps.clock.clearTimeout(this.holdTimer);
+    this.holdTimer = null;
+    this.heldUntil = 0;
     await this.endNow();
   }
 
-  private async start(): Promise<void> {
+  private held(): boolean {
+    return this.heldUntil > this.deps.clock.now();
+  }
+
+  /** Starts a spare; `forLaunch`: the command of the launch it is held for, which it must be able to run. */
+  private async start(forLaunch?: EngineCommand): Promise<void> {
     this.starting = true;
     let command: EngineCommand;
     try {
@@ -220,8 +267,9 @@ export class WarmSpare {
     }
     this.starting = false;
     this.unavailable = null;
-    // Looked at again after the await: the verdict may have changed, or a launch begun.
-    if (this.closed || !this.wanted || this.spare !== null || this.deps.busy()) return;
+    // Looked at again after the await: the verdict may have changed, or a launch begun (which spends a hold).
+    if (this.closed || this.spare !== null) return;
+    if (this.held() ? forLaunch !== undefined && !sameCommand(command, forLaunch) : !this.wanted || this.deps.busy()) return;
     // The owner says whose it is (to a person reading `ps`, too); a random id makes the command
     // line this spare's own, so engines.json can never match another process, not even a later
     // spare of the same data dir that got a reused pid.

@@ -184,6 +184,27 @@ describe('convergence', () => {
     expect(w.state('a')).toBe('ready');
   });
 
+  it('hints the launch an eviction makes room for before evicting, so the supervisor can start its runtime meanwhile; no hint without an eviction', async () => {
+    const w = world([model('a', 6)], { budgetGiB: 10 });
+    w.desired.state.models.push(model('old', 8, { wanted: false }));
+    w.server.place('old', 'full', 8 * GiB);
+    w.server.hold('evict', 'old');
+    await w.start();
+    expect(w.server.preparations).toEqual([expect.objectContaining({ modelId: 'a', level: 'full', afterCalls: 0 })]);
+    expect(w.server.calls).toEqual([{ op: 'evict', modelId: 'old' }]);
+
+    w.server.release('evict', 'old');
+    await settle();
+    // The launch goes where the hint said.
+    expect(w.server.placements.get('a')).toEqual(w.server.preparations[0]?.placement);
+
+    w.desired.state.models.push(model('b', 2));
+    await w.controller.reconcileNow();
+    await settle();
+    expect(w.server.launches().map((l) => l.modelId)).toEqual(['a', 'b']);
+    expect(w.server.preparations.map((p) => p.modelId)).toEqual(['a']);
+  });
+
   it('a load in flight is neither launched twice nor evicted by later passes', async () => {
     const w = world([model('a', 6)]);
     w.server.hold('launch', 'a');
