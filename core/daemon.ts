@@ -95,6 +95,13 @@ function defaultStaticDir(): string {
 
 /** How often each running server's memory is measured for the picture (and, on a GPU, learned). */
 export const MEASURE_INTERVAL_MS = 5_000;
+/**
+ * How often the budget is sampled while no model server runs or loads. Nothing of ours is at
+ * stake then, so the picture may lag this much behind other programs; what a decision needs is
+ * read fresh instead (a pass never plans on a sample older than the running cadence). Why it
+ * matters: the 2 s sample was most of what an idle daemon cost (issue 14: at most 0.2 % CPU).
+ */
+export const IDLE_BUDGET_INTERVAL_MS = 10_000;
 
 export async function startDaemon(options: DaemonOptions = {}): Promise<RunningDaemon> {
   const logFor = options.log ?? ((subsystem: string) => createLogger(subsystem));
@@ -178,6 +185,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       },
       onError: (error) => log.warn(`memory probe failed; keeping the last budget: ${error instanceof Error ? error.message : String(error)}`),
     });
+    const budgetIntervalMs = Math.max(1000, options.budgetIntervalMs ?? 2000);
+    /** Whether the sampler waits out the idle interval now (no model server ran at its last sample). */
+    let samplingIdle = false;
     const firstSample = await budget.sampleNow();
     log.info(`memory budget: ${firstSample.mode} mode, ${formatBytes(firstSample.totalBytes)}${firstSample.reason ? ` (${firstSample.reason})` : ''}`);
     const currentBudget = (): BudgetSample => budget.current() ?? firstSample;
@@ -258,7 +268,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       activity,
       inFlight: (id) => supervisor.inFlight(id),
       runtimeBytes,
-      budget: async () => budget.current() ?? budget.sampleNow(),
+      // At most the running cadence old (and a half, so a pass at the end of a window does not probe again), though idle sampling is slower.
+      budget: () => budget.fresh(budgetIntervalMs * 1.5),
     });
     const controller = new Controller({
       provider: desired,
@@ -357,9 +368,13 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       controller.trigger();
       admin.changed();
       reviewSpare();
+      // A reload may have changed the limit or reserve: the budget applies it now, not at the next (idle: slow) sample.
+      budget.sampleNow().catch(() => undefined);
     });
     supervisor.subscribe((event) => {
       reviewSpare();
+      // The first server of an idle daemon: back to the running cadence at once, not after the idle interval.
+      if (event.type === 'ServerSpawned' && samplingIdle) sampleBudget();
       if (event.type === 'ServerExited' || event.type === 'ServerStopped') measured.delete(event.modelId);
       if (event.type === 'ServerExited' && event.wasReady) controllerLog.warn(`${event.modelId}'s server ended on its own (${event.kind}): ${event.reason}`);
     });
@@ -406,7 +421,12 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       abort.abort();
       await running;
     });
-    budget.start(Math.max(1000, options.budgetIntervalMs ?? 2000));
+    const sampleBudget = (): void =>
+      budget.start(() => {
+        samplingIdle = !supervisor.hasServers();
+        return samplingIdle ? Math.max(budgetIntervalMs, IDLE_BUDGET_INTERVAL_MS) : budgetIntervalMs;
+      });
+    sampleBudget();
     cleanups.push(() => budget.stop());
 
     const measureTimer = setInterval(() => {

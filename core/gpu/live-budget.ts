@@ -65,8 +65,10 @@ export interface LiveBudget {
   /**
    * Samples at once, then `intervalMs` after each sample ends. Does not block. Calling it
    * again restarts with the new interval. Throws a RangeError below MIN_INTERVAL_MS.
+   * `intervalMs` may be a function, read after each sample (a cadence that depends on what
+   * runs); an answer below MIN_INTERVAL_MS counts as MIN_INTERVAL_MS.
    */
-  start(intervalMs: number): void;
+  start(intervalMs: number | (() => number)): void;
   /** Stops the interval; a sample under way still completes and is recorded. Idempotent. */
   stop(): void;
   /** The last sample, or null before the first one. Does not block. */
@@ -77,6 +79,11 @@ export interface LiveBudget {
    * query fails; current() then keeps the last good sample.
    */
   sampleNow(): Promise<BudgetSample>;
+  /**
+   * The last sample if it was taken within `maxAgeMs`, else a new one (sampleNow): for a
+   * decision that must not rest on old numbers while the interval is long. Rejects as sampleNow.
+   */
+  fresh(maxAgeMs: number): Promise<BudgetSample>;
   /**
    * Calls `listener` synchronously after each sample that differs from the last fired one
    * by mode, by number of GPUs, or by ≥ the threshold in total bytes (the first sample
@@ -153,10 +160,11 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
     timer = null;
   }
 
-  function start(intervalMs: number): void {
-    if (!(intervalMs >= MIN_INTERVAL_MS)) {
+  function start(intervalMs: number | (() => number)): void {
+    if (typeof intervalMs === 'number' && !(intervalMs >= MIN_INTERVAL_MS)) {
       throw new RangeError(`budget sampling interval must be at least ${MIN_INTERVAL_MS} ms, got ${intervalMs}`);
     }
+    const next = typeof intervalMs === 'number' ? () => intervalMs : () => Math.max(MIN_INTERVAL_MS, intervalMs());
     stop();
     const mine = generation;
     const tick = (): void => {
@@ -164,7 +172,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
       sampleNow()
         .catch(onError)
         .finally(() => {
-          if (generation === mine) timer = clock.setTimeout(tick, intervalMs);
+          if (generation === mine) timer = clock.setTimeout(tick, next());
         });
     };
     tick();
@@ -175,6 +183,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
     stop,
     current: () => latest,
     sampleNow,
+    fresh: (maxAgeMs) => (latest !== null && clock.now() - latest.sampledAt <= maxAgeMs ? Promise.resolve(latest) : sampleNow()),
     onChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

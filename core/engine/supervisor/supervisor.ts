@@ -357,6 +357,12 @@ export class Supervisor {
     return () => this.logListeners.delete(listener);
   }
 
+  /** Whether any model's server runs (loading, ready or stopping), or a launch is on its way; the warm spare aside. Synchronous. */
+  hasServers(): boolean {
+    for (const owner of this.owners.values()) if (owner.pending.length > 0 || owner.server?.running === true) return true;
+    return false;
+  }
+
   /** The pids of every running server (loading, ready or stopping), for core/gpu's own-usage accounting. */
   runningPids(): number[] {
     const servers = [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [owner.server.pid] : []));

@@ -209,6 +209,34 @@ describe('LiveBudget: sampling', () => {
     live.stop();
   });
 
+  it('reads an interval given as a function after each sample, and never waits less than a second', async () => {
+    const { clock, probe, live } = setup();
+    let busy = false;
+    live.start(() => (busy ? 2_000 : 10_000));
+    await settle();
+    expect(clock.pendingDelays()).toEqual([10_000]);
+    busy = true;
+    await clock.advance(10_000);
+    expect(probe.calls).toBe(2);
+    expect(clock.pendingDelays()).toEqual([2_000]);
+    live.start(() => 5);
+    await settle();
+    expect(clock.pendingDelays()).toEqual([1_000]);
+    live.stop();
+  });
+
+  it('fresh() answers with the last sample while it is young enough, and samples again once it is not', async () => {
+    const { clock, probe, live } = setup();
+    const first = await live.sampleNow();
+    await clock.advance(3_000);
+    expect(await live.fresh(3_000)).toBe(first);
+    expect(probe.calls).toBe(1);
+    await clock.advance(1);
+    const second = await live.fresh(3_000);
+    expect(probe.calls).toBe(2);
+    expect(second.sampledAt).toBe(clock.now());
+  });
+
   it('refuses an interval under one second, naming it', () => {
     const { live } = setup();
     expect(() => live.start(250)).toThrow(/at least 1000 ms, got 250/);
