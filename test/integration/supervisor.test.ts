@@ -42,6 +42,8 @@ afterEach(async () => {
 async function supervisorWith(
   fakeFlags: Record<string, string[]>,
   overrides: Partial<SupervisorDeps> = {},
+  /** Models the fake engine plays a llama-server for; the rest it plays the embedded engine. */
+  llamaServers: readonly string[] = [],
 ): Promise<{ supervisor: Supervisor; spawns: string[][] }> {
   const spawns: string[][] = [];
   const countingSpawn: SpawnFunction = (command, args, options) => {
@@ -51,7 +53,7 @@ async function supervisorWith(
   const supervisor = await Supervisor.start({
     specFor: (modelId): LaunchSpec => ({
       modelId,
-      engine: 'embedded',
+      engine: llamaServers.includes(modelId) ? 'llama-server' : 'embedded',
       modelPath: `/models/${modelId}.gguf`,
       contextTokens: 2048,
       gpuLayers: 'all',
@@ -625,9 +627,15 @@ describe('claims', () => {
     expect(supervisor.claim('busy')).toBeNull();
   });
 
-  it('asks each server once, before it is ready, whether it serves Anthropic’s Messages API, and says so in its claims', async () => {
-    const { supervisor } = await supervisorWith({ recent: ['--fake-anthropic'], older: [] });
-    await Promise.all([supervisor.launch('recent', 'full'), supervisor.launch('older', 'full')]);
+  it('asks each llama-server once, before it is ready, whether it serves Anthropic’s Messages API, and says so in its claims; never the embedded engine', async () => {
+    const { supervisor } = await supervisorWith({ recent: ['--fake-anthropic'], older: [], ours: ['--fake-anthropic'] }, {}, ['recent', 'older']);
+    await Promise.all([supervisor.launch('recent', 'full'), supervisor.launch('older', 'full'), supervisor.launch('ours', 'full')]);
+    // The embedded engine serves no /v1/messages: it is not asked (this fake would have said yes).
+    const ours = supervisor.claim('ours');
+    expect(ours?.endpoint.anthropicMessages).toBe(false);
+    const oursAsked = await fetch(`http://127.0.0.1:${ours?.endpoint.port}/fake-counts`, { headers: { authorization: `Bearer ${ours?.endpoint.apiKey}` } });
+    expect(await oursAsked.json()).toEqual({ counts: 0 });
+    ours?.release();
     const recent = supervisor.claim('recent');
     const older = supervisor.claim('older');
     expect(recent?.endpoint.anthropicMessages).toBe(true);
