@@ -11,8 +11,10 @@
 // spawn and reads the child's lines from the first byte, so one run yields
 //   launch() → spawn (spec, engine command, free port),
 //   spawn → "model loaded" (the engine's own load), and
-//   "model loaded" → launch() resolved (readiness detection: the doorbell wakes one confirming
-//   GET /health, then the ready promise settles) — the figure held to the target of 5 ms.
+//   "model loaded" → launch() resolved (readiness detection: the line rings the doorbell; from
+//   the embedded engine, which writes it only once it serves, the line is proof and no GET
+//   /health follows — llama-server's line is confirmed by one — then the ready promise
+//   settles) — the figure held to the target of 5 ms.
 // Direct spawns of the same command, alternating with the supervised ones, show how a 1 ms
 // /health poll compares with the line on the same engine.
 import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from 'node:child_process';

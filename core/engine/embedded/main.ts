@@ -59,6 +59,8 @@ async function serve(opts: EngineOptions, apiKey: string | undefined, log: Engin
     await exitAfterLog(log, 1);
   }
   log.line(`srv    load_model: loaded in ${((Date.now() - started) / 1000).toFixed(2)} s`);
+  // Only after `phase` is ready, in the same synchronous step: the supervisor takes this line
+  // as proof that /health answers 200 (readiness.ts, EMBEDDED_READY_LINE).
   log.line('srv  llama_server: model loaded');
   log.line(`main: server is listening on http://${opts.host}:${port} - starting the main loop`);
 }

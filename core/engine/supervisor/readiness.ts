@@ -12,6 +12,14 @@ import { engineGet } from './engine-get.js';
 /** Lines after which the engine is probably ready (llama-server's and the embedded engine's wording). */
 export const READY_LINE = /\bmodel loaded\b|\blistening on\b|\bserver is listening\b/i;
 
+/**
+ * The embedded engine's own ready line, which it writes after it has switched /health to 200,
+ * in the same synchronous step (core/engine/embedded/main.ts): from that engine, the line is
+ * proof, and the confirming GET would only add its round trip to every load. llama-server
+ * writes "model loaded" before it turns ready, so its line is always confirmed.
+ */
+export const EMBEDDED_READY_LINE = /^srv {2}llama_server: model loaded$/;
+
 const FIRST_POLL_MS = 5;
 const MAX_POLL_MS = 1_000;
 const HEALTH_TIMEOUT_MS = 2_000;
@@ -88,8 +96,9 @@ export class Doorbell {
 }
 
 /**
- * Resolves when GET /health answers 200. Checks once at once, then after each doorbell ring
- * or backoff step. Rejects with the signal's reason when aborted (the supervisor aborts on the
+ * Resolves when GET /health answers 200, or when `provenReady` says the engine's own line has
+ * proven it (EMBEDDED_READY_LINE). Checks once at once, then after each doorbell ring or
+ * backoff step. Rejects with the signal's reason when aborted (the supervisor aborts on the
  * child's exit, the load timeout or an eviction).
  */
 export async function waitUntilReady(options: {
@@ -99,10 +108,12 @@ export async function waitUntilReady(options: {
   signal: AbortSignal;
   clock: Clock;
   onProgress?: (progress: number | null) => void;
+  provenReady?: () => boolean;
 }): Promise<void> {
   let delay = FIRST_POLL_MS;
   for (;;) {
     options.signal.throwIfAborted();
+    if (options.provenReady?.() === true) return;
     const health = await checkHealth(options.port, options.apiKey);
     options.signal.throwIfAborted();
     if (health.kind === 'ready') return;

@@ -5,7 +5,7 @@ import type { EngineKind } from '../runtime-overhead.js';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { LineRing, LineSplitter } from './log-ring.js';
 import { BufferTally } from './memory-measure.js';
-import { Doorbell, READY_LINE } from './readiness.js';
+import { Doorbell, EMBEDDED_READY_LINE, READY_LINE } from './readiness.js';
 import { ServerClaims } from './server-claims.js';
 import type { HangWatch } from './hang-watch.js';
 import type { FailureClassification } from '../failure-classifier.js';
@@ -77,6 +77,8 @@ export class ServerProcess {
   readonly tail = new LineRing(TAIL_LINES);
   readonly buffers = new BufferTally();
   readonly doorbell = new Doorbell();
+  /** The embedded engine wrote its own ready line, which it writes only once it serves (readiness.ts). */
+  provenReady = false;
   /** Resolves with the exit once the process has exited and its output has drained. */
   readonly exited: Promise<ProcessExit>;
   /**
@@ -103,6 +105,7 @@ export class ServerProcess {
     const handleLine = (line: string): void => {
       this.tail.push(line);
       this.buffers.add(line);
+      if (engine === 'embedded' && EMBEDDED_READY_LINE.test(line)) this.provenReady = true;
       if (READY_LINE.test(line)) this.doorbell.ring();
       onLine(line);
     };

@@ -649,6 +649,7 @@ export class Supervisor {
         onProgress: (progress) => {
           started.loadProgress = progress;
         },
+        provenReady: () => started.provenReady,
       });
       // Before 'ready', so the first request already knows how to reach it. The embedded engine
       // is ours and serves no /v1/messages (its README); asking it would cost every launch a round trip.

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkHealth, Doorbell, parseLoadProgress, waitUntilReady } from '../../../core/engine/supervisor/readiness.js';
+import { checkHealth, Doorbell, EMBEDDED_READY_LINE, parseLoadProgress, waitUntilReady } from '../../../core/engine/supervisor/readiness.js';
 import { realClock } from '../../../core/common/clock.js';
 import { freeLoopbackPort } from '../../../core/engine/supervisor/free-port.js';
 import { FakeClock } from '../../support/fake-clock.js';
@@ -61,6 +61,38 @@ describe('waitUntilReady against a real HTTP server', () => {
     expect(progress.length).toBeGreaterThan(0);
     expect(progress.every((p) => p === 0.5)).toBe(true);
     expect(seenKeys.every((k) => k === 'Bearer sekret')).toBe(true);
+  });
+
+  it('takes a ready line that proves readiness without asking /health again; any other line still asks', async () => {
+    let asked = 0;
+    server = createServer((_req, res) => {
+      asked++;
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end('{"error":{"code":503,"message":"Loading model"}}');
+    });
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const doorbell = new Doorbell();
+    let proven = false;
+    const done = waitUntilReady({ port, apiKey: 'k', doorbell, signal: new AbortController().signal, clock: new FakeClock(), provenReady: () => proven });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    // A ring that proves nothing: one more GET, still loading.
+    const before = asked;
+    doorbell.ring();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(asked).toBe(before + 1);
+    proven = true;
+    doorbell.ring();
+    await done;
+    expect(asked).toBe(before + 1);
+  });
+
+  it('knows the embedded engine\'s own ready line, and only that wording, as proof', () => {
+    expect(EMBEDDED_READY_LINE.test('srv  llama_server: model loaded')).toBe(true);
+    // llama-server says "model loaded" before it turns ready; a stamped or other line is no proof.
+    expect(EMBEDDED_READY_LINE.test('main: model loaded')).toBe(false);
+    expect(EMBEDDED_READY_LINE.test('0.01.234 I srv  llama_server: model loaded')).toBe(false);
+    expect(EMBEDDED_READY_LINE.test('main: HTTP server is listening, hostname: 127.0.0.1, port: 1')).toBe(false);
   });
 
   it('rejects with the abort reason when aborted while nothing listens', async () => {
