@@ -44,6 +44,8 @@ export function lookIntervalMs(limitMs: number): number {
 
 export class HangWatch {
   private timer: unknown = null;
+  /** A look is under way (its tick schedules the next one). */
+  private looking = false;
   private running = false;
   private lastMark = 0;
   private lastProgressAt = 0;
@@ -52,7 +54,13 @@ export class HangWatch {
 
   constructor(private readonly options: HangWatchOptions) {}
 
-  /** Starts watching from now (the first request's start counts as progress). Idempotent. */
+  /**
+   * Starts watching from now (the first request's start counts as progress). Idempotent. A
+   * look still pending from an earlier watch is kept rather than replaced: under steady
+   * traffic every request is a busy turn, and a timer set and cleared for each was work on
+   * the request path (issue 14). That look may come sooner than a full interval after this
+   * start; it only looks, and judges against this start's moment.
+   */
   start(): void {
     if (this.running) return;
     this.running = true;
@@ -60,11 +68,16 @@ export class HangWatch {
     this.lastProgressAt = this.options.clock.now();
     this.lastSlots = undefined;
     this.lastLook = null;
-    this.schedule();
+    if (this.timer === null && !this.looking) this.schedule();
   }
 
-  /** Stops watching (no request in flight any more, or the server ended). Idempotent. */
+  /** Stops watching (no request in flight any more). Idempotent. A pending look finds it stopped and ends there. */
   stop(): void {
+    this.running = false;
+  }
+
+  /** Stops watching and drops the pending look: for a server that ended. Idempotent. */
+  close(): void {
     this.running = false;
     if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
     this.timer = null;
@@ -88,7 +101,10 @@ export class HangWatch {
       this.schedule();
       return;
     }
-    const look = await this.options.look(Math.min(interval, 5_000));
+    this.looking = true;
+    const look = await this.options.look(Math.min(interval, 5_000)).finally(() => {
+      this.looking = false;
+    });
     if (!this.running) return;
     this.lastLook = look;
     const slotsMoved =

@@ -692,7 +692,7 @@ export class Supervisor {
     const wasReady = server.phase === 'ready';
     if (!server.hasEnded) server.endedBy ??= endedBy;
     if (server.running) server.phase = 'stopping';
-    server.watch?.stop();
+    server.watch?.close();
     const probe = this.deps.memoryProbe;
     const freeBefore = wasReady && probe ? await probe().catch(() => null) : null;
     // Only the memory wait needs the footprint; without one, asking the driver would be wasted.
@@ -785,7 +785,7 @@ export class Supervisor {
   /** The one report of how a server ended: classified here once, emitted once. */
   private afterExit(owner: ModelOwner, server: ServerProcess, keyFile: string | null, loadTimeoutMs: number): void {
     if (keyFile !== null) removeApiKeyFile(keyFile);
-    server.watch?.stop();
+    server.watch?.close();
     void this.registry.remove(server.pid).catch(() => undefined);
     const exit = server.exit ?? { exitCode: null, signal: null };
     owner.log.push(`── llmtray: '${owner.modelId}' (pid ${server.pid}) ended: ${exit.signal ?? `exit code ${exit.exitCode}`}`);
