@@ -130,7 +130,9 @@ export function forwardToEngine(
   // What was relayed so far: a cut stream gets its error event on a line of its own; a cut JSON
   // answer is cut. A stream the router opened already (progress comments) is an event stream
   // whose last comment ended with its blank line.
-  const relayed: Relayed = isOpenedEarly(res) ? { tail: '\n\n', eventStream: true } : { tail: '', eventStream: false };
+  const relayed: Relayed = isOpenedEarly(res)
+    ? { openedTail: '\n\n', previous: null, last: null, eventStream: true }
+    : { openedTail: '', previous: null, last: null, eventStream: false };
   return new Promise((resolve) => {
     let answered = false;
     upstream.once('error', (error: NodeJS.ErrnoException) => {
@@ -219,8 +221,15 @@ export function unreachableError(servedBy: string, cause: string): RouterError {
 
 /** What the relay has written so far, as far as ending it cleanly needs to know. */
 interface Relayed {
-  /** The last two characters written (an SSE event ends in a blank line). */
-  tail: string;
+  /** What went out before the engine's first byte ends with: '\n\n' after early progress comments, else ''. */
+  openedTail: string;
+  /**
+   * The last two chunks written, newest last, from which an interrupted stream reads its last two
+   * characters (an SSE event ends in a blank line; tailOf). Kept per chunk, read only then: the
+   * relay's per-chunk work is on every token's way.
+   */
+  previous: Buffer | string | null;
+  last: Buffer | string | null;
   /** The answer is an event stream, which can end with an error event; anything else can only be cut. */
   eventStream: boolean;
 }
@@ -231,7 +240,7 @@ interface Relayed {
  * signal left once a 200 and part of a body went out (the client sees a short body, not success).
  */
 function endBrokenAnswer(res: ServerResponse, relayed: Relayed, shape: AnswerShape, servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung'): void {
-  if (relayed.eventStream) endInterrupted(res, shape, servedBy, what, code, relayed.tail);
+  if (relayed.eventStream) endInterrupted(res, shape, servedBy, what, code, tailOf(relayed));
   else if (res.headersSent) res.destroy();
   else sendError(res, code === 'engine_hung' ? hungError(servedBy, what) : unreachableError(servedBy, what), shape.errors);
 }
@@ -279,7 +288,8 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: Engine
     claim.progressed();
     const out = rewriter === null ? chunk : rewriter.push(chunk);
     if (out.length === 0) return;
-    relayed.tail = lastTwoChars(relayed.tail, out);
+    relayed.previous = relayed.last;
+    relayed.last = out;
     if (!res.write(out)) answer.pause();
   });
   res.on('drain', () => answer.resume());
@@ -380,6 +390,14 @@ function endInterrupted(
   });
   const separator = tail.endsWith('\n\n') ? '' : tail.endsWith('\n') ? '\n' : '\n\n';
   res.end(`${separator}${event}`);
+}
+
+/** The last two characters written so far (see Relayed). */
+function tailOf(relayed: Relayed): string {
+  let tail = relayed.openedTail;
+  if (relayed.previous !== null) tail = lastTwoChars(tail, relayed.previous);
+  if (relayed.last !== null) tail = lastTwoChars(tail, relayed.last);
+  return tail;
 }
 
 function lastTwoChars(previous: string, out: Buffer | string): string {

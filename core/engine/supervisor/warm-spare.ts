@@ -158,8 +158,7 @@ export class WarmSpare {
    * retry. True when a spare is held for the launch now (started or starting). Never blocks.
    */
   startForLaunch(command: EngineCommand, env: Record<string, string>, args: readonly string[]): boolean {
-    if (this.closed || this.deps.clock.now() < this.retryAt) return false;
-    if (!sameEnv(this.deps.env, env) || !cpuOnlyArgv(args)) return false;
+    if (this.closed || this.deps.clock.now() < this.retryAt || !this.couldRun(env, args)) return false;
     const holdMs = this.deps.launchHoldMs ?? LAUNCH_HOLD_MS;
     this.heldUntil = this.deps.clock.now() + holdMs;
     if (this.holdTimer !== null) this.deps.clock.clearTimeout(this.holdTimer);
@@ -202,7 +201,7 @@ export class WarmSpare {
     this.heldUntil = 0;
     const spare = this.spare;
     if (spare === null || spare.released || spare.child.exitCode !== null || spare.child.signalCode !== null) return null;
-    if (!sameCommand(spare.command, command) || !sameEnv(this.deps.env, env) || !cpuOnlyArgv(args)) return null;
+    if (!sameCommand(spare.command, command) || !this.couldRun(env, args)) return null;
     const stdin = spare.child.stdin;
     if (stdin === null || !stdin.writable) return null;
     spare.released = true;
@@ -246,6 +245,11 @@ export class WarmSpare {
     this.holdTimer = null;
     this.heldUntil = 0;
     await this.endNow();
+  }
+
+  /** Whether a spare (of the launch's program) can run a launch with its spec's `env` and argv `args` (see the rules above). */
+  private couldRun(env: Record<string, string>, args: readonly string[]): boolean {
+    return sameEnv(this.deps.env, env) && cpuOnlyArgv(args);
   }
 
   private held(): boolean {
