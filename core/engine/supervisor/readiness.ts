@@ -3,7 +3,8 @@
 // Why a notification and not a fixed poll: llama-swap polled /health every 250 ms, so every
 // swap paid up to 250 ms of idle waiting, and a per-request swap pays it every time. The
 // engine already says when it is ready — llama-server prints "model loaded" and "listening on
-// http://…" — so that line wakes one confirming GET /health. The backoff poll (5 ms, doubling,
+// http://…" — so that line wakes one confirming GET /health (none after the embedded engine's
+// own line, which it writes only once it serves: EMBEDDED_READY_LINE). The backoff poll (5 ms, doubling,
 // at most 1 s) is only the fallback for engines that print no such line; it starts fast
 // because a tiny model loads in milliseconds.
 import type { Clock } from '../../common/clock.js';
