@@ -13,14 +13,15 @@
 //   finished before it is judged, never evicted halfway (that would waste the load and race
 //   the supervisor); and while its turn holds it idle for its client's next request
 //   (`heldForTurn`, core/daemon/turns.ts), so a waiting model does not evict it in that moment;
-// - a model whose launches failed since its last success is `retrying`: admitted last and not
-//   forced by its pin, so its retries never push out a model that is wanted. Not so a model
-//   whose server died after it had been ready (killed, crashed or hung while serving): it loaded
-//   and served with this definition, and kept to unwanted memory it would never come back while
-//   another model is in use — its waiting requests refused for as long as that lasts, its ladder
-//   never climbing (the soak found this: one SIGKILL, then every request for it a 503 for
-//   minutes). It competes as any model does; the ladder still counts each death and
-//   quarantines a model that keeps dying;
+// - a model that failed since its last success is `retrying`: admitted last and not forced by
+//   its pin, so its retries never push out a model that is wanted. One exception: a model whose
+//   server died after it had been ready (killed, crashed or hung while serving) while requests
+//   are waiting for it now. It loaded and served with this definition, and someone is asking for
+//   it: kept to unwanted memory it would never come back while another model is in use, those
+//   requests refused for as long as that lasts and its ladder never climbing (the soak found
+//   this: one SIGKILL, then every request for it a 503 for minutes). It competes as any waited-for
+//   model does, and the ladder still counts each death and quarantines a model that keeps dying.
+//   With nobody waiting it is `retrying` like any failed model, its pin included;
 // - the arrival of a model's oldest waiting request is its `waitingSince`, so waiting requests
 //   are served a model at a time in the order they came.
 import { footprintAt, layerCostAt, type FootprintEstimate } from '../policy/levels.js';
@@ -109,7 +110,7 @@ export function policyInputs(observed: {
     if (layerCost !== undefined) entry.layerCost = layerCost;
     if (demand.mixedSplit === true) entry.mixedSplit = true;
     if (want.waitingSince !== undefined) entry.waitingSince = want.waitingSince;
-    if (recovery.attempts > 0 && record?.diedWhileServing !== true) entry.retrying = true;
+    if (recovery.attempts > 0 && !(record?.diedWhileServing === true && want.waitingSince !== undefined)) entry.retrying = true;
     desired.push(entry);
   }
 

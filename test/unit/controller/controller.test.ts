@@ -553,6 +553,34 @@ describe('the recovery ladder, end to end', () => {
     expect(w.server.evictions()).toEqual(['a']);
   });
 
+  it('a model whose server died while serving, with no request waiting for it, retries only in memory nobody wants, even pinned', async () => {
+    // As above, but nobody waits for 'b' when it dies: its relaunch is a retry like any failed
+    // model's, and 'a', used within its TTL, keeps the room until nobody wants it.
+    const w = world([model('a', 6, { lastUsed: 1 })], { budgetGiB: 10 });
+    await w.start();
+    w.desired.state.models.push(model('b', 6, { lastUsed: 2, waitingSince: 2 }));
+    w.controller.trigger();
+    await settle();
+    expect(w.state('b')).toBe('ready');
+    w.desired.update('b', { lastUsed: 4, waitingSince: undefined, pinned: true });
+    w.desired.update('a', { lastUsed: 3 });
+    w.server.die('b');
+    await settle();
+    expect(w.controller.status('b')?.recovery).toMatchObject({ kind: 'crash', attempts: 1 });
+    // 'a' (wanted) comes back into the room; 'b' does not push it out again while it is wanted.
+    for (let i = 0; i < 3; i++) await w.clock.advance(60_000);
+    expect(w.state('a')).toBe('ready');
+    expect(w.server.evictions()).toEqual(['a']);
+    expect(w.controller.status('b')?.unschedulableReason).toMatch(/held by a/);
+    // A request for 'b' now: it competes as a waited-for model and gets its room back.
+    w.desired.update('b', { waitingSince: 5 });
+    w.controller.trigger();
+    await settle();
+    await w.clock.advance(1000);
+    expect(w.state('b')).toBe('ready');
+    expect(w.server.evictions()).toEqual(['a', 'a']);
+  });
+
   it('a quarantined model leaves the plan: it holds no memory there, no reason names it, and the model it kept out comes back', async () => {
     const w = world([model('broken', 6, { lastUsed: 2 }), model('chat', 6, { lastUsed: 1 })], { budgetGiB: 10 });
     w.server.failLaunch('broken', { kind: 'invalid', reason: 'model is corrupted or incomplete' });
