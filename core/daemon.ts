@@ -282,6 +282,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const measured = new Map<string, number>();
     let origin = '';
     const endpoint = () => (origin === '' ? '' : `${origin}/v1`);
+    // Other machines' base URLs, once the port is bound. The allowed names are read per snapshot,
+    // as the router reads them per request, so a name a reload removed is no longer offered.
+    let networkEndpointsFor: ((allowedHosts: readonly string[]) => string[]) | null = null;
     // The warm spare is kept only in memory the plan leaves free (daemon/spare-room.ts); looked at
     // again whenever a server, the plan, the budget or the config changes.
     const spareBytes = (): number => supervisor.spareStatus()?.residentBytes ?? runtime.bytes('embedded', 'host');
@@ -305,6 +308,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const snapshotParts = {
       startedAt,
       endpoint,
+      networkEndpoints: () => networkEndpointsFor?.(catalog.config().listen.allowedHosts) ?? [],
+      networkListener: plan.network,
       catalog,
       controller,
       supervisor,
@@ -411,7 +416,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     if (plan.loopbackToo) await listenOn('127.0.0.1', port);
     origin = localOrigin(plan, port);
     const dashboardUrl = `${origin}/#token=${token}`;
-    const lanEndpoints = networkEndpoints(plan, port, config.listen.allowedHosts, Object.values(networkInterfaces()).flat().filter((a) => a !== undefined));
+    const interfaces = Object.values(networkInterfaces()).flat().filter((a) => a !== undefined);
+    networkEndpointsFor = (allowedHosts) => networkEndpoints(plan, port, allowedHosts, interfaces);
+    const lanEndpoints = networkEndpointsFor(config.listen.allowedHosts);
 
     // The loop, the samplers and the watchers.
     const abort = new AbortController();

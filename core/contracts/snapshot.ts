@@ -126,6 +126,24 @@ export interface Snapshot {
   startedAt: number;
   /** The OpenAI-compatible base URL local apps use, e.g. http://127.0.0.1:PORT/v1. */
   endpoint: string;
+  /**
+   * The same base URL as other machines reach it, when listen.host is a network address: that
+   * address (for 0.0.0.0 or ::, each of this machine's), then each of listen.allowedHosts, as
+   * `llmtray serve` prints them. Empty on a loopback listener.
+   */
+  networkEndpoints: string[];
+  /**
+   * Whether a request to /v1 must carry one of listen.clientKeys: once any key is configured
+   * (from 127.0.0.1 too, which every user of the machine can reach), and always on a network
+   * listener, which serves nobody while the list is empty.
+   */
+  keysRequired: boolean;
+  /**
+   * The configured keys' names, so a person can tell which app's key to use. Never the keys:
+   * the snapshot goes to every admin client (the tray, the CLI, each dashboard tab, and other
+   * machines under listen.admin: network), and a key in it would be one read away from /v1.
+   */
+  clientKeyNames: string[];
   models: ModelView[];
   budget: BudgetView;
   plan: PlanView | null;

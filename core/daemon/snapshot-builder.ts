@@ -14,6 +14,10 @@ import { pricedEstimate } from './desired-state.js';
 export interface SnapshotParts {
   startedAt: number;
   endpoint: () => string;
+  /** Other machines' base URLs (Snapshot.networkEndpoints); empty on a loopback listener. */
+  networkEndpoints: () => string[];
+  /** listen.host is a network address: /v1 then needs a key even while none is configured (the router's RouterAccess.keysRequired). */
+  networkListener: boolean;
   catalog: Pick<Catalog, 'models' | 'problems' | 'config'>;
   controller: Pick<Controller, 'status' | 'lastPlan' | 'placement' | 'held'>;
   supervisor: Pick<Supervisor, 'status' | 'endpointFor' | 'inFlight'>;
@@ -131,9 +135,14 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
   const spare = parts.spareBytes?.() ?? null;
   if (spare !== null) residentHolders.push({ kind: 'spare', modelId: null, bytes: spare });
   const config = parts.catalog.config();
+  const clientKeyNames = config.listen.clientKeys.map((k) => k.name);
   return {
     startedAt: parts.startedAt,
     endpoint: parts.endpoint(),
+    networkEndpoints: parts.networkEndpoints(),
+    // The router's rule (core/router/client-keys.ts): any configured key is asked of every client.
+    keysRequired: parts.networkListener || clientKeyNames.length > 0,
+    clientKeyNames,
     models,
     budget: budgetView(parts.budget(), residentHolders, perDevice, parts.limitBytes()),
     plan: parts.controller.lastPlan(),

@@ -40,6 +40,9 @@ export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
   return {
     startedAt: 1_700_000_000_000,
     endpoint: 'http://127.0.0.1:8080/v1',
+    networkEndpoints: [],
+    keysRequired: false,
+    clientKeyNames: [],
     models: [ready, quarantined, odd],
     budget: {
       mode: 'gpu',

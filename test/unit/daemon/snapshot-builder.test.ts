@@ -1,5 +1,7 @@
 // The snapshot the tray, dashboard and CLI read: what holds memory, and where.
 import { describe, expect, it } from 'vitest';
+import type { CatalogModel } from '../../../core/catalog/catalog.js';
+import type { ClientKeyConfig } from '../../../core/catalog/config/load-config.js';
 import { ModelActivity } from '../../../core/daemon/activity.js';
 import { buildSnapshot, type SnapshotParts } from '../../../core/daemon/snapshot-builder.js';
 import type { BudgetSample } from '../../../core/gpu/live-budget.js';
@@ -35,11 +37,19 @@ function counted(bytes: number, level: 'full' | 'partial' = 'full'): SnapshotPar
   };
 }
 
+/** The catalog part: `models`, and a config whose listen.clientKeys are `clientKeys`. */
+function catalogOf(models: CatalogModel[], clientKeys: ClientKeyConfig[] = []): SnapshotParts['catalog'] {
+  const listen = { host: '127.0.0.1', port: 11435, clientKeys, allowedHosts: [], corsOrigins: [], admin: 'loopback' };
+  return { models: () => models, problems: () => [], config: () => ({ modelDirs: ['/models'], listen }) as never };
+}
+
 function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | null = null): SnapshotParts {
   return {
     startedAt: 1,
     endpoint: () => 'http://127.0.0.1:11435/v1',
-    catalog: { models: () => [chat, idle], problems: () => [], config: () => ({ modelDirs: ['/models'] }) as never },
+    networkEndpoints: () => [],
+    networkListener: false,
+    catalog: catalogOf([chat, idle]),
     controller: counted(footprintAt('full', chat.estimate!).deviceBytes),
     supervisor: {
       status: () => null,
@@ -89,7 +99,7 @@ describe('buildSnapshot', () => {
     const model = { ...chat, estimate: split };
     const snapshot = buildSnapshot(
       parts({
-        catalog: { models: () => [model], problems: () => [], config: () => ({ modelDirs: ['/models'] }) as never },
+        catalog: catalogOf([model]),
         supervisor: { status: () => null, endpointFor: () => ({ port: 40001, apiKey: 'k', pid: 77, level: 'partial', startedAt: 1, readyAt: 2 }), inFlight: () => 0 },
         controller: counted(footprintAt('partial', split).deviceBytes, 'partial'),
       }),
@@ -152,5 +162,29 @@ describe('buildSnapshot', () => {
     expect(first?.holders.map((h) => h.kind)).toEqual(['model', 'draft', 'other-programs', 'reserve']);
     expect(snapshot.budget.usedBytes).toBe(9 * GiB);
     expect(snapshot.budget.budgetBytes).toBe(30 * GiB);
+  });
+});
+
+describe('buildSnapshot: how apps reach the models', () => {
+  const LAN = ['http://192.168.1.20:11435/v1', 'http://workstation.lan:11435/v1'];
+  const keys = [
+    { name: 'laptop', key: 'laptop-key-5c2e9a41d07b' },
+    { name: 'phone', key: 'phone-key-83fd10a6c2e4' },
+  ];
+
+  it.each([
+    ['a loopback listener with no key: open, as before LAN mode', false, [], [], { networkEndpoints: [], keysRequired: false, clientKeyNames: [] }],
+    ['a loopback listener with keys: the router asks them of local apps too', false, [], keys, { networkEndpoints: [], keysRequired: true, clientKeyNames: ['laptop', 'phone'] }],
+    ['a network listener with keys: its endpoints, and a key required', true, LAN, keys, { networkEndpoints: LAN, keysRequired: true, clientKeyNames: ['laptop', 'phone'] }],
+    ['a network listener whose keys a reload removed: still required, and no name to offer', true, LAN, [], { networkEndpoints: LAN, keysRequired: true, clientKeyNames: [] }],
+  ])('%s', (_case, networkListener, networkEndpoints, clientKeys, expected) => {
+    const snapshot = buildSnapshot(parts({ networkListener, networkEndpoints: () => networkEndpoints, catalog: catalogOf([chat], clientKeys) }));
+    expect({ networkEndpoints: snapshot.networkEndpoints, keysRequired: snapshot.keysRequired, clientKeyNames: snapshot.clientKeyNames }).toEqual(expected);
+    expect(snapshot.endpoint).toBe('http://127.0.0.1:11435/v1');
+  });
+
+  it('never carries a client key: the snapshot goes to every admin client', () => {
+    const text = JSON.stringify(buildSnapshot(parts({ networkListener: true, networkEndpoints: () => LAN, catalog: catalogOf([chat, idle], keys) })));
+    for (const { key } of keys) expect(text).not.toContain(key);
   });
 });
