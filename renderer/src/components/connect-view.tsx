@@ -1,6 +1,7 @@
-// How a local app talks to llmtray: the endpoint, and examples ready to paste for the models
-// that exist. The examples are built from the snapshot's endpoint and ids, so they are right
-// for this machine's port and catalog.
+// How an app talks to llmtray: the base URLs it can use, whether it needs a client key, and
+// examples ready to paste for the models that exist. The examples are built from the
+// snapshot's endpoints, ids and keysRequired, so they are right for this machine's port,
+// catalog and listen settings: with client keys configured an example without one gets 401.
 import { useState } from 'react';
 import { useDashboard } from '../store/store-context.js';
 import { CopyButton } from './copy-button.js';
@@ -9,17 +10,39 @@ type Example = 'curl' | 'javascript' | 'python';
 
 const EXAMPLE_LABEL: Record<Example, string> = { curl: 'curl', javascript: 'OpenAI SDK (JavaScript)', python: 'OpenAI SDK (Python)' };
 
-/** The example program for `model` against `endpoint` (the /v1 base URL). */
-export function exampleFor(kind: Example, endpoint: string, model: string): string {
+/**
+ * What the examples send as the key once one is required. A placeholder rather than a real key:
+ * the snapshot carries none (a key shown here would be one read away from /v1), and it says
+ * where the person's own key lives.
+ */
+export const CLIENT_KEY_PLACEHOLDER = '<your client key from listen.clientKeys>';
+
+/** What the SDK examples send while no key is required: the SDKs refuse to start without one, and the router ignores it. */
+const UNCHECKED_KEY = 'llmtray';
+
+export interface ExampleTarget {
+  /** The /v1 base URL. */
+  endpoint: string;
+  model: string;
+  /** The router refuses a request without one of listen.clientKeys (Snapshot.keysRequired). */
+  keysRequired: boolean;
+}
+
+/** The example program for `target.model` against `target.endpoint`. */
+export function exampleFor(kind: Example, { endpoint, model, keysRequired }: ExampleTarget): string {
+  const apiKey = keysRequired ? CLIENT_KEY_PLACEHOLDER : UNCHECKED_KEY;
   switch (kind) {
     case 'curl':
-      return `curl ${endpoint}/chat/completions \\
-  -H 'Content-Type: application/json' \\
-  -d '{"model": "${model}", "messages": [{"role": "user", "content": "Hello!"}]}'`;
+      return [
+        `curl ${endpoint}/chat/completions`,
+        `  -H 'Content-Type: application/json'`,
+        ...(keysRequired ? [`  -H 'Authorization: Bearer ${CLIENT_KEY_PLACEHOLDER}'`] : []),
+        `  -d '{"model": "${model}", "messages": [{"role": "user", "content": "Hello!"}]}'`,
+      ].join(' \\\n');
     case 'javascript':
       return `import OpenAI from 'openai';
 
-const client = new OpenAI({ baseURL: '${endpoint}', apiKey: 'llmtray' });
+const client = new OpenAI({ baseURL: '${endpoint}', apiKey: '${apiKey}' });
 const reply = await client.chat.completions.create({
   model: '${model}',
   messages: [{ role: 'user', content: 'Hello!' }],
@@ -28,7 +51,7 @@ console.log(reply.choices[0].message.content);`;
     case 'python':
       return `from openai import OpenAI
 
-client = OpenAI(base_url="${endpoint}", api_key="llmtray")
+client = OpenAI(base_url="${endpoint}", api_key="${apiKey}")
 reply = client.chat.completions.create(
     model="${model}",
     messages=[{"role": "user", "content": "Hello!"}],
@@ -39,21 +62,38 @@ print(reply.choices[0].message.content)`;
 
 export function ConnectView() {
   const endpoint = useDashboard((state) => state.snapshot?.endpoint);
+  const networkEndpoints = useDashboard((state) => state.snapshot?.networkEndpoints);
+  const keysRequired = useDashboard((state) => state.snapshot?.keysRequired ?? false);
+  const clientKeyNames = useDashboard((state) => state.snapshot?.clientKeyNames);
+  const configPath = useDashboard((state) => state.snapshot?.configPath);
   const models = useDashboard((state) => state.snapshot?.models);
-  const [chosen, setChosen] = useState<string | null>(null);
+  const [chosenModel, setChosenModel] = useState<string | null>(null);
+  const [chosenEndpoint, setChosenEndpoint] = useState<string | null>(null);
   const [kind, setKind] = useState<Example>('curl');
-  if (endpoint === undefined || models === undefined) return null;
-  const model = chosen ?? models[0]?.id ?? 'MODEL';
-  const example = exampleFor(kind, endpoint, model);
+  if (endpoint === undefined || networkEndpoints === undefined || clientKeyNames === undefined || configPath === undefined || models === undefined) return null;
+  const endpoints = [endpoint, ...networkEndpoints];
+  const model = chosenModel ?? models[0]?.id ?? 'MODEL';
+  // A base URL a reload took away (an allowed host name removed) falls back to this machine's.
+  const target = chosenEndpoint !== null && endpoints.includes(chosenEndpoint) ? chosenEndpoint : endpoint;
+  const example = exampleFor(kind, { endpoint: target, model, keysRequired });
 
   return (
     <section className="connect" aria-labelledby="connect-heading">
       <h2 id="connect-heading">Connect an app</h2>
       <p className="muted">Any OpenAI-compatible client works: point its base URL here and name a model.</p>
       <div className="path-row endpoint-row">
+        {networkEndpoints.length > 0 && <span className="muted">This machine</span>}
         <code>{endpoint}</code>
         <CopyButton text={endpoint} label="Copy base URL" />
       </div>
+      {networkEndpoints.map((url) => (
+        <div className="path-row endpoint-row" key={url}>
+          <span className="muted">Other machines</span>
+          <code>{url}</code>
+          <CopyButton text={url} label={`Copy base URL ${url}`} />
+        </div>
+      ))}
+      {keysRequired && <KeyNote names={clientKeyNames} configPath={configPath} />}
       <div className="connect-controls">
         <div role="group" aria-label="Example" className="segmented">
           {(Object.keys(EXAMPLE_LABEL) as Example[]).map((option) => (
@@ -68,8 +108,17 @@ export function ConnectView() {
             </button>
           ))}
         </div>
+        {endpoints.length > 1 && (
+          <select className="field" value={target} onChange={(event) => setChosenEndpoint(event.target.value)} aria-label="Base URL for the example">
+            {endpoints.map((url) => (
+              <option key={url} value={url}>
+                {url}
+              </option>
+            ))}
+          </select>
+        )}
         {models.length > 0 && (
-          <select className="field" value={model} onChange={(event) => setChosen(event.target.value)} aria-label="Model for the example">
+          <select className="field" value={model} onChange={(event) => setChosenModel(event.target.value)} aria-label="Model for the example">
             {models.map((m) => (
               <option key={m.id} value={m.id}>
                 {m.id}
@@ -85,5 +134,23 @@ export function ConnectView() {
         <CopyButton text={example} label={`Copy ${EXAMPLE_LABEL[kind]} example`} />
       </div>
     </section>
+  );
+}
+
+/** Where the keys come from, and how a client sends one; the keys themselves never reach the dashboard. */
+function KeyNote({ names, configPath }: { names: readonly string[]; configPath: string }) {
+  if (names.length === 0) {
+    // A network listener whose keys a reload removed: the router refuses every request.
+    return (
+      <p role="note">
+        No client key is configured, so this endpoint serves nobody: add one under <code>listen.clientKeys</code> in <code>{configPath}</code>.
+      </p>
+    );
+  }
+  return (
+    <p role="note">
+      Every request needs a client key: one of <code>listen.clientKeys</code> in <code>{configPath}</code> (configured: {names.join(', ')}), sent as{' '}
+      <code>Authorization: Bearer &lt;key&gt;</code> by OpenAI clients or <code>x-api-key: &lt;key&gt;</code> by Anthropic clients.
+    </p>
   );
 }
