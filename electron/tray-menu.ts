@@ -57,12 +57,7 @@ const TOOLTIP_CHARS = 127;
 
 export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context: TrayMenuContext): TrayMenuItem[] {
   const items: TrayMenuItem[] = [
-    {
-      type: 'normal',
-      label: `Endpoint: ${snapshot.endpoint} (click to copy)`,
-      enabled: true,
-      click: () => actions.copyText(snapshot.endpoint),
-    },
+    ...endpointItems(snapshot, actions),
     { type: 'normal', label: memoryLine(snapshot.budget), enabled: false },
     ...snapshot.budget.gpus.map((gpu) => gpuItem(gpu, snapshot.models)),
   ];
@@ -88,6 +83,21 @@ export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context:
     { type: 'separator' },
     { type: 'normal', label: 'Quit llmtray', enabled: true, click: () => actions.quit() },
   );
+  return items;
+}
+
+/**
+ * Where apps connect, each a click from the clipboard: this machine's base URL, then the ones
+ * other machines use in LAN mode; and, when the router asks for a key, that a pasted URL alone
+ * gets 401 (the keys stay out of the snapshot, so the menu can only say where they are).
+ */
+function endpointItems(snapshot: Snapshot, actions: TrayActions): TrayMenuItem[] {
+  const copyable = (label: string, url: string): TrayMenuItem => ({ type: 'normal', label: `${label}: ${url} (click to copy)`, enabled: true, click: () => actions.copyText(url) });
+  const items = [copyable('Endpoint', snapshot.endpoint), ...snapshot.networkEndpoints.map((url) => copyable('Network endpoint', url))];
+  if (snapshot.keysRequired) {
+    const label = snapshot.clientKeyNames.length > 0 ? 'Apps need a client key (listen.clientKeys)' : 'No client key in listen.clientKeys: the endpoint serves nobody';
+    items.push({ type: 'normal', label, enabled: false, toolTip: snapshot.configPath });
+  }
   return items;
 }
 

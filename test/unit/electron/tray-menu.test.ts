@@ -103,6 +103,29 @@ describe('buildTrayMenu', () => {
     expect(items[1]).toMatchObject({ label: 'GPU memory: 17.2 GiB of 24 GiB in use', enabled: false });
   });
 
+  it('offers the network endpoints after this machine’s in LAN mode, each copying itself, and says apps need a key', () => {
+    const { calls, actions } = recordingActions();
+    const lan = ['http://192.168.1.20:8080/v1', 'http://workstation.lan:8080/v1'];
+    const items = buildTrayMenu(snapshot([model('a')], { networkEndpoints: lan, keysRequired: true, clientKeyNames: ['laptop'] }), actions, { startAtLogin: false, now: NOW });
+    expect(items.slice(0, 5).map(labelOf)).toEqual([
+      'Endpoint: http://127.0.0.1:8080/v1 (click to copy)',
+      `Network endpoint: ${lan[0]} (click to copy)`,
+      `Network endpoint: ${lan[1]} (click to copy)`,
+      'Apps need a client key (listen.clientKeys)',
+      'GPU memory: 17.2 GiB of 24 GiB in use',
+    ]);
+    for (const item of items.slice(0, 3)) click(item);
+    expect(calls).toEqual(['copy http://127.0.0.1:8080/v1', ...lan.map((url) => `copy ${url}`)]);
+    expect(items[3]).toMatchObject({ enabled: false });
+  });
+
+  it('says a key is needed on loopback once one is configured, and that a network endpoint with none left serves nobody', () => {
+    const onLoopback = buildTrayMenu(snapshot([], { keysRequired: true, clientKeyNames: ['laptop'] }), recordingActions().actions, { startAtLogin: false, now: NOW });
+    expect(onLoopback.slice(0, 2).map(labelOf)).toEqual(['Endpoint: http://127.0.0.1:8080/v1 (click to copy)', 'Apps need a client key (listen.clientKeys)']);
+    const emptied = buildTrayMenu(snapshot([], { networkEndpoints: ['http://192.168.1.20:8080/v1'], keysRequired: true, clientKeyNames: [] }), recordingActions().actions, { startAtLogin: false, now: NOW });
+    expect(labelOf(emptied[2]!)).toBe('No client key in listen.clientKeys: the endpoint serves nobody');
+  });
+
   it('says so when there is no GPU', () => {
     const base = snapshot([]);
     const items = buildTrayMenu({ ...base, budget: { ...base.budget, mode: 'cpu', usedBytes: 2 * GiB, budgetBytes: 40 * GiB } }, recordingActions().actions, { startAtLogin: false, now: NOW });
