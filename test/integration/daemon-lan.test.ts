@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI, { AuthenticationError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { eventually, makeDataDir, removeDataDir, runCli, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { tinyModel } from '../support/test-models.js';
 
@@ -49,6 +50,13 @@ function lanRequest(path: string, options: { method?: string; headers?: Record<s
   });
 }
 
+/** `GET /api/state` on 127.0.0.1 as the dashboard and the CLI read it, as text, to search it for keys. */
+async function adminStateText(): Promise<string> {
+  const response = await fetch(`${daemon.origin}/api/state`, { headers: { authorization: `Bearer ${daemon.token}` } });
+  expect(response.status).toBe(200);
+  return response.text();
+}
+
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'llmtray-lan-'));
   modelPath = await tinyModel();
@@ -74,6 +82,17 @@ describe('llmtray serve on a network address with client keys', () => {
     expect(answer.choices[0]?.message.role).toBe('assistant');
   });
 
+  // Before the revoking test below, so that both keys are configured when the snapshot is read.
+  it('tells the dashboard, the tray and the CLI every endpoint and that a key is required, with no key in it', async () => {
+    const text = await adminStateText();
+    const state = JSON.parse(text) as Snapshot;
+    expect(state.endpoint).toBe(`${daemon.origin}/v1`);
+    expect(state.networkEndpoints).toEqual([lanUrl, `http://workstation.lan:${daemon.port}/v1`]);
+    expect(state.keysRequired).toBe(true);
+    expect(state.clientKeyNames).toEqual(['laptop', 'phone']);
+    for (const key of [LAPTOP, PHONE]) expect(text).not.toContain(key);
+  });
+
   it('refuses a wrong key, and a key removed from the config, while the other app keeps working', async () => {
     const wrong = await new OpenAI({ baseURL: lanUrl, apiKey: 'guessed-key-000000000', maxRetries: 0 }).models.list().catch((error: unknown) => error);
     expect(wrong).toBeInstanceOf(AuthenticationError);
@@ -88,6 +107,8 @@ describe('llmtray serve on a network address with client keys', () => {
       return error instanceof AuthenticationError ? error : undefined;
     });
     expect(revoked.status).toBe(401);
+    // The snapshot is built from the same config the router reads: the phone is no longer offered.
+    expect((JSON.parse(await adminStateText()) as Snapshot).clientKeyNames).toEqual(['laptop']);
     const laptop = new OpenAI({ baseURL: lanUrl, apiKey: LAPTOP, maxRetries: 0 });
     expect((await laptop.models.list()).data.map((m) => m.id)).toEqual(['tiny']);
   });
