@@ -31,6 +31,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DASHBOARD_CSP } from '../core/admin/static-files.js';
 import { realClock } from '../core/common/clock.js';
+import { createThrottle } from '../core/common/throttle.js';
 import type { Snapshot } from '../core/contracts/snapshot.js';
 import { assertNever } from './assert-never.js';
 import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
@@ -39,7 +40,6 @@ import { createLoginItem, relaunchCommand } from './login-item.js';
 import { toMenuTemplate } from './menu-template.js';
 import { notificationFor, type NotificationText } from './notifications.js';
 import { createQuitCoordinator } from './quit-coordinator.js';
-import { createThrottle } from './throttle.js';
 import { trayIconDir, trayIconFile } from './tray-icons.js';
 import { buildTrayMenu, trayStatus, type TrayActions, type TrayHealth } from './tray-menu.js';
 import {

@@ -1,12 +1,11 @@
-// Rebuilding a native menu is not free (on Linux it re-exports the whole menu over D-Bus), and
-// snapshots arrive up to ten a second while a model loads. This collapses bursts: the first
-// request runs at once, later ones within the interval become one trailing run that sees the
-// latest state. Time comes from an injected clock so the behaviour is tested without sleeping.
+// A throttle that collapses bursts: the first request runs at once, later ones within the
+// interval become one trailing run that sees the latest state, and nothing is left pending once
+// requests stop. Two users: the tray menu (rebuilding a native menu is not free; on Linux it
+// re-exports the whole menu over D-Bus) and the daemon's republishing of a load's progress
+// (core/daemon/load-progress-feed.ts). Time comes from an injected clock so the behaviour is
+// tested without sleeping.
 
-import type { Clock } from '../core/common/clock.js';
-
-/** The shared injected clock; test/support's FakeClock fits. */
-export type ThrottleClock = Clock;
+import type { Clock } from './clock.js';
 
 export interface Throttle {
   /** Asks for a run. Never blocks; runs now, or once at the end of the current interval. */
@@ -15,7 +14,7 @@ export interface Throttle {
   cancel(): void;
 }
 
-export function createThrottle(run: () => void, intervalMs: number, clock: ThrottleClock): Throttle {
+export function createThrottle(run: () => void, intervalMs: number, clock: Clock): Throttle {
   let lastRunAt = Number.NEGATIVE_INFINITY;
   let pending: unknown = null;
   const fire = (): void => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createThrottle } from '../../../electron/throttle.js';
+import { createThrottle } from '../../../core/common/throttle.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
 describe('createThrottle', () => {
