@@ -37,6 +37,7 @@ import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
 import { DaemonDesiredState, pricedEstimate } from './daemon/desired-state.js';
 import { spareFits } from './daemon/spare-room.js';
 import { createGateway } from './daemon/gateway.js';
+import { feedLoadProgress } from './daemon/load-progress-feed.js';
 import { ModelTurns } from './daemon/turns.js';
 import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
 import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
@@ -349,6 +350,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       unsubscribeLogs();
       logFeed.close();
     });
+    // A loading engine's fraction onto the snapshot (the dashboard's card, the tray), at most twice a second, only while one changes.
+    cleanups.push(feedLoadProgress({ supervisor, changed: () => admin.changed(), clock: realClock }));
 
     // Events → "look again" and "something changed".
     const controllerLog = logFor('events');

@@ -191,6 +191,26 @@ describe('Supervisor with the fake engine', () => {
     expect(supervisor.status('slow')?.loadProgress).toBeNull();
   });
 
+  it('tells its load-progress listeners each new fraction, only while loading, as status() says it from then on', async () => {
+    const { supervisor } = await supervisorWith({ slow: ['--fake-progress', '--fake-ready-after', '1500'] });
+    const heard: { modelId: string; fraction: number | null; status: number | null; phase: string | undefined }[] = [];
+    supervisor.subscribeLoadProgress((modelId, fraction) => {
+      const status = supervisor.status(modelId);
+      heard.push({ modelId, fraction, status: status?.loadProgress ?? null, phase: status?.phase });
+    });
+    await supervisor.launch('slow', 'full');
+    expect(heard.length).toBeGreaterThan(0);
+    for (const note of heard) expect(note).toEqual({ modelId: 'slow', fraction: note.status, status: note.status, phase: 'loading' });
+  });
+
+  it('tells its load-progress listeners nothing for an engine that reports no fraction (no news, though each check says so)', async () => {
+    const { supervisor } = await supervisorWith({ plain: ['--fake-silent', '--fake-ready-after', '300'] });
+    const heard: (number | null)[] = [];
+    supervisor.subscribeLoadProgress((_modelId, fraction) => heard.push(fraction));
+    await supervisor.launch('plain', 'full');
+    expect(heard).toEqual([]);
+  });
+
   it('remembers how long the last load took, through the next load, for estimating its progress', async () => {
     const { supervisor } = await supervisorWith({ slow: ['--fake-ready-after', '300'] });
     await supervisor.launch('slow', 'full');

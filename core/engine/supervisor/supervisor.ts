@@ -126,6 +126,13 @@ export interface ServerStatus {
 /** Hears each line added to a model's server log, with its position in that log (see log-ring.ts). Runs synchronously; must not throw. */
 export type LogListener = (modelId: string, line: string, position: number) => void;
 
+/**
+ * Hears that a loading server's own load fraction changed: `fraction` is what status().loadProgress
+ * says from now on (0…1, or null where the engine's 503 body carries none). Runs synchronously;
+ * must not throw.
+ */
+export type LoadProgressListener = (modelId: string, fraction: number | null) => void;
+
 /** A running server's memory: a device figure (driver or llama.cpp's buffers), or host RSS. */
 export interface Measurement {
   bytes: number;
@@ -184,6 +191,7 @@ export class Supervisor {
   private readonly owners = new Map<string, ModelOwner>();
   private readonly listeners = new Set<ServerEventListener>();
   private readonly logListeners = new Set<LogListener>();
+  private readonly progressListeners = new Set<LoadProgressListener>();
   private readonly registry: EngineRegistry;
   private readonly spawn: SpawnFunction;
   private readonly clock: Clock;
@@ -297,6 +305,10 @@ export class Supervisor {
       const server = owner.server;
       if (!server?.running) return 'stopped';
       if (server.phase === 'ready' && !server.hasEnded && server.claims.count > 0) return 'claimed';
+      // The claims at the moment of stopping a live process, in its own log: the soak counts the
+      // evictions this line shows with a request in flight (test/soak/server-log.ts). The check
+      // above keeps it at 0; the line is what shows it if that ever stops being so.
+      if (!server.hasEnded) owner.log.push(`── llmtray: evicting '${modelId}' (pid ${server.pid}, ${server.phase}) with ${server.claims.count} request(s) in flight`);
       await this.stop(owner, server, { why: 'requested' });
       return 'stopped';
     });
@@ -355,6 +367,25 @@ export class Supervisor {
   subscribeLog(listener: LogListener): () => void {
     this.logListeners.add(listener);
     return () => this.logListeners.delete(listener);
+  }
+
+  /**
+   * Subscribes to each loading server's fraction as it changes (llama.cpp's loader progress, read
+   * from the 503 body of a /health check: only while a model loads, at most as often as readiness
+   * asks, never the same value twice in a row). For the views that show it: the admin snapshot is
+   * republished with it (core/daemon/load-progress-feed.ts). Listeners run synchronously and
+   * must not throw. Returns the unsubscribe.
+   *
+   * Why not a ServerEvent: those are a server's life, which the controller folds into its
+   * records, each transition exactly once (core/contracts/server-events.ts); a fraction decides
+   * nothing and comes many times per load, so every listener and fake of that contract would have
+   * to learn to skip it. Why not a callback in SupervisorDeps (like onSpareChange): its listener,
+   * the admin service, is made after the supervisor, and a subscription, as for the log lines,
+   * needs no placeholder to forward through.
+   */
+  subscribeLoadProgress(listener: LoadProgressListener): () => void {
+    this.progressListeners.add(listener);
+    return () => this.progressListeners.delete(listener);
   }
 
   /** Whether any model's server runs (loading, ready or stopping), or a launch is on its way; the warm spare aside. Synchronous. */
@@ -647,7 +678,9 @@ export class Supervisor {
         signal: waiting.signal,
         clock: this.clock,
         onProgress: (progress) => {
+          if (progress === started.loadProgress) return;
           started.loadProgress = progress;
+          for (const listener of [...this.progressListeners]) listener(owner.modelId, progress);
         },
         provenReady: () => started.provenReady,
       });
