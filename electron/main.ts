@@ -36,6 +36,7 @@ import type { Snapshot } from '../core/contracts/snapshot.js';
 import { assertNever } from './assert-never.js';
 import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
 import { forwardAdminEvents, registerIpcHandlers } from './ipc-main-handlers.js';
+import { createLoadTicker } from './load-ticker.js';
 import { createLoginItem, relaunchCommand } from './login-item.js';
 import { toMenuTemplate } from './menu-template.js';
 import { notificationFor, type NotificationText } from './notifications.js';
@@ -243,6 +244,8 @@ async function run(): Promise<void> {
     realClock,
   );
   nativeTheme.on('updated', () => menu.request());
+  // A load's seconds and estimated percent move though no snapshot comes (load-ticker.ts).
+  const loadTicks = createLoadTicker(() => menu.request(), realClock);
 
   const forward = forwardAdminEvents(() => liveDashboard()?.webContents ?? null);
   const unsubscribe = admin.subscribe((event) => {
@@ -250,6 +253,7 @@ async function run(): Promise<void> {
     switch (event.type) {
       case 'SnapshotUpdated':
         latest = event.snapshot;
+        loadTicks.follow(latest);
         menu.request();
         break;
       case 'ModelQuarantined':
@@ -270,6 +274,7 @@ async function run(): Promise<void> {
   stopListening = () => {
     unsubscribe();
     unregisterIpc();
+    loadTicks.stop();
     menu.cancel();
   };
   // Logout and shutdown on Linux and macOS: hold the OS until the engines are down. Electron
