@@ -1,13 +1,16 @@
 // Load progress in the stream with the real daemon (`llmtray serve --demo` as a child) and its
 // real embedded engines: a cold demo-chat read raw (comment lines and when they came) and through
-// the official `openai` client, against a warm run of the same greedy request; the corrupt
+// the official `openai` client, against a warm run of the same greedy request; the snapshot the
+// dashboard and the tray read while it waits (/api/state), against its comments; the corrupt
 // demo-broken, whose load fails after the comments went out. The router's behaviour in every
 // case, with a slow scripted load: router-load-progress.test.ts.
 //
 // One daemon for the file; the tests run in order and each leaves the state the next starts from.
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { isServing } from '../../core/contracts/model-status.js';
+import type { ModelView } from '../../core/contracts/snapshot.js';
+import { eventually, removeDataDir, sleep, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { postForLines, type SseAnswer } from '../support/sse-lines.js';
 
 let daemon: DaemonProcess;
@@ -74,6 +77,50 @@ describe('a streamed request for a cold model', () => {
     expect(contentOf(coldChunks)).toEqual(contentOf(chunksOf(warm)));
     expect(coldChunks.some((c) => c.choices[0]?.delta.reasoning_content !== undefined)).toBe(false);
     expect(cold.lines.at(-1)?.text).toBe('data: [DONE]');
+  });
+
+  it("is seen by the dashboard and the tray as the comments say it: /api/state read during the wait carries the engine's fraction", async () => {
+    await unloaded('demo-chat');
+    const reads: { sentAt: number; at: number; model: ModelView }[] = [];
+    let waiting = true;
+    const reading = (async () => {
+      // A pause between reads, so the reads do not take the cores the load needs.
+      for (; waiting; await sleep(50)) {
+        const sentAt = performance.now();
+        const model = await daemon.model('demo-chat');
+        reads.push({ sentAt, at: performance.now(), model });
+      }
+    })();
+    const cold = await postForLines(`${daemon.endpoint}/chat/completions`, GREEDY).finally(() => (waiting = false));
+    await reading;
+    const firstData = cold.lines.findIndex((l) => l.text.startsWith('data:'));
+    expect(firstData).toBeGreaterThan(0);
+    const dataAt = cold.lines[firstData]!.at;
+    // The comments that give the engine's own percent (an estimate says '~').
+    const enginePercents = cold.lines.slice(0, firstData).flatMap((l) => {
+      const m = /^: llmtray: loading demo-chat, (\d+) %/.exec(l.text);
+      return m === null ? [] : [{ at: l.at, percent: Number(m[1]) }];
+    });
+    // A read sent after such a comment arrived was answered after the comment was written, so the
+    // fraction it carries is that one or a later one (a load's fraction only grows). Only that
+    // bound: a read's answer and a comment on another socket may arrive in either order.
+    let loadingReads = 0;
+    for (const read of reads.filter((r) => r.at < dataAt)) {
+      const before = enginePercents.filter((c) => c.at < read.sentAt).at(-1);
+      if (before === undefined) continue;
+      const { loading, status } = read.model;
+      if (loading === null) {
+        // The load ended while the answer's first token was on its way.
+        expect(isServing(status.state), `state ${status.state} while the stream waited`).toBe(true);
+        continue;
+      }
+      loadingReads += 1;
+      expect(status.state).toBe('loading');
+      expect(loading.fraction, 'the snapshot lacks the fraction the comments gave').not.toBeNull();
+      expect(Math.floor(loading.fraction! * 100)).toBeGreaterThanOrEqual(before.percent);
+    }
+    // Three such comments are a second of load, with reads (one every 50 ms or so) well inside it.
+    if (enginePercents.length >= 3) expect(loadingReads).toBeGreaterThan(0);
   });
 
   it('streams to the openai client exactly as a warm run does', async () => {
