@@ -6,9 +6,10 @@
 //
 // What must hold for every one of them:
 // - the answer is served (2xx) or refused with a 4xx/5xx whose body is an error in its
-//   surface's shape ({ error: { message, code } }: OpenAI's for /v1 and the guards, the admin
-//   API's elsewhere; a command's own CommandResult for its refusals). No answer at all only for
-//   a request that never finished arriving;
+//   surface's shape: Anthropic's ({ type: 'error', error: { type, message } }) under
+//   /v1/messages, whose SDKs read nothing else; elsewhere { error: { message, code } } (OpenAI's
+//   for the rest of /v1 and the guards, the admin API's elsewhere; a command's own CommandResult
+//   for its refusals). No answer at all only for a request that never finished arriving;
 // - a 2xx under /api needs the admin token and one under /v1 a client key (no way around them);
 // - a 2xx for a file is byte for byte a file of the dashboard's folder: nothing outside it is
 //   served, however the path climbs or encodes;
@@ -80,7 +81,8 @@ interface FuzzRequest {
 /** Every route there is, with the method it takes, so that most requests reach it. */
 const KNOWN_ROUTES: [string, string][] = [
   ['POST', '/v1/chat/completions'], ['POST', '/v1/completions'], ['POST', '/v1/embeddings'], ['GET', '/v1/models'], ['GET', '/v1/models/broken'],
-  ['GET', '/v1/models/OLD-NAME'], ['GET', '/v1'], ['GET', '/api/state'], ['GET', '/api/events'], ['POST', '/api/models/broken/pin'],
+  ['GET', '/v1/models/OLD-NAME'], ['GET', '/v1'], ['POST', '/v1/messages'], ['POST', '/v1/messages/count_tokens'], ['GET', '/v1/messages'],
+  ['POST', '/v1/messages/batches'], ['OPTIONS', '/v1/messages'], ['GET', '/api/state'], ['GET', '/api/events'], ['POST', '/api/models/broken/pin'],
   ['POST', '/api/models/broken/unpin'], ['POST', '/api/models/Broken/load'], ['POST', '/api/models/old-name/unload'], ['POST', '/api/models/broken/retry'],
   ['GET', '/api/models/broken/logs'], ['POST', '/api/models/nope/pin'], ['GET', '/api/models/nope/logs'], ['POST', '/api/models/broken/delete'],
   ['POST', '/api/session'], ['GET', '/api'], ['GET', '/metrics'], ['GET', '/'], ['GET', '/index.html'], ['OPTIONS', '/v1/chat/completions'],
@@ -93,7 +95,7 @@ const CLIMBING_PATHS = [
 ];
 
 const segment = fc.oneof(
-  fc.constantFrom('v1', 'api', 'models', 'broken', 'logs', 'pin', 'assets', 'index.html', '..', '.', '%2e%2e', '%2f', '%5c', '%00', '%', '%zz', ''),
+  fc.constantFrom('v1', 'api', 'models', 'messages', 'count_tokens', 'broken', 'logs', 'pin', 'assets', 'index.html', '..', '.', '%2e%2e', '%2f', '%5c', '%00', '%', '%zz', ''),
   fc.string({ maxLength: 12 }).map(encodeURIComponent),
   fc.stringMatching(/^[A-Za-z0-9._~!$&'()*+,;=:@%-]{0,16}$/),
 );
@@ -133,6 +135,7 @@ function headerSets(port: number, adminToken: string): fc.Arbitrary<[string, str
       optional('Host', mostly(fc.constantFrom(`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`), fc.oneof(fc.constantFrom('attacker.example', `127.0.0.1.attacker.example:${port}`, '', `127.0.0.1:${port}, evil`), printable(30))), 19),
       optional('Authorization', mostly(fc.constant(`Bearer ${adminToken}`), fc.oneof(fc.constantFrom(`bearer ${adminToken}`, 'Bearer ', 'Bearer wrong', `Basic ${Buffer.from(`x:${adminToken}`).toString('base64')}`, adminToken), printable(40))), 4),
       optional('x-api-key', mostly(fc.constant(CLIENT_KEY), fc.oneof(fc.constant(adminToken), printable(40))), 1),
+      optional('anthropic-version', fc.oneof(fc.constant('2023-06-01'), printable(12)), 1, 2),
       optional('Origin', fc.oneof(fc.constantFrom(`http://127.0.0.1:${port}`, 'https://evil.example', 'null', 'http://localhost:3000'), printable(30)), 1, 8),
       optional('Content-Type', fc.oneof(fc.constantFrom('application/json', 'text/plain', 'application/json; charset=utf-16', 'multipart/form-data; boundary=x'), printable(30)), 2),
       optional('Cookie', fc.constantFrom(`llmtray_session=${adminToken}`, `llmtray_session_${port}=${adminToken}`), 1, 4),
@@ -140,8 +143,8 @@ function headerSets(port: number, adminToken: string): fc.Arbitrary<[string, str
       fc.array(fc.tuple(token, printable(60)), { maxLength: 4 }),
       optional('X-Large', fc.constantFrom(9_000, 20_000).map((size) => 'x'.repeat(size)), 1, 40),
     )
-    .map(([host, auth, apiKey, origin, type, cookie, encoding, extra, large]) =>
-      [host, auth, apiKey, origin, type, cookie, encoding, ...extra, large].filter((header): header is [string, string] => header !== undefined),
+    .map(([host, auth, apiKey, version, origin, type, cookie, encoding, extra, large]) =>
+      [host, auth, apiKey, version, origin, type, cookie, encoding, ...extra, large].filter((header): header is [string, string] => header !== undefined),
     );
 }
 
@@ -168,8 +171,46 @@ const chatLike = fc
   )
   .map((value) => Buffer.from(JSON.stringify(value)));
 
+// Anthropic's Messages API: mostly a request its checks (anthropic-request.ts) accept, so that
+// it gets past them to the model (here refused: quarantined, or unknown); each field is bent on
+// its own now and then, so that every check is met too.
+const usually = (valid: fc.Arbitrary<unknown>, bent: fc.Arbitrary<unknown>) => fc.oneof({ weight: 9, arbitrary: valid }, { weight: 1, arbitrary: bent });
+const textBlock = fc.record({ type: fc.constant('text'), text: fc.string({ maxLength: 40 }) });
+const contentBlock = fc.oneof(
+  { weight: 4, arbitrary: textBlock },
+  // Passes the checks, refused by the translation: a block of another kind, as a client sends it.
+  { weight: 1, arbitrary: fc.record({ type: fc.constantFrom('image', 'tool_use', 'tool_result', 'thinking', 'document'), text: fc.jsonValue({ maxDepth: 1 }) }, { requiredKeys: ['type'] }) },
+);
+const anthropicMessage = usually(
+  fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.oneof(fc.string({ maxLength: 40 }), fc.array(contentBlock, { minLength: 1, maxLength: 3 })) }),
+  fc.record(
+    {
+      role: fc.oneof(fc.constantFrom('system', 'tool', 'user'), fc.string({ maxLength: 8 })),
+      content: fc.oneof(fc.constant(null), fc.array(fc.jsonValue({ maxDepth: 1 }), { maxLength: 2 }), fc.record({ type: fc.constant('text'), text: fc.jsonValue({ maxDepth: 1 }) }).map((block) => [block])),
+    },
+    { requiredKeys: [] },
+  ),
+);
+const messagesLike = fc
+  .record(
+    {
+      model: anyModel,
+      messages: usually(fc.array(anthropicMessage, { minLength: 1, maxLength: 3 }), fc.oneof(fc.constant([]), fc.jsonValue({ maxDepth: 2 }))),
+      // An absent max_tokens (undefined is left out of the JSON) is refused on /v1/messages only.
+      max_tokens: usually(fc.integer({ min: 1, max: 4096 }), fc.oneof(fc.constant(undefined), fc.integer({ max: 0 }), fc.double(), fc.string({ maxLength: 4 }))),
+      system: usually(fc.oneof(fc.string({ maxLength: 20 }), fc.array(textBlock, { maxLength: 2 })), fc.jsonValue({ maxDepth: 1 })),
+      stream: usually(fc.boolean(), fc.jsonValue({ maxDepth: 1 })),
+      stop_sequences: usually(fc.array(fc.string({ maxLength: 6 }), { maxLength: 2 }), fc.jsonValue({ maxDepth: 1 })),
+      top_k: usually(fc.nat(50), fc.oneof(fc.integer({ max: -1 }), fc.double())),
+      tools: fc.array(fc.record({ name: fc.string({ maxLength: 8 }), input_schema: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: [] }), { maxLength: 2 }),
+    },
+    { requiredKeys: ['model', 'messages', 'max_tokens'] },
+  )
+  .map((value) => Buffer.from(JSON.stringify(value)));
+
 const bodies = fc.oneof(
   { weight: 5, arbitrary: chatLike },
+  { weight: 2, arbitrary: messagesLike },
   { weight: 2, arbitrary: fc.json({ maxDepth: 4 }).map((text) => Buffer.from(text)) },
   { weight: 2, arbitrary: chatLike.map((bytes) => bytes.subarray(0, Math.max(0, bytes.length - 3))) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 100_000 }).map((depth) => Buffer.from(`${'['.repeat(depth)}${']'.repeat(depth)}`)) },
@@ -181,15 +222,23 @@ const bodies = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(64 * 1024, 64 * 1024, 64 * 1024, 1024 * 1024).map((size) => Buffer.alloc(size, 0x78)) },
 );
 
+/**
+ * A body for a request to `path`. Anthropic's paths get a Messages request half the time: they
+ * are a few of many targets, and a body drawn from the common mix rarely passes their checks,
+ * so without this hardly a request there would get past them to the model.
+ */
+function bodiesFor(path: string): fc.Arbitrary<Buffer> {
+  return isAnthropicPath(path) ? fc.oneof(messagesLike, bodies) : bodies;
+}
+
 function requests(port: number, adminToken: string): fc.Arbitrary<FuzzRequest> {
   const http = fc
     .record({
       line: methodsAndTargets(port),
       headers: headerSets(port, adminToken),
-      body: bodies,
       framing: fc.constantFrom<Framing>('exact', 'exact', 'exact', 'exact', 'chunked', 'longer', 'shorter', 'truncated-chunked', 'none'),
     })
-    .map(({ line, ...rest }): FuzzRequest => described({ ...line, ...rest, garbage: null }));
+    .chain(({ line, ...rest }) => bodiesFor(pathOf(line.target)).map((body): FuzzRequest => described({ ...line, ...rest, body, garbage: null })));
   const garbage = fc
     .oneof(
       fc.uint8Array({ minLength: 1, maxLength: 512 }).map((bytes) => Buffer.from(bytes)),
@@ -266,6 +315,29 @@ function header(request: FuzzRequest, name: string): string | undefined {
   return request.headers.find(([key]) => key.toLowerCase() === name)?.[1];
 }
 
+/** The paths the router answers in Anthropic's error shape, as it decides them (errorShapeFor in core/router/router.ts). */
+function isAnthropicPath(path: string): boolean {
+  return path === '/v1/messages' || path.startsWith('/v1/messages/');
+}
+
+/** Anthropic's error body: `{ type: 'error', error: { type, message } }`, with no OpenAI `code` beside them. */
+function isAnthropicError(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  const { type, error } = body as { type?: unknown; error?: unknown };
+  if (type !== 'error' || typeof error !== 'object' || error === null) return false;
+  const inner = error as Record<string, unknown>;
+  return typeof inner['type'] === 'string' && typeof inner['message'] === 'string' && !('code' in inner);
+}
+
+/**
+ * A refusal written before any path was read, so in OpenAI's shape whatever the target: bytes
+ * Node's parser refused (a header block over its limit, a method it does not know) and CONNECT,
+ * which Node never hands to the router (core/router/protocol-errors.ts).
+ */
+function answeredBeforeRouting(request: FuzzRequest, error: { code?: unknown }): boolean {
+  return request.method === 'CONNECT' || error.code === 'malformed_request' || error.code === 'headers_too_large' || error.code === 'request_timeout';
+}
+
 /** Every property the suite holds, for one request and its answer; returns what was wrong, or null. */
 function violation(request: FuzzRequest, answer: RawAnswer, complete: boolean, adminToken: string): string | null {
   if (answer.kind === 'closed') return complete ? 'the connection closed without an answer to a complete request' : null;
@@ -288,6 +360,10 @@ function violation(request: FuzzRequest, answer: RawAnswer, complete: boolean, a
     }
     const error = (body as { error?: { message?: unknown; code?: unknown } }).error;
     const isErrorShape = typeof error === 'object' && error !== null && typeof error.message === 'string' && (error.code === null || typeof error.code === 'string');
+    if (isAnthropicPath(path)) {
+      if (isAnthropicError(body)) return null;
+      return isErrorShape && answeredBeforeRouting(request, error) ? null : `a ${status} to Anthropic's ${path} not in Anthropic's error shape: ${text.slice(0, 200)}`;
+    }
     const isCommandResult = (body as { ok?: unknown }).ok === false && typeof (body as { message?: unknown }).message === 'string';
     return isErrorShape || (isCommandResult && path.startsWith('/api/models/')) ? null : `a ${status} in no error shape: ${text.slice(0, 200)}`;
   }
@@ -309,7 +385,7 @@ function violation(request: FuzzRequest, answer: RawAnswer, complete: boolean, a
 const BATCH = 8;
 
 it(`answers ${RUNS} generated requests each in its surface's shape, serves nothing it should not, and stays up`, { timeout: 15 * 60_000 }, async () => {
-  const seen = { served: 0, refused: 0, closed: 0 };
+  const seen = { served: 0, refused: 0, closed: 0, refusedUnderMessages: 0 };
   const exchange = async (request: FuzzRequest): Promise<void> => {
     const { bytes, complete } = encode(request);
     const answer = await rawExchange('127.0.0.1', daemon.port, bytes, { halfClose: !complete, timeoutMs: 20_000 }).catch((error: unknown) => {
@@ -318,6 +394,7 @@ it(`answers ${RUNS} generated requests each in its surface's shape, serves nothi
     if (answer.kind === 'closed') seen.closed++;
     else if (answer.status < 400) seen.served++;
     else seen.refused++;
+    if (answer.kind === 'answered' && answer.status >= 400 && isAnthropicPath(pathOf(request.target))) seen.refusedUnderMessages++;
     const problem = violation(request, answer, complete, daemon.token);
     if (problem !== null) throw new Error(`${problem} (status ${answer.status}): ${summary(request)}`);
   };
@@ -333,6 +410,8 @@ it(`answers ${RUNS} generated requests each in its surface's shape, serves nothi
   // The run exercised every kind of outcome, not only refusals.
   expect(seen.served).toBeGreaterThan(RUNS / 20);
   expect(seen.refused).toBeGreaterThan(RUNS / 4);
+  // And reached Anthropic's surface often enough that its error shape was held, not skipped.
+  expect(seen.refusedUnderMessages).toBeGreaterThan(RUNS / 50);
   // Still up, still answering, and nothing it did went unhandled.
   expect(daemon.child.exitCode).toBeNull();
   expect((await daemon.state()).models.map((m) => m.id)).toEqual(['broken']);
