@@ -6,16 +6,18 @@ import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createAdminHttpApi } from '../../core/contracts/admin-http-client.js';
+import type { AdminApi } from '../../core/contracts/admin-routes.js';
 import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
 import { DAEMON_NODE_FLAGS } from '../../core/daemon/node-flags.js';
 
 export interface DaemonChild {
   /** http://127.0.0.1:PORT/v1. */
   endpoint: string;
+  /** Its admin API with its token: the route table's calls, through the client the CLI uses. */
+  admin: AdminApi;
   state(): Promise<Snapshot>;
   model(id: string): Promise<ModelView>;
-  /** An admin API call with the token; rejects unless it answers 2xx. */
-  post(path: string): Promise<void>;
   /** What it has logged so far. */
   log(): string;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves at its exit. Idempotent. */
@@ -52,24 +54,17 @@ export async function startDaemon(options: { cliPath: string; configPath: string
   }
   const token = (await readFile(join(options.dataDir, 'admin-token'), 'utf8')).trim();
   const { origin, endpoint } = info;
-  const call = (path: string, init: RequestInit = {}) => fetch(`${origin}${path}`, { ...init, headers: { authorization: `Bearer ${token}` } });
-  const state = async (): Promise<Snapshot> => {
-    const res = await call('/api/state');
-    if (!res.ok) throw new Error(`/api/state answered ${res.status}: ${await res.text()}`);
-    return (await res.json()) as Snapshot;
-  };
+  const admin = createAdminHttpApi({ baseUrl: origin, fetch, token: () => token });
+  const state = (): Promise<Snapshot> => admin.getSnapshot();
   let stopping: Promise<void> | null = null;
   return {
     endpoint,
+    admin,
     state,
     async model(id) {
       const found = (await state()).models.find((m) => m.id === id);
       if (found === undefined) throw new Error(`the daemon has no model '${id}'`);
       return found;
-    },
-    async post(path) {
-      const res = await call(path, { method: 'POST' });
-      if (!res.ok) throw new Error(`POST ${path} answered ${res.status}: ${await res.text()}`);
     },
     log: () => log,
     stop(graceMs = 30_000) {

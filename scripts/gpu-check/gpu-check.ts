@@ -29,6 +29,7 @@ import { join, resolve } from 'node:path';
 import { Catalog } from '../../core/catalog/catalog.js';
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
 import { demoConfigText, type DemoConfigOptions } from '../../core/daemon/demo-config.js';
+import { isServing } from '../../core/contracts/model-status.js';
 import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
 import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
 import { computeBudget, type Budget, type GpuDevice } from '../../core/gpu/compute-budget.js';
@@ -121,13 +122,18 @@ const find = (s: Snapshot, id: string): ModelView => {
   return m;
 };
 
-/** Loads `id` and waits until it serves with a placement; throws with the daemon's reason when it fails. */
+/**
+ * Loads `id` and waits until it serves with a placement; throws with the daemon's reason when it
+ * fails. A degraded model serves too (isServing): it is measured as placed, and checkModel
+ * reports its level as making the run incomplete rather than waiting out the timeout for it.
+ */
 async function loadAndWait(daemon: DaemonChild, id: string): Promise<ModelView & { placement: Placement; upstream: NonNullable<ModelView['upstream']> }> {
-  await daemon.post(`/api/models/${id}/load`);
+  const load = await daemon.admin.runCommand({ id, command: 'load' });
+  if (!load.ok) throw new Error(`${id} could not be loaded: ${load.message}`);
   const deadline = Date.now() + LOAD_TIMEOUT_MS;
   for (;;) {
     const m = await daemon.model(id);
-    if ((m.status.state === 'ready' || m.status.state === 'active') && m.placement !== null && m.upstream !== null) return { ...m, placement: m.placement, upstream: m.upstream };
+    if (isServing(m.status.state) && m.placement !== null && m.upstream !== null) return { ...m, placement: m.placement, upstream: m.upstream };
     if (m.status.state === 'quarantined' || m.status.state === 'fallback' || m.status.recovery.attempts > 0) {
       throw new Error(`${id} did not load: ${m.status.recovery.lastError ?? m.status.state}`);
     }

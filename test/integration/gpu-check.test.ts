@@ -9,6 +9,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
+import { pathFor } from '../../core/contracts/admin-routes.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { EXIT } from '../../scripts/gpu-check/checks.js';
 
@@ -116,7 +117,7 @@ class EngineDriver {
     return out;
   }
 
-  /** /api/state of the script's daemon now running (the newest run folder's). */
+  /** The snapshot of the script's daemon now running (the newest run folder's). */
   private async daemonState(): Promise<Snapshot | null> {
     const runs = readdirSync(this.workDir).filter((n) => n.startsWith('run-')).sort();
     const newest = runs[runs.length - 1];
@@ -124,7 +125,7 @@ class EngineDriver {
     const dataDir = join(this.workDir, newest, 'data');
     const info = JSON.parse(await readFile(join(dataDir, 'daemon.json'), 'utf8')) as { origin: string };
     const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
-    const res = await fetch(`${info.origin}/api/state`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${info.origin}${pathFor('getSnapshot')}`, { headers: { authorization: `Bearer ${token}` } });
     return res.ok ? ((await res.json()) as Snapshot) : null;
   }
 }
