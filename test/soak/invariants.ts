@@ -25,6 +25,12 @@ export interface SoakRecord {
   pinnedEvictions: number;
   /** Per daemon life, the pinned model's engine pids in the order they served. */
   pinnedPidsByLife: readonly (readonly number[])[];
+  /** Evictions the servers' logs record, each with the requests claimed at its moment of stopping (server-log.ts). */
+  evictionsLogged: number;
+  /** Those that stopped a server with a request in flight, described ("chat-a (pid 4242, life 0): 1 in flight"). */
+  claimedEvictions: readonly string[];
+  /** Server log lines the event stream did not bring: an eviction among them is not counted. */
+  serverLogLinesNotSeen: number;
   /** The last daemon at rest after its warm-up, and at rest at the end. */
   baseline: ProcessSample | null;
   end: ProcessSample | null;
@@ -111,6 +117,12 @@ export function checkInvariants(record: SoakRecord): InvariantResult[] {
       name: 'evictions or restarts of the pinned model',
       measured: `${record.pinnedEvictions} evicted, ${pinnedRestarts} new engines within a daemon's life`,
       ok: record.pinnedEvictions === 0 && pinnedRestarts === 0,
+    },
+    {
+      name: 'evictions of a server with a request in flight (claimed)',
+      measured: `${record.claimedEvictions.length} of ${record.evictionsLogged} evictions in the servers' logs${record.serverLogLinesNotSeen > 0 ? ` (${record.serverLogLinesNotSeen} server log lines not seen)` : ''}${record.claimedEvictions.length > 0 ? `: ${record.claimedEvictions.join('; ')}` : ''}`,
+      // None seen at all would mean the evidence is missing (the line's wording changed), not that all is well.
+      ok: record.claimedEvictions.length === 0 && record.evictionsLogged > 0,
     },
     {
       name: 'answers cut off that no fault explains',

@@ -20,6 +20,7 @@ import type { ProcessSample, SoakRecord } from './invariants.js';
 import { addressSpaceLimit, commandLine, fdCount, listeningSockets, peakAddressSpaceBytes, rssBytes, socketOwners } from './proc.js';
 import { planEpisodes, type FaultKind, type SoakOptions } from './profiles.js';
 import { sendChat, type Outcome, type RequestResult } from './request-outcome.js';
+import { EvictionLog } from './server-log.js';
 import { SnapshotRecorder } from './snapshot-recorder.js';
 import { ADDRESS_SPACE_BYTES, MODELS, prepareSoak, TRAFFIC_MODELS } from './soak-config.js';
 import { renderSummary } from './summary-table.js';
@@ -64,7 +65,8 @@ export async function runSoak(options: SoakOptions, say: (line: string) => void 
   const setup = await prepareSoak(workDir);
 
   const log = new DaemonLogRecorder();
-  const snapshots = new SnapshotRecorder();
+  const evictionLog = new EvictionLog();
+  const snapshots = new SnapshotRecorder((life, batch) => evictionLog.append(life, batch));
   const counter = new SwapCounter(log);
   const outcomes: Outcome[] = [];
   const faults: FaultRecord[] = [];
@@ -239,6 +241,9 @@ export async function runSoak(options: SoakOptions, say: (line: string) => void 
     swaps: counter.swaps,
     pinnedEvictions: log.events.filter((e) => e.event.type === 'evicting' && e.event.modelId === MODELS.tiny).length,
     pinnedPidsByLife: [...snapshots.servingPids.values()].map((byModel) => byModel.get(MODELS.tiny) ?? []),
+    evictionsLogged: evictionLog.evictions.length,
+    claimedEvictions: evictionLog.evictions.filter((e) => e.inFlight > 0).map((e) => `${e.modelId} (pid ${e.pid}, life ${e.life}): ${e.inFlight} in flight`),
+    serverLogLinesNotSeen: evictionLog.linesNotSeen,
     baseline,
     end,
     inFlightAtEnd,

@@ -1,10 +1,12 @@
 // Follows the admin event stream (`/api/events`, SSE with the admin token) of the daemon that
 // is alive, and keeps what the leak and pin checks need from its snapshots: every engine pid and
 // port that ever served, each model's engine pids in the order they served per daemon life, and
-// every recovery kind the dashboard showed.
+// every recovery kind the dashboard showed. The servers' log lines on the same stream go to
+// `onLogBatch` (the soak reads evictions from them: server-log.ts), so one connection serves both.
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { readEventStream } from '../../core/contracts/event-stream-reader.js';
 import type { DaemonProcess } from '../support/daemon-process.js';
+import type { LogBatch } from './server-log.js';
 
 export interface RecoverySeen {
   at: number;
@@ -24,6 +26,9 @@ export class SnapshotRecorder {
   private following: AbortController | null = null;
   private readonly lastRecovery = new Map<string, string>();
 
+  /** `onLogBatch` hears every batch of server log lines of daemon number `life`, in stream order. */
+  constructor(private readonly onLogBatch: (life: number, batch: LogBatch) => void = () => {}) {}
+
   /**
    * Follows `daemon` (number `life`) until `stop()`, the next `follow`, or its exit; reconnects
    * while it runs. Not after its exit: its successor listens on the same port, and its snapshots
@@ -40,6 +45,7 @@ export class SnapshotRecorder {
           const res = await daemon.api('/api/events', { signal: abort.signal });
           if (!res.ok || res.body === null) throw new Error(`/api/events answered ${res.status}`);
           await readEventStream(res.body, (message) => {
+            if (message.type === 'LogAppended') this.onLogBatch(life, JSON.parse(message.data) as LogBatch);
             if (message.type !== 'SnapshotUpdated') return;
             this.record(life, (JSON.parse(message.data) as { snapshot: Snapshot }).snapshot);
           });

@@ -38,6 +38,9 @@ function cleanRecord(): SoakRecord {
     swaps: profile.targetSwaps,
     pinnedEvictions: 0,
     pinnedPidsByLife: [[101], [202]],
+    evictionsLogged: 60,
+    claimedEvictions: [],
+    serverLogLinesNotSeen: 0,
     baseline: { at: T, fds: 24, rssBytes: 90e6 },
     end: { at: T + 600_000, fds: 24, rssBytes: 92e6 },
     inFlightAtEnd: 0,
@@ -80,6 +83,18 @@ describe('checkInvariants', () => {
   it('breaks on a pinned model evicted, or served by a new engine within one daemon life', () => {
     expect(broken({ ...cleanRecord(), pinnedEvictions: 1 })).toEqual(['evictions or restarts of the pinned model']);
     expect(broken({ ...cleanRecord(), pinnedPidsByLife: [[101, 102]] })).toEqual(['evictions or restarts of the pinned model']);
+  });
+
+  it('breaks on an eviction that stopped a server with a request in flight, and when no eviction was seen at all (no evidence)', () => {
+    const claimed = { ...cleanRecord(), claimedEvictions: ['chat-a (pid 4242, life 0): 1 in flight'] };
+    expect(broken(claimed)).toEqual(['evictions of a server with a request in flight (claimed)']);
+    expect(checkInvariants(claimed).find((r) => r.name.startsWith('evictions of a server'))?.measured).toBe(
+      "1 of 60 evictions in the servers' logs: chat-a (pid 4242, life 0): 1 in flight",
+    );
+    expect(broken({ ...cleanRecord(), evictionsLogged: 0 })).toEqual(['evictions of a server with a request in flight (claimed)']);
+    // Lines the stream skipped are said, not judged: the evictions seen still count.
+    const gaps = checkInvariants({ ...cleanRecord(), serverLogLinesNotSeen: 12 }).find((r) => r.name.startsWith('evictions of a server'));
+    expect(gaps).toEqual({ name: 'evictions of a server with a request in flight (claimed)', measured: "0 of 60 evictions in the servers' logs (12 server log lines not seen)", ok: true });
   });
 
   it('breaks on a fault not seen, not classified as expected, or injected fewer times than planned', () => {
