@@ -45,7 +45,7 @@ beforeAll(async () => {
   const configPath = join(dir, 'config.yaml');
   await writeFile(
     configPath,
-    `listen:\n  clientKeys:\n    - { name: fuzz, key: ${CLIENT_KEY} }\nactivationWait: 1s\nmodelDirs: []\nmodels:\n  - { id: broken, path: ${JSON.stringify(join(dir, 'missing.gguf'))}, aliases: [old-name] }\n`,
+    `listen:\n  clientKeys:\n    - { name: fuzz, key: ${CLIENT_KEY} }\nactivationWait: 1s\nswapTurn: 500ms\nmodelDirs: []\nmodels:\n  - { id: broken, path: ${JSON.stringify(join(dir, 'missing.gguf'))}, aliases: [old-name] }\n`,
   );
   daemon = await startDaemonProcess({ config: configPath, startTimeoutMs: 60_000 });
   const files = listFiles(STATIC_ROOT);

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseDocument } from 'yaml';
 import { defaultModelDirs, resolveUserPath, type PlatformFacts } from '../paths.js';
-import { configError, fieldPath, valueAt } from './config-errors.js';
+import { configError, describeValue, fieldPath, valueAt } from './config-errors.js';
 import {
   configSchema,
   DEFAULT_ACTIVATION_WAIT_MS,
@@ -132,7 +132,7 @@ export function parseConfigText(text: string, file: string, facts: PlatformFacts
       ),
     };
   }
-  const errors = [...clientKeyErrors(result.data, file), ...duplicateNameErrors(result.data, file)];
+  const errors = [...clientKeyErrors(result.data, file), ...duplicateNameErrors(result.data, file), ...turnErrors(result.data, raw, file)];
   return errors.length > 0 ? { ok: false, errors } : { ok: true, config: toConfig(result.data, file, facts) };
 }
 
@@ -181,6 +181,25 @@ function duplicateNameErrors(raw: RawConfig, file: string): string[] {
     model.aliases.forEach((alias, j) => claim(alias, ['models', i, 'aliases', j], `models[${i}].aliases[${j}]`)),
   );
   return errors;
+}
+
+/**
+ * A request kept out by a busy model waits up to `swapTurn` for that model's turn to end, within
+ * its own bound, `activationWait` (core/router/README.md, "Waiting for room, and turns"). A turn
+ * as long as the bound or longer would answer such a request 503 every time before its turn
+ * came. Defaults count: a short activationWait against the default turn is as wrong as a long
+ * turn. The error goes on the field the file sets (swapTurn when both are), naming the other.
+ */
+function turnErrors(config: RawConfig, raw: unknown, file: string): string[] {
+  const waitMs = config.activationWait ?? DEFAULT_ACTIVATION_WAIT_MS;
+  const turnMs = config.swapTurn ?? DEFAULT_SWAP_TURN_MS;
+  if (turnMs < waitMs) return [];
+  const why = "so that a request waiting behind a busy model gets its model's turn before it times out";
+  if (config.swapTurn !== undefined) {
+    const wait = config.activationWait === undefined ? `${DEFAULT_ACTIVATION_WAIT_MS / 1000}s, the default` : describeValue(valueAt(raw, ['activationWait']));
+    return [configError(file, ['swapTurn'], `expected a turn shorter than activationWait (${wait}), ${why}`, valueAt(raw, ['swapTurn']))];
+  }
+  return [configError(file, ['activationWait'], `expected a wait longer than swapTurn (${DEFAULT_SWAP_TURN_MS / 1000}s, the default), ${why}`, valueAt(raw, ['activationWait']))];
 }
 
 function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayConfig {

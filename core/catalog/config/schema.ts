@@ -17,7 +17,7 @@ export const DEFAULT_RESERVE_BYTES = 512 * 2 ** 20;
 export const DEFAULT_ACTIVATION_WAIT_MS = 45_000;
 export const DEFAULT_IDLE_TTL_MS = 10 * 60_000;
 export { DEFAULT_HANG_LIMIT_MS } from '../../engine/hang-limit.js';
-/** How long a busy model keeps taking new requests while another waits for its memory. */
+/** How long a busy model keeps taking new requests while another waits for its memory; shorter than activationWait (load-config.ts refuses it otherwise). */
 export const DEFAULT_SWAP_TURN_MS = 2_000;
 
 function strict<T extends z.core.$ZodLooseShape>(shape: T) {

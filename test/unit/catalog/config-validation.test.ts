@@ -71,6 +71,12 @@ const table: [string, string, string][] = [
   ['admin somewhere else', 'listen:\n  admin: everywhere\n', `${FILE}: listen.admin: expected loopback (the default) or network, got "everywhere"`],
   ['warmSpare as text', 'engines:\n  warmSpare: off\n', `${FILE}: engines.warmSpare: expected true or false, got "off"`],
   ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
+  ['a turn as long as the default wait', 'swapTurn: 45s\n',
+    `${FILE}: swapTurn: expected a turn shorter than activationWait (45s, the default), so that a request waiting behind a busy model gets its model's turn before it times out, got "45s"`],
+  ['a turn longer than the wait', 'activationWait: 30s\nswapTurn: 1m\n',
+    `${FILE}: swapTurn: expected a turn shorter than activationWait ("30s"), so that a request waiting behind a busy model gets its model's turn before it times out, got "1m"`],
+  ['a wait within the default turn', 'activationWait: 2\n',
+    `${FILE}: activationWait: expected a wait longer than swapTurn (2s, the default), so that a request waiting behind a busy model gets its model's turn before it times out, got 2`],
   ['models a mapping', 'models:\n  a: {path: /m/a.gguf}\n', `${FILE}: models: expected a list of models, got a mapping`],
   ['model entry empty', 'models:\n  -\n', `${FILE}: models[0]: expected a mapping (key: value lines), got an empty value`],
   ['top level a list', '- a\n- b\n', `${FILE}: (top level): expected a mapping (key: value lines), got a list (2 items)`],
@@ -112,6 +118,11 @@ describe('config validation', () => {
     expect(config.budget).toEqual({ reserveBytes: DEFAULT_RESERVE_BYTES });
     expect(config.modelDirs).toContain('/home/ada/.cache/huggingface/hub');
     expect(config.warmSpare).toBe(true);
+  });
+
+  test('a turn shorter than the wait is accepted, down to 0 (first come, first served)', () => {
+    expect(accepted('activationWait: 3s\nswapTurn: 2999ms\n')).toMatchObject({ activationWaitMs: 3_000, swapTurnMs: 2_999 });
+    expect(accepted('activationWait: 1s\nswapTurn: 0\n')).toMatchObject({ activationWaitMs: 1_000, swapTurnMs: 0 });
   });
 
   test('the warm spare can be turned off', () => {
