@@ -159,8 +159,9 @@ describe('a model swapped in for waiting requests', () => {
       aRequests.push(`a@${at}`);
       core.send(`a@${at}`, 'a', at);
     }
-    // Requests for 'b', from after 'a' is up: the last comes after a's turn has ended (b@1500
-    // waited TURN_MS at 3500), so a's requests wait from then on, older than it.
+    // Requests for 'b', from after 'a' is up. a's turn ends at 3500 (b@1500 has waited TURN_MS)
+    // and a's requests wait from then on; b@3700 comes after the first of them, so it is not the
+    // oldest request waiting when b is swapped in, and it must still be served by b.
     const bRequests = ['b@1500', 'b@2500', 'b@3700'];
     for (const request of bRequests) core.send(request, 'b', Number(request.slice(2)));
 
