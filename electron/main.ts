@@ -36,7 +36,7 @@ import type { Snapshot } from '../core/contracts/snapshot.js';
 import { assertNever } from './assert-never.js';
 import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
 import { forwardAdminEvents, registerIpcHandlers } from './ipc-main-handlers.js';
-import { createLoadTicker } from './load-ticker.js';
+import { createClockWordsTicker } from './clock-words-ticker.js';
 import { createLoginItem, relaunchCommand } from './login-item.js';
 import { toMenuTemplate } from './menu-template.js';
 import { notificationFor, type NotificationText } from './notifications.js';
@@ -244,8 +244,8 @@ async function run(): Promise<void> {
     realClock,
   );
   nativeTheme.on('updated', () => menu.request());
-  // A load's seconds and estimated percent move though no snapshot comes (load-ticker.ts).
-  const loadTicks = createLoadTicker(() => menu.request(), realClock);
+  // A load's seconds and estimated percent, and a retry's countdown, move though no snapshot comes (clock-words-ticker.ts).
+  const clockTicks = createClockWordsTicker(() => menu.request(), realClock);
 
   const forward = forwardAdminEvents(() => liveDashboard()?.webContents ?? null);
   const unsubscribe = admin.subscribe((event) => {
@@ -253,7 +253,7 @@ async function run(): Promise<void> {
     switch (event.type) {
       case 'SnapshotUpdated':
         latest = event.snapshot;
-        loadTicks.follow(latest);
+        clockTicks.follow(latest);
         menu.request();
         break;
       case 'ModelQuarantined':
@@ -274,7 +274,7 @@ async function run(): Promise<void> {
   stopListening = () => {
     unsubscribe();
     unregisterIpc();
-    loadTicks.stop();
+    clockTicks.stop();
     menu.cancel();
   };
   // Logout and shutdown on Linux and macOS: hold the OS until the engines are down. Electron
