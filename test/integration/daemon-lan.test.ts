@@ -74,8 +74,9 @@ afterAll(async () => {
 
 describe('llmtray serve on a network address with client keys', () => {
   it('prints the network endpoint, and serves the official openai client there with a key', async () => {
-    expect(daemon.stdout()).toContain(`network:    ${lanUrl}`);
-    expect(daemon.stdout()).toContain(`network:    http://workstation.lan:${daemon.port}/v1`);
+    const printed = await daemon.untilStdout(`network:    http://workstation.lan:${daemon.port}/v1`);
+    expect(printed).toContain(`network:    ${lanUrl}`);
+    expect(printed).toContain(`network:    http://workstation.lan:${daemon.port}/v1`);
     const client = new OpenAI({ baseURL: lanUrl, apiKey: LAPTOP, maxRetries: 0 });
     const answer = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
     expect(answer.choices).toHaveLength(1);

@@ -45,6 +45,12 @@ export interface DaemonProcess {
   stderr(): string;
   /** Everything it wrote to stdout so far (what `llmtray serve` prints: the endpoints, the dashboard URL). */
   stdout(): string;
+  /**
+   * Resolves with stdout once it contains `text`; rejects with what it holds after `timeoutMs`.
+   * The daemon is reachable (daemon.json) a moment before `serve` prints its endpoints, so a
+   * test that reads them waits for them.
+   */
+  untilStdout(text: string, timeoutMs?: number): Promise<string>;
   /** Resolves when the process has exited, with how. */
   exited: Promise<DaemonExit>;
   /** Sends `signal` (default SIGTERM) and waits for the exit; SIGKILLs after `graceMs`. Idempotent. */
@@ -184,6 +190,22 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
     dataDir,
     stderr: () => stderr,
     stdout: () => stdout,
+    untilStdout(text, timeoutMs = 10_000) {
+      return new Promise((resolve, reject) => {
+        if (stdout.includes(text)) return resolve(stdout);
+        const onData = (): void => {
+          if (!stdout.includes(text)) return;
+          clearTimeout(timer);
+          child.stdout?.off('data', onData);
+          resolve(stdout);
+        };
+        const timer = setTimeout(() => {
+          child.stdout?.off('data', onData);
+          reject(new Error(`the daemon's stdout has no ${JSON.stringify(text)} after ${timeoutMs} ms; it holds: ${JSON.stringify(stdout)}`));
+        }, timeoutMs);
+        child.stdout?.on('data', onData);
+      });
+    },
     exited,
     state,
     async model(id) {
