@@ -63,10 +63,23 @@ function leftOutLines(snapshot: Snapshot): string[] {
   return lines;
 }
 
+/**
+ * Where apps connect: this machine's endpoint, each network one, and whether /v1 asks for a
+ * client key (the names of the keys, never the keys: the person looks them up in the config).
+ */
+function endpointLines(snapshot: Snapshot): string[] {
+  const lines = [`endpoint  ${snapshot.endpoint}`, ...snapshot.networkEndpoints.map((url) => `network   ${url}`)];
+  if (snapshot.keysRequired) {
+    const names = snapshot.clientKeyNames;
+    lines.push(names.length === 0 ? 'keys      none left in listen.clientKeys: /v1 serves nobody' : `keys      apps send one of listen.clientKeys (${names.join(', ')})`);
+  }
+  return lines;
+}
+
 /** `llmtray status`. `now` (epoch ms) is for a load's elapsed time. */
 export function statusText(snapshot: Snapshot, now = Date.now()): string {
   const b = snapshot.budget;
-  const lines = [`endpoint  ${snapshot.endpoint}`, memoryLine(b), ...b.gpus.flatMap((gpu) => gpuLines(gpu, snapshot.models)), ''];
+  const lines = [...endpointLines(snapshot), memoryLine(b), ...b.gpus.flatMap((gpu) => gpuLines(gpu, snapshot.models)), ''];
   if (snapshot.models.length === 0) {
     lines.push(`No models yet. Put GGUF files in ${snapshot.modelDirs.join(', ') || 'a model folder'} or list them in ${snapshot.configPath}.`);
   } else {

@@ -148,6 +148,10 @@ describe('llmtray serve on a network address with client keys', () => {
     const status = await runCli(['status', '--data-dir', daemon.dataDir]);
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toContain('tiny');
+    expect(status.stdout).toContain(`network   ${lanUrl}`);
+    // The names of the keys the config holds now ('phone' was revoked above), never a key.
+    expect(status.stdout).toMatch(/^keys +apps send one of listen\.clientKeys \(laptop\)$/m);
+    expect(status.stdout).not.toContain(LAPTOP);
     // Local apps need a key too once there are keys: 127.0.0.1 is reachable by every user of the machine.
     expect((await fetch(`${daemon.origin}/v1/models`)).status).toBe(401);
     expect((await fetch(`${daemon.origin}/v1/models`, { headers: { authorization: `Bearer ${LAPTOP}` } })).status).toBe(200);

@@ -36,6 +36,24 @@ describe('statusText', () => {
   });
 });
 
+describe('statusText: where apps connect', () => {
+  it('lists each network endpoint and says a key is needed, naming the keys but never their values', () => {
+    const text = statusText(
+      snapshot({ endpoint: 'http://127.0.0.1:8080/v1', networkEndpoints: ['http://192.168.1.7:8080/v1'], keysRequired: true, clientKeyNames: ['laptop', 'phone'] }),
+    );
+    expect(text.split('\n').slice(0, 3)).toEqual([
+      'endpoint  http://127.0.0.1:8080/v1',
+      'network   http://192.168.1.7:8080/v1',
+      'keys      apps send one of listen.clientKeys (laptop, phone)',
+    ]);
+  });
+
+  it('says nothing of keys on loopback without any', () => {
+    const text = statusText(snapshot({ endpoint: 'http://127.0.0.1:8080/v1', networkEndpoints: [], keysRequired: false, clientKeyNames: [] }));
+    expect(text).not.toMatch(/^network|^keys/m);
+  });
+});
+
 describe('statusText on GPUs', () => {
   const reason =
     'needs 9 GiB; GPU 0 RTX 4090: 22 GiB budget, 18 GiB held by pinned qwen-14b (18 GiB), 4 GiB free; ' +
