@@ -476,6 +476,10 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
             .reload()
             .then((result) => {
               if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
+              // The catalog announces a changed model list only; a reload that changed only
+              // `listen` (an endpoint, a key revoked) or the budget must reach an open dashboard
+              // and the tray too, not wait for their next unrelated update.
+              else admin.changed();
             })
             .catch((error: unknown) => log.error(`reloading the catalog failed: ${error instanceof Error ? error.message : String(error)}`));
         },
