@@ -4,6 +4,8 @@
 // it was (the recovery ladder's kind in its log) and the model is back. An episode returns the
 // fault's record: when and where it struck, the window its effects may show in, and what the
 // daemon classified it as.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { isProcessAlive, enginesUsing, eventually, type DaemonProcess } from '../support/daemon-process.js';
 import type { DaemonLogRecorder, LogEvent } from './daemon-log.js';
 import type { FaultRecord } from './explain.js';
@@ -162,19 +164,35 @@ const invalid: Episode = async (world, id, round) => {
   };
 };
 
+/**
+ * The engine process loading `modelId` (whose file is `modelPath`) now: the one whose command line
+ * names the file, or else the one the daemon's engines.json records under the model's id. A launch
+ * that adopted a warm spare runs in a process started with no model, whose command line names
+ * none; the snapshot names a server's pid only once it is ready.
+ */
+async function loadingEngineOf(world: FaultWorld, modelId: string, modelPath: string): Promise<number | undefined> {
+  const byCommandLine = (await enginesUsing(modelPath))[0];
+  if (byCommandLine !== undefined) return byCommandLine.pid;
+  const recorded = await readFile(join(world.daemon().dataDir, 'engines.json'), 'utf8').then(
+    (text) => (JSON.parse(text) as { engines?: { modelId: string; pid: number }[] }).engines ?? [],
+    () => [],
+  );
+  return recorded.find((engine) => engine.modelId === modelId && isProcessAlive(engine.pid))?.pid;
+}
+
 const slowLoad: Episode = async (world, id, round) => {
   await world.unload(MODELS.slow);
   const at = Date.now();
   const request = world.send(`slow-load #${round}`, id, { model: MODELS.slow, stream: false, maxTokens: 8, prompt: 'hello' });
   // Hold the load up as a stalled disk would: the engine process exists and makes no progress.
   const frozen = await eventually('the slow model\'s engine starts', async () => {
-    const engine = (await enginesUsing(world.setup.slowPath))[0];
-    if (engine === undefined) return undefined;
+    const pid = await loadingEngineOf(world, MODELS.slow, world.setup.slowPath);
+    if (pid === undefined) return undefined;
     if (world.log.after(at, 'ready', MODELS.slow).length > 0) return null;
-    process.kill(engine.pid, 'SIGSTOP');
+    process.kill(pid, 'SIGSTOP');
     await sleep(SLOW_LOAD_FREEZE_MS);
-    process.kill(engine.pid, 'SIGCONT');
-    return engine.pid;
+    process.kill(pid, 'SIGCONT');
+    return pid;
   }, RECOVER_TIMEOUT_MS, 25).catch(() => null);
   const outcome = await request;
   await world.unload(MODELS.slow); // after which the daemon has logged whatever became of its server
