@@ -24,7 +24,7 @@ import { createLogger } from '../../core/daemon/logger.js';
 import { LaunchError } from '../../core/engine/failure-classifier.js';
 import { EMBEDDED_CAPABILITIES } from '../../core/engine/launch-spec.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
-import type { BudgetSample } from '../../core/gpu/live-budget.js';
+import { oneGpuBudget } from './one-gpu-budget.js';
 import { footprintAt, type FootprintEstimate } from '../../core/policy/levels.js';
 import { createRouter } from '../../core/router/router.js';
 
@@ -98,28 +98,7 @@ export async function startSwapDaemon(options: SwapDaemonOptions): Promise<SwapD
   };
   // One GPU that holds one and a half models: any two together do not fit, so a switch is a swap.
   const budgetBytes = Math.floor(1.5 * footprintAt('full', ESTIMATE).deviceBytes);
-  const budget: BudgetSample = {
-    mode: 'gpu',
-    totalBytes: budgetBytes,
-    perGpu: [
-      {
-        index: 0,
-        name: 'bench GPU',
-        vendor: 'nvidia',
-        busAddress: null,
-        deviceClass: 'nvidia:bench',
-        totalBytes: budgetBytes,
-        usedBytes: 0,
-        usedByOthersBytes: 0,
-        usedByUsBytes: 0,
-        reserveBytes: 0,
-        budgetBytes,
-      },
-    ],
-    hostTotalBytes: 64 * GIB,
-    hostAvailableBytes: 64 * GIB,
-    sampledAt: Date.now(),
-  };
+  const budget = oneGpuBudget(budgetBytes, 64 * GIB, Date.now());
 
   const problems: string[] = [];
   const log = (subsystem: string) =>

@@ -18,7 +18,7 @@ import { createGateway, type GatewayParts } from '../../../core/daemon/gateway.j
 import { ModelTurns } from '../../../core/daemon/turns.js';
 import { Notice } from '../../../core/common/notice.js';
 import { footprintAt } from '../../../core/policy/levels.js';
-import type { BudgetSample } from '../../../core/gpu/live-budget.js';
+import { oneGpuBudget } from '../../bench/one-gpu-budget.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { RecordingServer } from '../../support/recording-server.js';
 import { catalogModel } from './catalog-model.js';
@@ -44,28 +44,7 @@ function daemonCore() {
   const footprint = footprintAt('full', models[0]!.estimate!).deviceBytes;
   // One and a half models' room: a switch is a swap.
   const budgetBytes = Math.floor(1.5 * footprint);
-  const budget: BudgetSample = {
-    mode: 'gpu',
-    totalBytes: budgetBytes,
-    perGpu: [
-      {
-        index: 0,
-        name: 'test GPU',
-        vendor: 'nvidia',
-        busAddress: null,
-        deviceClass: 'nvidia:test',
-        totalBytes: budgetBytes,
-        usedBytes: 0,
-        usedByOthersBytes: 0,
-        usedByUsBytes: 0,
-        reserveBytes: 0,
-        budgetBytes,
-      },
-    ],
-    hostTotalBytes: 1024 * MiB,
-    hostAvailableBytes: 1024 * MiB,
-    sampledAt: 0,
-  };
+  const budget = oneGpuBudget(budgetBytes, 1024 * MiB, 0);
   const server = new RecordingServer(() => footprint, () => clock.now());
   const happened: Happening[] = [];
   server.subscribe((event) => {
