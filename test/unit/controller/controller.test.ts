@@ -531,10 +531,12 @@ describe('the recovery ladder, end to end', () => {
     expect(w.server.evictions()).toEqual(['chat', 'chat']);
   });
 
-  it('a model whose server died while serving is not kept to unwanted memory: its waiting requests get it back from a wanted model', async () => {
-    // Room for one. 'b' wins the room from 'a', serves, and is killed while a request waits for
-    // it; 'a' stays wanted (used within its TTL). Kept out as a failing launch is, 'b' would
-    // never come back while 'a' is in use: the soak saw every request for it refused for minutes.
+  /**
+   * Room for one: 'b', which a request waited for, wins the room from 'a' and serves; then its
+   * server dies while 'a' stays wanted (used within its TTL), and 'b' wants what `bWants` says.
+   * The death is counted once, as a crash.
+   */
+  async function bDiesServingInWantedARoom(bWants: Parameters<ReturnType<typeof world>['desired']['update']>[1]) {
     const w = world([model('a', 6, { lastUsed: 1 })], { budgetGiB: 10 });
     await w.start();
     w.desired.state.models.push(model('b', 6, { lastUsed: 2, waitingSince: 2 }));
@@ -542,11 +544,17 @@ describe('the recovery ladder, end to end', () => {
     await settle();
     expect(w.state('b')).toBe('ready');
     w.desired.update('a', { lastUsed: 3 });
-    w.desired.update('b', { lastUsed: 4, waitingSince: 4 });
+    w.desired.update('b', bWants);
     w.server.die('b');
     await settle();
     expect(w.controller.status('b')?.recovery).toMatchObject({ kind: 'crash', attempts: 1 });
+    return w;
+  }
 
+  it('a model whose server died while serving is not kept to unwanted memory: its waiting requests get it back from a wanted model', async () => {
+    // Kept out as a failing launch is, 'b' would never come back while 'a' is in use: the soak
+    // saw every request for it refused for minutes.
+    const w = await bDiesServingInWantedARoom({ lastUsed: 4, waitingSince: 4 });
     await w.clock.advance(1000);
     expect(w.state('b')).toBe('ready');
     expect(w.server.launches().map((l) => l.modelId)).toEqual(['a', 'b', 'b']);
@@ -554,19 +562,9 @@ describe('the recovery ladder, end to end', () => {
   });
 
   it('a model whose server died while serving, with no request waiting for it, retries only in memory nobody wants, even pinned', async () => {
-    // As above, but nobody waits for 'b' when it dies: its relaunch is a retry like any failed
-    // model's, and 'a', used within its TTL, keeps the room until nobody wants it.
-    const w = world([model('a', 6, { lastUsed: 1 })], { budgetGiB: 10 });
-    await w.start();
-    w.desired.state.models.push(model('b', 6, { lastUsed: 2, waitingSince: 2 }));
-    w.controller.trigger();
-    await settle();
-    expect(w.state('b')).toBe('ready');
-    w.desired.update('b', { lastUsed: 4, waitingSince: undefined, pinned: true });
-    w.desired.update('a', { lastUsed: 3 });
-    w.server.die('b');
-    await settle();
-    expect(w.controller.status('b')?.recovery).toMatchObject({ kind: 'crash', attempts: 1 });
+    // Nobody waits for 'b' when it dies: its relaunch is a retry like any failed model's, and
+    // 'a', used within its TTL, keeps the room until nobody wants it.
+    const w = await bDiesServingInWantedARoom({ lastUsed: 4, waitingSince: undefined, pinned: true });
     // 'a' (wanted) comes back into the room; 'b' does not push it out again while it is wanted.
     for (let i = 0; i < 3; i++) await w.clock.advance(60_000);
     expect(w.state('a')).toBe('ready');
