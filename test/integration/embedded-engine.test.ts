@@ -1,69 +1,15 @@
 // The embedded engine as a real child process from dist/, talking real HTTP on 127.0.0.1,
 // serving real generated GGUF models, driven by the official openai client.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { portOf, startEngine, stopEngine, type Engine } from '../support/embedded-engine-process.js';
 import { corruptModel, demoModels, modelWithShape, tinyDraftModel, tinyModel, TINY_SHAPE } from '../support/test-models.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/core/engine/embedded/main.js', import.meta.url));
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 const KEY = 'test-key-1234';
-
-interface Engine {
-  child: ChildProcess;
-  stderr: () => string;
-  /** Resolves with the first stderr match of `pattern`; rejects if the process exits first. */
-  waitFor: (pattern: RegExp) => Promise<RegExpMatchArray>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function startEngine(args: string[], addressSpaceLimit?: number): Engine {
-  const argv = ['node', MAIN, ...args];
-  const [cmd, ...rest] = addressSpaceLimit ? ['prlimit', `--as=${addressSpaceLimit}`, ...argv] : argv;
-  const child = spawn(cmd ?? 'node', rest, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let text = '';
-  const listeners = new Set<() => void>();
-  child.stderr?.on('data', (d: Buffer) => {
-    text += d.toString();
-    for (const l of listeners) l();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('exit', (code, signal) => {
-      // stderr may still hold the last lines when 'exit' fires; 'close' waits for them.
-      child.on('close', () => resolve({ code, signal }));
-    });
-  });
-  const waitFor = (pattern: RegExp) => new Promise<RegExpMatchArray>((resolve, reject) => {
-    const check = () => {
-      const m = text.match(pattern);
-      if (m) {
-        listeners.delete(check);
-        resolve(m);
-      }
-    };
-    listeners.add(check);
-    check();
-    void exited.then(() => {
-      check();
-      if (listeners.has(check)) reject(new Error(`engine exited before ${pattern}; stderr:\n${text}`));
-    });
-  });
-  return { child, stderr: () => text, waitFor, exited };
-}
-
-async function portOf(engine: Engine): Promise<number> {
-  const m = await engine.waitFor(/main: HTTP server is listening, hostname: 127\.0\.0\.1, port: (\d+)/);
-  return Number(m[1]);
-}
-
-async function stopEngine(engine: Engine): Promise<void> {
-  if (engine.child.exitCode === null && engine.child.signalCode === null) engine.child.kill('SIGTERM');
-  await engine.exited;
-}
 
 describe('embedded engine serving a tiny model with two slots', () => {
   let engine: Engine;

@@ -2,11 +2,12 @@
 // in how the prompt is made and how a choice is shaped; everything else is one path.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ChatWrapper, LlamaText, Token } from 'node-llama-cpp';
+import type { ChatWrapper, LlamaGrammar, LlamaText, Token } from 'node-llama-cpp';
 import { chatPrompt } from './chat-prompt.js';
 import { generate, type FinishReason, type GenerationResult, type GenerationTarget } from './generation.js';
 import { HttpError } from './http-error.js';
 import { readChatRequest, readCompletionRequest, type SamplingParams } from './openai-requests.js';
+import type { ResponseFormat } from './response-format.js';
 import { startSse } from './sse.js';
 
 export interface CompletionEngine extends GenerationTarget {
@@ -16,6 +17,7 @@ export interface CompletionEngine extends GenerationTarget {
 
 interface Prepared {
   tokens: Token[];
+  grammar?: LlamaGrammar;
   extraStops: LlamaText[];
   sampling: SamplingParams;
   stream: boolean;
@@ -67,7 +69,7 @@ async function respond(engine: CompletionEngine, flavor: Flavor, p: Prepared, re
   const id = `${flavor.idPrefix}${randomUUID().replaceAll('-', '')}`;
   const created = Math.floor(Date.now() / 1000);
   const envelope = (object: string) => ({ id, object, created, model: engine.modelName, system_fingerprint: 'llmtray-embedded' });
-  const input = { tokens: p.tokens, sampling: p.sampling, extraStops: p.extraStops, signal };
+  const input = { tokens: p.tokens, sampling: p.sampling, extraStops: p.extraStops, signal, ...(p.grammar ? { grammar: p.grammar } : {}) };
 
   if (!p.stream) {
     const result = await generate(engine, input);
@@ -94,10 +96,27 @@ async function respond(engine: CompletionEngine, flavor: Flavor, p: Prepared, re
   sse.done();
 }
 
+/**
+ * The grammar that enforces a response format, or none for free text. Rejects with a 400 when
+ * node-llama-cpp cannot build a grammar from the schema (the keywords were checked already;
+ * this is what the generator itself refuses).
+ */
+async function grammarFor(engine: CompletionEngine, format: ResponseFormat): Promise<LlamaGrammar | undefined> {
+  if (format.kind === 'text') return undefined;
+  const llama = engine.model.llama;
+  if (format.kind === 'json_object') return llama.getGrammarFor('json');
+  try {
+    return await llama.createGrammarForJsonSchema(format.schema as Parameters<typeof llama.createGrammarForJsonSchema>[0]);
+  } catch (error) {
+    throw new HttpError(400, `response_format.json_schema '${format.name}' cannot be enforced: ${(error as Error).message}`, 'invalid_request_error', { param: 'response_format' });
+  }
+}
+
 export async function handleChatCompletion(engine: CompletionEngine, body: unknown, _req: IncomingMessage, res: ServerResponse): Promise<void> {
   const request = readChatRequest(body);
   const prompt = chatPrompt(engine.model, engine.chatWrapper, request.messages);
-  await respond(engine, CHAT, { tokens: prompt.tokens, extraStops: prompt.stops, sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage }, res);
+  const grammar = await grammarFor(engine, request.responseFormat);
+  await respond(engine, CHAT, { tokens: prompt.tokens, extraStops: prompt.stops, ...(grammar ? { grammar } : {}), sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage }, res);
 }
 
 export async function handleCompletion(engine: CompletionEngine, body: unknown, _req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -5,8 +5,16 @@
 // paying for it up front would inflate every model's footprint for nothing. Requests are
 // served one at a time (one context, one sequence).
 import type { ServerResponse } from 'node:http';
-import type { LlamaEmbeddingContext, LlamaModel } from 'node-llama-cpp';
+import type { LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
+import { badRequest } from './http-error.js';
 import { readEmbeddingRequest } from './openai-requests.js';
+
+/** A vector as OpenAI's base64 encoding carries it: little-endian float32, as the SDKs decode it. */
+export function base64Float32(vector: readonly number[]): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  vector.forEach((v, i) => bytes.writeFloatLE(v, i * 4));
+  return bytes.toString('base64');
+}
 
 export class EmbeddingService {
   private context: Promise<LlamaEmbeddingContext> | undefined;
@@ -18,15 +26,21 @@ export class EmbeddingService {
    * Embeds every input, in order. Blocks behind earlier embedding requests; rejects with
    * node-llama-cpp's error (no memory for the context, input longer than the context).
    */
-  embed(inputs: readonly string[]): Promise<{ vectors: number[][]; promptTokens: number }> {
+  embed(inputs: readonly (string | number[])[]): Promise<{ vectors: number[][]; promptTokens: number }> {
+    const vocab = this.model.fileInfo.metadata.tokenizer.ggml.tokens.length;
+    inputs.forEach((input, i) => {
+      if (typeof input === 'string') return;
+      const bad = input.find((t) => t >= vocab);
+      if (bad !== undefined) throw badRequest(`input[${i}] has token ${bad}, outside the vocabulary (${vocab} tokens)`, 'input');
+    });
     const run = async () => {
       this.context ??= this.model.createEmbeddingContext({ contextSize: this.contextSize, threads: this.threads });
       const context = await this.context;
       const vectors: number[][] = [];
       let promptTokens = 0;
-      for (const text of inputs) {
-        promptTokens += this.model.tokenize(text).length;
-        vectors.push([...(await context.getEmbeddingFor(text)).vector]);
+      for (const input of inputs) {
+        promptTokens += typeof input === 'string' ? this.model.tokenize(input).length : input.length;
+        vectors.push([...(await context.getEmbeddingFor(typeof input === 'string' ? input : (input as Token[]))).vector]);
       }
       return { vectors, promptTokens };
     };
@@ -36,13 +50,13 @@ export class EmbeddingService {
   }
 
   async handle(body: unknown, res: ServerResponse): Promise<void> {
-    const { inputs } = readEmbeddingRequest(body);
+    const { inputs, encoding } = readEmbeddingRequest(body);
     const { vectors, promptTokens } = await this.embed(inputs);
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify({
       object: 'list',
       model: this.modelName,
-      data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+      data: vectors.map((vector, index) => ({ object: 'embedding', index, embedding: encoding === 'base64' ? base64Float32(vector) : vector })),
       usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
     }));
   }

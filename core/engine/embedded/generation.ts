@@ -1,6 +1,6 @@
 // One generation on one slot: the single path under both /v1/chat/completions and
 // /v1/completions, so limits, stops, counting and cancellation behave the same for both.
-import type { LlamaModel, LlamaText, Token } from 'node-llama-cpp';
+import type { LlamaGrammar, LlamaModel, LlamaText, Token } from 'node-llama-cpp';
 import { HttpError } from './http-error.js';
 import type { SamplingParams } from './openai-requests.js';
 import type { SlotPool } from './slot-pool.js';
@@ -20,6 +20,8 @@ export interface GenerationInput {
   sampling: SamplingParams;
   /** Stops besides the request's own: the chat template's end-of-turn markers. */
   extraStops?: readonly LlamaText[];
+  /** Constrains every token to a grammar (response_format's JSON); the answer ends when it is complete. */
+  grammar?: LlamaGrammar;
   /** Receives text as it is generated (stop strings held back until ruled out). */
   onText?: (text: string) => void;
   /** Aborting ends the generation early (client gone); the result then holds what was made. */
@@ -62,6 +64,7 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
       seed: s.seed,
       repeatPenalty: penalised ? { penalty: s.repeatPenalty, frequencyPenalty: s.frequencyPenalty, presencePenalty: s.presencePenalty } : false,
       customStopTriggers: [...s.stop, ...(input.extraStops ?? [])],
+      ...(input.grammar ? { grammar: input.grammar } : {}),
       // llama-server stops at the end of the slot's context (its context shift is off by
       // default); node-llama-cpp would otherwise drop old tokens and carry on.
       disableContextShift: true,

@@ -22,6 +22,7 @@ export class HttpError extends Error {
   }
 }
 
-export function badRequest(message: string): HttpError {
-  return new HttpError(400, message, 'invalid_request_error');
+/** A 400; `param` names the field at fault, as OpenAI's errors do. */
+export function badRequest(message: string, param?: string): HttpError {
+  return new HttpError(400, message, 'invalid_request_error', param === undefined ? {} : { param });
 }

@@ -5,6 +5,7 @@
 // top_p 0.95, min_p 0.05, no repeat penalty, no token limit but the context), so a model
 // answers the same whichever engine serves it.
 import { badRequest } from './http-error.js';
+import { readResponseFormat, type ResponseFormat } from './response-format.js';
 
 export interface SamplingParams {
   /** undefined: until a stop or the end of the slot's context, as llama-server's n_predict -1. */
@@ -27,6 +28,7 @@ export interface ChatMessage {
 
 export interface ChatRequest {
   messages: ChatMessage[];
+  responseFormat: ResponseFormat;
   stream: boolean;
   includeUsage: boolean;
   sampling: SamplingParams;
@@ -41,7 +43,9 @@ export interface CompletionRequest {
 }
 
 export interface EmbeddingRequest {
-  inputs: string[];
+  /** Texts, or token ids given directly (OpenAI's number[] and number[][] forms). */
+  inputs: (string | number[])[];
+  encoding: 'float' | 'base64';
 }
 
 type Body = Record<string, unknown>;
@@ -49,6 +53,52 @@ type Body = Record<string, unknown>;
 export function asObject(body: unknown): Body {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
   return body as Body;
+}
+
+/**
+ * Fields a client can send that this engine does not honour, each with what it would have
+ * asked for. Served without them, the answer would look right and be wrong (a tool call
+ * never made, a probability never given), so a request that sets one is refused by name.
+ * A field set to its "off" value (false, null, an empty list) asks for nothing and passes.
+ */
+const UNHONOURED_CHAT: Readonly<Record<string, string>> = {
+  tools: 'tool calling',
+  tool_choice: 'tool calling',
+  parallel_tool_calls: 'tool calling',
+  functions: 'function calling',
+  function_call: 'function calling',
+  logprobs: 'token log probabilities',
+  top_logprobs: 'token log probabilities',
+  logit_bias: 'token biases',
+  audio: 'audio output',
+  prediction: 'predicted outputs',
+  web_search_options: 'web search',
+  reasoning_effort: 'reasoning',
+};
+
+const UNHONOURED_COMPLETION: Readonly<Record<string, string>> = {
+  logprobs: 'token log probabilities',
+  logit_bias: 'token biases',
+  suffix: 'fill-in-the-middle (use /infill)',
+  echo: 'echoing the prompt',
+  best_of: 'best-of sampling',
+};
+
+function asksForNothing(v: unknown): boolean {
+  return v === undefined || v === null || v === false || v === 0 || v === 'none' || (Array.isArray(v) && v.length === 0)
+    || (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0);
+}
+
+function refuseUnhonoured(body: Body, table: Readonly<Record<string, string>>, endpoint: string): void {
+  for (const [field, what] of Object.entries(table)) {
+    if (!asksForNothing(body[field])) {
+      throw badRequest(`'${field}' (${what}) is not supported by this engine's ${endpoint}; remove it, or serve this model with a llama-server that supports it`, field);
+    }
+  }
+  const modalities = body['modalities'];
+  if (modalities !== undefined && modalities !== null && !(Array.isArray(modalities) && modalities.every((m) => m === 'text'))) {
+    throw badRequest(`'modalities' ${JSON.stringify(modalities)}: this engine answers text only`, 'modalities');
+  }
 }
 
 function numberField(body: Body, name: string, fallback: number, min: number, max: number): number {
@@ -128,17 +178,25 @@ export function readChatMessages(body: Body): ChatMessage[] {
     const o = typeof m === 'object' && m !== null ? (m as Body) : {};
     const role = o['role'];
     if (typeof role !== 'string' || !ROLES.has(role)) throw badRequest(`messages[${i}].role must be one of system, user, assistant, developer, tool; got ${JSON.stringify(role)}`);
+    // A tool result rendered as a user turn, or an assistant turn without its calls, is a
+    // different conversation from the one the client sent: refused until tools are served.
+    if (role === 'tool') throw badRequest(`messages[${i}] is a tool result: tool calling is not supported by this engine`, `messages[${i}].role`);
+    if (!asksForNothing(o['tool_calls']) || !asksForNothing(o['function_call'])) {
+      throw badRequest(`messages[${i}] carries tool calls: tool calling is not supported by this engine`, `messages[${i}].tool_calls`);
+    }
     return { role: role as ChatMessage['role'], content: contentText(o['content'], i) };
   });
 }
 
 export function readChatRequest(raw: unknown): ChatRequest {
   const body = asObject(raw);
-  return { messages: readChatMessages(body), ...streamFields(body), sampling: readSampling(body) };
+  refuseUnhonoured(body, UNHONOURED_CHAT, 'chat completions');
+  return { messages: readChatMessages(body), responseFormat: readResponseFormat(body['response_format']), ...streamFields(body), sampling: readSampling(body) };
 }
 
 export function readCompletionRequest(raw: unknown): CompletionRequest {
   const body = asObject(raw);
+  refuseUnhonoured(body, UNHONOURED_COMPLETION, 'completions');
   let prompt = body['prompt'];
   // One prompt per request; OpenAI's array-of-one form is accepted as that prompt.
   if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') prompt = prompt[0];
@@ -147,12 +205,28 @@ export function readCompletionRequest(raw: unknown): CompletionRequest {
   return { prompt: prompt as string | number[], ...streamFields(body), sampling: readSampling(body) };
 }
 
+function isTokenArray(v: unknown): v is number[] {
+  return Array.isArray(v) && v.length > 0 && v.every((t) => Number.isSafeInteger(t) && (t as number) >= 0);
+}
+
+/**
+ * `input` in each of OpenAI's forms: a string, strings, a token array, token arrays.
+ * `encoding_format` base64 is what the openai SDK asks for by default (and decodes as
+ * little-endian float32): answering floats to it gives the client junk numbers, silently.
+ * `dimensions` is refused: these models give their full width, and a vector cut short
+ * without the model having been trained for it (Matryoshka) is not a smaller embedding.
+ */
 export function readEmbeddingRequest(raw: unknown): EmbeddingRequest {
   const body = asObject(raw);
   const input = body['input'] ?? body['content'];
-  const inputs = typeof input === 'string' ? [input] : input;
-  if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((s): s is string => typeof s === 'string')) {
-    throw badRequest("'input' must be a string or a non-empty array of strings");
+  const inputs: unknown[] = typeof input === 'string' || isTokenArray(input) ? [input] : Array.isArray(input) ? input : [];
+  if (inputs.length === 0 || !inputs.every((s) => (typeof s === 'string') || isTokenArray(s))) {
+    throw badRequest("'input' must be a string, an array of strings, an array of token ids, or an array of token id arrays", 'input');
   }
-  return { inputs };
+  const encoding = body['encoding_format'] ?? 'float';
+  if (encoding !== 'float' && encoding !== 'base64') throw badRequest(`'encoding_format' must be float or base64, got ${JSON.stringify(encoding)}`, 'encoding_format');
+  if (body['dimensions'] !== undefined && body['dimensions'] !== null) {
+    throw badRequest(`'dimensions' is not supported: this model's embeddings have one width and are not truncated`, 'dimensions');
+  }
+  return { inputs: inputs as (string | number[])[], encoding };
 }
