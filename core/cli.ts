@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { readAdminToken } from './admin/admin-token.js';
+import { guardedProcessOutputs } from './common/guarded-output.js';
 import { currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { isModelCommand, type ModelCommand } from './contracts/commands.js';
 import { findModelByName } from './contracts/model-names.js';
@@ -96,7 +97,9 @@ async function serve(flags: Flags): Promise<void> {
     ...(port === undefined ? {} : { port }),
     ...(flags.host === undefined ? {} : { host: flags.host }),
   });
-  process.stdout.write(
+  const outputs = guardedProcessOutputs();
+  outputs.write(
+    'stdout',
     [
       `llmtray is serving at ${daemon.endpoint}`,
       ...daemon.networkEndpoints.map((url) => `  network:    ${url}  (clients send one of listen.clientKeys)`),
@@ -112,7 +115,7 @@ async function serve(flags: Flags): Promise<void> {
     stop: () => daemon.stop(),
     signals: process,
     now: () => performance.now(),
-    say: (line) => process.stderr.write(`${line}\n`),
+    say: (line) => outputs.write('stderr', `${line}\n`),
     exit: (code) => process.exit(code),
   });
 }

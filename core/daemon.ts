@@ -43,6 +43,7 @@ import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.j
 import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
 import { footprintToLearn } from './daemon/learned-footprint.js';
 import { createLogger } from './daemon/logger.js';
+import { guardedProcessOutputs } from './common/guarded-output.js';
 import { createModelActions, PinPolicy } from './daemon/model-actions.js';
 import { buildSnapshot } from './daemon/snapshot-builder.js';
 import { writeDaemonInfo, DAEMON_INFO_FILE } from './daemon/daemon-info.js';
@@ -105,6 +106,8 @@ export const MEASURE_INTERVAL_MS = 5_000;
 export const IDLE_BUDGET_INTERVAL_MS = 10_000;
 
 export async function startDaemon(options: DaemonOptions = {}): Promise<RunningDaemon> {
+  // First: from here on a closed terminal or a full disk under stdout/stderr never ends the daemon.
+  const outputs = guardedProcessOutputs();
   const logFor = options.log ?? ((subsystem: string) => createLogger(subsystem));
   const log = logFor('daemon');
   const facts = currentPlatform();
@@ -324,6 +327,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       budget: () => budget.current(),
       limitBytes: () => catalog.config().budget.limitBytes ?? null,
       configPath,
+      lostOutputs: () => outputs.lostOutputs(),
     } as const;
     const admin = new AdminService({
       buildSnapshot: () => buildSnapshot(snapshotParts),
@@ -343,6 +347,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       warn: (message) => log.warn(message),
     });
     cleanups.push(() => admin.close());
+    // A terminal or log file that went away is said once, on the snapshot (and on stderr when stdout went).
+    cleanups.push(outputs.onLost((lost) => {
+      log.warn(`the daemon's ${lost.stream} failed (${lost.code}: ${lost.message}); it is no longer written, serving goes on`);
+      admin.changed();
+    }));
     // Every engine's log lines onto the event stream as they are written (batched, rate-limited per model).
     const logFeed = new LogFeed({ clock: realClock, publish: (event) => admin.publish(event) });
     const unsubscribeLogs = supervisor.subscribeLog((modelId, line, position) => logFeed.append(modelId, line, position));

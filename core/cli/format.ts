@@ -104,6 +104,7 @@ export function statusText(snapshot: Snapshot, now = Date.now()): string {
     lines.push(...leftOutLines(snapshot));
   }
   for (const error of snapshot.configErrors) lines.push(`config: ${error}`);
+  for (const lost of snapshot.lostOutputs) lines.push(`daemon ${lost.stream} lost (${lost.code}): its log no longer reaches there; models' logs: llmtray logs ID`);
   return lines.join('\n');
 }
 

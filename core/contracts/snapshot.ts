@@ -120,6 +120,18 @@ export interface PlanView {
   unschedulable: LeftOut[];
 }
 
+/**
+ * One of the daemon's own outputs (its terminal, or the file its stderr was sent to) that
+ * failed: the daemon serves on and keeps its logs in memory, but nothing more reaches there.
+ */
+export interface LostOutput {
+  stream: 'stdout' | 'stderr';
+  /** The system's code: EPIPE (the reader went away), ENOSPC (its disk is full), EIO, ... */
+  code: string;
+  message: string;
+  at: number;
+}
+
 export interface Snapshot {
   /** Monotonic revision; a client that sees a smaller one knows the daemon restarted. */
   revision: number;
@@ -152,4 +164,6 @@ export interface Snapshot {
   /** Where models come from, for the dashboard's empty state. */
   configPath: string;
   modelDirs: string[];
+  /** The daemon's stdout or stderr that can no longer be written (empty while both work). */
+  lostOutputs: LostOutput[];
 }

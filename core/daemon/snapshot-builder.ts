@@ -2,7 +2,7 @@
 // and a few sums): the admin service calls it on every change, throttled.
 import type { Catalog, CatalogModel } from '../catalog/catalog.js';
 import type { Controller } from '../controller/controller.js';
-import type { MemoryHolder, ModelView, Snapshot, BudgetView, GpuView } from '../contracts/snapshot.js';
+import type { MemoryHolder, ModelView, Snapshot, BudgetView, GpuView, LostOutput } from '../contracts/snapshot.js';
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
@@ -34,6 +34,8 @@ export interface SnapshotParts {
   /** The config's budget limit now (a reload may change it). */
   limitBytes(): number | null;
   configPath: string;
+  /** The daemon's own outputs that failed (core/common/guarded-output.ts). */
+  lostOutputs: () => LostOutput[];
 }
 
 function idleStatus(modelId: string, since: number): ModelStatus {
@@ -149,6 +151,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
     configErrors: parts.catalog.problems(),
     configPath: parts.configPath,
     modelDirs: config.modelDirs,
+    lostOutputs: parts.lostOutputs(),
   };
 }
 

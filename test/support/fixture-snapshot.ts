@@ -70,5 +70,6 @@ export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
     configErrors: [],
     configPath: '/home/me/.config/llmtray/config.yaml',
     modelDirs: ['/models'],
+    lostOutputs: [],
   };
 }

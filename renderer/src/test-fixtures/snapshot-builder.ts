@@ -122,6 +122,7 @@ export function snapshot(overrides: Partial<Snapshot> = {}): Snapshot {
     configErrors: [],
     configPath: '/home/ada/.config/llmtray/config.yaml',
     modelDirs: ['/home/ada/models'],
+    lostOutputs: [],
     ...overrides,
   };
 }

@@ -64,6 +64,7 @@ function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | nu
     budget: () => sample,
     limitBytes: () => null,
     configPath: '/cfg/config.yaml',
+    lostOutputs: () => [],
     ...overrides,
   };
 }
