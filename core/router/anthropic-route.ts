@@ -15,7 +15,7 @@ import type { ServerResponse } from 'node:http';
 import { anthropicEngineError, anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
 import { parseCountTokensRequest, parseMessagesRequest } from './anthropic-request.js';
 import { ChatStreamToMessages } from './anthropic-stream.js';
-import { toAnthropicMessage, toChatCompletionRequest, toChatMessages } from './anthropic-translate.js';
+import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, toChatToolFields } from './anthropic-translate.js';
 import { countTokensByTemplate } from './count-tokens.js';
 import { sendError, type RouterError } from './errors.js';
 import { forwardToEngine, rewriteModelField, SseModelRewriter, type AnswerShape, type ModelRequest } from './upstream.js';
@@ -72,7 +72,12 @@ export function countTokensRequest(agent: http.Agent, res: ServerResponse, raw: 
         sendError(res, messages.error, anthropicErrorBody);
         return Promise.resolve({ kind: 'answered' });
       }
-      return countTokensByTemplate(agent, res, clientGone, claim, messages.value);
+      const tools = toChatToolFields(body, claim.servedBy);
+      if (!tools.ok) {
+        sendError(res, tools.error, anthropicErrorBody);
+        return Promise.resolve({ kind: 'answered' });
+      }
+      return countTokensByTemplate(agent, res, clientGone, claim, messages.value, tools.value);
     },
   };
 }
