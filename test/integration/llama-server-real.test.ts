@@ -48,6 +48,9 @@ describe.skipIf(LLAMA_SERVER === undefined)('a real llama-server (LLMTRAY_LLAMA_
     capabilities = await probeCapabilities(binary);
     models.set('tiny', await tinyModel());
     models.set('broken', await corruptModel());
+    // The tiny model as an embedding model (what a GGUF with a pooling, or the config's
+    // `embeddings: true`, makes of it).
+    models.set('embedder', await tinyModel());
   });
   beforeEach(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'llmtray-llama-server-'));
@@ -66,6 +69,8 @@ describe.skipIf(LLAMA_SERVER === undefined)('a real llama-server (LLMTRAY_LLAMA_
         aliases: [],
         extraArgs: [],
         env: {},
+        // Its GGUF names no pooling, as a chat model marked `embeddings: true` in the config.
+        ...(modelId === 'embedder' ? { embeddings: { modelPools: false } } : {}),
       }),
       engineCommand: defaultEngineCommand({ llamaServerPath: binary }),
       footprint: () => 0,
@@ -107,6 +112,18 @@ describe.skipIf(LLAMA_SERVER === undefined)('a real llama-server (LLMTRAY_LLAMA_
     expect(await isRunning(endpoint.pid)).toBe(false);
     expect(supervisor.endpointFor('tiny')).toBeNull();
     if (readsApiKeyFile(capabilities)) expect(await readdir(join(dataDir, 'engine-keys'))).toEqual([]);
+  });
+
+  it('launches an embedding model with --embeddings, so /v1/embeddings answers instead of a 501', async () => {
+    if (!supervisor) throw new Error('no supervisor');
+    await supervisor.launch('embedder', 'full');
+    const endpoint = supervisor.endpointFor('embedder');
+    if (endpoint === null) throw new Error('ready but no endpoint');
+    const client = new OpenAI({ apiKey: endpoint.apiKey, baseURL: `http://127.0.0.1:${endpoint.port}/v1`, maxRetries: 0 });
+    // The SDK's default encoding is base64, which llama-server decodes as the SDK expects.
+    const answer = await client.embeddings.create({ model: 'embedder', input: 'hello' });
+    expect(answer.data[0]?.embedding).toHaveLength(TINY_SHAPE.nEmbd);
+    await supervisor.evict('embedder');
   });
 
   it.each<[string, Placement]>([
