@@ -183,6 +183,9 @@ export function createRouter(options: RouterOptions): Router {
     );
   }
 
+  /** The field an engine's "prompt too long" is about, per endpoint (engine-errors.ts). */
+  const PROMPT_FIELD: Record<OpenAIEndpoint, string> = { 'chat.completions': 'messages', completions: 'prompt', embeddings: 'input' };
+
   /** An OpenAI endpoint's request: the body as it came, re-serialised only to name a fallback. */
   function openAIRequest(res: ServerResponse, endpoint: OpenAIEndpoint, path: string, raw: Buffer): ModelRequest | RouterError {
     const parsed = parseRequest(endpoint, raw);
@@ -195,7 +198,7 @@ export function createRouter(options: RouterOptions): Router {
           path,
           // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
           body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: claim.servedBy })) : raw,
-          shape: openAIAnswer(fallingBack ? claim.servedBy : null),
+          shape: openAIAnswer(fallingBack ? claim.servedBy : null, claim.servedBy, PROMPT_FIELD[endpoint]),
         }),
     };
   }

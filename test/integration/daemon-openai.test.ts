@@ -174,6 +174,24 @@ describe('on-demand loading and swapping', () => {
     expect(answer.object).toBe('text_completion');
     expect(typeof answer.choices[0]?.text).toBe('string');
   });
+
+  it('answers a prompt over the context in OpenAI’s shape: the real engine’s refusal with a string code, OpenAI’s type and the param', async () => {
+    // demo-tiny has 4096 tokens of context; every word is at least one token.
+    const long = Array.from({ length: 6000 }, (_, i) => `w${i}`).join(' ');
+    let error: unknown;
+    try {
+      await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: long }], max_tokens: 2 });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(BadRequestError);
+    const refusal = error as BadRequestError;
+    expect(refusal.code).toBe('context_length_exceeded');
+    expect(refusal.type).toBe('invalid_request_error');
+    expect(refusal.param).toBe('messages');
+    expect(refusal.message).toMatch(/exceeds the available context size/);
+    expect(refusal.headers?.get('x-llmtray-error-source')).toBe('engine');
+  });
 });
 
 describe('concurrency', () => {

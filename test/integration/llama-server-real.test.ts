@@ -214,4 +214,23 @@ describe.skipIf(LLAMA_SERVER === undefined)('the daemon with a real llama-server
     const counted = await client.messages.countTokens({ model: 'chat', system: 'Be brief.', messages: [{ role: 'user', content: 'Once upon a time' }] });
     expect(counted.input_tokens).toBe(free.usage.input_tokens + (free.usage.cache_read_input_tokens ?? 0));
   });
+
+  it('answers its refusal of a prompt over the context in OpenAI’s shape and, on /v1/messages, in Anthropic’s', async () => {
+    if (!daemon) throw new Error('the daemon did not start (see the test before)');
+    // demo-chat has 8192 tokens of context; every word is at least one token.
+    const long = Array.from({ length: 12_000 }, (_, i) => `w${i}`).join(' ');
+    const openai = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
+    const refusal = await openai.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: long }], max_tokens: 2 }).catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(OpenAI.BadRequestError);
+    const error = refusal as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(error.code).toBe('context_length_exceeded');
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.param).toBe('messages');
+    expect(error.message).toMatch(/exceeds the available context size/);
+
+    const anthropic = new Anthropic({ baseURL: daemon.origin, apiKey: 'unused', maxRetries: 0 });
+    const native = await anthropic.messages.create({ model: 'chat', max_tokens: 4, messages: [{ role: 'user', content: long }] }).catch((e: unknown) => e);
+    expect(native).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((native as InstanceType<typeof Anthropic.BadRequestError>).errorCode).toBe('context_length_exceeded');
+  });
 });

@@ -261,7 +261,7 @@ describe('an engine that speaks only chat completions: translated', () => {
     const error = await caught(client.messages.create({ model: 'small', max_tokens: 16, messages: [{ role: 'user', content: 'mode:engine-400' }] }));
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.apiMessage).toBe('the request exceeds the available context size');
-    expect(error.errorCode).toBe('exceed_context_size_error');
+    expect(error.errorCode).toBe('context_length_exceeded');
     expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
     expect(error.headers?.get('access-control-allow-origin')).toBeNull();
   });

@@ -186,12 +186,17 @@ describe('routing and answering', () => {
     expect(error.headers?.get('x-llmtray-error-source')).toBe('router');
   });
 
-  it('passes an engine error through, marked as the engine’s', async () => {
+  it('answers an engine error in OpenAI’s shape (a string code, OpenAI’s type, the param), marked as the engine’s', async () => {
     const { client } = await startRouter();
     const error = await caught(client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:engine-400' }] }));
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.message).toContain('exceeds the available context size');
+    expect(error.code).toBe('context_length_exceeded');
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.param).toBe('messages');
     expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
+    const completion = await caught(client.completions.create({ model: 'small', prompt: 'mode:engine-400' }));
+    expect(completion.param).toBe('prompt');
   });
 });
 
