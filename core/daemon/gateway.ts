@@ -123,6 +123,7 @@ export function createGateway(parts: GatewayParts): ModelGateway {
         servedBy: serving,
         endpoint: { baseUrl: `http://127.0.0.1:${claim.endpoint.port}`, apiKey: claim.endpoint.apiKey },
         anthropicMessages: claim.endpoint.anthropicMessages,
+        engine: claim.endpoint.engine,
         lost: claim.lost,
         progressed: () => claim.progressed(),
         release: () => {

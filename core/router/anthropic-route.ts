@@ -17,6 +17,7 @@ import { parseCountTokensRequest, parseMessagesRequest } from './anthropic-reque
 import { ChatStreamToMessages } from './anthropic-stream.js';
 import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, toChatToolFields } from './anthropic-translate.js';
 import { countTokensByTemplate } from './count-tokens.js';
+import { refusedField } from './request-fields.js';
 import { sendError, type RouterError } from './errors.js';
 import { forwardToEngine, rewriteModelField, SseModelRewriter, type AnswerShape, type ModelRequest } from './upstream.js';
 import { isObject } from './validate-request.js';
@@ -40,7 +41,8 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
           shape: nativeAnswer(renamed, servedBy),
         });
       }
-      const chat = toChatCompletionRequest(body, renamed ?? model, servedBy);
+      const refusal = refusedField('messages', body, null, servedBy);
+      const chat = refusal === null ? toChatCompletionRequest(body, renamed ?? model, servedBy) : { ok: false as const, error: refusal };
       if (!chat.ok) {
         sendError(res, chat.error, anthropicErrorBody);
         return Promise.resolve({ kind: 'answered' });

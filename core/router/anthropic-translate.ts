@@ -5,8 +5,9 @@
 // user and assistant turns of text, tools and tool turns (anthropic-tools.ts), `max_tokens`,
 // `stop_sequences`, `temperature`, `top_p`, `top_k` (llama-server's extension, which the
 // embedded engine takes too) and streaming. What cannot be said in the chat API without
-// guessing — images, documents, server tools, extended thinking — is refused with a 400 that
-// names the block or field, never dropped. The model's earlier thinking blocks are refused
+// guessing — images, documents, server tools — is refused with a 400 that names the block,
+// never dropped; request fields the chat API cannot say (extended thinking, …) are refused by
+// the field table (request-fields.ts) before translating. The model's earlier thinking blocks are refused
 // with the rest: the translated path never produces them, so they only appear in a
 // conversation that began on another engine.
 //
@@ -65,8 +66,6 @@ export function toChatToolFields(request: AnthropicCountTokensRequest, servedBy:
 
 /** A Messages request as a chat completion request asking `model` (the engine's name for it). */
 export function toChatCompletionRequest(request: AnthropicMessagesRequest, model: string, servedBy: string): Translated<OpenAIChatCompletionRequest> {
-  const thinking = request['thinking'];
-  if (isObject(thinking) && thinking['type'] !== 'disabled') return untranslatable('thinking', 'asks for extended thinking', servedBy);
   const messages = toChatMessages(request, servedBy);
   if (!messages.ok) return messages;
   const tools = toChatToolFields(request, servedBy);

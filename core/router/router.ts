@@ -24,6 +24,7 @@ import { checkClientKey, type ClientKey } from './client-keys.js';
 import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
 import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
 import { ProgressComments } from './progress-comments.js';
+import { refusedField } from './request-fields.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
 import { formatBytes } from '../contracts/format-bytes.js';
@@ -190,16 +191,25 @@ export function createRouter(options: RouterOptions): Router {
   function openAIRequest(res: ServerResponse, endpoint: OpenAIEndpoint, path: string, raw: Buffer): ModelRequest | RouterError {
     const parsed = parseRequest(endpoint, raw);
     if (!parsed.ok) return parsed.error;
+    // What no engine can honour is refused before anything loads; what only some cannot, once the engine is known.
+    const refusal = refusedField(endpoint, parsed.body, null);
+    if (refusal !== null) return refusal;
     return {
       model: parsed.model,
       streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
-      send: (claim, fallingBack, clientGone) =>
-        forwardToEngine(agent, res, clientGone, claim, {
+      send: (claim, fallingBack, clientGone) => {
+        const late = refusedField(endpoint, parsed.body, claim.engine, claim.servedBy);
+        if (late !== null) {
+          sendError(res, late);
+          return Promise.resolve({ kind: 'answered' });
+        }
+        return forwardToEngine(agent, res, clientGone, claim, {
           path,
           // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
           body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: claim.servedBy })) : raw,
           shape: openAIAnswer(fallingBack ? claim.servedBy : null, claim.servedBy, PROMPT_FIELD[endpoint]),
-        }),
+        });
+      },
     };
   }
 

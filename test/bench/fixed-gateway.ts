@@ -35,6 +35,7 @@ export function fixedGateway(engine: FixedEngine): ModelGateway {
     servedBy: engine.modelId,
     endpoint: { baseUrl: engine.baseUrl, apiKey: engine.apiKey },
     anthropicMessages: false,
+    engine: 'llama-server',
     lost,
     progressed: () => {},
     release: () => {},

@@ -200,6 +200,36 @@ describe('routing and answering', () => {
   });
 });
 
+describe('request fields an engine cannot honour (request-fields.ts)', () => {
+  it('refuses a field no engine honours with a 400 naming it, before anything is claimed', async () => {
+    const { client, gateway } = await startRouter();
+    const from = engine.requests.length;
+    const request = { model: 'small', messages: hello, functions: [{ name: 'lookup', parameters: { type: 'object' } }] };
+    const error = await caught(client.chat.completions.create(request as OpenAI.ChatCompletionCreateParamsNonStreaming));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.param).toBe('functions');
+    expect(error.message).toContain('send `tools`');
+    expect(engine.since(from)).toEqual([]);
+    expect(gateway.startedTotal).toBe(0);
+  });
+
+  it('refuses a field the claimed engine cannot honour, naming the model, and passes it to one that can', async () => {
+    const biased = { model: 'small', messages: hello, logit_bias: { '42': -100 } };
+    const embedded = await startRouter({}, { small: { engine: 'embedded' } });
+    const from = engine.requests.length;
+    const error = await caught(embedded.client.chat.completions.create(biased));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.param).toBe('logit_bias');
+    expect(error.message).toContain("'small'");
+    expect(engine.since(from)).toEqual([]);
+    await vi.waitFor(() => expect(embedded.gateway.finishedTotal).toBe(embedded.gateway.startedTotal));
+
+    const llamaServer = await startRouter();
+    await llamaServer.client.chat.completions.create(biased);
+    expect(engine.since(from).map((r) => r.body['logit_bias'])).toEqual([{ '42': -100 }]);
+  });
+});
+
 describe('on-demand activation', () => {
   it('refuses a quarantined model at once with its reason, without asking for it', async () => {
     const { client, gateway } = await startRouter();

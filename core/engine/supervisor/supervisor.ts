@@ -340,7 +340,7 @@ export class Supervisor {
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
     if (!server || server.phase !== 'ready' || server.hasEnded) return null;
-    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages });
+    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages, engine: server.engine });
   }
 
   /** Requests claimed on the model's current server. Synchronous. */

@@ -70,7 +70,6 @@ describe('toChatCompletionRequest', () => {
     ['a tool result in an assistant turn', { messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }] }] }, 'messages[1].content[0]', '"tool_result" block in a assistant turn'],
     ['earlier thinking', { messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: '' }] }] }, 'messages[1].content[0]', '"thinking" block'],
     ['a server tool', { tools: [{ name: 'read', input_schema: { type: 'object' } }, { type: 'bash_20250124', name: 'bash' }] }, 'tools[1].type', 'server tool "bash_20250124"'],
-    ['extended thinking', { thinking: { type: 'enabled', budget_tokens: 1024 } }, 'thinking', 'extended thinking'],
   ] as const)('refuses %s, naming it and the engine, rather than drop it', (_what, change, param, said) => {
     const error = refusal({ ...base, ...(change as Partial<AnthropicMessagesRequest>) });
     expect(error.status).toBe(400);
