@@ -25,6 +25,7 @@ import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOp
 import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
 import { ProgressComments } from './progress-comments.js';
 import { refusedField } from './request-fields.js';
+import { isLlamaCompatPath, llamaRouterStatus, llamaServerRouteRequest, MODEL_COMMAND_ROUTES, runModelCommand, type ModelCommands } from './llama-routes.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
 import { formatBytes } from '../contracts/format-bytes.js';
@@ -45,6 +46,8 @@ export interface RouterOptions {
   access?: () => RouterAccess;
   /** Handles every request outside `/v1` once the guards passed. Default: 404. */
   fallthrough?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The tray's load and unload, for llama.cpp router mode's `POST /models/load` and `/models/unload` (llama-routes.ts). Absent: 501. */
+  modelCommands?: ModelCommands;
 }
 
 export interface RouterAccess extends GuardOptions {
@@ -143,7 +146,8 @@ export function createRouter(options: RouterOptions): Router {
     // is one refused before its body is read. Closing a socket with unread bytes in it makes the
     // kernel send a reset, and a client still sending loses the tail of the answer (the fuzz
     // suite found a GET with a megabyte of chunked body getting half a dashboard file).
-    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null)) req.resume();
+    const llamaCompat = isLlamaCompatPath(path);
+    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null && !llamaCompat)) req.resume();
     const refuse = (error: RouterError): void => {
       req.resume();
       sendError(res, error, shape);
@@ -151,7 +155,7 @@ export function createRouter(options: RouterOptions): Router {
     const access = accessNow();
     const refusal = refuseHostOrOrigin(req, access);
     if (refusal !== null) return refuse(refusal);
-    if (path !== '/v1' && !path.startsWith('/v1/')) {
+    if (path !== '/v1' && !path.startsWith('/v1/') && !llamaCompat) {
       if (!access.fallthroughFromNetwork && !arrivedOnLoopback(req.socket.localAddress)) {
         return refuse(forbidden(`${path} is served on loopback only: the admin API, /metrics and the dashboard answer connections to 127.0.0.1 or [::1]. Use them on this machine, or set listen.admin: network in llmtray's config.yaml to serve them on the network too (the admin API still needs its token).`));
       }
@@ -172,6 +176,24 @@ export function createRouter(options: RouterOptions): Router {
     if (anthropic !== null) {
       if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
       const build = (raw: Buffer): ModelRequest | RouterError => ANTHROPIC_ROUTES[anthropic](agent, res, raw);
+      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
+      return;
+    }
+    if (llamaCompat) {
+      if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
+      const command = MODEL_COMMAND_ROUTES[path];
+      if (command !== undefined) {
+        readBody(req, bodyLimitBytes)
+          .then((read) => {
+            if (read.kind === 'aborted') return;
+            if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, bodyLimitBytes));
+            const resolve = (name: string): string | undefined => gateway.resolve(name)?.modelId;
+            return runModelCommand(res, read.body, command, options.modelCommands, resolve, (name) => unknownModel(name, gateway.modelIds()));
+          })
+          .catch((error: unknown) => refuse(internal(error)));
+        return;
+      }
+      const build = (raw: Buffer): ModelRequest | RouterError => llamaServerRouteRequest(agent, res, path, raw);
       serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
@@ -259,7 +281,8 @@ export function createRouter(options: RouterOptions): Router {
   }
 
   function serveModels(res: ServerResponse, modelName: string | null): void {
-    const entries = gateway.listModels();
+    // llama.cpp router mode's `status` beside llmtray's own `state`, for clients made for it.
+    const entries = gateway.listModels().map((entry) => ({ ...entry, status: llamaRouterStatus(entry.state) }));
     if (modelName === null) return sendJson(res, { object: 'list', data: entries } satisfies OpenAIModelList<RouterModelEntry>);
     const id = gateway.resolve(modelName)?.modelId;
     const entry = entries.find((candidate) => candidate.id === id);
