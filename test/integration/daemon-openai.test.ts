@@ -11,7 +11,7 @@
 // request wins the memory.
 import http from 'node:http';
 import OpenAI, { APIError, BadRequestError, NotFoundError } from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ModelView } from '../../core/contracts/snapshot.js';
 import { isProcessAlive, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { SERVING_STATES } from '../../core/contracts/model-status.js';
@@ -272,6 +272,26 @@ describe('an engine that dies mid-answer', () => {
     expect(relaunched.upstream?.pid).not.toBe(tinyPid);
     expect(isProcessAlive(relaunched.upstream?.pid as number)).toBe(true);
     expect(daemon.stderr()).toContain("demo-tiny's server ended on its own");
+  });
+});
+
+describe('llama.cpp router mode’s model commands', () => {
+  /** demo-tiny's router-mode status, as a client made for llama.cpp reads it. */
+  async function tinyStatus(): Promise<unknown> {
+    const entries = (await client.models.list()).data as unknown as { id: string; status: unknown }[];
+    return entries.find((e) => e.id === 'demo-tiny')?.status;
+  }
+  const post = async (path: string, model: string): Promise<{ status: number; json: Record<string, unknown> }> => {
+    const response = await fetch(`${daemon.origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) });
+    return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+  };
+
+  it('unloads and loads demo-tiny by POST /models/unload and /models/load, as the tray does, and /v1/models follows', async () => {
+    const unloaded = await post('/models/unload', 'tiny');
+    expect(unloaded).toMatchObject({ status: 200, json: { success: true, model: 'demo-tiny' } });
+    await vi.waitFor(async () => expect(await tinyStatus()).toEqual({ value: 'unloaded' }), { timeout: 60_000, interval: 100 });
+    expect(await post('/models/load', 'tiny')).toMatchObject({ status: 200, json: { success: true } });
+    await vi.waitFor(async () => expect(await tinyStatus()).toEqual({ value: 'loaded' }), { timeout: 60_000, interval: 100 });
   });
 });
 
