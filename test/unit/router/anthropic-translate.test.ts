@@ -160,6 +160,23 @@ describe('toAnthropicMessage', () => {
     expect(toAnthropicMessage(completion({}, 'length', null), null)?.content).toEqual([]);
   });
 
+  it('tells tool_calls as tool_use blocks after the text, stop_reason tool_use even when the engine said stop; null for arguments that are not a JSON object', () => {
+    const withCalls = (args: string, finish: string): string =>
+      JSON.stringify({
+        id: 'c',
+        model: 'm',
+        choices: [{ index: 0, finish_reason: finish, message: { role: 'assistant', content: 'Reading.', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read', arguments: args } }] } }],
+      });
+    const message = toAnthropicMessage(withCalls('{"path":"/a"}', 'stop'), null);
+    expect(message?.content).toEqual([
+      { type: 'text', text: 'Reading.' },
+      { type: 'tool_use', id: 'call_1', name: 'read', input: { path: '/a' } },
+    ]);
+    expect(message?.stop_reason).toBe('tool_use');
+    expect(toAnthropicMessage(withCalls('{"path":', 'tool_calls'), null)).toBeNull();
+    expect(toAnthropicMessage(withCalls('[1]', 'tool_calls'), null)).toBeNull();
+  });
+
   it('is null for what is not a chat completion', () => {
     for (const text of ['{"error":{"message":"x"}}', '[]', 'not json', '{"choices":[]}', '{"choices":[{"text":"legacy"}]}']) {
       expect(toAnthropicMessage(text, null), text).toBeNull();
