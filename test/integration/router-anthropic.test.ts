@@ -302,6 +302,18 @@ describe('an engine that speaks only chat completions: translated', () => {
     expect(response.headers.get('x-llmtray-served-by')).toBe('small');
   });
 
+  it('counts the tools too: they go to /apply-template in chat words, as the template writes them into the prompt', async () => {
+    const { client } = await startRouter();
+    const from = engine.requests.length;
+    const tool = { name: 'read', description: 'reads', input_schema: { type: 'object' as const, properties: {} } };
+    await client.messages.countTokens({ model: 'small', messages: hello, tools: [tool], tool_choice: { type: 'auto' } });
+    expect(engine.since(from)[0]?.body).toEqual({
+      messages: [{ role: 'user', content: 'hello' }],
+      tools: [{ type: 'function', function: { name: 'read', description: 'reads', parameters: tool.input_schema } }],
+      tool_choice: 'auto',
+    });
+  });
+
   it('says with a 501 that an engine without count_tokens, /apply-template or /tokenize cannot count', async () => {
     const { client } = await startRouter({}, { small: { engineUrl: ancientUrl } });
     const error = await caught(client.messages.countTokens({ model: 'small', messages: hello }));
