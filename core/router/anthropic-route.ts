@@ -17,7 +17,7 @@ import { parseCountTokensRequest, parseMessagesRequest } from './anthropic-reque
 import { ChatStreamToMessages } from './anthropic-stream.js';
 import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, toChatToolFields } from './anthropic-translate.js';
 import { countTokensByTemplate } from './count-tokens.js';
-import { refusedField } from './request-fields.js';
+import { refusedField, refusedTools } from './request-fields.js';
 import { sendError, type RouterError } from './errors.js';
 import { forwardToEngine, rewriteModelField, SseModelRewriter, type AnswerShape, type ModelRequest } from './upstream.js';
 import { isObject } from './validate-request.js';
@@ -41,7 +41,7 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
           shape: nativeAnswer(renamed, servedBy),
         });
       }
-      const refusal = refusedField('messages', body, null, servedBy);
+      const refusal = refusedField('messages', body, null, servedBy) ?? refusedTools(body, claim.toolCalls, servedBy);
       const chat = refusal === null ? toChatCompletionRequest(body, renamed ?? model, servedBy) : { ok: false as const, error: refusal };
       if (!chat.ok) {
         sendError(res, chat.error, anthropicErrorBody);

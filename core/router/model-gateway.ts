@@ -58,6 +58,8 @@ export interface EngineClaim {
   anthropicMessages: boolean;
   /** Which engine answers: what it cannot honour is refused by name (request-fields.ts). */
   engine: EngineKind;
+  /** The engine can call tools; false for a llama-server build that renders only its built-in templates (no --jinja). */
+  toolCalls: boolean;
   /** Aborts with an EngineLost when the engine is found hung, just before it is killed. */
   lost: AbortNotice;
   /** Bytes of the answer reached the client: progress, for hang detection. O(1). */

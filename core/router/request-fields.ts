@@ -159,6 +159,20 @@ export function refusedField(endpoint: FieldEndpoint, body: Record<string, unkno
   return null;
 }
 
+/**
+ * `tools` for an engine build that cannot call them (a llama-server without Jinja templates,
+ * which would answer as if no tools were sent): a 400 naming the field and the model. Null when
+ * the engine can, or none were sent.
+ */
+export function refusedTools(body: Record<string, unknown>, toolCalls: boolean, servedBy: string): RouterError | null {
+  const tools = body['tools'];
+  if (toolCalls || !Array.isArray(tools) || tools.length === 0) return null;
+  return invalidRequest(
+    'tools',
+    `'tools' cannot be honoured on the model server for '${servedBy}': its llama-server build has no --jinja, so it renders chat with its built-in templates only and cannot call tools. Use a newer llama-server build (or engine: embedded).`,
+  );
+}
+
 /** The table as the README prints it: one Markdown table per endpoint. */
 export function fieldTableMarkdown(): string {
   const titles: Record<FieldEndpoint, string> = {

@@ -24,7 +24,7 @@ import { checkClientKey, type ClientKey } from './client-keys.js';
 import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
 import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
 import { ProgressComments } from './progress-comments.js';
-import { refusedField } from './request-fields.js';
+import { refusedField, refusedTools } from './request-fields.js';
 import { isLlamaCompatPath, llamaRouterStatus, llamaServerRouteRequest, MODEL_COMMAND_ROUTES, runModelCommand, type ModelCommands } from './llama-routes.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
@@ -220,7 +220,7 @@ export function createRouter(options: RouterOptions): Router {
       model: parsed.model,
       streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
       send: (claim, fallingBack, clientGone) => {
-        const late = refusedField(endpoint, parsed.body, claim.engine, claim.servedBy);
+        const late = refusedField(endpoint, parsed.body, claim.engine, claim.servedBy) ?? refusedTools(parsed.body, claim.toolCalls, claim.servedBy);
         if (late !== null) {
           sendError(res, late);
           return Promise.resolve({ kind: 'answered' });

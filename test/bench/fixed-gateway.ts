@@ -36,6 +36,7 @@ export function fixedGateway(engine: FixedEngine): ModelGateway {
     endpoint: { baseUrl: engine.baseUrl, apiKey: engine.apiKey },
     anthropicMessages: false,
     engine: 'llama-server',
+    toolCalls: true,
     lost,
     progressed: () => {},
     release: () => {},

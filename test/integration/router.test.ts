@@ -230,6 +230,22 @@ describe('request fields an engine cannot honour (request-fields.ts)', () => {
   });
 });
 
+describe('tools for an engine build that cannot call them', () => {
+  it('refuses them with a 400 naming the field and the model (a llama-server without --jinja would answer as if none were sent)', async () => {
+    const { client } = await startRouter({}, { small: { toolCalls: false } });
+    const from = engine.requests.length;
+    const tools = [{ type: 'function' as const, function: { name: 'read', parameters: { type: 'object' } } }];
+    const error = await caught(client.chat.completions.create({ model: 'small', messages: hello, tools }));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.param).toBe('tools');
+    expect(error.message).toContain("'small'");
+    expect(error.message).toContain('--jinja');
+    expect(engine.since(from)).toEqual([]);
+    // Without tools it still answers.
+    await client.chat.completions.create({ model: 'small', messages: hello });
+  });
+});
+
 describe('on-demand activation', () => {
   it('refuses a quarantined model at once with its reason, without asking for it', async () => {
     const { client, gateway } = await startRouter();

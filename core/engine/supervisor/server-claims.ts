@@ -27,6 +27,8 @@ export interface ClaimedEndpoint {
   anthropicMessages: boolean;
   /** Which engine answers: the router refuses what that engine cannot honour (request-fields.ts). */
   engine: EngineKind;
+  /** It can call tools (a llama-server build without Jinja templates cannot): `tools` is refused by name otherwise. */
+  toolCalls: boolean;
 }
 
 /** Why a claimed server stopped answering: its clients are told this, in OpenAI's error shape. */
