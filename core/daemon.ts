@@ -401,6 +401,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       gateway: createGateway({ catalog, controller, supervisor, activity, startedAt, turns }),
       activationWaitMs: config.activationWaitMs,
       fallthrough: createAdminHandler({ service: admin, token, staticDir: options.staticDir ?? defaultStaticDir() }),
+      // llama.cpp router mode's /models/load and /models/unload: the tray's own commands, as the admin API runs them.
+      modelCommands: {
+        load: (id) => admin.runCommand({ id, command: 'load' }),
+        unload: (id) => admin.runCommand({ id, command: 'unload' }),
+      },
       // Read per request: a key removed from the config stops working at the next request.
       // Rebuilt only when the config's `listen` changes (a reload), not for every request.
       access: () => {

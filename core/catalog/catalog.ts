@@ -51,6 +51,12 @@ export interface CatalogModel {
   args: string[];
   env: Record<string, string>;
   projectorPath?: string;
+  /**
+   * An embedding model (its GGUF names a pooling, or the config says `embeddings: true`):
+   * launched to serve /v1/embeddings. `modelPools`: the GGUF says how to pool its tokens into
+   * one vector; otherwise the engine is told to average them (a chat model marked to embed).
+   */
+  embeddings?: { modelPools: boolean };
   /** Device memory at the 'full' level, draft included; null when it cannot be estimated (see metadataError). */
   estimate: FootprintEstimate | null;
   /** Why this model cannot be launched as defined, as a sentence naming the file; null when it can. */
@@ -90,7 +96,7 @@ interface Assembly {
 interface Entry
   extends Pick<
     CatalogModel,
-    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'source'
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'embeddings' | 'source'
   > {
   file: FileIdentity | null;
   realPath: string | null;
@@ -235,6 +241,7 @@ export class Catalog {
         ...(model.fallback !== undefined ? { fallbackId: model.fallback } : {}),
         gpuLayers: model.gpuLayers,
         mixedSplit: model.mixedSplit,
+        ...(model.embeddings === true ? { embeddings: { modelPools: false } } : {}),
         idleTtlMs: model.idleTtlMs,
         hangLimitMs: model.hangLimitMs,
         engine: model.engine,
@@ -322,6 +329,7 @@ export class Catalog {
         ...(entry.projectorPath !== undefined ? { projectorPath: entry.projectorPath } : {}),
         ...(draft ? { draft: { id: draft.id, file: draft.file ?? { path: draft.path, sizeBytes: 0, mtimeMs: 0 }, gpuLayers: draft.gpuLayers } } : {}),
         ...(entry.fallbackId !== undefined ? { fallbackId: entry.fallbackId } : {}),
+        ...(entry.embeddings !== undefined ? { embeddings: true } : {}),
       });
       return {
         id: entry.id,
@@ -341,6 +349,7 @@ export class Catalog {
         args: entry.args,
         env: entry.env,
         ...(entry.projectorPath !== undefined ? { projectorPath: entry.projectorPath } : {}),
+        ...(entry.embeddings !== undefined || factsOf(metadata[i])?.pooling === true ? { embeddings: { modelPools: factsOf(metadata[i])?.pooling === true } } : {}),
         estimate: estimate ? withMeasurement(estimate, this.measurements.measuredBytes(entry.id, hash)) : null,
         metadataError: error,
         definitionHash: hash,

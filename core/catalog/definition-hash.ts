@@ -25,6 +25,8 @@ export interface ModelDefinition {
   projectorPath?: string;
   draft?: { id: string; file: FileIdentity; gpuLayers: GpuLayers };
   fallbackId?: string;
+  /** Configured to serve embeddings (it changes the engine's argv: --embeddings). */
+  embeddings?: boolean;
 }
 
 /** 16 hex digits of sha256 over a canonical JSON of the definition; pure and deterministic. */
@@ -41,6 +43,8 @@ export function definitionHash(definition: ModelDefinition): string {
       ? [definition.draft.id, definition.draft.file.path, definition.draft.file.sizeBytes, definition.draft.file.mtimeMs, definition.draft.gpuLayers]
       : null,
     fallback: definition.fallbackId ?? null,
+    // Only when set, so every hash from before the field (and its measurements) still holds.
+    ...(definition.embeddings === true ? { embeddings: true } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }

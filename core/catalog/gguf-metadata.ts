@@ -42,6 +42,12 @@ export interface GgufFacts {
   vocabulary: VocabularyFingerprint | null;
   /** A vision projector's (architecture "clip") image encoder shape, for its compute buffer. */
   vision: { imageSize: number; patchSize: number; embeddingLength: number; headCount: number } | null;
+  /**
+   * `<arch>.pooling_type` above 0 (mean, cls, last, rank: llama.cpp's LLAMA_POOLING_TYPE): the
+   * model is made to embed, and llama-server must be started with --embeddings to serve it.
+   * Absent in older readers' facts, hence optional.
+   */
+  pooling?: boolean;
 }
 
 export type MetadataResult = { ok: true; facts: GgufFacts } | { ok: false; error: string };
@@ -235,6 +241,7 @@ function factsOf(parts: readonly GgufHeader[]): GgufFacts {
           addBos: bool('tokenizer.ggml.add_bos_token'),
         })
       : null,
+    pooling: (arch('pooling_type') ?? 0) > 0,
     vision:
       imageSize && patchSize && visionEmbd && visionHeads
         ? { imageSize, patchSize, embeddingLength: visionEmbd, headCount: visionHeads }

@@ -123,6 +123,8 @@ export function createGateway(parts: GatewayParts): ModelGateway {
         servedBy: serving,
         endpoint: { baseUrl: `http://127.0.0.1:${claim.endpoint.port}`, apiKey: claim.endpoint.apiKey },
         anthropicMessages: claim.endpoint.anthropicMessages,
+        engine: claim.endpoint.engine,
+        toolCalls: claim.endpoint.toolCalls,
         lost: claim.lost,
         progressed: () => claim.progressed(),
         release: () => {

@@ -25,6 +25,14 @@ export interface LaunchSpec {
   draft?: { modelPath: string; gpuLayers: number | 'all' };
   /** A multimodal projector (`--mmproj`). */
   projectorPath?: string;
+  /**
+   * The model serves embeddings (an embedding model: its GGUF names a pooling, or the config
+   * says so): llama-server needs `--embeddings` for /v1/embeddings, and is then an
+   * embedding-only server, which is why chat models are not started with it. `modelPools`:
+   * the GGUF says how to pool; otherwise `--pooling mean` (llama-server refuses OpenAI's
+   * embeddings for a model that pools nothing).
+   */
+  embeddings?: { modelPools: boolean };
   threads?: number;
   parallel?: number;
   /** Extra names the engine answers to besides modelId. */
@@ -50,6 +58,9 @@ export const EMBEDDED_CAPABILITIES: EngineCapabilities = {
   draftMaxFlag: null,
   specTypes: [],
   gpuLayersAll: true,
+  // It renders every chat with the model's own template and serves embeddings for any model by itself.
+  jinja: 'default',
+  embeddingsFlag: null,
 };
 
 /**
@@ -94,8 +105,13 @@ const ALL_LAYERS = 999;
  * cannot fit and then fails later, and it turns it off with `-fit off` where the build has
  * it, because the scheduler has already decided what goes where.
  * The key goes as `--api-key-file` or, given `{ key }`, as `--api-key` (see ApiKeyArgument).
+ * `--jinja` where the build has it off by default: the model's own template is what renders
+ * tools and tool turns (without it llama-server ignores `tools`). `--embeddings` for a model
+ * that serves embeddings (spec.embeddings), on llama-server builds; the embedded engine needs
+ * no flag for it.
  * Throws an Error naming the flag when the spec asks for something this engine cannot do
- * (a projector without `--mmproj`, a key file without `--api-key-file`).
+ * (a projector without `--mmproj`, a key file without `--api-key-file`, embeddings from a
+ * llama-server build without `--embeddings`).
  */
 export function argvFor(
   spec: LaunchSpec,
@@ -133,6 +149,19 @@ export function argvFor(
       );
     }
     argv.push('--mmproj', spec.projectorPath);
+  }
+  if (capabilities.jinja === 'flag') argv.push('--jinja');
+  if (spec.embeddings !== undefined && spec.engine === 'llama-server') {
+    if (capabilities.embeddingsFlag === null) {
+      throw new Error(`the llama-server build has no --embeddings flag, so '${spec.modelId}' cannot serve /v1/embeddings; use a newer llama-server build or engine: embedded`);
+    }
+    argv.push(capabilities.embeddingsFlag);
+    if (!spec.embeddings.modelPools) {
+      if (!capabilities.flags.has('--pooling')) {
+        throw new Error(`the llama-server build has no --pooling flag, so '${spec.modelId}', whose GGUF names no pooling, cannot be made to embed; use a newer llama-server build or engine: embedded`);
+      }
+      argv.push('--pooling', 'mean');
+    }
   }
   if (spec.threads !== undefined) argv.push('-t', String(spec.threads));
   if (spec.parallel !== undefined) argv.push('-np', String(spec.parallel));

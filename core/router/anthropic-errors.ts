@@ -7,6 +7,7 @@
 // errors, which a llama-server answers in OpenAI's shape even on its /v1/messages, are
 // re-spelled here too, keeping their message and status. Pure.
 import type { AnthropicErrorBody, AnthropicErrorType } from '../contracts/anthropic.js';
+import { engineErrorOf } from './engine-errors.js';
 import type { RouterError } from './errors.js';
 
 /** The type Anthropic's API gives an error of this HTTP status; its SDKs pick the exception class from the status. */
@@ -48,27 +49,18 @@ export function anthropicErrorBody(error: Pick<RouterError, 'status' | 'message'
 
 /**
  * An engine's error answer (status >= 400) re-spelled for an Anthropic client: an answer already
- * in Anthropic's shape is kept as it is; OpenAI's shape (llama-server, the embedded engine)
- * keeps its message, with the engine's own type ('exceed_context_size_error', …) as the code;
- * anything else becomes a message quoting it.
+ * in Anthropic's shape is kept as it is; any other is read as engine-errors.ts reads it (the
+ * message, OpenAI's code for the cause, such as 'context_length_exceeded') and spelled here.
  */
 export function anthropicEngineError(text: string, status: number, servedBy: string): string {
   const parsed = parseObject(text);
   if (parsed?.['type'] === 'error' && isObject(parsed['error'])) return text;
-  const inner = isObject(parsed?.['error']) ? parsed['error'] : null;
-  const message = typeof inner?.['message'] === 'string' ? inner['message'] : `The model server for '${servedBy}' answered ${status}: ${quote(text)}`;
-  const code = typeof inner?.['type'] === 'string' ? inner['type'] : null;
-  return JSON.stringify(anthropicErrorBody({ status, message, code }));
+  return JSON.stringify(anthropicErrorBody(engineErrorOf(text, status, servedBy, 'messages')));
 }
 
 /** An SSE `error` event: how Anthropic's API ends a stream that already answered 200, and what its SDKs raise. */
 export function anthropicErrorEvent(body: AnthropicErrorBody): string {
   return `event: error\ndata: ${JSON.stringify(body)}\n\n`;
-}
-
-function quote(text: string): string {
-  const trimmed = text.trim();
-  return trimmed === '' ? '(an empty body)' : JSON.stringify(trimmed.length > 200 ? `${trimmed.slice(0, 200)}…` : trimmed);
 }
 
 function parseObject(text: string): Record<string, unknown> | null {

@@ -55,7 +55,9 @@ const system: Check = (value, field) => {
   return { param: field, message: `'${field}' must be a string or an array of text blocks ({"type":"text","text":…}); got ${describe(value)}.` };
 };
 
-const PROMPT_FIELDS: Record<string, Check> = { system };
+const toolList = rule(Array.isArray, 'an array of tools');
+/** The tools are part of the prompt (the template writes them in), so a token count takes them too. */
+const PROMPT_FIELDS: Record<string, Check> = { system, tools: toolList, tool_choice: object };
 const MESSAGES_REQUIRED: Record<string, Check> = { messages, max_tokens: positiveInteger };
 const COUNT_TOKENS_REQUIRED: Record<string, Check> = { messages };
 

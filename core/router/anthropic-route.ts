@@ -15,8 +15,9 @@ import type { ServerResponse } from 'node:http';
 import { anthropicEngineError, anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
 import { parseCountTokensRequest, parseMessagesRequest } from './anthropic-request.js';
 import { ChatStreamToMessages } from './anthropic-stream.js';
-import { toAnthropicMessage, toChatCompletionRequest, toChatMessages } from './anthropic-translate.js';
+import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, toChatToolFields } from './anthropic-translate.js';
 import { countTokensByTemplate } from './count-tokens.js';
+import { refusedField, refusedTools } from './request-fields.js';
 import { sendError, type RouterError } from './errors.js';
 import { forwardToEngine, rewriteModelField, SseModelRewriter, type AnswerShape, type ModelRequest } from './upstream.js';
 import { isObject } from './validate-request.js';
@@ -40,7 +41,8 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
           shape: nativeAnswer(renamed, servedBy),
         });
       }
-      const chat = toChatCompletionRequest(body, renamed ?? model, servedBy);
+      const refusal = refusedField('messages', body, null, servedBy) ?? refusedTools(body, claim.toolCalls, servedBy);
+      const chat = refusal === null ? toChatCompletionRequest(body, renamed ?? model, servedBy) : { ok: false as const, error: refusal };
       if (!chat.ok) {
         sendError(res, chat.error, anthropicErrorBody);
         return Promise.resolve({ kind: 'answered' });
@@ -72,7 +74,12 @@ export function countTokensRequest(agent: http.Agent, res: ServerResponse, raw: 
         sendError(res, messages.error, anthropicErrorBody);
         return Promise.resolve({ kind: 'answered' });
       }
-      return countTokensByTemplate(agent, res, clientGone, claim, messages.value);
+      const tools = toChatToolFields(body, claim.servedBy);
+      if (!tools.ok) {
+        sendError(res, tools.error, anthropicErrorBody);
+        return Promise.resolve({ kind: 'answered' });
+      }
+      return countTokensByTemplate(agent, res, clientGone, claim, messages.value, tools.value);
     },
   };
 }

@@ -12,7 +12,7 @@
 // translation; so does a stream that ends without a finish_reason (the answer is not complete,
 // and message_stop would say it was). Pure apart from its own state.
 import { StringDecoder } from 'node:string_decoder';
-import type { AnthropicErrorBody, AnthropicStreamEvent } from '../contracts/anthropic.js';
+import type { AnthropicContentBlock, AnthropicErrorBody, AnthropicStreamEvent } from '../contracts/anthropic.js';
 import { anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
 import { stopReasonOf, usageOf } from './anthropic-translate.js';
 import { isObject } from './validate-request.js';
@@ -32,7 +32,10 @@ export class ChatStreamToMessages {
   private data: string[] = [];
   private comment = false;
   private started = false;
-  private textOpen = false;
+  /** The content block being written: its Anthropic index, and for a tool call its chat index. */
+  private open: { kind: 'text' } | { kind: 'tool'; callIndex: number } | null = null;
+  private blocks = 0;
+  private toolUsed = false;
   private pieces = 0;
   private finishReason: unknown = null;
   private usage: unknown = null;
@@ -94,17 +97,53 @@ export class ChatStreamToMessages {
       const delta = choice['delta'];
       const text = isObject(delta) ? delta['content'] : undefined;
       if (typeof text === 'string' && text !== '') {
-        if (!this.textOpen) {
-          this.textOpen = true;
-          out += event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
-        }
+        if (this.open?.kind !== 'text') out += this.openBlock({ kind: 'text' }, { type: 'text', text: '' });
         this.pieces++;
-        out += event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
+        out += event({ type: 'content_block_delta', index: this.blocks - 1, delta: { type: 'text_delta', text } });
       }
+      const calls = isObject(delta) ? delta['tool_calls'] : undefined;
+      if (Array.isArray(calls)) for (const call of calls) out += this.toolCallPiece(call);
       if (choice['finish_reason'] !== null && choice['finish_reason'] !== undefined) this.finishReason = choice['finish_reason'];
     }
     if (isObject(chunk['usage'])) this.usage = chunk['usage'];
     return out;
+  }
+
+  /**
+   * One chunk of a streamed tool call (OpenAI's `delta.tool_calls[i]`): the first chunk of a call
+   * (a new `index`, with its id and name) opens its tool_use block; its argument pieces follow as
+   * input_json_delta, which the SDKs join and parse when the block stops.
+   */
+  private toolCallPiece(call: unknown): string {
+    if (!isObject(call)) return '';
+    const fn = isObject(call['function']) ? call['function'] : {};
+    const callIndex = typeof call['index'] === 'number' ? call['index'] : 0;
+    let out = '';
+    if (this.open?.kind !== 'tool' || this.open.callIndex !== callIndex) {
+      this.toolUsed = true;
+      const id = typeof call['id'] === 'string' ? call['id'] : `toolu_${this.blocks}`;
+      const name = typeof fn['name'] === 'string' ? fn['name'] : '';
+      out += this.openBlock({ kind: 'tool', callIndex }, { type: 'tool_use', id, name, input: {} });
+    }
+    const args = fn['arguments'];
+    if (typeof args === 'string' && args !== '') {
+      this.pieces++;
+      out += event({ type: 'content_block_delta', index: this.blocks - 1, delta: { type: 'input_json_delta', partial_json: args } });
+    }
+    return out;
+  }
+
+  /** Closes the block being written, if any, and opens the next one. */
+  private openBlock(kind: NonNullable<ChatStreamToMessages['open']>, block: AnthropicContentBlock): string {
+    const out = this.closeBlock();
+    this.open = kind;
+    return out + event({ type: 'content_block_start', index: this.blocks++, content_block: block });
+  }
+
+  private closeBlock(): string {
+    if (this.open === null) return '';
+    this.open = null;
+    return event({ type: 'content_block_stop', index: this.blocks - 1 });
   }
 
   /** message_start, once, from the first chunk (or with what is known, if none came). */
@@ -130,13 +169,14 @@ export class ChatStreamToMessages {
   private finish(): string {
     if (this.ended) return '';
     let out = this.start(null);
-    if (this.textOpen) out += event({ type: 'content_block_stop', index: 0 });
+    out += this.closeBlock();
     // The usage arrives on the last chunks, after message_start went out: input_tokens is sent
     // here too (the SDKs take message_delta's counts as the whole message's totals).
     const usage = usageOf(this.usage, this.pieces);
     out += event({
       type: 'message_delta',
-      delta: { stop_reason: stopReasonOf(this.finishReason), stop_sequence: null },
+      // As for a whole answer (anthropic-translate.ts): calls made are what the client acts on.
+      delta: { stop_reason: this.toolUsed ? 'tool_use' : stopReasonOf(this.finishReason), stop_sequence: null },
       usage: { output_tokens: usage.output_tokens, input_tokens: usage.input_tokens },
     });
     out += event({ type: 'message_stop' });

@@ -2,13 +2,14 @@
 // the latter: the embedded engine, and llama-server builds older than its own /v1/messages.
 //
 // What is translated is what both APIs can say: the system prompt (a string, or text blocks),
-// user and assistant turns of text, `max_tokens`, `stop_sequences`, `temperature`, `top_p`,
-// `top_k` (llama-server's extension, which the embedded engine takes too) and streaming. What
-// cannot be said in the chat API without guessing — images, documents, tool definitions and
-// tool turns, extended thinking — is refused with a 400 that names the block or field, never
-// dropped: an agent whose tools were silently removed would wait for tool calls that never come.
-// The model's earlier thinking blocks are refused with the rest: the translated path never
-// produces them, so they only appear in a conversation that began on another engine.
+// user and assistant turns of text, tools and tool turns (anthropic-tools.ts), `max_tokens`,
+// `stop_sequences`, `temperature`, `top_p`, `top_k` (llama-server's extension, which the
+// embedded engine takes too) and streaming. What cannot be said in the chat API without
+// guessing — images, documents, server tools — is refused with a 400 that names the block,
+// never dropped; request fields the chat API cannot say (extended thinking, …) are refused by
+// the field table (request-fields.ts) before translating. The model's earlier thinking blocks are refused
+// with the rest: the translated path never produces them, so they only appear in a
+// conversation that began on another engine.
 //
 // The answer's stop reason comes from OpenAI's `finish_reason`, which does not say which stop
 // ended it: a stop sequence and the model's own end of turn both read 'end_turn' here. A
@@ -16,14 +17,16 @@
 import type { AnthropicContentBlock, AnthropicCountTokensRequest, AnthropicMessage, AnthropicMessagesRequest, AnthropicStopReason, AnthropicUsage } from '../contracts/anthropic.js';
 import type { OpenAIChatCompletionRequest, OpenAIChatMessage } from '../contracts/openai.js';
 import { invalidRequest, type RouterError } from './errors.js';
+import { toChatToolChoice, toChatTools, toChatTurn, toToolUseBlocks, type Result } from './anthropic-tools.js';
 import { isObject } from './validate-request.js';
 
 export type Translated<T> = { ok: true; value: T } | { ok: false; error: RouterError };
 
 /**
  * The chat messages that say the same prompt: the system prompt first (text blocks joined by a
- * blank line, as separate paragraphs), then each turn with its text blocks as OpenAI text parts.
- * Refuses the first block that is not text, naming it. `servedBy` names the engine in the refusal.
+ * blank line, as separate paragraphs), then each turn: text blocks as OpenAI text parts, tool
+ * blocks as anthropic-tools.ts says. Refuses the first block the chat API cannot say, naming
+ * it. `servedBy` names the engine in the refusal.
  */
 export function toChatMessages(request: AnthropicCountTokensRequest, servedBy: string): Translated<OpenAIChatMessage[]> {
   const out: OpenAIChatMessage[] = [];
@@ -36,25 +39,39 @@ export function toChatMessages(request: AnthropicCountTokensRequest, servedBy: s
       out.push({ role: message.role, content: message.content });
       continue;
     }
-    const parts: { type: 'text'; text: string }[] = [];
-    for (const [blockIndex, block] of message.content.entries()) {
-      if (!isTextBlock(block)) return untranslatable(`messages[${index}].content[${blockIndex}]`, `is a "${block.type}" block`, servedBy);
-      parts.push({ type: 'text', text: block.text });
-    }
-    out.push({ role: message.role, content: parts });
+    const turn = toChatTurn(message.role, message.content, `messages[${index}].content`);
+    if (!turn.ok) return refused(turn, servedBy);
+    out.push(...turn.value);
   }
   return { ok: true, value: out };
 }
 
+/** The request's tools and tool choice in chat words (nothing when it has none). */
+export function toChatToolFields(request: AnthropicCountTokensRequest, servedBy: string): Translated<Record<string, unknown>> {
+  const fields: Record<string, unknown> = {};
+  const tools = request['tools'];
+  if (Array.isArray(tools) && tools.length > 0) {
+    const translated = toChatTools(tools);
+    if (!translated.ok) return refused(translated, servedBy);
+    fields['tools'] = translated.value;
+  }
+  const choice = request['tool_choice'];
+  if (choice !== undefined && choice !== null) {
+    const translated = toChatToolChoice(choice);
+    if (!translated.ok) return refused(translated, servedBy);
+    Object.assign(fields, translated.value);
+  }
+  return { ok: true, value: fields };
+}
+
 /** A Messages request as a chat completion request asking `model` (the engine's name for it). */
 export function toChatCompletionRequest(request: AnthropicMessagesRequest, model: string, servedBy: string): Translated<OpenAIChatCompletionRequest> {
-  if (Array.isArray(request['tools']) && request['tools'].length > 0) return untranslatable('tools', 'defines tools', servedBy);
-  const thinking = request['thinking'];
-  if (isObject(thinking) && thinking['type'] !== 'disabled') return untranslatable('thinking', 'asks for extended thinking', servedBy);
   const messages = toChatMessages(request, servedBy);
   if (!messages.ok) return messages;
+  const tools = toChatToolFields(request, servedBy);
+  if (!tools.ok) return tools;
 
-  const chat: OpenAIChatCompletionRequest = { model, messages: messages.value, max_tokens: request.max_tokens };
+  const chat: OpenAIChatCompletionRequest = { model, messages: messages.value, max_tokens: request.max_tokens, ...tools.value };
   if (request.stop_sequences !== undefined && request.stop_sequences !== null) chat.stop = request.stop_sequences;
   for (const field of ['temperature', 'top_p', 'top_k'] as const) {
     const value = request[field];
@@ -87,13 +104,21 @@ export function toAnthropicMessage(text: string, model: string | null): Anthropi
   if (!isObject(choice) || !isObject(choice['message'])) return null;
   const content = choice['message']['content'];
   const blocks: AnthropicContentBlock[] = typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
+  const calls = choice['message']['tool_calls'];
+  if (Array.isArray(calls) && calls.length > 0) {
+    const uses = toToolUseBlocks(calls);
+    if (uses === null) return null;
+    blocks.push(...uses);
+  }
   return {
     id: typeof completion['id'] === 'string' ? completion['id'] : 'msg_llmtray',
     type: 'message',
     role: 'assistant',
     content: blocks,
     model: model ?? (typeof completion['model'] === 'string' ? completion['model'] : ''),
-    stop_reason: stopReasonOf(choice['finish_reason']),
+    // An engine may end a tool call with 'stop' (llama-server does without --jinja's parser):
+    // the calls are what the client must act on either way.
+    stop_reason: Array.isArray(calls) && calls.length > 0 ? 'tool_use' : stopReasonOf(choice['finish_reason']),
     stop_sequence: null,
     usage: usageOf(completion['usage'], null),
   };
@@ -128,8 +153,10 @@ function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
 }
 
-function isTextBlock(block: AnthropicContentBlock): block is { type: 'text'; text: string } {
-  return block.type === 'text' && typeof block['text'] === 'string';
+function refused<T>(failure: Extract<Result<unknown>, { ok: false }>, servedBy: string): Translated<T> {
+  const { param, message } = failure.problem;
+  if (failure.untranslatable === true) return untranslatable(param, message, servedBy);
+  return { ok: false, error: invalidRequest(param, message) };
 }
 
 function untranslatable<T>(param: string, what: string, servedBy: string): Translated<T> {
@@ -137,7 +164,7 @@ function untranslatable<T>(param: string, what: string, servedBy: string): Trans
     ok: false,
     error: invalidRequest(
       param,
-      `'${param}' ${what}, which the model server for '${servedBy}' cannot take: it speaks only OpenAI's chat API, into which llmtray translates a system prompt and text turns only. A llama-server build that serves /v1/messages itself takes the request as it is.`,
+      `'${param}' ${what}, which the model server for '${servedBy}' cannot take: it speaks only OpenAI's chat API, into which llmtray translates a system prompt, text turns, tools and tool turns only. A llama-server build that serves /v1/messages itself takes the request as it is.`,
     ),
   };
 }

@@ -33,8 +33,10 @@ export async function countTokensByTemplate(
   clientGone: AbortNotice,
   claim: EngineClaim,
   messages: OpenAIChatMessage[],
+  toolFields: Record<string, unknown> = {},
 ): Promise<ForwardOutcome> {
-  const rendered = await step(agent, res, clientGone, claim, '/apply-template', { messages }, (answer) =>
+  // The tools are part of what the model sees: the template writes their definitions into the prompt.
+  const rendered = await step(agent, res, clientGone, claim, '/apply-template', { messages, ...toolFields }, (answer) =>
     isObject(answer) && typeof answer['prompt'] === 'string' ? answer['prompt'] : null,
   );
   if (rendered.kind !== 'value') return rendered;

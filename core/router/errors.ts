@@ -2,8 +2,9 @@
 // each saying who produced it.
 //
 // Why a header and not only a body field: an engine's own error bodies (llama-server's 400 for
-// a prompt over the context, say) are passed through byte for byte, so the router cannot add
-// to them without parsing and re-serialising; the header marks both kinds the same way. The
+// a prompt over the context, say) are re-spelled in the client's shape (engine-errors.ts) and
+// look like the router's own; the header marks both kinds the same way, the one thing that
+// tells who refused. The
 // one place without headers, an SSE stream that already answered 200, uses the type
 // 'engine_error' in its error event instead.
 import type { ServerResponse } from 'node:http';

@@ -15,6 +15,7 @@ import type { ModelStateName } from '../contracts/model-status.js';
 // One definition of "this model will not come", shared with the controller that raises it.
 import type { Unservable, UnservableCode } from '../contracts/controller-events.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
+import type { EngineKind } from '../contracts/snapshot.js';
 import type { AbortNotice } from '../common/notice.js';
 export type { Unservable, UnservableCode };
 
@@ -55,6 +56,10 @@ export interface EngineClaim {
    * they are. False: the router translates them to chat completions (anthropic-route.ts).
    */
   anthropicMessages: boolean;
+  /** Which engine answers: what it cannot honour is refused by name (request-fields.ts). */
+  engine: EngineKind;
+  /** The engine can call tools; false for a llama-server build that renders only its built-in templates (no --jinja). */
+  toolCalls: boolean;
   /** Aborts with an EngineLost when the engine is found hung, just before it is killed. */
   lost: AbortNotice;
   /** Bytes of the answer reached the client: progress, for hang detection. O(1). */

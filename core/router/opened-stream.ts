@@ -14,6 +14,7 @@
 // upstream's collected answers) run after the stream may have been opened; sendError asks here,
 // so none of them can leave such a client waiting on a stream that never ends.
 import type { ServerResponse } from 'node:http';
+import { engineErrorOf } from './engine-errors.js';
 import { engineBadAnswer, type RouterError } from './errors.js';
 
 /** How a request's API spells an error event in its stream, e.g. OpenAI's `data: {"error":…}\n\n`. */
@@ -57,20 +58,6 @@ export function endOpenedStream(res: ServerResponse, error: RouterError): boolea
  * own message and type where its body is OpenAI's or Anthropic's error shape.
  */
 export function engineAnswerError(text: string, status: number, servedBy: string): RouterError {
-  const inner = errorObjectOf(text);
   if (status < 400) return engineBadAnswer(servedBy, 'answered a streamed request', text);
-  const message = typeof inner?.['message'] === 'string' ? inner['message'] : `The model server for '${servedBy}' answered ${status}: ${JSON.stringify(text.trim().slice(0, 200))}.`;
-  const type = typeof inner?.['type'] === 'string' ? inner['type'] : 'engine_error';
-  return { status, source: 'engine', type, code: typeof inner?.['code'] === 'string' ? inner['code'] : type, param: null, message };
-}
-
-/** The `error` object of OpenAI's `{"error":{…}}` or Anthropic's `{"type":"error","error":{…}}`. */
-function errorObjectOf(text: string): Record<string, unknown> | null {
-  try {
-    const body: unknown = JSON.parse(text);
-    const inner = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['error'] : null;
-    return typeof inner === 'object' && inner !== null && !Array.isArray(inner) ? (inner as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
+  return engineErrorOf(text, status, servedBy, null);
 }

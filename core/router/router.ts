@@ -24,6 +24,8 @@ import { checkClientKey, type ClientKey } from './client-keys.js';
 import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
 import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
 import { ProgressComments } from './progress-comments.js';
+import { refusedField, refusedTools } from './request-fields.js';
+import { isLlamaCompatPath, llamaRouterStatus, llamaServerRouteRequest, MODEL_COMMAND_ROUTES, runModelCommand, type ModelCommands } from './llama-routes.js';
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
 import { formatBytes } from '../contracts/format-bytes.js';
@@ -44,6 +46,8 @@ export interface RouterOptions {
   access?: () => RouterAccess;
   /** Handles every request outside `/v1` once the guards passed. Default: 404. */
   fallthrough?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The tray's load and unload, for llama.cpp router mode's `POST /models/load` and `/models/unload` (llama-routes.ts). Absent: 501. */
+  modelCommands?: ModelCommands;
 }
 
 export interface RouterAccess extends GuardOptions {
@@ -142,7 +146,8 @@ export function createRouter(options: RouterOptions): Router {
     // is one refused before its body is read. Closing a socket with unread bytes in it makes the
     // kernel send a reset, and a client still sending loses the tail of the answer (the fuzz
     // suite found a GET with a megabyte of chunked body getting half a dashboard file).
-    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null)) req.resume();
+    const llamaCompat = isLlamaCompatPath(path);
+    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null && !llamaCompat)) req.resume();
     const refuse = (error: RouterError): void => {
       req.resume();
       sendError(res, error, shape);
@@ -150,7 +155,7 @@ export function createRouter(options: RouterOptions): Router {
     const access = accessNow();
     const refusal = refuseHostOrOrigin(req, access);
     if (refusal !== null) return refuse(refusal);
-    if (path !== '/v1' && !path.startsWith('/v1/')) {
+    if (path !== '/v1' && !path.startsWith('/v1/') && !llamaCompat) {
       if (!access.fallthroughFromNetwork && !arrivedOnLoopback(req.socket.localAddress)) {
         return refuse(forbidden(`${path} is served on loopback only: the admin API, /metrics and the dashboard answer connections to 127.0.0.1 or [::1]. Use them on this machine, or set listen.admin: network in llmtray's config.yaml to serve them on the network too (the admin API still needs its token).`));
       }
@@ -174,6 +179,24 @@ export function createRouter(options: RouterOptions): Router {
       serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
+    if (llamaCompat) {
+      if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
+      const command = MODEL_COMMAND_ROUTES[path];
+      if (command !== undefined) {
+        readBody(req, bodyLimitBytes)
+          .then((read) => {
+            if (read.kind === 'aborted') return;
+            if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, bodyLimitBytes));
+            const resolve = (name: string): string | undefined => gateway.resolve(name)?.modelId;
+            return runModelCommand(res, read.body, command, options.modelCommands, resolve, (name) => unknownModel(name, gateway.modelIds()));
+          })
+          .catch((error: unknown) => refuse(internal(error)));
+        return;
+      }
+      const build = (raw: Buffer): ModelRequest | RouterError => llamaServerRouteRequest(agent, res, path, raw);
+      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
+      return;
+    }
     if (path === '/v1/models' || path.startsWith('/v1/models/')) {
       if (req.method !== 'GET') return refuse(wrongMethod(path, 'GET'));
       return serveModels(res, path === '/v1/models' ? null : safeDecode(path.slice('/v1/models/'.length)));
@@ -183,20 +206,32 @@ export function createRouter(options: RouterOptions): Router {
     );
   }
 
+  /** The field an engine's "prompt too long" is about, per endpoint (engine-errors.ts). */
+  const PROMPT_FIELD: Record<OpenAIEndpoint, string> = { 'chat.completions': 'messages', completions: 'prompt', embeddings: 'input' };
+
   /** An OpenAI endpoint's request: the body as it came, re-serialised only to name a fallback. */
   function openAIRequest(res: ServerResponse, endpoint: OpenAIEndpoint, path: string, raw: Buffer): ModelRequest | RouterError {
     const parsed = parseRequest(endpoint, raw);
     if (!parsed.ok) return parsed.error;
+    // What no engine can honour is refused before anything loads; what only some cannot, once the engine is known.
+    const refusal = refusedField(endpoint, parsed.body, null);
+    if (refusal !== null) return refusal;
     return {
       model: parsed.model,
       streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
-      send: (claim, fallingBack, clientGone) =>
-        forwardToEngine(agent, res, clientGone, claim, {
+      send: (claim, fallingBack, clientGone) => {
+        const late = refusedField(endpoint, parsed.body, claim.engine, claim.servedBy) ?? refusedTools(parsed.body, claim.toolCalls, claim.servedBy);
+        if (late !== null) {
+          sendError(res, late);
+          return Promise.resolve({ kind: 'answered' });
+        }
+        return forwardToEngine(agent, res, clientGone, claim, {
           path,
           // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
           body: fallingBack ? Buffer.from(JSON.stringify({ ...parsed.body, model: claim.servedBy })) : raw,
-          shape: openAIAnswer(fallingBack ? claim.servedBy : null),
-        }),
+          shape: openAIAnswer(fallingBack ? claim.servedBy : null, claim.servedBy, PROMPT_FIELD[endpoint]),
+        });
+      },
     };
   }
 
@@ -246,7 +281,8 @@ export function createRouter(options: RouterOptions): Router {
   }
 
   function serveModels(res: ServerResponse, modelName: string | null): void {
-    const entries = gateway.listModels();
+    // llama.cpp router mode's `status` beside llmtray's own `state`, for clients made for it.
+    const entries = gateway.listModels().map((entry) => ({ ...entry, status: llamaRouterStatus(entry.state) }));
     if (modelName === null) return sendJson(res, { object: 'list', data: entries } satisfies OpenAIModelList<RouterModelEntry>);
     const id = gateway.resolve(modelName)?.modelId;
     const entry = entries.find((candidate) => candidate.id === id);

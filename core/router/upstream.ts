@@ -15,6 +15,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
+import { engineErrorOf } from './engine-errors.js';
 import { ERROR_SOURCE_HEADER, engineBadAnswer, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { EngineClaim, EngineLost } from './model-gateway.js';
 import { engineAnswerError, isOpenedEarly, type ErrorEvent } from './opened-stream.js';
@@ -57,13 +58,14 @@ export interface AnswerShape {
 
 /**
  * OpenAI's endpoints: the engine's answer as it is, or with `rewriteModelTo` (a fallback) in
- * every `model` field of a successful one; errors in OpenAI's shape.
+ * every `model` field of a successful one; errors in OpenAI's shape, the engine's own re-spelled
+ * (engine-errors.ts), a prompt-size error naming `promptParam`.
  */
-export function openAIAnswer(rewriteModelTo: string | null): AnswerShape {
+export function openAIAnswer(rewriteModelTo: string | null, servedBy: string, promptParam: string | null): AnswerShape {
   return {
     json: rewriteModelTo === null ? null : (text) => rewriteModelField(text, rewriteModelTo) ?? text,
     stream: rewriteModelTo === null ? null : () => new SseModelRewriter(rewriteModelTo),
-    error: null,
+    error: (text, status) => JSON.stringify(errorBody(engineErrorOf(text, status, servedBy, promptParam))),
     errors: errorBody,
     streamError: openAIErrorEvent,
   };

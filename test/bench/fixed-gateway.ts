@@ -35,6 +35,8 @@ export function fixedGateway(engine: FixedEngine): ModelGateway {
     servedBy: engine.modelId,
     endpoint: { baseUrl: engine.baseUrl, apiKey: engine.apiKey },
     anthropicMessages: false,
+    engine: 'llama-server',
+    toolCalls: true,
     lost,
     progressed: () => {},
     release: () => {},

@@ -133,6 +133,17 @@ describe('refusals in Anthropic’s shape', () => {
     expect((error as BadRequestError).apiMessage).toContain('"image" block');
   });
 
+  it('answers a prompt over the context with the real engine’s refusal in Anthropic’s shape, OpenAI’s code for it as the error code', async () => {
+    // demo-chat has 8192 tokens of context; every word is at least one token.
+    const long = Array.from({ length: 12_000 }, (_, i) => `w${i}`).join(' ');
+    const error = await client.messages.create({ model: 'chat', max_tokens: 4, messages: [{ role: 'user', content: long }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BadRequestError);
+    const api = error as APIError;
+    expect(api.type).toBe('invalid_request_error');
+    expect(api.errorCode).toBe('context_length_exceeded');
+    expect(api.apiMessage).toMatch(/exceeds the available context size/);
+  });
+
   it('refuses demo-broken with 503, its quarantine reason from llama.cpp, and no retry', async () => {
     const error = await client.messages.create({ model: 'demo-broken', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceUnavailableError);

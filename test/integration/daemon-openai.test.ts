@@ -11,7 +11,7 @@
 // request wins the memory.
 import http from 'node:http';
 import OpenAI, { APIError, BadRequestError, NotFoundError } from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ModelView } from '../../core/contracts/snapshot.js';
 import { isProcessAlive, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { SERVING_STATES } from '../../core/contracts/model-status.js';
@@ -174,6 +174,24 @@ describe('on-demand loading and swapping', () => {
     expect(answer.object).toBe('text_completion');
     expect(typeof answer.choices[0]?.text).toBe('string');
   });
+
+  it('answers a prompt over the context in OpenAI’s shape: the real engine’s refusal with a string code, OpenAI’s type and the param', async () => {
+    // demo-tiny has 4096 tokens of context; every word is at least one token.
+    const long = Array.from({ length: 6000 }, (_, i) => `w${i}`).join(' ');
+    let error: unknown;
+    try {
+      await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: long }], max_tokens: 2 });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(BadRequestError);
+    const refusal = error as BadRequestError;
+    expect(refusal.code).toBe('context_length_exceeded');
+    expect(refusal.type).toBe('invalid_request_error');
+    expect(refusal.param).toBe('messages');
+    expect(refusal.message).toMatch(/exceeds the available context size/);
+    expect(refusal.headers?.get('x-llmtray-error-source')).toBe('engine');
+  });
 });
 
 describe('concurrency', () => {
@@ -254,6 +272,26 @@ describe('an engine that dies mid-answer', () => {
     expect(relaunched.upstream?.pid).not.toBe(tinyPid);
     expect(isProcessAlive(relaunched.upstream?.pid as number)).toBe(true);
     expect(daemon.stderr()).toContain("demo-tiny's server ended on its own");
+  });
+});
+
+describe('llama.cpp router mode’s model commands', () => {
+  /** demo-tiny's router-mode status, as a client made for llama.cpp reads it. */
+  async function tinyStatus(): Promise<unknown> {
+    const entries = (await client.models.list()).data as unknown as { id: string; status: unknown }[];
+    return entries.find((e) => e.id === 'demo-tiny')?.status;
+  }
+  const post = async (path: string, model: string): Promise<{ status: number; json: Record<string, unknown> }> => {
+    const response = await fetch(`${daemon.origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) });
+    return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+  };
+
+  it('unloads and loads demo-tiny by POST /models/unload and /models/load, as the tray does, and /v1/models follows', async () => {
+    const unloaded = await post('/models/unload', 'tiny');
+    expect(unloaded).toMatchObject({ status: 200, json: { success: true, model: 'demo-tiny' } });
+    await vi.waitFor(async () => expect(await tinyStatus()).toEqual({ value: 'unloaded' }), { timeout: 60_000, interval: 100 });
+    expect(await post('/models/load', 'tiny')).toMatchObject({ status: 200, json: { success: true } });
+    await vi.waitFor(async () => expect(await tinyStatus()).toEqual({ value: 'loaded' }), { timeout: 60_000, interval: 100 });
   });
 });
 

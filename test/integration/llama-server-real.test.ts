@@ -48,6 +48,9 @@ describe.skipIf(LLAMA_SERVER === undefined)('a real llama-server (LLMTRAY_LLAMA_
     capabilities = await probeCapabilities(binary);
     models.set('tiny', await tinyModel());
     models.set('broken', await corruptModel());
+    // The tiny model as an embedding model (what a GGUF with a pooling, or the config's
+    // `embeddings: true`, makes of it).
+    models.set('embedder', await tinyModel());
   });
   beforeEach(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'llmtray-llama-server-'));
@@ -66,6 +69,8 @@ describe.skipIf(LLAMA_SERVER === undefined)('a real llama-server (LLMTRAY_LLAMA_
         aliases: [],
         extraArgs: [],
         env: {},
+        // Its GGUF names no pooling, as a chat model marked `embeddings: true` in the config.
+        ...(modelId === 'embedder' ? { embeddings: { modelPools: false } } : {}),
       }),
       engineCommand: defaultEngineCommand({ llamaServerPath: binary }),
       footprint: () => 0,
@@ -107,6 +112,18 @@ describe.skipIf(LLAMA_SERVER === undefined)('a real llama-server (LLMTRAY_LLAMA_
     expect(await isRunning(endpoint.pid)).toBe(false);
     expect(supervisor.endpointFor('tiny')).toBeNull();
     if (readsApiKeyFile(capabilities)) expect(await readdir(join(dataDir, 'engine-keys'))).toEqual([]);
+  });
+
+  it('launches an embedding model with --embeddings, so /v1/embeddings answers instead of a 501', async () => {
+    if (!supervisor) throw new Error('no supervisor');
+    await supervisor.launch('embedder', 'full');
+    const endpoint = supervisor.endpointFor('embedder');
+    if (endpoint === null) throw new Error('ready but no endpoint');
+    const client = new OpenAI({ apiKey: endpoint.apiKey, baseURL: `http://127.0.0.1:${endpoint.port}/v1`, maxRetries: 0 });
+    // The SDK's default encoding is base64, which llama-server decodes as the SDK expects.
+    const answer = await client.embeddings.create({ model: 'embedder', input: 'hello' });
+    expect(answer.data[0]?.embedding).toHaveLength(TINY_SHAPE.nEmbd);
+    await supervisor.evict('embedder');
   });
 
   it.each<[string, Placement]>([
@@ -196,5 +213,24 @@ describe.skipIf(LLAMA_SERVER === undefined)('the daemon with a real llama-server
     // Its own count_tokens: the prompt a message pays for, evaluated or read from its cache.
     const counted = await client.messages.countTokens({ model: 'chat', system: 'Be brief.', messages: [{ role: 'user', content: 'Once upon a time' }] });
     expect(counted.input_tokens).toBe(free.usage.input_tokens + (free.usage.cache_read_input_tokens ?? 0));
+  });
+
+  it('answers its refusal of a prompt over the context in OpenAI’s shape and, on /v1/messages, in Anthropic’s', async () => {
+    if (!daemon) throw new Error('the daemon did not start (see the test before)');
+    // demo-chat has 8192 tokens of context; every word is at least one token.
+    const long = Array.from({ length: 12_000 }, (_, i) => `w${i}`).join(' ');
+    const openai = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
+    const refusal = await openai.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: long }], max_tokens: 2 }).catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(OpenAI.BadRequestError);
+    const error = refusal as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(error.code).toBe('context_length_exceeded');
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.param).toBe('messages');
+    expect(error.message).toMatch(/exceeds the available context size/);
+
+    const anthropic = new Anthropic({ baseURL: daemon.origin, apiKey: 'unused', maxRetries: 0 });
+    const native = await anthropic.messages.create({ model: 'chat', max_tokens: 4, messages: [{ role: 'user', content: long }] }).catch((e: unknown) => e);
+    expect(native).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((native as InstanceType<typeof Anthropic.BadRequestError>).errorCode).toBe('context_length_exceeded');
   });
 });

@@ -171,12 +171,97 @@ describe('an engine that speaks only chat completions: translated', () => {
     await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
   });
 
+  const weather: Anthropic.Tool = { name: 'weather', description: 'The weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+
+  it('translates tools, tool_choice and tool turns to the chat API and the engine’s tool_calls back to tool_use blocks', async () => {
+    const { client } = await startRouter();
+    const from = engine.requests.length;
+    const message = await client.messages.create({
+      model: 'small',
+      max_tokens: 32,
+      tools: [weather],
+      tool_choice: { type: 'tool', name: 'weather', disable_parallel_tool_use: true },
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'rain' }] }, { type: 'text', text: 'And Bergen?' }] },
+      ],
+    });
+    expect(message.stop_reason).toBe('tool_use');
+    expect(message.content).toEqual([{ type: 'tool_use', id: 'call_fake_1', name: 'weather', input: { echo: 'And Bergen?' } }]);
+    const seen = engine.since(from);
+    expect(seen.map((r) => r.path)).toEqual(['/v1/chat/completions']);
+    expect(seen[0]?.body).toMatchObject({
+      tools: [{ type: 'function', function: { name: 'weather', description: 'The weather in a city', parameters: weather.input_schema } }],
+      tool_choice: { type: 'function', function: { name: 'weather' } },
+      parallel_tool_calls: false,
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        { role: 'assistant', content: 'Checking.', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] },
+        { role: 'tool', tool_call_id: 'toolu_1', content: 'rain' },
+        { role: 'user', content: [{ type: 'text', text: 'And Bergen?' }] },
+      ],
+    });
+  });
+
+  it('streams a tool call as a tool_use block whose input_json_delta pieces the SDK joins into the input', async () => {
+    const { client } = await startRouter();
+    const stream = client.messages.stream({ model: 'small', max_tokens: 32, tools: [weather], tool_choice: { type: 'any' }, messages: [{ role: 'user', content: 'Oslo' }] });
+    const events: Anthropic.RawMessageStreamEvent[] = [];
+    stream.on('streamEvent', (event) => events.push(event));
+    const message = await stream.finalMessage();
+    expect(message.stop_reason).toBe('tool_use');
+    expect(message.content).toEqual([
+      { type: 'text', text: 'Calling. ' },
+      { type: 'tool_use', id: 'call_fake_1', name: 'weather', input: { echo: 'Oslo' } },
+    ]);
+    expect(events.map((e) => (e.type === 'content_block_delta' ? `${e.type}:${e.index}:${e.delta.type}` : 'index' in e ? `${e.type}:${e.index}` : e.type))).toEqual([
+      'message_start',
+      'content_block_start:0',
+      'content_block_delta:0:text_delta',
+      'content_block_stop:0',
+      'content_block_start:1',
+      'content_block_delta:1:input_json_delta',
+      'content_block_delta:1:input_json_delta',
+      'content_block_stop:1',
+      'message_delta',
+      'message_stop',
+    ]);
+    expect(engine.requests.at(-1)?.body).toMatchObject({ tool_choice: 'required', stream: true });
+  });
+
+  it('refuses a server tool and an image inside a tool result by name, sending nothing', async () => {
+    const { client } = await startRouter();
+    const from = engine.requests.length;
+    const server = await caught(
+      client.messages.create({ model: 'small', max_tokens: 16, messages: hello, tools: [{ type: 'web_search_20250305', name: 'web_search' }] as Anthropic.ToolUnion[] }),
+    );
+    expect(server).toBeInstanceOf(BadRequestError);
+    expect(server.apiMessage).toContain("'tools[0].type'");
+    expect(server.apiMessage).toContain('web_search_20250305');
+    const image = await caught(
+      client.messages.create({
+        model: 'small',
+        max_tokens: 16,
+        tools: [weather],
+        messages: [
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'weather', input: {} }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }] },
+        ],
+      }),
+    );
+    expect(image).toBeInstanceOf(BadRequestError);
+    expect(image.apiMessage).toContain('messages[1].content[0].content[0]');
+    expect(image.apiMessage).toContain('"image" block');
+    expect(engine.since(from)).toEqual([]);
+  });
+
   it('re-spells the engine’s own error in Anthropic’s shape, keeping its status, message and type', async () => {
     const { client } = await startRouter();
     const error = await caught(client.messages.create({ model: 'small', max_tokens: 16, messages: [{ role: 'user', content: 'mode:engine-400' }] }));
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.apiMessage).toBe('the request exceeds the available context size');
-    expect(error.errorCode).toBe('exceed_context_size_error');
+    expect(error.errorCode).toBe('context_length_exceeded');
     expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
     expect(error.headers?.get('access-control-allow-origin')).toBeNull();
   });
@@ -215,6 +300,18 @@ describe('an engine that speaks only chat completions: translated', () => {
     expect(seen[1]?.body).toEqual({ content: renderTemplate(turns), add_special: true, parse_special: true });
     expect(data.input_tokens).toBe(fakeTokens(renderTemplate(turns), true).length);
     expect(response.headers.get('x-llmtray-served-by')).toBe('small');
+  });
+
+  it('counts the tools too: they go to /apply-template in chat words, as the template writes them into the prompt', async () => {
+    const { client } = await startRouter();
+    const from = engine.requests.length;
+    const tool = { name: 'read', description: 'reads', input_schema: { type: 'object' as const, properties: {} } };
+    await client.messages.countTokens({ model: 'small', messages: hello, tools: [tool], tool_choice: { type: 'auto' } });
+    expect(engine.since(from)[0]?.body).toEqual({
+      messages: [{ role: 'user', content: 'hello' }],
+      tools: [{ type: 'function', function: { name: 'read', description: 'reads', parameters: tool.input_schema } }],
+      tool_choice: 'auto',
+    });
   });
 
   it('says with a 501 that an engine without count_tokens, /apply-template or /tokenize cannot count', async () => {

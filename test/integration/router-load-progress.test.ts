@@ -196,7 +196,7 @@ describe('a stream that fails after its comments went out', () => {
     const data = raw.lines.filter((l) => l.text.startsWith('data: '));
     expect(data).toHaveLength(1);
     expect(JSON.parse(data[0]!.text.slice('data: '.length))).toEqual({
-      error: { message: 'the request exceeds the available context size', type: 'exceed_context_size_error', param: null, code: 'exceed_context_size_error' },
+      error: { message: 'the request exceeds the available context size', type: 'invalid_request_error', param: null, code: 'context_length_exceeded' },
     });
   });
 

@@ -186,12 +186,63 @@ describe('routing and answering', () => {
     expect(error.headers?.get('x-llmtray-error-source')).toBe('router');
   });
 
-  it('passes an engine error through, marked as the engine’s', async () => {
+  it('answers an engine error in OpenAI’s shape (a string code, OpenAI’s type, the param), marked as the engine’s', async () => {
     const { client } = await startRouter();
     const error = await caught(client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:engine-400' }] }));
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.message).toContain('exceeds the available context size');
+    expect(error.code).toBe('context_length_exceeded');
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.param).toBe('messages');
     expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
+    const completion = await caught(client.completions.create({ model: 'small', prompt: 'mode:engine-400' }));
+    expect(completion.param).toBe('prompt');
+  });
+});
+
+describe('request fields an engine cannot honour (request-fields.ts)', () => {
+  it('refuses a field no engine honours with a 400 naming it, before anything is claimed', async () => {
+    const { client, gateway } = await startRouter();
+    const from = engine.requests.length;
+    const request = { model: 'small', messages: hello, functions: [{ name: 'lookup', parameters: { type: 'object' } }] };
+    const error = await caught(client.chat.completions.create(request as OpenAI.ChatCompletionCreateParamsNonStreaming));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.param).toBe('functions');
+    expect(error.message).toContain('send `tools`');
+    expect(engine.since(from)).toEqual([]);
+    expect(gateway.startedTotal).toBe(0);
+  });
+
+  it('refuses a field the claimed engine cannot honour, naming the model, and passes it to one that can', async () => {
+    const biased = { model: 'small', messages: hello, logit_bias: { '42': -100 } };
+    const embedded = await startRouter({}, { small: { engine: 'embedded' } });
+    const from = engine.requests.length;
+    const error = await caught(embedded.client.chat.completions.create(biased));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.param).toBe('logit_bias');
+    expect(error.message).toContain("'small'");
+    expect(engine.since(from)).toEqual([]);
+    await vi.waitFor(() => expect(embedded.gateway.finishedTotal).toBe(embedded.gateway.startedTotal));
+
+    const llamaServer = await startRouter();
+    await llamaServer.client.chat.completions.create(biased);
+    expect(engine.since(from).map((r) => r.body['logit_bias'])).toEqual([{ '42': -100 }]);
+  });
+});
+
+describe('tools for an engine build that cannot call them', () => {
+  it('refuses them with a 400 naming the field and the model (a llama-server without --jinja would answer as if none were sent)', async () => {
+    const { client } = await startRouter({}, { small: { toolCalls: false } });
+    const from = engine.requests.length;
+    const tools = [{ type: 'function' as const, function: { name: 'read', parameters: { type: 'object' } } }];
+    const error = await caught(client.chat.completions.create({ model: 'small', messages: hello, tools }));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.param).toBe('tools');
+    expect(error.message).toContain("'small'");
+    expect(error.message).toContain('--jinja');
+    expect(engine.since(from)).toEqual([]);
+    // Without tools it still answers.
+    await client.chat.completions.create({ model: 'small', messages: hello });
   });
 });
 

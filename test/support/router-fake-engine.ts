@@ -8,7 +8,8 @@
 // `mode:json-stall` sends a JSON answer's headers and first bytes and never the rest,
 // `mode:die-before-answer` destroys the socket without answering, `mode:engine-400` answers
 // like llama-server refusing a prompt over its context (in OpenAI's shape, on every path, as
-// llama-server does on its /v1/messages too).
+// llama-server does on its /v1/messages too). A chat request with `tools` (and a tool_choice
+// other than "none") is answered with a call of one of them.
 //
 // Besides OpenAI's endpoints it serves what a recent llama-server does for Anthropic's Messages
 // API — `/v1/messages` (JSON and the event stream) and `/v1/messages/count_tokens` — and the
@@ -104,6 +105,7 @@ export class FakeEngine {
     }
     const reply = `echo: ${text}`;
     const isChat = req.url === '/v1/chat/completions';
+    if (isChat && Array.isArray(body['tools']) && body['tools'].length > 0 && body['tool_choice'] !== 'none') return this.answerToolCall(body, text, res);
     if (body['stream'] !== true) {
       return json(res, {
         id: 'cmpl-1',
@@ -133,6 +135,39 @@ export class FakeEngine {
       // OpenAI's usage chunk: no choices, the whole answer's counts.
       res.write(`data: ${JSON.stringify({ id: 'chunk', object: 'chat.completion.chunk', created: 1, model: ENGINE_MODEL_NAME, choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } })}\n\n`);
     }
+    res.end('data: [DONE]\n\n');
+  }
+
+  /**
+   * A chat answer that calls a tool, as llama-server with --jinja does: the named tool of
+   * `tool_choice`, else the first, with `{"echo": <last message's text>}` as its arguments —
+   * streamed as OpenAI does, the id and name in the first chunk and the arguments in two pieces.
+   */
+  private answerToolCall(body: Record<string, unknown>, text: string, res: http.ServerResponse): void {
+    const choice = body['tool_choice'] as { function?: { name?: string } } | undefined;
+    const first = (body['tools'] as { function: { name: string } }[])[0];
+    const name = choice?.function?.name ?? first?.function.name ?? '';
+    const args = JSON.stringify({ echo: text });
+    const id = 'call_fake_1';
+    if (body['stream'] !== true) {
+      return json(res, {
+        id: 'cmpl-1',
+        object: 'chat.completion',
+        created: 1,
+        model: ENGINE_MODEL_NAME,
+        choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name, arguments: args } }] }, finish_reason: 'tool_calls' }],
+        usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+      });
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const chunk = (delta: Record<string, unknown>, finish: string | null): string =>
+      `data: ${JSON.stringify({ id: 'chunk', object: 'chat.completion.chunk', created: 1, model: ENGINE_MODEL_NAME, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const half = Math.floor(args.length / 2);
+    res.write(chunk({ role: 'assistant', content: 'Calling. ' }, null));
+    res.write(chunk({ tool_calls: [{ index: 0, id, type: 'function', function: { name, arguments: args.slice(0, half) } }] }, null));
+    res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: args.slice(half) } }] }, null));
+    res.write(chunk({}, 'tool_calls'));
+    res.write(`data: ${JSON.stringify({ id: 'chunk', object: 'chat.completion.chunk', created: 1, model: ENGINE_MODEL_NAME, choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } })}\n\n`);
     res.end('data: [DONE]\n\n');
   }
 

@@ -41,6 +41,10 @@ export interface ScriptedModel {
   onUnreachable?: 'lives-on' | 'died' | 'unknown';
   /** Its engine serves Anthropic's Messages API itself (default: no, the router translates). */
   anthropicMessages?: boolean;
+  /** Which engine its claims say answers (default: llama-server, as the fake engine plays one). */
+  engine?: 'embedded' | 'llama-server';
+  /** Whether its engine can call tools (default: yes). */
+  toolCalls?: boolean;
   /** What waitProgress says while a request waits for it; default: loading (no fraction) while loading, else waiting for memory. */
   progress?: WaitProgress;
   /** When set, its load ends after loadMs with the model quarantined for this reason instead of ready. */
@@ -152,6 +156,8 @@ export class ScriptedGateway implements ModelGateway {
       servedBy,
       endpoint: { baseUrl: serving.engineUrl ?? this.engineBaseUrl, apiKey: this.engineKey },
       anthropicMessages: serving.anthropicMessages ?? false,
+      engine: serving.engine ?? 'llama-server',
+      toolCalls: serving.toolCalls ?? true,
       lost: lost.signal,
       releases: 0,
       progress: 0,

@@ -31,6 +31,8 @@ export interface ModelConfig {
   gpuLayers: GpuLayers;
   /** May be split across GPUs of different classes. */
   mixedSplit: boolean;
+  /** Serves /v1/embeddings (llama-server is started with --embeddings), whatever its GGUF says. */
+  embeddings?: true;
   idleTtlMs: number;
   hangLimitMs: number;
   aliases: string[];
@@ -229,6 +231,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
       ...(model.fallback !== undefined ? { fallback: model.fallback } : {}),
       gpuLayers: model.gpuLayers,
       mixedSplit: model.mixedSplit,
+      ...(model.embeddings === true ? { embeddings: true as const } : {}),
       idleTtlMs: model.idleTtl ?? DEFAULT_IDLE_TTL_MS,
       hangLimitMs: model.hangLimit ?? DEFAULT_HANG_LIMIT_MS,
       aliases: model.aliases,

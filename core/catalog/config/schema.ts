@@ -63,6 +63,7 @@ export const modelConfigSchema = strict({
   fallback: modelName("another model's id").optional(),
   gpuLayers: gpuLayers.default('all'),
   mixedSplit: z.boolean({ error: 'expected true or false' }).default(false),
+  embeddings: z.boolean({ error: 'expected true or false' }).optional(),
   idleTtl: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   hangLimit: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   aliases: z.array(modelName('an alias'), { error: 'expected a list of names' }).default([]),

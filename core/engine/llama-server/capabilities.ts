@@ -19,6 +19,14 @@ export interface EngineCapabilities {
   specTypes: readonly string[];
   /** `-ngl`/`-ngld` accept 'all' (older builds take numbers only). */
   gpuLayersAll: boolean;
+  /**
+   * How the build renders chat with the model's own (Jinja) template, which its tool calls and
+   * tool turns need: 'default' (recent builds, `--jinja` on unless `--no-jinja`), 'flag' (it
+   * must be asked with `--jinja`), 'absent' (only its built-in templates, no tool calls).
+   */
+  jinja: 'default' | 'flag' | 'absent';
+  /** Serves `/v1/embeddings` when started with this flag (`--embeddings`), or null when it cannot. */
+  embeddingsFlag: string | null;
 }
 
 interface HelpEntry {
@@ -38,6 +46,7 @@ export function detectCapabilities(helpText: string, versionText: string): Engin
   const flags = new Set(live.flatMap((e) => e.flags));
   const specType = live.find((e) => e.flags.includes('--spec-type'));
   const gpuLayers = live.find((e) => e.flags.includes('-ngl') || e.flags.includes('--n-gpu-layers'));
+  const jinja = live.find((e) => e.flags.includes('--jinja'));
   const draftMaxFlag = ['--spec-draft-n-max', '--draft-max', '--draft'].find((f) => flags.has(f)) ?? null;
   return {
     version: versionOf(versionText) ?? versionOf(helpText),
@@ -45,6 +54,8 @@ export function detectCapabilities(helpText: string, versionText: string): Engin
     draftMaxFlag,
     specTypes: specType ? (specType.placeholder.match(/[\w-]+/g) ?? []) : [],
     gpuLayersAll: gpuLayers !== undefined && /'all'/.test(gpuLayers.description),
+    jinja: jinja === undefined ? 'absent' : /default:\s*enabled/i.test(jinja.description) ? 'default' : 'flag',
+    embeddingsFlag: ['--embeddings', '--embedding'].find((f) => flags.has(f)) ?? null,
   };
 }
 

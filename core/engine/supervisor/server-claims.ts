@@ -16,6 +16,7 @@
 // that was then replaced must not keep the new one "busy", nor be told the new one hung.
 
 import { Notice, type AbortNotice } from '../../common/notice.js';
+import type { EngineKind } from '../../contracts/snapshot.js';
 
 /** Where a claimed request goes. The key goes in `Authorization: Bearer`. */
 export interface ClaimedEndpoint {
@@ -24,6 +25,10 @@ export interface ClaimedEndpoint {
   pid: number;
   /** It serves Anthropic's Messages API itself; the router translates for it otherwise. */
   anthropicMessages: boolean;
+  /** Which engine answers: the router refuses what that engine cannot honour (request-fields.ts). */
+  engine: EngineKind;
+  /** It can call tools (a llama-server build without Jinja templates cannot): `tools` is refused by name otherwise. */
+  toolCalls: boolean;
 }
 
 /** Why a claimed server stopped answering: its clients are told this, in OpenAI's error shape. */

@@ -51,6 +51,8 @@ export class ServerProcess {
   loadProgress: number | null = null;
   /** Whether it serves Anthropic's Messages API itself: asked once it answers /health (served-apis.ts), before it is ready. */
   anthropicMessages = false;
+  /** Whether it can call tools: false for a llama-server build without Jinja templates (capabilities.jinja 'absent'). */
+  toolCalls = true;
   /**
    * Why the supervisor ended it, set before it signals the process: 'requested' (an eviction,
    * a cancelled load, a relaunch, quit) makes its exit a stop, not a failure; 'load-timeout'

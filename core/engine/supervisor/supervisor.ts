@@ -340,7 +340,7 @@ export class Supervisor {
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
     if (!server || server.phase !== 'ready' || server.hasEnded) return null;
-    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages });
+    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages, engine: server.engine, toolCalls: server.toolCalls });
   }
 
   /** Requests claimed on the model's current server. Synchronous. */
@@ -645,6 +645,7 @@ export class Supervisor {
         adopted !== null
           ? ServerProcess.adopt({ child: adopted.child, ...serverOptions })
           : ServerProcess.start({ spawn: this.spawn, command: command.command, args, env, platform: this.platform, ...serverOptions });
+      server.toolCalls = command.capabilities.jinja !== 'absent';
       await server.spawned;
     } catch (error) {
       if (keyFile !== null) removeApiKeyFile(keyFile);

@@ -123,7 +123,7 @@ class ScriptedSupervisor implements SupervisorSide {
   claim(modelId: string): Claim | null {
     const server = this.servers.get(modelId);
     if (server === undefined || server.phase !== 'ready') return null;
-    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.port, anthropicMessages: server.anthropicMessages });
+    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.port, anthropicMessages: server.anthropicMessages, engine: 'llama-server', toolCalls: true });
   }
   inFlight(modelId: string): number {
     return this.servers.get(modelId)?.claims.count ?? 0;

@@ -159,4 +159,36 @@ describe('argvFor', () => {
     expect(argv).not.toContain('--api-key-file');
     expect(() => argvFor(spec, 'full', old, 1, KEY_FILE)).toThrow(/no --api-key-file flag.*'qwen-7b'/);
   });
+
+  /** A build from before --jinja was on by default (llama.cpp's own words then). */
+  const jinjaOff = detectCapabilities(
+    `${text('llama-server-help-old.txt')}\n--jinja                                 use jinja template for chat (default: disabled)\n--embedding, --embeddings               restrict to only support embedding use case\n`,
+    OLD_VERSION,
+  );
+
+  it('asks for the model’s own chat template with --jinja only where the build has it off by default', () => {
+    expect(jinjaOff.jinja).toBe('flag');
+    expect(argvFor(spec, 'full', jinjaOff, 1, { key: 'k' })).toContain('--jinja');
+    expect(recent.jinja).toBe('default');
+    expect(argvFor(spec, 'full', recent, 1, KEY_FILE)).not.toContain('--jinja');
+    expect(old.jinja).toBe('absent');
+    expect(argvFor(spec, 'full', old, 1, { key: 'k' })).not.toContain('--jinja');
+  });
+
+  it('starts an embedding model with --embeddings, a chat model without (it would serve embeddings only), and refuses where the build cannot', () => {
+    const embedder = { ...spec, embeddings: { modelPools: true } };
+    expect(argvFor(embedder, 'full', recent, 1, KEY_FILE)).toContain('--embeddings');
+    expect(argvFor(embedder, 'full', recent, 1, KEY_FILE)).not.toContain('--pooling');
+    expect(argvFor(embedder, 'full', jinjaOff, 1, { key: 'k' })).toContain('--embeddings');
+    expect(argvFor(spec, 'full', recent, 1, KEY_FILE)).not.toContain('--embeddings');
+    expect(() => argvFor(embedder, 'full', old, 1, { key: 'k' })).toThrow(/no --embeddings flag.*'qwen-7b'/);
+    // The embedded engine embeds with any model and takes no such flag.
+    expect(argvFor({ ...embedder, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE)).not.toContain('--embeddings');
+  });
+
+  it('tells llama-server to average the tokens of a model marked to embed whose GGUF names no pooling, and refuses where it cannot', () => {
+    const marked = { ...spec, embeddings: { modelPools: false } };
+    expect(valueOf(argvFor(marked, 'full', recent, 1, KEY_FILE), '--pooling')).toBe('mean');
+    expect(() => argvFor(marked, 'full', jinjaOff, 1, { key: 'k' })).toThrow(/no --pooling flag.*'qwen-7b'/);
+  });
 });

@@ -33,11 +33,15 @@ describe('anthropicErrorBody', () => {
 });
 
 describe('anthropicEngineError', () => {
-  it('re-spells llama-server’s OpenAI-shaped error, keeping its message and its type as the code', () => {
-    const engine = JSON.stringify({ error: { code: 400, message: 'the request exceeds the available context size', type: 'exceed_context_size_error', n_ctx: 2048 } });
+  it('re-spells llama-server’s OpenAI-shaped error, keeping its message and OpenAI’s code for its cause', () => {
+    const engine = JSON.stringify({ error: { code: 400, message: 'the request exceeds the available context size', type: 'exceed_context_size_error', n_prompt_tokens: 3000, n_ctx: 2048 } });
     expect(JSON.parse(anthropicEngineError(engine, 400, 'demo-chat'))).toEqual({
       type: 'error',
-      error: { type: 'invalid_request_error', message: 'the request exceeds the available context size', details: { error_code: 'exceed_context_size_error' } },
+      error: {
+        type: 'invalid_request_error',
+        message: "the request exceeds the available context size (3000 prompt tokens; the context of 'demo-chat' holds 2048)",
+        details: { error_code: 'context_length_exceeded' },
+      },
       request_id: null,
     });
   });

@@ -45,6 +45,33 @@ const textOf = (events: readonly AnthropicStreamEvent[]): string =>
   events.map((e) => (e.type === 'content_block_delta' && e.delta.type === 'text_delta' ? String(e.delta['text']) : '')).join('');
 
 describe('ChatStreamToMessages', () => {
+  it('tells parallel tool calls as one tool_use block each, in order, whatever the chunk cuts, their arguments joined to the JSON sent', () => {
+    const stream =
+      chunk({ role: 'assistant', content: 'Two calls.' }) +
+      chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'read', arguments: '{"pa' } }] }) +
+      chunk({ tool_calls: [{ index: 0, function: { arguments: 'th":"/a"}' } }] }) +
+      chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'list', arguments: '{}' } }] }) +
+      chunk({}, 'tool_calls', { usage: { prompt_tokens: 5, completion_tokens: 9, total_tokens: 14 } }) +
+      'data: [DONE]\n\n';
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 6 }), (cuts) => {
+        const events = eventsOf(translate(stream, cuts));
+        const starts = events.filter((e) => e.type === 'content_block_start');
+        expect(starts.map((e) => [e.index, e.content_block])).toEqual([
+          [0, { type: 'text', text: '' }],
+          [1, { type: 'tool_use', id: 'call_a', name: 'read', input: {} }],
+          [2, { type: 'tool_use', id: 'call_b', name: 'list', input: {} }],
+        ]);
+        const json = (index: number): string =>
+          events.map((e) => (e.type === 'content_block_delta' && e.index === index && e.delta.type === 'input_json_delta' ? String(e.delta['partial_json']) : '')).join('');
+        expect(JSON.parse(json(1))).toEqual({ path: '/a' });
+        expect(JSON.parse(json(2))).toEqual({});
+        expect(events.filter((e) => e.type === 'content_block_stop').map((e) => e.index)).toEqual([0, 1, 2]);
+        expect(events.find((e) => e.type === 'message_delta')).toMatchObject({ delta: { stop_reason: 'tool_use' } });
+      }),
+    );
+  });
+
   it('tells a chat stream as Anthropic’s event sequence, with the stop reason and the usage at the end', () => {
     const events = eventsOf(translate(openAIStream(['Hel', 'lo'], 'length')));
     expect(events.map((e) => e.type)).toEqual([

@@ -67,10 +67,9 @@ describe('toChatCompletionRequest', () => {
 
   it.each([
     ['an image block', { messages: [{ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] }] }, 'messages[0].content[1]', '"image" block'],
-    ['a tool result', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }] }] }, 'messages[0].content[0]', '"tool_result" block'],
+    ['a tool result in an assistant turn', { messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }] }] }, 'messages[1].content[0]', '"tool_result" block in a assistant turn'],
     ['earlier thinking', { messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: '' }] }] }, 'messages[1].content[0]', '"thinking" block'],
-    ['tool definitions', { tools: [{ name: 'read', input_schema: { type: 'object' } }] }, 'tools', 'defines tools'],
-    ['extended thinking', { thinking: { type: 'enabled', budget_tokens: 1024 } }, 'thinking', 'extended thinking'],
+    ['a server tool', { tools: [{ name: 'read', input_schema: { type: 'object' } }, { type: 'bash_20250124', name: 'bash' }] }, 'tools[1].type', 'server tool "bash_20250124"'],
   ] as const)('refuses %s, naming it and the engine, rather than drop it', (_what, change, param, said) => {
     const error = refusal({ ...base, ...(change as Partial<AnthropicMessagesRequest>) });
     expect(error.status).toBe(400);
@@ -78,6 +77,34 @@ describe('toChatCompletionRequest', () => {
     expect(error.message).toContain(said);
     expect(error.message).toContain("'demo-chat'");
     expect(error.message).toContain('/v1/messages');
+  });
+
+  it.each([
+    [{ type: 'auto' }, { tool_choice: 'auto' }],
+    [{ type: 'any', disable_parallel_tool_use: true }, { tool_choice: 'required', parallel_tool_calls: false }],
+    [{ type: 'none' }, { tool_choice: 'none' }],
+    [{ type: 'tool', name: 'read' }, { tool_choice: { type: 'function', function: { name: 'read' } } }],
+  ])('says tool_choice %j in chat words', (choice, expected) => {
+    const chat = translated({ ...base, tools: [{ name: 'read', input_schema: { type: 'object' } }], tool_choice: choice });
+    expect(chat).toMatchObject({ ...expected, tools: [{ type: 'function', function: { name: 'read', parameters: { type: 'object' } } }] });
+    if (!('parallel_tool_calls' in expected)) expect(chat).not.toHaveProperty('parallel_tool_calls');
+  });
+
+  it.each([
+    [{ tool_choice: { type: 'tool' } }, 'tool_choice.name'],
+    [{ tool_choice: { type: 'sometimes' } }, 'tool_choice.type'],
+    [{ tools: [{ input_schema: { type: 'object' } }] }, 'tools[0].name'],
+    [{ tools: [{ name: 'read' }] }, 'tools[0].input_schema'],
+    [{ messages: [{ role: 'assistant', content: [{ type: 'tool_use', name: 'read', input: {} }] }] }, 'messages[0].content[0]'],
+  ] as const)('refuses a malformed tool field %j as a client mistake, naming it', (change, param) => {
+    const error = refusal({ ...base, ...(change as Partial<AnthropicMessagesRequest>) });
+    expect(error.param).toBe(param);
+    expect(error.message).not.toContain("'demo-chat'");
+  });
+
+  it('marks an errored tool result as such, since the chat API has no flag for it', () => {
+    const chat = translated({ ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'no such file', is_error: true }] }] });
+    expect(chat['messages']).toEqual([{ role: 'tool', tool_call_id: 't', content: 'Error: no such file' }]);
   });
 
   it('takes an empty tool list and disabled thinking, which ask for nothing', () => {
@@ -131,6 +158,23 @@ describe('toAnthropicMessage', () => {
   it('has no content block for an empty answer', () => {
     expect(toAnthropicMessage(completion({}, 'length', ''), null)?.content).toEqual([]);
     expect(toAnthropicMessage(completion({}, 'length', null), null)?.content).toEqual([]);
+  });
+
+  it('tells tool_calls as tool_use blocks after the text, stop_reason tool_use even when the engine said stop; null for arguments that are not a JSON object', () => {
+    const withCalls = (args: string, finish: string): string =>
+      JSON.stringify({
+        id: 'c',
+        model: 'm',
+        choices: [{ index: 0, finish_reason: finish, message: { role: 'assistant', content: 'Reading.', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read', arguments: args } }] } }],
+      });
+    const message = toAnthropicMessage(withCalls('{"path":"/a"}', 'stop'), null);
+    expect(message?.content).toEqual([
+      { type: 'text', text: 'Reading.' },
+      { type: 'tool_use', id: 'call_1', name: 'read', input: { path: '/a' } },
+    ]);
+    expect(message?.stop_reason).toBe('tool_use');
+    expect(toAnthropicMessage(withCalls('{"path":', 'tool_calls'), null)).toBeNull();
+    expect(toAnthropicMessage(withCalls('[1]', 'tool_calls'), null)).toBeNull();
   });
 
   it('is null for what is not a chat completion', () => {

@@ -29,11 +29,12 @@ describe('progressText', () => {
 });
 
 describe('engineAnswerError', () => {
-  it("keeps an engine's message and type from OpenAI's and Anthropic's error shapes", () => {
+  it("keeps an engine's message from OpenAI's and Anthropic's error shapes, its type as OpenAI's category and code", () => {
     expect(engineAnswerError('{"error":{"message":"too long","type":"exceed_context_size_error","code":400}}', 400, 'm')).toMatchObject({
       status: 400,
       source: 'engine',
-      type: 'exceed_context_size_error',
+      type: 'invalid_request_error',
+      code: 'context_length_exceeded',
       message: 'too long',
     });
     expect(engineAnswerError('{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}', 400, 'm')).toMatchObject({ type: 'invalid_request_error', message: 'bad' });

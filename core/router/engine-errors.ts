@@ -1,0 +1,60 @@
+// An engine's error answer in the client's shape: OpenAI's `{error:{message,type,param,code}}`
+// (a string or null code) on OpenAI's endpoints, Anthropic's on /v1/messages (anthropic-errors.ts
+// spells the same RouterError).
+//
+// Why re-spell instead of passing the body through: llama-server and the embedded engine answer
+// `{error:{code:400, message, type:"exceed_context_size_error", n_prompt_tokens, n_ctx}}`: a
+// numeric code, no param, and types of their own. The SDKs read `code` as a string (the openai
+// SDK's `error.code`, LangChain's context-overflow check looks for "context_length_exceeded")
+// and `type` as OpenAI's categories. So the engine's type is mapped to OpenAI's category and to
+// OpenAI's code where it has one, kept as the code otherwise; the counts llama.cpp adds go into
+// the message, where a person reads them. Pure.
+import type { RouterError } from './errors.js';
+import { isObject } from './validate-request.js';
+
+/** OpenAI's error categories, which an engine's type is kept as when it already is one. */
+const OPENAI_TYPES = new Set(['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'rate_limit_error', 'server_error']);
+
+/** llama.cpp's own error types: OpenAI's category for it, and the code OpenAI gives that case. */
+const ENGINE_TYPES: Record<string, { type: string; code: string }> = {
+  exceed_context_size_error: { type: 'invalid_request_error', code: 'context_length_exceeded' },
+  not_supported_error: { type: 'invalid_request_error', code: 'not_supported' },
+  unavailable_error: { type: 'server_error', code: 'engine_unavailable' },
+};
+
+/**
+ * The engine's error answer (`status` >= 400, body `text`) as a RouterError from the engine.
+ * `promptParam` names the request field a prompt-size error is about ('messages', 'prompt',
+ * 'input'), or null where none.
+ */
+export function engineErrorOf(text: string, status: number, servedBy: string, promptParam: string | null): RouterError {
+  const inner = errorObjectOf(text);
+  const engineType = typeof inner?.['type'] === 'string' ? inner['type'] : null;
+  const known = engineType === null ? undefined : ENGINE_TYPES[engineType];
+  const type = known?.type ?? (engineType !== null && OPENAI_TYPES.has(engineType) ? engineType : status >= 500 ? 'server_error' : 'invalid_request_error');
+  const ownCode = typeof inner?.['code'] === 'string' && inner['code'] !== '' ? inner['code'] : null;
+  const code = known?.code ?? ownCode ?? (engineType !== null && !OPENAI_TYPES.has(engineType) ? engineType : null);
+  const param = typeof inner?.['param'] === 'string' ? inner['param'] : code === 'context_length_exceeded' ? promptParam : null;
+  let message = typeof inner?.['message'] === 'string' ? inner['message'] : `The model server for '${servedBy}' answered ${status}: ${quote(text)}.`;
+  const prompt = inner?.['n_prompt_tokens'];
+  const context = inner?.['n_ctx'];
+  if (typeof prompt === 'number' && typeof context === 'number' && !message.includes(String(prompt))) {
+    message += ` (${prompt} prompt tokens; the context of '${servedBy}' holds ${context})`;
+  }
+  return { status, source: 'engine', type, code, param, message };
+}
+
+/** The `error` object of OpenAI's `{"error":{…}}` or Anthropic's `{"type":"error","error":{…}}`. */
+export function errorObjectOf(text: string): Record<string, unknown> | null {
+  try {
+    const body: unknown = JSON.parse(text);
+    return isObject(body) && isObject(body['error']) ? body['error'] : null;
+  } catch {
+    return null;
+  }
+}
+
+function quote(text: string): string {
+  const trimmed = text.trim();
+  return trimmed === '' ? '(an empty body)' : JSON.stringify(trimmed.length > 200 ? `${trimmed.slice(0, 200)}…` : trimmed);
+}
