@@ -40,6 +40,11 @@ const identifier = inert('an identifier of the end user or request, for OpenAI�
 const promptCache = inert('the engine keeps its prompt prefix cache by itself, whatever is asked');
 const serviceTier = inert('a tier of OpenAI’s servers; a local engine has one');
 const noLogitBias = refused('the embedded engine cannot bias tokens', isEmptyObject);
+// The embedded engine refuses these itself too (core/engine/embedded/openai-requests.ts), by
+// name; the rows say so, so the table is what a client meets, engine by engine.
+const noTools = perEngine(refused('the embedded engine cannot call tools yet', isEmptyList), honoured);
+const noToolChoice = perEngine(refused('the embedded engine cannot call tools yet', ['"none"', (v) => v === 'none']), honoured);
+const noLogprobs = perEngine(refused('the embedded engine gives no token probabilities yet', isFalse), honoured);
 
 const GENERATION: Record<string, FieldStatus> = {
   model: honoured,
@@ -52,7 +57,7 @@ const GENERATION: Record<string, FieldStatus> = {
   seed: honoured,
   presence_penalty: honoured,
   frequency_penalty: honoured,
-  logprobs: honoured,
+  logprobs: noLogprobs,
   n: refused('the engines answer one choice per request', isOne),
   logit_bias: perEngine(noLogitBias, honoured),
   user: identifier,
@@ -63,11 +68,11 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     ...GENERATION,
     messages: honoured,
     max_completion_tokens: honoured,
-    top_logprobs: honoured,
+    top_logprobs: perEngine(refused('the embedded engine gives no token probabilities yet'), honoured),
     response_format: honoured,
-    tools: honoured,
-    tool_choice: honoured,
-    parallel_tool_calls: honoured,
+    tools: noTools,
+    tool_choice: noToolChoice,
+    parallel_tool_calls: perEngine(refused('the embedded engine cannot call tools yet', isFalse), honoured),
     metadata: inert('tags for stored completions; llmtray stores none'),
     store: refused('llmtray stores no completions', isFalse),
     service_tier: serviceTier,
@@ -90,6 +95,7 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
   completions: {
     ...GENERATION,
     prompt: honoured,
+    logprobs: perEngine(refused('the embedded engine gives no token probabilities yet', ['0', (v) => v === 0]), honoured),
     best_of: refused('the engines answer one choice per request', isOne),
     echo: refused('the engines do not repeat the prompt in the answer', isFalse),
     suffix: refused('a completion with a suffix is llama-server’s /infill', ['""', (v) => v === '']),
@@ -99,7 +105,7 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     model: honoured,
     input: honoured,
     encoding_format: honoured,
-    dimensions: honoured,
+    dimensions: refused('these models give embeddings of one width, not trained to be cut short'),
     user: identifier,
   },
   // The translated path (anthropic-translate.ts): an engine that serves /v1/messages itself
@@ -114,7 +120,7 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     temperature: honoured,
     top_p: honoured,
     top_k: honoured,
-    tools: honoured,
+    tools: noTools,
     tool_choice: honoured,
     metadata: inert('its user_id goes as the chat API’s `user`; nothing local depends on it'),
     service_tier: serviceTier,
