@@ -114,3 +114,24 @@ export function readResponseFormat(value: unknown): ResponseFormat {
   }
   throw badRequest(`'response_format.type' must be text, json_object or json_schema, got ${JSON.stringify(type)}`);
 }
+
+/**
+ * node-llama-cpp 3.21.1 writes JSON numbers with exponents of up to 16 digits, and an
+ * `integer` with a negative one: `3e-2` and `98030E29337960879` (Infinity once parsed) pass
+ * its grammar and fail the client's own check (zod's `.int()` or `.finite()`, a JSON-schema
+ * validator); both were produced in this engine's tests. An integer is written without an
+ * exponent, and a number's exponent has at most two digits, so every value the grammar lets
+ * through parses to a finite number of the asked type. Nothing else in the grammar is touched.
+ */
+const GRAMMAR_EXPONENT = '([eE] [-+]? ("0" | [1-9] [0-9]{0,15}))?';
+
+export function integerGrammarFixed(grammar: string): string {
+  return grammar
+    .split('\n')
+    .map((line) => {
+      if (line.startsWith('integer-number-rule ::= ')) return line.replace(` ${GRAMMAR_EXPONENT}`, '');
+      if (line.startsWith('fractional-number-rule ::= ')) return line.replace(GRAMMAR_EXPONENT, '([eE] [-+]? [0-9]{1,2})?');
+      return line;
+    })
+    .join('\n');
+}
