@@ -54,16 +54,22 @@ describe('the memory picture on the CPU', () => {
     await measured('demo-tiny');
     await client.chat.completions.create({ model: 'demo-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
     await measured('demo-chat');
-    // The footprint is what the model holds in use. A server touches its compute buffer (18 MiB
-    // of demo-chat's) only as whole micro-batches run through it: after a two-token request its
-    // RSS is that much below what it will hold. A prompt of well over one micro-batch, then a
-    // measurement taken after it.
-    await client.completions.create({ model: 'demo-chat', prompt: 'hello world '.repeat(200), max_tokens: 2 });
-    await new Promise((resolve) => setTimeout(resolve, MEASURE_INTERVAL_MS + 500));
-    const state = await measured('demo-chat');
+    // The footprint is what the model holds at its peak in use, which is what the plan must have
+    // room for. A server touches its compute buffer (18 MiB of demo-chat's) only as whole
+    // micro-batches run through it, and its RSS falls back by 10 to 20 MiB between requests (the
+    // embedded engine's heap and freed batch buffers): one sample lands anywhere in that range,
+    // 192 or 211 MB for the same estimate of 211 MB. So the check is against the largest of a
+    // few samples, each taken after a prompt of well over one micro-batch.
+    let state = await measured('demo-chat');
+    let rss = 0;
+    for (let round = 0; round < 3; round++) {
+      await client.completions.create({ model: 'demo-chat', prompt: 'hello world '.repeat(200), max_tokens: 2 });
+      await new Promise((resolve) => setTimeout(resolve, MEASURE_INTERVAL_MS + 500));
+      state = await measured('demo-chat');
+      rss = Math.max(rss, state.models.find((m) => m.id === 'demo-chat')?.measuredBytes ?? 0);
+    }
     const chat = state.models.find((m) => m.id === 'demo-chat');
     const estimate = chat?.estimateBytes[chat.status.level ?? 'full'] ?? 0;
-    const rss = chat?.measuredBytes ?? 0;
     expect(Math.abs(estimate - rss) / rss, `estimate ${estimate} B against ${rss} B measured`).toBeLessThanOrEqual(0.1);
 
     // The bar is the plan's own figures: what it counts for each resident model, and nothing for
