@@ -14,7 +14,7 @@ import { Catalog, type CatalogModel } from './catalog/catalog.js';
 import type { LlmtrayConfig } from './catalog/config/load-config.js';
 import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { watchCatalog, type CatalogWatcher } from './catalog/watch-catalog.js';
-import { Controller } from './controller/controller.js';
+import { Controller, DEFAULT_HEALTHY_AFTER_MS } from './controller/controller.js';
 import type { Log } from './controller/effects.js';
 import { LaunchError } from './engine/failure-classifier.js';
 import { findLlamaServer } from './engine/llama-server/find-binary.js';
@@ -281,6 +281,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       classify: (error) => (error instanceof LaunchError ? error.kind : 'crash'),
       clock: realClock,
       log: logFor('controller'),
+      healthyAfterMs: () => catalog.config().healthyAfterMs ?? DEFAULT_HEALTHY_AFTER_MS,
     });
 
     const measured = new Map<string, number>();

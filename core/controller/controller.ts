@@ -58,9 +58,23 @@ export interface ControllerOptions {
   resyncMs?: number;
   /** Delays for a model's 'retry' and for a failed pass. Default 1 s doubling to 60 s. */
   backoff?: BackoffOptions;
+  /**
+   * How long a relaunched server must stay ready, with nothing going wrong, for its ladder to
+   * start over when it has not answered a request meanwhile, ms; read at each ready, so a reload
+   * applies. Default DEFAULT_HEALTHY_AFTER_MS.
+   */
+  healthyAfterMs?: () => number;
 }
 
 export const DEFAULT_RESYNC_MS = 30_000;
+
+/**
+ * Ready is not healthy: an engine that dies at its first decode, or exits on its own once
+ * ready, reaches ready at every launch. Were ready to reset the ladder, such a model would be
+ * relaunched forever and never parked (seen: 200 launches in four minutes). So a relaunched
+ * model proves itself by answering a request, or by staying ready this long.
+ */
+export const DEFAULT_HEALTHY_AFTER_MS = 30_000;
 
 /**
  * How late a pass may notice a model turning busy or idle when nothing waits for memory: a
@@ -78,6 +92,7 @@ export class Controller {
   private readonly log: Log;
   private readonly resyncMs: number;
   private readonly backoff: BackoffOptions;
+  private readonly healthyAfterMs: () => number;
 
   private readonly records = new Map<string, ModelRecord>();
   private demands = new Map<string, ModelDemand>();
@@ -96,6 +111,8 @@ export class Controller {
   private readonly passRetry: OneShotTimer;
   private readonly activityRefresh: OneShotTimer;
   private readonly retryTimers = new Map<string, OneShotTimer>();
+  /** Per model: the end of a relaunched server's trial (see DEFAULT_HEALTHY_AFTER_MS). */
+  private readonly healthTimers = new Map<string, OneShotTimer>();
   private passFailures = 0;
   /** Set while run() runs; aborted when it is asked to stop, which aborts every launch in flight. */
   private stopping: AbortController | null = null;
@@ -113,6 +130,7 @@ export class Controller {
     this.log = options.log;
     this.resyncMs = options.resyncMs ?? DEFAULT_RESYNC_MS;
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
+    this.healthyAfterMs = options.healthyAfterMs ?? (() => DEFAULT_HEALTHY_AFTER_MS);
     this.resync = new OneShotTimer(this.clock);
     this.passRetry = new OneShotTimer(this.clock);
     this.activityRefresh = new OneShotTimer(this.clock);
@@ -185,6 +203,18 @@ export class Controller {
     this.refresh(record);
     this.loop.trigger();
     return true;
+  }
+
+  /**
+   * The model's ready server answered a request (the engine's answer began): the proof of health
+   * that starts a failing model's ladder over. Non-blocking, O(1); a no-op when no server of the
+   * model is ready.
+   */
+  served(modelId: string): void {
+    const record = this.records.get(modelId);
+    if (record?.server?.ready !== true) return;
+    record.server.served = true;
+    if (record.recovery.attempts > 0) this.provedHealthy(record, 'it answered a request');
   }
 
   /** The model's status as last published, or undefined when the controller has not seen it. */
@@ -485,28 +515,33 @@ export class Controller {
         this.refresh(record);
         return;
       case 'ServerReady':
-        record.server = { ...(record.server?.pid === event.pid ? record.server : {}), level: event.level, pid: event.pid, ready: true };
+        record.server = { ...(record.server?.pid === event.pid ? record.server : {}), level: event.level, pid: event.pid, ready: true, served: false };
         if (record.op?.kind === 'loading') record.op = null;
-        // Success resets the ladder, so the next launch after an eviction is 'full' again.
-        this.resetRecovery(record);
+        // Ready is not yet healthy (DEFAULT_HEALTHY_AFTER_MS): a failing model keeps its ladder
+        // until its server answers a request or stays ready through its trial.
+        if (record.recovery.attempts > 0) this.startTrial(record, event.pid);
         this.log.info(`${event.modelId} is ready at the ${event.level} level`);
         this.refresh(record);
         this.loop.trigger();
         return;
       case 'ServerStopped':
         if (record.server?.pid === event.pid) record.server = null;
+        this.healthTimers.get(event.modelId)?.clear();
         this.refresh(record);
         this.loop.trigger();
         return;
-      case 'ServerExited':
+      case 'ServerExited': {
+        const served = record.server?.pid === event.pid && record.server.served === true;
         if (event.pid === null || record.server?.pid === event.pid) record.server = null;
         if (record.op?.kind === 'loading') {
           record.op.failureReported = true;
           record.op = null;
         }
-        this.launchFailed(record, event.level, event.kind, event.reason, event.wasReady);
+        this.healthTimers.get(event.modelId)?.clear();
+        this.launchFailed(record, event.level, event.kind, event.reason, !event.wasReady ? 'loading' : served ? 'serving' : 'unproven');
         this.loop.trigger();
         return;
+      }
       default:
         assertNever(event);
     }
@@ -521,15 +556,16 @@ export class Controller {
   }
 
   /**
-   * Climbs the ladder one rung and arranges what it says. `wasReady`: a server that died after
-   * it had been ready, rather than a launch that failed.
+   * Climbs the ladder one rung and arranges what it says. `when`: a launch that never got to
+   * ready; a server that died after it had served; or one that died after ready without
+   * having answered anything, which is no better than a failed launch.
    */
-  private launchFailed(record: ModelRecord, level: LaunchLevel, kind: FailureKind, error: string, wasReady = false): void {
+  private launchFailed(record: ModelRecord, level: LaunchLevel, kind: FailureKind, error: string, when: 'loading' | 'unproven' | 'serving' = 'loading'): void {
     const { modelId } = record;
-    const what = wasReady ? 'died while serving' : 'failed to launch';
+    const what = when === 'serving' ? 'died while serving' : when === 'unproven' ? 'died after it was ready, before it answered anything' : 'failed to launch';
     record.recovery = { kind: kind === 'none' ? 'crash' : kind, attempts: record.recovery.attempts + 1 };
     record.lastError = error;
-    record.diedWhileServing = wasReady;
+    record.diedWhileServing = when === 'serving';
     record.retry = null;
     const verdict = verdictOf(record, this.demands) ?? 'retry';
     const at = this.clock.now();
@@ -597,6 +633,28 @@ export class Controller {
     record.diedWhileServing = false;
     record.retry = null;
     this.retryTimers.get(record.modelId)?.clear();
+    this.healthTimers.get(record.modelId)?.clear();
+  }
+
+  /** Arms the trial of a failing model's server `pid` that just became ready. */
+  private startTrial(record: ModelRecord, pid: number): void {
+    if (!this.live()) return;
+    let timer = this.healthTimers.get(record.modelId);
+    if (timer === undefined) {
+      timer = new OneShotTimer(this.clock);
+      this.healthTimers.set(record.modelId, timer);
+    }
+    const trialMs = this.healthyAfterMs();
+    timer.set(trialMs, () => {
+      if (record.server?.pid === pid && record.server.ready && record.recovery.attempts > 0) this.provedHealthy(record, `it stayed ready for ${seconds(trialMs)}`);
+    });
+  }
+
+  /** A failing model's server proved itself: the ladder starts over, so its next launch is 'full' again. */
+  private provedHealthy(record: ModelRecord, why: string): void {
+    this.log.info(`${record.modelId} is healthy again (${why}); its recovery ladder starts over`, { attempts: record.recovery.attempts, kind: record.recovery.kind });
+    this.resetRecovery(record);
+    this.refresh(record);
   }
 
   private setOp(record: ModelRecord, op: ModelRecord['op']): void {
@@ -646,6 +704,7 @@ export class Controller {
     this.passRetry.clear();
     this.activityRefresh.clear();
     for (const timer of this.retryTimers.values()) timer.clear();
+    for (const timer of this.healthTimers.values()) timer.clear();
   }
 }
 

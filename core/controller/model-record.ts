@@ -18,8 +18,9 @@ export interface ModelRecord {
   /** The last launch failure's message; null after a success or a reset. */
   lastError: string | null;
   /**
-   * The last failure was a server dying after it had been ready (killed, crashed or hung while
-   * serving), not a launch that never got there. Such a model loaded and served with this very
+   * The last failure was a server dying after it had answered requests (killed, crashed or hung
+   * while serving), not a launch that never got there nor one that died once ready before it
+   * answered anything. Such a model loaded and served with this very
    * definition, so it competes for memory as any model does while its ladder counts the death;
    * only failed launches are kept to memory nobody wants (see policy-inputs.ts).
    */
@@ -34,9 +35,10 @@ export interface ModelRecord {
   op: { kind: 'loading'; level: LaunchLevel; placement: Placement; failureReported: boolean } | { kind: 'evicting'; level: LaunchLevel } | null;
   /**
    * Its server, folded from the lifecycle events: spawned (loading), ready; null when none
-   * runs. `placement` is where the launch put it (absent for a server this controller did not launch).
+   * runs. `placement` is where the launch put it (absent for a server this controller did not
+   * launch). `served`: since it became ready it answered a request (Controller.served).
    */
-  server: { level: LaunchLevel; pid: number; ready: boolean; placement?: Placement } | null;
+  server: { level: LaunchLevel; pid: number; ready: boolean; served?: boolean; placement?: Placement } | null;
   /** Why the last plan left it out; null when the plan did not leave it out. */
   leftOut: LeftOut | null;
   /** The definition seen on the last pass; a change resets the recovery ladder. */

@@ -110,7 +110,8 @@ export function policyInputs(observed: {
     if (layerCost !== undefined) entry.layerCost = layerCost;
     if (demand.mixedSplit === true) entry.mixedSplit = true;
     if (want.waitingSince !== undefined) entry.waitingSince = want.waitingSince;
-    if (recovery.attempts > 0 && !(record?.diedWhileServing === true && want.waitingSince !== undefined)) entry.retrying = true;
+    // A failing model whose relaunched server is up, on trial, holds its place as any resident.
+    if (recovery.attempts > 0 && record?.server?.ready !== true && !(record?.diedWhileServing === true && want.waitingSince !== undefined)) entry.retrying = true;
     desired.push(entry);
   }
 

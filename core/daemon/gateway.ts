@@ -21,7 +21,7 @@ export interface GatewayParts {
   catalog: Pick<Catalog, 'models' | 'resolve'>;
   controller: Pick<
     Controller,
-    'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'refreshSoon' | 'servingModel' | 'onEvent' | 'hasStopped'
+    'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'refreshSoon' | 'servingModel' | 'onEvent' | 'hasStopped' | 'served'
   >;
   supervisor: Pick<Supervisor, 'claim' | 'inFlight' | 'serverEnded' | 'status'>;
   activity: ModelActivity;
@@ -119,6 +119,9 @@ export function createGateway(parts: GatewayParts): ModelGateway {
       activity.use(serving);
       if (supervisor.inFlight(serving) === 1) turnedBusyOrIdle();
       let released = false;
+      // The engine's answer began: the proof of health a failing model's ladder waits for. Told
+      // once per claim; progress comes with every chunk.
+      let answered = false;
       return {
         servedBy: serving,
         endpoint: { baseUrl: `http://127.0.0.1:${claim.endpoint.port}`, apiKey: claim.endpoint.apiKey },
@@ -126,7 +129,12 @@ export function createGateway(parts: GatewayParts): ModelGateway {
         engine: claim.endpoint.engine,
         toolCalls: claim.endpoint.toolCalls,
         lost: claim.lost,
-        progressed: () => claim.progressed(),
+        progressed: () => {
+          claim.progressed();
+          if (answered) return;
+          answered = true;
+          controller.served(serving);
+        },
         release: () => {
           if (released) return;
           released = true;

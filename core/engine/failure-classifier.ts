@@ -232,6 +232,8 @@ function isOutOfMemory(text: string): boolean {
 }
 
 function exitWords(evidence: FailureEvidence): string {
+  // Nothing asked it to stop (a stop is not a failure): an engine that ends cleanly on its own once ready will not serve.
+  if (evidence.signal === null && evidence.exitCode === 0 && evidence.diedAfterReady === true) return 'it exited with code 0 on its own after it was ready, without an error line; its log has the details';
   const how = evidence.signal !== null ? `was terminated by ${evidence.signal}` : `exited with code ${evidence.exitCode ?? 'unknown'}`;
   return `it ${how} without an error line; its log has the details`;
 }

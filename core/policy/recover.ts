@@ -22,7 +22,8 @@ export function severity(action: RecoveryAction): number {
 
 /**
  * A model's failure memory: the kind of the most recent failure and how many consecutive
- * attempts have failed, the one that produced this state included. Success resets it to
+ * attempts have failed, the one that produced this state included. Proof of health (an
+ * answered request, or a trial survived: core/controller) resets it to
  * { kind: 'none', attempts: 0 }.
  */
 export interface RecoveryState {

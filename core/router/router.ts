@@ -260,7 +260,9 @@ export function createRouter(options: RouterOptions): Router {
     // body, so it waits until the death is known and activates again (a relaunch, with its own
     // activation bound); a second failure is answered 502. Never after an answer began: part of
     // an answer cannot be taken back. Cost of the rule: a request that itself kills the engine
-    // kills it twice — the recovery ladder still quarantines a model that dies on every request.
+    // kills it twice — and, as it never answered, each death counts on the recovery ladder, which
+    // quarantines a model that dies on every request (the ladder starts over only once a server
+    // has answered: Controller.served).
     for (let attempt = 1; ; attempt++) {
       const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation, () => progress?.start());
       progress?.stop();
@@ -272,7 +274,7 @@ export function createRouter(options: RouterOptions): Router {
 
       const outcome = await request.send(claim, claim.servedBy !== resolved.modelId, exchange.clientGone);
       if (outcome.kind === 'answered' || exchange.clientGone.aborted) return;
-      if (attempt === 2) return sendError(res, unreachableError(claim.servedBy, outcome.cause), shape);
+      if (attempt === 2) return sendError(res, unreachableError(claim.servedBy, outcome.cause, true), shape);
       // This try is over: its claim must not hold a dead engine "busy" meanwhile.
       exchange.finishNow();
       await gateway.engineUnreachable(claim.servedBy, claim.endpoint, exchange.clientGone.signal);

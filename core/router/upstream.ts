@@ -210,14 +210,15 @@ export function hungError(servedBy: string, reason: string): RouterError {
 }
 
 /** The 502 for an engine whose connection failed before it answered (for the router: on the resend too). */
-export function unreachableError(servedBy: string, cause: string): RouterError {
+/** `retried`: the request had been sent once more, to a fresh engine, and that one died too. */
+export function unreachableError(servedBy: string, cause: string, retried = false): RouterError {
   return {
     status: 502,
     source: 'engine',
     type: 'engine_error',
     code: 'engine_unreachable',
     param: null,
-    message: `The model server for '${servedBy}' did not answer (${cause}); llmtray's controller will notice and restart or replace it.`,
+    message: `The model server for '${servedBy}' did not answer (${cause})${retried ? ', and neither did a fresh one it was sent to again' : ''}. Each death before an answer counts on the model's recovery ladder, which quarantines it after five in a row; its state in /v1/models says where it stands.`,
   };
 }
 

@@ -249,6 +249,9 @@ describe.each([fakeWorld, realWorld])('the controller against $name', (world) =>
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatchObject({ modelId: BIG, level: 'full', kind: 'oom', attempts: 1, nextAction: 'degrade' });
     expect(failed[0]?.error).toMatch(KV_OOM);
+    // Ready is not yet healthy: the ladder holds until the server answers (or outlasts its trial).
+    expect(r.controller.status(BIG)).toMatchObject({ state: 'degraded', level: 'degraded', recovery: { kind: 'oom', attempts: 1 } });
+    r.controller.served(BIG);
     expect(r.controller.status(BIG)).toMatchObject({ state: 'degraded', level: 'degraded', recovery: { kind: 'none', attempts: 0 } });
     expect(r.serverEvents.map((e) => `${e.type} ${'level' in e ? e.level : ''}`)).toEqual([
       'ServerSpawned full',
@@ -271,6 +274,8 @@ describe.each([fakeWorld, realWorld])('the controller against $name', (world) =>
     expect(failures(r.events)[0]?.error).toMatch(/killed by SIGKILL while serving/);
     await r.until(() => serving(r.controller, CHAT) && r.servers.pid(CHAT) !== first);
     expect(failures(r.events)).toHaveLength(1);
+    expect(r.controller.status(CHAT)?.recovery).toMatchObject({ kind: 'crash', attempts: 1 });
+    r.controller.served(CHAT);
     expect(r.controller.status(CHAT)?.recovery).toMatchObject({ kind: 'none', attempts: 0 });
     if (world === realWorld && first !== null) expect(await isRunning(first)).toBe(false);
   });

@@ -26,20 +26,35 @@
 //   --fake-anthropic            serve POST /v1/messages/count_tokens as a llama-server with Anthropic's
 //                               Messages API does (one token per character); without it, 404 as older
 //                               builds answer; records each count asked for in /fake-counts
+//   --fake-abort-at-first-request  at its first chat or completion request, print a CUDA error line and
+//                               abort (SIGABRT) before answering: a fault at the first decode
+// Other flags (llama-server's own) are taken as the daemon passes them: a flag followed by
+// another flag, or by nothing, is a switch (--jinja, --metrics); else it takes the next word.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
-const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child', '--fake-child-own-group', '--fake-wedged-decode', '--fake-anthropic']);
+const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child', '--fake-child-own-group', '--fake-wedged-decode', '--fake-anthropic', '--fake-abort-at-first-request']);
+
+/** A word that is a flag rather than a flag's value (-1 is a value: `-ngl -1`). */
+const isFlag = (word) => word !== undefined && /^--?[A-Za-z]/.test(word);
 
 function parseArgs(argv) {
   const flags = new Map();
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
-    if (BOOLEAN.has(flag)) flags.set(flag, true);
+    if (BOOLEAN.has(flag) || argv[i + 1] === undefined || isFlag(argv[i + 1])) flags.set(flag, true);
     else flags.set(flag, argv[++i]);
   }
   return flags;
+}
+
+/** With --fake-abort-at-first-request: dies as a CUDA fault at the first decode does, without answering. */
+function abortIfFirstRequest() {
+  if (!flags.get('--fake-abort-at-first-request')) return;
+  log('E', 'CUDA error: an illegal memory access was encountered');
+  setTimeout(() => process.kill(process.pid, 'SIGABRT'), 20);
+  return true;
 }
 
 const flags = parseArgs(process.argv.slice(2));
@@ -129,6 +144,7 @@ const server = createServer((req, res) => {
   if (req.url === '/v1/models') {
     return json(res, 200, { object: 'list', data: aliases.map((id) => ({ id, object: 'model', owned_by: 'fake' })) });
   }
+  if ((req.url === '/v1/chat/completions' || req.url === '/v1/completions') && req.method === 'POST' && abortIfFirstRequest()) return;
   if (req.url === '/v1/chat/completions' && req.method === 'POST') {
     tasks++;
     if (flags.get('--fake-wedged-decode')) return; // taken, never answered

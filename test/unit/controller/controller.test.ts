@@ -2,7 +2,7 @@
 // evicts, in which order, when, and what each model's visible state says. No sleeps: time
 // moves only through FakeClock.advance, and promise work settles on one event-loop turn.
 import { afterEach, describe, expect, it } from 'vitest';
-import { ACTIVITY_REFRESH_MS, Controller, DEFAULT_RESYNC_MS } from '../../../core/controller/index.js';
+import { ACTIVITY_REFRESH_MS, Controller, DEFAULT_HEALTHY_AFTER_MS, DEFAULT_RESYNC_MS } from '../../../core/controller/index.js';
 import type { ModelDemand } from '../../../core/controller/effects.js';
 import type { ControllerEvent } from '../../../core/contracts/controller-events.js';
 import type { ServerFailureKind } from '../../../core/contracts/server-events.js';
@@ -386,7 +386,97 @@ describe('the recovery ladder, end to end', () => {
     await w.clock.advance(1000);
     expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'full', 'degraded']);
     expect(w.state('a')).toBe('degraded');
+    // Ready is not yet healthy: the ladder holds until its first answer.
+    expect(w.controller.status('a')).toMatchObject({ level: 'degraded', recovery: { kind: 'hang', attempts: 2 } });
+    w.controller.served('a');
     expect(w.controller.status('a')).toMatchObject({ level: 'degraded', recovery: { kind: 'none', attempts: 0, nextAction: null } });
+    expect(w.log.count(/^a is healthy again \(it answered a request\); its recovery ladder starts over$/)).toBe(1);
+  });
+
+  it('a server that dies at its first request every time, before answering, climbs the ladder to quarantine', async () => {
+    // What a CUDA fault at the first decode looks like: every launch reaches ready, and every
+    // server dies as it is asked to work. Ready used to reset the ladder: relaunched forever.
+    const w = world([model('a', 4)]);
+    await w.start();
+    for (let death = 1; death <= 5; death++) {
+      expect(w.state('a')).toBe('ready');
+      w.server.die('a', 'crash', 'CUDA error: an illegal memory access was encountered');
+      await settle();
+      expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: death });
+      await w.clock.advance(2 ** (death - 1) * 1000);
+    }
+    expect(w.state('a')).toBe('quarantined');
+    expect(w.server.launches()).toHaveLength(5);
+    expect(w.controller.whyUnservable('a')?.reason).toMatch(/^failed 5 launches in a row \(last failure: crash — CUDA error: an illegal memory access was encountered\)/);
+    expect(w.log.count(/^a died after it was ready, before it answered anything; retrying in/)).toBe(4);
+    expect(w.log.count(/healthy again/)).toBe(0);
+  });
+
+  it('a failing model is healthy again once its server answers a request, or stays ready through its trial', async () => {
+    const w = world([model('a', 4), model('b', 4)]);
+    w.server.failLaunch('a', failure('crash'), 2);
+    w.server.failLaunch('b', failure('crash'), 2);
+    await w.start();
+    await w.clock.advance(1000);
+    await w.clock.advance(2000);
+    expect(w.state('a')).toBe('ready');
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: 2 });
+    // 'a' answers: its ladder starts over at once.
+    w.controller.served('a');
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'none', attempts: 0 });
+    // 'b' answers nothing: healthy only when the trial is over, with the same server up.
+    await w.clock.advance(DEFAULT_HEALTHY_AFTER_MS - 1);
+    expect(w.controller.status('b')?.recovery).toMatchObject({ kind: 'crash', attempts: 2 });
+    await w.clock.advance(1);
+    expect(w.controller.status('b')?.recovery).toMatchObject({ kind: 'none', attempts: 0 });
+    expect(w.log.count(/^b is healthy again \(it stayed ready for 30 s\)/)).toBe(1);
+    // Healthy, a death while serving starts a fresh ladder: one retry, not the third rung.
+    w.controller.served('b');
+    w.server.die('b');
+    await settle();
+    expect(w.controller.status('b')?.recovery).toMatchObject({ kind: 'crash', attempts: 1, nextAction: 'retry' });
+    expect(w.log.count(/^b died while serving; retrying in 1 s$/)).toBe(1);
+  });
+
+  it('a trial ends with its server: a server that dies on trial climbs, and the next one starts its own trial', async () => {
+    const w = world([model('a', 4)]);
+    w.server.failLaunch('a', failure('crash'), 1);
+    await w.start();
+    await w.clock.advance(1000);
+    expect(w.state('a')).toBe('ready');
+    await w.clock.advance(DEFAULT_HEALTHY_AFTER_MS / 2);
+    w.server.die('a');
+    await settle();
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: 2 });
+    await w.clock.advance(2000);
+    expect(w.state('a')).toBe('ready');
+    // The first trial's timer is gone: half a trial later, the second server is still on its own.
+    await w.clock.advance(DEFAULT_HEALTHY_AFTER_MS / 2);
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: 2 });
+    await w.clock.advance(DEFAULT_HEALTHY_AFTER_MS / 2);
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'none', attempts: 0 });
+  });
+
+  it('the trial length is read at each ready, so a reload applies to the next', async () => {
+    let trialMs = 60_000;
+    const clock = new FakeClock();
+    const desired = new FakeDesired({ models: [model('a', 4)], budgetBytes: 24 * GiB, hostFreeBytes: 64 * GiB });
+    const server = new RecordingServer((id, level) => footprintAt(level, desired.model(id).estimate).deviceBytes, () => clock.now());
+    const controller = new Controller({ provider: desired, server, clock, log: new RecordingLog(), classify: () => 'crash', healthyAfterMs: () => trialMs });
+    const abort = new AbortController();
+    const running = controller.run(abort.signal);
+    stops.push(async () => {
+      abort.abort();
+      await running;
+    });
+    server.failLaunch('a', failure('crash'), 1);
+    await settle();
+    trialMs = 5_000; // a reload while it waits for its retry
+    await clock.advance(1000);
+    expect(controller.status('a')?.state).toBe('ready');
+    trialMs = 60_000; // and another during its trial, which does not move it
+    await clock.advance(5_000);
+    expect(controller.status('a')?.recovery).toMatchObject({ kind: 'none', attempts: 0 });
   });
 
   it('retry() lifts quarantine; nothing else does until the definition changes', async () => {
@@ -543,6 +633,7 @@ describe('the recovery ladder, end to end', () => {
     w.controller.trigger();
     await settle();
     expect(w.state('b')).toBe('ready');
+    w.controller.served('b');
     w.desired.update('a', { lastUsed: 3 });
     w.desired.update('b', bWants);
     w.server.die('b');

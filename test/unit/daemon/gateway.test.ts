@@ -38,6 +38,8 @@ class ScriptedController implements ControllerSide {
   readonly yields = new Map<string, readonly string[]>();
   triggers = 0;
   refreshes = 0;
+  /** The models the gateway told it had answered, in order. */
+  readonly answered: string[] = [];
   private stopped = false;
   private readonly listeners = new Set<(event: ControllerEvent) => void>();
 
@@ -61,6 +63,9 @@ class ScriptedController implements ControllerSide {
   }
   servingModel(modelId: string): string {
     return this.fallbacks.get(modelId) ?? modelId;
+  }
+  served(modelId: string): void {
+    this.answered.push(modelId);
   }
   yieldsTo(modelId: string): readonly string[] {
     return this.yields.get(modelId) ?? [];
@@ -277,6 +282,20 @@ describe('the daemon gateway: claims', () => {
     server.claims.loseAll({ kind: 'hang', reason: 'it made no progress for 60 s with 1 request in flight' });
     expect(claim?.lost.aborted).toBe(true);
     expect(claim?.lost.reason).toEqual({ kind: 'hang', reason: 'it made no progress for 60 s with 1 request in flight' });
+  });
+
+  it('tells the controller once per claim that the serving model answered, at its first progress', () => {
+    const { controller, supervisor, gateway } = gatewayWith();
+    controller.fallbacks.set('big', 'small');
+    supervisor.run('small', 4400);
+    const first = gateway.claim('big');
+    const second = gateway.claim('small');
+    expect(controller.answered).toEqual([]);
+    first?.progressed();
+    first?.progressed();
+    expect(controller.answered).toEqual(['small']);
+    second?.progressed();
+    expect(controller.answered).toEqual(['small', 'small']);
   });
 
   it('counts a waiting request as waiting from its arrival and asks for a pass; ending it twice ends it once', () => {
