@@ -12,7 +12,8 @@
 // distribution the token was drawn from (llama-server's `post_sampling_probs: true`); the
 // model's own would need every token decoded twice. A repeat penalty and a response_format
 // grammar act before the pick and so show in the numbers too (a token the grammar forbids is
-// never listed).
+// never listed). With a grammar and temperature > 0, one seed can draw other tokens with
+// logprobs than without: node-llama-cpp then applies the grammar before the draw, not after.
 //
 // How they are read without a generation loop of our own: LlamaCompletion (stop strings,
 // grammar, held-back text) asks its sequence for tokens through `evaluate`; while a request
