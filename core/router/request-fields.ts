@@ -44,7 +44,6 @@ const noLogitBias = refused('the embedded engine cannot bias tokens', isEmptyObj
 // name; the rows say so, so the table is what a client meets, engine by engine.
 const noTools = perEngine(refused('the embedded engine cannot call tools yet', isEmptyList), honoured);
 const noToolChoice = perEngine(refused('the embedded engine cannot call tools yet', ['"none"', (v) => v === 'none']), honoured);
-const noLogprobs = perEngine(refused('the embedded engine gives no token probabilities yet', isFalse), honoured);
 
 const GENERATION: Record<string, FieldStatus> = {
   model: honoured,
@@ -57,7 +56,7 @@ const GENERATION: Record<string, FieldStatus> = {
   seed: honoured,
   presence_penalty: honoured,
   frequency_penalty: honoured,
-  logprobs: noLogprobs,
+  logprobs: honoured,
   n: refused('the engines answer one choice per request', isOne),
   logit_bias: perEngine(noLogitBias, honoured),
   user: identifier,
@@ -68,7 +67,7 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     ...GENERATION,
     messages: honoured,
     max_completion_tokens: honoured,
-    top_logprobs: perEngine(refused('the embedded engine gives no token probabilities yet'), honoured),
+    top_logprobs: honoured,
     response_format: honoured,
     tools: noTools,
     tool_choice: noToolChoice,
@@ -95,7 +94,6 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
   completions: {
     ...GENERATION,
     prompt: honoured,
-    logprobs: perEngine(refused('the embedded engine gives no token probabilities yet', ['0', (v) => v === 0]), honoured),
     best_of: refused('the engines answer one choice per request', isOne),
     echo: refused('the engines do not repeat the prompt in the answer', isFalse),
     suffix: refused('a completion with a suffix is llama-server’s /infill', ['""', (v) => v === '']),

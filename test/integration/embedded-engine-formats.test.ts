@@ -150,8 +150,6 @@ describe('embedded engine: embeddings, structured output, refusals', () => {
   it.each([
     ['tools', { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }],
     ['tool_choice', { tool_choice: 'required' }],
-    ['logprobs', { logprobs: true }],
-    ['top_logprobs', { top_logprobs: 3 }],
     ['logit_bias', { logit_bias: { '5': 10 } }],
     ['messages[1].role', { messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'c1', content: '42' }] }],
     ['messages[1].tool_calls', { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] }] }],
@@ -168,7 +166,7 @@ describe('embedded engine: embeddings, structured output, refusals', () => {
     expect(r.status).toBe(200);
   });
 
-  it.each([['logprobs', { logprobs: 2 }], ['suffix', { suffix: 'end' }], ['echo', { echo: true }]])('refuses completions %s by name', async (param, extra) => {
+  it.each([['suffix', { suffix: 'end' }], ['echo', { echo: true }]])('refuses completions %s by name', async (param, extra) => {
     const r = await post('/v1/completions', { prompt: 'abc', max_tokens: 2, ...extra });
     expect(r.status).toBe(400);
     expect(((await r.json()) as { error: { param: string } }).error.param).toBe(param);

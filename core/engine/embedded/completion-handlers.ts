@@ -6,6 +6,7 @@ import type { ChatWrapper, LlamaGrammar, LlamaText, Token } from 'node-llama-cpp
 import { chatPrompt } from './chat-prompt.js';
 import { generate, type FinishReason, type GenerationResult, type GenerationTarget } from './generation.js';
 import { HttpError } from './http-error.js';
+import { chatLogprobs, completionLogprobs, type TokenLogprob } from './logprobs.js';
 import { readChatRequest, readCompletionRequest, type SamplingParams } from './openai-requests.js';
 import { integerGrammarFixed, type ResponseFormat } from './response-format.js';
 import { startSse } from './sse.js';
@@ -22,6 +23,7 @@ interface Prepared {
   sampling: SamplingParams;
   stream: boolean;
   includeUsage: boolean;
+  logprobs: number | undefined;
 }
 
 /** How the two endpoints shape their answers. */
@@ -30,8 +32,9 @@ interface Flavor {
   object: string;
   chunkObject: string;
   firstDelta?: Record<string, unknown>;
-  choice(text: string, finishReason: FinishReason | null): Record<string, unknown>;
-  deltaChoice(text: string | undefined, finishReason: FinishReason | null): Record<string, unknown>;
+  /** `logprobs` undefined: none were asked for (the field is null). */
+  choice(text: string, finishReason: FinishReason | null, logprobs?: readonly TokenLogprob[]): Record<string, unknown>;
+  deltaChoice(text: string | undefined, finishReason: FinishReason | null, logprobs?: readonly TokenLogprob[]): Record<string, unknown>;
 }
 
 const CHAT: Flavor = {
@@ -39,16 +42,16 @@ const CHAT: Flavor = {
   object: 'chat.completion',
   chunkObject: 'chat.completion.chunk',
   firstDelta: { role: 'assistant', content: '' },
-  choice: (text, finishReason) => ({ index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason, logprobs: null }),
-  deltaChoice: (text, finishReason) => ({ index: 0, delta: text === undefined ? {} : { content: text }, finish_reason: finishReason, logprobs: null }),
+  choice: (text, finishReason, logprobs) => ({ index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason, logprobs: logprobs ? chatLogprobs(logprobs) : null }),
+  deltaChoice: (text, finishReason, logprobs) => ({ index: 0, delta: text === undefined ? {} : { content: text }, finish_reason: finishReason, logprobs: logprobs ? chatLogprobs(logprobs) : null }),
 };
 
 const TEXT: Flavor = {
   idPrefix: 'cmpl-',
   object: 'text_completion',
   chunkObject: 'text_completion',
-  choice: (text, finishReason) => ({ index: 0, text, finish_reason: finishReason, logprobs: null }),
-  deltaChoice: (text, finishReason) => ({ index: 0, text: text ?? '', finish_reason: finishReason, logprobs: null }),
+  choice: (text, finishReason, logprobs) => ({ index: 0, text, finish_reason: finishReason, logprobs: logprobs ? completionLogprobs(logprobs) : null }),
+  deltaChoice: (text, finishReason, logprobs) => ({ index: 0, text: text ?? '', finish_reason: finishReason, logprobs: logprobs ? completionLogprobs(logprobs) : null }),
 };
 
 function usageOf(r: GenerationResult): Record<string, number> {
@@ -69,22 +72,22 @@ async function respond(engine: CompletionEngine, flavor: Flavor, p: Prepared, re
   const id = `${flavor.idPrefix}${randomUUID().replaceAll('-', '')}`;
   const created = Math.floor(Date.now() / 1000);
   const envelope = (object: string) => ({ id, object, created, model: engine.modelName, system_fingerprint: 'llmtray-embedded' });
-  const input = { tokens: p.tokens, sampling: p.sampling, extraStops: p.extraStops, signal, ...(p.grammar ? { grammar: p.grammar } : {}) };
+  const input = { tokens: p.tokens, sampling: p.sampling, extraStops: p.extraStops, signal, logprobs: p.logprobs, ...(p.grammar ? { grammar: p.grammar } : {}) };
 
   if (!p.stream) {
     const result = await generate(engine, input);
     if (signal.aborted) return;
-    const body = { ...envelope(flavor.object), choices: [flavor.choice(result.text, result.finishReason)], usage: usageOf(result) };
+    const body = { ...envelope(flavor.object), choices: [flavor.choice(result.text, result.finishReason, result.logprobs)], usage: usageOf(result) };
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify(body));
     return;
   }
 
   const sse = startSse(res);
-  const chunk = (text: string | undefined, finishReason: FinishReason | null) => ({ ...envelope(flavor.chunkObject), choices: [flavor.deltaChoice(text, finishReason)] });
+  const chunk = (text: string | undefined, finishReason: FinishReason | null, logprobs?: readonly TokenLogprob[]) => ({ ...envelope(flavor.chunkObject), choices: [flavor.deltaChoice(text, finishReason, logprobs)] });
   if (flavor.firstDelta) sse.send({ ...envelope(flavor.chunkObject), choices: [{ index: 0, delta: flavor.firstDelta, finish_reason: null, logprobs: null }] });
   try {
-    const result = await generate(engine, { ...input, onText: (text) => sse.send(chunk(text, null)) });
+    const result = await generate(engine, { ...input, onText: (text, logprobs) => sse.send(chunk(text, null, p.logprobs === undefined ? undefined : logprobs)) });
     // llama-server puts usage on the last chunk; OpenAI sends it in a chunk of its own when
     // asked (stream_options.include_usage). Both, so either kind of client finds it.
     sse.send({ ...chunk(undefined, result.finishReason), usage: usageOf(result) });
@@ -121,7 +124,7 @@ export async function handleChatCompletion(engine: CompletionEngine, body: unkno
   const request = readChatRequest(body);
   const prompt = chatPrompt(engine.model, engine.chatWrapper, request.messages);
   const grammar = await grammarFor(engine, request.responseFormat);
-  await respond(engine, CHAT, { tokens: prompt.tokens, extraStops: prompt.stops, ...(grammar ? { grammar } : {}), sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage }, res);
+  await respond(engine, CHAT, { tokens: prompt.tokens, extraStops: prompt.stops, ...(grammar ? { grammar } : {}), sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage, logprobs: request.logprobs }, res);
 }
 
 export async function handleCompletion(engine: CompletionEngine, body: unknown, _req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -132,5 +135,5 @@ export async function handleCompletion(engine: CompletionEngine, body: unknown, 
   const vocab = engine.model.fileInfo.metadata.tokenizer.ggml.tokens.length;
   const bad = tokens.find((t) => t >= vocab);
   if (bad !== undefined) throw new HttpError(400, `prompt token ${bad} is outside the vocabulary (${vocab} tokens)`, 'invalid_request_error');
-  await respond(engine, TEXT, { tokens, extraStops: [], sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage }, res);
+  await respond(engine, TEXT, { tokens, extraStops: [], sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage, logprobs: request.logprobs }, res);
 }

@@ -2,6 +2,7 @@
 // /v1/completions, so limits, stops, counting and cancellation behave the same for both.
 import type { LlamaGrammar, LlamaModel, LlamaText, Token } from 'node-llama-cpp';
 import { HttpError } from './http-error.js';
+import { recordLogprobs, type TokenLogprob } from './logprobs.js';
 import type { SamplingParams } from './openai-requests.js';
 import type { SlotPool } from './slot-pool.js';
 
@@ -12,6 +13,8 @@ export interface GenerationResult {
   finishReason: FinishReason;
   promptTokens: number;
   completionTokens: number;
+  /** The answer's tokens with their log probabilities, when asked for (`GenerationInput.logprobs`). */
+  logprobs?: TokenLogprob[];
 }
 
 export interface GenerationInput {
@@ -22,8 +25,10 @@ export interface GenerationInput {
   extraStops?: readonly LlamaText[];
   /** Constrains every token to a grammar (response_format's JSON); the answer ends when it is complete. */
   grammar?: LlamaGrammar;
-  /** Receives text as it is generated (stop strings held back until ruled out). */
-  onText?: (text: string) => void;
+  /** Log probabilities of the answer's tokens, with this many alternatives each; undefined: none. */
+  logprobs?: number;
+  /** Receives text as it is generated (stop strings held back until ruled out), with its tokens' log probabilities when asked for. */
+  onText?: (text: string, logprobs: TokenLogprob[]) => void;
   /** Aborting ends the generation early (client gone); the result then holds what was made. */
   signal: AbortSignal;
 }
@@ -49,8 +54,10 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
       'exceed_context_size_error', { n_prompt_tokens: promptTokens, n_ctx: contextPerSlot });
   }
   // node-llama-cpp reads maxTokens 0 as "no limit"; OpenAI and llama-server mean "nothing".
-  if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0 };
+  if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0, ...(input.logprobs === undefined ? {} : { logprobs: [] }) };
   const slot = await pool.acquire(promptTokens, input.signal);
+  const logprobs = input.logprobs === undefined ? undefined : recordLogprobs(model, slot.sequence, input.logprobs);
+  const onText = input.onText;
   try {
     let completionTokens = 0;
     const s = input.sampling;
@@ -73,16 +80,19 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
       onToken: (tokens) => {
         completionTokens += tokens.length;
         pool.countDecoded(slot, tokens.length);
+        logprobs?.release(tokens);
       },
-      ...(input.onText ? { onTextChunk: input.onText } : {}),
+      ...(onText ? { onTextChunk: (text: string) => onText(text, logprobs?.drain() ?? []) } : {}),
     });
     return {
       text: response,
       finishReason: metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
       promptTokens,
       completionTokens,
+      ...(logprobs ? { logprobs: [...logprobs.all] } : {}),
     };
   } finally {
+    logprobs?.stop();
     pool.release(slot);
   }
 }

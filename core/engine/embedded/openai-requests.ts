@@ -5,6 +5,7 @@
 // top_p 0.95, min_p 0.05, no repeat penalty, no token limit but the context), so a model
 // answers the same whichever engine serves it.
 import { badRequest } from './http-error.js';
+import { readChatLogprobs, readCompletionLogprobs } from './logprobs.js';
 import { readResponseFormat, type ResponseFormat } from './response-format.js';
 
 export interface SamplingParams {
@@ -32,6 +33,8 @@ export interface ChatRequest {
   stream: boolean;
   includeUsage: boolean;
   sampling: SamplingParams;
+  /** Alternatives per token for log probabilities; undefined: none asked. */
+  logprobs: number | undefined;
 }
 
 export interface CompletionRequest {
@@ -40,6 +43,8 @@ export interface CompletionRequest {
   stream: boolean;
   includeUsage: boolean;
   sampling: SamplingParams;
+  /** Alternatives per token for log probabilities; undefined: none asked. */
+  logprobs: number | undefined;
 }
 
 export interface EmbeddingRequest {
@@ -67,8 +72,6 @@ const UNHONOURED_CHAT: Readonly<Record<string, string>> = {
   parallel_tool_calls: 'tool calling',
   functions: 'function calling',
   function_call: 'function calling',
-  logprobs: 'token log probabilities',
-  top_logprobs: 'token log probabilities',
   logit_bias: 'token biases',
   audio: 'audio output',
   prediction: 'predicted outputs',
@@ -77,7 +80,6 @@ const UNHONOURED_CHAT: Readonly<Record<string, string>> = {
 };
 
 const UNHONOURED_COMPLETION: Readonly<Record<string, string>> = {
-  logprobs: 'token log probabilities',
   logit_bias: 'token biases',
   suffix: 'fill-in-the-middle (use /infill)',
   echo: 'echoing the prompt',
@@ -191,7 +193,7 @@ export function readChatMessages(body: Body): ChatMessage[] {
 export function readChatRequest(raw: unknown): ChatRequest {
   const body = asObject(raw);
   refuseUnhonoured(body, UNHONOURED_CHAT, 'chat completions');
-  return { messages: readChatMessages(body), responseFormat: readResponseFormat(body['response_format']), ...streamFields(body), sampling: readSampling(body) };
+  return { messages: readChatMessages(body), responseFormat: readResponseFormat(body['response_format']), ...streamFields(body), sampling: readSampling(body), logprobs: readChatLogprobs(body) };
 }
 
 export function readCompletionRequest(raw: unknown): CompletionRequest {
@@ -202,7 +204,7 @@ export function readCompletionRequest(raw: unknown): CompletionRequest {
   if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') prompt = prompt[0];
   const isTokens = Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => Number.isSafeInteger(t) && (t as number) >= 0);
   if (typeof prompt !== 'string' && !isTokens) throw badRequest("'prompt' must be a string or an array of token ids (one prompt per request)");
-  return { prompt: prompt as string | number[], ...streamFields(body), sampling: readSampling(body) };
+  return { prompt: prompt as string | number[], ...streamFields(body), sampling: readSampling(body), logprobs: readCompletionLogprobs(body) };
 }
 
 function isTokenArray(v: unknown): v is number[] {
