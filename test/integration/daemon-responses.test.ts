@@ -51,6 +51,9 @@ describe('demo-tiny through the Responses API', () => {
     expect(text).toBe(whole.output_text);
     const last = events.at(-1) as OpenAI.Responses.ResponseIncompleteEvent;
     expect(last.response).toMatchObject({ model: 'demo-tiny', status: 'incomplete', usage: { output_tokens: 24, input_tokens: whole.usage?.input_tokens } });
+    // The SDK's accumulator, which checks every event against the items announced before it, builds the same answer.
+    const accumulated = await client.responses.stream(request).finalResponse();
+    expect(accumulated).toMatchObject({ status: 'incomplete', output_text: whole.output_text });
   });
 
   it('answers text.format json_schema with JSON that parses and matches the schema', async () => {

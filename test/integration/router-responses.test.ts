@@ -117,6 +117,20 @@ describe('the Responses API on a llama-server-like engine', () => {
     expect(engine.requests.at(-1)?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
 
+  it('satisfies the SDK’s own stream accumulator (responses.stream), text and tool calls alike', async () => {
+    const { client } = await startRouter();
+    // ResponseStream checks each event against the items announced before it (indexes, ids, the
+    // response's identity) and throws on any mismatch; its final response is built from the events.
+    const text = await client.responses.stream({ model: 'small', input: 'stream it' }).finalResponse();
+    expect(text.status).toBe('completed');
+    expect(text.output_text).toBe('first second');
+    const call = await client.responses.stream({ model: 'small', input: 'Oslo', tools: [weather], tool_choice: 'required' }).finalResponse();
+    expect(call.output).toMatchObject([
+      { type: 'message', content: [{ type: 'output_text', text: 'Calling. ' }] },
+      { type: 'function_call', call_id: 'call_fake_1', name: 'weather', arguments: '{"echo":"Oslo"}' },
+    ]);
+  });
+
   it('names the fallback that answers, and asks the engine for it', async () => {
     const { client } = await startRouter();
     const from = engine.requests.length;
