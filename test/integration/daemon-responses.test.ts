@@ -6,7 +6,9 @@
 //
 // One daemon for the file; demo-tiny serves every test (loaded by the first).
 import OpenAI, { BadRequestError } from 'openai';
+import { zodTextFormat } from 'openai/helpers/zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { responseSchemaErrors, streamEventSchemaErrors } from '../support/openai-response-schemas.js';
 
@@ -79,6 +81,13 @@ describe('demo-tiny through the Responses API', () => {
     expect((value['name'] as string).length).toBeLessThanOrEqual(12);
     expect(Number.isInteger(value['count'])).toBe(true);
     expect(typeof value['ok']).toBe('boolean');
+  });
+
+  it('serves the SDK’s structured outputs: responses.parse with a zod schema gives the parsed object', async () => {
+    const Task = z.object({ title: z.string().max(10), done: z.boolean() });
+    const parsed = await client.responses.parse({ model: 'tiny', input: 'a task', max_output_tokens: 200, temperature: 0, text: { format: zodTextFormat(Task, 'task') } });
+    expect(parsed.status).toBe('completed');
+    expect(Task.parse(parsed.output_parsed)).toEqual(parsed.output_parsed);
   });
 
   it('passes the engine’s own refusal on in OpenAI’s error shape: a schema keyword its grammar cannot enforce', async () => {
