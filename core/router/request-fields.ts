@@ -16,7 +16,7 @@ import type { EngineKind } from '../contracts/snapshot.js';
 import { invalidRequest, type RouterError } from './errors.js';
 import { isObject } from './validate-request.js';
 
-export type FieldEndpoint = 'chat.completions' | 'completions' | 'embeddings' | 'messages';
+export type FieldEndpoint = 'chat.completions' | 'completions' | 'embeddings' | 'messages' | 'responses';
 
 export type FieldRule =
   | { status: 'honoured' }
@@ -134,6 +134,41 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     mcp_servers: refused('MCP servers are called by Anthropic’s servers'),
     context_management: refused('context editing happens on Anthropic’s servers'),
   },
+  // Translated to a chat completion for every engine (responses-translate.ts). A field outside
+  // this table is refused there too: the translation carries only what it knows.
+  responses: {
+    model: honoured,
+    input: honoured,
+    instructions: honoured,
+    max_output_tokens: honoured,
+    temperature: honoured,
+    top_p: honoured,
+    stream: honoured,
+    stream_options: inert('its one option pads events against length side channels on OpenAI’s servers'),
+    text: honoured,
+    tools: noTools,
+    tool_choice: noToolChoice,
+    parallel_tool_calls: perEngine(refused('the embedded engine cannot call tools yet', isFalse), honoured),
+    metadata: inert('repeated in the answer’s `metadata`; llmtray keeps no responses to look up by it'),
+    store: refused('llmtray keeps no responses', isFalse),
+    previous_response_id: refused('llmtray keeps no responses to continue; send the whole conversation in `input`'),
+    conversation: refused('llmtray keeps no conversations; send the whole conversation in `input`'),
+    background: refused('llmtray runs no background responses', isFalse),
+    prompt: refused('prompt templates are kept on OpenAI’s servers'),
+    include: refused('no extra output data (logprobs, reasoning, tool results) is translated', isEmptyList),
+    top_logprobs: refused('token probabilities are not translated into Responses answers', ['0', (v) => v === 0]),
+    reasoning: refused('no local engine takes a reasoning effort or writes reasoning summaries'),
+    max_tool_calls: refused('the chat API cannot bound the number of tool calls'),
+    truncation: refused('a prompt over the context is refused by the engine, never cut', ['"disabled"', (v) => v === 'disabled']),
+    context_management: refused('context compaction happens on OpenAI’s servers'),
+    moderation: refused('the engines run no moderation'),
+    service_tier: serviceTier,
+    user: identifier,
+    safety_identifier: identifier,
+    prompt_cache_key: promptCache,
+    prompt_cache_retention: promptCache,
+    prompt_cache_options: promptCache,
+  },
 };
 
 /** The rule for `field` on `engine`. */
@@ -184,6 +219,7 @@ export function fieldTableMarkdown(): string {
     completions: 'POST /v1/completions',
     embeddings: 'POST /v1/embeddings',
     messages: 'POST /v1/messages (translated for engines without their own)',
+    responses: 'POST /v1/responses (translated to chat completions)',
   };
   const cell = (rule: FieldRule): string =>
     rule.status === 'honoured' ? 'honoured' : rule.status === 'inert' ? `inert: ${rule.why}` : `refused: ${rule.why}${rule.accepts ? ` (${rule.accepts.values} taken)` : ''}`;

@@ -18,6 +18,7 @@ import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
 import { lingerOnClose } from './lingering-close.js';
 import { answerProtocolErrors } from './protocol-errors.js';
 import { readBody } from './read-body.js';
+import { responsesRequest } from './responses-route.js';
 import { arrivedOnLoopback } from '../common/loopback.js';
 import { Notice } from '../common/notice.js';
 import { checkClientKey, type ClientKey } from './client-keys.js';
@@ -112,6 +113,9 @@ const ANTHROPIC_ROUTES = {
   '/v1/messages/count_tokens': countTokensRequest,
 } as const;
 
+/** OpenAI's Responses API, answered through chat completions (responses-route.ts). */
+const RESPONSES_PATH = '/v1/responses';
+
 /** Whose error shape a path's client reads: Anthropic's SDKs cannot read OpenAI's. */
 function errorShapeFor(path: string): ErrorShape {
   return path === '/v1/messages' || path.startsWith('/v1/messages/') ? anthropicErrorBody : errorBody;
@@ -147,7 +151,8 @@ export function createRouter(options: RouterOptions): Router {
     // kernel send a reset, and a client still sending loses the tail of the answer (the fuzz
     // suite found a GET with a megabyte of chunked body getting half a dashboard file).
     const llamaCompat = isLlamaCompatPath(path);
-    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null && !llamaCompat)) req.resume();
+    const responses = path === RESPONSES_PATH;
+    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null && !responses && !llamaCompat)) req.resume();
     const refuse = (error: RouterError): void => {
       req.resume();
       sendError(res, error, shape);
@@ -179,6 +184,12 @@ export function createRouter(options: RouterOptions): Router {
       serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
+    if (responses) {
+      if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
+      const build = (raw: Buffer): ModelRequest | RouterError => responsesRequest(agent, res, raw);
+      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
+      return;
+    }
     if (llamaCompat) {
       if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
       const command = MODEL_COMMAND_ROUTES[path];
@@ -202,7 +213,7 @@ export function createRouter(options: RouterOptions): Router {
       return serveModels(res, path === '/v1/models' ? null : safeDecode(path.slice('/v1/models/'.length)));
     }
     refuse(
-      notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, and Anthropic's /v1/messages and /v1/messages/count_tokens.`),
+      notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/models, and Anthropic's /v1/messages and /v1/messages/count_tokens.`),
     );
   }
 

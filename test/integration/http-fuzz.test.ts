@@ -82,7 +82,7 @@ interface FuzzRequest {
 const KNOWN_ROUTES: [string, string][] = [
   ['POST', '/v1/chat/completions'], ['POST', '/v1/completions'], ['POST', '/v1/embeddings'], ['GET', '/v1/models'], ['GET', '/v1/models/broken'],
   ['GET', '/v1/models/OLD-NAME'], ['GET', '/v1'], ['POST', '/v1/messages'], ['POST', '/v1/messages/count_tokens'], ['GET', '/v1/messages'],
-  ['POST', '/v1/messages/batches'], ['OPTIONS', '/v1/messages'], ['GET', '/api/state'], ['GET', '/api/events'], ['POST', '/api/models/broken/pin'],
+  ['POST', '/v1/messages/batches'], ['OPTIONS', '/v1/messages'], ['POST', '/v1/responses'], ['GET', '/v1/responses'], ['GET', '/api/state'], ['GET', '/api/events'], ['POST', '/api/models/broken/pin'],
   ['POST', '/api/models/broken/unpin'], ['POST', '/api/models/Broken/load'], ['POST', '/api/models/old-name/unload'], ['POST', '/api/models/broken/retry'],
   ['GET', '/api/models/broken/logs'], ['POST', '/api/models/nope/pin'], ['GET', '/api/models/nope/logs'], ['POST', '/api/models/broken/delete'],
   ['POST', '/api/session'], ['GET', '/api'], ['GET', '/metrics'], ['GET', '/'], ['GET', '/index.html'], ['OPTIONS', '/v1/chat/completions'],
@@ -208,6 +208,31 @@ const messagesLike = fc
   )
   .map((value) => Buffer.from(JSON.stringify(value)));
 
+/** A Responses API request: input items of every kind the translation takes or refuses, and fields it refuses by name. */
+const responsesItem = fc.oneof(
+  fc.record({ role: fc.oneof(fc.constantFrom('user', 'system', 'developer', 'assistant'), fc.string({ maxLength: 8 })), content: fc.oneof(fc.string({ maxLength: 40 }), fc.array(fc.record({ type: fc.constantFrom('input_text', 'output_text', 'input_image', 'refusal'), text: fc.jsonValue({ maxDepth: 1 }) }, { requiredKeys: ['type'] }), { maxLength: 3 }), fc.jsonValue({ maxDepth: 1 })) }, { requiredKeys: [] }),
+  fc.record({ type: fc.constant('function_call'), call_id: fc.jsonValue({ maxDepth: 1 }), name: fc.string({ maxLength: 8 }), arguments: fc.oneof(fc.string({ maxLength: 20 }), fc.jsonValue({ maxDepth: 1 })) }, { requiredKeys: ['type'] }),
+  fc.record({ type: fc.constant('function_call_output'), call_id: fc.string({ maxLength: 8 }), output: fc.oneof(fc.string({ maxLength: 20 }), fc.jsonValue({ maxDepth: 2 })) }, { requiredKeys: ['type'] }),
+  fc.record({ type: fc.oneof(fc.constantFrom('reasoning', 'item_reference', 'message'), fc.string({ maxLength: 8 })) }),
+);
+const responsesLike = fc
+  .record(
+    {
+      model: anyModel,
+      input: usually(fc.oneof(fc.string({ maxLength: 40 }), fc.array(responsesItem, { minLength: 1, maxLength: 3 })), fc.jsonValue({ maxDepth: 2 })),
+      instructions: usually(fc.string({ maxLength: 20 }), fc.jsonValue({ maxDepth: 1 })),
+      max_output_tokens: usually(fc.integer({ min: 1, max: 4096 }), fc.oneof(fc.integer({ max: 0 }), fc.double(), fc.string({ maxLength: 4 }))),
+      stream: usually(fc.boolean(), fc.jsonValue({ maxDepth: 1 })),
+      tools: fc.array(fc.record({ type: fc.constantFrom('function', 'web_search', 'file_search'), name: fc.string({ maxLength: 8 }), parameters: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: [] }), { maxLength: 2 }),
+      tool_choice: fc.oneof(fc.constantFrom('auto', 'none', 'required'), fc.record({ type: fc.string({ maxLength: 8 }), name: fc.jsonValue({ maxDepth: 1 }) }, { requiredKeys: [] })),
+      text: fc.record({ format: fc.record({ type: fc.constantFrom('text', 'json_object', 'json_schema', 'xml'), name: fc.string({ maxLength: 6 }), schema: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: [] }), verbosity: fc.constantFrom('low', null) }, { requiredKeys: [] }),
+      previous_response_id: fc.string({ maxLength: 10 }),
+      store: fc.jsonValue({ maxDepth: 1 }),
+    },
+    { requiredKeys: ['model', 'input'] },
+  )
+  .map((value) => Buffer.from(JSON.stringify(value)));
+
 const bodies = fc.oneof(
   { weight: 5, arbitrary: chatLike },
   { weight: 2, arbitrary: messagesLike },
@@ -228,6 +253,7 @@ const bodies = fc.oneof(
  * so without this hardly a request there would get past them to the model.
  */
 function bodiesFor(path: string): fc.Arbitrary<Buffer> {
+  if (path === '/v1/responses') return fc.oneof(responsesLike, bodies);
   return isAnthropicPath(path) ? fc.oneof(messagesLike, bodies) : bodies;
 }
 

@@ -52,6 +52,7 @@ describe('the request field table', () => {
     ['chat.completions', 'CreateChatCompletionRequest'],
     ['completions', 'CreateCompletionRequest'],
     ['embeddings', 'CreateEmbeddingRequest'],
+    ['responses', 'CreateResponse'],
   ] as const)('has a row for every property of OpenAI’s %s request (%s)', (endpoint, schema) => {
     const properties = propertiesOf(schema);
     expect(properties.length).toBeGreaterThan(4);

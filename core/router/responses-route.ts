@@ -1,0 +1,61 @@
+// How a request in OpenAI's Responses API reaches the engine that serves its model: checked and
+// translated before the load (responses-request.ts), then, once the engine is known, sent to its
+// /v1/chat/completions and its answer re-told as a Response (responses-translate.ts, and
+// responses-stream.ts for a stream). The router runs the same activation, claims, resend and
+// hang handling as for every generation route (router.ts). No engine is sent the request as it
+// is: none claims /v1/responses today (responses-translate.ts says why). A fallback's id is the
+// model the answer names, as on the other routes.
+import { randomBytes } from 'node:crypto';
+import type http from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { engineErrorOf } from './engine-errors.js';
+import { errorBody, sendError, type RouterError } from './errors.js';
+import { refusedField, refusedTools } from './request-fields.js';
+import { parseResponsesRequest } from './responses-request.js';
+import { ChatStreamToResponses, responsesErrorEvent } from './responses-stream.js';
+import { toResponse, type ResponseFrame } from './responses-translate.js';
+import { forwardToEngine, type AnswerShape, type ModelRequest } from './upstream.js';
+
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+/** `POST /v1/responses`, checked; the refusal when the body is not a valid request. Pure until sent. */
+export function responsesRequest(agent: http.Agent, res: ServerResponse, raw: Buffer): ModelRequest | RouterError {
+  const parsed = parseResponsesRequest(raw);
+  if (!parsed.ok) return parsed.error;
+  const { body, model, chat } = parsed;
+  return {
+    model,
+    // Nothing went out before a refusal while the model loads but comments: it is the stream's first event.
+    streamError: body.stream === true ? (error) => responsesErrorEvent(error, 0) : null,
+    send(claim, fallingBack, clientGone) {
+      const { servedBy } = claim;
+      const refusal = refusedField('responses', body, claim.engine, servedBy) ?? refusedTools(body, claim.toolCalls, servedBy);
+      if (refusal !== null) {
+        sendError(res, refusal);
+        return Promise.resolve({ kind: 'answered' });
+      }
+      const frame: ResponseFrame = { id: `resp_${randomBytes(16).toString('hex')}`, createdAt: nowSeconds(), model: fallingBack ? servedBy : null, request: body };
+      return forwardToEngine(agent, res, clientGone, claim, {
+        path: '/v1/chat/completions',
+        body: Buffer.from(JSON.stringify({ model: fallingBack ? servedBy : model, ...chat })),
+        shape: responsesAnswer(frame, servedBy),
+      });
+    },
+  };
+}
+
+/** A chat completion answer re-told as a Response; errors in OpenAI's shape, which the Responses API shares. */
+function responsesAnswer(frame: ResponseFrame, servedBy: string): AnswerShape {
+  // The stream being translated, so that an error event ending it early is numbered after its last event.
+  let translating: ChatStreamToResponses | null = null;
+  return {
+    json: (text) => {
+      const response = toResponse(text, frame, nowSeconds());
+      return response === null ? null : JSON.stringify(response);
+    },
+    stream: () => (translating = new ChatStreamToResponses(frame, servedBy, nowSeconds)),
+    error: (text, status) => JSON.stringify(errorBody(engineErrorOf(text, status, servedBy, 'input'))),
+    errors: errorBody,
+    streamError: (error) => translating?.errorEvent(error) ?? responsesErrorEvent(error, 0),
+  };
+}

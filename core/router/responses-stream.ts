@@ -1,0 +1,239 @@
+// A streamed chat completion (OpenAI's chat SSE) re-told as a streamed Response, event by event
+// as the engine's chunks arrive: response.created and response.in_progress at the first chunk;
+// for the text a message item (response.output_item.added, response.content_part.added, a
+// response.output_text.delta per piece, then response.output_text.done, response.content_part.done,
+// response.output_item.done); for each tool call a function_call item whose arguments come as
+// response.function_call_arguments.delta and .done; last response.completed, or
+// response.incomplete when the engine stopped at the length limit. Every event carries its
+// `sequence_number` and an `event:` line with its type, as OpenAI's stream does.
+//
+// Why incremental, on raw chunks: as for the Messages API (anthropic-stream.ts), a person sees
+// each token when it is made. An engine's keep-alive comment stays a comment (the Responses API
+// has no ping event; every SSE client skips comments, and they still feed an idle timer). An
+// engine's mid-stream error becomes an `error` event and ends the stream; so does a stream that
+// ends without a finish_reason (the answer is not complete, and response.completed would say it
+// was). Pure apart from its own state and the clock it is given.
+import { StringDecoder } from 'node:string_decoder';
+import type { ResponseFunctionCall, ResponseObject, ResponseOutputItem, ResponseOutputMessage, ResponseStreamEvent } from '../contracts/openai-responses.js';
+import type { RouterError } from './errors.js';
+import type { StreamRewriter } from './upstream.js';
+import { callItemId, finishedResponse, messageItemId, responseShell, responseUsageOf, type ResponseFrame } from './responses-translate.js';
+import { isObject } from './validate-request.js';
+
+type Event = ResponseStreamEvent extends infer E ? (E extends ResponseStreamEvent ? Omit<E, 'sequence_number'> : never) : never;
+
+/** The `error` event that ends a Responses stream, numbered `sequenceNumber`; the `openai` SDK raises it as an APIError. */
+export function responsesErrorEvent(error: Pick<RouterError, 'code' | 'message' | 'param'>, sequenceNumber: number): string {
+  return sse({ type: 'error', code: error.code, message: error.message, param: error.param }, sequenceNumber);
+}
+
+export class ChatStreamToResponses implements StreamRewriter {
+  private readonly decoder = new StringDecoder('utf8');
+  /** Text after the last complete line. */
+  private pending = '';
+  /** The `data:` lines of the event being read, and whether it had a comment (a keep-alive). */
+  private data: string[] = [];
+  private comment = false;
+  private sequence = 0;
+  private shell: ResponseObject | null = null;
+  /** The items finished so far; the open one, if any, is at index `output.length`. */
+  private readonly output: ResponseOutputItem[] = [];
+  private open: { kind: 'text'; item: ResponseOutputMessage; text: string } | { kind: 'call'; chatIndex: number; item: ResponseFunctionCall } | null = null;
+  private calls = 0;
+  private texts = 0;
+  private finishReason: unknown = null;
+  private usage: unknown = null;
+  /** Once true (response.completed or an error event written), nothing more is written. */
+  private ended = false;
+
+  /** `now`: the clock in seconds, for completed_at. */
+  constructor(
+    private readonly frame: ResponseFrame,
+    private readonly servedBy: string,
+    private readonly now: () => number,
+  ) {}
+
+  /** The Responses events completed by `chunk` of the engine's stream, as SSE text. */
+  push(chunk: Buffer): string {
+    return this.consume(this.decoder.write(chunk));
+  }
+
+  /** The events still owed once the engine's stream has ended completely; call once. */
+  flush(): string {
+    // A last event without its blank line is still an event: the stream's end terminates it.
+    const out = this.consume(`${this.decoder.end()}\n\n`);
+    if (this.ended) return out;
+    if (this.finishReason !== null) return out + this.finish();
+    return out + this.errorEvent({ code: 'engine_stream_interrupted', param: null, message: `The model server for '${this.servedBy}' ended its stream before the answer was complete. The answer above is partial.` });
+  }
+
+  /** The error event that ends this stream, numbered after what it sent; nothing more is written after it. */
+  errorEvent(error: Pick<RouterError, 'code' | 'message' | 'param'>): string {
+    this.ended = true;
+    return responsesErrorEvent(error, this.sequence++);
+  }
+
+  private consume(text: string): string {
+    const lines = (this.pending + text).split('\n');
+    this.pending = lines.pop() ?? '';
+    let out = '';
+    for (const raw of lines) {
+      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (line === '') out += this.dispatch();
+      else if (line.startsWith(':')) this.comment = true;
+      else if (line.startsWith('data:')) this.data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+      // `event:`, `id:` and `retry:` lines say nothing a chat chunk needs.
+    }
+    return out;
+  }
+
+  /** One complete SSE event of the engine's. */
+  private dispatch(): string {
+    const data = this.data.join('\n');
+    const wasComment = this.comment;
+    this.data = [];
+    this.comment = false;
+    if (this.ended) return '';
+    if (data === '') return wasComment ? ': keep-alive\n\n' : '';
+    if (data.trim() === '[DONE]') return this.finish();
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return '';
+    }
+    if (!isObject(chunk)) return '';
+    if (chunk['error'] !== undefined) return this.engineError(chunk['error']);
+
+    let out = this.start(chunk);
+    const choice: unknown = Array.isArray(chunk['choices']) ? chunk['choices'][0] : undefined;
+    if (isObject(choice)) {
+      const delta = isObject(choice['delta']) ? choice['delta'] : {};
+      if (typeof delta['content'] === 'string' && delta['content'] !== '') out += this.textPiece(delta['content']);
+      if (Array.isArray(delta['tool_calls'])) for (const call of delta['tool_calls']) out += this.toolCallPiece(call);
+      if (choice['finish_reason'] !== null && choice['finish_reason'] !== undefined) this.finishReason = choice['finish_reason'];
+    }
+    if (isObject(chunk['usage'])) this.usage = chunk['usage'];
+    return out;
+  }
+
+  /** response.created and response.in_progress, once, from the first chunk (or with what is known, if none came). */
+  private start(chunk: Record<string, unknown> | null): string {
+    if (this.shell !== null) return '';
+    const createdAt = typeof chunk?.['created'] === 'number' ? chunk['created'] : this.frame.createdAt;
+    const model = typeof chunk?.['model'] === 'string' ? chunk['model'] : this.servedBy;
+    const shell = responseShell({ ...this.frame, createdAt }, model);
+    this.shell = shell;
+    return this.event({ type: 'response.created', response: shell }) + this.event({ type: 'response.in_progress', response: shell });
+  }
+
+  private textPiece(text: string): string {
+    let out = '';
+    if (this.open?.kind !== 'text') out += this.openText();
+    const open = this.open as { kind: 'text'; item: ResponseOutputMessage; text: string };
+    open.text += text;
+    out += this.event({ type: 'response.output_text.delta', item_id: open.item.id, output_index: this.output.length, content_index: 0, delta: text, logprobs: [] });
+    return out;
+  }
+
+  private openText(): string {
+    const out = this.closeItem('completed');
+    // Text after a tool call is a message item of its own, with an id of its own.
+    const id = this.texts === 0 ? messageItemId(this.frame.id) : `${messageItemId(this.frame.id)}_${this.texts}`;
+    this.texts++;
+    const item: ResponseOutputMessage = { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] };
+    this.open = { kind: 'text', item, text: '' };
+    const at = { item_id: item.id, output_index: this.output.length, content_index: 0 };
+    return (
+      out +
+      this.event({ type: 'response.output_item.added', output_index: this.output.length, item }) +
+      this.event({ type: 'response.content_part.added', ...at, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } })
+    );
+  }
+
+  /**
+   * One chunk of a streamed tool call (the chat API's `delta.tool_calls[i]`): the first chunk of
+   * a call (a new `index`, with its id and name) opens its function_call item; its argument
+   * pieces follow as response.function_call_arguments.delta.
+   */
+  private toolCallPiece(call: unknown): string {
+    if (!isObject(call)) return '';
+    const fn = isObject(call['function']) ? call['function'] : {};
+    const chatIndex = typeof call['index'] === 'number' ? call['index'] : 0;
+    let out = '';
+    if (this.open?.kind !== 'call' || this.open.chatIndex !== chatIndex) {
+      out += this.closeItem('completed');
+      const id = callItemId(this.frame.id, this.calls++);
+      const item: ResponseFunctionCall = {
+        type: 'function_call',
+        id,
+        call_id: typeof call['id'] === 'string' ? call['id'] : id,
+        name: typeof fn['name'] === 'string' ? fn['name'] : '',
+        arguments: '',
+        status: 'in_progress',
+      };
+      this.open = { kind: 'call', chatIndex, item };
+      out += this.event({ type: 'response.output_item.added', output_index: this.output.length, item: { ...item } });
+    }
+    const open = this.open as { kind: 'call'; item: ResponseFunctionCall };
+    const piece = fn['arguments'];
+    if (typeof piece === 'string' && piece !== '') {
+      open.item.arguments += piece;
+      out += this.event({ type: 'response.function_call_arguments.delta', item_id: open.item.id, output_index: this.output.length, delta: piece });
+    }
+    return out;
+  }
+
+  /** Ends the open item, if any, with its .done events, and adds it to the output. */
+  private closeItem(status: 'completed' | 'incomplete'): string {
+    const open = this.open;
+    if (open === null) return '';
+    this.open = null;
+    const outputIndex = this.output.length;
+    let out = '';
+    if (open.kind === 'text') {
+      const part = { type: 'output_text' as const, text: open.text, annotations: [] as [], logprobs: [] as [] };
+      const at = { item_id: open.item.id, output_index: outputIndex, content_index: 0 };
+      const item: ResponseOutputMessage = { ...open.item, status, content: [part] };
+      out += this.event({ type: 'response.output_text.done', ...at, text: open.text, logprobs: [] });
+      out += this.event({ type: 'response.content_part.done', ...at, part });
+      out += this.event({ type: 'response.output_item.done', output_index: outputIndex, item });
+      this.output.push(item);
+    } else {
+      const item: ResponseFunctionCall = { ...open.item, status: 'completed' };
+      out += this.event({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments });
+      out += this.event({ type: 'response.output_item.done', output_index: outputIndex, item });
+      this.output.push(item);
+    }
+    return out;
+  }
+
+  private finish(): string {
+    if (this.ended) return '';
+    let out = this.start(null);
+    const status = this.finishReason === 'length' ? 'incomplete' : 'completed';
+    // As for a whole answer (responses-translate.ts): an answer of nothing is still one message, empty.
+    if (this.open === null && this.output.length === 0) out += this.openText();
+    out += this.closeItem(status);
+    const response = finishedResponse(this.shell as ResponseObject, [...this.output], this.finishReason, responseUsageOf(this.usage), this.now());
+    out += this.event({ type: status === 'incomplete' ? 'response.incomplete' : 'response.completed', response });
+    this.ended = true;
+    return out;
+  }
+
+  private engineError(error: unknown): string {
+    const inner = isObject(error) ? error : {};
+    const message = typeof inner['message'] === 'string' ? inner['message'] : `The model server for '${this.servedBy}' failed mid-answer.`;
+    const code = typeof inner['code'] === 'string' ? inner['code'] : typeof inner['type'] === 'string' ? inner['type'] : null;
+    return this.errorEvent({ code, message, param: typeof inner['param'] === 'string' ? inner['param'] : null });
+  }
+
+  private event(data: Event): string {
+    return sse(data, this.sequence++);
+  }
+}
+
+/** One Responses SSE event: its `event:` line (the type) and its data, numbered. */
+function sse(data: Event, sequenceNumber: number): string {
+  return `event: ${data.type}\ndata: ${JSON.stringify({ ...data, sequence_number: sequenceNumber })}\n\n`;
+}

@@ -1,0 +1,124 @@
+// `llmtray serve --demo` through OpenAI's Responses API, as an app written for it uses it: the
+// official `openai` SDK's `client.responses` against the real daemon process, its real embedded
+// engine and the generated demo models. The embedded engine speaks only chat completions, so
+// every request here crosses the router's translation both ways; every answer and event is
+// checked against OpenAI's published schemas (test/fixtures/openai-openapi/response-schemas.json).
+//
+// One daemon for the file; demo-tiny serves every test (loaded by the first).
+import OpenAI, { BadRequestError } from 'openai';
+import { zodTextFormat } from 'openai/helpers/zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { responseSchemaErrors, streamEventSchemaErrors } from '../support/openai-response-schemas.js';
+
+let daemon: DaemonProcess;
+let client: OpenAI;
+
+beforeAll(async () => {
+  daemon = await startDaemonProcess();
+  client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await daemon?.stop();
+  if (daemon) await removeDataDir(daemon.dataDir);
+});
+
+describe('demo-tiny through the Responses API', () => {
+  it('loads demo-tiny on the first request, by its alias, and answers a Response cut at max_output_tokens', async () => {
+    const { data, response } = await client.responses.create({ model: 'tiny', instructions: 'Be brief.', input: 'Say hello.', max_output_tokens: 8 }).withResponse();
+    expect(responseSchemaErrors(data)).toEqual([]);
+    expect(data).toMatchObject({ object: 'response', model: 'demo-tiny', status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, instructions: 'Be brief.' });
+    expect(data.output_text.length).toBeGreaterThan(0);
+    expect(data.usage?.output_tokens).toBe(8);
+    expect(data.usage?.input_tokens).toBeGreaterThan(0);
+    expect(response.headers.get('x-llmtray-served-by')).toBe('demo-tiny');
+  });
+
+  it('streams the same text as the whole answer, as Responses events', async () => {
+    const request = { model: 'demo-tiny', input: [{ role: 'user' as const, content: 'Stream please.' }], max_output_tokens: 24, temperature: 0 };
+    const whole = await client.responses.create(request);
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of await client.responses.create({ ...request, stream: true })) {
+      expect(streamEventSchemaErrors(event), event.type).toEqual([]);
+      events.push(event);
+    }
+    const types = events.map((e) => e.type);
+    expect(types.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    expect(types.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.incomplete']);
+    expect(types.filter((t) => t === 'response.output_text.delta').length).toBeGreaterThan(1);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const text = events.flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta] : [])).join('');
+    expect(text).toBe(whole.output_text);
+    const last = events.at(-1) as OpenAI.Responses.ResponseIncompleteEvent;
+    expect(last.response).toMatchObject({ model: 'demo-tiny', status: 'incomplete', usage: { output_tokens: 24, input_tokens: whole.usage?.input_tokens } });
+    // The SDK's accumulator, which checks every event against the items announced before it, builds the same answer.
+    const accumulated = await client.responses.stream(request).finalResponse();
+    expect(accumulated).toMatchObject({ status: 'incomplete', output_text: whole.output_text });
+  });
+
+  it('answers text.format json_schema with JSON that parses and matches the schema', async () => {
+    const schema = {
+      type: 'object',
+      properties: { name: { type: 'string', maxLength: 12 }, count: { type: 'integer' }, ok: { type: 'boolean' } },
+      required: ['name', 'count', 'ok'],
+      additionalProperties: false,
+    };
+    const answer = await client.responses.create({
+      model: 'tiny',
+      input: 'describe it',
+      max_output_tokens: 200,
+      temperature: 0,
+      text: { format: { type: 'json_schema', name: 'thing', schema, strict: true } },
+    });
+    expect(responseSchemaErrors(answer)).toEqual([]);
+    expect(answer.status).toBe('completed');
+    expect(answer.text?.format).toMatchObject({ type: 'json_schema', name: 'thing' });
+    const value = JSON.parse(answer.output_text) as Record<string, unknown>;
+    expect(Object.keys(value).sort(), answer.output_text).toEqual(['count', 'name', 'ok']);
+    expect(typeof value['name']).toBe('string');
+    expect((value['name'] as string).length).toBeLessThanOrEqual(12);
+    expect(Number.isInteger(value['count'])).toBe(true);
+    expect(typeof value['ok']).toBe('boolean');
+  });
+
+  it('serves the SDK’s structured outputs: responses.parse with a zod schema gives the parsed object', async () => {
+    const Task = z.object({ title: z.string().max(10), done: z.boolean() });
+    const parsed = await client.responses.parse({ model: 'tiny', input: 'a task', max_output_tokens: 200, temperature: 0, text: { format: zodTextFormat(Task, 'task') } });
+    expect(parsed.status).toBe('completed');
+    expect(Task.parse(parsed.output_parsed)).toEqual(parsed.output_parsed);
+  });
+
+  it('passes the engine’s own refusal on in OpenAI’s error shape: a schema keyword its grammar cannot enforce', async () => {
+    const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]+$' } } };
+    const error = await client.responses.create({ model: 'tiny', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema } } }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect((error as BadRequestError).message).toContain("'pattern'");
+    expect((error as BadRequestError).headers?.get('x-llmtray-error-source')).toBe('engine');
+  });
+
+  it('refuses a function tool on the embedded engine with a 400 naming tools, in OpenAI’s error shape', async () => {
+    const error = await client.responses
+      .create({ model: 'tiny', input: 'Oslo', tools: [{ type: 'function', name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }] })
+      .then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect((error as BadRequestError).param).toBe('tools');
+    expect((error as BadRequestError).message).toContain('tools');
+  });
+
+  it('answers previous_response_id with a 400: responses are not kept', async () => {
+    const error = await client.responses.create({ model: 'tiny', input: 'again', previous_response_id: 'resp_earlier' }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect((error as BadRequestError).param).toBe('previous_response_id');
+  });
+});
