@@ -230,6 +230,7 @@ const FAILURE_WORDS: Readonly<Record<FailureKind, string>> = {
   oom: 'out of memory',
   hang: 'not responding',
   invalid: 'cannot be loaded',
+  environment: 'waiting on the machine',
 };
 
 const NEXT_ACTION_WORDS: Readonly<Record<RecoveryAction, string>> = {

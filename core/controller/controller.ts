@@ -76,6 +76,9 @@ export const DEFAULT_RESYNC_MS = 30_000;
  */
 export const DEFAULT_HEALTHY_AFTER_MS = 30_000;
 
+/** How often a model held up by the machine (FailureKind 'environment') is tried again. */
+export const ENVIRONMENT_RECHECK_MS = 2_000;
+
 /**
  * How late a pass may notice a model turning busy or idle when nothing waits for memory: a
  * status's Active then shows at most this late. A pass per request would cost a hot model's
@@ -563,7 +566,11 @@ export class Controller {
   private launchFailed(record: ModelRecord, level: LaunchLevel, kind: FailureKind, error: string, when: 'loading' | 'unproven' | 'serving' = 'loading'): void {
     const { modelId } = record;
     const what = when === 'serving' ? 'died while serving' : when === 'unproven' ? 'died after it was ready, before it answered anything' : 'failed to launch';
-    record.recovery = { kind: kind === 'none' ? 'crash' : kind, attempts: record.recovery.attempts + 1 };
+    const failure = kind === 'none' ? 'crash' : kind;
+    // The machine's failures are not the model's: a streak of them, and the model's own streak,
+    // are counted apart, so a full disk cannot push a good model up its ladder.
+    const sameStreak = (record.recovery.kind === 'environment') === (failure === 'environment');
+    record.recovery = { kind: failure, attempts: (sameStreak ? record.recovery.attempts : 0) + 1 };
     record.lastError = error;
     record.diedWhileServing = when === 'serving';
     record.retry = null;
@@ -573,9 +580,12 @@ export class Controller {
     this.emit({ type: 'LaunchFailed', modelId, level, kind: record.recovery.kind, attempts: record.recovery.attempts, error, nextAction: verdict, at });
     switch (verdict) {
       case 'retry': {
-        const delayMs = backoffDelay(record.recovery.attempts, this.backoff);
+        // The machine's condition is looked at again soon, whatever the streak: the model is
+        // back as soon as it has cleared, and a launch that fails before any process runs costs nothing.
+        const delayMs = failure === 'environment' ? ENVIRONMENT_RECHECK_MS : backoffDelay(record.recovery.attempts, this.backoff);
         record.retry = { at: at + delayMs, delayMs };
-        this.log.warn(`${modelId} ${what}; retrying in ${seconds(delayMs)}`, fields);
+        // Said once when the machine gets in the way, not at every look.
+        if (!(failure === 'environment' && sameStreak)) this.log.warn(`${modelId} ${what}; retrying in ${seconds(delayMs)}`, fields);
         if (this.live()) this.retryTimer(modelId).set(delayMs, () => this.loop.trigger());
         this.refresh(record);
         return;

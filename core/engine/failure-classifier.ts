@@ -92,8 +92,31 @@ const UNLOADABLE_MODEL = [
  * defined. Each names a fault of the file or the definition that stays until a person
  * changes one of them, which also changes the definition hash and lifts the quarantine.
  */
+/**
+ * The machine in the way, before any process ran: the model file gone (a drive unplugged, a
+ * folder renamed: it may come back as it was), a data dir that takes no file (full, read-only),
+ * an engine binary missing or not executable. Matched in the messages the catalog and the
+ * supervisor word (catalog.ts, supervisor.ts).
+ */
+const MACHINE_IN_THE_WAY = [
+  /: cannot read the model file: ENOENT: /,
+  /^could not write its API key file .*: (?:ENOSPC|EDQUOT|EROFS|EACCES|EPERM|ENOENT)\b/,
+  /^the data dir's disk is full|^the data dir is (?:read-only|not writable)/,
+  /^could not start .*: spawn .* (?:ENOENT|EACCES)\b/,
+];
+
+/**
+ * The same in an engine's own log, with what it means: node-llama-cpp reads the working
+ * directory at its start; a model file gone between the catalog's look and the load.
+ */
+const MACHINE_IN_THE_WAY_LOG: readonly { pattern: RegExp; means: string }[] = [
+  { pattern: /uv_cwd/, means: 'its working directory is gone' },
+  { pattern: /ENOENT: no such file or directory, open '[^']*\.gguf'|failed to open [^:]*\.gguf: No such file or directory/, means: 'the model file is missing: its drive unplugged, or the file moved' },
+];
+
 const UNUSABLE_DEFINITION = [
-  /: cannot read the model file: (?:ENOENT|ENOTDIR): /,
+  // A path through a file: a mistake in the definition, which no drive coming back fixes.
+  /: cannot read the model file: ENOTDIR: /,
   /: expected a \.gguf file, found a folder$/,
   /: split model is missing parts? [\d, ]+ of \d+ in /,
   // Whatever the catalog's header reader rejected (not GGUF, cut short, corrupt lengths); an
@@ -146,6 +169,10 @@ export function classifyFailure(evidence: FailureEvidence): FailureClassificatio
     const limit = evidence.loadTimeoutMs === undefined ? '' : ` (${formatSeconds(evidence.loadTimeoutMs)})`;
     return { kind: 'hang', reason: `it did not become ready within the load timeout${limit}${lastWords(evidence.log)}` };
   }
+  for (const { pattern, means } of MACHINE_IN_THE_WAY_LOG) {
+    const cause = causes.find((c) => pattern.test(c.raw));
+    if (cause !== undefined) return { kind: 'environment', reason: `${cause.text} (${means})` };
+  }
   const oomCause = causes.find((c) => c.wrapped && isOutOfMemory(c.text)) ?? causes.find((c) => isOutOfMemory(c.raw));
   if (oomCause !== undefined) return { kind: 'oom', reason: oomCause.text };
   // Only a load can be hopeless: a server that became ready had loaded its files, so whatever
@@ -168,11 +195,12 @@ export function classifyFailure(evidence: FailureEvidence): FailureClassificatio
 
 /**
  * Classifies an error thrown while preparing a launch, before any process ran (the catalog's
- * `metadataError`, a draft not in the catalog, an engine that cannot be found): `invalid`
- * for a fault of the model's file or definition, `crash` for everything else. The reason is
- * the message unchanged. Pure.
+ * `metadataError`, a draft not in the catalog, an engine that cannot be found): `environment`
+ * for the machine in the way, `invalid` for a fault of the model's file or definition, `crash`
+ * for everything else. The reason is the message unchanged. Pure.
  */
 export function classifySetupFailure(message: string): FailureClassification {
+  if (MACHINE_IN_THE_WAY.some((re) => re.test(message))) return { kind: 'environment', reason: message };
   const kind = UNUSABLE_DEFINITION.some((re) => re.test(message)) ? 'invalid' : 'crash';
   return { kind, reason: message };
 }

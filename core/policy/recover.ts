@@ -41,6 +41,7 @@ type Failure = Exclude<FailureKind, 'none'>;
  *   | hang    | retry      | degrade    | degrade    | fallback   | quarantine |
  *   | crash   | retry      | retry      | retry      | retry      | quarantine |
  *   | invalid | quarantine | quarantine | quarantine | quarantine | quarantine |
+ *   | environment | retry  | retry      | retry      | retry      | retry, for ever |
  */
 const ACTION_LADDER: Readonly<Record<Failure, readonly RecoveryAction[]>> = {
   oom: ['degrade', 'degrade', 'degrade', 'fallback'],
@@ -49,6 +50,9 @@ const ACTION_LADDER: Readonly<Record<Failure, readonly RecoveryAction[]>> = {
   // Every retry of a file that cannot be loaded fails the same way; its first caller should
   // hear why within seconds, not after four backoffs.
   invalid: [],
+  // Not the model's fault: a full disk or an unplugged drive is fixed by a person or by time,
+  // and the model must come back by itself when it is. It never climbs (recover() says retry).
+  environment: [],
 };
 
 /**
@@ -71,6 +75,7 @@ const LEVEL_LADDER: Readonly<Record<Failure, readonly LaunchLevel[]>> = {
   hang: ['full', 'degraded'],
   crash: ['full'],
   invalid: ['full'],
+  environment: ['full'],
 };
 
 /**
@@ -80,7 +85,7 @@ const LEVEL_LADDER: Readonly<Record<Failure, readonly LaunchLevel[]>> = {
  */
 export function recover(state: RecoveryState): RecoveryAction {
   const attempt = attemptOf(state);
-  if (attempt === null) return 'retry';
+  if (attempt === null || attempt.kind === 'environment') return 'retry';
   return ACTION_LADDER[attempt.kind][attempt.index] ?? 'quarantine';
 }
 

@@ -85,6 +85,8 @@ export interface StartOptions {
    * daemon's pid is the child's, which is how daemon.json is recognised as this child's.
    */
   launcher?: readonly string[];
+  /** The daemon's working directory (default this process's): a folder a test may delete under it. */
+  cwd?: string;
 }
 
 /** A fresh temp data dir; the caller removes it with removeDataDir. */
@@ -155,6 +157,7 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
   const child = spawn(command, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
   let stderr = '';
   let stdout = '';

@@ -174,11 +174,12 @@ export class ServerProcess {
    * cannot be started rejects `spawned` instead. Spawned detached on POSIX so that it leads its
    * own process group and the supervisor can end its whole tree with one signal.
    */
-  static start(options: ServerParts & { spawn: SpawnFunction; command: string; args: readonly string[]; env: Record<string, string>; platform: NodeJS.Platform }): ServerProcess {
+  static start(options: ServerParts & { spawn: SpawnFunction; command: string; args: readonly string[]; env: Record<string, string>; cwd: string; platform: NodeJS.Platform }): ServerProcess {
     const child = options.spawn(options.command, options.args, {
       detached: options.platform !== 'win32',
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
+      cwd: options.cwd,
       windowsHide: true,
     });
     return ServerProcess.over(child, options, false);

@@ -24,6 +24,7 @@ import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassif
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
 import { placementEnv } from '../placement-args.js';
 import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
+import { dataDirTrouble } from './data-dir-trouble.js';
 import { realClock, type Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
 import { commandLineHash, EngineRegistry, type OrphanSweep } from './engine-registry.js';
@@ -227,6 +228,7 @@ export class Supervisor {
             spawn: this.spawn,
             command: () => spare.command(),
             env: spare.env,
+            cwd: deps.dataDir,
             registry: this.registry,
             owner: deps.dataDir,
             clock: this.clock,
@@ -613,7 +615,8 @@ export class Supervisor {
         await writeApiKeyFile(keyFile, apiKey);
       } catch (error) {
         removeApiKeyFile(keyFile);
-        return this.failedBeforeStart(owner, level, `could not write its API key file ${keyFile}: ${describe(error)}`);
+        const trouble = await dataDirTrouble(error, this.deps.dataDir);
+        return this.failedBeforeStart(owner, level, `${trouble === null ? '' : `${trouble}: `}could not write its API key file ${keyFile}: ${describe(error)}`);
       }
     }
     // The warm spare runs this launch when it can; when it cannot, it is ended first, so that
@@ -644,7 +647,10 @@ export class Supervisor {
       server =
         adopted !== null
           ? ServerProcess.adopt({ child: adopted.child, ...serverOptions })
-          : ServerProcess.start({ spawn: this.spawn, command: command.command, args, env, platform: this.platform, ...serverOptions });
+          : // In the data dir, whatever the daemon's own working directory: a folder it was started
+            // from may be deleted while it runs, and node-llama-cpp reads its working directory
+            // at start (ENOENT … uv_cwd, once a model quarantined for it).
+            ServerProcess.start({ spawn: this.spawn, command: command.command, args, env, cwd: this.deps.dataDir, platform: this.platform, ...serverOptions });
       server.toolCalls = command.capabilities.jinja !== 'absent';
       await server.spawned;
     } catch (error) {

@@ -67,6 +67,8 @@ export interface WarmSpareDeps {
   command(): Promise<EngineCommand>;
   /** The spare's environment on top of the daemon's: the engines' common one (e.g. ELECTRON_RUN_AS_NODE). */
   env: Record<string, string>;
+  /** Its working directory, the data dir, as every engine's (see ENGINE_CWD in supervisor.ts). */
+  cwd: string;
   registry: EngineRegistry;
   /** The supervisor's data dir: named on the spare's command line, so `ps` says whose spare it is. */
   owner: string;
@@ -284,6 +286,7 @@ export class WarmSpare {
         detached: this.deps.platform !== 'win32',
         stdio: ['pipe', 'pipe', 'pipe'],
         env: { ...process.env, ...this.deps.env },
+        cwd: this.deps.cwd,
         windowsHide: true,
       });
     } catch (error) {

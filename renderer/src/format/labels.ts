@@ -34,6 +34,7 @@ export const FAILURE_LABEL: Record<FailureKind, string> = {
   oom: 'Out of memory',
   hang: 'Hung (no progress)',
   invalid: 'Cannot be loaded (bad file)',
+  environment: 'Waiting on the machine',
 };
 
 export const ACTION_LABEL: Record<RecoveryAction, string> = {

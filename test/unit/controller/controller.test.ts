@@ -2,7 +2,7 @@
 // evicts, in which order, when, and what each model's visible state says. No sleeps: time
 // moves only through FakeClock.advance, and promise work settles on one event-loop turn.
 import { afterEach, describe, expect, it } from 'vitest';
-import { ACTIVITY_REFRESH_MS, Controller, DEFAULT_HEALTHY_AFTER_MS, DEFAULT_RESYNC_MS } from '../../../core/controller/index.js';
+import { ACTIVITY_REFRESH_MS, Controller, DEFAULT_HEALTHY_AFTER_MS, DEFAULT_RESYNC_MS, ENVIRONMENT_RECHECK_MS } from '../../../core/controller/index.js';
 import type { ModelDemand } from '../../../core/controller/effects.js';
 import type { ControllerEvent } from '../../../core/contracts/controller-events.js';
 import type { ServerFailureKind } from '../../../core/contracts/server-events.js';
@@ -477,6 +477,39 @@ describe('the recovery ladder, end to end', () => {
     trialMs = 60_000; // and another during its trial, which does not move it
     await clock.advance(5_000);
     expect(controller.status('a')?.recovery).toMatchObject({ kind: 'none', attempts: 0 });
+  });
+
+  it('the machine in the way: tried again every 2 s for as long as it lasts, never quarantined, said once; back at once when it clears', async () => {
+    const w = world([model('a', 4)]);
+    w.server.failLaunch('a', { kind: 'environment', reason: "the data dir's disk is full: 0 B free (/data)", beforeSpawn: true }, 40);
+    await w.start();
+    for (let look = 1; look < 40; look++) await w.clock.advance(ENVIRONMENT_RECHECK_MS);
+    expect(w.server.launches()).toHaveLength(40);
+    expect(w.state('a')).toBe('failed');
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'environment', attempts: 40, nextAction: 'retry', lastError: "the data dir's disk is full: 0 B free (/data)" });
+    expect(w.controller.whyUnservable('a')).toBeNull();
+    expect(w.log.count(/^a failed to launch; retrying in 2 s$/)).toBe(1);
+    // There is room again: the next look launches it.
+    await w.clock.advance(ENVIRONMENT_RECHECK_MS);
+    expect(w.state('a')).toBe('ready');
+    expect(w.ofType('ModelQuarantined')).toEqual([]);
+  });
+
+  it('the machine’s failures and the model’s own are counted apart', async () => {
+    const w = world([model('a', 4)]);
+    w.server.failLaunch('a', failure('crash'), 3);
+    await w.start();
+    await w.clock.advance(1000);
+    await w.clock.advance(2000);
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: 3 });
+    w.server.failLaunch('a', { kind: 'environment', reason: 'the data dir is read-only (/data)', beforeSpawn: true }, 10);
+    await w.clock.advance(4000);
+    for (let look = 1; look < 10; look++) await w.clock.advance(ENVIRONMENT_RECHECK_MS);
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'environment', attempts: 10 });
+    // Its own next crash is its first in a row since the machine got in the way: retried, not quarantined.
+    w.server.failLaunch('a', failure('crash'), 1);
+    await w.clock.advance(ENVIRONMENT_RECHECK_MS);
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: 1, nextAction: 'retry' });
   });
 
   it('retry() lifts quarantine; nothing else does until the definition changes', async () => {

@@ -84,8 +84,9 @@ describe('classifyFailure on real llama.cpp output', () => {
     { log: 'embedded-truncated-tensor-info.log', exitCode: 1, signal: null, kind: 'invalid', reason: 'failed to read tensor info' },
     { log: 'embedded-unknown-architecture.log', exitCode: 1, signal: null, kind: 'invalid', reason: "unknown model architecture: 'notarealarch'" },
     {
-      log: 'embedded-missing-file.log', exitCode: 1, signal: null, kind: 'invalid',
-      reason: "ENOENT: no such file or directory, open 'models/missing.gguf'",
+      // Gone between the catalog's look and the load (a drive unplugged): it may come back as it was.
+      log: 'embedded-missing-file.log', exitCode: 1, signal: null, kind: 'environment',
+      reason: "ENOENT: no such file or directory, open 'models/missing.gguf' (the model file is missing: its drive unplugged, or the file moved)",
     },
     {
       log: 'embedded-draft-vocab-mismatch.log', exitCode: 1, signal: null, kind: 'invalid',
@@ -224,10 +225,44 @@ describe("classifySetupFailure on the catalog's own sentences", () => {
     models = catalog.models();
   });
 
-  it.each([...Object.keys(broken), 'under-a-file'])('%s: invalid, with the catalog sentence as the reason', (id) => {
+  it.each([...Object.keys(broken).filter((id) => id !== 'missing'), 'under-a-file'])('%s: invalid, with the catalog sentence as the reason', (id) => {
     const error = models.find((m) => m.id === id)?.metadataError;
     if (!error) throw new Error(`the catalog found nothing wrong with ${id}`);
     expect(classifySetupFailure(error)).toEqual({ kind: 'invalid', reason: error });
+  });
+
+  it('missing: the machine in the way (a drive unplugged, a folder renamed), not the model', () => {
+    const error = models.find((m) => m.id === 'missing')?.metadataError;
+    if (!error) throw new Error('the catalog found nothing wrong with missing');
+    expect(classifySetupFailure(error)).toEqual({ kind: 'environment', reason: error });
+  });
+
+  it.each([
+    ["the data dir's disk is full: 0 B free (/data): could not write its API key file /data/engine-keys/k: ENOSPC: no space left on device, open '/data/engine-keys/k'"],
+    ["could not write its API key file /data/engine-keys/k: EROFS: read-only file system, open '/data/engine-keys/k'"],
+    ['could not start /opt/llama.cpp/llama-server: spawn /opt/llama.cpp/llama-server ENOENT'],
+    ['could not start /opt/llama.cpp/llama-server: spawn /opt/llama.cpp/llama-server EACCES'],
+  ])('%s: the machine in the way', (message) => {
+    expect(classifySetupFailure(message)).toEqual({ kind: 'environment', reason: message });
+  });
+
+  it('an engine that cannot read its working directory: the machine in the way, said so', () => {
+    const log = ['[node-llama-cpp] Error: ENOENT: no such file or directory, uv_cwd', '    at process.wrappedCwd (node:internal/bootstrap/switches/does_own_process_state:144:28)'];
+    const failure = classifyFailure({ exitCode: 1, signal: null, log, timedOutWaitingForReady: false });
+    expect(failure.kind).toBe('environment');
+    expect(failure.reason).toMatch(/uv_cwd.*\(its working directory is gone\)$/);
+  });
+
+  it('a model file gone between the catalog’s look and the load: the machine in the way, said so', () => {
+    const log = ["[node-llama-cpp] Error: ENOENT: no such file or directory, open '/media/usb/qwen.gguf'"];
+    expect(classifyFailure({ exitCode: 1, signal: null, log, timedOutWaitingForReady: false })).toEqual({
+      kind: 'environment',
+      reason: expect.stringMatching(/open '\/media\/usb\/qwen\.gguf' \(the model file is missing: its drive unplugged, or the file moved\)$/),
+    });
+  });
+
+  it('a crash whose log merely names a file is still a crash', () => {
+    expect(classifyFailure({ exitCode: 1, signal: null, log: ['error: could not open /data/cache.bin'], timedOutWaitingForReady: false }).kind).toBe('crash');
   });
 
   it('a split model with a part missing: invalid', () => {
@@ -249,9 +284,6 @@ describe("classifySetupFailure on the catalog's own sentences", () => {
   });
 
   it.each([
-    // The supervisor's own setup failures: the machine, not the model.
-    "could not write its API key file /data/engine-keys/a.key: ENOSPC: no space left on device, open '/data/engine-keys/a.key'",
-    'could not start /opt/llama/llama-server: spawn /opt/llama/llama-server ENOENT',
     "'qwen-7b' is no longer in the catalog",
     // A catalog sentence a retry may get past: an operating-system error while reading the header.
     '/m/qwen.gguf: cannot read the model file: EIO: i/o error, read',

@@ -45,6 +45,16 @@ describe('recover', () => {
     expect(launchLevelAfter({ kind, attempts })).toBe('full');
   });
 
+  it('never quarantines, degrades or falls back for the machine in the way, however often, and launches at full', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1e9 }), (attempts) => {
+        expect(recover({ kind: 'environment', attempts })).toBe('retry');
+        expect(launchLevelAfter({ kind: 'environment', attempts })).toBe('full');
+      }),
+      RUNS,
+    );
+  });
+
   it('orders severity retry < degrade < fallback < quarantine', () => {
     const order: RecoveryAction[] = ['retry', 'degrade', 'fallback', 'quarantine'];
     for (let i = 1; i < order.length; i++) expect(severity(order[i - 1]!)).toBeLessThan(severity(order[i]!));
