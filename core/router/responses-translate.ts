@@ -6,14 +6,15 @@
 //
 // What is translated is what both APIs can say: `instructions` (a system message), `input` as
 // a string or as message items (roles user, system, developer, assistant; text parts), an
-// assistant's `function_call` items (its tool_calls) and `function_call_output` items (tool
-// messages), function tools in Responses' flat shape, `tool_choice`, `parallel_tool_calls`,
-// `text.format` (response_format), `max_output_tokens`, `temperature`, `top_p`, token log
-// probabilities (`include: ['message.output_text.logprobs']`, `top_logprobs`) and streaming.
-// What the chat API cannot say — images, files, audio, refusals, reasoning items, references to
-// stored items, hosted tools, other `include` values — is refused with a 400 naming it, never
-// dropped; request fields are judged by the field table first (request-fields.ts:
-// `previous_response_id`, `store: true`, …).
+// assistant's `function_call` items (its tool_calls), `reasoning` items (their reasoning_text, as
+// the answers give it back: that assistant turn's `reasoning_content`) and
+// `function_call_output` items (tool messages), function tools in Responses' flat shape,
+// `tool_choice`, `parallel_tool_calls`, `text.format` (response_format), `max_output_tokens`,
+// `temperature`, `top_p`, token log probabilities (`include: ['message.output_text.logprobs']`,
+// `top_logprobs`) and streaming. What the chat API cannot say — images, files, audio, refusals,
+// reasoning summaries and encrypted reasoning, references to stored items, hosted tools, other
+// `include` values — is refused with a 400 naming it, never dropped; request fields are judged
+// by the field table first (request-fields.ts: `previous_response_id`, `store: true`, …).
 //
 // The answer is a Response: a reasoning item with a thinking model's reasoning text (the chat
 // API's `reasoning_content`, as llama-server answers it), then one message item with the text
@@ -32,7 +33,8 @@ import type {
 } from '../contracts/openai-responses.js';
 import type { ChatTool, ChatToolCall, ChatToolChoice } from './anthropic-tools.js';
 import type { Translated } from './anthropic-translate.js';
-import { invalidRequest } from './errors.js';
+import type { EngineKind } from '../contracts/snapshot.js';
+import { invalidRequest, type RouterError } from './errors.js';
 import { describe, isObject } from './validate-request.js';
 
 /** The chat request that asks what `request` asks, less its `model` (the claim decides that). */
@@ -104,7 +106,15 @@ function toChatMessages(request: ResponsesRequest): Translated<OpenAIChatMessage
     if (type === 'message') {
       const message = toChatMessage(item, param);
       if (!message.ok) return message;
-      out.push(message.value);
+      // The text after a reasoning item is the turn that reasoning led to.
+      const last = out.at(-1);
+      if (message.value.role === 'assistant' && last !== undefined && isReasoningOnly(last)) last.content = message.value.content;
+      else out.push(message.value);
+    } else if (type === 'reasoning') {
+      const reasoning = toReasoningContent(item, param);
+      if (!reasoning.ok) return reasoning;
+      // An empty reasoning item says nothing to carry.
+      if (reasoning.value !== '') out.push({ role: 'assistant', content: null, reasoning_content: reasoning.value });
     } else if (type === 'function_call') {
       const call = toChatToolCall(item, param);
       if (!call.ok) return call;
@@ -123,6 +133,46 @@ function toChatMessages(request: ResponsesRequest): Translated<OpenAIChatMessage
     }
   }
   return { ok: true, value: out };
+}
+
+/** An assistant turn so far only reasoned: the text or calls of the items after it are its own. */
+function isReasoningOnly(message: OpenAIChatMessage): boolean {
+  return message.role === 'assistant' && message.content === null && typeof message['reasoning_content'] === 'string' && message['tool_calls'] === undefined;
+}
+
+/**
+ * A reasoning item (as llmtray's answers give it back: its text in `reasoning_text` parts) as
+ * the chat API's `reasoning_content` of the assistant turn it belongs to, which llama-server
+ * renders where the model's chat template shows past reasoning. A summary or OpenAI's encrypted
+ * reasoning cannot be said as a model's own reasoning text, and is refused.
+ */
+function toReasoningContent(item: Record<string, unknown>, param: string): Translated<string> {
+  if (item['encrypted_content'] !== undefined && item['encrypted_content'] !== null) return untranslatable(`${param}.encrypted_content`, 'is reasoning encrypted by OpenAI’s servers');
+  if (Array.isArray(item['summary']) && item['summary'].length > 0) return untranslatable(`${param}.summary`, 'is a summary of reasoning, not the model’s reasoning text');
+  const content = item['content'] ?? [];
+  if (!Array.isArray(content)) return malformed(`${param}.content`, `${param}.content must be an array of reasoning_text parts; got ${describe(content)}.`);
+  const texts: string[] = [];
+  for (const [index, part] of content.entries()) {
+    const at = `${param}.content[${index}]`;
+    if (!isObject(part) || part['type'] !== 'reasoning_text' || typeof part['text'] !== 'string') {
+      return malformed(at, `${at} must be a reasoning_text part, {"type":"reasoning_text","text":"…"}; got ${describe(part)}.`);
+    }
+    texts.push(part['text']);
+  }
+  return { ok: true, value: texts.join('') };
+}
+
+/**
+ * Reasoning sent back (a reasoning item of `input`) for the embedded engine, which renders a
+ * conversation's text only and would leave it out: a 400 naming it. Null on llama-server, whose
+ * chat template decides what of a past turn's reasoning the model sees.
+ */
+export function refusedReasoning(chat: ChatRequestBody, engine: EngineKind, servedBy: string): RouterError | null {
+  if (engine !== 'embedded' || !chat.messages.some((m) => typeof m['reasoning_content'] === 'string')) return null;
+  return invalidRequest(
+    'input',
+    `'input' has a reasoning item, which cannot be honoured on the model server for '${servedBy}': the embedded engine renders a conversation's text, not a model's past reasoning. Leave the reasoning items out of 'input' (or serve the model with engine: llama-server); llmtray refuses them rather than answer as if they were not sent.`,
+  );
 }
 
 const ROLES = new Set(['user', 'system', 'developer', 'assistant']);

@@ -160,6 +160,26 @@ describe('demo-tiny through the Responses API', () => {
     expect((error as BadRequestError).message).toContain('tools');
   });
 
+  it('refuses a reasoning item given back with a 400 naming input: the embedded engine renders text only', async () => {
+    const error = await client.responses
+      .create({
+        model: 'tiny',
+        input: [
+          { role: 'user', content: 'Hi.' },
+          { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 'Greet them.' }] },
+          { role: 'assistant', content: 'Hello.' },
+          { role: 'user', content: 'Again.' },
+        ],
+      })
+      .then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect((error as BadRequestError).param).toBe('input');
+    expect((error as BadRequestError).message).toContain("'demo-tiny'");
+  });
+
   it('answers previous_response_id with a 400: responses are not kept', async () => {
     const error = await client.responses.create({ model: 'tiny', input: 'again', previous_response_id: 'resp_earlier' }).then(
       () => null,

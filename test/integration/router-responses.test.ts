@@ -167,6 +167,15 @@ describe('the Responses API on a llama-server-like engine', () => {
       { type: 'message', content: [{ type: 'output_text', text: 'first second' }] },
     ]);
     expect(accumulated.output_text).toBe('first second');
+
+    // The answer given back as the conversation so far: its reasoning is that turn's reasoning_content.
+    const from = engine.requests.length;
+    await client.responses.create({ model: 'small', input: [{ role: 'user', content: 'mode:think' }, ...(whole.output as OpenAI.Responses.ResponseInputItem[]), { role: 'user', content: 'again' }] });
+    expect(engine.since(from)[0]?.body['messages']).toEqual([
+      { role: 'user', content: 'mode:think' },
+      { role: 'assistant', content: 'echo: mode:think', reasoning_content: reasoning },
+      { role: 'user', content: 'again' },
+    ]);
   });
 
   it('names the fallback that answers, and asks the engine for it', async () => {

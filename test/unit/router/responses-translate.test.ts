@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ResponsesRequest } from '../../../core/contracts/openai-responses.js';
 import { parseResponsesRequest } from '../../../core/router/responses-request.js';
-import { toChatRequest, toResponse, type ResponseFrame } from '../../../core/router/responses-translate.js';
+import { refusedReasoning, toChatRequest, toResponse, type ResponseFrame } from '../../../core/router/responses-translate.js';
 import { responseSchemaErrors } from '../../support/openai-response-schemas.js';
 
 const parse = (body: Record<string, unknown>): ReturnType<typeof parseResponsesRequest> => parseResponsesRequest(Buffer.from(JSON.stringify(body)));
@@ -82,6 +82,38 @@ describe('a Responses request as a chat request', () => {
     ]);
   });
 
+  it('takes a reasoning item given back as the reasoning_content of the assistant turn it led to, its text and calls', () => {
+    const reasoning = (text: string): Record<string, unknown> => ({ type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text }], status: 'completed' });
+    const chat = chatOf({
+      input: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        reasoning('Look it up.'),
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Looking.', annotations: [], logprobs: [] }] },
+        { type: 'function_call', call_id: 'call_a', name: 'weather', arguments: '{"city":"Oslo"}' },
+        { type: 'function_call_output', call_id: 'call_a', output: 'rain' },
+        reasoning('Say it.'),
+        { type: 'function_call', call_id: 'call_b', name: 'say', arguments: '{}' },
+        // Nothing to carry: no message.
+        { type: 'reasoning', id: 'rs_3', summary: [] },
+        { role: 'user', content: 'Thanks.' },
+      ],
+    });
+    expect(chat['messages']).toEqual([
+      { role: 'user', content: 'Weather in Oslo?' },
+      { role: 'assistant', content: 'Looking.', reasoning_content: 'Look it up.', tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] },
+      { role: 'tool', tool_call_id: 'call_a', content: 'rain' },
+      { role: 'assistant', content: null, reasoning_content: 'Say it.', tool_calls: [{ id: 'call_b', type: 'function', function: { name: 'say', arguments: '{}' } }] },
+      { role: 'user', content: 'Thanks.' },
+    ]);
+  });
+
+  it('refuses reasoning given back on the embedded engine, which renders text only, and passes it to llama-server', () => {
+    const withReasoning = { messages: [{ role: 'assistant' as const, content: 'Hi.', reasoning_content: 'Greet.' }] };
+    expect(refusedReasoning(withReasoning, 'embedded', 'demo-tiny')).toMatchObject({ status: 400, param: 'input', message: expect.stringContaining("'demo-tiny'") as unknown });
+    expect(refusedReasoning(withReasoning, 'llama-server', 'qwen')).toBeNull();
+    expect(refusedReasoning({ messages: [{ role: 'assistant', content: 'Hi.' }] }, 'embedded', 'demo-tiny')).toBeNull();
+  });
+
   it('takes the settings, flat function tools in the chat API’s nested shape, tool_choice and parallel_tool_calls', () => {
     const chat = chatOf({
       input: 'x',
@@ -150,7 +182,9 @@ describe('the request check', () => {
     expect(refusalOf({ input: 'x', reasoning: { effort: 'high' } }).param).toBe('reasoning');
     expect(refusalOf({ input: 'x', top_k: 4 })).toMatchObject({ param: 'top_k', message: expect.stringContaining('not a field of the Responses API') as unknown });
     expect(refusalOf({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:,' }] }] }).param).toBe('input[0].content[0]');
-    expect(refusalOf({ input: [{ type: 'reasoning', id: 'rs_1', summary: [] }] }).param).toBe('input[0].type');
+    expect(refusalOf({ input: [{ type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Thought.' }] }] }).param).toBe('input[0].summary');
+    expect(refusalOf({ input: [{ type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'gAAA' }] }).param).toBe('input[0].encrypted_content');
+    expect(refusalOf({ input: [{ type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'summary_text', text: 'x' }] }] }).param).toBe('input[0].content[0]');
     expect(refusalOf({ input: [{ type: 'item_reference', id: 'msg_1' }] }).param).toBe('input[0].type');
     expect(refusalOf({ input: 'x', tools: [{ type: 'web_search' }] }).param).toBe('tools[0].type');
     expect(refusalOf({ input: 'x', tool_choice: { type: 'web_search' } }).param).toBe('tool_choice.type');
