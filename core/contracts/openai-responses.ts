@@ -108,6 +108,7 @@ export interface ResponseObject {
   previous_response_id: null;
   temperature: number | null;
   top_p: number | null;
+  top_logprobs: number | null;
   text: { format: unknown };
   tool_choice: unknown;
   tools: ResponseFunctionTool[];

@@ -330,6 +330,7 @@ export function responseShell(frame: ResponseFrame, model: string): ResponseObje
     previous_response_id: null,
     temperature: typeof request.temperature === 'number' ? request.temperature : null,
     top_p: typeof request.top_p === 'number' ? request.top_p : null,
+    top_logprobs: typeof request.top_logprobs === 'number' ? request.top_logprobs : null,
     text: { format: isObject(request.text) && isObject(request.text.format) ? request.text.format : { type: 'text' } },
     tool_choice: request.tool_choice ?? 'auto',
     tools: (request.tools ?? []).filter(isObject).map(responseTool),

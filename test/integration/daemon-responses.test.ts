@@ -71,6 +71,7 @@ describe('demo-tiny through the Responses API', () => {
     const request = { model: 'tiny', input: 'say something', max_output_tokens: 10, temperature: 0 } as const;
     const answer = await client.responses.create({ ...request, include: ['message.output_text.logprobs'], top_logprobs: 3 });
     expect(responseSchemaErrors(answer)).toEqual([]);
+    expect(answer.top_logprobs).toBe(3);
     const tokens = outputTextLogprobs(answer);
     expect(tokens).toHaveLength(answer.usage?.output_tokens ?? -1);
     expect(tokens.map((t) => t.token).join('')).toBe(answer.output_text);

@@ -303,8 +303,11 @@ describe('a chat answer as a Response', () => {
       // llama-server leaves a token's bytes out where it has none to give; they are its UTF-8.
       { token: 'é', logprob: -0.5, top_logprobs: [{ token: 'é', logprob: -0.5 }] },
     ];
-    const response = toResponse(completion({ content: 'Hié' }, 'stop', undefined, { logprobs: { content: tokens, refusal: null } }), FRAME, 101);
+    const request: ResponsesRequest = { model: 'tiny', input: 'x', include: ['message.output_text.logprobs'], top_logprobs: 2 };
+    const response = toResponse(completion({ content: 'Hié' }, 'stop', undefined, { logprobs: { content: tokens, refusal: null } }), { ...FRAME, request }, 101);
     expect(responseSchemaErrors(response)).toEqual([]);
+    // The request's setting repeated, as OpenAI's answer does.
+    expect(response?.top_logprobs).toBe(2);
     const message = response?.output[0];
     expect(message?.type === 'message' ? message.content[0]?.logprobs : null).toEqual([
       tokens[0],
