@@ -18,14 +18,41 @@ export interface ResponsesRequest {
   text?: { format?: unknown; verbosity?: unknown } | null;
   stream?: boolean | null;
   metadata?: Record<string, string> | null;
+  include?: unknown[] | null;
+  top_logprobs?: number | null;
   [field: string]: unknown;
+}
+
+/** A token's log probability, as the answer's output_text and the stream's text events carry it. */
+export interface ResponseTokenLogprob {
+  token: string;
+  logprob: number;
+  /** UTF-8 bytes of `token`. */
+  bytes: number[];
+  /** The likeliest tokens at this position, as many as `top_logprobs` asked. */
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
 }
 
 export interface ResponseOutputText {
   type: 'output_text';
   text: string;
   annotations: [];
-  logprobs: [];
+  /** Empty unless the request asked for them (`include: ['message.output_text.logprobs']` or `top_logprobs`). */
+  logprobs: ResponseTokenLogprob[];
+}
+
+export interface ResponseReasoningText {
+  type: 'reasoning_text';
+  text: string;
+}
+
+/** A thinking model's reasoning (the chat API's `reasoning_content`), in full: there is no summary of it. */
+export interface ResponseReasoningItem {
+  type: 'reasoning';
+  id: string;
+  summary: [];
+  content: ResponseReasoningText[];
+  status: ResponseItemStatus;
 }
 
 export interface ResponseOutputMessage {
@@ -46,7 +73,7 @@ export interface ResponseFunctionCall {
 }
 
 export type ResponseItemStatus = 'in_progress' | 'completed' | 'incomplete';
-export type ResponseOutputItem = ResponseOutputMessage | ResponseFunctionCall;
+export type ResponseOutputItem = ResponseReasoningItem | ResponseOutputMessage | ResponseFunctionCall;
 
 export interface ResponseUsage {
   input_tokens: number;
@@ -81,6 +108,7 @@ export interface ResponseObject {
   previous_response_id: null;
   temperature: number | null;
   top_p: number | null;
+  top_logprobs: number | null;
   text: { format: unknown };
   tool_choice: unknown;
   tools: ResponseFunctionTool[];
@@ -94,9 +122,11 @@ export interface ResponseObject {
 export type ResponseStreamEvent = { sequence_number: number } & (
   | { type: 'response.created' | 'response.in_progress' | 'response.completed' | 'response.incomplete'; response: ResponseObject }
   | { type: 'response.output_item.added' | 'response.output_item.done'; output_index: number; item: ResponseOutputItem }
-  | { type: 'response.content_part.added' | 'response.content_part.done'; item_id: string; output_index: number; content_index: number; part: ResponseOutputText }
-  | { type: 'response.output_text.delta'; item_id: string; output_index: number; content_index: number; delta: string; logprobs: [] }
-  | { type: 'response.output_text.done'; item_id: string; output_index: number; content_index: number; text: string; logprobs: [] }
+  | { type: 'response.content_part.added' | 'response.content_part.done'; item_id: string; output_index: number; content_index: number; part: ResponseOutputText | ResponseReasoningText }
+  | { type: 'response.output_text.delta'; item_id: string; output_index: number; content_index: number; delta: string; logprobs: ResponseTokenLogprob[] }
+  | { type: 'response.output_text.done'; item_id: string; output_index: number; content_index: number; text: string; logprobs: ResponseTokenLogprob[] }
+  | { type: 'response.reasoning_text.delta'; item_id: string; output_index: number; content_index: number; delta: string }
+  | { type: 'response.reasoning_text.done'; item_id: string; output_index: number; content_index: number; text: string }
   | { type: 'response.function_call_arguments.delta'; item_id: string; output_index: number; delta: string }
   | { type: 'response.function_call_arguments.done'; item_id: string; output_index: number; name: string; arguments: string }
   | { type: 'error'; code: string | null; message: string; param: string | null }

@@ -155,8 +155,9 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     conversation: refused('llmtray keeps no conversations; send the whole conversation in `input`'),
     background: refused('llmtray runs no background responses', isFalse),
     prompt: refused('prompt templates are kept on OpenAI’s servers'),
-    include: refused('no extra output data (logprobs, reasoning, tool results) is translated', isEmptyList),
-    top_logprobs: refused('token probabilities are not translated into Responses answers', ['0', (v) => v === 0]),
+    // "message.output_text.logprobs" becomes the chat API's logprobs; the translation refuses every other value by name.
+    include: honoured,
+    top_logprobs: honoured,
     reasoning: refused('no local engine takes a reasoning effort or writes reasoning summaries'),
     max_tool_calls: refused('the chat API cannot bound the number of tool calls'),
     truncation: refused('a prompt over the context is refused by the engine, never cut', ['"disabled"', (v) => v === 'disabled']),

@@ -29,6 +29,9 @@ const OPTIONAL: Record<string, Check> = {
   text: object,
   metadata: object,
   store: boolean,
+  include: rule(Array.isArray, 'an array of the output data to include'),
+  // OpenAI's bound, and the chat API's, which it becomes.
+  top_logprobs: rule((v) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 20, 'an integer from 0 to 20'),
 };
 
 /** `POST /v1/responses`, checked and translated to the chat request (less its model). */

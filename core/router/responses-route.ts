@@ -13,7 +13,7 @@ import { errorBody, sendError, type RouterError } from './errors.js';
 import { refusedField, refusedTools } from './request-fields.js';
 import { parseResponsesRequest } from './responses-request.js';
 import { ChatStreamToResponses, responsesErrorEvent } from './responses-stream.js';
-import { toResponse, type ResponseFrame } from './responses-translate.js';
+import { refusedReasoning, toResponse, type ResponseFrame } from './responses-translate.js';
 import { forwardToEngine, type AnswerShape, type ModelRequest } from './upstream.js';
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
@@ -29,7 +29,7 @@ export function responsesRequest(agent: http.Agent, res: ServerResponse, raw: Bu
     streamError: body.stream === true ? (error) => responsesErrorEvent(error, 0) : null,
     send(claim, fallingBack, clientGone) {
       const { servedBy } = claim;
-      const refusal = refusedField('responses', body, claim.engine, servedBy) ?? refusedTools(body, claim.toolCalls, servedBy);
+      const refusal = refusedField('responses', body, claim.engine, servedBy) ?? refusedTools(body, claim.toolCalls, servedBy) ?? refusedReasoning(chat, claim.engine, servedBy);
       if (refusal !== null) {
         sendError(res, refusal);
         return Promise.resolve({ kind: 'answered' });

@@ -1,8 +1,11 @@
 // A streamed chat completion (OpenAI's chat SSE) re-told as a streamed Response, event by event
 // as the engine's chunks arrive: response.created and response.in_progress at the first chunk;
-// for the text a message item (response.output_item.added, response.content_part.added, a
-// response.output_text.delta per piece, then response.output_text.done, response.content_part.done,
-// response.output_item.done); for each tool call a function_call item whose arguments come as
+// for a thinking model's reasoning (the chat API's `delta.reasoning_content`) a reasoning item
+// (response.output_item.added, response.content_part.added of a reasoning_text part, a
+// response.reasoning_text.delta per piece, response.reasoning_text.done,
+// response.content_part.done, response.output_item.done); for the text a message item (the same
+// item and part events around a response.output_text.delta per piece, carrying its tokens' log
+// probabilities when they were asked for, and response.output_text.done); for each tool call a function_call item whose arguments come as
 // response.function_call_arguments.delta and .done; last response.completed, or
 // response.incomplete when the engine stopped at the length limit. Every event carries its
 // `sequence_number` and an `event:` line with its type, as OpenAI's stream does.
@@ -14,10 +17,18 @@
 // ends without a finish_reason (the answer is not complete, and response.completed would say it
 // was). Pure apart from its own state and the clock it is given.
 import { StringDecoder } from 'node:string_decoder';
-import type { ResponseFunctionCall, ResponseObject, ResponseOutputItem, ResponseOutputMessage, ResponseStreamEvent } from '../contracts/openai-responses.js';
+import type {
+  ResponseFunctionCall,
+  ResponseObject,
+  ResponseOutputItem,
+  ResponseOutputMessage,
+  ResponseReasoningItem,
+  ResponseStreamEvent,
+  ResponseTokenLogprob,
+} from '../contracts/openai-responses.js';
 import type { RouterError } from './errors.js';
 import type { StreamRewriter } from './upstream.js';
-import { callItemId, finishedResponse, messageItemId, responseShell, responseUsageOf, type ResponseFrame } from './responses-translate.js';
+import { callItemId, finishedResponse, messageItemId, reasoningItemId, responseLogprobsOf, responseShell, responseUsageOf, type ResponseFrame } from './responses-translate.js';
 import { isObject } from './validate-request.js';
 
 type Event = ResponseStreamEvent extends infer E ? (E extends ResponseStreamEvent ? Omit<E, 'sequence_number'> : never) : never;
@@ -38,9 +49,10 @@ export class ChatStreamToResponses implements StreamRewriter {
   private shell: ResponseObject | null = null;
   /** The items finished so far; the open one, if any, is at index `output.length`. */
   private readonly output: ResponseOutputItem[] = [];
-  private open: { kind: 'text'; item: ResponseOutputMessage; text: string } | { kind: 'call'; chatIndex: number; item: ResponseFunctionCall } | null = null;
+  private open: OpenText | OpenReasoning | { kind: 'call'; chatIndex: number; item: ResponseFunctionCall } | null = null;
   private calls = 0;
   private texts = 0;
+  private reasonings = 0;
   private finishReason: unknown = null;
   private usage: unknown = null;
   /** Once true (response.completed or an error event written), nothing more is written. */
@@ -109,7 +121,9 @@ export class ChatStreamToResponses implements StreamRewriter {
     const choice: unknown = Array.isArray(chunk['choices']) ? chunk['choices'][0] : undefined;
     if (isObject(choice)) {
       const delta = isObject(choice['delta']) ? choice['delta'] : {};
-      if (typeof delta['content'] === 'string' && delta['content'] !== '') out += this.textPiece(delta['content']);
+      // A chunk's reasoning precedes its text: the model thinks before it answers.
+      if (typeof delta['reasoning_content'] === 'string' && delta['reasoning_content'] !== '') out += this.reasoningPiece(delta['reasoning_content']);
+      if (typeof delta['content'] === 'string' && delta['content'] !== '') out += this.textPiece(delta['content'], responseLogprobsOf(choice['logprobs']));
       if (Array.isArray(delta['tool_calls'])) for (const call of delta['tool_calls']) out += this.toolCallPiece(call);
       if (choice['finish_reason'] !== null && choice['finish_reason'] !== undefined) this.finishReason = choice['finish_reason'];
     }
@@ -127,13 +141,37 @@ export class ChatStreamToResponses implements StreamRewriter {
     return this.event({ type: 'response.created', response: shell }) + this.event({ type: 'response.in_progress', response: shell });
   }
 
-  private textPiece(text: string): string {
+  /** A piece of the text, with the log probabilities of its tokens (empty when none were asked for). */
+  private textPiece(text: string, logprobs: ResponseTokenLogprob[]): string {
     let out = '';
     if (this.open?.kind !== 'text') out += this.openText();
-    const open = this.open as { kind: 'text'; item: ResponseOutputMessage; text: string };
+    const open = this.open as OpenText;
     open.text += text;
-    out += this.event({ type: 'response.output_text.delta', item_id: open.item.id, output_index: this.output.length, content_index: 0, delta: text, logprobs: [] });
+    open.logprobs.push(...logprobs);
+    out += this.event({ type: 'response.output_text.delta', item_id: open.item.id, output_index: this.output.length, content_index: 0, delta: text, logprobs });
     return out;
+  }
+
+  private reasoningPiece(text: string): string {
+    let out = '';
+    if (this.open?.kind !== 'reasoning') out += this.openReasoning();
+    const open = this.open as OpenReasoning;
+    open.text += text;
+    out += this.event({ type: 'response.reasoning_text.delta', item_id: open.item.id, output_index: this.output.length, content_index: 0, delta: text });
+    return out;
+  }
+
+  private openReasoning(): string {
+    const out = this.closeItem('completed');
+    const id = this.reasonings === 0 ? reasoningItemId(this.frame.id) : `${reasoningItemId(this.frame.id)}_${this.reasonings}`;
+    this.reasonings++;
+    const item: ResponseReasoningItem = { type: 'reasoning', id, summary: [], content: [], status: 'in_progress' };
+    this.open = { kind: 'reasoning', item, text: '' };
+    return (
+      out +
+      this.event({ type: 'response.output_item.added', output_index: this.output.length, item }) +
+      this.event({ type: 'response.content_part.added', item_id: id, output_index: this.output.length, content_index: 0, part: { type: 'reasoning_text', text: '' } })
+    );
   }
 
   private openText(): string {
@@ -142,7 +180,7 @@ export class ChatStreamToResponses implements StreamRewriter {
     const id = this.texts === 0 ? messageItemId(this.frame.id) : `${messageItemId(this.frame.id)}_${this.texts}`;
     this.texts++;
     const item: ResponseOutputMessage = { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] };
-    this.open = { kind: 'text', item, text: '' };
+    this.open = { kind: 'text', item, text: '', logprobs: [] };
     const at = { item_id: item.id, output_index: this.output.length, content_index: 0 };
     return (
       out +
@@ -192,10 +230,18 @@ export class ChatStreamToResponses implements StreamRewriter {
     const outputIndex = this.output.length;
     let out = '';
     if (open.kind === 'text') {
-      const part = { type: 'output_text' as const, text: open.text, annotations: [] as [], logprobs: [] as [] };
+      const part = { type: 'output_text' as const, text: open.text, annotations: [] as [], logprobs: open.logprobs };
       const at = { item_id: open.item.id, output_index: outputIndex, content_index: 0 };
       const item: ResponseOutputMessage = { ...open.item, status, content: [part] };
-      out += this.event({ type: 'response.output_text.done', ...at, text: open.text, logprobs: [] });
+      out += this.event({ type: 'response.output_text.done', ...at, text: open.text, logprobs: open.logprobs });
+      out += this.event({ type: 'response.content_part.done', ...at, part });
+      out += this.event({ type: 'response.output_item.done', output_index: outputIndex, item });
+      this.output.push(item);
+    } else if (open.kind === 'reasoning') {
+      const part = { type: 'reasoning_text' as const, text: open.text };
+      const at = { item_id: open.item.id, output_index: outputIndex, content_index: 0 };
+      const item: ResponseReasoningItem = { ...open.item, status, content: [part] };
+      out += this.event({ type: 'response.reasoning_text.done', ...at, text: open.text });
       out += this.event({ type: 'response.content_part.done', ...at, part });
       out += this.event({ type: 'response.output_item.done', output_index: outputIndex, item });
       this.output.push(item);
@@ -212,8 +258,9 @@ export class ChatStreamToResponses implements StreamRewriter {
     if (this.ended) return '';
     let out = this.start(null);
     const status = this.finishReason === 'length' ? 'incomplete' : 'completed';
-    // As for a whole answer (responses-translate.ts): an answer of nothing is still one message, empty.
-    if (this.open === null && this.output.length === 0) out += this.openText();
+    // As for a whole answer (responses-translate.ts): an answer of nothing, or of reasoning alone,
+    // still has one message, empty; reasoning cut off at the length limit is itself incomplete.
+    if (this.texts === 0 && this.calls === 0) out += this.closeItem(status) + this.openText();
     out += this.closeItem(status);
     const response = finishedResponse(this.shell as ResponseObject, [...this.output], this.finishReason, responseUsageOf(this.usage), this.now());
     out += this.event({ type: status === 'incomplete' ? 'response.incomplete' : 'response.completed', response });
@@ -231,6 +278,20 @@ export class ChatStreamToResponses implements StreamRewriter {
   private event(data: Event): string {
     return sse(data, this.sequence++);
   }
+}
+
+interface OpenText {
+  kind: 'text';
+  item: ResponseOutputMessage;
+  text: string;
+  /** The tokens of `text` so far, when log probabilities were asked for. */
+  logprobs: ResponseTokenLogprob[];
+}
+
+interface OpenReasoning {
+  kind: 'reasoning';
+  item: ResponseReasoningItem;
+  text: string;
 }
 
 /** One Responses SSE event: its `event:` line (the type) and its data, numbered. */

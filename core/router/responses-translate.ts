@@ -6,16 +6,21 @@
 //
 // What is translated is what both APIs can say: `instructions` (a system message), `input` as
 // a string or as message items (roles user, system, developer, assistant; text parts), an
-// assistant's `function_call` items (its tool_calls) and `function_call_output` items (tool
-// messages), function tools in Responses' flat shape, `tool_choice`, `parallel_tool_calls`,
-// `text.format` (response_format), `max_output_tokens`, `temperature`, `top_p` and streaming.
-// What the chat API cannot say — images, files, audio, refusals, reasoning items, references to
-// stored items, hosted tools — is refused with a 400 naming it, never dropped; request fields are
-// judged by the field table first (request-fields.ts: `previous_response_id`, `store: true`, …).
+// assistant's `function_call` items (its tool_calls), `reasoning` items (their reasoning_text, as
+// the answers give it back: that assistant turn's `reasoning_content`) and
+// `function_call_output` items (tool messages), function tools in Responses' flat shape,
+// `tool_choice`, `parallel_tool_calls`, `text.format` (response_format), `max_output_tokens`,
+// `temperature`, `top_p`, token log probabilities (`include: ['message.output_text.logprobs']`,
+// `top_logprobs`) and streaming. What the chat API cannot say — images, files, audio, refusals,
+// reasoning summaries and encrypted reasoning, references to stored items, hosted tools, other
+// `include` values — is refused with a 400 naming it, never dropped; request fields are judged
+// by the field table first (request-fields.ts: `previous_response_id`, `store: true`, …).
 //
-// The answer is a Response: one message item with the text, one function_call item per tool
-// call, `status: 'incomplete'` with `incomplete_details.reason: 'max_output_tokens'` when the
-// engine stopped at the length limit. Pure.
+// The answer is a Response: a reasoning item with a thinking model's reasoning text (the chat
+// API's `reasoning_content`, as llama-server answers it), then one message item with the text
+// (its token log probabilities when asked), one function_call item per tool call,
+// `status: 'incomplete'` with `incomplete_details.reason: 'max_output_tokens'` when the engine
+// stopped at the length limit. Pure.
 import type { OpenAIChatMessage } from '../contracts/openai.js';
 import type {
   ResponseFunctionCall,
@@ -23,11 +28,13 @@ import type {
   ResponseObject,
   ResponseOutputItem,
   ResponsesRequest,
+  ResponseTokenLogprob,
   ResponseUsage,
 } from '../contracts/openai-responses.js';
 import type { ChatTool, ChatToolCall, ChatToolChoice } from './anthropic-tools.js';
 import type { Translated } from './anthropic-translate.js';
-import { invalidRequest } from './errors.js';
+import type { EngineKind } from '../contracts/snapshot.js';
+import { invalidRequest, type RouterError } from './errors.js';
 import { describe, isObject } from './validate-request.js';
 
 /** The chat request that asks what `request` asks, less its `model` (the claim decides that). */
@@ -73,6 +80,9 @@ export function toChatRequest(request: ResponsesRequest): Translated<ChatRequest
     if (!format.ok) return format;
     if (format.value !== null) chat['response_format'] = format.value;
   }
+  const logprobs = toChatLogprobs(request);
+  if (!logprobs.ok) return logprobs;
+  Object.assign(chat, logprobs.value);
   if (request.stream === true) {
     chat['stream'] = true;
     // The usage response.completed reports: llama-server sends it on the last chunk anyway, the embedded engine on request.
@@ -96,7 +106,15 @@ function toChatMessages(request: ResponsesRequest): Translated<OpenAIChatMessage
     if (type === 'message') {
       const message = toChatMessage(item, param);
       if (!message.ok) return message;
-      out.push(message.value);
+      // The text after a reasoning item is the turn that reasoning led to.
+      const last = out.at(-1);
+      if (message.value.role === 'assistant' && last !== undefined && isReasoningOnly(last)) last.content = message.value.content;
+      else out.push(message.value);
+    } else if (type === 'reasoning') {
+      const reasoning = toReasoningContent(item, param);
+      if (!reasoning.ok) return reasoning;
+      // An empty reasoning item says nothing to carry.
+      if (reasoning.value !== '') out.push({ role: 'assistant', content: null, reasoning_content: reasoning.value });
     } else if (type === 'function_call') {
       const call = toChatToolCall(item, param);
       if (!call.ok) return call;
@@ -115,6 +133,46 @@ function toChatMessages(request: ResponsesRequest): Translated<OpenAIChatMessage
     }
   }
   return { ok: true, value: out };
+}
+
+/** An assistant turn so far only reasoned: the text or calls of the items after it are its own. */
+function isReasoningOnly(message: OpenAIChatMessage): boolean {
+  return message.role === 'assistant' && message.content === null && typeof message['reasoning_content'] === 'string' && message['tool_calls'] === undefined;
+}
+
+/**
+ * A reasoning item (as llmtray's answers give it back: its text in `reasoning_text` parts) as
+ * the chat API's `reasoning_content` of the assistant turn it belongs to, which llama-server
+ * renders where the model's chat template shows past reasoning. A summary or OpenAI's encrypted
+ * reasoning cannot be said as a model's own reasoning text, and is refused.
+ */
+function toReasoningContent(item: Record<string, unknown>, param: string): Translated<string> {
+  if (item['encrypted_content'] !== undefined && item['encrypted_content'] !== null) return untranslatable(`${param}.encrypted_content`, 'is reasoning encrypted by OpenAI’s servers');
+  if (Array.isArray(item['summary']) && item['summary'].length > 0) return untranslatable(`${param}.summary`, 'is a summary of reasoning, not the model’s reasoning text');
+  const content = item['content'] ?? [];
+  if (!Array.isArray(content)) return malformed(`${param}.content`, `${param}.content must be an array of reasoning_text parts; got ${describe(content)}.`);
+  const texts: string[] = [];
+  for (const [index, part] of content.entries()) {
+    const at = `${param}.content[${index}]`;
+    if (!isObject(part) || part['type'] !== 'reasoning_text' || typeof part['text'] !== 'string') {
+      return malformed(at, `${at} must be a reasoning_text part, {"type":"reasoning_text","text":"…"}; got ${describe(part)}.`);
+    }
+    texts.push(part['text']);
+  }
+  return { ok: true, value: texts.join('') };
+}
+
+/**
+ * Reasoning sent back (a reasoning item of `input`) for the embedded engine, which renders a
+ * conversation's text only and would leave it out: a 400 naming it. Null on llama-server, whose
+ * chat template decides what of a past turn's reasoning the model sees.
+ */
+export function refusedReasoning(chat: ChatRequestBody, engine: EngineKind, servedBy: string): RouterError | null {
+  if (engine !== 'embedded' || !chat.messages.some((m) => typeof m['reasoning_content'] === 'string')) return null;
+  return invalidRequest(
+    'input',
+    `'input' has a reasoning item, which cannot be honoured on the model server for '${servedBy}': the embedded engine renders a conversation's text, not a model's past reasoning. Leave the reasoning items out of 'input' (or serve the model with engine: llama-server); llmtray refuses them rather than answer as if they were not sent.`,
+  );
 }
 
 const ROLES = new Set(['user', 'system', 'developer', 'assistant']);
@@ -218,6 +276,31 @@ function toResponseFormat(text: NonNullable<ResponsesRequest['text']>): Translat
   }
 }
 
+/** The one `include` value the engines' answers can fill: the output text's token log probabilities. */
+const OUTPUT_TEXT_LOGPROBS = 'message.output_text.logprobs';
+
+/**
+ * `include: ['message.output_text.logprobs']` and `top_logprobs` (alternatives per token) as the
+ * chat API's `logprobs: true` and `top_logprobs`; either asks for them. Any other `include` value
+ * asks for output the engines do not make (encrypted reasoning, hosted tools' results, images) and
+ * is refused by name.
+ */
+function toChatLogprobs(request: ResponsesRequest): Translated<{ logprobs?: true; top_logprobs?: number }> {
+  let included = false;
+  for (const [index, value] of (request.include ?? []).entries()) {
+    if (value === OUTPUT_TEXT_LOGPROBS) included = true;
+    else {
+      const param = `include[${index}]`;
+      return malformed(
+        param,
+        `'${param}' asks for ${describe(value)}, which llmtray cannot include: its engines' chat completions give only the output text's token log probabilities ("${OUTPUT_TEXT_LOGPROBS}"). llmtray refuses it rather than answer as if it were not sent.`,
+      );
+    }
+  }
+  const top = typeof request.top_logprobs === 'number' ? request.top_logprobs : 0;
+  return { ok: true, value: included || top > 0 ? { logprobs: true, top_logprobs: top } : {} };
+}
+
 /** What a Response says of its request and its identity, whatever the engine answers. */
 export interface ResponseFrame {
   /** `resp_…`; the output items' ids are made from it. */
@@ -247,6 +330,7 @@ export function responseShell(frame: ResponseFrame, model: string): ResponseObje
     previous_response_id: null,
     temperature: typeof request.temperature === 'number' ? request.temperature : null,
     top_p: typeof request.top_p === 'number' ? request.top_p : null,
+    top_logprobs: typeof request.top_logprobs === 'number' ? request.top_logprobs : null,
     text: { format: isObject(request.text) && isObject(request.text.format) ? request.text.format : { type: 'text' } },
     tool_choice: request.tool_choice ?? 'auto',
     tools: (request.tools ?? []).filter(isObject).map(responseTool),
@@ -271,6 +355,7 @@ export function finishedResponse(shell: ResponseObject, output: ResponseOutputIt
   return { ...shell, status: cut ? 'incomplete' : 'completed', incomplete_details: cut ? { reason: 'max_output_tokens' } : null, completed_at: completedAt, output, usage };
 }
 
+export const reasoningItemId = (responseId: string): string => `rs_${responseId.slice('resp_'.length)}`;
 export const messageItemId = (responseId: string): string => `msg_${responseId.slice('resp_'.length)}`;
 export const callItemId = (responseId: string, index: number): string => `fc_${responseId.slice('resp_'.length)}_${index}`;
 
@@ -291,16 +376,17 @@ export function toResponse(text: string, frame: ResponseFrame, completedAt: numb
   const finishReason = choice['finish_reason'];
   const status = finishReason === 'length' ? 'incomplete' : 'completed';
   const output: ResponseOutputItem[] = [];
-  const content = choice['message']['content'];
+  const { content, reasoning_content: reasoning } = choice['message'];
+  const answer = typeof content === 'string' ? content : '';
+  let logprobs = responseLogprobsOf(choice['logprobs']);
+  // A thinking model's reasoning comes before its answer, as OpenAI's reasoning models give it.
+  if (typeof reasoning === 'string' && reasoning !== '') {
+    output.push({ type: 'reasoning', id: reasoningItemId(frame.id), summary: [], content: [{ type: 'reasoning_text', text: reasoning }], status });
+    logprobs = tokensSpelling(answer, logprobs);
+  }
   const calls = Array.isArray(choice['message']['tool_calls']) ? choice['message']['tool_calls'] : [];
-  if ((typeof content === 'string' && content !== '') || calls.length === 0) {
-    output.push({
-      type: 'message',
-      id: messageItemId(frame.id),
-      status,
-      role: 'assistant',
-      content: [{ type: 'output_text', text: typeof content === 'string' ? content : '', annotations: [], logprobs: [] }],
-    });
+  if (answer !== '' || calls.length === 0) {
+    output.push({ type: 'message', id: messageItemId(frame.id), status, role: 'assistant', content: [{ type: 'output_text', text: answer, annotations: [], logprobs }] });
   }
   for (const [index, call] of calls.entries()) {
     const item = functionCallItem(call, callItemId(frame.id, index));
@@ -316,6 +402,45 @@ function functionCallItem(call: unknown, id: string): ResponseFunctionCall | nul
   if (!isObject(call) || !isObject(call['function']) || typeof call['function']['name'] !== 'string') return null;
   const args = call['function']['arguments'];
   return { type: 'function_call', id, call_id: typeof call['id'] === 'string' ? call['id'] : id, name: call['function']['name'], arguments: typeof args === 'string' ? args : '', status: 'completed' };
+}
+
+/**
+ * A chat choice's `logprobs` ({content: [ChatCompletionTokenLogprob…]}, whole or a chunk's) as the
+ * output text's; empty when there are none. A token without its bytes gets its UTF-8, which is
+ * what they are.
+ */
+export function responseLogprobsOf(logprobs: unknown): ResponseTokenLogprob[] {
+  const tokens = isObject(logprobs) && Array.isArray(logprobs['content']) ? logprobs['content'] : [];
+  return tokens.filter(isTokenLogprob).map((t) => ({
+    ...alternativeOf(t),
+    top_logprobs: Array.isArray(t['top_logprobs']) ? t['top_logprobs'].filter(isTokenLogprob).map(alternativeOf) : [],
+  }));
+}
+
+/**
+ * The last of `tokens` that spell `text` (leading whitespace aside, which llama.cpp's reasoning
+ * parser trims): llama-server lists every generated token's log probability, the reasoning's
+ * and its closing tag's first, and the Responses API has a place for the output text's only.
+ * All of them when no tail spells it: what the engine listed is not second-guessed.
+ */
+function tokensSpelling(text: string, tokens: ResponseTokenLogprob[]): ResponseTokenLogprob[] {
+  // Reasoning cut off before any answer: every token listed was the reasoning's.
+  if (text === '') return [];
+  let spelled = '';
+  for (let i = tokens.length - 1; i >= 0; i--) {
+    spelled = (tokens[i] as ResponseTokenLogprob).token + spelled;
+    if (spelled.length >= text.length) return spelled.trimStart() === text.trimStart() ? tokens.slice(i) : tokens;
+  }
+  return tokens;
+}
+
+function isTokenLogprob(value: unknown): value is Record<string, unknown> & { token: string; logprob: number } {
+  return isObject(value) && typeof value['token'] === 'string' && typeof value['logprob'] === 'number';
+}
+
+function alternativeOf(t: { token: string; logprob: number; [key: string]: unknown }): ResponseTokenLogprob['top_logprobs'][number] {
+  const bytes = Array.isArray(t['bytes']) && t['bytes'].every(Number.isInteger) ? (t['bytes'] as number[]) : [...Buffer.from(t.token, 'utf8')];
+  return { token: t.token, logprob: t.logprob, bytes };
 }
 
 /** The chat API's usage in Responses' words (cached prompt tokens are part of input_tokens there, as in the chat API). */

@@ -10,6 +10,7 @@ import { zodTextFormat } from 'openai/helpers/zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { expectTokenLogprobs, type ChatTokenLogprob } from '../support/openai-logprobs.js';
 import { responseSchemaErrors, streamEventSchemaErrors } from '../support/openai-response-schemas.js';
 
 let daemon: DaemonProcess;
@@ -24,6 +25,14 @@ afterAll(async () => {
   await daemon?.stop();
   if (daemon) await removeDataDir(daemon.dataDir);
 });
+
+/** The token log probabilities of a Response's (one) output text. */
+function outputTextLogprobs(response: OpenAI.Responses.Response): ChatTokenLogprob[] {
+  const parts = response.output.flatMap((item) => (item.type === 'message' ? item.content : []));
+  expect(parts).toHaveLength(1);
+  const part = parts[0];
+  return part?.type === 'output_text' ? ((part.logprobs ?? []) as ChatTokenLogprob[]) : [];
+}
 
 describe('demo-tiny through the Responses API', () => {
   it('loads demo-tiny on the first request, by its alias, and answers a Response cut at max_output_tokens', async () => {
@@ -56,6 +65,45 @@ describe('demo-tiny through the Responses API', () => {
     // The SDK's accumulator, which checks every event against the items announced before it, builds the same answer.
     const accumulated = await client.responses.stream(request).finalResponse();
     expect(accumulated).toMatchObject({ status: 'incomplete', output_text: whole.output_text });
+  });
+
+  it('answers include message.output_text.logprobs with every token’s log probability and top_logprobs alternatives', async () => {
+    const request = { model: 'tiny', input: 'say something', max_output_tokens: 10, temperature: 0 } as const;
+    const answer = await client.responses.create({ ...request, include: ['message.output_text.logprobs'], top_logprobs: 3 });
+    expect(responseSchemaErrors(answer)).toEqual([]);
+    expect(answer.top_logprobs).toBe(3);
+    const tokens = outputTextLogprobs(answer);
+    expect(tokens).toHaveLength(answer.usage?.output_tokens ?? -1);
+    expect(tokens.map((t) => t.token).join('')).toBe(answer.output_text);
+    expectTokenLogprobs(tokens, 3, true);
+    for (const t of tokens) expect(t.top_logprobs).toHaveLength(3);
+    // include alone: each token's own log probability, no alternatives; neither: none at all.
+    const alone = outputTextLogprobs(await client.responses.create({ ...request, include: ['message.output_text.logprobs'] }));
+    expect(alone.map((t) => [t.token, t.top_logprobs])).toEqual(tokens.map((t) => [t.token, []]));
+    expect(outputTextLogprobs(await client.responses.create(request))).toEqual([]);
+  });
+
+  it('streams each text delta with its own tokens’ log probabilities, the same as the whole answer’s, and the SDK accumulates them', async () => {
+    const request = { model: 'tiny', input: 'say something', max_output_tokens: 10, temperature: 0, top_logprobs: 2 } as const;
+    const whole = outputTextLogprobs(await client.responses.create(request));
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of await client.responses.create({ ...request, stream: true })) {
+      expect(streamEventSchemaErrors(event), event.type).toEqual([]);
+      events.push(event);
+    }
+    const deltas = events.filter((e): e is OpenAI.Responses.ResponseTextDeltaEvent => e.type === 'response.output_text.delta');
+    expect(deltas.length).toBeGreaterThan(1);
+    for (const delta of deltas) expect(delta.logprobs.map((t) => t.token).join('')).toBe(delta.delta);
+    const streamed = deltas.flatMap((d) => d.logprobs) as ChatTokenLogprob[];
+    expect(streamed.map((t) => t.token)).toEqual(whole.map((t) => t.token));
+    streamed.forEach((t, i) => expect(t.logprob).toBeCloseTo(whole[i]?.logprob ?? Number.NaN, 6));
+    expectTokenLogprobs(streamed, 2, true);
+    const done = events.find((e): e is OpenAI.Responses.ResponseTextDoneEvent => e.type === 'response.output_text.done');
+    expect(done?.logprobs).toEqual(streamed);
+    const last = events.at(-1) as OpenAI.Responses.ResponseIncompleteEvent;
+    expect(outputTextLogprobs(last.response)).toEqual(streamed);
+    const accumulated = await client.responses.stream(request).finalResponse();
+    expect(outputTextLogprobs(accumulated).map((t) => t.token)).toEqual(whole.map((t) => t.token));
   });
 
   it('answers text.format json_schema with JSON that parses and matches the schema', async () => {
@@ -111,6 +159,26 @@ describe('demo-tiny through the Responses API', () => {
     expect(error).toBeInstanceOf(BadRequestError);
     expect((error as BadRequestError).param).toBe('tools');
     expect((error as BadRequestError).message).toContain('tools');
+  });
+
+  it('refuses a reasoning item given back with a 400 naming input: the embedded engine renders text only', async () => {
+    const error = await client.responses
+      .create({
+        model: 'tiny',
+        input: [
+          { role: 'user', content: 'Hi.' },
+          { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 'Greet them.' }] },
+          { role: 'assistant', content: 'Hello.' },
+          { role: 'user', content: 'Again.' },
+        ],
+      })
+      .then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect((error as BadRequestError).param).toBe('input');
+    expect((error as BadRequestError).message).toContain("'demo-tiny'");
   });
 
   it('answers previous_response_id with a 400: responses are not kept', async () => {

@@ -8,7 +8,7 @@
 import OpenAI, { APIError, BadRequestError } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRouter, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
-import { FakeEngine } from '../support/router-fake-engine.js';
+import { FAKE_REASONING, FakeEngine } from '../support/router-fake-engine.js';
 import { responseSchemaErrors, streamEventSchemaErrors } from '../support/openai-response-schemas.js';
 import { ScriptedGateway, scriptedModels, type ScriptedModel } from '../support/scripted-gateway.js';
 
@@ -131,6 +131,53 @@ describe('the Responses API on a llama-server-like engine', () => {
     ]);
   });
 
+  it('gives a thinking model’s reasoning as a reasoning item before the message, whole, streamed and accumulated by the SDK', async () => {
+    const { client } = await startRouter();
+    const reasoning = FAKE_REASONING.join('');
+    const whole = await client.responses.create({ model: 'small', input: 'mode:think' });
+    expect(responseSchemaErrors(whole)).toEqual([]);
+    expect(whole.output).toMatchObject([
+      { type: 'reasoning', id: expect.stringMatching(/^rs_/) as unknown, summary: [], content: [{ type: 'reasoning_text', text: reasoning }], status: 'completed' },
+      { type: 'message', content: [{ type: 'output_text', text: 'echo: mode:think' }] },
+    ]);
+    expect(whole.output_text).toBe('echo: mode:think');
+
+    const { events, failure } = await collect(await client.responses.create({ model: 'small', input: 'mode:think', stream: true }));
+    expect(failure).toBeNull();
+    expect(events.map((e) => e.type).slice(2, 9)).toEqual([
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.reasoning_text.delta',
+      'response.reasoning_text.delta',
+      'response.reasoning_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+    ]);
+    expect(events.flatMap((e) => (e.type === 'response.reasoning_text.delta' ? [e.delta] : []))).toEqual(FAKE_REASONING);
+    const completed = events.at(-1) as OpenAI.Responses.ResponseCompletedEvent;
+    expect(completed.response.output).toMatchObject([
+      { type: 'reasoning', content: [{ type: 'reasoning_text', text: reasoning }] },
+      { type: 'message', content: [{ type: 'output_text', text: 'first second' }] },
+    ]);
+
+    // The SDK's accumulator fills the reasoning item from its part and delta events.
+    const accumulated = await client.responses.stream({ model: 'small', input: 'mode:think' }).finalResponse();
+    expect(accumulated.output).toMatchObject([
+      { type: 'reasoning', content: [{ type: 'reasoning_text', text: reasoning }], status: 'completed' },
+      { type: 'message', content: [{ type: 'output_text', text: 'first second' }] },
+    ]);
+    expect(accumulated.output_text).toBe('first second');
+
+    // The answer given back as the conversation so far: its reasoning is that turn's reasoning_content.
+    const from = engine.requests.length;
+    await client.responses.create({ model: 'small', input: [{ role: 'user', content: 'mode:think' }, ...(whole.output as OpenAI.Responses.ResponseInputItem[]), { role: 'user', content: 'again' }] });
+    expect(engine.since(from)[0]?.body['messages']).toEqual([
+      { role: 'user', content: 'mode:think' },
+      { role: 'assistant', content: 'echo: mode:think', reasoning_content: reasoning },
+      { role: 'user', content: 'again' },
+    ]);
+  });
+
   it('names the fallback that answers, and asks the engine for it', async () => {
     const { client } = await startRouter();
     const from = engine.requests.length;
@@ -196,6 +243,17 @@ describe('refusals in the Responses API', () => {
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.param).toBe('previous_response_id');
     expect(error.message).toContain('keeps no responses');
+    expect(engine.since(from)).toEqual([]);
+    expect(gateway.claims).toEqual([]);
+  });
+
+  it('refuses an include value it cannot fill by name, sending nothing', async () => {
+    const { client, gateway } = await startRouter();
+    const from = engine.requests.length;
+    const error = await caught(client.responses.create({ model: 'small', input: 'x', include: ['message.output_text.logprobs', 'reasoning.encrypted_content'] }));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.param).toBe('include[1]');
+    expect(error.message).toContain('"reasoning.encrypted_content"');
     expect(engine.since(from)).toEqual([]);
     expect(gateway.claims).toEqual([]);
   });

@@ -8,8 +8,11 @@
 // `mode:json-stall` sends a JSON answer's headers and first bytes and never the rest,
 // `mode:die-before-answer` destroys the socket without answering, `mode:engine-400` answers
 // like llama-server refusing a prompt over its context (in OpenAI's shape, on every path, as
-// llama-server does on its /v1/messages too). A chat request with `tools` (and a tool_choice
-// other than "none") is answered with a call of one of them.
+// llama-server does on its /v1/messages too), `mode:think` answers a chat as a thinking model
+// does on llama-server (its reasoning parsed out, with --reasoning-format deepseek): the
+// reasoning as `message.reasoning_content`, streamed as `delta.reasoning_content` chunks before
+// the text. A chat request with `tools` (and a tool_choice other than "none") is answered with a
+// call of one of them.
 //
 // Besides OpenAI's endpoints it serves what a recent llama-server does for Anthropic's Messages
 // API — `/v1/messages` (JSON and the event stream) and `/v1/messages/count_tokens` — and the
@@ -25,6 +28,9 @@ export const ENGINE_MODEL_NAME = 'models/engine-own-name.gguf';
 
 /** The beginning-of-sequence token `/tokenize` prepends with add_special. */
 export const FAKE_BOS_TOKEN = 1;
+
+/** What a `mode:think` chat answer reasons, in the pieces its stream sends. */
+export const FAKE_REASONING = ['The user ', 'wants an echo.'];
 
 export interface RecordedRequest {
   path: string;
@@ -105,6 +111,7 @@ export class FakeEngine {
     }
     const reply = `echo: ${text}`;
     const isChat = req.url === '/v1/chat/completions';
+    const thinking = isChat && mode === 'think';
     if (isChat && Array.isArray(body['tools']) && body['tools'].length > 0 && body['tool_choice'] !== 'none') return this.answerToolCall(body, text, res);
     if (body['stream'] !== true) {
       return json(res, {
@@ -112,13 +119,19 @@ export class FakeEngine {
         object: isChat ? 'chat.completion' : 'text_completion',
         created: 1,
         model: ENGINE_MODEL_NAME,
-        choices: [isChat ? { index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' } : { index: 0, text: reply, finish_reason: 'stop' }],
+        choices: [
+          isChat
+            ? { index: 0, message: { role: 'assistant', content: reply, ...(thinking ? { reasoning_content: FAKE_REASONING.join('') } : {}) }, finish_reason: 'stop' }
+            : { index: 0, text: reply, finish_reason: 'stop' },
+        ],
         usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
       });
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const event = (content: string, finish: string | null): string =>
-      `data: ${JSON.stringify({ id: 'chunk', object: 'chat.completion.chunk', created: 1, model: ENGINE_MODEL_NAME, choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
+    const chunk = (delta: Record<string, unknown>, finish: string | null): string =>
+      `data: ${JSON.stringify({ id: 'chunk', object: 'chat.completion.chunk', created: 1, model: ENGINE_MODEL_NAME, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const event = (content: string, finish: string | null): string => chunk({ content }, finish);
+    if (thinking) for (const piece of FAKE_REASONING) res.write(chunk({ reasoning_content: piece }, null));
     res.write(event('first ', null));
     if (mode === 'hang') return;
     if (mode === 'gated' || mode === 'steps') await new Promise<void>((resolve) => (this.gate = resolve));

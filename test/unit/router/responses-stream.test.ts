@@ -12,14 +12,15 @@ import { responseSchemaErrors, streamEventSchemaErrors } from '../../support/ope
 const ENGINE = 'engine.gguf';
 const FRAME: ResponseFrame = { id: 'resp_abc', createdAt: 100, model: null, request: { model: 'tiny', input: 'x' } };
 
-function chunk(delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}): string {
-  return `data: ${JSON.stringify({ id: 'chatcmpl-7', object: 'chat.completion.chunk', created: 1, model: ENGINE, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
+function chunk(delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}, logprobs: unknown = null): string {
+  return `data: ${JSON.stringify({ id: 'chatcmpl-7', object: 'chat.completion.chunk', created: 1, model: ENGINE, choices: [{ index: 0, delta, finish_reason: finish, logprobs }], ...extra })}\n\n`;
 }
 
 const usageChunk = `data: ${JSON.stringify({ id: 'chatcmpl-7', object: 'chat.completion.chunk', created: 1, model: ENGINE, choices: [], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } })}\n\n`;
 
-function textStream(pieces: readonly string[], finish: 'stop' | 'length'): string {
-  return chunk({ role: 'assistant', content: null }) + pieces.map((p) => chunk({ content: p })).join('') + chunk({}, finish) + usageChunk + 'data: [DONE]\n\n';
+function textStream(pieces: readonly string[], finish: 'stop' | 'length', reasoning: readonly string[] = []): string {
+  const thought = reasoning.map((p) => chunk({ reasoning_content: p })).join('');
+  return chunk({ role: 'assistant', content: null }) + thought + pieces.map((p) => chunk({ content: p })).join('') + chunk({}, finish) + usageChunk + 'data: [DONE]\n\n';
 }
 
 function translate(text: string, cuts: number[] = [], frame: ResponseFrame = FRAME): string {
@@ -125,9 +126,81 @@ describe('a chat stream as a Responses stream', () => {
     ]);
   });
 
+  it('tells a thinking model’s reasoning_content as a reasoning item before the message, its text in pieces', () => {
+    const sse =
+      chunk({ role: 'assistant', content: null }) +
+      chunk({ reasoning_content: 'The user ' }) +
+      chunk({ reasoning_content: 'says hi.' }) +
+      chunk({ content: 'Hello.' }) +
+      chunk({}, 'stop') +
+      usageChunk +
+      'data: [DONE]\n\n';
+    const events = eventsOf(translate(sse));
+    expectWellFormed(events);
+    expect(events.map((e) => e.type).slice(2)).toEqual([
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.reasoning_text.delta',
+      'response.reasoning_text.delta',
+      'response.reasoning_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(events[2]).toMatchObject({ output_index: 0, item: { type: 'reasoning', id: 'rs_abc', summary: [], content: [], status: 'in_progress' } });
+    expect(events[3]).toMatchObject({ item_id: 'rs_abc', output_index: 0, content_index: 0, part: { type: 'reasoning_text', text: '' } });
+    expect(events.find((e) => e.type === 'response.reasoning_text.done')).toMatchObject({ item_id: 'rs_abc', output_index: 0, content_index: 0, text: 'The user says hi.' });
+    expect(events.find((e) => e.type === 'response.output_text.delta')).toMatchObject({ item_id: 'msg_abc', output_index: 1 });
+    const completed = events.at(-1) as unknown as { response: ResponseObject };
+    expect(responseSchemaErrors(completed.response)).toEqual([]);
+    expect(completed.response.output).toEqual([
+      { type: 'reasoning', id: 'rs_abc', summary: [], content: [{ type: 'reasoning_text', text: 'The user says hi.' }], status: 'completed' },
+      { type: 'message', id: 'msg_abc', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hello.', annotations: [], logprobs: [] }] },
+    ]);
+  });
+
+  it('answers reasoning cut off at the length limit with an incomplete reasoning item and an empty message', () => {
+    const events = eventsOf(translate(chunk({ reasoning_content: 'Hmm' }) + chunk({}, 'length') + 'data: [DONE]\n\n'));
+    expectWellFormed(events);
+    const last = events.at(-1) as unknown as { type: string; response: ResponseObject };
+    expect(last.type).toBe('response.incomplete');
+    expect(responseSchemaErrors(last.response)).toEqual([]);
+    expect(last.response.output.map((item) => [item.type, item.status])).toEqual([
+      ['reasoning', 'incomplete'],
+      ['message', 'incomplete'],
+    ]);
+  });
+
+  it('carries each chunk’s token log probabilities on its text delta, and all of them on the text’s done events', () => {
+    const token = (text: string, logprob: number): Record<string, unknown> => ({ token: text, logprob, bytes: [...Buffer.from(text)], top_logprobs: [{ token: text, logprob, bytes: [...Buffer.from(text)] }] });
+    const sse =
+      chunk({ content: 'Hel' }, null, {}, { content: [token('Hel', -0.25)], refusal: null }) +
+      chunk({ content: 'lo' }, null, {}, { content: [token('lo', -1)], refusal: null }) +
+      chunk({}, 'stop') +
+      'data: [DONE]\n\n';
+    const events = eventsOf(translate(sse));
+    expectWellFormed(events);
+    const deltas = events.flatMap((e) => (e.type === 'response.output_text.delta' ? [e.logprobs] : []));
+    expect(deltas).toEqual([[token('Hel', -0.25)], [token('lo', -1)]]);
+    const all = [token('Hel', -0.25), token('lo', -1)];
+    expect(events.find((e) => e.type === 'response.output_text.done')).toMatchObject({ text: 'Hello', logprobs: all });
+    expect(events.find((e) => e.type === 'response.content_part.done')).toMatchObject({ part: { logprobs: all } });
+    const completed = events.at(-1) as unknown as { response: ResponseObject };
+    expect(responseSchemaErrors(completed.response)).toEqual([]);
+    expect(completed.response.output[0]).toMatchObject({ type: 'message', content: [{ text: 'Hello', logprobs: all }] });
+  });
+
   it('gives the same events however the engine’s bytes are cut', () => {
-    const whole = translate(textStream(['Hé', 'llo 🎉', ' wörld'], 'stop'));
-    fc.assert(fc.property(fc.array(fc.nat(), { maxLength: 8 }), (cuts) => translate(textStream(['Hé', 'llo 🎉', ' wörld'], 'stop'), cuts) === whole));
+    const stream = textStream(['Hé', 'llo 🎉', ' wörld'], 'stop', ['Thïnk', 'ing 🤔']);
+    const whole = translate(stream);
+    expect(whole).toContain('response.reasoning_text.done');
+    fc.assert(fc.property(fc.array(fc.nat(), { maxLength: 8 }), (cuts) => translate(stream, cuts) === whole));
   });
 
   it('keeps the engine’s keep-alives as comments, and answers an empty answer with one empty message', () => {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ResponsesRequest } from '../../../core/contracts/openai-responses.js';
 import { parseResponsesRequest } from '../../../core/router/responses-request.js';
-import { toChatRequest, toResponse, type ResponseFrame } from '../../../core/router/responses-translate.js';
+import { refusedReasoning, toChatRequest, toResponse, type ResponseFrame } from '../../../core/router/responses-translate.js';
 import { responseSchemaErrors } from '../../support/openai-response-schemas.js';
 
 const parse = (body: Record<string, unknown>): ReturnType<typeof parseResponsesRequest> => parseResponsesRequest(Buffer.from(JSON.stringify(body)));
@@ -82,6 +82,38 @@ describe('a Responses request as a chat request', () => {
     ]);
   });
 
+  it('takes a reasoning item given back as the reasoning_content of the assistant turn it led to, its text and calls', () => {
+    const reasoning = (text: string): Record<string, unknown> => ({ type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text }], status: 'completed' });
+    const chat = chatOf({
+      input: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        reasoning('Look it up.'),
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Looking.', annotations: [], logprobs: [] }] },
+        { type: 'function_call', call_id: 'call_a', name: 'weather', arguments: '{"city":"Oslo"}' },
+        { type: 'function_call_output', call_id: 'call_a', output: 'rain' },
+        reasoning('Say it.'),
+        { type: 'function_call', call_id: 'call_b', name: 'say', arguments: '{}' },
+        // Nothing to carry: no message.
+        { type: 'reasoning', id: 'rs_3', summary: [] },
+        { role: 'user', content: 'Thanks.' },
+      ],
+    });
+    expect(chat['messages']).toEqual([
+      { role: 'user', content: 'Weather in Oslo?' },
+      { role: 'assistant', content: 'Looking.', reasoning_content: 'Look it up.', tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] },
+      { role: 'tool', tool_call_id: 'call_a', content: 'rain' },
+      { role: 'assistant', content: null, reasoning_content: 'Say it.', tool_calls: [{ id: 'call_b', type: 'function', function: { name: 'say', arguments: '{}' } }] },
+      { role: 'user', content: 'Thanks.' },
+    ]);
+  });
+
+  it('refuses reasoning given back on the embedded engine, which renders text only, and passes it to llama-server', () => {
+    const withReasoning = { messages: [{ role: 'assistant' as const, content: 'Hi.', reasoning_content: 'Greet.' }] };
+    expect(refusedReasoning(withReasoning, 'embedded', 'demo-tiny')).toMatchObject({ status: 400, param: 'input', message: expect.stringContaining("'demo-tiny'") as unknown });
+    expect(refusedReasoning(withReasoning, 'llama-server', 'qwen')).toBeNull();
+    expect(refusedReasoning({ messages: [{ role: 'assistant', content: 'Hi.' }] }, 'embedded', 'demo-tiny')).toBeNull();
+  });
+
   it('takes the settings, flat function tools in the chat API’s nested shape, tool_choice and parallel_tool_calls', () => {
     const chat = chatOf({
       input: 'x',
@@ -118,6 +150,17 @@ describe('a Responses request as a chat request', () => {
     expect(chatOf({ input: 'x', text: { format: { type: 'text' } } })).not.toHaveProperty('response_format');
     expect(chatOf({ input: 'x', stream: true })).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
+
+  it('asks for token log probabilities when include names the output text’s, or top_logprobs asks for alternatives', () => {
+    expect(chatOf({ input: 'x', include: ['message.output_text.logprobs'] })).toMatchObject({ logprobs: true, top_logprobs: 0 });
+    expect(chatOf({ input: 'x', include: ['message.output_text.logprobs'], top_logprobs: 5 })).toMatchObject({ logprobs: true, top_logprobs: 5 });
+    expect(chatOf({ input: 'x', top_logprobs: 3 })).toMatchObject({ logprobs: true, top_logprobs: 3 });
+    for (const none of [{}, { include: [] }, { top_logprobs: 0 }]) {
+      const chat = chatOf({ input: 'x', ...none });
+      expect(chat).not.toHaveProperty('logprobs');
+      expect(chat).not.toHaveProperty('top_logprobs');
+    }
+  });
 });
 
 describe('the request check', () => {
@@ -139,11 +182,16 @@ describe('the request check', () => {
     expect(refusalOf({ input: 'x', reasoning: { effort: 'high' } }).param).toBe('reasoning');
     expect(refusalOf({ input: 'x', top_k: 4 })).toMatchObject({ param: 'top_k', message: expect.stringContaining('not a field of the Responses API') as unknown });
     expect(refusalOf({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:,' }] }] }).param).toBe('input[0].content[0]');
-    expect(refusalOf({ input: [{ type: 'reasoning', id: 'rs_1', summary: [] }] }).param).toBe('input[0].type');
+    expect(refusalOf({ input: [{ type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Thought.' }] }] }).param).toBe('input[0].summary');
+    expect(refusalOf({ input: [{ type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'gAAA' }] }).param).toBe('input[0].encrypted_content');
+    expect(refusalOf({ input: [{ type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'summary_text', text: 'x' }] }] }).param).toBe('input[0].content[0]');
     expect(refusalOf({ input: [{ type: 'item_reference', id: 'msg_1' }] }).param).toBe('input[0].type');
     expect(refusalOf({ input: 'x', tools: [{ type: 'web_search' }] }).param).toBe('tools[0].type');
     expect(refusalOf({ input: 'x', tool_choice: { type: 'web_search' } }).param).toBe('tool_choice.type');
     expect(refusalOf({ input: 'x', text: { verbosity: 'low' } }).param).toBe('text.verbosity');
+    const include = refusalOf({ input: 'x', include: ['message.output_text.logprobs', 'reasoning.encrypted_content'] });
+    expect(include.param).toBe('include[1]');
+    expect(include.message).toContain('"reasoning.encrypted_content"');
   });
 
   it('refuses malformed input naming the field', () => {
@@ -153,13 +201,21 @@ describe('the request check', () => {
     expect(refusalOf({ input: [{ type: 'function_call', call_id: 'c', name: 'f' }] }).param).toBe('input[0].arguments');
     expect(refusalOf({ input: 'x', max_output_tokens: 0 }).param).toBe('max_output_tokens');
     expect(refusalOf({ input: 'x', text: { format: { type: 'json_schema', schema: weather } } }).param).toBe('text.format.name');
+    expect(refusalOf({ input: 'x', top_logprobs: 21 }).param).toBe('top_logprobs');
+    expect(refusalOf({ input: 'x', top_logprobs: 1.5 }).param).toBe('top_logprobs');
+    expect(refusalOf({ input: 'x', include: 'message.output_text.logprobs' }).param).toBe('include');
   });
 });
 
 const FRAME: ResponseFrame = { id: 'resp_abc', createdAt: 100, model: null, request: { model: 'tiny', input: 'x' } };
 
-function completion(message: Record<string, unknown>, finish: string, usage: Record<string, unknown> = { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 }): string {
-  return JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 90, model: 'engine.gguf', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }], usage });
+function completion(
+  message: Record<string, unknown>,
+  finish: string,
+  usage: Record<string, unknown> = { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 },
+  choice: Record<string, unknown> = {},
+): string {
+  return JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 90, model: 'engine.gguf', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish, ...choice }], usage });
 }
 
 describe('a chat answer as a Response', () => {
@@ -218,6 +274,60 @@ describe('a chat answer as a Response', () => {
       text: { format: { type: 'json_object' } },
       usage: { input_tokens: 9, output_tokens: 4, total_tokens: 13, input_tokens_details: { cached_tokens: 5 } },
     });
+  });
+
+  it('puts a thinking model’s reasoning_content before the message, as a reasoning item with its text', () => {
+    const response = toResponse(
+      completion({ content: 'Paris.', reasoning_content: 'The capital of France is Paris.' }, 'stop', { prompt_tokens: 7, completion_tokens: 12, completion_tokens_details: { reasoning_tokens: 9 } }),
+      FRAME,
+      101,
+    );
+    expect(responseSchemaErrors(response)).toEqual([]);
+    expect(response?.output).toEqual([
+      { type: 'reasoning', id: 'rs_abc', summary: [], content: [{ type: 'reasoning_text', text: 'The capital of France is Paris.' }], status: 'completed' },
+      { type: 'message', id: 'msg_abc', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Paris.', annotations: [], logprobs: [] }] },
+    ]);
+    expect(response?.usage?.output_tokens_details.reasoning_tokens).toBe(9);
+    // Reasoning cut off at the length limit: an incomplete reasoning item, and the (empty) message still there.
+    const cut = toResponse(completion({ content: '', reasoning_content: 'The capital' }, 'length'), FRAME, 101);
+    expect(responseSchemaErrors(cut)).toEqual([]);
+    expect(cut?.output.map((item) => [item.type, item.status])).toEqual([
+      ['reasoning', 'incomplete'],
+      ['message', 'incomplete'],
+    ]);
+  });
+
+  it('gives the output text the tokens’ log probabilities the engine answered, in OpenAI’s shape', () => {
+    const tokens = [
+      { token: 'Hi', logprob: -0.1, bytes: [72, 105], top_logprobs: [{ token: 'Hi', logprob: -0.1, bytes: [72, 105] }, { token: 'Yo', logprob: -2.5, bytes: [89, 111] }] },
+      // llama-server leaves a token's bytes out where it has none to give; they are its UTF-8.
+      { token: 'é', logprob: -0.5, top_logprobs: [{ token: 'é', logprob: -0.5 }] },
+    ];
+    const request: ResponsesRequest = { model: 'tiny', input: 'x', include: ['message.output_text.logprobs'], top_logprobs: 2 };
+    const response = toResponse(completion({ content: 'Hié' }, 'stop', undefined, { logprobs: { content: tokens, refusal: null } }), { ...FRAME, request }, 101);
+    expect(responseSchemaErrors(response)).toEqual([]);
+    // The request's setting repeated, as OpenAI's answer does.
+    expect(response?.top_logprobs).toBe(2);
+    const message = response?.output[0];
+    expect(message?.type === 'message' ? message.content[0]?.logprobs : null).toEqual([
+      tokens[0],
+      { token: 'é', logprob: -0.5, bytes: [0xc3, 0xa9], top_logprobs: [{ token: 'é', logprob: -0.5, bytes: [0xc3, 0xa9] }] },
+    ]);
+    // The check has teeth: a token without its alternatives is no LogProb.
+    expect(responseSchemaErrors({ ...response, output: [{ ...message, content: [{ type: 'output_text', text: 'Hi', annotations: [], logprobs: [{ token: 'Hi', logprob: -0.1, bytes: [72, 105] }] }] }] })).not.toEqual([]);
+  });
+
+  it('gives the output text only its own tokens where the engine listed the reasoning’s too, as llama-server does', () => {
+    const token = (text: string, logprob = -0.5): Record<string, unknown> => ({ token: text, logprob, bytes: [...Buffer.from(text)], top_logprobs: [] });
+    const listed = [token('Easy'), token('.'), token('</think>'), token('\n\n'), token(' Paris', -0.1), token('.', -0.2)];
+    const response = toResponse(completion({ content: 'Paris.', reasoning_content: 'Easy.' }, 'stop', undefined, { logprobs: { content: listed, refusal: null } }), FRAME, 101);
+    expect(responseSchemaErrors(response)).toEqual([]);
+    const message = response?.output[1];
+    expect(message?.type === 'message' ? message.content[0]?.logprobs : null).toEqual([token(' Paris', -0.1), token('.', -0.2)]);
+    // Cut off while reasoning: none of the tokens is the (empty) output text's.
+    const cut = toResponse(completion({ content: '', reasoning_content: 'Easy' }, 'length', undefined, { logprobs: { content: [token('Easy')], refusal: null } }), FRAME, 101);
+    const empty = cut?.output[1];
+    expect(empty?.type === 'message' ? empty.content[0]?.logprobs : null).toEqual([]);
   });
 
   it('is null for what is not a chat completion', () => {
