@@ -66,6 +66,11 @@ function Devices({ budget, models }: { budget: BudgetView; models: readonly Mode
           </div>
           {/* Its own line, wrapped: on one line with the title it was cut to "No GPU: models ru…" (issue 13). */}
           <p className="device-subtitle muted">{device.subtitle}</p>
+          {device.warning !== null && (
+            <p className="device-warning" role="alert">
+              {device.warning}
+            </p>
+          )}
           <MemoryBar device={device} />
           <Legend device={device} />
         </li>

@@ -49,7 +49,9 @@ describe('createGpuProbe with AMD tools and llama-server\'s list', () => {
     });
     const result = await probe.probe();
     expect(result.notes).toEqual(['AMD GPUs cannot be measured: amd-smi failed: amdsmi_init failed.']);
-    expect(result.gpus[1]).toMatchObject({ measuredBy: null, usedBytes: null });
+    // Nothing computes on the AMD card as far as any source can tell: a display controller, not GPU 1.
+    expect(result.gpus.map((g) => g.name)).toEqual(['NVIDIA GeForce RTX 4090']);
+    expect(result.displays).toEqual([expect.objectContaining({ busAddress: '0000:03:00.0', measuredBy: null, usedBytes: null })]);
   });
 
   it('fails the probe when the AMD reading fails, so the live budget keeps its last sample', async () => {
@@ -69,7 +71,7 @@ describe('createGpuProbe on a machine whose listing measures no GPU', () => {
     };
     const probe = createGpuProbe({ si, platform: 'linux', amd: null, clock: { now: () => now } });
     for (let i = 0; i < 5; i++) {
-      expect((await probe.probe()).gpus).toHaveLength(1);
+      expect((await probe.probe()).displays).toHaveLength(1);
       now += 2_000;
     }
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
@@ -80,7 +82,7 @@ describe('createGpuProbe on a machine whose listing measures no GPU', () => {
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
     now = 300_000;
     listed = controllers;
-    expect((await probe.probe()).gpus).toHaveLength(2);
+    expect((await probe.probe()).gpus).toHaveLength(1);
     await probe.probe();
     await probe.probe();
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(4);

@@ -35,14 +35,15 @@ describe('mergeDevices: vendor tools and lspci', () => {
   it('adds cards a vendor tool reports that lspci does not list (an Instinct is a "Processing accelerator", which si skips)', () => {
     const listed = normalizeControllers([{ vendor: 'ASPEED Technology, Inc.', model: 'ASPEED Graphics Family', busAddress: '02:00.0' }]);
     const cards = joinAmdSmi(parseAmdSmiStatic(toolOutput('amd-smi-static-r9700x4.json')), []);
-    const { gpus } = mergeDevices(listed, { amd: amdSmi(cards) });
-    expect(gpus.map((g) => [g.index, g.busAddress, g.deviceClass])).toEqual([
-      [0, '0000:02:00.0', 'other:aspeed-family'],
-      [1, '0000:03:00.0', 'amd:ai-pro-r9700'],
-      [2, '0000:23:00.0', 'amd:ai-pro-r9700'],
-      [3, '0000:83:00.0', 'amd:ai-pro-r9700'],
-      [4, '0000:c3:00.0', 'amd:ai-pro-r9700'],
+    const { gpus, displays } = mergeDevices(listed, { amd: amdSmi(cards) });
+    // The BMC's ASPEED chip is a display controller: it numbers nothing, so the first Instinct is GPU 0 and HIP's 0.
+    expect(gpus.map((g) => [g.index, g.busAddress, g.deviceClass, g.driverIndex])).toEqual([
+      [0, '0000:03:00.0', 'amd:ai-pro-r9700', { hip: 0 }],
+      [1, '0000:23:00.0', 'amd:ai-pro-r9700', { hip: 1 }],
+      [2, '0000:83:00.0', 'amd:ai-pro-r9700', { hip: 2 }],
+      [3, '0000:c3:00.0', 'amd:ai-pro-r9700', { hip: 3 }],
     ]);
+    expect(displays.map((g) => [g.busAddress, g.deviceClass])).toEqual([['0000:02:00.0', 'other:aspeed-family']]);
   });
 
   it('keeps an NVIDIA card and an AMD card apart on a mixed box, each measured by its own tool', () => {
@@ -55,8 +56,10 @@ describe('mergeDevices: vendor tools and lspci', () => {
   });
 
   it('passes on the AMD reader\'s notes, and leaves AMD cards unmeasured when no tool answered', () => {
-    const { gpus, notes } = mergeDevices(normalizeControllers([lspciNavi31('03:00.0')]), { amd: { source: null, cards: [], notes: ['AMD GPUs cannot be measured: amd-smi timed out.'] } });
-    expect(gpus[0]).toMatchObject({ measuredBy: null, usedBytes: null, deviceClass: 'amd:rx-7900-xt-7900-xtx-7900m' });
+    const { gpus, displays, notes } = mergeDevices(normalizeControllers([lspciNavi31('03:00.0')]), { amd: { source: null, cards: [], notes: ['AMD GPUs cannot be measured: amd-smi timed out.'] } });
+    // Nothing says a backend computes on it: shown as a display controller, numbered nowhere.
+    expect(gpus).toEqual([]);
+    expect(displays[0]).toMatchObject({ measuredBy: null, usedBytes: null, deviceClass: 'amd:rx-7900-xt-7900-xtx-7900m' });
     expect(notes).toEqual(['AMD GPUs cannot be measured: amd-smi timed out.']);
   });
 });
@@ -139,8 +142,10 @@ describe('mergeDevices: llama-server\'s device list', () => {
     expect(mergeDevices([], { engine }).gpus).toEqual([]);
   });
 
-  it('with no list at all, changes nothing but the class', () => {
+  it('with no list at all, adds the class and CUDA\'s number, and keeps the iGPU out of the numbering', () => {
     const listed = normalizeControllers([rtx4090, intelUhd]);
-    expect(mergeDevices(listed, {}).gpus).toEqual(listed.map((g) => ({ ...g, deviceClass: g.vendor.startsWith('NVIDIA') ? 'nvidia:rtx-4090' : 'intel:uhd' })));
+    const { gpus, displays } = mergeDevices(listed, {});
+    expect(gpus).toEqual([{ ...listed[0], deviceClass: 'nvidia:rtx-4090', driverIndex: { cuda: 0 } }]);
+    expect(displays).toEqual([{ ...listed[1], deviceClass: 'intel:uhd' }]);
   });
 });
