@@ -131,6 +131,15 @@ describe('MemoryPanel', () => {
     expect(screen.getAllByRole('alert').map((alert) => alert.textContent)).toEqual([warning]);
   });
 
+  it('lists the display controllers it numbers nowhere', () => {
+    const base = twoGpusWithOtherProgram();
+    const displays = [{ name: 'ASPEED Graphics Family', busAddress: '0000:02:00.0' }];
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, { ...base, budget: { ...base.budget, displays } });
+    expect(screen.getByText(/^Display controllers no engine computes on/).textContent).toBe(
+      'Display controllers no engine computes on, not numbered or counted: ASPEED Graphics Family (0000:02:00.0)',
+    );
+  });
+
   it('names a limit the machine does not reach by its number', () => {
     const base = twoGpusWithOtherProgram();
     renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, { ...base, budget: { ...base.budget, limitBytes: 40 * GiB } });

@@ -25,6 +25,13 @@ export function MemoryPanel({ historyWindowMs }: MemoryPanelProps) {
       </div>
       <Totals budget={budget} />
       <Devices budget={budget} models={models} />
+      {budget.displays !== undefined && budget.displays.length > 0 && (
+        // Shown as such, so that a person who sees lspci's list knows why a card is missing from the bars and the numbering.
+        <p className="device-displays muted">
+          Display controllers no engine computes on, not numbered or counted:{' '}
+          {budget.displays.map((d) => `${d.name}${d.busAddress === null ? '' : ` (${d.busAddress})`}`).join(', ')}
+        </p>
+      )}
       <BudgetHistory windowMs={historyWindowMs} />
     </section>
   );
