@@ -29,6 +29,7 @@ import { createEngineDeviceReader } from './gpu/llama-devices.js';
 import { computeBudget } from './gpu/compute-budget.js';
 import { RuntimeOverhead, type RuntimePlace } from './engine/runtime-overhead.js';
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
+import { engineIdentities } from './gpu/engine-identity.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
 import { footprintAt } from './policy/levels.js';
 import { createRouter, type ListeningRouter, type RouterAccess } from './router/router.js';
@@ -238,6 +239,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       // The warm spare runs under the engines' common environment, so a launch with no env of its own can adopt it.
       warmSpare: { command: async () => embeddedEngineCommand(), env: options.engineEnv ?? {}, note: (line) => log.info(line) },
       onSpareChange: () => spareChanged(),
+      gpuIdentity: engineIdentities(currentBudget),
     });
     supervisorRef = supervisor;
     cleanups.push(() => supervisor.close());

@@ -123,6 +123,7 @@ function gpuItem(gpu: GpuView, models: readonly ModelView[]): TrayMenuItem {
     type: 'submenu',
     label: shorten(gpuSummaryWords(gpu), DETAIL_CHARS),
     submenu: [
+      ...(gpu.warning === undefined ? [] : [line(shorten(gpu.warning, DETAIL_CHARS)), { type: 'separator' as const }]),
       ...(held.length > 0 ? held : [line('No model on it')]),
       { type: 'separator' },
       ...(others > 0 ? [line(`Other programs ${formatBytes(others)}`)] : []),

@@ -90,6 +90,11 @@ function metricFamilies(snapshot: Snapshot): Family[] {
     perGpu('llmtray_gpu_used_by_us_bytes', "Device memory held by llmtray's model servers, bytes.", (g) => g.usedByUsBytes),
     perGpu('llmtray_gpu_used_by_others_bytes', 'Device memory held by other programs and the driver, bytes.', (g) => g.usedByOthersBytes),
     perGpu('llmtray_gpu_reserve_bytes', 'Device memory kept free on purpose (the configured reserve), bytes.', (g) => g.reserveBytes),
+    perGpu(
+      'llmtray_gpu_measure_failing',
+      "Whether the GPU's vendor tool keeps failing, so its budget is held at the last good sample (the snapshot's warning says why): 1 or 0.",
+      (g) => flag(g.warning !== undefined),
+    ),
     { name: 'llmtray_config_errors', help: 'Config problems that kept the last good config running; 0 when the config is fine.', samples: [{ labels: {}, value: snapshot.configErrors.length }] },
     { name: 'llmtray_start_time_seconds', help: 'When the daemon started, seconds since the Unix epoch.', samples: [{ labels: {}, value: snapshot.startedAt / 1000 }] },
   ];

@@ -47,7 +47,11 @@ function gpuLines(gpu: GpuView, models: readonly ModelView[]): string[] {
   const holders = heldParts(gpu.holders, models).map(heldPartWords);
   const others = gpu.holders.filter((h) => h.kind === 'other-programs').reduce((sum, h) => sum + h.bytes, 0);
   if (others > 0) holders.push(`other programs ${bytes(others)}`);
-  return [`          ${gpuSummaryWords(gpu)}`, ...(holders.length > 0 ? [`            ${holders.join(', ')}`] : [])];
+  return [
+    `          ${gpuSummaryWords(gpu)}`,
+    ...(gpu.warning === undefined ? [] : [`            warning: ${gpu.warning}`]),
+    ...(holders.length > 0 ? [`            ${holders.join(', ')}`] : []),
+  ];
 }
 
 /** Each model the last plan left out, its reason a line per GPU (as the dashboard shows it). */

@@ -162,7 +162,8 @@ export function gpuSummaryWords(gpu: GpuView): string {
   const held = gpu.holders.filter((h) => h.kind === 'model' || h.kind === 'draft').reduce((sum, h) => sum + h.bytes, 0);
   const left = gpu.budgetBytes - held;
   const rest = left >= 0 ? `${formatBytes(left)} free` : `${formatBytes(-left)} over it`;
-  return `GPU ${gpu.index} ${gpu.name}: ${formatBytes(held)} of its ${formatBytes(gpu.budgetBytes)} budget held, ${rest}`;
+  const engine = gpu.engineDevice === undefined ? '' : ` (${gpu.engineDevice})`;
+  return `GPU ${gpu.index} ${gpu.name}${engine}: ${formatBytes(held)} of its ${formatBytes(gpu.budgetBytes)} budget held, ${rest}`;
 }
 
 /**

@@ -80,8 +80,13 @@ export interface MemoryHolder {
 }
 
 export interface GpuView {
+  /** The budget's number for the card: cards only, display controllers never count (see `displays`). */
   index: number;
   name: string;
+  /** What the engine calls the card ('CUDA0', 'ROCm1', 'Vulkan0'): llama-server's name, else the driver's number in its backend. Absent when neither is known. */
+  engineDevice?: string;
+  /** Why the card's figures are not fresh: its vendor tool keeps failing and its budget is held at the last good sample. Absent while it is measured. */
+  warning?: string;
   totalBytes: number;
   usedByOthersBytes: number;
   usedByUsBytes: number;
@@ -100,6 +105,8 @@ export interface BudgetView {
   /** A hard limit from the config, when set. */
   limitBytes: number | null;
   gpus: GpuView[];
+  /** Display controllers no engine computes on (an integrated GPU without a backend, a BMC chip): shown as such, never numbered or counted. Absent when none. */
+  displays?: { name: string; busAddress: string | null }[];
   /**
    * What holds the whole budget, biggest first: each resident model and its draft, then the warm spare. In 'cpu'
    * mode (no GPU) this is the only picture of memory there is; with GPUs each GpuView has its

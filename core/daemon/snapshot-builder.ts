@@ -6,6 +6,7 @@ import type { MemoryHolder, ModelView, Snapshot, BudgetView, GpuView, LostOutput
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
+import { engineDeviceName } from '../gpu/engine-identity.js';
 import { footprintAt, type FootprintEstimate } from '../policy/levels.js';
 import type { ModelActivity } from './activity.js';
 import { LAUNCH_LEVELS, type LaunchLevel } from '../contracts/launch-level.js';
@@ -163,9 +164,12 @@ function budgetView(sample: BudgetSample | null, holders: MemoryHolder[], perDev
   }
   const gpus: GpuView[] = sample.perGpu.map((gpu) => {
     const own = [...(perDevice.get(gpu.index) ?? [])].sort((a, b) => b.bytes - a.bytes);
+    const engineDevice = engineDeviceName(gpu);
     return {
       index: gpu.index,
       name: gpu.name,
+      ...(engineDevice === undefined ? {} : { engineDevice }),
+      ...(gpu.warning === undefined ? {} : { warning: gpu.warning }),
       totalBytes: gpu.totalBytes,
       usedByOthersBytes: gpu.usedByOthersBytes,
       usedByUsBytes: gpu.usedByUsBytes,
@@ -184,6 +188,7 @@ function budgetView(sample: BudgetSample | null, holders: MemoryHolder[], perDev
     usedBytes,
     limitBytes,
     gpus,
+    ...(sample.displays === undefined ? {} : { displays: sample.displays.map((d) => ({ name: d.name, busAddress: d.busAddress })) }),
     holders,
     hostTotalBytes: sample.hostTotalBytes,
     hostAvailableBytes: sample.hostAvailableBytes,

@@ -7,6 +7,7 @@ import type { EngineCapabilities } from './llama-server/capabilities.js';
 import { placementArgs, placementGpuLayers } from './placement-args.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { Placement } from '../contracts/plan.js';
+import type { EngineIdentityOf } from '../contracts/gpu-identity.js';
 
 export interface LaunchSpec {
   modelId: string;
@@ -99,7 +100,8 @@ const ALL_LAYERS = 999;
  *   When that is 0 layers (unknown, or gpuLayers 0 as on a machine without a GPU) it is
  *   minimal's argv, as its footprint is minimal's.
  * - minimal: the degraded context, `-ngl 0` and the draft on the CPU too (`-ngld 0`).
- * A `placement` (where `place` put the model) adds its devices (placement-args.ts), and where it
+ * A `placement` (where `place` put the model) adds its devices (placement-args.ts, in the
+ * driver's numbers `identityOf` gives for each of the plan's GPUs), and where it
  * keeps part of the model in host RAM, its own `-ngl` (or `--n-cpu-moe`) instead of the level's.
  * Always passes explicit `-c` and `-ngl`: llama.cpp's automatic fitting only warns when it
  * cannot fit and then fails later, and it turns it off with `-fit off` where the build has
@@ -120,6 +122,7 @@ export function argvFor(
   port: number,
   apiKey: ApiKeyArgument,
   placement?: Placement,
+  identityOf?: EngineIdentityOf,
 ): string[] {
   // A placement with part (or all) of the model in host RAM says how many layers the device holds.
   const placedLayers = placementGpuLayers(placement);
@@ -135,7 +138,7 @@ export function argvFor(
   const primaryLayers = splitLayers === null ? layers(spec.gpuLayers) : onCpu ? '0' : String(splitLayers + 1);
   const argv = ['-m', spec.modelPath, '-c', String(context), '-ngl', primaryLayers];
   if (capabilities.flags.has('--fit')) argv.push('--fit', 'off');
-  if (!onCpu) argv.push(...placementArgs(placement, capabilities));
+  if (!onCpu) argv.push(...placementArgs(placement, capabilities, identityOf));
   if (spec.draft) {
     argv.push('-md', spec.draft.modelPath, '-ngld', layers(spec.draft.gpuLayers));
     const draftType = capabilities.specTypes.find((t) => t === 'draft-simple') ?? capabilities.specTypes.find((t) => t.startsWith('draft'));

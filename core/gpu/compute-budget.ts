@@ -11,6 +11,7 @@
 import { nonNegative } from '../policy/non-negative.js';
 import { formatBytes } from '../contracts/format-bytes.js';
 import { deviceClassOf } from './device-class.js';
+import type { DriverIndex } from '../contracts/gpu-identity.js';
 
 export type BudgetMode = 'gpu' | 'cpu' | 'unified';
 
@@ -19,7 +20,11 @@ export type GpuSource = 'nvidia-smi' | 'amd-smi' | 'rocm-smi' | 'llama-server';
 
 /** One graphics device as the probe saw it. Sizes in bytes. */
 export interface GpuDevice {
-  /** Position in the probe's list (PCI bus order on Linux). Keys `ourUsageByGpu`. */
+  /**
+   * Position among the cards some backend computes on (PCI bus order on Linux; display
+   * controllers are not counted, see merge-devices.ts). Keys `ourUsageByGpu`. Not what an
+   * engine calls the card: that is `driverIndex`.
+   */
   index: number;
   name: string;
   vendor: string;
@@ -44,6 +49,8 @@ export interface GpuDevice {
   deviceClass?: string;
   /** llama.cpp's name for the device ('CUDA0', 'ROCm1', 'Vulkan0'), what `-dev` takes; absent when its device list was not read or did not name it. */
   engineDevice?: string;
+  /** The driver's number for the card in each backend that sees it (merge-devices.ts); absent when none is known. */
+  driverIndex?: DriverIndex;
 }
 
 export interface HostMemory {
@@ -69,6 +76,8 @@ export interface BudgetInput {
   unifiedShare: number;
   /** Sentences from the probe (a tool that failed, a device left out), put first in the reason. */
   probeNotes?: readonly string[];
+  /** Display controllers no backend computes on (merge-devices.ts): never counted, listed in the budget. */
+  displays?: readonly GpuDevice[];
 }
 
 export interface GpuBudget {
@@ -83,6 +92,13 @@ export interface GpuBudget {
   deviceClass: string;
   /** llama.cpp's name for the device ('CUDA0', 'ROCm1', 'Vulkan0'), when llama-server's device list named it. */
   engineDevice?: string;
+  /** The driver's number for the card in each backend that sees it: what the engines are told (placement-args.ts). */
+  driverIndex?: DriverIndex;
+  /**
+   * Set while the card's vendor tool keeps failing (live-budget.ts): why, and that its budget is
+   * held at the last good sample. Absent while it is measured.
+   */
+  warning?: string;
   /** The device's memory; on unified memory, `unifiedShare` of host RAM. */
   totalBytes: number;
   usedBytes: number;
@@ -104,6 +120,15 @@ export interface Budget {
   hostAvailableBytes: number;
   /** Sentences a person can act on: why this mode, what caps the budget, which GPUs are left out. */
   reason?: string;
+  /** Display controllers no backend computes on (an iGPU without a backend, a BMC chip): shown, never numbered or counted. Absent when none. */
+  displays?: DisplayController[];
+}
+
+/** A display controller the budget does not count, as the snapshot shows it. */
+export interface DisplayController {
+  name: string;
+  vendor: string;
+  busAddress: string | null;
 }
 
 /**
@@ -119,7 +144,8 @@ export function computeBudget(input: BudgetInput): Budget {
   const notes: string[] = [...(input.probeNotes ?? [])];
 
   const discrete = gpus.filter(isMeasuredDiscrete);
-  for (const gpu of gpus) {
+  const displays = input.displays ?? [];
+  for (const gpu of [...gpus, ...displays]) {
     if (!isMeasuredDiscrete(gpu) && !(gpu.unifiedMemory && input.platform === 'darwin')) {
       notes.push(`${gpu.name} is not used: its memory use cannot be measured (NVIDIA GPUs are measured through nvidia-smi, AMD through amd-smi or rocm-smi, any GPU llama-server lists through its device list, Apple Silicon through host RAM).`);
     }
@@ -170,6 +196,7 @@ export function computeBudget(input: BudgetInput): Budget {
 
   const budget: Budget = { mode, totalBytes, perGpu, hostTotalBytes, hostAvailableBytes };
   if (notes.length > 0) budget.reason = notes.join(' ');
+  if (displays.length > 0) budget.displays = displays.map((d) => ({ name: d.name, vendor: d.vendor, busAddress: d.busAddress }));
   return budget;
 }
 
@@ -179,8 +206,8 @@ function isMeasuredDiscrete(gpu: GpuDevice): gpu is MeasuredGpu {
   return !gpu.unifiedMemory && gpu.totalBytes !== null && gpu.totalBytes > 0 && gpu.usedBytes !== null;
 }
 
-function identity(gpu: GpuDevice): Pick<GpuBudget, 'index' | 'name' | 'vendor' | 'busAddress' | 'deviceClass' | 'engineDevice'> {
-  const id: Pick<GpuBudget, 'index' | 'name' | 'vendor' | 'busAddress' | 'deviceClass' | 'engineDevice'> = {
+function identity(gpu: GpuDevice): Pick<GpuBudget, 'index' | 'name' | 'vendor' | 'busAddress' | 'deviceClass' | 'engineDevice' | 'driverIndex'> {
+  const id: Pick<GpuBudget, 'index' | 'name' | 'vendor' | 'busAddress' | 'deviceClass' | 'engineDevice' | 'driverIndex'> = {
     index: gpu.index,
     name: gpu.name,
     vendor: gpu.vendor,
@@ -188,6 +215,7 @@ function identity(gpu: GpuDevice): Pick<GpuBudget, 'index' | 'name' | 'vendor' |
     deviceClass: gpu.deviceClass ?? deviceClassOf(gpu.vendor, gpu.name),
   };
   if (gpu.engineDevice !== undefined) id.engineDevice = gpu.engineDevice;
+  if (gpu.driverIndex !== undefined) id.driverIndex = gpu.driverIndex;
   return id;
 }
 

@@ -23,7 +23,9 @@ export function execFileTextWithin(timeoutMs: number, env?: NodeJS.ProcessEnv): 
   return (file, args) =>
     new Promise((resolve, reject) => {
       execFile(file, [...args], { timeout: timeoutMs, windowsHide: true, maxBuffer: 4 * 1024 * 1024, ...(env === undefined ? {} : { env }) }, (error, stdout) => {
-        if (error) reject(new Error(`${file} ${args.join(' ')} failed: ${error.message}`, { cause: error }));
+        // Some tools say why on stdout (nvidia-smi: "Failed to initialize NVML: …"), which error.message leaves out.
+        const printed = String(stdout).trim().split(/\r?\n/)[0] ?? '';
+        if (error) reject(new Error(`${file} ${args.join(' ')} failed: ${error.message.trim()}${printed === '' ? '' : ` (it printed "${printed}")`}`, { cause: error }));
         else resolve(stdout);
       });
     });

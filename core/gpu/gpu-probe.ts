@@ -23,10 +23,18 @@
 // - llama-server's own device list (llama-devices.ts), when the daemon has found a binary.
 //   It is read before the other tools, never alongside them: listing opens a context on
 //   every GPU, and nvidia-smi running meanwhile would count that memory as another program's.
+//
+// A probe in which a card a vendor tool measured before has no figures fails (failed-sample.ts),
+// and a listing is kept as "no GPU" for 5 minutes only while no tool has ever measured a card:
+// once nvidia-smi answered, a listing without its figures is its failure, and the cards are
+// looked for again at the next sample.
 import si from 'systeminformation';
 import { normalizeControllers, normalizeMem, type SiGraphicsController, type SiMem } from './normalize-si.js';
 import { createAmdReader, type AmdReader } from './amd-source.js';
 import { mergeDevices } from './merge-devices.js';
+import { failedSample, lostMeasurements } from './failed-sample.js';
+import { queryComputeApps } from './compute-apps.js';
+import { execFileText } from './exec-file.js';
 import type { EngineDeviceReader } from './llama-devices.js';
 import type { GpuDevice, HostMemory } from './compute-budget.js';
 
@@ -38,6 +46,8 @@ export interface SystemInformation {
 
 export interface ProbeResult {
   gpus: GpuDevice[];
+  /** Display controllers no backend computes on (merge-devices.ts); absent when none. */
+  displays?: GpuDevice[];
   host: HostMemory;
   /** Sentences for the budget's reason (a tool that failed, a device left out); absent when none. */
   notes?: string[];
@@ -47,7 +57,8 @@ export interface GpuProbe {
   /**
    * Probes devices and host memory now. Blocks for the child processes si spawns (tens of
    * ms; longer if a driver tool hangs). Safe to call concurrently. si reports a missing
-   * tool as "no device", so this rarely rejects; when it does, nothing was measured.
+   * tool as "no device"; a vendor tool that measured a card before and gives no figures for
+   * it now rejects with a FailedSample (failed-sample.ts). When it rejects, nothing was measured.
    */
   probe(): Promise<ProbeResult>;
 }
@@ -62,6 +73,11 @@ export interface GpuProbeDeps {
   /** How long a listing that found no measured GPU stands; default 5 minutes. */
   relistWithoutGpuMs?: number;
   clock?: { now(): number };
+  /**
+   * What nvidia-smi says when asked after its figures went missing (si keeps its words to
+   * itself): its failure's message, or null when it answers. Default: the compute-apps query.
+   */
+  nvidiaSmiFailure?: () => Promise<string | null>;
 }
 
 export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
@@ -72,6 +88,9 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
   const engineDevices = deps.engineDevices ?? null;
   const relistMs = deps.relistWithoutGpuMs ?? 300_000;
   const clock = deps.clock ?? { now: () => Date.now() };
+  const nvidiaSmiFailure = deps.nvidiaSmiFailure ?? (() => queryComputeApps(execFileText).then(() => null, (error: unknown) => (error instanceof Error ? error.message : String(error))));
+  /** The cards of the last probe that did not fail. */
+  let lastGood: readonly GpuDevice[] = [];
   let devices: Promise<GpuDevice[]> | null = null;
   /** A listing that found no measured GPU, and when it was made. */
   let noGpuListing: { at: number; devices: Promise<GpuDevice[]> } | null = null;
@@ -83,7 +102,8 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
     noGpuListing = null;
     void listing.then(
       (listed) => {
-        if (!listed.some((gpu) => gpu.usedBytes !== null)) noGpuListing = { at, devices: listing };
+        const toolAnsweredBefore = lastGood.some((gpu) => gpu.measuredBy != null);
+        if (!toolAnsweredBefore && !listed.some((gpu) => gpu.usedBytes !== null)) noGpuListing = { at, devices: listing };
       },
       () => undefined,
     );
@@ -96,7 +116,11 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
       const listing = listOnce ? (devices ??= readDevices().catch((error: unknown) => { devices = null; throw error; })) : sampleDevices();
       const [listed, mem, amdReading] = await Promise.all([listing, source.mem(), amd === null ? null : amd()]);
       const merged = mergeDevices(listed, { amd: amdReading, engine });
+      const lost = lostMeasurements(lastGood, merged.gpus);
+      if (lost.length > 0) throw failedSample(lost, lost.some((g) => g.measuredBy === 'nvidia-smi') ? await nvidiaSmiFailure() : null);
+      lastGood = merged.gpus;
       const result: ProbeResult = { gpus: merged.gpus, host: normalizeMem(mem) };
+      if (merged.displays.length > 0) result.displays = merged.displays;
       if (merged.notes.length > 0) result.notes = merged.notes;
       return result;
     },

@@ -8,7 +8,14 @@
 // sampleNow() wants numbers measured *after* it asked (the controller polls after an
 // eviction until the memory is really back), so it never gets a sample already under way;
 // every caller that arrives during one shares the single next one.
+//
+// A failed probe (a vendor tool that answered before and fails now, failed-sample.ts) keeps the
+// last good sample: nothing is evicted because a tool hiccuped. After `failuresBeforeWarning`
+// failures in a row the sample stands *held*: the same budgets, each affected GPU with a
+// `warning` that says why (for the card, the tray and /metrics), re-dated so that a decision
+// asking for a fresh sample plans on it instead of failing. The first good probe ends it.
 import { computeBudget, type Budget } from './compute-budget.js';
+import { FailedSample } from './failed-sample.js';
 import { NO_OWN_USAGE, type OwnUsageProvider } from './own-usage.js';
 import type { GpuProbe } from './gpu-probe.js';
 import { realClock, type Clock } from '../common/clock.js';
@@ -38,6 +45,13 @@ export const DEFAULT_CHANGE_THRESHOLD_BYTES = 256 * 1024 * 1024;
 /** The lowest interval start() accepts: a probe costs ~20 ms of child processes. */
 export const MIN_INTERVAL_MS = 1_000;
 
+/**
+ * Failed probes in a row before the held sample says so. Why 3: one failed nvidia-smi call is
+ * noise (a slow driver, a timeout), and at the 2 s interval three are six seconds of a tool that
+ * really is not answering, which a person should hear about.
+ */
+export const DEFAULT_FAILURES_BEFORE_WARNING = 3;
+
 export interface BudgetSample extends Budget {
   /** Epoch ms when the probe behind it finished. */
   sampledAt: number;
@@ -59,6 +73,8 @@ export interface LiveBudgetDeps {
   changeThresholdBytes?: number;
   /** A failed sample or a throwing listener; the sampler keeps going. Default: console.error. */
   onError?: (error: unknown) => void;
+  /** Failed probes in a row before the held sample carries a warning; default DEFAULT_FAILURES_BEFORE_WARNING. */
+  failuresBeforeWarning?: number;
 }
 
 export interface LiveBudget {
@@ -71,12 +87,12 @@ export interface LiveBudget {
   start(intervalMs: number | (() => number)): void;
   /** Stops the interval; a sample under way still completes and is recorded. Idempotent. */
   stop(): void;
-  /** The last sample, or null before the first one. Does not block. */
+  /** The last sample (held, with warnings, after repeated failures: see the header), or null before the first one. Does not block. */
   current(): BudgetSample | null;
   /**
    * Probes now and resolves with a sample taken after this call (see the header). Fires
    * the listeners first when it changed enough. Rejects when the probe or the own-usage
-   * query fails; current() then keeps the last good sample.
+   * query fails; current() then keeps the last good sample (held once failures repeat).
    */
   sampleNow(): Promise<BudgetSample>;
   /**
@@ -86,8 +102,8 @@ export interface LiveBudget {
   fresh(maxAgeMs: number): Promise<BudgetSample>;
   /**
    * Calls `listener` synchronously after each sample that differs from the last fired one
-   * by mode, by number of GPUs, or by ≥ the threshold in total bytes (the first sample
-   * always fires). Returns the unsubscribe function.
+   * by mode, by number of GPUs, by ≥ the threshold in total bytes, or in its warnings (a sample
+   * becoming held, or measured again); the first sample always fires. Returns the unsubscribe function.
    */
   onChange(listener: BudgetListener): () => void;
 }
@@ -98,9 +114,14 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   const clock: Clock = deps.clock ?? realClock;
   const threshold = deps.changeThresholdBytes ?? DEFAULT_CHANGE_THRESHOLD_BYTES;
   const onError = deps.onError ?? ((error: unknown) => console.error('[gpu] live budget:', error));
+  const failuresBeforeWarning = deps.failuresBeforeWarning ?? DEFAULT_FAILURES_BEFORE_WARNING;
   const listeners = new Set<BudgetListener>();
 
   let latest: BudgetSample | null = null;
+  /** The last sample a probe measured; what a held sample repeats. */
+  let lastGood: BudgetSample | null = null;
+  let failures = 0;
+  let failingSince = 0;
   let lastFired: BudgetSample | null = null;
   let inFlight: Promise<BudgetSample> | null = null;
   let queued: Promise<BudgetSample> | null = null;
@@ -108,7 +129,21 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   let generation = 0;
 
   async function takeSample(): Promise<BudgetSample> {
-    const { gpus, host, notes } = await deps.probe.probe();
+    try {
+      const sample = await measure();
+      failures = 0;
+      lastGood = sample;
+      record(sample);
+      return sample;
+    } catch (error) {
+      if (failures++ === 0) failingSince = clock.now();
+      if (lastGood !== null && failures >= failuresBeforeWarning) record(held(lastGood, error));
+      throw error;
+    }
+  }
+
+  async function measure(): Promise<BudgetSample> {
+    const { gpus, displays, host, notes } = await deps.probe.probe();
     const own = deps.ownUsage === undefined ? NO_OWN_USAGE : await deps.ownUsage(gpus);
     const config = configNow();
     const budget = computeBudget({
@@ -121,8 +156,20 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
       ourHostBytes: own.hostBytes,
       platform,
       probeNotes: notes ?? [],
+      displays: displays ?? [],
     });
-    const sample: BudgetSample = { ...budget, sampledAt: clock.now() };
+    return { ...budget, sampledAt: clock.now() };
+  }
+
+  /** The last good sample standing in for a failed one: its GPUs the failure concerns say why. */
+  function held(good: BudgetSample, error: unknown): BudgetSample {
+    const concerns = (busAddress: string | null): boolean => !(error instanceof FailedSample) || (busAddress !== null && error.busAddresses.includes(busAddress));
+    const seconds = Math.round((clock.now() - failingSince) / 1000);
+    const warning = `Not measured for ${failures} samples in a row (${seconds} s): ${error instanceof Error ? error.message : String(error)}. Its budget is held at the last good sample; nothing is evicted for it, and it is measured again at the next sample that succeeds.`;
+    return { ...good, perGpu: good.perGpu.map((gpu) => (concerns(gpu.busAddress) ? { ...gpu, warning } : gpu)), sampledAt: clock.now() };
+  }
+
+  function record(sample: BudgetSample): void {
     latest = sample;
     if (changedEnough(lastFired, sample, threshold)) {
       const previous = lastFired;
@@ -135,7 +182,6 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
         }
       }
     }
-    return sample;
   }
 
   function sampleNow(): Promise<BudgetSample> {
@@ -194,5 +240,6 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
 function changedEnough(before: Budget | null, after: Budget, thresholdBytes: number): boolean {
   if (before === null) return true;
   if (before.mode !== after.mode || before.perGpu.length !== after.perGpu.length) return true;
+  if (before.perGpu.some((gpu, i) => (gpu.warning === undefined) !== (after.perGpu[i]?.warning === undefined))) return true;
   return Math.abs(after.totalBytes - before.totalBytes) >= thresholdBytes;
 }

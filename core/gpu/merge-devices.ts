@@ -22,10 +22,20 @@
 // order. Two backends listing one card (CUDA0 and Vulkan0) match it twice and name it after
 // the first. Within one class, cards are paired in order: their figures come from their
 // tool, so only the engine name could be swapped, and llama.cpp numbers CUDA devices fastest
-// first unless CUDA_DEVICE_ORDER=PCI_BUS_ID (the daemon should set it).
+// first unless CUDA_DEVICE_ORDER=PCI_BUS_ID (the daemon sets it for the listing and the engines).
+//
+// Numbering. A card's `index` (the plan's "GPU 0") counts only cards some backend computes on:
+// one a vendor tool or llama-server measures or names, or Apple's GPU. A display controller
+// nothing computes on (an integrated GPU without a backend, a server's BMC chip) is listed in
+// `displays` and numbered nowhere, so it cannot shift the cards after it. Each card also carries
+// the driver's number for each backend that sees it (`driverIndex`), which is what the engines
+// are told: the number in llama-server's own device name ("CUDA1" is CUDA's 1), else its place in
+// PCI order among the cards its vendor's tool reports (CUDA with PCI_BUS_ID and HIP number their
+// vendor's cards that way).
 import { deviceClassOf, vendorKeyOf, type VendorKey } from './device-class.js';
 import type { GpuDevice } from './compute-budget.js';
 import type { EngineDevice, EngineDeviceList } from './llama-devices.js';
+import type { ComputeBackend } from '../contracts/gpu-identity.js';
 import { formatBytes } from '../contracts/format-bytes.js';
 
 /** One card as a vendor tool reports it. Sizes in bytes. */
@@ -51,8 +61,10 @@ export interface DeviceReadings {
 }
 
 export interface MergedDevices {
-  /** Indexed 0… in order: lspci's cards (PCI order), then cards only a tool or llama-server sees. */
+  /** The cards, indexed 0… in order: lspci's (PCI order), then cards only a tool or llama-server sees. */
   gpus: GpuDevice[];
+  /** Display controllers no backend computes on (see the header), in PCI order; their `index` is meaningless. */
+  displays: GpuDevice[];
   /** Sentences for the budget's reason: cards left out, figures not used, tools that failed. */
   notes: string[];
 }
@@ -72,15 +84,20 @@ const VENDOR_NAME: Record<VendorKey, string> = {
 /** Backends whose devices are one vendor's whatever their description says. */
 const BACKEND_VENDOR: Record<string, VendorKey> = { CUDA: 'nvidia', ROCm: 'amd', HIP: 'amd', SYCL: 'intel', MUSA: 'mthreads', MTL: 'apple', Metal: 'apple' };
 
+/** llama.cpp's backend names for the backends whose numbers the engines are told. */
+const DRIVER_BACKEND: Record<string, ComputeBackend> = { CUDA: 'cuda', ROCm: 'hip', HIP: 'hip', Vulkan: 'vulkan', MTL: 'metal', Metal: 'metal' };
+
 export function mergeDevices(listed: readonly GpuDevice[], readings: DeviceReadings): MergedDevices {
   // A device from before sources were recorded is measured only if nvidia-smi measured it (si's rule).
   const gpus: GpuDevice[] = listed.map((g) => ({ ...g, measuredBy: g.measuredBy !== undefined ? g.measuredBy : g.usedBytes !== null && !g.unifiedMemory ? 'nvidia-smi' : null }));
   const notes: string[] = [];
 
+  /** Each card a vendor tool reported (measured or not) and the backend that tool's order is. */
+  const reported = new Map<GpuDevice, ComputeBackend>(gpus.filter((g) => g.measuredBy === 'nvidia-smi').map((g) => [g, 'cuda']));
   const amd = readings.amd;
   if (amd) {
     notes.push(...amd.notes);
-    if (amd.source !== null) for (const card of amd.cards) placeToolCard(gpus, card, amd.source);
+    if (amd.source !== null) for (const card of amd.cards) reported.set(placeToolCard(gpus, card, amd.source), 'hip');
   }
 
   const engine = readings.engine;
@@ -89,17 +106,57 @@ export function mergeDevices(listed: readonly GpuDevice[], readings: DeviceReadi
     placeEngineDevices(gpus, engine.devices, notes);
   }
 
-  return { gpus: gpus.map((g, index) => ({ ...g, index, deviceClass: deviceClassOf(g.vendor, g.name) })), notes };
+  numberByTool(gpus, reported);
+  const classed = gpus.map((g) => ({ ...g, deviceClass: deviceClassOf(g.vendor, g.name) }));
+  const computes = (g: GpuDevice): boolean => g.measuredBy != null || g.unifiedMemory || Object.keys(g.driverIndex ?? {}).length > 0;
+  return {
+    gpus: classed.filter(computes).map((g, index) => ({ ...g, index })),
+    displays: classed.filter((g) => !computes(g)),
+    notes,
+  };
 }
 
-function placeToolCard(gpus: GpuDevice[], card: MeasuredCard, source: 'amd-smi' | 'rocm-smi'): void {
+/**
+ * The driver's number of each card its vendor's tool reports, where llama-server's list did
+ * not give one: its place in PCI order among that tool's cards. Apple's one GPU is Metal's 0.
+ */
+function numberByTool(gpus: GpuDevice[], reported: ReadonlyMap<GpuDevice, ComputeBackend>): void {
+  for (const backend of new Set(reported.values())) {
+    const cards = gpus.filter((g) => reported.get(g) === backend).sort((a, b) => ((a.busAddress ?? '~') < (b.busAddress ?? '~') ? -1 : 1));
+    cards.forEach((g, ordinal) => setDriverIndex(g, backend, ordinal));
+  }
+  for (const g of gpus) if (g.unifiedMemory) setDriverIndex(g, 'metal', 0);
+}
+
+/** Sets a card's number in one backend unless it has one: llama-server's list is read first and wins. */
+function setDriverIndex(g: GpuDevice, backend: ComputeBackend, ordinal: number): void {
+  if (g.driverIndex?.[backend] !== undefined) return;
+  g.driverIndex = { ...g.driverIndex, [backend]: ordinal };
+}
+
+/** The backend and number in a llama.cpp device name: 'CUDA1' is CUDA's 1; null for a backend the engines are not told numbers of. */
+function engineOrdinal(device: EngineDevice): { backend: ComputeBackend; ordinal: number } | null {
+  const backend = DRIVER_BACKEND[device.backend];
+  const ordinal = Number(/(\d+)$/.exec(device.name)?.[1]);
+  return backend === undefined || !Number.isInteger(ordinal) ? null : { backend, ordinal };
+}
+
+function noteEngineOrdinal(g: GpuDevice, device: EngineDevice): void {
+  const at = engineOrdinal(device);
+  if (at !== null) setDriverIndex(g, at.backend, at.ordinal);
+}
+
+/** Puts a tool's card on lspci's (or adds it) and answers the card it now is. */
+function placeToolCard(gpus: GpuDevice[], card: MeasuredCard, source: 'amd-smi' | 'rocm-smi'): GpuDevice {
   const same =
     card.busAddress === null
       ? gpus.find((g) => g.measuredBy == null && vendorOf(g) === 'amd')
       : gpus.find((g) => g.busAddress === card.busAddress);
   const measured = { name: card.name, totalBytes: card.totalBytes, usedBytes: card.usedBytes, measuredBy: card.usedBytes === null ? null : source };
-  if (same !== undefined) Object.assign(same, measured);
-  else gpus.push({ index: gpus.length, vendor: 'Advanced Micro Devices, Inc.', busAddress: card.busAddress, unifiedMemory: false, ...measured });
+  if (same !== undefined) return Object.assign(same, measured);
+  const added: GpuDevice = { index: gpus.length, vendor: 'Advanced Micro Devices, Inc.', busAddress: card.busAddress, unifiedMemory: false, ...measured };
+  gpus.push(added);
+  return added;
 }
 
 function placeEngineDevices(gpus: GpuDevice[], devices: readonly EngineDevice[], notes: string[]): void {
@@ -125,6 +182,7 @@ function placeEngineDevices(gpus: GpuDevice[], devices: readonly EngineDevice[],
       if (match !== undefined) {
         claimed.add(match);
         match.engineDevice ??= device.name;
+        noteEngineOrdinal(match, device);
         if (match.measuredBy == null && !match.unifiedMemory && device.freeBytes !== null) {
           Object.assign(match, { name: device.description, totalBytes: device.totalBytes, usedBytes: device.totalBytes - device.freeBytes, measuredBy: 'llama-server' as const });
         }
@@ -144,6 +202,7 @@ function placeEngineDevices(gpus: GpuDevice[], devices: readonly EngineDevice[],
           measuredBy: device.freeBytes === null ? null : 'llama-server',
           engineDevice: device.name,
         };
+        noteEngineOrdinal(added, device);
         gpus.push(added);
         claimed.add(added);
       }

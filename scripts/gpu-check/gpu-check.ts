@@ -34,6 +34,7 @@ import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
 import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
 import { computeBudget, type Budget, type GpuDevice } from '../../core/gpu/compute-budget.js';
 import { createGpuProbe } from '../../core/gpu/gpu-probe.js';
+import { engineDeviceName } from '../../core/gpu/engine-identity.js';
 import { DEFAULT_BUDGET_CONFIG } from '../../core/gpu/live-budget.js';
 import type { Placement } from '../../core/contracts/plan.js';
 import { formatBytes } from '../../core/contracts/format-bytes.js';
@@ -112,6 +113,7 @@ async function probeBudget(reserveBytes: number): Promise<{ gpus: GpuDevice[]; b
     platform: process.platform,
     unifiedShare: DEFAULT_BUDGET_CONFIG.unifiedShare,
     ...(probed.notes === undefined ? {} : { probeNotes: probed.notes }),
+    ...(probed.displays === undefined ? {} : { displays: probed.displays }),
   });
   return { gpus: probed.gpus, budget };
 }
@@ -234,7 +236,12 @@ async function checkAll(options: Options, work: string): Promise<number> {
     names = new Map(start.budget.gpus.map((g) => [g.index, g.name]));
     const mismatch = start.budget.gpus.some((g) => probed.budget.perGpu.find((p) => p.index === g.index)?.name !== g.name);
     if (mismatch) throw new Error(`this probe and the daemon's see different GPUs (${probed.budget.perGpu.map((g) => `${g.index} ${g.name}`).join(', ')} against ${start.budget.gpus.map((g) => `${g.index} ${g.name}`).join(', ')})`);
-    for (const g of probed.budget.perGpu) say(`GPU ${g.index} ${g.name} (${g.deviceClass}): ${formatBytes(g.totalBytes)}, ${formatBytes(g.budgetBytes)} budget`);
+    // The driver's numbers the engines are told (core/gpu/README.md, "Device numbers"); the checks
+    // below then find each engine, by the driver's per-process figures, on the card its placement named.
+    for (const g of probed.budget.perGpu) {
+      say(`GPU ${g.index} ${g.name} (${g.deviceClass}), the engine's ${engineDeviceName(g) ?? 'device unknown'} ${JSON.stringify(g.driverIndex ?? {})}: ${formatBytes(g.totalBytes)}, ${formatBytes(g.budgetBytes)} budget`);
+    }
+    for (const d of probed.budget.displays ?? []) say(`display controller ${d.name} (${d.busAddress ?? 'no address'}): no backend computes on it, numbered nowhere`);
 
     const tiny = find(start, CALIBRATOR);
     const prior = RUNTIME_PRIOR_BYTES.device[tiny.engine];

@@ -84,6 +84,15 @@ class Rig {
     });
   }
 
+  /** The fake nvidia-smi answers every call with `lines` and exits with `code`, until driverAnswers(). */
+  async driverFails(lines: readonly string[], code: number): Promise<void> {
+    await replace(join(this.stateDir, 'nvidia-smi-fails'), [...lines, String(code)].join('\n') + '\n');
+  }
+
+  async driverAnswers(): Promise<void> {
+    await rm(join(this.stateDir, 'nvidia-smi-fails'), { force: true });
+  }
+
   async stop(): Promise<void> {
     await this.daemon?.stop();
     if (this.daemon) await removeDataDir(this.daemon.dataDir);
@@ -166,6 +175,11 @@ const find = (snapshot: Snapshot, id: string): ModelView => {
   if (model === undefined) throw new Error(`/api/state has no model '${id}'`);
   return model;
 };
+
+/** The value of `name` in a process's own environment. */
+function envOf(pid: number, name: string): string | undefined {
+  return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith(`${name}=`))?.slice(name.length + 1);
+}
 
 /** What an engine process was told: the GPUs it may see (embedded engine) and its -ngl. */
 function launchOf(pid: number): { visible: string | undefined; ngl: string | undefined } {
@@ -430,5 +444,107 @@ ${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(MIXED, demo.chat.path, 5, '  
     for (const part of mixed.placement?.devices ?? []) expect(part.bytes).toBeLessThanOrEqual(room * MiB);
     expect(launchOf(mixed.upstream!.pid)).toEqual({ visible: '0,1', ngl: 'all' });
     expect(mib(find(s, MIXED).estimateBytes.full)).toBe(mib(estimate[CHAT] as number));
+  });
+});
+
+// Issue 23, items 1 and 2: the engines are told the driver's device numbers, which count
+// neither an integrated GPU nor a BMC's display chip; and a driver tool that stops answering for
+// a while evicts nothing. The boxes are fake machines of test/fixtures/fake-gpu written for this
+// (igpu-4070, bmc-between): the display controllers are in their lspci listing, not in nvidia-smi's.
+
+describe('device numbers on a desktop whose integrated GPU comes first in PCI order (UHD 770 at 00:02.0, RTX 4070)', () => {
+  const CHAT = 'chat';
+  let rig: Rig;
+
+  beforeAll(async () => {
+    rig = new Rig('igpu-4070', join(workDir, 'igpu'));
+    await mkdir(rig.workDir, { recursive: true });
+    await rig.start(`modelDirs: []
+${BUDGET_YAML}models:
+${modelEntry(CHAT, demo.chat.path, 5)}`);
+  });
+
+  afterAll(async () => {
+    await rig?.stop();
+  });
+
+  it('counts the 4070 as GPU 0, CUDA0, and shows the UHD 770 as a display controller', async () => {
+    const s = await rig.daemon.state();
+    expect(s.budget.gpus.map((g) => [g.index, g.name, g.engineDevice])).toEqual([[0, 'NVIDIA GeForce RTX 4070', 'CUDA0']]);
+    expect(s.budget.displays).toEqual([{ name: 'AlderLake-S GT1 [UHD Graphics 770]', busAddress: '0000:00:02.0' }]);
+  });
+
+  it("tells the engine CUDA's device 0, in PCI order", async () => {
+    await rig.load(CHAT);
+    const s = await rig.ready(CHAT, 'whole on the 4070', (p) => p.kind === 'gpu');
+    expect(indices(find(s, CHAT).placement)).toEqual([0]);
+    const pid = find(s, CHAT).upstream!.pid;
+    expect(launchOf(pid)).toEqual({ visible: '0', ngl: 'all' });
+    expect(envOf(pid, 'CUDA_DEVICE_ORDER')).toBe('PCI_BUS_ID');
+  });
+});
+
+describe("device numbers on a server whose BMC display chip sits between two cards, and a driver that stops answering", () => {
+  const CHAT = 'chat';
+  let rig: Rig;
+  let chatPid: number;
+
+  beforeAll(async () => {
+    rig = new Rig('bmc-between', join(workDir, 'bmc'));
+    await mkdir(rig.workDir, { recursive: true });
+    await rig.start(`modelDirs: []
+${BUDGET_YAML}models:
+${modelEntry(CHAT, demo.chat.path, 5)}`);
+  });
+
+  afterAll(async () => {
+    await rig?.stop();
+  });
+
+  it("puts a model on the card after the ASPEED chip as GPU 1, and tells the engine CUDA's device 1", async () => {
+    const start = await rig.daemon.state();
+    expect(start.budget.gpus.map((g) => [g.index, g.engineDevice])).toEqual([[0, 'CUDA0'], [1, 'CUDA1']]);
+    expect(start.budget.displays?.map((d) => d.busAddress)).toEqual(['0000:02:00.0']);
+    // The first card leaves chat too little room; the second all of its own.
+    const short = Math.floor((find(start, CHAT).estimateBytes.full * 0.5) / MiB);
+    const [, second] = rig.cards;
+    await rig.budgets([short, rig.quietBudget(second as Card)]);
+    await rig.load(CHAT);
+    const s = await rig.ready(CHAT, 'whole on the second card', (p) => p.kind === 'gpu');
+    expect(indices(find(s, CHAT).placement)).toEqual([1]);
+    chatPid = find(s, CHAT).upstream!.pid;
+    expect(launchOf(chatPid)).toEqual({ visible: '1', ngl: 'all' });
+  });
+
+  it('holds the budget while nvidia-smi fails, says why on each GPU and in /metrics, evicts nothing, and sees the GPUs at the first sample after it answers', async () => {
+    const before = await rig.daemon.state();
+    await rig.driverFails(['Failed to initialize NVML: Driver/library version mismatch', 'NVML library version: 550.120'], 18);
+    const held = await eventually('a warning on both GPUs', async () => {
+      const s = await rig.daemon.state();
+      return s.budget.gpus.length === 2 && s.budget.gpus.every((g) => g.warning !== undefined) ? s : undefined;
+    });
+    expect(held.budget.mode).toBe('gpu');
+    expect(held.budget.gpus.map((g) => g.budgetBytes)).toEqual(before.budget.gpus.map((g) => g.budgetBytes));
+    for (const gpu of held.budget.gpus) expect(gpu.warning).toContain('Failed to initialize NVML: Driver/library version mismatch');
+    const metrics = await (await rig.daemon.api('/metrics')).text();
+    expect(metrics).toMatch(/^llmtray_gpu_measure_failing\{gpu="1",name="NVIDIA RTX A4000"\} 1$/m);
+    expect(find(held, CHAT).upstream?.pid).toBe(chatPid);
+    expect(indices(find(held, CHAT).placement)).toEqual([1]);
+
+    await rig.driverAnswers();
+    const answeredAt = Date.now();
+    // The first sample to end after nvidia-smi answered again may have asked it before; the one after it asked after.
+    const straddling = await eventually('a sample that ended after nvidia-smi answered', async () => {
+      const s = await rig.daemon.state();
+      return s.budget.sampledAt > answeredAt ? s : undefined;
+    });
+    const next = await eventually('the next sample', async () => {
+      const s = await rig.daemon.state();
+      return s.budget.sampledAt > straddling.budget.sampledAt ? s : undefined;
+    });
+    expect(next.budget.mode).toBe('gpu');
+    expect(next.budget.gpus.map((g) => [g.index, g.warning])).toEqual([[0, undefined], [1, undefined]]);
+    expect(find(next, CHAT).upstream?.pid).toBe(chatPid);
+    expect(isProcessAlive(chatPid)).toBe(true);
   });
 });

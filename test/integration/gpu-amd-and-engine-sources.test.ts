@@ -73,12 +73,12 @@ describe('a box with two AMD GPUs (amd-smi, ROCm llama-server)', () => {
       {
         index: 0, name: 'AMD Radeon RX 7900 XTX', vendor: 'Advanced Micro Devices, Inc. [AMD/ATI]', busAddress: CARD_A,
         totalBytes: XTX_MIB * MiB, usedBytes: (700 + 4096) * MiB, unifiedMemory: false,
-        measuredBy: 'amd-smi', deviceClass: 'amd:rx-7900-xtx', engineDevice: 'ROCm0',
+        measuredBy: 'amd-smi', deviceClass: 'amd:rx-7900-xtx', engineDevice: 'ROCm0', driverIndex: { hip: 0 },
       },
       {
         index: 1, name: 'AMD Radeon RX 7900 XTX', vendor: 'Advanced Micro Devices, Inc. [AMD/ATI]', busAddress: CARD_B,
         totalBytes: XTX_MIB * MiB, usedBytes: 20 * MiB, unifiedMemory: false,
-        measuredBy: 'amd-smi', deviceClass: 'amd:rx-7900-xtx', engineDevice: 'ROCm1',
+        measuredBy: 'amd-smi', deviceClass: 'amd:rx-7900-xtx', engineDevice: 'ROCm1', driverIndex: { hip: 1 },
       },
     ]);
   });

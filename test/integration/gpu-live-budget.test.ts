@@ -62,13 +62,13 @@ describe('GPU probe and live budget against fake lspci + nvidia-smi', () => {
       {
         index: 0, name: 'NVIDIA GeForce RTX 4090', vendor: 'NVIDIA Corporation', busAddress: '0000:01:00.0',
         totalBytes: 24564 * MiB, usedBytes: (7600 + 346) * MiB, unifiedMemory: false,
-        measuredBy: 'nvidia-smi', deviceClass: 'nvidia:rtx-4090',
+        measuredBy: 'nvidia-smi', deviceClass: 'nvidia:rtx-4090', driverIndex: { cuda: 0 },
       },
       {
         // nvidia-smi said memory.used 0, which si drops: used comes from total − free.
         index: 1, name: 'NVIDIA GeForce RTX 3060', vendor: 'NVIDIA Corporation', busAddress: '0000:02:00.0',
         totalBytes: 12288 * MiB, usedBytes: 262 * MiB, unifiedMemory: false,
-        measuredBy: 'nvidia-smi', deviceClass: 'nvidia:rtx-3060',
+        measuredBy: 'nvidia-smi', deviceClass: 'nvidia:rtx-3060', driverIndex: { cuda: 1 },
       },
     ]);
     expect(host.totalBytes).toBeGreaterThan(0);

@@ -23,6 +23,7 @@ import type { RuntimeOverhead } from '../runtime-overhead.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
 import { placementEnv } from '../placement-args.js';
+import type { EngineIdentityOf } from '../../contracts/gpu-identity.js';
 import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
 import { dataDirTrouble } from './data-dir-trouble.js';
 import { realClock, type Clock } from '../../common/clock.js';
@@ -93,6 +94,12 @@ export interface SupervisorDeps {
   warmSpare?: { command(): Promise<EngineCommand>; env: Record<string, string>; note?(line: string): void; launchHoldMs?: number };
   /** Hears that the spare started, became ready, was adopted or ended. */
   onSpareChange?: () => void;
+  /**
+   * What the driver calls the plan's GPU `index` (from the live budget), read at each launch, so
+   * that the engine's CUDA_VISIBLE_DEVICES, --device and --main-gpu name the card the plan
+   * priced. Absent: the plan's index stands for the driver's number.
+   */
+  gpuIdentity?: EngineIdentityOf;
 }
 
 /** Where the router sends a ready model's requests. The key goes in `Authorization: Bearer`. */
@@ -428,7 +435,7 @@ export class Supervisor {
       if (spec.engine !== 'embedded') return false;
       const command = await this.deps.engineCommand(spec);
       // The launch's own argv (its port and key aside), so the spare is started only where it will be adopted.
-      return spare.startForLaunch(command, spec.env, argvFor(spec, level, command.capabilities, 0, { key: '' }, placement));
+      return spare.startForLaunch(command, spec.env, argvFor(spec, level, command.capabilities, 0, { key: '' }, placement, this.deps.gpuIdentity));
     } catch {
       return false;
     }
@@ -604,12 +611,12 @@ export class Supervisor {
     const keyFile = readsApiKeyFile(command.capabilities) ? newApiKeyFilePath(apiKeyDir(this.deps.dataDir)) : null;
     let engineArgs: string[];
     try {
-      engineArgs = argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement);
+      engineArgs = argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement, this.deps.gpuIdentity);
     } catch (error) {
       return this.failedBeforeStart(owner, level, describe(error));
     }
     const args = [...command.args, ...engineArgs];
-    const env = { ...placementEnv(placement, spec.engine), ...spec.env };
+    const env = { ...placementEnv(placement, spec.engine, this.deps.gpuIdentity), ...spec.env };
     if (keyFile !== null) {
       try {
         await writeApiKeyFile(keyFile, apiKey);

@@ -117,6 +117,29 @@ describe('MemoryPanel', () => {
     expect(totals()).toEqual({ Used: '197 MiB', Budget: "210 MiB set by the config's limit", Left: '13 MiB' });
   });
 
+  it("names each GPU as the engine does, and says why a GPU's figures are held", () => {
+    const base = twoGpusWithOtherProgram();
+    const [first, second] = base.budget.gpus;
+    const warning = 'Not measured for 3 samples in a row (4 s): nvidia-smi answered before and gives no figures now. Its budget is held at the last good sample.';
+    const gpus = [
+      { ...first!, name: 'NVIDIA GeForce RTX 4070', engineDevice: 'CUDA0' },
+      { ...second!, engineDevice: 'CUDA1', warning },
+    ];
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, { ...base, budget: { ...base.budget, gpus } });
+    expect(screen.getByText('NVIDIA GeForce RTX 4070 (CUDA0)')).toBeTruthy();
+    expect(screen.getByText('NVIDIA GeForce RTX 3060 (CUDA1)')).toBeTruthy();
+    expect(screen.getAllByRole('alert').map((alert) => alert.textContent)).toEqual([warning]);
+  });
+
+  it('lists the display controllers it numbers nowhere', () => {
+    const base = twoGpusWithOtherProgram();
+    const displays = [{ name: 'ASPEED Graphics Family', busAddress: '0000:02:00.0' }];
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, { ...base, budget: { ...base.budget, displays } });
+    expect(screen.getByText(/^Display controllers no engine computes on/).textContent).toBe(
+      'Display controllers no engine computes on, not numbered or counted: ASPEED Graphics Family (0000:02:00.0)',
+    );
+  });
+
   it('names a limit the machine does not reach by its number', () => {
     const base = twoGpusWithOtherProgram();
     renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, { ...base, budget: { ...base.budget, limitBytes: 40 * GiB } });

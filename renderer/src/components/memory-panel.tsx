@@ -25,6 +25,13 @@ export function MemoryPanel({ historyWindowMs }: MemoryPanelProps) {
       </div>
       <Totals budget={budget} />
       <Devices budget={budget} models={models} />
+      {budget.displays !== undefined && budget.displays.length > 0 && (
+        // Shown as such, so that a person who sees lspci's list knows why a card is missing from the bars and the numbering.
+        <p className="device-displays muted">
+          Display controllers no engine computes on, not numbered or counted:{' '}
+          {budget.displays.map((d) => `${d.name}${d.busAddress === null ? '' : ` (${d.busAddress})`}`).join(', ')}
+        </p>
+      )}
       <BudgetHistory windowMs={historyWindowMs} />
     </section>
   );
@@ -66,6 +73,11 @@ function Devices({ budget, models }: { budget: BudgetView; models: readonly Mode
           </div>
           {/* Its own line, wrapped: on one line with the title it was cut to "No GPU: models ru…" (issue 13). */}
           <p className="device-subtitle muted">{device.subtitle}</p>
+          {device.warning !== null && (
+            <p className="device-warning" role="alert">
+              {device.warning}
+            </p>
+          )}
           <MemoryBar device={device} />
           <Legend device={device} />
         </li>

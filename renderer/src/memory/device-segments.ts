@@ -31,6 +31,8 @@ export interface Device {
   key: string;
   title: string;
   subtitle: string;
+  /** Why the figures are not fresh (the GPU's vendor tool keeps failing); null when they are. */
+  warning: string | null;
   totalBytes: number;
   budgetBytes: number;
   segments: Segment[];
@@ -54,7 +56,9 @@ export function gpuDevice(gpu: GpuView, models: readonly ModelView[]): Device {
   return {
     key: `gpu-${gpu.index}`,
     title: `GPU ${gpu.index}`,
-    subtitle: gpu.name,
+    // The engine's own name beside the model name: what its log and the launch's --device say.
+    subtitle: gpu.engineDevice === undefined ? gpu.name : `${gpu.name} (${gpu.engineDevice})`,
+    warning: gpu.warning ?? null,
     totalBytes: gpu.totalBytes,
     budgetBytes: gpu.budgetBytes,
     segments: [...held, free, ...rest].filter((segment) => segment.bytes > 0 || segment.kind === 'free'),
@@ -89,6 +93,7 @@ export function hostDevice(budget: BudgetView, models: readonly ModelView[]): De
       title: 'Host memory',
       // The limit's number is the Budget total's, right above: said once (issue 13).
       subtitle: `No GPU: models run on the CPU, within the config's limit (the machine has ${formatBytes(budget.hostTotalBytes)})`,
+      warning: null,
       totalBytes: Math.max(budget.budgetBytes, ours),
       budgetBytes: budget.budgetBytes,
       segments: [...held, plainSegment('free', 'Free', Math.max(0, budget.budgetBytes - ours))].filter(
@@ -101,6 +106,7 @@ export function hostDevice(budget: BudgetView, models: readonly ModelView[]): De
     key: 'host',
     title: 'Host memory',
     subtitle: 'No GPU: models run on the CPU',
+    warning: null,
     totalBytes: budget.hostTotalBytes,
     budgetBytes: budget.budgetBytes,
     segments: [

@@ -132,6 +132,13 @@ describe('renderMetrics', () => {
     expect(value(limited, 'llmtray_budget_limit_bytes', {})).toBe(16 * 1024 ** 3);
   });
 
+  it("says whether a GPU's vendor tool keeps failing, so an alert can fire while its budget is held", () => {
+    const gpu = { gpu: '0', name: 'NVIDIA GeForce RTX 4090' };
+    expect(value(parsed, 'llmtray_gpu_measure_failing', gpu)).toBe(0);
+    const gpus = snapshot.budget.gpus.map((g) => ({ ...g, warning: 'Not measured for 3 samples in a row (4 s): nvidia-smi fails.' }));
+    expect(value(parseExposition(renderMetrics({ ...snapshot, budget: { ...snapshot.budget, gpus } })), 'llmtray_gpu_measure_failing', gpu)).toBe(1);
+  });
+
   it('escapes label values so an odd model id reads back unchanged', () => {
     const odd = snapshot.models[2]!.id;
     expect(odd).toBe('odd"name\\v1\nx');

@@ -161,6 +161,8 @@ describe('heldParts and the GPU summary', () => {
     expect(gpuSummaryWords(card)).toBe('GPU 0 NVIDIA GeForce RTX 4090: 10 GiB of its 21 GiB budget held, 11 GiB free');
     const over = gpu(1, { name: 'RTX 3060', totalGiB: 12, othersGiB: 5, holders: [holder('model', 'llama-8b', 8 * GiB)] });
     expect(gpuSummaryWords(over)).toBe('GPU 1 RTX 3060: 8 GiB of its 6 GiB budget held, 2 GiB over it');
+    // The engine's own name for the card, where the daemon knows it: what its log and --device say.
+    expect(gpuSummaryWords({ ...over, engineDevice: 'CUDA1' })).toBe('GPU 1 RTX 3060 (CUDA1): 8 GiB of its 6 GiB budget held, 2 GiB over it');
   });
 });
 

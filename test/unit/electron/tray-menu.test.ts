@@ -236,6 +236,15 @@ describe('buildTrayMenu', () => {
     expect(calls).toEqual([`copy ${long}`]);
   });
 
+  it("names each GPU as the engine does and puts a held GPU's warning first in its submenu", () => {
+    const warning = 'Not measured for 3 samples in a row (4 s): nvidia-smi answered before and gives no figures now.';
+    const gpus = [{ ...gpu(0, { totalGiB: 24 }), engineDevice: 'CUDA0', warning }];
+    const items = buildTrayMenu(snapshot([], { budget: budget(gpus) }), recordingActions().actions, { startAtLogin: false, now: NOW });
+    const card = find(items, /^GPU 0 NVIDIA GeForce RTX 4090 \(CUDA0\): /);
+    if (card.type !== 'submenu') throw new Error('the GPU is not a submenu');
+    expect(labelOf(card.submenu[0] as TrayMenuItem)).toBe(warning);
+  });
+
   it('copies the whole of a quarantine reason that a menu line cuts', () => {
     const { calls, actions } = recordingActions();
     const quarantined = model('kev', { state: 'quarantined', recovery: failure('invalid', { nextAction: 'quarantine', lastError: LONG_ERROR }) });

@@ -6,6 +6,7 @@ import { argvFor, EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../../core/e
 import { detectCapabilities } from '../../../core/engine/llama-server/capabilities.js';
 import { placementArgs, placementEnv, placementGpuLayers } from '../../../core/engine/placement-args.js';
 import type { Placement } from '../../../core/contracts/plan.js';
+import type { EngineIdentity, EngineIdentityOf } from '../../../core/contracts/gpu-identity.js';
 
 const text = (name: string): string => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url), 'utf8');
 const recent = detectCapabilities(text('llama-server-help.txt'), 'version: 0.4.0-dev (build 1, commit 80fb11a)\n');
@@ -77,5 +78,41 @@ describe('argvFor with a placement', () => {
     expect(placementEnv(split, 'embedded')).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '0,2', HIP_VISIBLE_DEVICES: '0,2', GGML_VK_VISIBLE_DEVICES: '0,2' });
     expect(placementEnv(split, 'llama-server')).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID' });
     expect(placementEnv(cpu, 'embedded')).toEqual({});
+  });
+});
+
+// The plan numbers the cards the budget counts; the engines are told the driver's numbers
+// (issue 23): a box whose plan GPUs 0, 1, 2 are an RTX 4090 (CUDA0), an RX 7900 XTX (HIP 0,
+// Vulkan 1) and an RTX 3060 (CUDA1).
+describe("placement in the driver's numbers", () => {
+  const box: Record<number, EngineIdentity> = {
+    0: { driverIndex: { cuda: 0, vulkan: 0 }, engineDevice: 'CUDA0' },
+    1: { driverIndex: { hip: 0, vulkan: 1 }, engineDevice: 'ROCm0' },
+    2: { driverIndex: { cuda: 1, vulkan: 2 }, engineDevice: 'CUDA1' },
+  };
+  const named: EngineIdentityOf = (index) => box[index];
+  const unnamed: EngineIdentityOf = (index) => (box[index] === undefined ? undefined : { driverIndex: box[index].driverIndex });
+  const on = (index: number): Placement => ({ kind: 'gpu', devices: [{ index, layers: 32, bytes: 9e9 }], cpuMoeLayers: 0, hostBytes: 0 });
+  const overNvidia: Placement = { kind: 'split', devices: [{ index: 2, layers: 20, bytes: 1e10 }, { index: 0, layers: 12, bytes: 6e9 }], cpuMoeLayers: 0, hostBytes: 0 };
+
+  it("names llama-server's devices with --device, and counts --main-gpu and --tensor-split within them", () => {
+    expect(placementArgs(on(2), recent, named)).toEqual(['--device', 'CUDA1', '--split-mode', 'none', '--main-gpu', '0']);
+    expect(placementArgs(overNvidia, recent, named)).toEqual(['--device', 'CUDA0,CUDA1', '--split-mode', 'layer', '--tensor-split', '12,20', '--main-gpu', '1']);
+  });
+
+  it("without llama-server's names (or a build without --device), uses the backend's own numbers: the plan's GPU 2 is CUDA's 1", () => {
+    expect(placementArgs(on(2), recent, unnamed)).toEqual(['--split-mode', 'none', '--main-gpu', '1']);
+    expect(placementArgs(overNvidia, recent, unnamed)).toEqual(['--split-mode', 'layer', '--tensor-split', '12,20', '--main-gpu', '1']);
+    expect(placementArgs(on(2), old, named)).not.toContain('--device');
+  });
+
+  it("tells the embedded engine each backend's numbers, and nothing for a backend that does not see every device", () => {
+    expect(placementEnv(on(2), 'embedded', named)).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '1', GGML_VK_VISIBLE_DEVICES: '2' });
+    expect(placementEnv(on(1), 'embedded', named)).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID', HIP_VISIBLE_DEVICES: '0', GGML_VK_VISIBLE_DEVICES: '1' });
+    expect(placementEnv(overNvidia, 'embedded', named)).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '0,1', GGML_VK_VISIBLE_DEVICES: '0,2' });
+  });
+
+  it('argvFor passes the identities on', () => {
+    expect(valueOf(argvFor(spec, 'full', recent, 4000, KEY, on(2), named), '--device')).toBe('CUDA1');
   });
 });

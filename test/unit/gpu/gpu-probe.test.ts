@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createGpuProbe, type SystemInformation } from '../../../core/gpu/gpu-probe.js';
 import { parseListDevices } from '../../../core/gpu/llama-devices.js';
+import { FailedSample } from '../../../core/gpu/failed-sample.js';
 
 const MiB = 1024 ** 2;
 
@@ -49,7 +50,9 @@ describe('createGpuProbe with AMD tools and llama-server\'s list', () => {
     });
     const result = await probe.probe();
     expect(result.notes).toEqual(['AMD GPUs cannot be measured: amd-smi failed: amdsmi_init failed.']);
-    expect(result.gpus[1]).toMatchObject({ measuredBy: null, usedBytes: null });
+    // Nothing computes on the AMD card as far as any source can tell: a display controller, not GPU 1.
+    expect(result.gpus.map((g) => g.name)).toEqual(['NVIDIA GeForce RTX 4090']);
+    expect(result.displays).toEqual([expect.objectContaining({ busAddress: '0000:03:00.0', measuredBy: null, usedBytes: null })]);
   });
 
   it('fails the probe when the AMD reading fails, so the live budget keeps its last sample', async () => {
@@ -69,7 +72,7 @@ describe('createGpuProbe on a machine whose listing measures no GPU', () => {
     };
     const probe = createGpuProbe({ si, platform: 'linux', amd: null, clock: { now: () => now } });
     for (let i = 0; i < 5; i++) {
-      expect((await probe.probe()).gpus).toHaveLength(1);
+      expect((await probe.probe()).displays).toHaveLength(1);
       now += 2_000;
     }
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
@@ -80,9 +83,41 @@ describe('createGpuProbe on a machine whose listing measures no GPU', () => {
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
     now = 300_000;
     listed = controllers;
-    expect((await probe.probe()).gpus).toHaveLength(2);
+    expect((await probe.probe()).gpus).toHaveLength(1);
     await probe.probe();
     await probe.probe();
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(4);
+  });
+});
+
+describe('createGpuProbe when nvidia-smi fails after it answered (issue 23)', () => {
+  it("fails the probe with nvidia-smi's own words, not a machine without GPUs, and finds the card at the next probe once it answers", async () => {
+    const nvidia = controllers[0] as (typeof controllers)[number];
+    // What si returns while nvidia-smi fails: lspci's card, without a figure.
+    const unmeasured = { vendor: nvidia.vendor, model: nvidia.model, busAddress: nvidia.busAddress };
+    let listed: object[] = [nvidia];
+    let now = 0;
+    const graphics: number[] = [];
+    const probe = createGpuProbe({
+      si: { graphics: async () => { graphics.push(now); return { controllers: listed }; }, mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
+      platform: 'linux',
+      amd: null,
+      clock: { now: () => now },
+      nvidiaSmiFailure: async () => 'nvidia-smi --query-compute-apps=gpu_bus_id,pid,used_memory --format=csv,noheader,nounits failed: Command failed (it printed "Failed to initialize NVML: Driver/library version mismatch")',
+    });
+    expect((await probe.probe()).gpus).toHaveLength(1);
+    listed = [unmeasured];
+    for (let i = 0; i < 3; i++) {
+      now += 2_000;
+      const failure = await probe.probe().then(() => null, (error: unknown) => error);
+      expect(failure).toBeInstanceOf(FailedSample);
+      expect((failure as FailedSample).message).toMatch(/^nvidia-smi answered before and gives no figures now for GPU 0 NVIDIA GeForce RTX 4090 \(0000:01:00\.0\): .*Failed to initialize NVML: Driver\/library version mismatch/);
+      expect((failure as FailedSample).busAddresses).toEqual(['0000:01:00.0']);
+    }
+    listed = [nvidia];
+    now += 2_000;
+    expect((await probe.probe()).gpus.map((g) => g.measuredBy)).toEqual(['nvidia-smi']);
+    // Each probe listed afresh: a listing without nvidia-smi's figures is not kept as "no GPU" for 5 minutes.
+    expect(graphics).toEqual([0, 2_000, 4_000, 6_000, 8_000]);
   });
 });

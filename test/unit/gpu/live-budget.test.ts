@@ -3,6 +3,7 @@ import { FakeClock, settle } from '../../support/fake-clock.js';
 import { createLiveBudget, type BudgetSample, type LiveBudgetDeps } from '../../../core/gpu/live-budget.js';
 import type { GpuProbe, ProbeResult } from '../../../core/gpu/gpu-probe.js';
 import type { GpuDevice } from '../../../core/gpu/compute-budget.js';
+import { FailedSample } from '../../../core/gpu/failed-sample.js';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
@@ -250,5 +251,46 @@ describe('LiveBudget: the probe\'s notes', () => {
     };
     const live = createLiveBudget({ probe, clock: new FakeClock(), config: () => config, platform: 'linux' });
     expect((await live.sampleNow()).reason).toBe("llama-server's device list could not be read (timed out).");
+  });
+});
+
+describe('LiveBudget: a vendor tool that keeps failing (issue 23)', () => {
+  const second = (): GpuDevice => ({ ...card(1 * GiB), index: 1, name: 'NVIDIA GeForce RTX 3060', busAddress: '0000:03:00.0', totalBytes: 12 * GiB });
+  const lost = (): FailedSample => new FailedSample('nvidia-smi answered before and gives no figures now for GPU 1 NVIDIA GeForce RTX 3060 (0000:03:00.0): Failed to initialize NVML: Driver/library version mismatch', ['0000:03:00.0']);
+
+  it('holds the last good budget; from the third failure in a row it says why on the GPUs concerned, and the first good sample ends it', async () => {
+    const { clock, probe, live, fired } = setup();
+    probe.gpus = [card(4 * GiB), second()];
+    const good = await live.sampleNow();
+    for (let i = 0; i < 2; i++) {
+      await clock.advance(2_000);
+      probe.failNext = lost();
+      await expect(live.sampleNow()).rejects.toThrow(/version mismatch/);
+      expect(live.current()).toBe(good);
+    }
+    await clock.advance(2_000);
+    probe.failNext = lost();
+    await expect(live.sampleNow()).rejects.toThrow(/version mismatch/);
+    const held = live.current();
+    expect(held?.perGpu.map((g) => g.budgetBytes)).toEqual(good.perGpu.map((g) => g.budgetBytes));
+    expect(held?.perGpu[0]?.warning).toBeUndefined();
+    expect(held?.perGpu[1]?.warning).toMatch(/^Not measured for 3 samples in a row \(4 s\): nvidia-smi answered before .*version mismatch\. Its budget is held at the last good sample/);
+    // Re-dated, so that a decision asking for a fresh sample plans on it instead of failing.
+    expect(held?.sampledAt).toBe(clock.now());
+    expect(await live.fresh(3_000)).toBe(held);
+    expect(fired.map(([b]) => b.perGpu[1]?.warning === undefined)).toEqual([true, false]);
+
+    await clock.advance(2_000);
+    const back = await live.sampleNow();
+    expect(back.perGpu.map((g) => g.warning)).toEqual([undefined, undefined]);
+    expect(fired).toHaveLength(3);
+  });
+
+  it('a failure it cannot attribute to cards puts the warning on every GPU', async () => {
+    const { probe, live } = setup({ failuresBeforeWarning: 1 });
+    await live.sampleNow();
+    probe.failNext = new Error('amd-smi answered before and fails now: timed out');
+    await expect(live.sampleNow()).rejects.toThrow(/timed out/);
+    expect(live.current()?.perGpu.map((g) => g.warning !== undefined)).toEqual([true]);
   });
 });

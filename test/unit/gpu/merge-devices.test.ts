@@ -35,14 +35,15 @@ describe('mergeDevices: vendor tools and lspci', () => {
   it('adds cards a vendor tool reports that lspci does not list (an Instinct is a "Processing accelerator", which si skips)', () => {
     const listed = normalizeControllers([{ vendor: 'ASPEED Technology, Inc.', model: 'ASPEED Graphics Family', busAddress: '02:00.0' }]);
     const cards = joinAmdSmi(parseAmdSmiStatic(toolOutput('amd-smi-static-r9700x4.json')), []);
-    const { gpus } = mergeDevices(listed, { amd: amdSmi(cards) });
-    expect(gpus.map((g) => [g.index, g.busAddress, g.deviceClass])).toEqual([
-      [0, '0000:02:00.0', 'other:aspeed-family'],
-      [1, '0000:03:00.0', 'amd:ai-pro-r9700'],
-      [2, '0000:23:00.0', 'amd:ai-pro-r9700'],
-      [3, '0000:83:00.0', 'amd:ai-pro-r9700'],
-      [4, '0000:c3:00.0', 'amd:ai-pro-r9700'],
+    const { gpus, displays } = mergeDevices(listed, { amd: amdSmi(cards) });
+    // The BMC's ASPEED chip is a display controller: it numbers nothing, so the first Instinct is GPU 0 and HIP's 0.
+    expect(gpus.map((g) => [g.index, g.busAddress, g.deviceClass, g.driverIndex])).toEqual([
+      [0, '0000:03:00.0', 'amd:ai-pro-r9700', { hip: 0 }],
+      [1, '0000:23:00.0', 'amd:ai-pro-r9700', { hip: 1 }],
+      [2, '0000:83:00.0', 'amd:ai-pro-r9700', { hip: 2 }],
+      [3, '0000:c3:00.0', 'amd:ai-pro-r9700', { hip: 3 }],
     ]);
+    expect(displays.map((g) => [g.busAddress, g.deviceClass])).toEqual([['0000:02:00.0', 'other:aspeed-family']]);
   });
 
   it('keeps an NVIDIA card and an AMD card apart on a mixed box, each measured by its own tool', () => {
@@ -55,8 +56,10 @@ describe('mergeDevices: vendor tools and lspci', () => {
   });
 
   it('passes on the AMD reader\'s notes, and leaves AMD cards unmeasured when no tool answered', () => {
-    const { gpus, notes } = mergeDevices(normalizeControllers([lspciNavi31('03:00.0')]), { amd: { source: null, cards: [], notes: ['AMD GPUs cannot be measured: amd-smi timed out.'] } });
-    expect(gpus[0]).toMatchObject({ measuredBy: null, usedBytes: null, deviceClass: 'amd:rx-7900-xt-7900-xtx-7900m' });
+    const { gpus, displays, notes } = mergeDevices(normalizeControllers([lspciNavi31('03:00.0')]), { amd: { source: null, cards: [], notes: ['AMD GPUs cannot be measured: amd-smi timed out.'] } });
+    // Nothing says a backend computes on it: shown as a display controller, numbered nowhere.
+    expect(gpus).toEqual([]);
+    expect(displays[0]).toMatchObject({ measuredBy: null, usedBytes: null, deviceClass: 'amd:rx-7900-xt-7900-xtx-7900m' });
     expect(notes).toEqual(['AMD GPUs cannot be measured: amd-smi timed out.']);
   });
 });
@@ -139,8 +142,53 @@ describe('mergeDevices: llama-server\'s device list', () => {
     expect(mergeDevices([], { engine }).gpus).toEqual([]);
   });
 
-  it('with no list at all, changes nothing but the class', () => {
+  it('with no list at all, adds the class and CUDA\'s number, and keeps the iGPU out of the numbering', () => {
     const listed = normalizeControllers([rtx4090, intelUhd]);
-    expect(mergeDevices(listed, {}).gpus).toEqual(listed.map((g) => ({ ...g, deviceClass: g.vendor.startsWith('NVIDIA') ? 'nvidia:rtx-4090' : 'intel:uhd' })));
+    const { gpus, displays } = mergeDevices(listed, {});
+    expect(gpus).toEqual([{ ...listed[0], deviceClass: 'nvidia:rtx-4090', driverIndex: { cuda: 0 } }]);
+    expect(displays).toEqual([{ ...listed[1], deviceClass: 'intel:uhd' }]);
+  });
+});
+
+describe('mergeDevices: the numbers the engines are told (issue 23)', () => {
+  const rtx4070 = { vendor: 'NVIDIA Corporation', model: 'AD104 [GeForce RTX 4070]', busAddress: '01:00.0', name: 'NVIDIA GeForce RTX 4070', pciBus: '00000000:01:00.0', memoryTotal: 12282, memoryUsed: 300, memoryFree: 11700 };
+  const uhd770 = { vendor: 'Intel Corporation', model: 'AlderLake-S GT1 [UHD Graphics 770]', busAddress: '00:02.0' };
+  const aspeed = { vendor: 'ASPEED Technology, Inc.', model: 'ASPEED Graphics Family', busAddress: '02:00.0' };
+  const a4000 = (bus: string) => ({ vendor: 'NVIDIA Corporation', model: 'GA104GL [RTX A4000]', busAddress: `${bus}.0`, name: 'NVIDIA RTX A4000', pciBus: `00000000:${bus}.0`, memoryTotal: 16376, memoryUsed: 200, memoryFree: 15900 });
+
+  it('an integrated GPU first in PCI order is a display controller: the RTX 4070 is GPU 0 and CUDA0, as llama-server lists it', () => {
+    const engine = parseListDevices('Available devices:\n  CUDA0: NVIDIA GeForce RTX 4070 (11873 MiB, 11500 MiB free)\n');
+    const { gpus, displays } = mergeDevices(normalizeControllers([uhd770, rtx4070]), { engine });
+    expect(gpus.map((g) => [g.index, g.name, g.engineDevice, g.driverIndex])).toEqual([[0, 'NVIDIA GeForce RTX 4070', 'CUDA0', { cuda: 0 }]]);
+    expect(displays.map((g) => [g.busAddress, g.name])).toEqual([['0000:00:02.0', 'AlderLake-S GT1 [UHD Graphics 770]']]);
+  });
+
+  it('a BMC chip between two cards shifts nothing: without any engine list, CUDA numbers them in PCI order among NVIDIA cards', () => {
+    const { gpus, displays } = mergeDevices(normalizeControllers([a4000('01:00'), aspeed, a4000('03:00')]), {});
+    expect(gpus.map((g) => [g.index, g.busAddress, g.driverIndex])).toEqual([
+      [0, '0000:01:00.0', { cuda: 0 }],
+      [1, '0000:03:00.0', { cuda: 1 }],
+    ]);
+    expect(displays.map((g) => g.busAddress)).toEqual(['0000:02:00.0']);
+  });
+
+  it("takes llama-server's number over PCI order (a listing without CUDA_DEVICE_ORDER=PCI_BUS_ID numbers the fastest first)", () => {
+    const listed = normalizeControllers([rtx3060, { ...rtx4090, busAddress: '03:00.0', pciBus: '00000000:03:00.0' }]);
+    const engine = parseListDevices('Available devices:\n  CUDA0: NVIDIA GeForce RTX 4090 (24080 MiB, 16200 MiB free)\n  CUDA1: NVIDIA GeForce RTX 3060 (11910 MiB, 11700 MiB free)\n');
+    expect(mergeDevices(listed, { engine }).gpus.map((g) => g.driverIndex)).toEqual([{ cuda: 1 }, { cuda: 0 }]);
+  });
+
+  it("numbers each card of a mixed box in each backend that sees it: CUDA's and HIP's 0, Vulkan's 0 and 1", () => {
+    const engine = parseListDevices('Available devices:\n  Vulkan0: NVIDIA GeForce RTX 4090 (24564 MiB, 16500 MiB free)\n  Vulkan1: AMD Radeon RX 7900 XTX (RADV NAVI31) (24560 MiB, 23000 MiB free)\n');
+    const { gpus } = mergeDevices(normalizeControllers([rtx4090, lspciNavi31('03:00.0')]), { amd: amdSmi([xtx('0000:03:00.0', 600)]), engine });
+    expect(gpus.map((g) => [g.index, g.driverIndex])).toEqual([
+      [0, { vulkan: 0, cuda: 0 }],
+      [1, { vulkan: 1, hip: 0 }],
+    ]);
+  });
+
+  it("gives Apple's GPU Metal's 0", () => {
+    const apple = normalizeControllers([{ vendor: 'Apple', model: 'Apple M2 Max', vramDynamic: true }]);
+    expect(mergeDevices(apple, {}).gpus.map((g) => g.driverIndex)).toEqual([{ metal: 0 }]);
   });
 });

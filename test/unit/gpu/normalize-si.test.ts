@@ -77,7 +77,7 @@ describe('normalizeMem and createGpuProbe', () => {
     expect(result.gpus).toEqual([{
       index: 0, name: 'NVIDIA GeForce RTX 4090', vendor: 'NVIDIA Corporation', busAddress: '0000:01:00.0',
       totalBytes: 24564 * MiB, usedBytes: (24564 - 16618) * MiB, unifiedMemory: false,
-      measuredBy: 'nvidia-smi', deviceClass: 'nvidia:rtx-4090',
+      measuredBy: 'nvidia-smi', deviceClass: 'nvidia:rtx-4090', driverIndex: { cuda: 0 },
     }]);
     expect(result.host).toEqual({ totalBytes: 64 * 1024 * MiB, availableBytes: 40 * 1024 * MiB });
   });
