@@ -42,8 +42,6 @@ const serviceTier = inert('a tier of OpenAI’s servers; a local engine has one'
 const noLogitBias = refused('the embedded engine cannot bias tokens', isEmptyObject);
 // The embedded engine refuses these itself too (core/engine/embedded/openai-requests.ts), by
 // name; the rows say so, so the table is what a client meets, engine by engine.
-const noTools = perEngine(refused('the embedded engine cannot call tools yet', isEmptyList), honoured);
-const noToolChoice = perEngine(refused('the embedded engine cannot call tools yet', ['"none"', (v) => v === 'none']), honoured);
 const noLogprobs = perEngine(refused('the embedded engine gives no token probabilities yet', isFalse), honoured);
 
 const GENERATION: Record<string, FieldStatus> = {
@@ -70,9 +68,9 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     max_completion_tokens: honoured,
     top_logprobs: perEngine(refused('the embedded engine gives no token probabilities yet'), honoured),
     response_format: honoured,
-    tools: noTools,
-    tool_choice: noToolChoice,
-    parallel_tool_calls: perEngine(refused('the embedded engine cannot call tools yet', isFalse), honoured),
+    tools: honoured,
+    tool_choice: honoured,
+    parallel_tool_calls: honoured,
     metadata: inert('tags for stored completions; llmtray stores none'),
     store: refused('llmtray stores no completions', isFalse),
     service_tier: serviceTier,
@@ -120,7 +118,7 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     temperature: honoured,
     top_p: honoured,
     top_k: honoured,
-    tools: noTools,
+    tools: honoured,
     tool_choice: honoured,
     metadata: inert('its user_id goes as the chat API’s `user`; nothing local depends on it'),
     service_tier: serviceTier,
