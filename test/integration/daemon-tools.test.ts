@@ -38,7 +38,7 @@ const ask: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'What
 
 describe('tool calls through the daemon', () => {
   it('answers the openai SDK with a call to the named function, arguments matching its schema', async () => {
-    const answer = await client.chat.completions.create({ model: 'demo-tiny', messages: ask, tools: [clock, weather], tool_choice: { type: 'function', function: { name: 'get_weather' } }, parallel_tool_calls: false, max_tokens: 120 });
+    const answer = await client.chat.completions.create({ model: 'demo-tiny', messages: ask, tools: [clock, weather], tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 120 });
     const choice = answer.choices[0];
     expect(choice?.finish_reason).toBe('tool_calls');
     const call = choice?.message.tool_calls?.[0];
@@ -49,7 +49,7 @@ describe('tool calls through the daemon', () => {
   });
 
   it('streams required calls that the openai SDK reassembles into valid calls', async () => {
-    const stream = client.chat.completions.stream({ model: 'demo-tiny', messages: ask, tools: [weather, clock], tool_choice: 'required', parallel_tool_calls: false, max_tokens: 120 });
+    const stream = client.chat.completions.stream({ model: 'demo-tiny', messages: ask, tools: [weather, clock], tool_choice: 'required', max_tokens: 120 });
     const done = await stream.finalChatCompletion();
     const choice = done.choices[0];
     expect(choice?.finish_reason).toBe('tool_calls');

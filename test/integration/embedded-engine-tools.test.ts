@@ -19,13 +19,18 @@ const weather = {
     description: 'The weather in a city',
     parameters: {
       type: 'object',
-      properties: { city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] }, unit: { type: 'string', enum: ['c', 'f'] }, alerts: { type: 'boolean' } },
-      required: ['city', 'unit', 'alerts'],
+      properties: {
+        city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] }, unit: { type: 'string', enum: ['c', 'f'] }, alerts: { type: 'boolean' },
+        days: { type: 'integer' }, lat: { type: 'number' },
+      },
+      required: ['city', 'unit', 'alerts', 'days', 'lat'],
       additionalProperties: false,
     },
   },
 };
-const weatherArgs = z.strictObject({ city: z.enum(['Paris', 'Oslo', 'Lima']), unit: z.enum(['c', 'f']), alerts: z.boolean() });
+// z.int() and z.number() reject what node-llama-cpp's own number grammar lets through (3e-2 as
+// an integer, 60E493562749 as a number: Infinity once parsed).
+const weatherArgs = z.strictObject({ city: z.enum(['Paris', 'Oslo', 'Lima']), unit: z.enum(['c', 'f']), alerts: z.boolean(), days: z.int(), lat: z.number() });
 const note = { type: 'function' as const, function: { name: 'add_note', parameters: { type: 'object', properties: { text: { type: 'string', maxLength: 12 } }, required: ['text'] } } };
 const noteArgs = z.strictObject({ text: z.string().max(12) });
 const argsOf: Record<string, z.ZodType> = { get_weather: weatherArgs, add_note: noteArgs };
@@ -60,7 +65,7 @@ describe('embedded engine: tool calls', () => {
   });
 
   it('answers tool_choice required with calls to declared functions, arguments valid under their schemas', async () => {
-    const answer = await client.chat.completions.create({ model: 'tiny', messages: ask, tools: [weather, note], tool_choice: 'required', parallel_tool_calls: false, max_tokens: 120, seed: 3 });
+    const answer = await client.chat.completions.create({ model: 'tiny', messages: ask, tools: [weather, note], tool_choice: 'required', max_tokens: 160, seed: 3 });
     const choice = answer.choices[0];
     expect(choice?.finish_reason).toBe('tool_calls');
     const calls = choice?.message.tool_calls ?? [];
@@ -74,22 +79,33 @@ describe('embedded engine: tool calls', () => {
     }
   });
 
-  it('calls the named function and no other, however many calls it makes', async () => {
-    for (const seed of [1, 2]) {
+  it('answers a named tool_choice with one call to that function, integers and numbers parsing as the schema says, across seeds', async () => {
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
       const answer = await client.chat.completions.create({ model: 'tiny', messages: ask, tools: [note, weather], tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 160, seed });
+      expect(answer.choices[0]?.finish_reason).toBe('tool_calls');
       const calls = answer.choices[0]?.message.tool_calls ?? [];
-      expect(calls.length).toBeGreaterThan(0);
-      for (const call of calls) {
-        if (call.type !== 'function') throw new Error(`a ${call.type} call`);
-        expect(call.function.name).toBe('get_weather');
-        expect(weatherArgs.safeParse(JSON.parse(call.function.arguments)).success, call.function.arguments).toBe(true);
-      }
-      expect(new Set(calls.map((c) => c.id)).size).toBe(calls.length);
+      expect(calls).toHaveLength(1);
+      const call = calls[0];
+      if (call?.type !== 'function') throw new Error('no function call');
+      expect(call.function.name).toBe('get_weather');
+      expect(weatherArgs.safeParse(JSON.parse(call.function.arguments)).success, call.function.arguments).toBe(true);
     }
   });
 
+  it('lets tool_choice auto answer in text, the tools declared in the prompt', async () => {
+    const [withTools, without] = await Promise.all([
+      client.chat.completions.create({ model: 'tiny', messages: ask, tools: [weather], max_tokens: 6 }),
+      client.chat.completions.create({ model: 'tiny', messages: ask, max_tokens: 6 }),
+    ]);
+    // Random weights never start a call of their own: the answer is text, cut at max_tokens.
+    expect(withTools.choices[0]?.finish_reason).toBe('length');
+    expect(withTools.choices[0]?.message.tool_calls).toBeUndefined();
+    expect(typeof withTools.choices[0]?.message.content).toBe('string');
+    expect((withTools.usage?.prompt_tokens ?? 0) - (without.usage?.prompt_tokens ?? 0)).toBeGreaterThan(200);
+  });
+
   it('streams a call in OpenAI’s order, and its fragments join to the arguments the same greedy request answers whole', async () => {
-    const request = { model: 'tiny', messages: ask, tools: [weather], tool_choice: 'required' as const, parallel_tool_calls: false, max_tokens: 120, temperature: 0 };
+    const request = { model: 'tiny', messages: ask, tools: [weather], tool_choice: 'required' as const, max_tokens: 160, temperature: 0 };
     const whole = await client.chat.completions.create(request);
     const wholeCall = whole.choices[0]?.message.tool_calls?.[0];
     if (wholeCall?.type !== 'function') throw new Error('no function call in the whole answer');
@@ -122,8 +138,8 @@ describe('embedded engine: tool calls', () => {
     const history: OpenAI.ChatCompletionMessageParam[] = [
       ...ask,
       { role: 'assistant', content: null, tool_calls: [
-        { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","unit":"c","alerts":false}' } },
-        { id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo","unit":"c","alerts":true}' } },
+        { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","unit":"c","alerts":false,"days":1,"lat":48.9}' } },
+        { id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo","unit":"c","alerts":true,"days":2,"lat":59.9}' } },
       ] },
       // Results out of order: each still follows its own call.
       { role: 'tool', tool_call_id: 'call_b', content: '{"temp":-3}' },
@@ -131,7 +147,7 @@ describe('embedded engine: tool calls', () => {
     ];
     const { prompt } = (await post('/apply-template', { messages: history, tools: [weather] })) as { prompt: string };
     expect(prompt).toContain('<tools>\n{"type": "function", "function": {"name": "get_weather"');
-    expect(prompt).toContain('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c", "alerts": false}}\n</tool_call>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"');
+    expect(prompt).toContain('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c", "alerts": false, "days": 1, "lat": 48.9}}\n</tool_call>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"');
     expect(prompt).toContain('<|im_start|>user\n<tool_response>\n{"temp": 21}\n</tool_response>\n<tool_response>\n{"temp": -3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
 
     // The chat itself takes that history (the calls and results, not only the question, in its prompt).

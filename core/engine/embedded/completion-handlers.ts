@@ -7,7 +7,7 @@ import { chatPrompt } from './chat-prompt.js';
 import { generate, type FinishReason, type GenerationResult, type GenerationTarget } from './generation.js';
 import { HttpError } from './http-error.js';
 import { readChatRequest, readCompletionRequest, type SamplingParams } from './openai-requests.js';
-import { integerGrammarFixed, type ResponseFormat } from './response-format.js';
+import { schemaGrammar, type ResponseFormat } from './response-format.js';
 import { startSse } from './sse.js';
 import { toolCallsBody, type ToolRequest } from './tool-calls.js';
 import { generateWithTools } from './tool-generation.js';
@@ -114,12 +114,7 @@ async function grammarFor(engine: CompletionEngine, format: ResponseFormat): Pro
   const llama = engine.model.llama;
   if (format.kind === 'json_object') return llama.getGrammarFor('json');
   try {
-    const generated = await llama.createGrammarForJsonSchema(format.schema as Parameters<typeof llama.createGrammarForJsonSchema>[0]);
-    return await llama.createGrammar({
-      grammar: integerGrammarFixed(generated.grammar),
-      stopGenerationTriggers: generated.stopGenerationTriggers,
-      trimWhitespaceSuffix: generated.trimWhitespaceSuffix,
-    });
+    return await schemaGrammar(llama, format.schema);
   } catch (error) {
     throw new HttpError(400, `response_format.json_schema '${format.name}' cannot be enforced: ${(error as Error).message}`, 'invalid_request_error', { param: 'response_format' });
   }

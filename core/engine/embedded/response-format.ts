@@ -7,7 +7,10 @@
 // or `minimum` would give an answer that the client's own validator rejects, after the
 // client trusted the server to have honoured the schema. So every keyword is either one the
 // grammar enforces, an annotation that constrains nothing (title, default, examples,
-// $schema...), or refused with a 400 that names it and where it is. Pure: no model, no I/O.
+// $schema...), or refused with a 400 that names it and where it is. Pure (no model, no I/O)
+// apart from schemaGrammar, which builds the grammar with the runtime; a tool's parameter
+// schema goes the same way (tool-calls.ts, tool-generation.ts).
+import type { Llama, LlamaGrammar } from 'node-llama-cpp';
 import { badRequest } from './http-error.js';
 
 export type ResponseFormat =
@@ -135,4 +138,18 @@ export function integerGrammarFixed(grammar: string): string {
       return line;
     })
     .join('\n');
+}
+
+/**
+ * The grammar that generates exactly the JSON values a checked schema (grammarSchema) allows,
+ * numbers fixed as above. Rejects with node-llama-cpp's error when its generator refuses the
+ * schema; the caller names the field.
+ */
+export async function schemaGrammar(llama: Llama, schema: Json): Promise<LlamaGrammar> {
+  const generated = await llama.createGrammarForJsonSchema(schema as Parameters<typeof llama.createGrammarForJsonSchema>[0]);
+  return llama.createGrammar({
+    grammar: integerGrammarFixed(generated.grammar),
+    stopGenerationTriggers: generated.stopGenerationTriggers,
+    trimWhitespaceSuffix: generated.trimWhitespaceSuffix,
+  });
 }

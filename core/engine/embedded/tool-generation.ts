@@ -1,18 +1,26 @@
-// One generation with tools on one slot, through node-llama-cpp's LlamaChat: it renders the
-// tools into the prompt with the chat wrapper (the model's own template, or node-llama-cpp's
-// generic format for a template without one), watches the output for the wrapper's call
-// syntax, and generates a call's function name and arguments under a grammar built from the
-// tools, so every call it returns names a declared function with arguments valid under its
-// schema. Everything else (limits, stops, counting, cancellation) behaves as in generation.ts.
+// One generation with tools on one slot. Everything else (limits, stops, counting,
+// cancellation) behaves as in generation.ts.
 //
-// `required` and a named function: the wrapper's state is marked "initially engaged", so
-// LlamaChat starts the answer in its function-calling mode (the call prefix in the context,
-// the name under grammar) instead of free text; for a named function only that function is
-// offered (offeredFunctions), so the grammar can produce no other name. Even a random-weight model then answers
-// with a valid call.
-import { LlamaChat, type ChatWrapper } from 'node-llama-cpp';
+// `auto`: node-llama-cpp's LlamaChat, which renders the tools into the prompt with the chat
+// wrapper (the model's own template, or node-llama-cpp's generic format for a template without
+// one), watches the free text for the wrapper's call syntax, and generates a call's name and
+// arguments under its own grammar once the model starts one.
+//
+// `required` and a named function: the answer is one call, generated here under grammars, so
+// even a random-weight model gives a valid call. The call syntax's prefix (`<tool_call>\n{"name":
+// "` for a Qwen-style template) is put in the context as if the model had written it; the name
+// is generated under a grammar of the offered names (or is the named function); then the
+// arguments under the grammar of that function's parameter schema, the one response_format
+// uses (response-format.ts), so they parse to what the schema allows. Why not LlamaChat here
+// too: its arguments grammar is node-llama-cpp's own, which lets an integer carry an exponent
+// (3e-2) and a number a 16-digit one (Infinity once parsed), and then fails its own check of
+// the arguments, a 500 (seen on the demo models for 2 seeds in 12); and forced into calling,
+// it goes on calling until the token limit on a model that never ends its turn.
+import { LlamaChat, LlamaText, type ChatWrapper, type LlamaGrammar, type Token } from 'node-llama-cpp';
 import { chatPrompt, toChatHistory } from './chat-prompt.js';
-import { fittingPromptTokens, repeatPenaltyOf, type FinishReason, type GenerationTarget } from './generation.js';
+import { fittingPromptTokens, generateOnSlot, repeatPenaltyOf, type FinishReason, type GenerationTarget } from './generation.js';
+import { HttpError } from './http-error.js';
+import { schemaGrammar } from './response-format.js';
 import type { ChatMessage, SamplingParams } from './openai-requests.js';
 import type { Slot } from './slot-pool.js';
 import { offeredFunctions, toolCallId, type ToolCall, type ToolRequest } from './tool-calls.js';
@@ -56,21 +64,6 @@ export interface ToolGenerationTarget extends GenerationTarget {
  * survive. Generation therefore stops (finish_reason `length`) this far before the end.
  */
 const CALL_SYNTAX_RESERVE = 128;
-
-/** The wrapper, with every answer starting in function-calling mode. */
-function callingWrapper(wrapper: ChatWrapper): ChatWrapper {
-  const forced = Object.create(wrapper) as ChatWrapper;
-  forced.generateContextState = (options) => {
-    const state = wrapper.generateContextState(options);
-    return {
-      contextText: state.contextText,
-      stopGenerationTriggers: state.stopGenerationTriggers,
-      ...(state.ignoreStartText ? { ignoreStartText: state.ignoreStartText } : {}),
-      functionCall: { initiallyEngaged: true, disengageInitiallyEngaged: [] },
-    };
-  };
-  return forced;
-}
 
 /**
  * Gathers the calls from LlamaChat's callbacks, in both modes, so a streamed answer's argument
@@ -119,22 +112,96 @@ function decodedSince(slot: Slot): number {
   return Math.max(0, slot.sequence.tokenMeter.usedOutputTokens - slot.meterAtTake.usedOutputTokens - 1);
 }
 
+/** Text of the wrapper's call syntax with the function's name in it (`{{functionName}}` in plain text only, as node-llama-cpp does). */
+function syntaxText(text: string | LlamaText, name: string): LlamaText {
+  return LlamaText(LlamaText(text).values.map((v) => (typeof v === 'string' ? v.replaceAll('{{functionName}}', name) : v)));
+}
+
 /**
  * Waits for a slot, generates with the tools, frees the slot. Blocks for the whole generation.
- * Rejects like generate(): a 400 when the prompt (tools included) does not fit the slot, the
- * signal's reason when the caller gives up waiting, node-llama-cpp's error when decoding fails.
+ * Rejects like generate(): a 400 when the prompt (tools included) does not fit the slot or a
+ * parameter schema cannot be made a grammar, the signal's reason when the caller gives up
+ * waiting, node-llama-cpp's error when decoding fails.
  */
 export async function generateWithTools(target: ToolGenerationTarget, input: ToolGenerationInput): Promise<ToolGenerationResult> {
-  const { pool, contextPerSlot } = target;
   const functions = offeredFunctions(input.tools);
   const prompt = chatPrompt(target.model, target.chatWrapper, input.messages, functions);
   const promptTokens = fittingPromptTokens(target, prompt.tokens);
+  if (input.sampling.maxTokens === 0) return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens: 0 };
+  if (input.tools.choice.kind === 'auto') return generateMaybeCalling(target, input, promptTokens);
+  return generateOneCall(target, input, prompt.tokens, promptTokens);
+}
+
+/** The grammar of each offered function's arguments; undefined for a function without parameters. */
+async function argumentGrammars(target: ToolGenerationTarget, functions: ToolRequest['functions']): Promise<Map<string, LlamaGrammar | undefined>> {
+  const grammars = new Map<string, LlamaGrammar | undefined>();
+  for (const [name, fn] of Object.entries(functions)) {
+    try {
+      grammars.set(name, fn.params ? await schemaGrammar(target.model.llama, fn.params as Record<string, unknown>) : undefined);
+    } catch (error) {
+      throw new HttpError(400, `the parameters of tool '${name}' cannot be enforced: ${(error as Error).message}`, 'invalid_request_error', { param: 'tools' });
+    }
+  }
+  return grammars;
+}
+
+async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerationInput, tokens: readonly Token[], promptTokens: number): Promise<ToolGenerationResult> {
+  const { model, pool } = target;
+  const functions = offeredFunctions(input.tools);
+  const names = Object.keys(functions);
+  const grammars = await argumentGrammars(target, functions);
+  const nameGrammar = names.length > 1 ? await model.llama.createGrammar({ grammar: `root ::= ${names.map((n) => `"${n}"`).join(' | ')}` }) : undefined;
+  const syntax = target.chatWrapper.settings.functions.call;
+  const tokenize = (text: LlamaText): Token[] => text.tokenize(model.tokenizer, 'trimLeadingSpace');
+  // A call is never cut by a stop string: the request's stops are for text.
+  const sampling = { ...input.sampling, stop: [] };
+  const slot = await pool.acquire(promptTokens, input.signal);
+  try {
+    let context = [...tokens, ...tokenize(LlamaText(syntax.prefix))];
+    let completionTokens = 0;
+    let name = names[0] ?? '';
+    if (nameGrammar) {
+      const chosen = await generateOnSlot(target, slot, { tokens: context, sampling, grammar: nameGrammar, signal: input.signal });
+      completionTokens += chosen.completionTokens;
+      if (chosen.finishReason === 'length' || !names.includes(chosen.text)) return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens };
+      name = chosen.text;
+    }
+    const call: ToolCall = { id: toolCallId(), name, arguments: '' };
+    input.onToolCall?.({ index: 0, id: call.id, name, arguments: '' });
+    const grammar = grammars.get(name);
+    if (grammar === undefined) {
+      call.arguments = '{}';
+      input.onToolCall?.({ index: 0, arguments: call.arguments });
+      return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens };
+    }
+    context = [...context, ...tokenize(LlamaText(name)), ...tokenize(syntaxText(syntax.paramsPrefix, name))];
+    const left = sampling.maxTokens === undefined ? undefined : sampling.maxTokens - completionTokens;
+    if (left !== undefined && left <= 0) return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens };
+    // The arguments are what was streamed, so a stream joins to exactly what a whole answer carries.
+    const args = await generateOnSlot(target, slot, {
+      tokens: context, sampling: { ...sampling, maxTokens: left }, grammar, signal: input.signal,
+      onText: (text) => {
+        if (text === '') return;
+        call.arguments += text;
+        input.onToolCall?.({ index: 0, arguments: text });
+      },
+    });
+    completionTokens += args.completionTokens;
+    if (args.finishReason === 'length') return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens };
+    return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens };
+  } finally {
+    pool.release(slot);
+  }
+}
+
+async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGenerationInput, promptTokens: number): Promise<ToolGenerationResult> {
+  const { pool, contextPerSlot } = target;
+  const functions = offeredFunctions(input.tools);
   const s = input.sampling;
   const room = Math.max(1, contextPerSlot - promptTokens - CALL_SYNTAX_RESERVE);
   const maxTokens = Math.min(s.maxTokens ?? room, room);
-  if (s.maxTokens === 0) return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens: 0 };
   const slot = await pool.acquire(promptTokens, input.signal);
-  const chat = new LlamaChat({ contextSequence: slot.sequence, chatWrapper: input.tools.choice.kind === 'auto' ? target.chatWrapper : callingWrapper(target.chatWrapper) });
+  const chat = new LlamaChat({ contextSequence: slot.sequence, chatWrapper: target.chatWrapper });
   const collector = new CallCollector(input.onToolCall);
   let counted = 0;
   // LlamaChat reports the tokens of a call's name and arguments to no token callback, so the
