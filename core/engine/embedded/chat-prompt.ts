@@ -63,7 +63,11 @@ export function toChatHistory(messages: readonly ChatMessage[]): ChatHistoryItem
       }
     }
   });
-  history.push({ type: 'model', response: [] });
+  // The answer to generate: a new model turn, or, after calls and their results, the rest of
+  // the turn that made them (node-llama-cpp's shape: results inside the response, the model
+  // going on after them); a second model turn would be joined to it with a blank line.
+  const last = history.at(-1);
+  if (last?.type !== 'model' || last.response.at(-1) === undefined || typeof last.response.at(-1) === 'string') history.push({ type: 'model', response: [] });
   return history;
 }
 
