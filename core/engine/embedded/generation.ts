@@ -3,7 +3,7 @@
 import type { LlamaGrammar, LlamaModel, LlamaText, Token } from 'node-llama-cpp';
 import { HttpError } from './http-error.js';
 import type { SamplingParams } from './openai-requests.js';
-import type { Slot, SlotPool } from './slot-pool.js';
+import type { SlotPool } from './slot-pool.js';
 
 export type FinishReason = 'stop' | 'length';
 
@@ -69,41 +69,36 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
   if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0 };
   const slot = await pool.acquire(promptTokens, input.signal);
   try {
-    return { ...(await generateOnSlot(target, slot, input)), promptTokens };
+    let completionTokens = 0;
+    const s = input.sampling;
+    const { response, metadata } = await slot.completion.generateCompletionWithMeta(input.tokens, {
+      maxTokens: s.maxTokens,
+      temperature: s.temperature,
+      topK: s.topK,
+      topP: s.topP,
+      minP: s.minP,
+      seed: s.seed,
+      repeatPenalty: repeatPenaltyOf(s),
+      customStopTriggers: [...s.stop, ...(input.extraStops ?? [])],
+      ...(input.grammar ? { grammar: input.grammar } : {}),
+      // llama-server stops at the end of the slot's context (its context shift is off by
+      // default); node-llama-cpp would otherwise drop old tokens and carry on.
+      disableContextShift: true,
+      signal: input.signal,
+      stopOnAbortSignal: true,
+      onToken: (tokens) => {
+        completionTokens += tokens.length;
+        pool.countDecoded(slot, tokens.length);
+      },
+      ...(input.onText ? { onTextChunk: input.onText } : {}),
+    });
+    return {
+      text: response,
+      finishReason: metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
+      promptTokens,
+      completionTokens,
+    };
   } finally {
     pool.release(slot);
   }
-}
-
-/**
- * One generation on a slot the caller holds (and frees): several in a row continue one answer,
- * as a tool call's name and arguments do (tool-generation.ts). `input.maxTokens` must not be 0.
- * Blocks for the generation; rejects with node-llama-cpp's error if decoding fails.
- */
-export async function generateOnSlot(target: GenerationTarget, slot: Slot, input: GenerationInput): Promise<Omit<GenerationResult, 'promptTokens'>> {
-  const { pool } = target;
-  let completionTokens = 0;
-  const s = input.sampling;
-  const { response, metadata } = await slot.completion.generateCompletionWithMeta(input.tokens, {
-    maxTokens: s.maxTokens,
-    temperature: s.temperature,
-    topK: s.topK,
-    topP: s.topP,
-    minP: s.minP,
-    seed: s.seed,
-    repeatPenalty: repeatPenaltyOf(s),
-    customStopTriggers: [...s.stop, ...(input.extraStops ?? [])],
-    ...(input.grammar ? { grammar: input.grammar } : {}),
-    // llama-server stops at the end of the slot's context (its context shift is off by
-    // default); node-llama-cpp would otherwise drop old tokens and carry on.
-    disableContextShift: true,
-    signal: input.signal,
-    stopOnAbortSignal: true,
-    onToken: (tokens) => {
-      completionTokens += tokens.length;
-      pool.countDecoded(slot, tokens.length);
-    },
-    ...(input.onText ? { onTextChunk: input.onText } : {}),
-  });
-  return { text: response, finishReason: metadata.stopReason === 'maxTokens' ? 'length' : 'stop', completionTokens };
 }

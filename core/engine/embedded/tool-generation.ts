@@ -18,7 +18,7 @@
 // it goes on calling until the token limit on a model that never ends its turn.
 import { LlamaChat, LlamaText, type ChatWrapper, type LlamaGrammar, type Token } from 'node-llama-cpp';
 import { chatPrompt, toChatHistory } from './chat-prompt.js';
-import { fittingPromptTokens, generateOnSlot, repeatPenaltyOf, type FinishReason, type GenerationTarget } from './generation.js';
+import { fittingPromptTokens, generate, repeatPenaltyOf, type FinishReason, type GenerationTarget } from './generation.js';
 import { HttpError } from './http-error.js';
 import { schemaGrammar } from './response-format.js';
 import type { ChatMessage, SamplingParams } from './openai-requests.js';
@@ -66,8 +66,8 @@ export interface ToolGenerationTarget extends GenerationTarget {
 const CALL_SYNTAX_RESERVE = 128;
 
 /**
- * Gathers the calls from LlamaChat's callbacks, in both modes, so a streamed answer's argument
- * fragments join to exactly the arguments a non-streamed one carries. LlamaChat's argument
+ * Gathers `auto`'s calls from LlamaChat's callbacks, streamed or not, so a streamed answer's
+ * argument fragments join to exactly the arguments a non-streamed one carries. LlamaChat's argument
  * text ends with its grammar's end marker (four newlines), which is not part of the JSON:
  * trailing newlines are held back until more text shows they were inside it.
  */
@@ -145,53 +145,53 @@ async function argumentGrammars(target: ToolGenerationTarget, functions: ToolReq
   return grammars;
 }
 
+/**
+ * The call in two generations (name, then arguments), each one generate() of its own: the second
+ * continues the first's context, so on the same slot it evaluates only the few new tokens.
+ */
 async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerationInput, tokens: readonly Token[], promptTokens: number): Promise<ToolGenerationResult> {
-  const { model, pool } = target;
+  const { model } = target;
   const functions = offeredFunctions(input.tools);
   const names = Object.keys(functions);
   const grammars = await argumentGrammars(target, functions);
-  const nameGrammar = names.length > 1 ? await model.llama.createGrammar({ grammar: `root ::= ${names.map((n) => `"${n}"`).join(' | ')}` }) : undefined;
   const syntax = target.chatWrapper.settings.functions.call;
   const tokenize = (text: LlamaText): Token[] => text.tokenize(model.tokenizer, 'trimLeadingSpace');
   // A call is never cut by a stop string: the request's stops are for text.
   const sampling = { ...input.sampling, stop: [] };
-  const slot = await pool.acquire(promptTokens, input.signal);
-  try {
-    let context = [...tokens, ...tokenize(LlamaText(syntax.prefix))];
-    let completionTokens = 0;
-    let name = names[0] ?? '';
-    if (nameGrammar) {
-      const chosen = await generateOnSlot(target, slot, { tokens: context, sampling, grammar: nameGrammar, signal: input.signal });
-      completionTokens += chosen.completionTokens;
-      if (chosen.finishReason === 'length' || !names.includes(chosen.text)) return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens };
-      name = chosen.text;
-    }
-    const call: ToolCall = { id: toolCallId(), name, arguments: '' };
-    input.onToolCall?.({ index: 0, id: call.id, name, arguments: '' });
-    const grammar = grammars.get(name);
-    if (grammar === undefined) {
-      call.arguments = '{}';
-      input.onToolCall?.({ index: 0, arguments: call.arguments });
-      return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens };
-    }
-    context = [...context, ...tokenize(LlamaText(name)), ...tokenize(syntaxText(syntax.paramsPrefix, name))];
-    const left = sampling.maxTokens === undefined ? undefined : sampling.maxTokens - completionTokens;
-    if (left !== undefined && left <= 0) return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens };
-    // The arguments are what was streamed, so a stream joins to exactly what a whole answer carries.
-    const args = await generateOnSlot(target, slot, {
-      tokens: context, sampling: { ...sampling, maxTokens: left }, grammar, signal: input.signal,
-      onText: (text) => {
-        if (text === '') return;
-        call.arguments += text;
-        input.onToolCall?.({ index: 0, arguments: text });
-      },
-    });
-    completionTokens += args.completionTokens;
-    if (args.finishReason === 'length') return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens };
-    return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens };
-  } finally {
-    pool.release(slot);
+  const cutShort = (completionTokens: number): ToolGenerationResult => ({ text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens });
+  let context = [...tokens, ...tokenize(LlamaText(syntax.prefix))];
+  let completionTokens = 0;
+  let name = names[0] ?? '';
+  if (names.length > 1) {
+    const nameGrammar = await model.llama.createGrammar({ grammar: `root ::= ${names.map((n) => `"${n}"`).join(' | ')}` });
+    const chosen = await generate(target, { tokens: context, sampling, grammar: nameGrammar, signal: input.signal });
+    completionTokens += chosen.completionTokens;
+    if (chosen.finishReason === 'length' || !names.includes(chosen.text)) return cutShort(completionTokens);
+    name = chosen.text;
   }
+  const call: ToolCall = { id: toolCallId(), name, arguments: '' };
+  input.onToolCall?.({ index: 0, id: call.id, name, arguments: '' });
+  const grammar = grammars.get(name);
+  if (grammar === undefined) {
+    call.arguments = '{}';
+    input.onToolCall?.({ index: 0, arguments: call.arguments });
+    return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens };
+  }
+  context = [...context, ...tokenize(LlamaText(name)), ...tokenize(syntaxText(syntax.paramsPrefix, name))];
+  const left = sampling.maxTokens === undefined ? undefined : sampling.maxTokens - completionTokens;
+  if (left !== undefined && left <= 0) return cutShort(completionTokens);
+  // The arguments are what was streamed, so a stream joins to exactly what a whole answer carries.
+  const args = await generate(target, {
+    tokens: context, sampling: { ...sampling, maxTokens: left }, grammar, signal: input.signal,
+    onText: (text) => {
+      if (text === '') return;
+      call.arguments += text;
+      input.onToolCall?.({ index: 0, arguments: text });
+    },
+  });
+  completionTokens += args.completionTokens;
+  if (args.finishReason === 'length') return cutShort(completionTokens);
+  return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens };
 }
 
 async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGenerationInput, promptTokens: number): Promise<ToolGenerationResult> {
