@@ -99,6 +99,7 @@ describe('embedded engine: tool calls', () => {
     ]);
     // Random weights never start a call of their own: the answer is text, cut at max_tokens.
     expect(withTools.choices[0]?.finish_reason).toBe('length');
+    expect(withTools.usage?.completion_tokens).toBe(6);
     expect(withTools.choices[0]?.message.tool_calls).toBeUndefined();
     expect(typeof withTools.choices[0]?.message.content).toBe('string');
     expect((withTools.usage?.prompt_tokens ?? 0) - (without.usage?.prompt_tokens ?? 0)).toBeGreaterThan(200);

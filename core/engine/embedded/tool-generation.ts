@@ -204,10 +204,12 @@ async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGen
   const chat = new LlamaChat({ contextSequence: slot.sequence, chatWrapper: target.chatWrapper });
   const collector = new CallCollector(input.onToolCall);
   let counted = 0;
+  let textTokens = 0;
   // LlamaChat reports the tokens of a call's name and arguments to no token callback, so the
-  // slot's progress (what hang detection reads) is taken from the sequence's meter instead.
-  const countProgress = (): void => {
-    const decoded = decodedSince(slot);
+  // slot's progress (what hang detection reads) is taken from the sequence's meter too, which
+  // counts a token once it is evaluated (the last one sampled never is).
+  const countProgress = (atLeast = 0): void => {
+    const decoded = Math.max(decodedSince(slot), textTokens, atLeast);
     if (decoded > counted) pool.countDecoded(slot, decoded - counted);
     counted = Math.max(counted, decoded);
   };
@@ -226,7 +228,10 @@ async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGen
       customStopTriggers: s.stop,
       signal: input.signal,
       stopOnAbortSignal: true,
-      onToken: () => countProgress(),
+      onToken: (tokens) => {
+        textTokens += tokens.length;
+        countProgress();
+      },
       ...(input.onText ? { onTextChunk: input.onText } : {}),
       onFunctionCallParamsChunk: (chunk) => {
         collector.argumentsChunk(chunk.functionName, chunk.paramsChunk);
@@ -234,8 +239,9 @@ async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGen
       },
       onFunctionCall: (call) => collector.finished(call.functionName, call.params),
     });
-    countProgress();
     const stop = response.metadata.stopReason;
+    // At the limit, LlamaChat generated exactly maxTokens.
+    countProgress(stop === 'maxTokens' ? maxTokens : 0);
     const finishReason = stop === 'maxTokens' ? 'length' : collector.calls.length > 0 ? 'tool_calls' : 'stop';
     return { text: response.response, toolCalls: collector.calls, finishReason, promptTokens, completionTokens: counted };
   } finally {
