@@ -42,8 +42,6 @@ const serviceTier = inert('a tier of OpenAI’s servers; a local engine has one'
 const noLogitBias = refused('the embedded engine cannot bias tokens', isEmptyObject);
 // The embedded engine refuses these itself too (core/engine/embedded/openai-requests.ts), by
 // name; the rows say so, so the table is what a client meets, engine by engine.
-const noTools = perEngine(refused('the embedded engine cannot call tools yet', isEmptyList), honoured);
-const noToolChoice = perEngine(refused('the embedded engine cannot call tools yet', ['"none"', (v) => v === 'none']), honoured);
 
 const GENERATION: Record<string, FieldStatus> = {
   model: honoured,
@@ -69,9 +67,9 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     max_completion_tokens: honoured,
     top_logprobs: honoured,
     response_format: honoured,
-    tools: noTools,
-    tool_choice: noToolChoice,
-    parallel_tool_calls: perEngine(refused('the embedded engine cannot call tools yet', isFalse), honoured),
+    tools: honoured,
+    tool_choice: honoured,
+    parallel_tool_calls: honoured,
     metadata: inert('tags for stored completions; llmtray stores none'),
     store: refused('llmtray stores no completions', isFalse),
     service_tier: serviceTier,
@@ -118,7 +116,7 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     temperature: honoured,
     top_p: honoured,
     top_k: honoured,
-    tools: noTools,
+    tools: honoured,
     tool_choice: honoured,
     metadata: inert('its user_id goes as the chat API’s `user`; nothing local depends on it'),
     service_tier: serviceTier,
@@ -146,9 +144,9 @@ export const REQUEST_FIELDS: Record<FieldEndpoint, Record<string, FieldStatus>> 
     stream: honoured,
     stream_options: inert('its one option pads events against length side channels on OpenAI’s servers'),
     text: honoured,
-    tools: noTools,
-    tool_choice: noToolChoice,
-    parallel_tool_calls: perEngine(refused('the embedded engine cannot call tools yet', isFalse), honoured),
+    tools: honoured,
+    tool_choice: honoured,
+    parallel_tool_calls: honoured,
     metadata: inert('repeated in the answer’s `metadata`; llmtray keeps no responses to look up by it'),
     store: refused('llmtray keeps no responses', isFalse),
     previous_response_id: refused('llmtray keeps no responses to continue; send the whole conversation in `input`'),

@@ -149,16 +149,23 @@ describe('demo-tiny through the Responses API', () => {
     expect((error as BadRequestError).headers?.get('x-llmtray-error-source')).toBe('engine');
   });
 
-  it('refuses a function tool on the embedded engine with a 400 naming tools, in OpenAI’s error shape', async () => {
-    const error = await client.responses
-      .create({ model: 'tiny', input: 'Oslo', tools: [{ type: 'function', name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }] })
-      .then(
-        () => null,
-        (caught: unknown) => caught,
-      );
-    expect(error).toBeInstanceOf(BadRequestError);
-    expect((error as BadRequestError).param).toBe('tools');
-    expect((error as BadRequestError).message).toContain('tools');
+  it('calls a function tool on the embedded engine when the tool choice requires it: a function_call item whose arguments match the schema', async () => {
+    const response = await client.responses.create({
+      model: 'tiny',
+      input: 'What is the weather in Oslo?',
+      // An enum: a random-weight demo model writes a free string until the token limit.
+      tools: [{ type: 'function', name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Oslo', 'Lima'] } }, required: ['city'], additionalProperties: false }, strict: true }],
+      tool_choice: 'required',
+      max_output_tokens: 120,
+    });
+    expect(responseSchemaErrors(response)).toEqual([]);
+    const calls = response.output.filter((item) => item.type === 'function_call');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.name).toBe('weather');
+    const args = JSON.parse(calls[0]?.arguments ?? 'null') as { city?: unknown };
+    expect(Object.keys(args)).toEqual(['city']);
+    expect(['Oslo', 'Lima']).toContain(args.city);
+    expect(calls[0]?.call_id).toMatch(/^call_/);
   });
 
   it('refuses a reasoning item given back with a 400 naming input: the embedded engine renders text only', async () => {

@@ -148,11 +148,12 @@ describe('embedded engine: embeddings, structured output, refusals', () => {
   });
 
   it.each([
-    ['tools', { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }],
+    ['tools[0].function.parameters', { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { n: { type: 'integer', minimum: 1 } } } } }] }],
     ['tool_choice', { tool_choice: 'required' }],
+    ['tool_choice', { tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'g' } } }],
     ['logit_bias', { logit_bias: { '5': 10 } }],
     ['messages[1].role', { messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'c1', content: '42' }] }],
-    ['messages[1].tool_calls', { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] }] }],
+    ['messages[1].tool_calls[0].function.arguments', { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{not json' } }] }] }],
   ])('refuses %s instead of answering as if it were not there', async (param, extra) => {
     const r = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], max_tokens: 2, ...extra });
     expect(r.status).toBe(400);

@@ -16,7 +16,7 @@
 import { open, rename, rm } from 'node:fs/promises';
 import { encodeTensorData, layoutGguf, type GgmlTensorType, type GgufTensorInfo, type GgufValue } from './gguf-encoder.js';
 import { seededRandom, seedFor } from './seeded-random.js';
-import { CHATML_TEMPLATE, spmVocab } from './spm-vocab.js';
+import { CHAT_TEMPLATE, spmVocab } from './spm-vocab.js';
 
 export interface LlamaModelShape {
   name: string;
@@ -84,7 +84,7 @@ function metadataFor(shape: LlamaModelShape): Map<string, GgufValue> {
     ['tokenizer.ggml.unknown_token_id', { kind: 'u32', value: vocab.unkId }],
     ['tokenizer.ggml.add_bos_token', { kind: 'bool', value: true }],
     ['tokenizer.ggml.add_eos_token', { kind: 'bool', value: false }],
-    ['tokenizer.chat_template', { kind: 'string', value: CHATML_TEMPLATE }],
+    ['tokenizer.chat_template', { kind: 'string', value: CHAT_TEMPLATE }],
   ]);
 }
 

@@ -34,6 +34,19 @@ export function chatWrapperFor(model: LlamaModel, warn: (line: string) => void):
 }
 
 /**
+ * Which syntax the model's tool calls are read and written in, as /v1/models reports it:
+ * `template` when node-llama-cpp read the call and result format out of the model's own chat
+ * template (a Qwen-style `<tool_call>` block, say); `generic` when the template renders no tool
+ * calls and node-llama-cpp's generic function-calling format is used with it; else the name of
+ * the node-llama-cpp chat format chosen for a model without a usable template, whose tool
+ * syntax is that format's own.
+ */
+export function toolCallFormat(wrapper: ChatWrapper): string {
+  if (wrapper instanceof JinjaTemplateChatWrapper) return wrapper.usingJinjaFunctionCallTemplate ? 'template' : 'generic';
+  return `node-llama-cpp:${wrapper.wrapperName}`;
+}
+
+/**
  * Renders a small ChatML template once, so that the template engine's code is loaded and
  * compiled before a model arrives: a warm spare engine (main.ts) calls it while it waits.
  * Cheap (tens of milliseconds once); never throws.

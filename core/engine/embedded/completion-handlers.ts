@@ -8,8 +8,11 @@ import { generate, type FinishReason, type GenerationResult, type GenerationTarg
 import { HttpError } from './http-error.js';
 import { chatLogprobs, completionLogprobs, type TokenLogprob } from './logprobs.js';
 import { readChatRequest, readCompletionRequest, type SamplingParams } from './openai-requests.js';
-import { integerGrammarFixed, type ResponseFormat } from './response-format.js';
+import { schemaGrammar, type ResponseFormat } from './response-format.js';
 import { startSse } from './sse.js';
+import { toolCallsBody, type ToolRequest } from './tool-calls.js';
+import { generateWithTools } from './tool-generation.js';
+import type { ChatMessage } from './openai-requests.js';
 
 export interface CompletionEngine extends GenerationTarget {
   modelName: string;
@@ -54,7 +57,7 @@ const TEXT: Flavor = {
   deltaChoice: (text, finishReason, logprobs) => ({ index: 0, text: text ?? '', finish_reason: finishReason, logprobs: logprobs ? completionLogprobs(logprobs) : null }),
 };
 
-function usageOf(r: GenerationResult): Record<string, number> {
+function usageOf(r: Pick<GenerationResult, 'promptTokens' | 'completionTokens'>): Record<string, number> {
   return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens };
 }
 
@@ -67,11 +70,16 @@ function clientGone(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
+/** The fields every answer and chunk of one request share. */
+function envelopeFor(engine: CompletionEngine, idPrefix: string): (object: string) => Record<string, unknown> {
+  const id = `${idPrefix}${randomUUID().replaceAll('-', '')}`;
+  const created = Math.floor(Date.now() / 1000);
+  return (object) => ({ id, object, created, model: engine.modelName, system_fingerprint: 'llmtray-embedded' });
+}
+
 async function respond(engine: CompletionEngine, flavor: Flavor, p: Prepared, res: ServerResponse): Promise<void> {
   const signal = clientGone(res);
-  const id = `${flavor.idPrefix}${randomUUID().replaceAll('-', '')}`;
-  const created = Math.floor(Date.now() / 1000);
-  const envelope = (object: string) => ({ id, object, created, model: engine.modelName, system_fingerprint: 'llmtray-embedded' });
+  const envelope = envelopeFor(engine, flavor.idPrefix);
   const input = { tokens: p.tokens, sampling: p.sampling, extraStops: p.extraStops, signal, logprobs: p.logprobs, ...(p.grammar ? { grammar: p.grammar } : {}) };
 
   if (!p.stream) {
@@ -109,19 +117,61 @@ async function grammarFor(engine: CompletionEngine, format: ResponseFormat): Pro
   const llama = engine.model.llama;
   if (format.kind === 'json_object') return llama.getGrammarFor('json');
   try {
-    const generated = await llama.createGrammarForJsonSchema(format.schema as Parameters<typeof llama.createGrammarForJsonSchema>[0]);
-    return await llama.createGrammar({
-      grammar: integerGrammarFixed(generated.grammar),
-      stopGenerationTriggers: generated.stopGenerationTriggers,
-      trimWhitespaceSuffix: generated.trimWhitespaceSuffix,
-    });
+    return await schemaGrammar(llama, format.schema);
   } catch (error) {
     throw new HttpError(400, `response_format.json_schema '${format.name}' cannot be enforced: ${(error as Error).message}`, 'invalid_request_error', { param: 'response_format' });
   }
 }
 
+/**
+ * A chat completion with tools: the answer's text as `content` (null when it is only calls),
+ * its calls as `tool_calls`, finish_reason `tool_calls` when it ends with them. Streamed, each
+ * call comes as OpenAI sends one: a first `delta.tool_calls` chunk with its index, id, type,
+ * name and arguments '', then the arguments in fragments.
+ */
+async function respondWithTools(engine: CompletionEngine, messages: readonly ChatMessage[], tools: ToolRequest, p: Omit<Prepared, 'tokens' | 'extraStops'>, res: ServerResponse): Promise<void> {
+  const signal = clientGone(res);
+  const envelope = envelopeFor(engine, CHAT.idPrefix);
+  const input = { messages, tools, sampling: p.sampling, signal };
+  if (!p.stream) {
+    const result = await generateWithTools(engine, input);
+    if (signal.aborted) return;
+    const message = result.toolCalls.length > 0
+      ? { role: 'assistant', content: result.text === '' ? null : result.text, tool_calls: toolCallsBody(result.toolCalls) }
+      : { role: 'assistant', content: result.text };
+    const body = { ...envelope(CHAT.object), choices: [{ index: 0, message, finish_reason: result.finishReason, logprobs: null }], usage: usageOf(result) };
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(body));
+    return;
+  }
+  const sse = startSse(res);
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({ ...envelope(CHAT.chunkObject), choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }] });
+  sse.send(chunk({ role: 'assistant', content: '' }, null));
+  try {
+    const result = await generateWithTools(engine, {
+      ...input,
+      onText: (text) => {
+        if (text !== '') sse.send(chunk({ content: text }, null));
+      },
+      onToolCall: (d) => sse.send(chunk({
+        tool_calls: [d.id === undefined ? { index: d.index, function: { arguments: d.arguments } } : { index: d.index, id: d.id, type: 'function', function: { name: d.name, arguments: d.arguments } }],
+      }, null)),
+    });
+    sse.send({ ...chunk({}, result.finishReason), usage: usageOf(result) });
+    if (p.includeUsage) sse.send({ ...envelope(CHAT.chunkObject), choices: [], usage: usageOf(result) });
+  } catch (error) {
+    const e = error instanceof HttpError ? error : new HttpError(500, `generation failed: ${(error as Error).message}`, 'server_error');
+    sse.send(e.body());
+  }
+  sse.done();
+}
+
 export async function handleChatCompletion(engine: CompletionEngine, body: unknown, _req: IncomingMessage, res: ServerResponse): Promise<void> {
   const request = readChatRequest(body);
+  if (request.tools !== undefined) {
+    await respondWithTools(engine, request.messages, request.tools, { sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage, logprobs: undefined }, res);
+    return;
+  }
   const prompt = chatPrompt(engine.model, engine.chatWrapper, request.messages);
   const grammar = await grammarFor(engine, request.responseFormat);
   await respond(engine, CHAT, { tokens: prompt.tokens, extraStops: prompt.stops, ...(grammar ? { grammar } : {}), sampling: request.sampling, stream: request.stream, includeUsage: request.includeUsage, logprobs: request.logprobs }, res);

@@ -40,6 +40,27 @@ export interface GenerationTarget {
 }
 
 /**
+ * The prompt's size as the slot holds it (with the beginning-of-sequence token node-llama-cpp
+ * adds). Throws HttpError 400 when it does not fit the slot's context: llama-server's
+ * exceed_context_size_error, where node-llama-cpp would silently cut the prompt instead.
+ */
+export function fittingPromptTokens(target: GenerationTarget, tokens: readonly Token[]): number {
+  const { model, contextPerSlot } = target;
+  const promptTokens = tokens.length + (model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? 1 : 0);
+  if (promptTokens >= contextPerSlot) {
+    throw new HttpError(400, `the request exceeds the available context size (${promptTokens} prompt tokens, ${contextPerSlot} per slot), try increasing it`,
+      'exceed_context_size_error', { n_prompt_tokens: promptTokens, n_ctx: contextPerSlot });
+  }
+  return promptTokens;
+}
+
+/** The penalties as node-llama-cpp takes them; none unless one is asked for (llama-server's default). */
+export function repeatPenaltyOf(s: SamplingParams): { penalty: number; frequencyPenalty: number; presencePenalty: number } | false {
+  const penalised = s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0;
+  return penalised ? { penalty: s.repeatPenalty, frequencyPenalty: s.frequencyPenalty, presencePenalty: s.presencePenalty } : false;
+}
+
+/**
  * Waits for a slot, generates, frees the slot. Blocks for the whole generation.
  * Rejects with HttpError 400 when the prompt does not fit the slot's context (llama-server's
  * exceed_context_size_error; node-llama-cpp would silently cut the prompt instead), with the
@@ -47,21 +68,16 @@ export interface GenerationTarget {
  * error if decoding fails.
  */
 export async function generate(target: GenerationTarget, input: GenerationInput): Promise<GenerationResult> {
-  const { model, pool, contextPerSlot } = target;
-  const promptTokens = input.tokens.length + (model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? 1 : 0);
-  if (promptTokens >= contextPerSlot) {
-    throw new HttpError(400, `the request exceeds the available context size (${promptTokens} prompt tokens, ${contextPerSlot} per slot), try increasing it`,
-      'exceed_context_size_error', { n_prompt_tokens: promptTokens, n_ctx: contextPerSlot });
-  }
+  const { pool } = target;
+  const promptTokens = fittingPromptTokens(target, input.tokens);
   // node-llama-cpp reads maxTokens 0 as "no limit"; OpenAI and llama-server mean "nothing".
   if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0, ...(input.logprobs === undefined ? {} : { logprobs: [] }) };
   const slot = await pool.acquire(promptTokens, input.signal);
-  const logprobs = input.logprobs === undefined ? undefined : recordLogprobs(model, slot.sequence, input.logprobs);
+  const logprobs = input.logprobs === undefined ? undefined : recordLogprobs(target.model, slot.sequence, input.logprobs);
   const onText = input.onText;
   try {
     let completionTokens = 0;
     const s = input.sampling;
-    const penalised = s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0;
     const { response, metadata } = await slot.completion.generateCompletionWithMeta(input.tokens, {
       maxTokens: s.maxTokens,
       temperature: s.temperature,
@@ -69,7 +85,7 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
       topP: s.topP,
       minP: s.minP,
       seed: s.seed,
-      repeatPenalty: penalised ? { penalty: s.repeatPenalty, frequencyPenalty: s.frequencyPenalty, presencePenalty: s.presencePenalty } : false,
+      repeatPenalty: repeatPenaltyOf(s),
       customStopTriggers: [...s.stop, ...(input.extraStops ?? [])],
       ...(input.grammar ? { grammar: input.grammar } : {}),
       // llama-server stops at the end of the slot's context (its context shift is off by

@@ -7,6 +7,7 @@
 import { badRequest } from './http-error.js';
 import { readChatLogprobs, readCompletionLogprobs } from './logprobs.js';
 import { readResponseFormat, type ResponseFormat } from './response-format.js';
+import { readToolRequest, type ToolRequest } from './tool-calls.js';
 
 export interface SamplingParams {
   /** undefined: until a stop or the end of the slot's context, as llama-server's n_predict -1. */
@@ -25,11 +26,17 @@ export interface SamplingParams {
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'developer' | 'tool';
   content: string;
+  /** An assistant turn's calls, in order, their arguments parsed. */
+  toolCalls?: { id: string; name: string; arguments: unknown }[];
+  /** A tool turn: the id of the call it answers (OpenAI's tool_call_id). */
+  toolCallId?: string;
 }
 
 export interface ChatRequest {
   messages: ChatMessage[];
   responseFormat: ResponseFormat;
+  /** undefined: no tools, or `tool_choice: "none"`. */
+  tools: ToolRequest | undefined;
   stream: boolean;
   includeUsage: boolean;
   sampling: SamplingParams;
@@ -67,9 +74,6 @@ export function asObject(body: unknown): Body {
  * A field set to its "off" value (false, null, an empty list) asks for nothing and passes.
  */
 const UNHONOURED_CHAT: Readonly<Record<string, string>> = {
-  tools: 'tool calling',
-  tool_choice: 'tool calling',
-  parallel_tool_calls: 'tool calling',
   functions: 'function calling',
   function_call: 'function calling',
   logit_bias: 'token biases',
@@ -176,24 +180,73 @@ function contentText(content: unknown, index: number): string {
 export function readChatMessages(body: Body): ChatMessage[] {
   const messages = body['messages'];
   if (!Array.isArray(messages) || messages.length === 0) throw badRequest("'messages' must be a non-empty array");
-  return messages.map((m: unknown, i): ChatMessage => {
+  const read = messages.map((m: unknown, i): ChatMessage => {
     const o = typeof m === 'object' && m !== null ? (m as Body) : {};
     const role = o['role'];
     if (typeof role !== 'string' || !ROLES.has(role)) throw badRequest(`messages[${i}].role must be one of system, user, assistant, developer, tool; got ${JSON.stringify(role)}`);
-    // A tool result rendered as a user turn, or an assistant turn without its calls, is a
-    // different conversation from the one the client sent: refused until tools are served.
-    if (role === 'tool') throw badRequest(`messages[${i}] is a tool result: tool calling is not supported by this engine`, `messages[${i}].role`);
-    if (!asksForNothing(o['tool_calls']) || !asksForNothing(o['function_call'])) {
-      throw badRequest(`messages[${i}] carries tool calls: tool calling is not supported by this engine`, `messages[${i}].tool_calls`);
+    if (!asksForNothing(o['function_call'])) {
+      throw badRequest(`messages[${i}].function_call is the deprecated form of a call; send tool_calls`, `messages[${i}].function_call`);
     }
-    return { role: role as ChatMessage['role'], content: contentText(o['content'], i) };
+    const message: ChatMessage = { role: role as ChatMessage['role'], content: contentText(o['content'], i) };
+    if (role === 'assistant' && !asksForNothing(o['tool_calls'])) message.toolCalls = readToolCalls(o['tool_calls'], i);
+    if (role === 'tool' && typeof o['tool_call_id'] === 'string') message.toolCallId = o['tool_call_id'];
+    return message;
   });
+  read.forEach((m, i) => checkToolResult(read, i));
+  return read;
+}
+
+/** An assistant message's `tool_calls`, arguments parsed: the template writes them as JSON of its own. */
+function readToolCalls(value: unknown, index: number): NonNullable<ChatMessage['toolCalls']> {
+  const at = `messages[${index}].tool_calls`;
+  if (!Array.isArray(value)) throw badRequest(`${at} must be an array`, at);
+  return value.map((call: unknown, c) => {
+    const o = typeof call === 'object' && call !== null ? (call as Body) : {};
+    const fn = typeof o['function'] === 'object' && o['function'] !== null ? (o['function'] as Body) : {};
+    if (typeof fn['name'] !== 'string' || typeof fn['arguments'] !== 'string') {
+      throw badRequest(`${at}[${c}] must be {"id", "type": "function", "function": {"name", "arguments"}} with arguments a JSON string`, `${at}[${c}]`);
+    }
+    let args: unknown;
+    try {
+      args = fn['arguments'].trim() === '' ? {} : JSON.parse(fn['arguments']);
+    } catch {
+      throw badRequest(`${at}[${c}].function.arguments is not JSON: ${JSON.stringify(fn['arguments'])}`, `${at}[${c}].function.arguments`);
+    }
+    return { id: typeof o['id'] === 'string' ? o['id'] : '', name: fn['name'], arguments: args };
+  });
+}
+
+/**
+ * A tool message answers a call of the assistant message before it (other tool messages between
+ * them): the template renders a call and its result as one exchange, and a result without its
+ * call has no place in it.
+ */
+function checkToolResult(messages: readonly ChatMessage[], index: number): void {
+  const message = messages[index];
+  if (message?.role !== 'tool') return;
+  let caller = index - 1;
+  while (messages[caller]?.role === 'tool') caller--;
+  const calls = messages[caller]?.toolCalls;
+  const at = `messages[${index}]`;
+  if (calls === undefined) throw badRequest(`${at} is a tool result, but the message before it made no tool calls`, `${at}.role`);
+  if (message.toolCallId !== undefined && !calls.some((c) => c.id === message.toolCallId)) {
+    throw badRequest(`${at}.tool_call_id ${JSON.stringify(message.toolCallId)} is not one of the calls of messages[${caller}]`, `${at}.tool_call_id`);
+  }
+  if (index - caller > calls.length) throw badRequest(`${at}: more tool results than messages[${caller}] made calls`, `${at}.role`);
 }
 
 export function readChatRequest(raw: unknown): ChatRequest {
   const body = asObject(raw);
   refuseUnhonoured(body, UNHONOURED_CHAT, 'chat completions');
-  return { messages: readChatMessages(body), responseFormat: readResponseFormat(body['response_format']), ...streamFields(body), sampling: readSampling(body), logprobs: readChatLogprobs(body) };
+  const tools = readToolRequest(body);
+  const responseFormat = readResponseFormat(body['response_format']);
+  if (tools !== undefined && responseFormat.kind !== 'text') {
+    throw badRequest("'response_format' with 'tools' cannot both be enforced: an answer is either a tool call or JSON of the format", 'response_format');
+  }
+  const logprobs = readChatLogprobs(body);
+  // Tool calls are generated apart from the token loop that reads probabilities.
+  if (tools !== undefined && logprobs !== undefined) throw badRequest("'logprobs' cannot be given with 'tools' on the embedded engine: its tool calls are generated without token probabilities", 'logprobs');
+  return { messages: readChatMessages(body), responseFormat, tools, ...streamFields(body), sampling: readSampling(body), logprobs };
 }
 
 export function readCompletionRequest(raw: unknown): CompletionRequest {

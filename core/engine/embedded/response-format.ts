@@ -7,7 +7,10 @@
 // or `minimum` would give an answer that the client's own validator rejects, after the
 // client trusted the server to have honoured the schema. So every keyword is either one the
 // grammar enforces, an annotation that constrains nothing (title, default, examples,
-// $schema...), or refused with a 400 that names it and where it is. Pure: no model, no I/O.
+// $schema...), or refused with a 400 that names it and where it is. Pure (no model, no I/O)
+// apart from schemaGrammar, which builds the grammar with the runtime; a tool's parameter
+// schema goes the same way (tool-calls.ts, tool-generation.ts).
+import type { Llama, LlamaGrammar } from 'node-llama-cpp';
 import { badRequest } from './http-error.js';
 
 export type ResponseFormat =
@@ -37,54 +40,55 @@ function isObject(v: unknown): v is Json {
  * The schema as the grammar generator takes it: annotations other than `description` removed,
  * `anyOf` written as `oneOf` (a grammar that produces one alternative's value produces a value
  * valid under either), every sub-schema checked. Throws a 400 naming the first keyword or value
- * the grammar cannot enforce, with its path in the schema.
+ * the grammar cannot enforce, with its path in the schema; `where` names the field that holds
+ * the schema (a response format's, or a tool's parameters).
  */
-export function grammarSchema(schema: unknown, path = '#'): Json {
-  if (!isObject(schema)) throw badRequest(`response_format.json_schema.schema at ${path} must be a JSON object, got ${JSON.stringify(schema)}`);
+export function grammarSchema(schema: unknown, path = '#', where = 'response_format.json_schema'): Json {
+  if (!isObject(schema)) throw badRequest(`${where} at ${path} must be a JSON object, got ${JSON.stringify(schema)}`);
   const out: Json = {};
   for (const [key, value] of Object.entries(schema)) {
     const at = `${path}/${key}`;
     if (key === 'description') { out[key] = value; continue; }
     if (ANNOTATIONS.has(key)) continue;
     if (!ENFORCED.has(key)) {
-      throw badRequest(`response_format.json_schema: the keyword '${key}' at ${path} cannot be enforced by this engine's grammar; supported: ${[...ENFORCED].join(', ')}`);
+      throw badRequest(`${where}: the keyword '${key}' at ${path} cannot be enforced by this engine's grammar; supported: ${[...ENFORCED].join(', ')}`);
     }
     switch (key) {
       case 'type': {
         const types = Array.isArray(value) ? value : [value];
-        for (const t of types) if (typeof t !== 'string' || !TYPES.has(t)) throw badRequest(`response_format.json_schema: unknown type ${JSON.stringify(t)} at ${at}`);
+        for (const t of types) if (typeof t !== 'string' || !TYPES.has(t)) throw badRequest(`${where}: unknown type ${JSON.stringify(t)} at ${at}`);
         if (Array.isArray(value) && value.some((t) => t === 'object' || t === 'array')) {
-          throw badRequest(`response_format.json_schema: a type list with object or array at ${at} cannot be enforced; write it as oneOf`);
+          throw badRequest(`${where}: a type list with object or array at ${at} cannot be enforced; write it as oneOf`);
         }
         out[key] = value;
         break;
       }
       case 'properties':
       case '$defs': {
-        if (!isObject(value)) throw badRequest(`response_format.json_schema: '${key}' at ${path} must be an object`);
-        out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, grammarSchema(sub, `${at}/${name}`)]));
+        if (!isObject(value)) throw badRequest(`${where}: '${key}' at ${path} must be an object`);
+        out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, grammarSchema(sub, `${at}/${name}`, where)]));
         break;
       }
       case 'items':
       case 'additionalProperties':
-        out[key] = typeof value === 'boolean' && key === 'additionalProperties' ? value : grammarSchema(value, at);
+        out[key] = typeof value === 'boolean' && key === 'additionalProperties' ? value : grammarSchema(value, at, where);
         break;
       case 'prefixItems':
       case 'oneOf':
       case 'anyOf': {
-        if (!Array.isArray(value) || value.length === 0) throw badRequest(`response_format.json_schema: '${key}' at ${path} must be a non-empty array`);
-        out[key === 'anyOf' ? 'oneOf' : key] = value.map((sub, i) => grammarSchema(sub, `${at}/${i}`));
+        if (!Array.isArray(value) || value.length === 0) throw badRequest(`${where}: '${key}' at ${path} must be a non-empty array`);
+        out[key === 'anyOf' ? 'oneOf' : key] = value.map((sub, i) => grammarSchema(sub, `${at}/${i}`, where));
         break;
       }
       case '$ref':
         if (typeof value !== 'string' || !value.startsWith('#/$defs/')) {
-          throw badRequest(`response_format.json_schema: '$ref' at ${path} must point into #/$defs/ (got ${JSON.stringify(value)})`);
+          throw badRequest(`${where}: '$ref' at ${path} must point into #/$defs/ (got ${JSON.stringify(value)})`);
         }
         out[key] = value;
         break;
       case 'format':
         if (typeof value !== 'string' || !FORMATS.has(value)) {
-          throw badRequest(`response_format.json_schema: format ${JSON.stringify(value)} at ${path} cannot be enforced; supported: ${[...FORMATS].join(', ')}`);
+          throw badRequest(`${where}: format ${JSON.stringify(value)} at ${path} cannot be enforced; supported: ${[...FORMATS].join(', ')}`);
         }
         out[key] = value;
         break;
@@ -92,7 +96,7 @@ export function grammarSchema(schema: unknown, path = '#'): Json {
         out[key] = value;
     }
   }
-  if ('oneOf' in out && 'type' in out) throw badRequest(`response_format.json_schema: oneOf/anyOf beside type at ${path} cannot be enforced; move the type into each alternative`);
+  if ('oneOf' in out && 'type' in out) throw badRequest(`${where}: oneOf/anyOf beside type at ${path} cannot be enforced; move the type into each alternative`);
   return out;
 }
 
@@ -134,4 +138,18 @@ export function integerGrammarFixed(grammar: string): string {
       return line;
     })
     .join('\n');
+}
+
+/**
+ * The grammar that generates exactly the JSON values a checked schema (grammarSchema) allows,
+ * numbers fixed as above. Rejects with node-llama-cpp's error when its generator refuses the
+ * schema; the caller names the field.
+ */
+export async function schemaGrammar(llama: Llama, schema: Json): Promise<LlamaGrammar> {
+  const generated = await llama.createGrammarForJsonSchema(schema as Parameters<typeof llama.createGrammarForJsonSchema>[0]);
+  return llama.createGrammar({
+    grammar: integerGrammarFixed(generated.grammar),
+    stopGenerationTriggers: generated.stopGenerationTriggers,
+    trimWhitespaceSuffix: generated.trimWhitespaceSuffix,
+  });
 }

@@ -4,13 +4,15 @@
 // the supervisor watches n_prompt_tokens_processed and n_decoded (per slot) and
 // llamacpp:prompt_tokens_total and llamacpp:tokens_predicted_total move while requests are
 // processing. The prompt counters are what moves before the first token of a long prompt.
-import type { LlamaModel } from 'node-llama-cpp';
+import type { ChatWrapper, LlamaModel } from 'node-llama-cpp';
+import { toolCallFormat } from './chat-wrapper.js';
 import { promptTokensProcessed, type SlotPool } from './slot-pool.js';
 
 export interface StatusSource {
   model: LlamaModel;
   draftModel: LlamaModel | undefined;
   modelName: string;
+  chatWrapper: ChatWrapper;
   contextPerSlot: number;
   pool: SlotPool;
   createdAt: number;
@@ -31,6 +33,8 @@ export function modelsBody(s: StatusSource): unknown {
         size: s.model.size,
         n_slots: s.pool.slots.length,
         n_ctx_slot: s.contextPerSlot,
+        // How tool calls are written: the template's own syntax, or node-llama-cpp's (chat-wrapper.ts).
+        tool_call_format: toolCallFormat(s.chatWrapper),
       },
     }],
   };

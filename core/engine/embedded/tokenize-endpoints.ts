@@ -12,6 +12,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Token } from 'node-llama-cpp';
 import { chatPromptText } from './chat-prompt.js';
+import { offeredFunctions, readToolRequest } from './tool-calls.js';
 import type { CompletionEngine } from './completion-handlers.js';
 import { badRequest } from './http-error.js';
 import { asObject, readChatMessages } from './openai-requests.js';
@@ -36,10 +37,15 @@ export function handleTokenize(engine: CompletionEngine, raw: unknown, res: Serv
   sendJson(res, { tokens });
 }
 
-/** `{ messages }` → `{ prompt }`: the chat prompt the model would be given, its special tokens written out. */
+/**
+ * `{ messages, tools?, tool_choice? }` → `{ prompt }`: the chat prompt the model would be given,
+ * its special tokens written out, the tools declared in it as a chat completion declares them.
+ */
 export function handleApplyTemplate(engine: CompletionEngine, raw: unknown, res: ServerResponse): void {
-  const messages = readChatMessages(asObject(raw));
-  sendJson(res, { prompt: chatPromptText(engine.model, engine.chatWrapper, messages) });
+  const body = asObject(raw);
+  const tools = readToolRequest(body);
+  const functions = tools === undefined ? undefined : offeredFunctions(tools);
+  sendJson(res, { prompt: chatPromptText(engine.model, engine.chatWrapper, readChatMessages(body), functions) });
 }
 
 function flag(body: Record<string, unknown>, name: string, fallback: boolean): boolean {
