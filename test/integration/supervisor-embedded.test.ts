@@ -96,9 +96,9 @@ describe('Supervisor with the embedded engine', () => {
     expect((error as LaunchError).reason).toMatch(/^tensor '[\w.]+' data is not within the file bounds, model is corrupted or incomplete$/);
   });
 
-  it('rejects a missing model file as invalid, naming the file', async () => {
+  it('rejects a missing model file as the machine in the way (it may come back), naming the file', async () => {
     if (!supervisor) throw new Error('no supervisor');
-    await expect(supervisor.launch('absent', 'full')).rejects.toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/ENOENT.*absent\.gguf/) });
+    await expect(supervisor.launch('absent', 'full')).rejects.toMatchObject({ kind: 'environment', reason: expect.stringMatching(/ENOENT.*absent\.gguf/) });
   });
 });
 

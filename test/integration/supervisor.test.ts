@@ -419,7 +419,7 @@ describe('Supervisor with the fake engine', () => {
     expect(events[1]).toMatchObject({ kind: 'oom', reason: 'failed to allocate buffer for kv cache', wasReady: false, exitCode: 1 });
   });
 
-  it('reports a launch that fails before any process runs as ServerExited with no pid, and a file it cannot read as invalid', async () => {
+  it('reports a launch that fails before any process runs as ServerExited with no pid, and a missing file as the machine in the way (a drive unplugged), not the model', async () => {
     const { supervisor } = await supervisorWith(
       {},
       {
@@ -429,10 +429,10 @@ describe('Supervisor with the fake engine', () => {
       },
     );
     const events = recordEvents(supervisor);
-    await expect(supervisor.launch('gone', 'full')).rejects.toMatchObject({ kind: 'invalid' });
+    await expect(supervisor.launch('gone', 'full')).rejects.toMatchObject({ kind: 'environment' });
     await expect(supervisor.launch('other', 'full')).rejects.toMatchObject({ kind: 'crash' });
     expect(events).toMatchObject([
-      { type: 'ServerExited', modelId: 'gone', pid: null, kind: 'invalid', wasReady: false },
+      { type: 'ServerExited', modelId: 'gone', pid: null, kind: 'environment', wasReady: false },
       { type: 'ServerExited', modelId: 'other', pid: null, kind: 'crash', reason: 'something else broke' },
     ]);
   });
