@@ -34,6 +34,7 @@ import { deriveStatus, sameStatus, seconds } from './derive-status.js';
 import type { Classify, Clock, DesiredProvider, DesiredState, EvictOutcome, Log, ModelDemand, ResidentServer, ServerControl } from './effects.js';
 import {
   fallbackReason,
+  isOutdated,
   newRecord,
   NO_FAILURE,
   quarantineReason,
@@ -354,6 +355,7 @@ export class Controller {
     if (plan.evict.length > 0) for (const launch of this.launchesDue(plan)) this.server.prepareLaunch?.(launch.record.modelId, launch.level, launch.placement);
     const roomMade = await this.evictAll(plan.evict);
     const acted = roomMade ? this.startLaunches(plan, state.hostFreeBytes) : false;
+    await this.stopOutdated(plan.evict);
     if (this.plan !== null && (planChanged || plan.evict.length > 0 || acted)) this.emit({ type: 'PlanApplied', plan: this.plan });
   }
 
@@ -446,6 +448,33 @@ export class Controller {
     }
   }
 
+  /**
+   * Stops each idle ready server whose model's definition changed since it was launched (its
+   * file, context, arguments, engine…), so that the next pass launches the new definition: what
+   * runs is what the snapshot says. A busy one drains first: its requests finish, new ones wait
+   * (definitionPending), and the pass its last release triggers stops it. Not the plan's own
+   * eviction, so a server that a request claims meanwhile holds up nothing else.
+   */
+  private async stopOutdated(evicted: readonly string[]): Promise<void> {
+    const outdated = [...this.records.values()].filter((record) => {
+      const demand = this.demands.get(record.modelId);
+      return demand !== undefined && demand.inFlight === 0 && record.op === null && !evicted.includes(record.modelId) && isOutdated(record, demand);
+    });
+    for (const record of outdated) this.log.info(`${record.modelId}: its definition changed since it was launched; relaunching it with the new one`);
+    await Promise.allSettled(outdated.map((record) => this.evictOne(record.modelId)));
+  }
+
+  /**
+   * The model's server runs a definition that has since changed: new requests wait for its
+   * relaunch rather than being answered by the old one (a context of 1024 where 2048 is
+   * configured, a replaced file's old weights). Pure lookup.
+   */
+  definitionPending(modelId: string): boolean {
+    const record = this.records.get(modelId);
+    const demand = this.demands.get(modelId);
+    return record !== undefined && demand !== undefined && isOutdated(record, demand);
+  }
+
   /** The plan's launches that may start now: not running or busy, not backing off; at the level the ladder says. Pure read. */
   private launchesDue(plan: PlacePlan): { record: ModelRecord; demand: ModelDemand; level: LaunchLevel; placement: Placement }[] {
     const now = this.clock.now();
@@ -491,7 +520,8 @@ export class Controller {
   private async launchOne(record: ModelRecord, level: LaunchLevel, placement: Placement, signal: AbortSignal): Promise<void> {
     const { modelId } = record;
     this.log.info(`launching ${modelId} at the ${level} level${describePlacement(placement)}`);
-    const op = { kind: 'loading' as const, level, placement, failureReported: false };
+    const definitionHash = this.demands.get(modelId)?.definitionHash;
+    const op = { kind: 'loading' as const, level, placement, failureReported: false, ...(definitionHash === undefined ? {} : { definitionHash }) };
     this.setOp(record, op);
     try {
       await this.server.launch(modelId, level, placement, signal);
@@ -514,7 +544,12 @@ export class Controller {
     const record = this.recordFor(event.modelId);
     switch (event.type) {
       case 'ServerSpawned':
-        record.server = { level: event.level, pid: event.pid, ready: false, ...(record.op?.kind === 'loading' ? { placement: record.op.placement } : {}) };
+        record.server = {
+          level: event.level,
+          pid: event.pid,
+          ready: false,
+          ...(record.op?.kind === 'loading' ? { placement: record.op.placement, ...(record.op.definitionHash === undefined ? {} : { definitionHash: record.op.definitionHash }) } : {}),
+        };
         this.refresh(record);
         return;
       case 'ServerReady':

@@ -6,7 +6,7 @@
 import { launchLevelAfter } from '../policy/recover.js';
 import type { ModelStatus, ModelStateName } from '../contracts/model-status.js';
 import type { ModelDemand } from './effects.js';
-import type { ModelRecord } from './model-record.js';
+import { isOutdated, type ModelRecord } from './model-record.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { RecoveryAction } from '../contracts/recovery.js';
 
@@ -50,7 +50,8 @@ export function deriveStatus({ record, demand, verdict, desired }: StatusFacts):
   if (record.server?.ready === true) {
     const level = record.server.level;
     const state = (demand?.inFlight ?? 0) > 0 ? 'active' : level === 'full' ? 'ready' : 'degraded';
-    return body(state, level, null);
+    const outdated = demand !== undefined && isOutdated(record, demand);
+    return body(state, level, outdated ? 'runs its old definition; relaunching with the new one once its requests finish' : null);
   }
   if (verdict !== null) {
     if (!desired) return body('failed', nextLevel, `relaunching at the ${nextLevel} level when next wanted`);

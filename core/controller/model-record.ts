@@ -32,13 +32,14 @@ export interface ModelRecord {
    * its launch's own flag: a ServerExited event already counted that launch's failure, so its
    * rejection is not a second one (the next launch may start before the rejection arrives).
    */
-  op: { kind: 'loading'; level: LaunchLevel; placement: Placement; failureReported: boolean } | { kind: 'evicting'; level: LaunchLevel } | null;
+  op: { kind: 'loading'; level: LaunchLevel; placement: Placement; failureReported: boolean; definitionHash?: string } | { kind: 'evicting'; level: LaunchLevel } | null;
   /**
    * Its server, folded from the lifecycle events: spawned (loading), ready; null when none
    * runs. `placement` is where the launch put it (absent for a server this controller did not
    * launch). `served`: since it became ready it answered a request (Controller.served).
+   * `definitionHash`: the definition it was launched with (absent: not this controller's launch).
    */
-  server: { level: LaunchLevel; pid: number; ready: boolean; served?: boolean; placement?: Placement } | null;
+  server: { level: LaunchLevel; pid: number; ready: boolean; served?: boolean; placement?: Placement; definitionHash?: string } | null;
   /** Why the last plan left it out; null when the plan did not leave it out. */
   leftOut: LeftOut | null;
   /** The definition seen on the last pass; a change resets the recovery ladder. */
@@ -126,4 +127,10 @@ export function quarantineReason(record: ModelRecord, demands: Demands): string 
 /** Why a model's fallback answers in its place, and what ends that. */
 export function fallbackReason(record: ModelRecord, fallbackId: string): string {
   return `${failedLaunches(record.recovery)} (${lastFailure(record)}). ${fallbackId} answers in its place until you retry it or change its definition.`;
+}
+
+/** Its ready server was launched with another definition than the model has now (a new context, file, arguments…). */
+export function isOutdated(record: ModelRecord, demand: ModelDemand): boolean {
+  const launchedWith = record.server?.definitionHash;
+  return record.server?.ready === true && launchedWith !== undefined && launchedWith !== demand.definitionHash;
 }

@@ -21,7 +21,7 @@ export interface GatewayParts {
   catalog: Pick<Catalog, 'models' | 'resolve'>;
   controller: Pick<
     Controller,
-    'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'refreshSoon' | 'servingModel' | 'onEvent' | 'hasStopped' | 'served'
+    'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'refreshSoon' | 'servingModel' | 'onEvent' | 'hasStopped' | 'served' | 'definitionPending'
   >;
   supervisor: Pick<Supervisor, 'claim' | 'inFlight' | 'serverEnded' | 'status'>;
   activity: ModelActivity;
@@ -110,7 +110,8 @@ export function createGateway(parts: GatewayParts): ModelGateway {
     },
     claim(modelId): EngineClaim | null {
       const serving = controller.servingModel(modelId);
-      if (turnIsOver(serving)) return null;
+      // A server on its old definition takes no new request: it waits for the relaunch.
+      if (turnIsOver(serving) || controller.definitionPending(serving)) return null;
       const claim = supervisor.claim(serving);
       if (claim === null) return null;
       // The requested model is stamped too while falling back, so its want (and its

@@ -846,6 +846,48 @@ describe('waiting for room', () => {
   });
 });
 
+describe('a new definition', () => {
+  it('reaches an idle running model: it is stopped and launched again with the new one, the ladder untouched', async () => {
+    const w = world([model('a', 4, { pinned: true })]);
+    await w.start();
+    expect(w.state('a')).toBe('ready');
+    expect(w.controller.definitionPending('a')).toBe(false);
+    w.desired.update('a', { definitionHash: 'v2' });
+    w.controller.trigger();
+    await settle();
+    await settle();
+    expect(w.server.calls.map((c) => `${c.op} ${c.modelId}`)).toEqual(['launch a', 'evict a', 'launch a']);
+    expect(w.state('a')).toBe('ready');
+    expect(w.controller.definitionPending('a')).toBe(false);
+    expect(w.log.count(/^a: its definition changed since it was launched; relaunching it with the new one$/)).toBe(1);
+    // Converged: another pass changes nothing.
+    w.controller.trigger();
+    await settle();
+    expect(w.server.calls).toHaveLength(3);
+  });
+
+  it('drains a busy one first: its request finishes on the old server, new ones wait, then it is relaunched', async () => {
+    const w = world([model('a', 4)]);
+    await w.start();
+    const release = w.server.claim('a');
+    w.desired.update('a', { definitionHash: 'v2', inFlight: 1 });
+    w.controller.trigger();
+    await settle();
+    expect(w.server.evictions()).toEqual([]);
+    expect(w.controller.definitionPending('a')).toBe(true);
+    expect(w.controller.status('a')?.next).toBe('runs its old definition; relaunching with the new one once its requests finish');
+    release?.();
+    w.desired.update('a', { inFlight: 0 });
+    w.controller.trigger();
+    await settle();
+    await settle();
+    expect(w.server.evictions()).toEqual(['a']);
+    expect(w.server.launches()).toHaveLength(2);
+    expect(w.controller.definitionPending('a')).toBe(false);
+    expect(w.controller.status('a')?.next).toBeNull();
+  });
+});
+
 describe('claims', () => {
   it('an eviction that finds the server claimed stops nothing, launches nothing, and the next pass evicts it', async () => {
     const w = world([model('old', 8, { lastUsed: 1 })], { budgetGiB: 10 });

@@ -67,6 +67,11 @@ class ScriptedController implements ControllerSide {
   served(modelId: string): void {
     this.answered.push(modelId);
   }
+  /** Models whose server runs an old definition, as the test sets them. */
+  readonly outdated = new Set<string>();
+  definitionPending(modelId: string): boolean {
+    return this.outdated.has(modelId);
+  }
   yieldsTo(modelId: string): readonly string[] {
     return this.yields.get(modelId) ?? [];
   }
@@ -282,6 +287,15 @@ describe('the daemon gateway: claims', () => {
     server.claims.loseAll({ kind: 'hang', reason: 'it made no progress for 60 s with 1 request in flight' });
     expect(claim?.lost.aborted).toBe(true);
     expect(claim?.lost.reason).toEqual({ kind: 'hang', reason: 'it made no progress for 60 s with 1 request in flight' });
+  });
+
+  it('claims no server that runs an old definition: the request waits for its relaunch', () => {
+    const { controller, supervisor, gateway } = gatewayWith();
+    supervisor.run('m', 4500);
+    controller.outdated.add('m');
+    expect(gateway.claim('m')).toBeNull();
+    controller.outdated.delete('m');
+    expect(gateway.claim('m')).not.toBeNull();
   });
 
   it('tells the controller once per claim that the serving model answered, at its first progress', () => {
