@@ -134,7 +134,10 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const firstConfig = catalog.config();
     const llamaServer = await findLlamaServer(firstConfig.llamaServerPath === undefined ? {} : { configured: firstConfig.llamaServerPath });
     const llamaServerPath = llamaServer.found ? llamaServer.path : null;
-    log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
+    if (llamaServer.found) log.info(`llama-server: ${llamaServer.path} (${llamaServer.source})`);
+    // A configured one that is missing is the person's mistake to fix: said with its path, as a warning.
+    else if (firstConfig.llamaServerPath !== undefined) log.warn(`${llamaServer.reason}; until then models run on the embedded engine, and those with engine: llama-server cannot start`);
+    else log.info('no llama-server found; models run on the embedded engine');
     const runtime = new RuntimeOverhead(() => catalog.config().budget.engineOverheadBytes);
     // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
     // Intel, AMD without ROCm's tools), in the engines' own environment and device order.
@@ -211,6 +214,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
           resolve: (id) => catalog.resolve(id),
           cpuOnly,
           llamaServerPath,
+          ...(llamaServer.found ? {} : { noLlamaServer: llamaServer.reason }),
           ...(options.engineEnv === undefined ? {} : { engineEnv: options.engineEnv }),
           ...(options.threads === undefined ? {} : { threads: options.threads }),
         }),
