@@ -136,7 +136,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const llamaServerPath = llamaServer.found ? llamaServer.path : null;
     if (llamaServer.found) log.info(`llama-server: ${llamaServer.path} (${llamaServer.source})`);
     // A configured one that is missing is the person's mistake to fix: said with its path, as a warning.
-    else if (firstConfig.llamaServerPath !== undefined) log.warn(`${llamaServer.reason}; until then models run on the embedded engine, and those with engine: llama-server cannot start`);
+    else if (firstConfig.llamaServerPath !== undefined) log.warn(`${llamaServer.reason}; until then, models with engine auto run on the embedded engine and those with engine: llama-server cannot start`);
     else log.info('no llama-server found; models run on the embedded engine');
     const runtime = new RuntimeOverhead(() => catalog.config().budget.engineOverheadBytes);
     // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
