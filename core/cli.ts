@@ -214,7 +214,7 @@ async function main(argv: string[]): Promise<number> {
   if (flags.timeout !== undefined && !(Number(flags.timeout) > 0)) throw new UsageError(`--timeout: expected a number of seconds above 0, got '${flags.timeout}'`);
   const dataDir = dataDirOf(flags);
   const info = await readDaemonInfo(dataDir);
-  const token = await readAdminToken(dataDir);
+  const token = await readAdminToken(dataDir, info.pid);
   if (command === 'dashboard') {
     process.stdout.write(`${info.origin}/#token=${token}\n`);
     return 0;

@@ -13,7 +13,6 @@ import { AdminService, createAdminHandler, ensureAdminToken, LogFeed, PinStore }
 import { Catalog, type CatalogModel } from './catalog/catalog.js';
 import type { LlmtrayConfig } from './catalog/config/load-config.js';
 import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
-import { watchCatalog, type CatalogWatcher } from './catalog/watch-catalog.js';
 import { Controller, DEFAULT_HEALTHY_AFTER_MS } from './controller/controller.js';
 import type { Log } from './controller/effects.js';
 import { LaunchError } from './engine/failure-classifier.js';
@@ -34,6 +33,7 @@ import { createOwnUsageProvider } from './gpu/own-usage.js';
 import { footprintAt } from './policy/levels.js';
 import { createRouter, type ListeningRouter, type RouterAccess } from './router/router.js';
 import { ModelActivity } from './daemon/activity.js';
+import { startCatalogReloads } from './daemon/catalog-reloads.js';
 import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
 import { DaemonDesiredState, pricedEstimate } from './daemon/desired-state.js';
 import { spareFits } from './daemon/spare-room.js';
@@ -135,7 +135,10 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const firstConfig = catalog.config();
     const llamaServer = await findLlamaServer(firstConfig.llamaServerPath === undefined ? {} : { configured: firstConfig.llamaServerPath });
     const llamaServerPath = llamaServer.found ? llamaServer.path : null;
-    log.info(llamaServer.found ? `llama-server: ${llamaServer.path} (${llamaServer.source})` : 'no llama-server found; models run on the embedded engine');
+    if (llamaServer.found) log.info(`llama-server: ${llamaServer.path} (${llamaServer.source})`);
+    // A configured one that is missing is the person's mistake to fix: said with its path, as a warning.
+    else if (firstConfig.llamaServerPath !== undefined) log.warn(`${llamaServer.reason}; until then, models with engine auto run on the embedded engine and those with engine: llama-server cannot start`);
+    else log.info('no llama-server found; models run on the embedded engine');
     const runtime = new RuntimeOverhead(() => catalog.config().budget.engineOverheadBytes);
     // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
     // Intel, AMD without ROCm's tools), in the engines' own environment and device order.
@@ -212,6 +215,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
           resolve: (id) => catalog.resolve(id),
           cpuOnly,
           llamaServerPath,
+          ...(llamaServer.found ? {} : { noLlamaServer: llamaServer.reason }),
           ...(options.engineEnv === undefined ? {} : { engineEnv: options.engineEnv }),
           ...(options.threads === undefined ? {} : { threads: options.threads }),
         }),
@@ -480,34 +484,19 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       }
     }
 
-    let watcher: CatalogWatcher | null = null;
-    const watch = () => {
-      watcher?.close();
-      watcher = watchCatalog({
-        configPath,
-        modelDirs: catalog.config().modelDirs,
-        onChange: () => {
-          // reload() resolves its failures; the catch is for a listener or a bug that throws
-          // anyway, which must be a log line, not an unhandled rejection that ends the daemon.
-          catalog
-            .reload()
-            .then((result) => {
-              if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
-              // The catalog announces a changed model list only; a reload that changed only
-              // `listen` (an endpoint, a key revoked) or the budget must reach an open dashboard
-              // and the tray too, not wait for their next unrelated update.
-              else admin.changed();
-            })
-            .catch((error: unknown) => log.error(`reloading the catalog failed: ${error instanceof Error ? error.message : String(error)}`));
-        },
-        onError: (error) => log.warn(`watching models and config: ${error instanceof Error ? error.message : String(error)}`),
-      });
-    };
     if (demo === null) {
-      watch();
-      catalog.onChanged(() => watch());
+      const reloads = startCatalogReloads({
+        catalog,
+        configPath,
+        log,
+        isRunning: (modelId) => supervisor.endpointFor(modelId) !== null,
+        // The catalog announces a changed model list only; a reload that changed only `listen`
+        // (an endpoint, a key revoked) or the budget must reach an open dashboard and the tray
+        // too, not wait for their next unrelated update.
+        onApplied: () => admin.changed(),
+      });
+      cleanups.push(() => reloads.close());
     }
-    cleanups.push(() => watcher?.close());
 
     await writeDaemonInfo(dataDir, { pid: process.pid, port, endpoint: endpoint(), origin, startedAt });
     cleanups.push(() => rm(join(dataDir, DAEMON_INFO_FILE), { force: true }));

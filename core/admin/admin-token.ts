@@ -48,11 +48,19 @@ export async function ensureAdminToken(dataDir: string): Promise<string> {
 /**
  * The CLI's side: the token of the daemon that uses DATA_DIR. Never creates anything. Rejects
  * with a sentence naming the path when the daemon never ran there or the file is damaged.
+ * `runningPid`: the daemon the CLI found running there (daemon.json), so a missing file is said
+ * to be what it is: deleted under that daemon, which writes a token only when it starts (the
+ * way deleting it and restarting revokes every dashboard tab), not a daemon that never ran.
  */
-export async function readAdminToken(dataDir: string): Promise<string> {
+export async function readAdminToken(dataDir: string, runningPid?: number): Promise<string> {
   const path = join(dataDir, ADMIN_TOKEN_FILE);
   const found = await readTokenFile(path);
   if (found.kind === 'valid') return found.token;
+  if (found.kind === 'missing' && runningPid !== undefined) {
+    throw new Error(
+      `The llmtray daemon runs (pid ${runningPid}) but its token file ${path} is gone: it was deleted while the daemon ran, and the daemon writes one only when it starts. Restart it: stop it (Ctrl-C where it runs, quit the tray, or \`kill ${runningPid}\`), then start it again (\`llmtray serve\`); the new token also signs out every open dashboard.`,
+    );
+  }
   if (found.kind === 'missing') {
     throw new Error(
       `No admin token at ${path}: the llmtray daemon has never run with the data directory ${dataDir}. Start it (\`llmtray serve\`), or point the CLI at the data directory the running daemon uses.`,

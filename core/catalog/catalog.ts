@@ -22,9 +22,11 @@ import { discoverModels, projectorBeside } from './discovery.js';
 import { estimateFootprint } from './footprint.js';
 import { cachedMetadataReader, type GgufFacts, type MetadataReader, type MetadataResult } from './gguf-metadata.js';
 import { MEASUREMENTS_FILE_NAME, MeasurementStore, withMeasurement } from './measurements.js';
+import { MODEL_IDS_FILE_NAME, ModelIdStore } from './model-id-store.js';
 import { assignUniqueIds } from './model-ids.js';
 import { currentPlatform, type PlatformFacts } from './paths.js';
 import { referenceProblems, type ReferenceProblem } from './references.js';
+import { Settling } from './settling.js';
 
 export type ModelSource = 'config' | 'discovered';
 
@@ -82,6 +84,8 @@ export interface CatalogOptions {
   /** Injected in tests; defaults to our GGUF header reader (gguf-metadata.ts) behind a (path, size, mtime) cache. */
   readMetadata?: MetadataReader;
   now?: () => number;
+  /** How long a discovered file's size must hold before it is listed, ms (settling.ts's SETTLE_MS by default). */
+  settleMs?: number;
 }
 
 export type CatalogChangedListener = (models: readonly CatalogModel[]) => void;
@@ -90,6 +94,10 @@ interface Assembly {
   models: CatalogModel[];
   references: ReferenceProblem[];
   problems: string[];
+  /** When to rescan for discovered files still being written, ms after the scan; null when none is. */
+  settleRecheckInMs: number | null;
+  /** Each discovered model's resolved file → its id, for the id store. */
+  discoveredIds: Map<string, string>;
 }
 
 /** A model while the catalog assembles it: the fields it keeps as they are, and what it still works out. */
@@ -107,18 +115,21 @@ interface Entry
 }
 
 export class Catalog {
-  private assembly: Assembly = { models: [], references: [], problems: [] };
+  private assembly: Assembly = { models: [], references: [], problems: [], settleRecheckInMs: null, discoveredIds: new Map() };
   private lastChecked: { config: LlmtrayConfig; assembly: Assembly } | undefined;
   private readonly listeners = new Set<CatalogChangedListener>();
   private readonly store: ConfigStore;
   private readonly readMetadata: MetadataReader;
   private readonly reloads = new SerialQueue();
+  private readonly settling: Settling;
 
   private constructor(
     options: CatalogOptions,
     private readonly measurements: MeasurementStore,
+    private readonly ids: ModelIdStore,
   ) {
     this.readMetadata = options.readMetadata ?? cachedMetadataReader();
+    this.settling = new Settling(options.settleMs === undefined ? {} : { settleMs: options.settleMs });
     this.store = new ConfigStore({
       file: options.configPath,
       facts: options.facts ?? currentPlatform(),
@@ -133,7 +144,8 @@ export class Catalog {
   /** Opens the catalog and loads it once (see reload). Blocks on disk reads; never rejects for a bad config or model. */
   static async open(options: CatalogOptions): Promise<Catalog> {
     const measurements = await MeasurementStore.open(join(options.dataDir, MEASUREMENTS_FILE_NAME), options.now);
-    const catalog = new Catalog(options, measurements);
+    const ids = await ModelIdStore.open(join(options.dataDir, MODEL_IDS_FILE_NAME));
+    const catalog = new Catalog(options, measurements, ids);
     await catalog.reload();
     return catalog;
   }
@@ -151,6 +163,15 @@ export class Catalog {
   /** The config in force (the last good one). Non-blocking. */
   config(): LlmtrayConfig {
     return this.store.current();
+  }
+
+  /**
+   * A discovered file still being written is not listed (settling.ts); nothing on disk says when
+   * it stops, so a reload this many ms from now lists it if it has. Null when none is growing.
+   * Non-blocking.
+   */
+  settleRecheckInMs(): number | null {
+    return this.assembly.settleRecheckInMs;
   }
 
   /** Config errors of the last reload, then discovery's notes (unreadable folders, incomplete splits). Non-blocking. */
@@ -180,6 +201,8 @@ export class Catalog {
         return { ok: false, errors: result.ok ? [problem] : [...result.errors, problem] };
       }
       this.publish(withReferenceErrors(assembly));
+      // A failed write keeps the ids in memory for this run; the next reload writes them again.
+      await this.ids.record(assembly.discoveredIds).catch(() => undefined);
       return result;
     });
   }
@@ -225,6 +248,7 @@ export class Catalog {
 
   private async assemble(config: LlmtrayConfig): Promise<Assembly> {
     const discovery = await discoverModels(config.modelDirs);
+    const { settled, recheckInMs } = this.settling.check(discovery.files);
     const configured = await Promise.all(config.models.map(async (model): Promise<Entry> => {
       const identity = await fileIdentity(model.path);
       const fromArgs = projectorFromArgs(model.args);
@@ -255,9 +279,9 @@ export class Catalog {
 
     // Configured models override discovered ones with the same (resolved) file.
     const configuredFiles = new Set(configured.flatMap((e) => [e.path, ...(e.realPath ? [e.realPath] : [])]));
-    const discoveredFiles = discovery.files.filter((f) => !configuredFiles.has(f.realPath) && !configuredFiles.has(f.path));
+    const discoveredFiles = settled.filter((f) => !configuredFiles.has(f.realPath) && !configuredFiles.has(f.path));
     const taken = new Set(config.models.flatMap((m) => [m.id, ...m.aliases]).map((name) => name.toLowerCase()));
-    const ids = assignUniqueIds(discoveredFiles, taken);
+    const ids = assignUniqueIds(discoveredFiles, taken, this.ids.remembered());
     const discovered: Entry[] = discoveredFiles
       .map((f): Entry => ({
         id: ids.get(f.path)!,
@@ -356,7 +380,8 @@ export class Catalog {
         source: entry.source,
       };
     });
-    return { models, references, problems: discovery.problems };
+    const discoveredIds = new Map(discoveredFiles.map((f) => [f.realPath, ids.get(f.path)!]));
+    return { models, references, problems: discovery.problems, settleRecheckInMs: recheckInMs, discoveredIds };
   }
 }
 

@@ -28,6 +28,8 @@ export interface DiscoveredFile {
   sizeBytes: number;
   /** The first part's modification time (of the resolved file), epoch ms. */
   mtimeMs: number;
+  /** The latest modification time of any part, epoch ms: a later part still being written makes it recent. */
+  lastWriteMs: number;
   projectorPath?: string;
   /** Why it cannot be loaded as found (a missing split part), as a sentence; absent when fine. */
   problem?: string;
@@ -202,7 +204,12 @@ async function modelsInFolder(found: Found, dirIndex: number, problems: string[]
     try {
       const first = await stat(parts[0]!);
       let sizeBytes = first.size;
-      for (const part of parts.slice(1)) sizeBytes += (await stat(part)).size;
+      let lastWriteMs = first.mtimeMs;
+      for (const part of parts.slice(1)) {
+        const info = await stat(part);
+        sizeBytes += info.size;
+        lastWriteMs = Math.max(lastWriteMs, info.mtimeMs);
+      }
       out.push({
         baseId: found.hf ? slug(found.hf.repo.replace(/[-_.]gguf$/i, '')) : slug(stem),
         path: parts[0]!,
@@ -210,6 +217,7 @@ async function modelsInFolder(found: Found, dirIndex: number, problems: string[]
         parts,
         sizeBytes,
         mtimeMs: first.mtimeMs,
+        lastWriteMs,
         ...(projectorPath ? { projectorPath } : {}),
         ...(problem ? { problem } : {}),
         dirIndex,

@@ -31,18 +31,33 @@ export interface IdCandidate {
 
 /**
  * Unique ids for `candidates`, none of them in `taken` (lowercase configured ids and aliases).
- * When several files want one id, the one from the earliest model dir (then the smallest path)
- * keeps it and the others get a suffix from a hash of their own real path. Why a path hash and
- * not "-2", "-3": a counter depends on which other files exist, so deleting one download would
- * silently rename another model under a client that uses it; a path hash never changes.
- * Deterministic: the same files give the same ids in any input order.
+ * A file keeps the id it was given before (`remembered`, by real path) while that id is free.
+ * Otherwise, when several files want one id, the one from the earliest model dir (then the
+ * smallest path) gets it and the others a suffix from a hash of their own real path. Why a path
+ * hash and not "-2", "-3": a counter depends on which other files exist. Why remembered ids
+ * too: who gets the plain name depends on them as well, so deleting the winner would rename
+ * the other (`same-1a2b3c` → `same`) under a client that uses it.
+ * Deterministic: the same files and memory give the same ids in any input order.
  */
-export function assignUniqueIds(candidates: readonly IdCandidate[], taken: ReadonlySet<string>): Map<string, string> {
+export function assignUniqueIds(
+  candidates: readonly IdCandidate[],
+  taken: ReadonlySet<string>,
+  remembered: ReadonlyMap<string, string> = new Map(),
+): Map<string, string> {
   const used = new Set(taken);
   const ids = new Map<string, string>();
   const ordered = [...candidates].sort((a, b) => a.dirIndex - b.dirIndex || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  const deferred: IdCandidate[] = [];
+  const unnamed: IdCandidate[] = [];
   for (const candidate of ordered) {
+    const before = remembered.get(candidate.realPath);
+    if (before === undefined || used.has(before)) unnamed.push(candidate);
+    else {
+      used.add(before);
+      ids.set(candidate.path, before);
+    }
+  }
+  const deferred: IdCandidate[] = [];
+  for (const candidate of unnamed) {
     if (used.has(candidate.baseId)) deferred.push(candidate);
     else {
       used.add(candidate.baseId);

@@ -5,6 +5,11 @@
 // Why a debounce: one save is several events, one download is thousands; the callback should
 // run once per burst, after it settles, because the reload it triggers rescans everything
 // (level-triggered: the event only says "look again").
+// Why one debounce for the config and another for the model dirs, each with a bounded wait: a
+// .gguf being written (a browser download, `curl -o`, a copy from a USB disk) sends an event
+// every few milliseconds for minutes. With one timer re-armed by every event, a config edit (a
+// new model, a revoked client key) waited for the download to end. A file still being written
+// is not offered as a model (the catalog's settling.ts), so reloading during one is harmless.
 // A folder that does not exist yet (no ~/models on a new machine) is watched through its
 // nearest existing parent, and the watches are re-armed once it appears.
 import { existsSync, watch, type FSWatcher } from 'node:fs';
@@ -17,6 +22,8 @@ export interface CatalogWatchOptions {
   onChange: (change: { paths: string[] }) => void;
   /** Quiet time before onChange, ms. */
   debounceMs?: number;
+  /** The longest a stream of events defers onChange, ms (at least debounceMs). */
+  maxWaitMs?: number;
   /** A watch that failed (inotify limit reached, folder deleted); the others keep working. */
   onError?: (error: Error) => void;
 }
@@ -27,6 +34,12 @@ export interface CatalogWatcher {
 }
 
 const DEFAULT_DEBOUNCE_MS = 300;
+/**
+ * While a download writes, the model dirs are rescanned this often at most, and a finished file
+ * beside it is listed this soon at the latest. A config save is a short burst: it applies after
+ * its own quiet time, whatever the model dirs do.
+ */
+const DEFAULT_MAX_WAIT_MS = 2000;
 
 /**
  * Which model-dir events matter: a .gguf file, or a name without an extension (a folder, or a
@@ -56,35 +69,63 @@ function nearestExisting(path: string): string {
   return current;
 }
 
+/**
+ * Calls `fire` with the paths noted, once they have been quiet for `quietMs`, or `maxWaitMs`
+ * after the first of them at the latest, so a burst that never ends still gets through.
+ */
+class Burst {
+  private pending = new Set<string>();
+  private quietTimer: NodeJS.Timeout | undefined;
+  private maxTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly quietMs: number,
+    private readonly maxWaitMs: number,
+    private readonly fire: (paths: string[]) => void,
+  ) {}
+
+  note(path: string): void {
+    this.pending.add(path);
+    clearTimeout(this.quietTimer);
+    this.quietTimer = setTimeout(() => this.flush(), this.quietMs);
+    this.maxTimer ??= setTimeout(() => this.flush(), this.maxWaitMs);
+  }
+
+  cancel(): void {
+    clearTimeout(this.quietTimer);
+    clearTimeout(this.maxTimer);
+    this.quietTimer = this.maxTimer = undefined;
+    this.pending = new Set();
+  }
+
+  private flush(): void {
+    const paths = [...this.pending];
+    this.cancel();
+    this.fire(paths);
+  }
+}
+
 /** Starts watching. Non-blocking; returns at once with the watches armed. */
 export function watchCatalog(options: CatalogWatchOptions): CatalogWatcher {
   const debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
+  const maxWaitMs = Math.max(debounceMs, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
   const targets: Target[] = [
     { path: dirname(options.configPath), fileName: basename(options.configPath), recursive: false },
     ...options.modelDirs.map((path) => ({ path, recursive: true })),
   ];
   let watchers: FSWatcher[] = [];
   let armedExistence = '';
-  let timer: NodeJS.Timeout | undefined;
-  let pending = new Set<string>();
   let closed = false;
 
   const existence = () => targets.map((t) => (existsSync(t.path) ? '1' : '0')).join('');
 
-  const fire = () => {
-    timer = undefined;
+  const fire = (paths: string[]) => {
     if (closed) return;
-    const paths = [...pending];
-    pending = new Set();
     if (existence() !== armedExistence) arm();
     options.onChange({ paths });
   };
-
-  const note = (path: string | null) => {
-    if (path !== null) pending.add(path);
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(fire, debounceMs);
-  };
+  const configBurst = new Burst(debounceMs, maxWaitMs, fire);
+  const modelDirBurst = new Burst(debounceMs, maxWaitMs, fire);
 
   function watchOne(target: Target): void {
     const exists = existsSync(target.path);
@@ -92,14 +133,15 @@ export function watchCatalog(options: CatalogWatchOptions): CatalogWatcher {
     // Watching a missing folder's ancestor: only the next path component toward it matters.
     const awaited = exists ? undefined : relative(watched, target.path).split(sep)[0];
     try {
+      const burst = target.fileName !== undefined ? configBurst : modelDirBurst;
       const watcher = watch(watched, { recursive: exists && target.recursive, persistent: false }, (_event, name) => {
         const file = name === null ? null : name.toString();
         if (awaited !== undefined) {
-          if (file === null || file.split(/[\\/]/)[0] === awaited) note(target.path);
+          if (file === null || file.split(/[\\/]/)[0] === awaited) burst.note(target.path);
         } else if (target.fileName !== undefined) {
-          if (file === null || file === target.fileName) note(`${watched}${sep}${file ?? target.fileName}`);
+          if (file === null || file === target.fileName) burst.note(`${watched}${sep}${file ?? target.fileName}`);
         } else if (isModelDirEvent(file)) {
-          note(file === null ? watched : `${watched}${sep}${file}`);
+          burst.note(file === null ? watched : `${watched}${sep}${file}`);
         }
       });
       watcher.on('error', (error) => {
@@ -123,7 +165,8 @@ export function watchCatalog(options: CatalogWatchOptions): CatalogWatcher {
   return {
     close() {
       closed = true;
-      if (timer) clearTimeout(timer);
+      configBurst.cancel();
+      modelDirBurst.cancel();
       for (const watcher of watchers) watcher.close();
       watchers = [];
     },

@@ -10,6 +10,11 @@ export interface LaunchSpecSources {
   cpuOnly(): boolean;
   /** The user's llama-server, or null when none was found (then `auto` means embedded). */
   llamaServerPath: string | null;
+  /**
+   * Why there is none, as findLlamaServer says it (a configured path that does not exist or is
+   * not executable names that path): the refusal of a model that asks for llama-server.
+   */
+  noLlamaServer?: string;
   /** Extra environment for every engine (e.g. ELECTRON_RUN_AS_NODE inside Electron). */
   engineEnv?: Record<string, string>;
   /** Threads per engine; default half the cores, at least 1. */
@@ -36,6 +41,9 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
   const model = sources.resolve(modelId);
   if (model === undefined) throw new Error(`'${modelId}' is no longer in the catalog`);
   if (model.metadataError !== null) throw new Error(model.metadataError);
+  if (engineFor(model, sources.llamaServerPath) === 'llama-server' && sources.llamaServerPath === null && sources.noLlamaServer !== undefined) {
+    throw new Error(`'${model.id}' asks for llama-server, but ${sources.noLlamaServer}`);
+  }
   const cpu = sources.cpuOnly();
   const spec: LaunchSpec = {
     modelId: model.id,

@@ -19,7 +19,7 @@ function nextChange(seen: number): Promise<string[]> {
   });
 }
 
-function start(options: { configPath: string; modelDirs: string[]; debounceMs?: number }): void {
+function start(options: { configPath: string; modelDirs: string[]; debounceMs?: number; maxWaitMs?: number }): void {
   watcher = watchCatalog({
     ...options,
     onChange: ({ paths }) => {
@@ -78,6 +78,34 @@ describe('watchCatalog', () => {
     expect(await nextChange(0)).toContain(later);
     await writeFile(join(later, 'new.gguf'), 'x');
     expect(await nextChange(1)).toContain(join(later, 'new.gguf'));
+  });
+});
+
+describe('a model file being written while the config is saved', () => {
+  // Before: one timer for both, re-armed by each write, fired only after the download ended.
+  test('the config save is called back while the writes go on, and so is the model dir, at the bound', async () => {
+    const configPath = join(root, 'config/config.yaml');
+    start({ configPath, modelDirs: [join(root, 'models')], debounceMs: 200, maxWaitMs: 1000 });
+    let writing = true;
+    const download = (async () => {
+      for (let i = 0; i < 40; i++) {
+        await writeFile(join(root, 'models/download.gguf'), 'x'.repeat(i + 1));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      writing = false;
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await writeFile(configPath, 'models: []\n');
+    const seenWhileWriting: string[][] = [];
+    for (let seen = 0; ; seen++) {
+      const paths = await nextChange(seen);
+      if (!writing) break;
+      seenWhileWriting.push(paths);
+      if (seenWhileWriting.some((p) => p.includes(configPath)) && seenWhileWriting.some((p) => p.includes(join(root, 'models/download.gguf')))) break;
+    }
+    await download;
+    expect(seenWhileWriting.some((paths) => paths.includes(configPath)), 'the config save waited for the writes to end').toBe(true);
+    expect(seenWhileWriting.some((paths) => paths.includes(join(root, 'models/download.gguf'))), 'the model dir waited for the writes to end').toBe(true);
   });
 });
 

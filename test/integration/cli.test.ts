@@ -2,7 +2,7 @@
 // a child process, as a person runs it, and what it prints is checked against what the
 // daemon's own /api/state says.
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVING_STATES } from '../../core/contracts/model-status.js';
@@ -198,4 +198,32 @@ describe('llmtray serve', () => {
       await removeDataDir(dir);
     }
   });
+});
+
+describe('the admin token deleted while the daemon runs', () => {
+  // Before: "has never run … start it", and then `serve` refused because it runs: a circle.
+  it('the CLI says the daemon runs but its token file is gone, and to restart it', async () => {
+    const own = await startDaemonProcess();
+    try {
+      rmSync(join(own.dataDir, 'admin-token'));
+      const status = await runCli(['status', '--data-dir', own.dataDir]);
+      expect(status.code).toBe(1);
+      expect(status.stderr).toContain(`runs (pid ${own.pid}) but its token file ${join(own.dataDir, 'admin-token')} is gone`);
+      expect(status.stderr).toContain('Restart it');
+      expect(status.stderr).not.toContain('never run');
+
+      // What it says to do works: a restart writes a new token and the CLI reaches the daemon.
+      await own.stop();
+      const restarted = await startDaemonProcess({ dataDir: own.dataDir });
+      try {
+        const again = await runCli(['status', '--data-dir', own.dataDir]);
+        expect(again.code, again.stderr).toBe(0);
+      } finally {
+        await restarted.stop();
+      }
+    } finally {
+      await own.stop();
+      await removeDataDir(own.dataDir);
+    }
+  }, 120_000);
 });

@@ -37,7 +37,8 @@ beforeEach(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-const open = (readMetadata?: MetadataReader) => Catalog.open({ configPath, dataDir, facts, ...(readMetadata ? { readMetadata } : {}) });
+// settleMs 0: the files this suite writes a moment before are finished, not being downloaded.
+const open = (readMetadata?: MetadataReader) => Catalog.open({ configPath, dataDir, facts, settleMs: 0, ...(readMetadata ? { readMetadata } : {}) });
 const byId = (catalog: Catalog, id: string): CatalogModel => {
   const model = catalog.models().find((m) => m.id === id);
   if (!model) throw new Error(`no ${id} in ${catalog.models().map((m) => m.id).join(', ')}`);

@@ -221,7 +221,8 @@ describe("classifySetupFailure on the catalog's own sentences", () => {
     const entries = Object.keys(broken).map((id) => `  - {id: ${id}, path: ${join(dir, `${id}.gguf`)}}`);
     entries.push(`  - {id: under-a-file, path: ${join(dir, 'empty.gguf', 'model.gguf')}}`);
     await writeFile(configPath, `modelDirs: [${splitFolder}]\nmodels:\n${entries.join('\n')}\n`);
-    const catalog = await Catalog.open({ configPath, dataDir: join(dir, 'data'), facts: { platform: 'linux', env: {}, homeDir: dir } });
+    // settleMs 0: the split part copied a moment ago is finished, not being downloaded.
+    const catalog = await Catalog.open({ configPath, dataDir: join(dir, 'data'), facts: { platform: 'linux', env: {}, homeDir: dir }, settleMs: 0 });
     models = catalog.models();
   });
 

@@ -1,0 +1,99 @@
+// The daemon's reloads of the catalog: on every change the watch sees in the config file and the
+// model dirs, and again when a file still being written may have stopped growing. One path for
+// all of them, so each reload says the same things: a config that is not applied and why, and a
+// config file that was deleted, with the models that went with it.
+import { existsSync } from 'node:fs';
+import type { Catalog } from '../catalog/catalog.js';
+import { watchCatalog, type CatalogWatcher } from '../catalog/watch-catalog.js';
+import type { Log } from '../controller/effects.js';
+
+export interface CatalogReloadsOptions {
+  catalog: Catalog;
+  configPath: string;
+  log: Log;
+  /** Whether a model's server runs now: a deleted config names the ones it unloads. */
+  isRunning(modelId: string): boolean;
+  /** After a reload that applied the config: `listen` or the budget may have changed with no model changing. */
+  onApplied(): void;
+}
+
+export interface CatalogReloads {
+  /** Stops the watch and a pending recheck. Idempotent; non-blocking. */
+  close(): void;
+}
+
+/** Starts watching the config and the model dirs, and reloads the catalog on what they say. Non-blocking. */
+export function startCatalogReloads(options: CatalogReloadsOptions): CatalogReloads {
+  const { catalog, configPath, log } = options;
+  let watcher: CatalogWatcher | null = null;
+  let watchedDirs = '';
+  let recheck: NodeJS.Timeout | undefined;
+  let closed = false;
+  let configPresent = existsSync(configPath);
+
+  // Re-armed only when the folders change: closing the watch drops the events it has pending,
+  // and a config edit pending while a download's rescan changed the list would be lost.
+  const watchDirs = (): void => {
+    const dirs = catalog.config().modelDirs;
+    if (closed || JSON.stringify(dirs) === watchedDirs) return;
+    watchedDirs = JSON.stringify(dirs);
+    watcher?.close();
+    watcher = watchCatalog({
+      configPath,
+      modelDirs: dirs,
+      onChange: () => reload(),
+      onError: (error) => log.warn(`watching models and config: ${error.message}`),
+    });
+  };
+
+  const reload = (): void => {
+    const configuredBefore = catalog.models().filter((m) => m.source === 'config').map((m) => m.id);
+    const runningBefore = new Set(configuredBefore.filter((id) => options.isRunning(id)));
+    // reload() resolves its failures; the catch is for a listener or a bug that throws anyway,
+    // which must be a log line, not an unhandled rejection that ends the daemon.
+    catalog
+      .reload()
+      .then((result) => {
+        if (closed) return;
+        const present = existsSync(configPath);
+        if (configPresent && !present && result.ok) logDeletedConfig(configuredBefore, runningBefore);
+        configPresent = present;
+        if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
+        else options.onApplied();
+        watchDirs();
+        scheduleRecheck();
+      })
+      .catch((error: unknown) => log.error(`reloading the catalog failed: ${error instanceof Error ? error.message : String(error)}`));
+  };
+
+  // A file being written sends events until its last write, and nothing after: the rescan that
+  // lists it once it has stopped growing is ours to schedule.
+  const scheduleRecheck = (): void => {
+    clearTimeout(recheck);
+    recheck = undefined;
+    const inMs = catalog.settleRecheckInMs();
+    if (inMs === null) return;
+    recheck = setTimeout(reload, inMs);
+    recheck.unref();
+  };
+
+  const logDeletedConfig = (configuredBefore: readonly string[], runningBefore: ReadonlySet<string>): void => {
+    const still = new Set(catalog.models().map((m) => m.id));
+    const gone = configuredBefore.filter((id) => !still.has(id));
+    const unloaded = gone.filter((id) => runningBefore.has(id));
+    const models = gone.length === 0 ? 'it defined no model' : `the models it defined are gone: ${gone.join(', ')}`;
+    const servers = unloaded.length === 0 ? '' : `; unloading ${unloaded.join(', ')}, which ${unloaded.length === 1 ? 'was' : 'were'} running`;
+    log.warn(`${configPath} was deleted: running on the defaults (discovery only) now; ${models}${servers}. Restore the file to bring them back.`);
+  };
+
+  watchDirs();
+  scheduleRecheck();
+  return {
+    close() {
+      closed = true;
+      clearTimeout(recheck);
+      watcher?.close();
+      watcher = null;
+    },
+  };
+}

@@ -1,0 +1,126 @@
+// The real daemon's watch on its config and model folders, while a model file is being written
+// into one of them (a browser download, `curl -o`, a copy from a USB disk: a write every few
+// milliseconds for minutes). Before, one debounce timer re-armed by every file event never
+// fired while the file grew: a config edit (a new model, new client keys) waited for the
+// download to end, though the docs say it applies at once. And a config file deleted under the
+// running daemon unloaded its models with no line saying why.
+import { open, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
+import { isServing } from '../../core/contracts/model-status.js';
+import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+
+const CLIENT_KEY = 'watch-test-key-0123456789';
+/** The growing file: its chunks, one every CHUNK_INTERVAL_MS, so it grows for about 6 s. */
+const CHUNKS = 60;
+const CHUNK_INTERVAL_MS = 100;
+
+let workDir: string;
+let modelsDir: string;
+let configPath: string;
+let models: DemoModels;
+let daemon: DaemonProcess;
+
+beforeAll(async () => {
+  workDir = await mkdtemp(join(tmpdir(), 'llmtray-config-watch-'));
+  models = await generateDemoModels(workDir);
+  modelsDir = join(workDir, 'models');
+  await mkdir(modelsDir);
+  configPath = join(workDir, 'config.yaml');
+  await writeFile(configPath, `modelDirs: [${JSON.stringify(modelsDir)}]\nengines:\n  warmSpare: false\nmodels: []\n`);
+  daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: configPath });
+}, 90_000);
+
+afterAll(async () => {
+  await daemon?.stop();
+  if (daemon) await removeDataDir(daemon.dataDir);
+  if (workDir) await rm(workDir, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const listed = async (): Promise<string[]> => (await daemon.state()).models.map((m) => m.id);
+
+/** Copies `source` to `target` in CHUNKS pieces, one every CHUNK_INTERVAL_MS, as a download writes. */
+async function writeSlowly(source: string, target: string): Promise<void> {
+  const bytes = await readFile(source);
+  const chunk = Math.ceil(bytes.length / CHUNKS);
+  const file = await open(target, 'w');
+  try {
+    for (let offset = 0; offset < bytes.length; offset += chunk) {
+      await file.write(bytes.subarray(offset, offset + chunk));
+      await file.sync();
+      await sleep(CHUNK_INTERVAL_MS);
+    }
+  } finally {
+    await file.close();
+  }
+}
+
+describe('a config edit while a model file is being written into a model folder', () => {
+  it('applies while the file still grows, and the file is listed only once it has stopped growing', async () => {
+    let writing = true;
+    const written = writeSlowly(models.chat.path, join(modelsDir, 'growing.gguf')).finally(() => (writing = false));
+    // Let the download get going: the folder's events are what kept the edit from applying.
+    await sleep(1000);
+    await writeFile(
+      configPath,
+      [
+        `modelDirs: [${JSON.stringify(modelsDir)}]`,
+        'engines:',
+        '  warmSpare: false',
+        'listen:',
+        `  clientKeys: [{ name: test, key: ${CLIENT_KEY} }]`,
+        'models:',
+        `  - { id: added, path: ${JSON.stringify(models.tiny.path)}, ctx: 512 }`,
+        '',
+      ].join('\n'),
+    );
+
+    let addedWhileWriting = false;
+    let keysWhileWriting = false;
+    const listedWhileWriting: string[][] = [];
+    while (writing) {
+      const ids = await listed();
+      const keyRefused = (await fetch(`${daemon.endpoint}/models`)).status === 401;
+      // Only what was answered before the last chunk was written counts as "while writing".
+      if (!writing) break;
+      if (ids.includes('added')) addedWhileWriting = true;
+      if (keyRefused) keysWhileWriting = true;
+      listedWhileWriting.push(ids);
+      await sleep(100);
+    }
+    await written;
+
+    expect(addedWhileWriting, 'the new model was not listed before the download ended').toBe(true);
+    expect(keysWhileWriting, 'the new client key was not required before the download ended').toBe(true);
+    expect(listedWhileWriting.filter((ids) => ids.includes('growing')), 'the file was offered as a model while it grew').toEqual([]);
+
+    // Once it has stopped growing it is listed, with no further event from the folder.
+    while (!(await listed()).includes('growing')) await sleep(100);
+    const view = await daemon.model('growing');
+    expect(view.status.state).not.toBe('quarantined');
+    expect(view.layerCount).toBe(8);
+  }, 60_000);
+});
+
+describe('the config file deleted under the running daemon', () => {
+  it('says so in the log, naming the models that went with it and the one it unloads', async () => {
+    await writeFile(
+      configPath,
+      `modelDirs: [${JSON.stringify(modelsDir)}]\nengines:\n  warmSpare: false\nmodels:\n  - { id: doomed, path: ${JSON.stringify(models.tiny.path)}, ctx: 512 }\n  - { id: idle, path: ${JSON.stringify(models.draft.path)}, ctx: 512 }\n`,
+    );
+    while (!(await listed()).includes('doomed')) await sleep(100);
+    const load = await daemon.api('/api/models/doomed/load', { method: 'POST' });
+    expect(load.status, await load.text()).toBe(200);
+    while (!isServing((await daemon.model('doomed')).status.state)) await sleep(100);
+
+    await rm(configPath);
+    while (!daemon.stderr().includes(`${configPath} was deleted`)) await sleep(100);
+    const line = daemon.stderr().split('\n').find((l) => l.includes(`${configPath} was deleted`));
+    expect(line).toContain('the models it defined are gone: doomed, idle');
+    expect(line).toContain('unloading doomed, which was running');
+    expect(await listed()).not.toContain('doomed');
+  }, 60_000);
+});
