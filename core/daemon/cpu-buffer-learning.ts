@@ -52,7 +52,7 @@ export function thisCpu(): string {
  * late 2026 print them only at verbosity 4). Pure.
  */
 export function cpuBufferLesson(
-  model: Pick<CatalogModel, 'repack' | 'cpuMatrixBytes' | 'draftId' | 'projectorPath'>,
+  model: Pick<CatalogModel, 'repack' | 'cpuMatrixBytes'> & Partial<Pick<CatalogModel, 'draftId' | 'projectorPath'>>,
   buffers: readonly BufferSize[] | null,
 ): { bytesByType: Record<string, number>; extra: { bytes: number; buffers: string[] } } | null {
   if (!model.repack || model.cpuMatrixBytes === null || model.draftId !== undefined || model.projectorPath !== undefined) return null;
