@@ -510,9 +510,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     /** The first load wholly on the CPU of a model with matrix types this (build, CPU) has not seen teaches their extra buffers. */
     async function learnCpuBuffers(model: CatalogModel): Promise<void> {
       const key = cpuBufferKeyOf(model);
-      if (key === null || model.cpuMatrixBytes === null || !cpuBuffers.teaches(key, model.cpuMatrixBytes)) return;
-      const lesson = cpuBufferLesson(model, supervisor.modelBuffers(model.id));
-      if (lesson === null) return;
+      const draft = model.draftId === undefined ? null : (catalog.resolve(model.draftId) ?? null);
+      const lesson = cpuBufferLesson(model, draft, supervisor.modelBuffers(model.id));
+      if (key === null || lesson === null || !cpuBuffers.teaches(key, lesson.bytesByType)) return;
       const learned = await cpuBuffers.learn(key, lesson.bytesByType, lesson.extra).catch((error: unknown) => {
         log.warn(`remembering the CPU's weight buffers failed: ${error instanceof Error ? error.message : String(error)}`);
         return true;

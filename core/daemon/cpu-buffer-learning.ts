@@ -47,19 +47,23 @@ export function thisCpu(): string {
 
 /**
  * What a ready server's load log teaches, or null when it teaches nothing: only a model loaded
- * wholly on the CPU, alone in its process (a draft's or a projector's buffers would be mixed in),
- * with repacking allowed, whose log printed its weights' buffers at all (llama-server builds of
- * late 2026 print them only at verbosity 4). Pure.
+ * wholly on the CPU with repacking allowed, whose log printed its weights' buffers at all
+ * (llama-server builds of late 2026 print them only at verbosity 4). A draft loads in the same
+ * process and prints its own buffers, so its matrices count with the model's (`draft`: its
+ * catalog entry, null when it has none, or it is not known); a projector's encoder is loaded
+ * apart from llama.cpp's weights and is not priced this way, so a model with one teaches
+ * nothing. Pure.
  */
 export function cpuBufferLesson(
   model: Pick<CatalogModel, 'repack' | 'cpuMatrixBytes'> & Partial<Pick<CatalogModel, 'draftId' | 'projectorPath'>>,
+  draft: Pick<CatalogModel, 'cpuMatrixBytes'> | null,
   buffers: readonly BufferSize[] | null,
 ): { bytesByType: Record<string, number>; extra: { bytes: number; buffers: string[] } } | null {
-  if (!model.repack || model.cpuMatrixBytes === null || model.draftId !== undefined || model.projectorPath !== undefined) return null;
+  if (!model.repack || model.cpuMatrixBytes === null || model.projectorPath !== undefined) return null;
+  if (model.draftId !== undefined && draft?.cpuMatrixBytes == null) return null;
   if (buffers === null || buffers.length === 0) return null;
+  const bytesByType = { ...model.cpuMatrixBytes };
+  if (model.draftId !== undefined) for (const [type, bytes] of Object.entries(draft?.cpuMatrixBytes ?? {})) bytesByType[type] = (bytesByType[type] ?? 0) + bytes;
   const extra = buffers.filter((b) => isCpuExtraBuffer(b.buffer));
-  return {
-    bytesByType: model.cpuMatrixBytes,
-    extra: { bytes: extra.reduce((sum, b) => sum + b.bytes, 0), buffers: [...new Set(extra.map((b) => b.buffer))] },
-  };
+  return { bytesByType, extra: { bytes: extra.reduce((sum, b) => sum + b.bytes, 0), buffers: [...new Set(extra.map((b) => b.buffer))] } };
 }

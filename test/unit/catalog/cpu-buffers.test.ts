@@ -51,7 +51,7 @@ describe.each(CASES)('the CPU\'s extra weight buffers: $cpu', ({ fixture, extra,
   });
 
   it('learns it from the log, and the estimate on the CPU is the mapped file and the extra buffer as llama.cpp allocates them', () => {
-    const lesson = cpuBufferLesson({ repack: true, cpuMatrixBytes: totalMatrixBytes(facts.cpuMatrixBytes!) }, buffers);
+    const lesson = cpuBufferLesson({ repack: true, cpuMatrixBytes: totalMatrixBytes(facts.cpuMatrixBytes!) }, null, buffers);
     expect(lesson?.extra.buffers).toEqual([extra]);
     const ratios = learnCpuBufferRatios({}, lesson!.bytesByType, lesson!.extra.bytes);
     const without = estimateFootprint({ path: 'm.gguf', facts, contextTokens: 2048, gpuLayers: 'all' });
@@ -82,10 +82,16 @@ describe('the store of learned ratios', () => {
     expect(again.ratios('other build · cpu')).toEqual({});
   });
 
-  it('learns nothing from a load that printed no weight buffers, with a draft, or with repacking off', () => {
+  it('counts a draft\'s matrices with its model\'s, and learns nothing from a load that printed no weight buffers, with a projector, or with repacking off', () => {
     const model = { repack: true, cpuMatrixBytes: { '2': 100 } };
-    expect(cpuBufferLesson(model, [])).toBeNull();
-    expect(cpuBufferLesson({ ...model, draftId: 'd' }, [{ buffer: 'CPU_REPACK', purpose: 'model', bytes: 1 }])).toBeNull();
-    expect(cpuBufferLesson({ ...model, repack: false }, [{ buffer: 'CPU_REPACK', purpose: 'model', bytes: 1 }])).toBeNull();
+    const repack: BufferSize[] = [{ buffer: 'CPU_Mapped', purpose: 'model', bytes: 120 }, { buffer: 'CPU_REPACK', purpose: 'model', bytes: 90 }];
+    expect(cpuBufferLesson({ ...model, draftId: 'd' }, { cpuMatrixBytes: { '2': 20, '1': 5 } }, repack)).toEqual({
+      bytesByType: { '2': 120, '1': 5 },
+      extra: { bytes: 90, buffers: ['CPU_REPACK'] },
+    });
+    expect(cpuBufferLesson({ ...model, draftId: 'd' }, null, repack)).toBeNull();
+    expect(cpuBufferLesson(model, null, [])).toBeNull();
+    expect(cpuBufferLesson({ ...model, projectorPath: '/m/mmproj.gguf' }, null, repack)).toBeNull();
+    expect(cpuBufferLesson({ ...model, repack: false }, null, repack)).toBeNull();
   });
 });
