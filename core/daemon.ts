@@ -11,6 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdminService, createAdminHandler, ensureAdminToken, LogFeed, PinStore } from './admin/index.js';
 import { Catalog, type CatalogModel } from './catalog/catalog.js';
+import { CPU_BUFFERS_FILE_NAME, CpuBufferStore, cpuBufferKey } from './catalog/cpu-buffers.js';
 import type { LlmtrayConfig } from './catalog/config/load-config.js';
 import { configFilePath, currentPlatform, dataDir as defaultDataDir } from './catalog/paths.js';
 import { Controller, DEFAULT_HEALTHY_AFTER_MS } from './controller/controller.js';
@@ -30,7 +31,7 @@ import { RuntimeOverhead, type RuntimePlace } from './engine/runtime-overhead.js
 import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample } from './gpu/live-budget.js';
 import { engineIdentities } from './gpu/engine-identity.js';
 import { createOwnUsageProvider } from './gpu/own-usage.js';
-import { footprintAt } from './policy/levels.js';
+import { estimateOnCpu, footprintAt } from './policy/levels.js';
 import { createRouter, type ListeningRouter, type RouterAccess } from './router/router.js';
 import { ModelActivity } from './daemon/activity.js';
 import { startCatalogReloads } from './daemon/catalog-reloads.js';
@@ -42,6 +43,8 @@ import { feedLoadProgress } from './daemon/load-progress-feed.js';
 import { ModelTurns } from './daemon/turns.js';
 import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
 import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
+import type { LaunchSpec } from './engine/launch-spec.js';
+import { cpuBufferLesson, embeddedEngineBuild, thisCpu } from './daemon/cpu-buffer-learning.js';
 import { footprintToLearn } from './daemon/learned-footprint.js';
 import { createLogger } from './daemon/logger.js';
 import { guardedProcessOutputs } from './common/guarded-output.js';
@@ -131,10 +134,34 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const token = await ensureAdminToken(dataDir);
     const demo = options.demo === true ? await prepareDemo(dataDir) : null;
     const configPath = demo?.configPath ?? options.configPath ?? configFilePath(facts);
-    const catalog = await Catalog.open({ configPath, dataDir, facts });
+    // The CPU's extra weight buffers, learned per (engine build, CPU): the llama-server's build is
+    // known once it is found, so the first assembly prices with the embedded engine's alone.
+    const cpuBuffers = await CpuBufferStore.open(join(dataDir, CPU_BUFFERS_FILE_NAME));
+    const cpu = thisCpu();
+    const engineBuilds: Record<LaunchSpec['engine'], string | null> = { embedded: embeddedEngineBuild(), 'llama-server': null };
+    let engineOfModel = (model: Pick<CatalogModel, 'engine'>): LaunchSpec['engine'] => engineFor(model, null);
+    const cpuBufferKeyOf = (model: Pick<CatalogModel, 'engine'>): string | null => {
+      const build = engineBuilds[engineOfModel(model)] ?? null;
+      return build === null ? null : cpuBufferKey(build, cpu);
+    };
+    const catalog = await Catalog.open({
+      configPath,
+      dataDir,
+      facts,
+      cpuBufferRatios: (model) => {
+        const key = cpuBufferKeyOf(model);
+        return key === null ? {} : cpuBuffers.ratios(key);
+      },
+    });
     const firstConfig = catalog.config();
     const llamaServer = await findLlamaServer(firstConfig.llamaServerPath === undefined ? {} : { configured: firstConfig.llamaServerPath });
     const llamaServerPath = llamaServer.found ? llamaServer.path : null;
+    engineOfModel = (model) => engineFor(model, llamaServerPath);
+    if (llamaServerPath !== null) {
+      const version = await probeCapabilities(llamaServerPath).then((c) => c.version, () => null);
+      engineBuilds['llama-server'] = `llama-server ${version ?? llamaServerPath}`;
+      await catalog.reload();
+    }
     if (llamaServer.found) log.info(`llama-server: ${llamaServer.path} (${llamaServer.source})`);
     // A configured one that is missing is the person's mistake to fix: said with its path, as a warning.
     else if (firstConfig.llamaServerPath !== undefined) log.warn(`${llamaServer.reason}; until then, models with engine auto run on the embedded engine and those with engine: llama-server cannot start`);
@@ -154,7 +181,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       let fitting: Promise<void> = Promise.resolve();
       const fitDemoLimit = (): Promise<void> =>
         (fitting = fitting.then(async () => {
-          const limit = demoBudgetLimit(catalog.models(), runtime.bytes(demoEngine, demoPlace));
+          const limit = demoBudgetLimit(catalog.models(), runtime.bytes(demoEngine, demoPlace), demoPlace === 'host');
           if (limit === null || limit === catalog.config().budget.limitBytes) return;
           await writeDemoLimit(demo, limit);
           await catalog.reload();
@@ -203,7 +230,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
 
     const footprint = (modelId: string, level: LaunchLevel): number => {
       const estimate = catalog.resolve(modelId)?.estimate;
-      return estimate == null ? 0 : footprintAt(level, estimate).deviceBytes;
+      return estimate == null ? 0 : footprintAt(level, cpuOnly() ? estimateOnCpu(estimate) : estimate).deviceBytes;
     };
     const gpuMode = () => currentBudget().mode === 'gpu';
     // Set once the admin service exists; the spare can change before that.
@@ -274,6 +301,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       models: () => catalog.models(),
       heldForTurn: (id) => turns.holds(id),
       keepsExpertsOnCpu,
+      weightsOnCpu: cpuOnly,
       isPinned: (model) => pinPolicy.isPinned(model),
       activity,
       inFlight: (id) => supervisor.inFlight(id),
@@ -305,7 +333,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         if (server === null || server.phase === 'exited') return sum;
         const counted = controller.held(model.id);
         if (counted !== null) return sum + counted.bytes;
-        const priced = pricedEstimate(model, runtimeBytes(model));
+        const priced = pricedEstimate(model, runtimeBytes(model), true, cpuOnly());
         const footprint = priced === null ? null : footprintAt(server.level, priced);
         return sum + (footprint === null ? 0 : footprint.deviceBytes + footprint.hostBytes);
       }, 0);
@@ -330,6 +358,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       engineOf: (model: CatalogModel) => engineFor(model, llamaServerPath),
       measuredBytes: (id: string) => measured.get(id) ?? null,
       runtimeBytes,
+      weightsOnCpu: cpuOnly,
       spareBytes: () => (supervisor.spareStatus() === null ? null : spareBytes()),
       budget: () => budget.current(),
       limitBytes: () => catalog.config().budget.limitBytes ?? null,
@@ -481,7 +510,22 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         // Only a model whole on one GPU, less its engine's runtime (daemon/learned-footprint.ts).
         const learned = footprintToLearn(measurement, { level: at.level, placement: controller.placement(model.id) }, { gpuMode: gpuMode(), runtimeBytes: runtimeBytes(model) });
         if (learned !== null) await catalog.learnFromMeasurement(model.id, learned).catch(() => undefined);
+        if (cpuOnly() || at.level === 'minimal') await learnCpuBuffers(model);
       }
+    }
+    /** The first load wholly on the CPU of a model with matrix types this (build, CPU) has not seen teaches their extra buffers. */
+    async function learnCpuBuffers(model: CatalogModel): Promise<void> {
+      const key = cpuBufferKeyOf(model);
+      const draft = model.draftId === undefined ? null : (catalog.resolve(model.draftId) ?? null);
+      const lesson = cpuBufferLesson(model, draft, supervisor.modelBuffers(model.id));
+      if (key === null || lesson === null || !cpuBuffers.teaches(key, lesson.bytesByType)) return;
+      const learned = await cpuBuffers.learn(key, lesson.bytesByType, lesson.extra).catch((error: unknown) => {
+        log.warn(`remembering the CPU's weight buffers failed: ${error instanceof Error ? error.message : String(error)}`);
+        return true;
+      });
+      if (!learned) return;
+      log.info(`learned the CPU's extra weight buffers from '${model.id}': ${lesson.extra.buffers.join(', ') || 'none'} (${formatBytes(lesson.extra.bytes)})`);
+      await catalog.reload();
     }
 
     if (demo === null) {

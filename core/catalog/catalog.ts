@@ -19,6 +19,7 @@ import type { LlmtrayConfig } from './config/load-config.js';
 import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
 import { definitionHash, type FileIdentity } from './definition-hash.js';
 import { discoverModels, projectorBeside } from './discovery.js';
+import { totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
 import { estimateFootprint } from './footprint.js';
 import { cachedMetadataReader, type GgufFacts, type MetadataReader, type MetadataResult } from './gguf-metadata.js';
 import { MEASUREMENTS_FILE_NAME, MeasurementStore, withMeasurement } from './measurements.js';
@@ -59,6 +60,17 @@ export interface CatalogModel {
    * one vector; otherwise the engine is told to average them (a chat model marked to embed).
    */
   embeddings?: { modelPools: boolean };
+  /**
+   * Whether llama.cpp may copy the weights into the CPU's extra buffers (AMX, CPU_REPACK) where
+   * they run on the CPU; `repack: false` in the config turns it off (`--no-repack`).
+   */
+  repack: boolean;
+  /**
+   * Its matrices' bytes by ggml type number, all of them: what a load wholly on the CPU may put
+   * in extra buffers, and what the CPU's ratios are learned against (cpu-buffers.ts). Null when
+   * the header is not read.
+   */
+  cpuMatrixBytes: Record<string, number> | null;
   /** Device memory at the 'full' level, draft included; null when it cannot be estimated (see metadataError). */
   estimate: FootprintEstimate | null;
   /** Why this model cannot be launched as defined, as a sentence naming the file; null when it can. */
@@ -86,6 +98,11 @@ export interface CatalogOptions {
   now?: () => number;
   /** How long a discovered file's size must hold before it is listed, ms (settling.ts's SETTLE_MS by default). */
   settleMs?: number;
+  /**
+   * The share of each matrix type the model's engine puts in the CPU's extra buffers on this
+   * machine, as learned so far (cpu-buffers.ts); default: none known.
+   */
+  cpuBufferRatios?: (model: { engine: EngineChoice }) => CpuBufferRatios;
 }
 
 export type CatalogChangedListener = (models: readonly CatalogModel[]) => void;
@@ -104,7 +121,7 @@ interface Assembly {
 interface Entry
   extends Pick<
     CatalogModel,
-    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'embeddings' | 'source'
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'embeddings' | 'repack' | 'source'
   > {
   file: FileIdentity | null;
   realPath: string | null;
@@ -120,6 +137,7 @@ export class Catalog {
   private readonly listeners = new Set<CatalogChangedListener>();
   private readonly store: ConfigStore;
   private readonly readMetadata: MetadataReader;
+  private readonly cpuBufferRatios: NonNullable<CatalogOptions['cpuBufferRatios']>;
   private readonly reloads = new SerialQueue();
   private readonly settling: Settling;
 
@@ -130,6 +148,7 @@ export class Catalog {
   ) {
     this.readMetadata = options.readMetadata ?? cachedMetadataReader();
     this.settling = new Settling(options.settleMs === undefined ? {} : { settleMs: options.settleMs });
+    this.cpuBufferRatios = options.cpuBufferRatios ?? (() => ({}));
     this.store = new ConfigStore({
       file: options.configPath,
       facts: options.facts ?? currentPlatform(),
@@ -266,6 +285,7 @@ export class Catalog {
         gpuLayers: model.gpuLayers,
         mixedSplit: model.mixedSplit,
         ...(model.embeddings === true ? { embeddings: { modelPools: false } } : {}),
+        repack: model.repack,
         idleTtlMs: model.idleTtlMs,
         hangLimitMs: model.hangLimitMs,
         engine: model.engine,
@@ -294,6 +314,7 @@ export class Catalog {
         pinned: false,
         gpuLayers: 'all',
         mixedSplit: false,
+        repack: true,
         idleTtlMs: DEFAULT_IDLE_TTL_MS,
         hangLimitMs: DEFAULT_HANG_LIMIT_MS,
         engine: 'auto',
@@ -332,11 +353,13 @@ export class Catalog {
       const ctx = ctxOf(i);
       const draftIndex = entry.draftId === undefined ? undefined : byId.get(entry.draftId);
       const draft = draftIndex === undefined ? undefined : entries[draftIndex];
-      const own = ownEstimate(entry, metadata[i], projectors[i], ctx);
+      // The draft runs in the model's engine process, so its weights are repacked (or not) alike.
+      const cpuBufferRatios = entry.repack ? this.cpuBufferRatios(entry) : {};
+      const own = ownEstimate(entry, metadata[i], projectors[i], ctx, cpuBufferRatios);
       let estimate = own.estimate;
       let error = own.error;
       if (draftIndex !== undefined && draft && estimate) {
-        const draftEstimate = ownEstimate({ ...draft, projectorPath: undefined }, metadata[draftIndex], undefined, ctx);
+        const draftEstimate = ownEstimate({ ...draft, projectorPath: undefined }, metadata[draftIndex], undefined, ctx, cpuBufferRatios);
         if (draftEstimate.estimate) estimate = { ...estimate, draft: draftEstimate.estimate };
         else {
           estimate = null;
@@ -354,6 +377,7 @@ export class Catalog {
         ...(draft ? { draft: { id: draft.id, file: draft.file ?? { path: draft.path, sizeBytes: 0, mtimeMs: 0 }, gpuLayers: draft.gpuLayers } } : {}),
         ...(entry.fallbackId !== undefined ? { fallbackId: entry.fallbackId } : {}),
         ...(entry.embeddings !== undefined ? { embeddings: true } : {}),
+        ...(entry.repack ? {} : { noRepack: true }),
       });
       return {
         id: entry.id,
@@ -374,6 +398,8 @@ export class Catalog {
         env: entry.env,
         ...(entry.projectorPath !== undefined ? { projectorPath: entry.projectorPath } : {}),
         ...(entry.embeddings !== undefined || factsOf(metadata[i])?.pooling === true ? { embeddings: { modelPools: factsOf(metadata[i])?.pooling === true } } : {}),
+        repack: entry.repack,
+        cpuMatrixBytes: cpuMatricesOf(factsOf(metadata[i])),
         estimate: estimate ? withMeasurement(estimate, this.measurements.measuredBytes(entry.id, hash)) : null,
         metadataError: error,
         definitionHash: hash,
@@ -407,17 +433,29 @@ function factsOf(result: MetadataResult | undefined): GgufFacts | undefined {
   return result?.ok ? result.facts : undefined;
 }
 
+function cpuMatricesOf(facts: GgufFacts | undefined): Record<string, number> | null {
+  return facts?.cpuMatrixBytes === undefined ? null : totalMatrixBytes(facts.cpuMatrixBytes);
+}
+
 function ownEstimate(
   entry: Pick<Entry, 'path' | 'fileError' | 'gpuLayers' | 'projectorPath'>,
   metadata: MetadataResult | undefined,
   projector: MetadataResult | undefined,
   ctx: number,
+  cpuBufferRatios: CpuBufferRatios,
 ): { estimate: FootprintEstimate | null; error: string | null } {
   if (entry.fileError) return { estimate: null, error: entry.fileError };
   if (!metadata) return { estimate: null, error: `${entry.path}: the model file cannot be read` };
   if (!metadata.ok) return { estimate: null, error: metadata.error };
   if (projector && !projector.ok) return { estimate: null, error: `its projector cannot be used: ${projector.error}` };
-  const result = estimateFootprint({ path: entry.path, facts: metadata.facts, contextTokens: ctx, gpuLayers: entry.gpuLayers, projector: projector?.ok ? projector.facts : null });
+  const result = estimateFootprint({
+    path: entry.path,
+    facts: metadata.facts,
+    contextTokens: ctx,
+    gpuLayers: entry.gpuLayers,
+    projector: projector?.ok ? projector.facts : null,
+    cpuBufferRatios,
+  });
   return result.ok ? { estimate: result.estimate, error: null } : { estimate: null, error: result.error };
 }
 

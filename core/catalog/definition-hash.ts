@@ -27,6 +27,8 @@ export interface ModelDefinition {
   fallbackId?: string;
   /** Configured to serve embeddings (it changes the engine's argv: --embeddings). */
   embeddings?: boolean;
+  /** `repack: false`: the CPU's extra weight buffers turned off (`--no-repack`). */
+  noRepack?: boolean;
 }
 
 /** 16 hex digits of sha256 over a canonical JSON of the definition; pure and deterministic. */
@@ -45,6 +47,7 @@ export function definitionHash(definition: ModelDefinition): string {
     fallback: definition.fallbackId ?? null,
     // Only when set, so every hash from before the field (and its measurements) still holds.
     ...(definition.embeddings === true ? { embeddings: true } : {}),
+    ...(definition.noRepack === true ? { noRepack: true } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }

@@ -6,6 +6,7 @@
 // formulas cannot know, learnFromMeasurement corrects upwards once the model has run.
 import type { FootprintEstimate } from '../policy/levels.js';
 import type { GpuLayers } from './config/schema.js';
+import { cpuExtraBytes, totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
 import type { GgufFacts } from './gguf-metadata.js';
 
 /** llama.cpp's default physical batch (`-ub`); the compute graph is sized for it. */
@@ -26,6 +27,11 @@ export interface EstimateInput {
   gpuLayers: GpuLayers;
   /** The multimodal projector's facts, when one is attached. */
   projector?: GgufFacts | null;
+  /**
+   * What share of each matrix type this (engine build, CPU) puts in extra weight buffers on
+   * the CPU (cpu-buffers.ts); absent or empty: none (nothing learned yet, or `repack: false`).
+   */
+  cpuBufferRatios?: CpuBufferRatios;
 }
 
 /** The share of the layers on the device: all of them at 'all', proportional below the block count. */
@@ -130,9 +136,12 @@ export function estimateFootprint(input: EstimateInput): EstimateResult {
     computeBytes: computeBufferBytes(facts, input.contextTokens) + (projector?.vision ? projectorComputeBytes(projector.vision) : 0),
     layers,
   };
+  const cpuBuffers = cpuBufferTerms(facts, input.cpuBufferRatios ?? {});
   // A header whose tensors are not named blk.N (no architecture llama.cpp loads does that)
   // cannot be costed by block: its weights are the offloaded share of all of them.
-  if (facts.blockBytes.length === 0) return { ok: true, estimate: { weightsBytes: Math.ceil(facts.tensorDataBytes * fraction) + projectorBytes, ...common } };
+  if (facts.blockBytes.length === 0) {
+    return { ok: true, estimate: { weightsBytes: Math.ceil(facts.tensorDataBytes * fraction) + projectorBytes, ...common, ...cpuBuffers } };
+  }
 
   // The largest block, so that any N blocks cost at most N of these wherever they go.
   const blockWeightsBytes = facts.blockBytes.reduce((a, b) => Math.max(a, b), 0);
@@ -149,6 +158,20 @@ export function estimateFootprint(input: EstimateInput): EstimateResult {
       blockWeightsBytes,
       expertBytesPerBlock: expertBytesMovedPerBlock(facts.blockExpertBytes),
       nonBlockWeightsBytes,
+      ...cpuBuffers,
     },
   };
+}
+
+/**
+ * The CPU's extra weight buffers the model's matrices take where they run on the CPU: per
+ * block the largest block's (as blockWeightsBytes is), and the output's; only the terms that
+ * are not 0. A header without blocks has all of it outside them.
+ */
+function cpuBufferTerms(facts: GgufFacts, ratios: CpuBufferRatios): Pick<FootprintEstimate, 'cpuBufferBytesPerBlock' | 'cpuBufferNonBlockBytes'> {
+  const matrices = facts.cpuMatrixBytes;
+  if (matrices === undefined || Object.keys(ratios).length === 0) return {};
+  const perBlock = facts.blockBytes.length === 0 ? 0 : matrices.blocks.reduce((most, block) => Math.max(most, cpuExtraBytes(ratios, block)), 0);
+  const nonBlock = cpuExtraBytes(ratios, facts.blockBytes.length === 0 ? totalMatrixBytes(matrices) : matrices.nonBlock);
+  return { ...(perBlock > 0 ? { cpuBufferBytesPerBlock: perBlock } : {}), ...(nonBlock > 0 ? { cpuBufferNonBlockBytes: nonBlock } : {}) };
 }

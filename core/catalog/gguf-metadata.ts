@@ -39,6 +39,14 @@ export interface GgufFacts {
   blockExpertBytes: number[];
   /** Bytes of the tensors outside the blocks: token embeddings, output and its norm, position embeddings… */
   nonBlockBytes: number;
+  /**
+   * The weight matrices llama.cpp may copy into one of the CPU's extra buffers (AMX,
+   * CPU_REPACK) when they run on the CPU, bytes by ggml type number: every tensor of two or
+   * more dimensions that a matrix multiplication reads, so not the input embeddings (a row
+   * lookup). `blocks` by block N, `nonBlock` the rest (the output). Optional: facts cached by an
+   * older reader lack it, and then nothing is repacked in the estimate.
+   */
+  cpuMatrixBytes?: CpuMatrixBytes;
   vocabulary: VocabularyFingerprint | null;
   /** A vision projector's (architecture "clip") image encoder shape, for its compute buffer. */
   vision: { imageSize: number; patchSize: number; embeddingLength: number; headCount: number } | null;
@@ -48,6 +56,12 @@ export interface GgufFacts {
    * Absent in older readers' facts, hence optional.
    */
   pooling?: boolean;
+}
+
+/** Matrix bytes by ggml type number ("2" for q4_0), per block and outside the blocks. */
+export interface CpuMatrixBytes {
+  blocks: Record<string, number>[];
+  nonBlock: Record<string, number>;
 }
 
 export type MetadataResult = { ok: true; facts: GgufFacts } | { ok: false; error: string };
@@ -171,16 +185,25 @@ function numberOf(value: GgufValue | undefined): number | null {
   return null;
 }
 
+/** The input embeddings: llama.cpp reads rows of them (get_rows), which no extra buffer takes. */
+const INPUT_EMBEDDINGS = 'token_embd.weight';
+
 /** The bytes of each block, its experts' share, and the rest, over every part's tensors. */
-function layerBytes(parts: readonly GgufHeader[]): Pick<GgufFacts, 'blockBytes' | 'blockExpertBytes' | 'nonBlockBytes'> {
+function layerBytes(parts: readonly GgufHeader[]): Pick<GgufFacts, 'blockBytes' | 'blockExpertBytes' | 'nonBlockBytes' | 'cpuMatrixBytes'> {
   const tensorCount = parts.reduce((sum, part) => sum + part.tensors.length, 0);
   const blockBytes: number[] = [];
   const blockExpertBytes: number[] = [];
   let nonBlockBytes = 0;
+  const cpuMatrixBytes: CpuMatrixBytes = { blocks: [], nonBlock: {} };
+  const addMatrix = (into: Record<string, number>, tensor: GgufHeader['tensors'][number]) => {
+    if (tensor.dims.filter((d) => d > 1).length < 2 || tensor.name === INPUT_EMBEDDINGS) return;
+    into[tensor.ggmlType] = (into[tensor.ggmlType] ?? 0) + tensor.bytes;
+  };
   for (const tensor of parts.flatMap((part) => part.tensors)) {
     const block = BLOCK_TENSOR.exec(tensor.name);
     if (block === null) {
       nonBlockBytes += tensor.bytes;
+      addMatrix(cpuMatrixBytes.nonBlock, tensor);
       continue;
     }
     const index = Number(block[1]);
@@ -190,11 +213,13 @@ function layerBytes(parts: readonly GgufHeader[]): Pick<GgufFacts, 'blockBytes' 
     while (blockBytes.length <= index) {
       blockBytes.push(0);
       blockExpertBytes.push(0);
+      cpuMatrixBytes.blocks.push({});
     }
     blockBytes[index] = (blockBytes[index] ?? 0) + tensor.bytes;
     if (EXPERT_TENSOR.test(tensor.name)) blockExpertBytes[index] = (blockExpertBytes[index] ?? 0) + tensor.bytes;
+    addMatrix(cpuMatrixBytes.blocks[index] as Record<string, number>, tensor);
   }
-  return { blockBytes, blockExpertBytes, nonBlockBytes };
+  return { blockBytes, blockExpertBytes, nonBlockBytes, cpuMatrixBytes };
 }
 
 function factsOf(parts: readonly GgufHeader[]): GgufFacts {

@@ -4,7 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateDemoModels, type DemoModels } from '../catalog/demo/demo-models.js';
 import type { CatalogModel } from '../catalog/catalog.js';
-import { footprintAt } from '../policy/levels.js';
+import { estimateOnCpu, footprintAt } from '../policy/levels.js';
 import { demoConfigText } from './demo-config.js';
 
 export interface DemoSetup {
@@ -44,10 +44,10 @@ export async function prepareDemo(dataDir: string): Promise<DemoSetup> {
  * `runtimeBytes` is what each engine process itself costs where it counts (its runtime in host
  * RAM, its backend's context on a GPU), since every model's footprint includes it.
  */
-export function demoBudgetLimit(models: readonly CatalogModel[], runtimeBytes = 0): number | null {
+export function demoBudgetLimit(models: readonly CatalogModel[], runtimeBytes = 0, weightsOnCpu = false): number | null {
   const bytes = (id: string) => {
     const estimate = models.find((m) => m.id === id)?.estimate;
-    return estimate == null ? null : footprintAt('full', estimate).deviceBytes + runtimeBytes;
+    return estimate == null ? null : footprintAt('full', weightsOnCpu ? estimateOnCpu(estimate) : estimate).deviceBytes + runtimeBytes;
   };
   const chat = bytes('demo-chat');
   const tiny = bytes('demo-tiny');

@@ -3,7 +3,7 @@
 // person's pins, the router's activity (requests in flight, recent use) and the live budget.
 import type { DesiredProvider, DesiredState, ModelDemand } from '../controller/effects.js';
 import type { CatalogModel } from '../catalog/catalog.js';
-import type { FootprintEstimate } from '../policy/levels.js';
+import { estimateOnCpu, type FootprintEstimate } from '../policy/levels.js';
 import type { Device } from '../policy/place.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
 import type { ModelActivity } from './activity.js';
@@ -24,6 +24,8 @@ export interface DesiredSources {
   runtimeBytes?(model: CatalogModel): number;
   /** Whether the model's engine can keep a mixture of experts' expert tensors on the CPU (--n-cpu-moe); default true. */
   keepsExpertsOnCpu?(model: CatalogModel): boolean;
+  /** Whether the models' "device" is the CPU (no GPU: host RAM is the budget), so their weights take the CPU's extra buffers; default false. */
+  weightsOnCpu?(): boolean;
   /** The latest budget sample; samples now when there is none yet. */
   budget(): Promise<BudgetSample>;
 }
@@ -38,16 +40,21 @@ const UNREADABLE: FootprintEstimate = { weightsBytes: 0, kvBytesPerToken: 0, con
 /**
  * The model's estimate as the plan prices it: the catalog's, with its engine's own cost added
  * (paid once per process, per device a split uses, at any context), and without expert tensors
- * to leave on the CPU where its engine cannot (`keepsExpertsOnCpu` false: no --n-cpu-moe). Null
- * when the catalog has no estimate.
+ * to leave on the CPU where its engine cannot (`keepsExpertsOnCpu` false: no --n-cpu-moe); where
+ * the weights run on the CPU (`weightsOnCpu`), with the CPU's extra weight buffers beside them
+ * (estimateOnCpu). Null when the catalog has no estimate.
  */
-export function pricedEstimate(model: CatalogModel, runtimeBytes: number, keepsExpertsOnCpu = true): FootprintEstimate | null {
+export function pricedEstimate(model: CatalogModel, runtimeBytes: number, keepsExpertsOnCpu = true, weightsOnCpu = false): FootprintEstimate | null {
   if (model.estimate === null) return null;
-  const priced: FootprintEstimate = runtimeBytes > 0 ? { ...model.estimate, runtimeBytes } : model.estimate;
+  const own = weightsOnCpu ? estimateOnCpu(model.estimate) : model.estimate;
+  const priced: FootprintEstimate = runtimeBytes > 0 ? { ...own, runtimeBytes } : own;
   return keepsExpertsOnCpu || (priced.expertBytesPerBlock ?? 0) <= 0 ? priced : { ...priced, expertBytesPerBlock: 0 };
 }
 
-export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'heldForTurn' | 'runtimeBytes' | 'keepsExpertsOnCpu'>): ModelDemand {
+export function demandOf(
+  model: CatalogModel,
+  sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'heldForTurn' | 'runtimeBytes' | 'keepsExpertsOnCpu' | 'weightsOnCpu'>,
+): ModelDemand {
   const pinned = sources.isPinned(model);
   const inFlight = sources.inFlight(model.id);
 
@@ -57,7 +64,7 @@ export function demandOf(model: CatalogModel, sources: Pick<DesiredSources, 'isP
     pinned,
     wanted: pinned || inFlight > 0 || sources.activity.recentlyUsed(model.id, model.idleTtlMs),
     inFlight,
-    estimate: pricedEstimate(model, sources.runtimeBytes?.(model) ?? 0, sources.keepsExpertsOnCpu?.(model) ?? true) ?? UNREADABLE,
+    estimate: pricedEstimate(model, sources.runtimeBytes?.(model) ?? 0, sources.keepsExpertsOnCpu?.(model) ?? true, sources.weightsOnCpu?.() ?? false) ?? UNREADABLE,
     definitionHash: model.definitionHash,
   };
   const lastUsed = sources.activity.lastUsed(model.id);

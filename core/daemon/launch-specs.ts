@@ -62,6 +62,7 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
   if (model.estimate?.layers !== undefined) spec.layers = model.estimate.layers;
   if (model.projectorPath !== undefined) spec.projectorPath = model.projectorPath;
   if (model.embeddings !== undefined) spec.embeddings = model.embeddings;
+  if (!model.repack) spec.noRepack = true;
   if (model.draftId !== undefined) {
     const draft = sources.resolve(model.draftId);
     if (draft === undefined) throw new Error(`'${modelId}' names draft '${model.draftId}', which is not in the catalog`);

@@ -29,6 +29,8 @@ export interface SnapshotParts {
   measuredBytes(modelId: string): number | null;
   /** Its engine's own cost where it counts against the budget (see DesiredSources.runtimeBytes); default 0. */
   runtimeBytes?(model: CatalogModel): number;
+  /** Whether the weights run on the CPU, with its extra buffers (see DesiredSources.weightsOnCpu); default false. */
+  weightsOnCpu?(): boolean;
   /** What the warm spare holds (core/daemon/spare-room.ts), or null while none runs; default none. */
   spareBytes?(): number | null;
   budget(): BudgetSample | null;
@@ -122,7 +124,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       layerCount: layerCountOf(model.estimate),
       // Priced as the plan prices it (its engine's own cost included on the CPU), so the footprint a
       // person reads and the measurement beside it are the same kind of figure.
-      estimateBytes: estimatesOf(pricedEstimate(model, parts.runtimeBytes?.(model) ?? 0)),
+      estimateBytes: estimatesOf(pricedEstimate(model, parts.runtimeBytes?.(model) ?? 0, true, parts.weightsOnCpu?.() ?? false)),
       measuredBytes: measured,
       inFlight: parts.supervisor.inFlight(model.id),
       lastUsed: lastUsed ?? null,

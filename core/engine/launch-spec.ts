@@ -34,6 +34,11 @@ export interface LaunchSpec {
    * embeddings for a model that pools nothing).
    */
   embeddings?: { modelPools: boolean };
+  /**
+   * The person would rather not pay the CPU's extra weight buffers (AMX, CPU_REPACK): the
+   * weights stay in the mapped file only, at the cost of the faster kernels (`--no-repack`).
+   */
+  noRepack?: true;
   threads?: number;
   parallel?: number;
   /** Extra names the engine answers to besides modelId. */
@@ -153,6 +158,7 @@ export function argvFor(
     }
     argv.push('--mmproj', spec.projectorPath);
   }
+  if (spec.noRepack === true) argv.push(noRepackFlag(spec, capabilities));
   if (capabilities.jinja === 'flag') argv.push('--jinja');
   if (spec.embeddings !== undefined && spec.engine === 'llama-server') {
     if (capabilities.embeddingsFlag === null) {
@@ -181,6 +187,24 @@ export function argvFor(
   }
   argv.push(...spec.extraArgs);
   return argv;
+}
+
+/**
+ * The flag that keeps llama.cpp from copying weights into the CPU's extra buffers. The
+ * embedded engine cannot: node-llama-cpp 3.21 passes llama.cpp no such model option (its
+ * use_extra_bufts stays on), so a model that asks is refused by name rather than launched
+ * with the buffers it was configured without, and priced without.
+ */
+function noRepackFlag(spec: LaunchSpec, capabilities: EngineCapabilities): string {
+  if (spec.engine === 'embedded') {
+    throw new Error(
+      `'${spec.modelId}' is configured with repack: false, but the embedded engine (node-llama-cpp) cannot turn off llama.cpp's weight repacking; use engine: llama-server, or remove repack: false`,
+    );
+  }
+  if (!capabilities.flags.has('--no-repack')) {
+    throw new Error(`'${spec.modelId}' is configured with repack: false, but the llama-server build has no --no-repack flag; use a newer llama-server build, or remove repack: false`);
+  }
+  return '--no-repack';
 }
 
 /** The layers a 'full' launch of the spec puts on the device: its known layer count, capped by a numeric gpuLayers. */

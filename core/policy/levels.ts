@@ -86,12 +86,40 @@ export interface FootprintEstimate {
    */
   nonBlockWeightsBytes?: number;
   /**
+   * What one block's weights take beside their mapped copy in the CPU's extra buffers (AMX,
+   * CPU_REPACK) where the block runs on the CPU, bytes: the largest block's. Absent or 0: none
+   * (nothing of the kind learned for this engine build and CPU, or repacking turned off).
+   * Not in weightsBytes, which is the weights on a GPU; estimateOnCpu adds it.
+   */
+  cpuBufferBytesPerBlock?: number;
+  /** The same for the weights outside the blocks (the output matrix), bytes. */
+  cpuBufferNonBlockBytes?: number;
+  /**
    * The speculative-decoding draft, loaded in the same process. Its own contextTokens is
    * ignored: llama-server runs the draft at the primary's context. So are its layers: a
    * 'partial' launch keeps the draft wholly on the device (it is small, its `-ngld` is
    * unchanged, and it is what keeps the partly offloaded primary fast).
    */
   draft?: FootprintEstimate;
+}
+
+/**
+ * The estimate of a model whose "device" is the CPU (a machine without a GPU, where host RAM is
+ * the budget): its weights with the CPU's extra buffers beside them, per block and outside the
+ * blocks, and its draft's likewise; the extra terms are then spent (absent), so that nothing
+ * counts them twice. The same estimate when there are none. Pure.
+ */
+export function estimateOnCpu(estimate: FootprintEstimate): FootprintEstimate {
+  const draft = estimate.draft === undefined ? undefined : estimateOnCpu(estimate.draft);
+  const perBlock = nonNegative(estimate.cpuBufferBytesPerBlock ?? 0);
+  const nonBlock = nonNegative(estimate.cpuBufferNonBlockBytes ?? 0);
+  if (perBlock === 0 && nonBlock === 0 && draft === estimate.draft) return estimate;
+  const { cpuBufferBytesPerBlock: _perBlock, cpuBufferNonBlockBytes: _nonBlock, draft: _draft, ...rest } = estimate;
+  const onCpu: FootprintEstimate = { ...rest, weightsBytes: nonNegative(estimate.weightsBytes) + nonBlock + layerCount(estimate.layers ?? 0) * perBlock };
+  if (estimate.blockWeightsBytes !== undefined) onCpu.blockWeightsBytes = estimate.blockWeightsBytes + perBlock;
+  if (estimate.nonBlockWeightsBytes !== undefined) onCpu.nonBlockWeightsBytes = estimate.nonBlockWeightsBytes + nonBlock;
+  if (draft !== undefined) onCpu.draft = draft;
+  return onCpu;
 }
 
 /** Where a model's memory goes at one level. */

@@ -22,18 +22,24 @@
 //   each device's buffers against what layerCostAt says its blocks cost. A CPU build has one
 //   device, so this needs a GPU, or Vulkan on the CPU: mesa's lavapipe (LLMTRAY_BENCH_VULKAN=1,
 //   see BENCHMARKS.md).
+// Then the CPU's extra weight buffers (AMX, CPU_REPACK): demo-chat at q4_0 teaches this (engine
+// build, CPU) what it copies beside the mapped file, as the daemon learns it, and a second q4_0
+// model is priced with it and loaded mapped, against its own buffer lines and its RSS.
 // llama-server is measured beside the embedded engine when LLMTRAY_LLAMA_SERVER names one.
 import { open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Catalog } from '../../core/catalog/catalog.js';
 import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
-import { writeSplitLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
+import { learnCpuBufferRatios, totalMatrixBytes, type CpuBufferRatios } from '../../core/catalog/cpu-buffers.js';
+import { writeLlamaGguf, writeSplitLlamaGguf, type LlamaModelShape } from '../../core/catalog/demo/gguf-writer.js';
+import { estimateFootprint } from '../../core/catalog/footprint.js';
+import { readGgufFacts, type GgufFacts } from '../../core/catalog/gguf-metadata.js';
 import { readGgufHeader } from '../../core/catalog/gguf-reader.js';
 import type { LaunchSpec } from '../../core/engine/launch-spec.js';
 import { probeCapabilities } from '../../core/engine/llama-server/capabilities.js';
-import { isDeviceBuffer, parseBufferSize } from '../../core/engine/supervisor/memory-measure.js';
+import { isCpuExtraBuffer, isDeviceBuffer, parseBufferSize } from '../../core/engine/supervisor/memory-measure.js';
 import { treeResidentBytes } from '../../core/engine/supervisor/process-tree.js';
-import { footprintAt, layerCostAt, type FootprintEstimate } from '../../core/policy/levels.js';
+import { estimateOnCpu, footprintAt, layerCostAt, type FootprintEstimate } from '../../core/policy/levels.js';
 import { benchModels, scratchDir } from './bench-models.js';
 import { benchSpec, pollUntilHealthy, startDirectEngine, type DirectEngine } from './engine-process.js';
 import { chatBody, timedPost } from './http-client.js';
@@ -212,6 +218,7 @@ export async function runMemoryBench(): Promise<void> {
 
   const chat = estimateOf(CASES[0] as Case);
   await perBlock(dir, chat, engines);
+  await cpuBuffers(dir, runtimeBytes);
   if (VULKAN) await perDevice(paths.chat, chat);
   else console.log('per device: skipped (a CPU build has one device; set LLMTRAY_BENCH_VULKAN=1 with a Vulkan device, e.g. lavapipe, to measure -ngl and splits)');
 }
@@ -235,7 +242,8 @@ async function perBlock(dir: string, estimate: FootprintEstimate, engines: reado
   const mapped = new Map<EngineName, number[]>();
   for (const engine of engines) {
     const m = await measure(await specFor(engine, parts[0] as string, 2048, []), false);
-    mapped.set(engine, m.buffers.filter((b) => b.purpose === 'model').map((b) => b.bytes));
+    // The mapped files' buffers; a CPU's extra ones (AMX on a Xeon) are §4's.
+    mapped.set(engine, m.buffers.filter((b) => b.purpose === 'model' && !isCpuExtraBuffer(b.buffer)).map((b) => b.bytes));
   }
   const block = estimate.blockWeightsBytes ?? Number.NaN;
   const nonBlock = estimate.nonBlockWeightsBytes ?? Number.NaN;
@@ -255,6 +263,61 @@ async function perBlock(dir: string, estimate: FootprintEstimate, engines: reado
     const logged = mapped.get(engine)?.[1] ?? Number.NaN;
     console.log(`four blocks, ${engine}: the estimate ${signed((4 * block - logged) / MIB, 3)} MiB from llama.cpp's buffer (goal: within its 0.005 MiB rounding): ${verdict(Math.abs(4 * block - logged) <= 0.005 * MIB)}`);
   }
+  console.log();
+}
+
+async function factsAt(path: string): Promise<GgufFacts> {
+  const read = await readGgufFacts(path);
+  if (!read.ok) throw new Error(read.error);
+  return read.facts;
+}
+
+function estimateWith(path: string, facts: GgufFacts, ratios: CpuBufferRatios): FootprintEstimate {
+  const result = estimateFootprint({ path, facts, contextTokens: 2048, gpuLayers: 'all', cpuBufferRatios: ratios });
+  if (!result.ok) throw new Error(result.error);
+  return estimateOnCpu(result.estimate);
+}
+
+/**
+ * The CPU's extra weight buffers: demo-chat at q4_0 teaches the ratios (learnCpuBufferRatios, as
+ * the daemon learns them from a first load), a second q4_0 model of another shape is priced
+ * with them, loaded mapped (as the daemon loads), and compared with its buffer lines, and with
+ * its RSS less the runtime baseline: the kernel's count, the repacked tensors' file pages in it.
+ */
+async function cpuBuffers(dir: string, runtimeBytes: number): Promise<void> {
+  const chatShape: LlamaModelShape = { ...DEMO_SHAPES['demo-chat'], name: 'demo-chat-q4_0', fileType: 'q4_0' };
+  // Wider than demo-chat, so that its weights, not its compute buffer, are most of what it holds.
+  const wideShape: LlamaModelShape = { ...chatShape, name: 'q4-wide', nLayer: 6, nEmbd: 1024, nHead: 8, nHeadKv: 4, nFf: 2816, seed: 77 };
+  const teacherPath = join(dir, 'demo-chat-q4_0.gguf');
+  const learnerPath = join(dir, 'q4-wide.gguf');
+  await writeLlamaGguf(teacherPath, chatShape);
+  await writeLlamaGguf(learnerPath, wideShape);
+  const extraOf = (m: Measurement) => m.buffers.filter((b) => b.purpose === 'model' && isCpuExtraBuffer(b.buffer));
+  const teacher = await measure(await specFor('embedded', teacherPath, 2048, []), false);
+  const taught = extraOf(teacher);
+  const ratios = learnCpuBufferRatios({}, totalMatrixBytes((await factsAt(teacherPath)).cpuMatrixBytes ?? { blocks: [], nonBlock: {} }), taught.reduce((sum, b) => sum + b.bytes, 0));
+  const learnerFacts = await factsAt(learnerPath);
+  const before = estimateWith(learnerPath, learnerFacts, {});
+  const after = estimateWith(learnerPath, learnerFacts, ratios);
+  const learner = await measure(await specFor('embedded', learnerPath, 2048, []), true);
+  const extra = extraOf(learner).reduce((sum, b) => sum + b.bytes, 0);
+  const kernel = learner.rssAfterGeneration - runtimeBytes;
+  console.log(
+    `the CPU's extra weight buffers: demo-chat at q4_0 taught ${taught.map((b) => `${b.buffer} ${mib2(b.bytes)} MiB`).join(', ') || 'none'} (Q4_0 share ${fixed(ratios['2'] ?? 0, 4)}); q4-wide (q4_0, 6 blocks × 1024) @ 2048, loaded mapped (MiB)`,
+  );
+  const row = (source: string, e: FootprintEstimate) => {
+    const total = footprintAt('full', e).deviceBytes;
+    return [source, mib2(e.weightsBytes), errorOf(e.weightsBytes, learner.allocated.model), mib2(e.kvBytesPerToken * 2048), mib2(e.computeBytes), mib2(total), errorOf(total, learner.allocated.total), errorOf(total, kernel)];
+  };
+  printTable(
+    ['source', 'weights', 'weights vs allocated', 'KV cache', 'compute', 'total', 'total vs allocated', 'total vs RSS − baseline'],
+    [
+      row('estimate, nothing learned (before)', before),
+      row('estimate, this CPU\'s buffers learned', after),
+      ['llama.cpp allocated', `${mib2(learner.allocated.model - extra)} mapped + ${mib2(extra)} ${extraOf(learner).map((b) => b.buffer).join(', ') || 'extra'}`, '', mib2(learner.allocated.kv), mib2(learner.allocated.compute), mib2(learner.allocated.total), '', ''],
+      ['RSS after generation − baseline', '', '', '', '', mib2(kernel), '', ''],
+    ],
+  );
   console.log();
 }
 

@@ -86,6 +86,8 @@ function modelOf(id: string, options: SwapDaemonOptions): CatalogModel {
     definitionHash: `bench-${id}`,
     source: 'config',
     mixedSplit: false,
+    repack: true,
+    cpuMatrixBytes: null,
   };
 }
 

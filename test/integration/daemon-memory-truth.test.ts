@@ -8,11 +8,19 @@
 // than one started fresh (its runtime started with no model; demo-chat's 10 MiB more here), so
 // with it on, which engine is checked would depend on timing. The runtime is then learned from
 // demo-tiny, the first model to be ready, not from a spare.
-import { writeFile } from 'node:fs/promises';
+//
+// Whatever this CPU's llama.cpp copies beside the mapped file (an Intel Xeon with AMX: an `AMX`
+// buffer as large as demo-chat's blocks; an AMD EPYC: nothing at f16) is read from demo-chat's
+// own log and must be what the daemon learned and priced, not a layout this test expects.
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateDemoModels } from '../../core/catalog/demo/demo-models.js';
+import { CPU_BUFFERS_FILE_NAME, cpuExtraBytes, totalMatrixBytes } from '../../core/catalog/cpu-buffers.js';
+import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
+import { readGgufFacts } from '../../core/catalog/gguf-metadata.js';
+import type { ModelLogsResponse } from '../../core/contracts/commands.js';
+import { isCpuExtraBuffer, parseBufferSize } from '../../core/engine/supervisor/memory-measure.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { demoConfigText } from '../../core/daemon/demo-config.js';
 import { MEASURE_INTERVAL_MS } from '../../core/daemon.js';
@@ -21,10 +29,11 @@ import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } fr
 let daemon: DaemonProcess;
 let client: OpenAI;
 let workDir: string;
+let models: DemoModels;
 
 beforeAll(async () => {
   workDir = await makeDataDir();
-  const models = await generateDemoModels(workDir);
+  models = await generateDemoModels(workDir);
   const configPath = join(workDir, 'config.yaml');
   await writeFile(configPath, demoConfigText(models, { warmSpare: false, reserveBytes: 0, fallbackAndAliases: false, broken: true }));
   daemon = await startDaemonProcess({ config: configPath });
@@ -81,5 +90,23 @@ describe('the memory picture on the CPU', () => {
     expect(onBar.has('demo-broken')).toBe(false);
     const chatOnBar = (onBar.get('demo-chat') ?? 0) + (onBar.get('demo-draft') ?? 0);
     expect(Math.abs(chatOnBar - rss) / rss).toBeLessThanOrEqual(0.1);
+
+    // What this CPU's llama.cpp printed beside demo-chat's and its draft's mapped files is what the
+    // daemon learned for their type (f16) on this (engine build, CPU).
+    const logs = (await (await daemon.api('/api/models/demo-chat/logs')).json()) as ModelLogsResponse;
+    const printed = logs.lines
+      .map(parseBufferSize)
+      .filter((s) => s !== null && s.purpose === 'model' && isCpuExtraBuffer(s.buffer))
+      .reduce((sum, s) => sum + s!.bytes, 0);
+    const stored = JSON.parse(await readFile(join(daemon.dataDir, CPU_BUFFERS_FILE_NAME), 'utf8')) as { profiles: Record<string, { ratios: Record<string, number> }> };
+    const ratios = Object.values(stored.profiles)[0]?.ratios ?? {};
+    expect(ratios['1'], 'the f16 share was learned from demo-chat\'s load').toBeDefined();
+    let matrices = 0;
+    for (const path of [models.chat.path, models.draft.path]) {
+      const facts = await readGgufFacts(path);
+      if (!facts.ok) throw new Error(facts.error);
+      matrices += cpuExtraBytes(ratios, totalMatrixBytes(facts.facts.cpuMatrixBytes!));
+    }
+    expect(Math.abs(matrices - printed)).toBeLessThanOrEqual(0.01 * 1024 * 1024);
   }, 120_000);
 });

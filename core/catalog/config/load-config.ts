@@ -33,6 +33,8 @@ export interface ModelConfig {
   mixedSplit: boolean;
   /** Serves /v1/embeddings (llama-server is started with --embeddings), whatever its GGUF says. */
   embeddings?: true;
+  /** false: the CPU's extra weight buffers turned off (llama-server's --no-repack). */
+  repack: boolean;
   idleTtlMs: number;
   hangLimitMs: number;
   aliases: string[];
@@ -235,6 +237,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
       gpuLayers: model.gpuLayers,
       mixedSplit: model.mixedSplit,
       ...(model.embeddings === true ? { embeddings: true as const } : {}),
+      repack: model.repack,
       idleTtlMs: model.idleTtl ?? DEFAULT_IDLE_TTL_MS,
       hangLimitMs: model.hangLimit ?? DEFAULT_HANG_LIMIT_MS,
       aliases: model.aliases,

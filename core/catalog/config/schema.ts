@@ -64,6 +64,7 @@ export const modelConfigSchema = strict({
   gpuLayers: gpuLayers.default('all'),
   mixedSplit: z.boolean({ error: 'expected true or false' }).default(false),
   embeddings: z.boolean({ error: 'expected true or false' }).optional(),
+  repack: z.boolean({ error: 'expected true or false' }).default(true),
   idleTtl: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   hangLimit: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   aliases: z.array(modelName('an alias'), { error: 'expected a list of names' }).default([]),

@@ -29,9 +29,11 @@ export type GgufValue =
 /**
  * Tensor types the writer can encode. q8_0 is there because its 34-byte blocks make tensors
  * whose sizes are not multiples of the alignment, as real quantised models have: the padding
- * between tensors is then real, and a reader that sizes tensors must account for it.
+ * between tensors is then real, and a reader that sizes tensors must account for it. q4_0
+ * because it is the quant llama.cpp repacks on AVX2 and ARM CPUs (a `CPU_REPACK` buffer beside
+ * the mapped file), which the estimate must know of.
  */
-export type GgmlTensorType = 'f32' | 'f16' | 'q8_0';
+export type GgmlTensorType = 'f32' | 'f16' | 'q8_0' | 'q4_0';
 
 export interface GgufTensorInfo {
   name: string;
@@ -51,12 +53,13 @@ export interface GgufLayout {
 /** gguf_type in ggml/include/gguf.h. */
 export const GGUF_VALUE_TYPE = { u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12 } as const;
 /** ggml_type numbers (ggml.h). */
-export const GGML_TYPE: Record<GgmlTensorType, number> = { f32: 0, f16: 1, q8_0: 8 };
-/** Elements per block and bytes per block: q8_0 is an f16 scale and 32 int8 values. */
+export const GGML_TYPE: Record<GgmlTensorType, number> = { f32: 0, f16: 1, q4_0: 2, q8_0: 8 };
+/** Elements per block and bytes per block: q8_0 is an f16 scale and 32 int8 values, q4_0 an f16 scale and 32 4-bit values. */
 const BLOCK: Record<GgmlTensorType, { elements: number; bytes: number }> = {
   f32: { elements: 1, bytes: 4 },
   f16: { elements: 1, bytes: 2 },
   q8_0: { elements: 32, bytes: 34 },
+  q4_0: { elements: 32, bytes: 18 },
 };
 
 export function alignUp(n: number, alignment = GGUF_ALIGNMENT): number {
@@ -225,8 +228,10 @@ export function encodeTensorData(values: Float32Array, type: GgmlTensorType): Bu
   } else if (type === 'f16') {
     const halves = new Uint16Array(out.buffer, out.byteOffset, values.length);
     for (let i = 0; i < values.length; i++) halves[i] = float16Bits(values[i] ?? 0);
-  } else {
+  } else if (type === 'q8_0') {
     encodeQ8_0(values, out);
+  } else {
+    encodeQ4_0(values, out);
   }
   return out;
 }
@@ -242,6 +247,34 @@ function encodeQ8_0(values: Float32Array, out: Buffer): void {
     for (let j = 0; j < 32; j++) {
       const x = (values[b * 32 + j] ?? 0) * id;
       out.writeInt8(Math.sign(x) * Math.round(Math.abs(x)), b * 34 + 2 + j);
+    }
+  }
+}
+
+/**
+ * ggml's quantize_row_q4_0_ref: per 32 values, d = (the value of largest magnitude) / -8 (f16),
+ * and each value as min(15, trunc(x / d + 8.5)), the first 16 in the low nibbles and the last 16
+ * in the high ones. Exact for 0 and for the block's extreme, which keeps the demo models' bias
+ * channel and their never-emitted tokens' -1000 what they are.
+ */
+function encodeQ4_0(values: Float32Array, out: Buffer): void {
+  for (let b = 0; b < values.length / 32; b++) {
+    let amax = 0;
+    let max = 0;
+    for (let j = 0; j < 32; j++) {
+      const v = values[b * 32 + j] ?? 0;
+      if (Math.abs(v) > amax) {
+        amax = Math.abs(v);
+        max = v;
+      }
+    }
+    const d = max / -8;
+    const id = d === 0 ? 0 : 1 / d;
+    out.writeUInt16LE(float16Bits(d), b * 18);
+    for (let j = 0; j < 16; j++) {
+      const low = Math.min(15, Math.trunc((values[b * 32 + j] ?? 0) * id + 8.5));
+      const high = Math.min(15, Math.trunc((values[b * 32 + 16 + j] ?? 0) * id + 8.5));
+      out.writeUInt8(low | (high << 4), b * 18 + 2 + j);
     }
   }
 }

@@ -27,12 +27,12 @@ export interface LlamaModelShape {
   nFf: number;
   contextLength: number;
   /** The matrices' type; norms are f32 whatever this says, as llama.cpp's converters write them. */
-  fileType: 'f32' | 'f16' | 'q8_0';
+  fileType: 'f32' | 'f16' | 'q8_0' | 'q4_0';
   seed: number;
 }
 
-/** llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q8_0. */
-const FILE_TYPE: Record<LlamaModelShape['fileType'], number> = { f32: 0, f16: 1, q8_0: 7 };
+/** llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q4_0, MOSTLY_Q8_0. */
+const FILE_TYPE: Record<LlamaModelShape['fileType'], number> = { f32: 0, f16: 1, q4_0: 2, q8_0: 7 };
 const NEVER_LOGIT = 1000;
 /** Spread of the emittable tokens' output weights: enough logit variety for varied text. */
 const OUTPUT_WEIGHT_AMPLITUDE = 0.6;
@@ -47,9 +47,9 @@ export function invalidShapeReason(shape: LlamaModelShape): string | undefined {
   if (shape.nEmbd % shape.nHead !== 0) return `nEmbd (${shape.nEmbd}) must be a multiple of nHead (${shape.nHead})`;
   if (shape.nHead % shape.nHeadKv !== 0) return `nHead (${shape.nHead}) must be a multiple of nHeadKv (${shape.nHeadKv})`;
   if ((shape.nEmbd / shape.nHead) % 2 !== 0) return `head size nEmbd/nHead (${shape.nEmbd / shape.nHead}) must be even for RoPE`;
-  // Every matrix row is nEmbd or nFf values long, and a q8_0 row is whole blocks of 32.
-  if (shape.fileType === 'q8_0' && (shape.nEmbd % 32 !== 0 || shape.nFf % 32 !== 0)) {
-    return `q8_0 needs nEmbd and nFf to be multiples of 32, got ${shape.nEmbd} and ${shape.nFf}`;
+  // Every matrix row is nEmbd or nFf values long, and a q8_0 or q4_0 row is whole blocks of 32.
+  if ((shape.fileType === 'q8_0' || shape.fileType === 'q4_0') && (shape.nEmbd % 32 !== 0 || shape.nFf % 32 !== 0)) {
+    return `${shape.fileType} needs nEmbd and nFf to be multiples of 32, got ${shape.nEmbd} and ${shape.nFf}`;
   }
   return undefined;
 }

@@ -30,9 +30,23 @@ export function parseBufferSize(line: string): BufferSize | null {
   return { buffer: match[1] ?? '', purpose: match[2] ?? '', bytes: Math.round(Number(match[3]) * MIB) };
 }
 
-/** Device memory, as opposed to host memory (plain, mapped or pinned "_Host" buffers). */
+/**
+ * The CPU's extra weight buffers: llama.cpp copies the weights it can run faster rearranged
+ * there, beside the mapped file (`CPU_Mapped`) or the plain `CPU` buffer. `AMX` on Intel Xeons
+ * with AMX; `CPU_REPACK` (`CPU_AARCH64` in older builds) for repackable quants (Q4_0, IQ4_NL,
+ * Q4_K…) on AVX2 and ARM CPUs; `CPU_KLEIDIAI` on ARM builds with KleidiAI. Host memory, all of
+ * them, although `AMX` does not say CPU.
+ */
+const CPU_EXTRA_BUFFER = /^(AMX|CPU_REPACK|CPU_AARCH64|CPU_KLEIDIAI|KLEIDIAI)$/i;
+
+/** Whether a buffer type is one of the CPU's extra weight buffers (see CPU_EXTRA_BUFFER). */
+export function isCpuExtraBuffer(buffer: string): boolean {
+  return CPU_EXTRA_BUFFER.test(buffer);
+}
+
+/** Device memory, as opposed to host memory (plain, mapped, pinned "_Host" or the CPU's extra buffers). */
 export function isDeviceBuffer(buffer: string): boolean {
-  return !/^CPU/i.test(buffer) && !/_Host$/i.test(buffer);
+  return !/^CPU/i.test(buffer) && !/_Host$/i.test(buffer) && !isCpuExtraBuffer(buffer);
 }
 
 /** Running sums of a server's buffer lines, by where they live. */
@@ -40,12 +54,15 @@ export class BufferTally {
   deviceBytes = 0;
   hostBytes = 0;
   lines = 0;
+  /** The weights' buffers, in log order: what the CPU's extra buffers are learned from (core/catalog/cpu-buffers.ts). */
+  readonly modelBuffers: BufferSize[] = [];
 
   /** Feeds one log line; lines that are not buffer sizes are ignored. */
   add(line: string): void {
     const size = parseBufferSize(line);
     if (size === null) return;
     this.lines++;
+    if (size.purpose === 'model') this.modelBuffers.push(size);
     if (isDeviceBuffer(size.buffer)) this.deviceBytes += size.bytes;
     else this.hostBytes += size.bytes;
   }

@@ -30,6 +30,7 @@ import { realClock, type Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
 import { commandLineHash, EngineRegistry, type OrphanSweep } from './engine-registry.js';
 import { freeLoopbackPort, PORT_IN_USE } from './free-port.js';
+import type { BufferSize } from './memory-measure.js';
 import { LineRing } from './log-ring.js';
 import { waitForMemoryBack } from './memory-wait.js';
 import { isRunning, readCommandLine, signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
@@ -456,6 +457,17 @@ export class Supervisor {
     if (!server || server.phase !== 'ready' || server.readyAt === null || server.hasEnded) return null;
     const { port, apiKey, pid, level, startedAt, readyAt } = server;
     return { port, apiKey, pid, level, startedAt, readyAt };
+  }
+
+  /**
+   * The weights' buffer lines of the model's ready server ("CPU_Mapped model buffer size = …",
+   * "CPU_REPACK model buffer size = …"), in log order; null unless it is ready and alive. A
+   * draft loaded beside it adds its own lines. Synchronous.
+   */
+  modelBuffers(modelId: string): readonly BufferSize[] | null {
+    const server = this.owners.get(modelId)?.server;
+    if (!server || server.phase !== 'ready' || server.hasEnded) return null;
+    return server.buffers.modelBuffers;
   }
 
   /**

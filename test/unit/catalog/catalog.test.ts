@@ -205,3 +205,36 @@ describe('Catalog', () => {
     });
   });
 });
+
+describe('the CPU\'s extra weight buffers in the catalog', () => {
+  const config = (repack: boolean) => `models:
+  - id: main
+    path: ~/models/Tiny-Main-F16.gguf
+    ctx: 1024
+    engine: embedded
+    repack: ${repack}
+    draft: tiny-draft-f16
+`;
+  // As if this (engine build, CPU) had been seen to copy every f16 matrix (ggml type 1) into an extra buffer.
+  const f16Copied: Record<string, number> = { '1': 1 };
+  const learned = () => Catalog.open({ configPath, dataDir, facts, cpuBufferRatios: (model) => (model.engine === 'embedded' ? f16Copied : {}) });
+
+  test('prices the learned buffers for the model and its draft on the CPU, and none with repack: false, which is a new definition', async () => {
+    await writeFile(configPath, config(true));
+    const repacked = byId(await learned(), 'main');
+    expect(repacked.repack).toBe(true);
+    const f16 = repacked.cpuMatrixBytes?.['1'] ?? 0;
+    expect(f16).toBeGreaterThan(0);
+    const estimate = repacked.estimate!;
+    // Every f16 matrix but the input embeddings: its blocks and its output.
+    expect((estimate.cpuBufferBytesPerBlock ?? 0) * (estimate.layers ?? 0) + (estimate.cpuBufferNonBlockBytes ?? 0)).toBe(f16);
+    expect(estimate.draft?.cpuBufferBytesPerBlock ?? 0).toBeGreaterThan(0);
+
+    await writeFile(configPath, config(false));
+    const plain = byId(await learned(), 'main');
+    expect(plain.repack).toBe(false);
+    expect(plain.estimate?.cpuBufferBytesPerBlock).toBeUndefined();
+    expect(plain.estimate?.draft?.cpuBufferBytesPerBlock).toBeUndefined();
+    expect(plain.definitionHash).not.toBe(repacked.definitionHash);
+  });
+});

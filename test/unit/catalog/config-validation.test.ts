@@ -37,7 +37,7 @@ const table: [string, string, string][] = [
   ['empty path', one('').replace('/m/a.gguf', '""'), `${FILE}: models[0].path: expected the path of a .gguf file, got ""`],
   ['id with a space', 'models:\n  - id: my model\n    path: /m/a.gguf\n', `${FILE}: models[0].id: expected a model id (text without spaces), got "my model"`],
   ['unknown field', one('    gpu_layers: 10\n'),
-    `${FILE}: models[0]: unknown field "gpu_layers"; expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, idleTtl, hangLimit, aliases, engine, args, env`],
+    `${FILE}: models[0]: unknown field "gpu_layers"; expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, env`],
   ['unknown top-level field', 'modeldirs: [/x]\n',
     `${FILE}: (top level): unknown field "modeldirs"; expected one of: listen, budget, modelDirs, engines, activationWait, swapTurn, models`],
   ['gpuLayers word', one('    gpuLayers: most\n'), `${FILE}: models[0].gpuLayers: expected "all" or a whole number of layers (0 or more), got "most"`],

@@ -14,6 +14,8 @@ export function catalogModel(id: string, overrides: Partial<CatalogModel> = {}):
     pinnedByDefault: false,
     gpuLayers: 'all',
     mixedSplit: false,
+    repack: true,
+    cpuMatrixBytes: null,
     idleTtlMs: 600_000,
     hangLimitMs: 60_000,
     engine: 'auto',

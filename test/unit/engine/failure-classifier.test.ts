@@ -22,7 +22,7 @@ function evidence(partial: Partial<FailureEvidence>): FailureEvidence {
 }
 
 /** Captured logs that are not one failure each: buffer-size lines, a healthy start, a log whose signal decides. */
-const NOT_IN_THE_TABLE = ['buffer-sizes-cuda.log', 'server-ready.log', 'server-draft-vocab-mismatch-serves.log', 'segfault-no-output.log'];
+const NOT_IN_THE_TABLE = ['buffer-sizes-cuda.log', 'cpu-amx-xeon.log', 'cpu-repack-epyc.log', 'server-ready.log', 'server-draft-vocab-mismatch-serves.log', 'segfault-no-output.log'];
 
 describe('classifyFailure on real llama.cpp output', () => {
   const table: { log: string; exitCode: number | null; signal: string | null; kind: string; reason: string }[] = [

@@ -186,6 +186,16 @@ describe('argvFor', () => {
     expect(argvFor({ ...embedder, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE)).not.toContain('--embeddings');
   });
 
+  it('turns off the CPU\'s extra weight buffers with --no-repack where the person asked, and refuses by name where the engine cannot', () => {
+    const noRepack: LaunchSpec = { ...spec, noRepack: true };
+    expect(argvFor(noRepack, 'minimal', recent, 1, KEY_FILE)).toContain('--no-repack');
+    expect(argvFor(spec, 'minimal', recent, 1, KEY_FILE)).not.toContain('--no-repack');
+    expect(() => argvFor(noRepack, 'full', old, 1, { key: 'k' })).toThrow(/'qwen-7b'.*repack: false.*no --no-repack flag/);
+    expect(() => argvFor({ ...noRepack, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE)).toThrow(
+      /'qwen-7b'.*repack: false.*embedded engine \(node-llama-cpp\) cannot turn off llama\.cpp's weight repacking.*engine: llama-server/,
+    );
+  });
+
   it('tells llama-server to average the tokens of a model marked to embed whose GGUF names no pooling, and refuses where it cannot', () => {
     const marked = { ...spec, embeddings: { modelPools: false } };
     expect(valueOf(argvFor(marked, 'full', recent, 1, KEY_FILE), '--pooling')).toBe('mean');
