@@ -217,7 +217,7 @@ describe('the CPU\'s extra weight buffers in the catalog', () => {
 `;
   // As if this (engine build, CPU) had been seen to copy every f16 matrix (ggml type 1) into an extra buffer.
   const f16Copied: Record<string, number> = { '1': 1 };
-  const learned = () => Catalog.open({ configPath, dataDir, facts, cpuBufferRatios: (model) => (model.engine === 'embedded' ? f16Copied : {}) });
+  const learned = () => Catalog.open({ configPath, dataDir, facts, settleMs: 0, cpuBufferRatios: (model) => (model.engine === 'embedded' ? f16Copied : {}) });
 
   test('prices the learned buffers for the model and its draft on the CPU, and none with repack: false, which is a new definition', async () => {
     await writeFile(configPath, config(true));
