@@ -9,6 +9,18 @@ import type { LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
 import { badRequest } from './http-error.js';
 import { readEmbeddingRequest } from './openai-requests.js';
 
+/**
+ * The vector scaled to length 1 (Euclidean), as llama-server answers /v1/embeddings (its
+ * embd_normalize 2) and OpenAI's embeddings are: retrieval apps take a dot product for the
+ * cosine. node-llama-cpp gives the pooled vector unscaled. A zero vector stays as it is.
+ */
+export function unitLength(vector: ArrayLike<number>): number[] {
+  let sum = 0;
+  for (let i = 0; i < vector.length; i++) sum += (vector[i] ?? 0) ** 2;
+  const norm = Math.sqrt(sum);
+  return Array.from(vector, (v) => (norm > 0 ? v / norm : v));
+}
+
 /** A vector as OpenAI's base64 encoding carries it: little-endian float32, as the SDKs decode it. */
 export function base64Float32(vector: readonly number[]): string {
   const bytes = Buffer.alloc(vector.length * 4);
@@ -40,7 +52,7 @@ export class EmbeddingService {
       let promptTokens = 0;
       for (const input of inputs) {
         promptTokens += typeof input === 'string' ? this.model.tokenize(input).length : input.length;
-        vectors.push([...(await context.getEmbeddingFor(typeof input === 'string' ? input : (input as Token[]))).vector]);
+        vectors.push(unitLength((await context.getEmbeddingFor(typeof input === 'string' ? input : (input as Token[]))).vector));
       }
       return { vectors, promptTokens };
     };
