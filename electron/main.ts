@@ -221,7 +221,11 @@ function run(): void {
       join(iconDir, trayIconFile({ platform: process.platform, health, panelIsDark: nativeTheme.shouldUseDarkColors }));
     const tray = new Tray(nativeImage.createFromPath(iconFile('loading')));
     tray.on('click', () => showDashboard());
-    const trayView = createTrayView(tray, { menu: (template) => Menu.buildFromTemplate(template), image: (file) => nativeImage.createFromPath(file) });
+    const trayView = createTrayView(
+      tray,
+      { menu: (template) => Menu.buildFromTemplate(template), image: (file) => nativeImage.createFromPath(file) },
+      iconFile('loading'),
+    );
     trayView.show({ template: toMenuTemplate(startingTrayMenu({ quit: () => app.quit() }), process.platform), iconFile: iconFile('loading'), tooltip: STARTING_TOOLTIP });
 
     daemon = await daemonStarting;

@@ -24,11 +24,13 @@ export interface TrayView {
   invalidate(): void;
 }
 
+/** `iconFile`: the icon the tray was created with, so the first show does not set it again. */
 export function createTrayView<Menu, Image>(
   tray: TrayLike<Menu, Image>,
   build: { menu: (template: MenuItemConstructorOptions[]) => Menu; image: (file: string) => Image },
+  iconFile = '',
 ): TrayView {
-  let shown = { menu: '', iconFile: '', tooltip: '' };
+  let shown = { menu: '', iconFile, tooltip: '' };
   return {
     show({ template, iconFile, tooltip }) {
       // A template's lines as data: labels, states, submenus (JSON drops the click functions, which follow from them).

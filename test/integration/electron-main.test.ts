@@ -98,7 +98,7 @@ describe('the desktop main process, demo mode, under the Electron stand-in', () 
     expect(subresources.some((s) => s.kind === 'module-script')).toBe(true);
     for (const resource of subresources) expect(resource, resource.url).toMatchObject({ contentType: contentTypeFor(resource.url), accepted: true });
     expect(app.recorded('window-show')).toHaveLength(1);
-  });
+  }, 120_000);
 
   it('answers llmtray://dashboard/ from dist/renderer only, with core\'s Content-Type', async () => {
     type Answer = { status: number; headers: Record<string, string>; bodyStart: string };
@@ -174,7 +174,7 @@ describe('the desktop main process, demo mode, under the Electron stand-in', () 
     await untilModel(app, 'demo-tiny', 'unpinned', (m) => !m.pinned);
     await app.control('click', { path: ['demo-tiny — ', 'Unload'] });
     await untilModel(app, 'demo-tiny', 'unloaded', (m) => m.status.state === 'idle');
-  });
+  }, 120_000);
 
   it('notifies a quarantine once, with its reason, and Retry in the tray lifts it', async () => {
     await app.control('click', { path: ['demo-broken — ', 'Load'] });
@@ -190,7 +190,7 @@ describe('the desktop main process, demo mode, under the Electron stand-in', () 
       const state = modelIn(await app.state(), 'demo-broken').status.state;
       return state !== 'quarantined' || app.recorded('notification').length > quarantines ? true : undefined;
     });
-  });
+  }, 120_000);
 
   it('rebuilds the tray menu only when a line of it changed, at most once a second', () => {
     const menus = app.recorded('tray-menu');
@@ -200,8 +200,12 @@ describe('the desktop main process, demo mode, under the Electron stand-in', () 
       // The first is the starting menu, set at once; the daemon's menus come through the throttle.
       if (i >= 2) expect(menus[i]!.at - menus[i - 1]!.at, `menu ${i}`).toBeGreaterThanOrEqual(990);
     }
-    const tooltips = app.recorded('tray-tooltip').map((r) => r.text);
-    for (let i = 1; i < tooltips.length; i++) expect(tooltips[i]).not.toBe(tooltips[i - 1]);
+    for (const what of ['tray-tooltip', 'tray-image']) {
+      const shown = app.recorded(what).map((r) => r.text ?? r.image);
+      for (let i = 1; i < shown.length; i++) expect(shown[i], `${what} ${i}`).not.toBe(shown[i - 1]);
+    }
+    // The icon it was created with is not set again.
+    expect(app.recorded('tray-image')[0]?.image).not.toBe(app.recorded('tray-created')[0]?.image);
   });
 
   it('hides the window on close, and a second launch is refused and shows the first one\'s dashboard', async () => {
@@ -215,14 +219,14 @@ describe('the desktop main process, demo mode, under the Electron stand-in', () 
     await app.until('the first shows its window', () => (app.recorded('window-show').length > shownBefore ? true : undefined));
     expect(app.recorded('second-instance')).toHaveLength(1);
     expect(app.recorded('window-created')).toHaveLength(1);
-  });
+  }, 120_000);
 
   it('quits from the tray with exit 0 and no engine left', async () => {
     expect((await enginesUsing(dataDir)).length).toBeGreaterThan(0);
     await app.control('click', { path: ['Quit llmtray'] });
     expect(await app.exited).toEqual({ code: 0, signal: null });
     expect(await enginesUsing(dataDir)).toEqual([]);
-  });
+  }, 120_000);
 });
 
 describe('the desktop main process stops every engine on', () => {

@@ -24,6 +24,15 @@ describe('createTrayView', () => {
     expect(calls).toEqual(['menu demo-chat — loading 40 %', 'image loading.png', 'tooltip 1 loading', 'menu demo-chat — loading 50 %', 'menu demo-chat — ready', 'image ok.png']);
   });
 
+  it('does not set again the icon the tray was created with', () => {
+    const calls: string[] = [];
+    const tray = { setContextMenu: () => {}, setImage: (image: string) => calls.push(image), setToolTip: () => {} };
+    const view = createTrayView(tray, { menu: () => 'menu', image: (file) => file }, 'loading.png');
+    view.show({ template: [], iconFile: 'loading.png', tooltip: 'starting' });
+    view.show({ template: [], iconFile: 'ok.png', tooltip: 'ready' });
+    expect(calls).toEqual(['ok.png']);
+  });
+
   it('sets the same menu again after invalidate (a checkbox that toggled itself for a command that did not take)', () => {
     const { calls, view } = recordingTray();
     const shown = { template: [{ label: 'Pinned', type: 'checkbox' as const, checked: false }], iconFile: 'ok.png', tooltip: 't' };
