@@ -41,7 +41,8 @@ import { spareFits } from './daemon/spare-room.js';
 import { createGateway } from './daemon/gateway.js';
 import { feedLoadProgress } from './daemon/load-progress-feed.js';
 import { ModelTurns } from './daemon/turns.js';
-import { acquireInstanceLock, type InstanceLock } from './daemon/instance-lock.js';
+import { acquireInstanceLock, processProbe, type InstanceLock } from './daemon/instance-lock.js';
+import { portTakenMessage, type AdviceFace } from './daemon/startup-advice.js';
 import { engineFor, launchSpecFor } from './daemon/launch-specs.js';
 import type { LaunchSpec } from './engine/launch-spec.js';
 import { cpuBufferLesson, embeddedEngineBuild, thisCpu } from './daemon/cpu-buffer-learning.js';
@@ -75,6 +76,8 @@ export interface DaemonOptions {
   /** How often the GPU and host memory are sampled, ms (≥ 1000). Default 2000. */
   budgetIntervalMs?: number;
   log?: (subsystem: string) => Log;
+  /** Who reads a start-up refusal: the CLI's advice names its flags, the desktop app's what its user can do. Default 'cli'. */
+  face?: AdviceFace;
 }
 
 export interface RunningDaemon {
@@ -117,7 +120,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
   const facts = currentPlatform();
   const dataDir = resolve(options.dataDir ?? defaultDataDir(facts));
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const lock: InstanceLock = await acquireInstanceLock(dataDir);
+  const face = options.face ?? 'cli';
+  const lock: InstanceLock = await acquireInstanceLock(dataDir, processProbe, process.pid, face);
   const cleanups: (() => Promise<void> | void)[] = [() => lock.release()];
   const stopAll = async () => {
     for (const cleanup of cleanups.splice(0).reverse()) {
@@ -457,7 +461,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const listenOn = async (host: string, port: number): Promise<ListeningRouter> => {
       const listening = await router.listen({ host, port }).catch((error: unknown) => {
         throw (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
-          ? new Error(`port ${port} on ${host} is already in use (another llmtray, or another program); pass --port N, or set listen.port in ${configPath}`)
+          ? new Error(portTakenMessage(face, { port, host, configPath }))
           : error;
       });
       cleanups.push(() => listening.close());

@@ -8,6 +8,10 @@ import type { DashboardBridge } from '../core/contracts/bridge.js';
 export interface DesktopDaemonOptions {
   /** Generate and serve the demo models (no config needed); `--demo` on the command line. */
   demo: boolean;
+  /** The data dir (desktop-settings.ts). */
+  dataDir: string;
+  /** The listen port instead of the config's; absent: the config's listen.port. */
+  port?: number;
 }
 
 export interface DesktopDaemon {

@@ -27,3 +27,20 @@ export interface PushChannelMap {
 export type PushChannel = keyof PushChannelMap;
 
 export const EVENT_CHANNEL = 'llmtray:event' satisfies PushChannel;
+
+/**
+ * What an invoke channel answers: the call's answer, or the sentence saying why not. Why not a
+ * thrown error: Electron hands a handler's exception to the page as "Error invoking remote
+ * method 'llmtray:getLogs': AdminRefusal: …", its own prefix and the error's class in front of
+ * the sentence meant for the person, so the handlers answer every refusal as data and the
+ * preload throws it as a plain Error with just the sentence, as the HTTP transport does.
+ */
+export type InvokeReply = { ok: true; answer: unknown } | { ok: false; message: string };
+
+/** The preload's side: the answer, or an Error whose message is exactly main's sentence. */
+export function unwrapInvokeReply(reply: unknown): unknown {
+  const parsed = reply as InvokeReply | null;
+  if (parsed !== null && typeof parsed === 'object' && parsed.ok === true) return parsed.answer;
+  if (parsed !== null && typeof parsed === 'object' && parsed.ok === false && typeof parsed.message === 'string') throw new Error(parsed.message);
+  throw new Error(`main answered an invoke with something that is not an InvokeReply: ${JSON.stringify(reply)}`);
+}

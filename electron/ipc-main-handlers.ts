@@ -9,7 +9,7 @@
 // page is exactly the caller that ignores them.
 import type { AdminEvent } from '../core/contracts/admin-events.js';
 import { ADMIN_CALL_NAMES, callAdmin, parseParams, type AdminApi, type AdminCallName } from '../core/contracts/admin-routes.js';
-import { EVENT_CHANNEL, invokeChannel, type PushChannel, type PushChannelMap } from './ipc-contract.js';
+import { EVENT_CHANNEL, invokeChannel, type InvokeReply, type PushChannel, type PushChannelMap } from './ipc-contract.js';
 
 /** The parts of Electron's IpcMainInvokeEvent a handler reads. */
 export interface IpcInvokeEventLike {
@@ -39,22 +39,29 @@ export interface IpcHandlerOptions {
 
 /**
  * Registers a handler on every call's invoke channel. Returns the function that removes them
- * again (idempotent). A foreign sender or a bad argument rejects the invoke with an Error whose
- * message names the channel or the call and what was wrong (the same parameter check and
- * sentence as the HTTP transport's); Electron hands that message to the caller.
+ * again (idempotent). Each answers an InvokeReply: the call's answer, or, for a foreign sender,
+ * a bad argument or the admin's own refusal, the sentence that names the channel or the call and
+ * what was wrong (the same parameter check and sentence as the HTTP transport's), which the
+ * preload throws to the page as it is.
  */
 export function registerIpcHandlers(options: IpcHandlerOptions): () => void {
   const { ipcMain, admin, isTrustedSender } = options;
   const register = (name: AdminCallName): void => {
     const channel = invokeChannel(name);
-    ipcMain.handle(channel, (event, ...args) => {
+    const answer = async (event: IpcInvokeEventLike, args: unknown[]): Promise<unknown> => {
       if (!isTrustedSender(event)) {
         const from = event.senderFrame === null ? 'a frame that no longer exists' : `'${event.senderFrame.url}'`;
         throw new Error(`${channel} refused: the request came from webContents ${event.sender.id} showing ${from}, not from the dashboard window`);
       }
       if (args.length !== 1) throw new Error(`${channel} takes 1 argument (the call's parameters), got ${args.length}`);
       return callAdmin(admin, name, parseParams(name, args[0]));
-    });
+    };
+    ipcMain.handle(channel, (event, ...args): Promise<InvokeReply> =>
+      answer(event, args).then(
+        (value) => ({ ok: true, answer: value }),
+        (error: unknown) => ({ ok: false, message: error instanceof Error ? error.message : String(error) }),
+      ),
+    );
   };
   for (const name of ADMIN_CALL_NAMES) register(name);
   return () => {

@@ -26,10 +26,12 @@ import {
   shell,
   Tray,
 } from 'electron';
+import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DASHBOARD_CSP } from '../core/admin/static-files.js';
+import { contentTypeFor, DASHBOARD_CSP } from '../core/admin/static-files.js';
+import { currentPlatform, dataDir as defaultDataDir } from '../core/catalog/paths.js';
 import { realClock } from '../core/common/clock.js';
 import { createThrottle } from '../core/common/throttle.js';
 import type { Snapshot } from '../core/contracts/snapshot.js';
@@ -37,12 +39,14 @@ import { assertNever } from './assert-never.js';
 import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
 import { forwardAdminEvents, registerIpcHandlers } from './ipc-main-handlers.js';
 import { createClockWordsTicker } from './clock-words-ticker.js';
+import { desktopSettings } from './desktop-settings.js';
 import { createLoginItem, relaunchCommand } from './login-item.js';
 import { toMenuTemplate } from './menu-template.js';
 import { notificationFor, type NotificationText } from './notifications.js';
 import { createQuitCoordinator } from './quit-coordinator.js';
 import { trayIconDir, trayIconFile } from './tray-icons.js';
-import { buildTrayMenu, trayStatus, type TrayActions, type TrayHealth } from './tray-menu.js';
+import { buildTrayMenu, STARTING_TOOLTIP, startingTrayMenu, trayStatus, type TrayActions, type TrayHealth } from './tray-menu.js';
+import { createTrayView } from './tray-view.js';
 import {
   DASHBOARD_INDEX_URL,
   DASHBOARD_SCHEME,
@@ -56,8 +60,10 @@ import {
 const here = dirname(fileURLToPath(import.meta.url));
 const RENDERER_DIR = join(here, '..', 'renderer');
 const PRELOAD = join(here, 'preload.cjs');
-/** At most this often the native menu is rebuilt while snapshots stream in. */
-const MENU_REBUILD_INTERVAL_MS = 250;
+/** At most this often the native menu is rebuilt while snapshots stream in: a load's progress moves at most once a second. */
+const MENU_REBUILD_INTERVAL_MS = 1_000;
+/** Windows groups notifications and taskbar entries by it; electron-builder's appId, which the installer registers. */
+const APP_USER_MODEL_ID = 'dev.llmtray.app';
 /** Longest wait for the engines to stop on quit; the supervisor's own SIGKILL comes well before. */
 const QUIT_GRACE_MS = 20_000;
 
@@ -77,8 +83,24 @@ const ENGINE_ENV: Readonly<Record<string, string>> = { ELECTRON_RUN_AS_NODE: '1'
  */
 async function loadStartDaemon(): Promise<StartDaemon> {
   const { startDaemon } = await import('../core/daemon.js');
-  return (options) => startDaemon({ demo: options.demo, engineEnv: { ...ENGINE_ENV } });
+  return (options) =>
+    startDaemon({
+      demo: options.demo,
+      dataDir: options.dataDir,
+      ...(options.port === undefined ? {} : { port: options.port }),
+      engineEnv: { ...ENGINE_ENV },
+      // Its refusals (port taken, another llmtray on the data dir) end in an error box: advice for the app's user, not CLI flags.
+      face: 'desktop',
+    });
 }
+
+const settings = desktopSettings(process.env, defaultDataDir(currentPlatform()));
+// Before anything reads a path, and before the single-instance lock, which Chromium keeps in
+// userData: the lock is then per data dir, as the daemon's own is.
+// Electron's setPath throws for a folder that does not exist.
+mkdirSync(settings.userDataDir, { recursive: true, mode: 0o700 });
+app.setPath('userData', settings.userDataDir);
+if (process.platform === 'win32') app.setAppUserModelId(APP_USER_MODEL_ID);
 
 // Must happen before 'ready': only a standard, secure scheme gets an origin of its own.
 protocol.registerSchemesAsPrivileged([
@@ -89,18 +111,10 @@ if (!app.requestSingleInstanceLock()) {
   // Another llmtray owns the tray, the port and the engines; it shows its dashboard instead.
   app.exit(0);
 } else {
-  // run() awaits Electron and the daemon; a throw anywhere in it (a tray that cannot be made,
-  // a bug) would otherwise be an unhandled rejection that leaves a process with no tray and
-  // engines nobody stops. Say why, and quit the usual way, which stops the engines first.
-  run().catch((error: unknown) => {
-    const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
-    console.error(`llmtray: the desktop app failed: ${message}`);
-    if (app.isReady()) dialog.showErrorBox('llmtray stopped', error instanceof Error ? error.message : String(error));
-    app.quit();
-  });
+  run();
 }
 
-async function run(): Promise<void> {
+function run(): void {
   let dashboard: BrowserWindow | null = null;
   const liveDashboard = (): BrowserWindow | null => (dashboard !== null && !dashboard.isDestroyed() ? dashboard : null);
 
@@ -108,8 +122,11 @@ async function run(): Promise<void> {
   let stopListening: () => void = () => {};
   const daemonStarting = app.whenReady().then(async () => {
     const startDaemon = await loadStartDaemon();
-    return startDaemon({ demo: process.argv.includes('--demo') });
+    return startDaemon({ demo: process.argv.includes('--demo'), dataDir: settings.dataDir, ...(settings.port === undefined ? {} : { port: settings.port }) });
   });
+  // Handled here too: a start-up that fails before awaiting it (no tray) must not leave this
+  // rejection unhandled; startUp reports it when it awaits it.
+  daemonStarting.catch(() => undefined);
 
   const quit = createQuitCoordinator({
     stop: async () => {
@@ -181,111 +198,126 @@ async function run(): Promise<void> {
     notification.show();
   }
 
-  await app.whenReady();
-  if (process.platform === 'darwin') app.dock?.hide();
-  serveDashboardFiles();
-  session.defaultSession.setPermissionRequestHandler((_contents, _permission, callback) => callback(false));
-  session.defaultSession.setPermissionCheckHandler(() => false);
-
-  try {
-    daemon = await daemonStarting;
-  } catch (error) {
-    dialog.showErrorBox('llmtray could not start', error instanceof Error ? error.message : String(error));
-    app.exit(1);
-    return;
-  }
-  const admin = daemon.admin;
-
-  const loginItem = createLoginItem({
-    platform: process.platform,
-    app,
-    autostartDir: join(process.env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'autostart'),
-    command: relaunchCommand({ execPath: process.execPath, isPackaged: app.isPackaged, appPath: app.getAppPath(), appImage: process.env.APPIMAGE }),
-  });
-
-  const iconDir = trayIconDir({ isPackaged: app.isPackaged, resourcesPath: process.resourcesPath, appPath: app.getAppPath() });
-  const icon = (health: TrayHealth): Electron.NativeImage =>
-    nativeImage.createFromPath(join(iconDir, trayIconFile({ platform: process.platform, health, panelIsDark: nativeTheme.shouldUseDarkColors })));
-  const tray = new Tray(icon('loading'));
-  tray.on('click', () => showDashboard());
-
-  const actions: TrayActions = {
-    copyText: (text) => clipboard.writeText(text),
-    runCommand: (command, modelId) => {
-      admin
-        .runCommand({ id: modelId, command })
-        .then((result) => {
-          if (!result.ok) notify({ title: `Could not ${command} ${modelId}`, body: result.message });
-        })
-        .catch((error: unknown) => console.error(`llmtray: ${command} ${modelId} failed: ${String(error)}`));
-    },
-    openDashboard: () => showDashboard(),
-    setStartAtLogin: (enabled) => {
-      try {
-        loginItem.set(enabled);
-      } catch (error) {
-        notify({ title: 'Could not change Start at Login', body: error instanceof Error ? error.message : String(error) });
-      }
-      menu.request();
-    },
-    quit: () => app.quit(),
-  };
-
-  let latest: Snapshot = await admin.getSnapshot();
-  const menu = createThrottle(
-    () => {
-      const items = buildTrayMenu(latest, actions, { startAtLogin: loginItem.get(), now: Date.now() });
-      tray.setContextMenu(Menu.buildFromTemplate(toMenuTemplate(items, process.platform)));
-      const status = trayStatus(latest);
-      tray.setImage(icon(status.health));
-      tray.setToolTip(status.tooltip);
-    },
-    MENU_REBUILD_INTERVAL_MS,
-    realClock,
-  );
-  nativeTheme.on('updated', () => menu.request());
-  // A load's seconds and estimated percent, and a retry's countdown, move though no snapshot comes (clock-words-ticker.ts).
-  const clockTicks = createClockWordsTicker(() => menu.request(), realClock);
-
-  const forward = forwardAdminEvents(() => liveDashboard()?.webContents ?? null);
-  const unsubscribe = admin.subscribe((event) => {
-    forward(event);
-    switch (event.type) {
-      case 'SnapshotUpdated':
-        latest = event.snapshot;
-        clockTicks.follow(latest);
-        menu.request();
-        break;
-      case 'ModelQuarantined':
-      case 'ModelFellBack':
-        notify(notificationFor(event));
-        break;
-      case 'LogAppended':
-        break;
-      default:
-        assertNever(event);
-    }
-  });
-  const unregisterIpc = registerIpcHandlers({
-    ipcMain,
-    admin,
-    isTrustedSender: dashboardSenderCheck(() => liveDashboard()?.webContents.id ?? null),
-  });
-  stopListening = () => {
-    unsubscribe();
-    unregisterIpc();
-    clockTicks.stop();
-    menu.cancel();
-  };
-  // Logout and shutdown on Linux and macOS: hold the OS until the engines are down. Electron
-  // passes an event with preventDefault here although its typings declare no argument.
-  const onShutdown = (event?: { preventDefault(): void }): void => {
-    event?.preventDefault();
+  // A throw anywhere in start-up (a tray that cannot be made, the daemon refusing, a bug) would
+  // otherwise be an unhandled rejection that leaves a process with no tray and engines nobody
+  // stops. Say why, and quit the usual way, which stops the engines first, with exit code 1.
+  startUp().catch((error: unknown) => {
+    console.error(`llmtray: the desktop app failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    if (app.isReady()) dialog.showErrorBox(daemon === null ? 'llmtray could not start' : 'llmtray stopped', error instanceof Error ? error.message : String(error));
+    quit.markFailed();
     app.quit();
-  };
-  powerMonitor.on('shutdown', onShutdown);
-  menu.request();
-  console.log(`llmtray: serving ${daemon.endpoint}; the dashboard is in the tray menu (and at ${daemon.dashboardUrl})`);
+  });
+
+  async function startUp(): Promise<void> {
+    await app.whenReady();
+    if (process.platform === 'darwin') app.dock?.hide();
+    serveDashboardFiles();
+    session.defaultSession.setPermissionRequestHandler((_contents, _permission, callback) => callback(false));
+    session.defaultSession.setPermissionCheckHandler(() => false);
+
+    // The icon at once, saying it is starting: the daemon takes seconds (the demo generates its models first).
+    const iconDir = trayIconDir({ isPackaged: app.isPackaged, resourcesPath: process.resourcesPath, appPath: app.getAppPath() });
+    const iconFile = (health: TrayHealth): string =>
+      join(iconDir, trayIconFile({ platform: process.platform, health, panelIsDark: nativeTheme.shouldUseDarkColors }));
+    const tray = new Tray(nativeImage.createFromPath(iconFile('loading')));
+    tray.on('click', () => showDashboard());
+    const trayView = createTrayView(
+      tray,
+      { menu: (template) => Menu.buildFromTemplate(template), image: (file) => nativeImage.createFromPath(file) },
+      iconFile('loading'),
+    );
+    trayView.show({ template: toMenuTemplate(startingTrayMenu({ quit: () => app.quit() }), process.platform), iconFile: iconFile('loading'), tooltip: STARTING_TOOLTIP });
+
+    daemon = await daemonStarting;
+    const admin = daemon.admin;
+
+    const loginItem = createLoginItem({
+      platform: process.platform,
+      app,
+      autostartDir: join(process.env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'autostart'),
+      command: relaunchCommand({ execPath: process.execPath, isPackaged: app.isPackaged, appPath: app.getAppPath(), appImage: process.env.APPIMAGE }),
+    });
+
+    const actions: TrayActions = {
+      copyText: (text) => clipboard.writeText(text),
+      runCommand: (command, modelId) => {
+        admin
+          .runCommand({ id: modelId, command })
+          .then((result) => {
+            if (result.ok) return;
+            notify({ title: `Could not ${command} ${modelId}`, body: result.message });
+            // A Pinned checkbox toggled itself when clicked: the unchanged snapshot's check goes back on.
+            trayView.invalidate();
+            menu.request();
+          })
+          .catch((error: unknown) => console.error(`llmtray: ${command} ${modelId} failed: ${String(error)}`));
+      },
+      openDashboard: () => showDashboard(),
+      setStartAtLogin: (enabled) => {
+        try {
+          loginItem.set(enabled);
+        } catch (error) {
+          notify({ title: 'Could not change Start at Login', body: error instanceof Error ? error.message : String(error) });
+        }
+        menu.request();
+      },
+      quit: () => app.quit(),
+    };
+
+    let latest: Snapshot = await admin.getSnapshot();
+    const menu = createThrottle(
+      () => {
+        const items = buildTrayMenu(latest, actions, { startAtLogin: loginItem.get(), now: Date.now() });
+        const status = trayStatus(latest);
+        trayView.show({ template: toMenuTemplate(items, process.platform), iconFile: iconFile(status.health), tooltip: status.tooltip });
+      },
+      MENU_REBUILD_INTERVAL_MS,
+      realClock,
+    );
+    nativeTheme.on('updated', () => menu.request());
+    // A load's seconds and estimated percent, and a retry's countdown, move though no snapshot comes (clock-words-ticker.ts).
+    const clockTicks = createClockWordsTicker(() => menu.request(), realClock);
+
+    const forward = forwardAdminEvents(() => liveDashboard()?.webContents ?? null);
+    const unsubscribe = admin.subscribe((event) => {
+      forward(event);
+      switch (event.type) {
+        case 'SnapshotUpdated':
+          latest = event.snapshot;
+          clockTicks.follow(latest);
+          menu.request();
+          break;
+        case 'ModelQuarantined':
+        case 'ModelFellBack':
+          notify(notificationFor(event));
+          break;
+        case 'LogAppended':
+          break;
+        default:
+          assertNever(event);
+      }
+    });
+    const unregisterIpc = registerIpcHandlers({
+      ipcMain,
+      admin,
+      isTrustedSender: dashboardSenderCheck(() => liveDashboard()?.webContents.id ?? null),
+    });
+    stopListening = () => {
+      unsubscribe();
+      unregisterIpc();
+      clockTicks.stop();
+      menu.cancel();
+    };
+    // Logout and shutdown on Linux and macOS: hold the OS until the engines are down. Electron
+    // passes an event with preventDefault here although its typings declare no argument.
+    const onShutdown = (event?: { preventDefault(): void }): void => {
+      event?.preventDefault();
+      app.quit();
+    };
+    powerMonitor.on('shutdown', onShutdown);
+    menu.request();
+    console.log(`llmtray: serving ${daemon.endpoint}; the dashboard is in the tray menu (and at ${daemon.dashboardUrl})`);
+  }
 }
 
 /** Opens a link in the person's browser; a failure (no browser configured) is a log line, not a crash. */
@@ -310,6 +342,8 @@ function serveDashboardFiles(): void {
       return text(404, `${file.path} does not exist; build the dashboard with npm run build`);
     }
     const headers = new Headers(upstream.headers);
+    // Chromium's file: responses need not carry a type, and a module script without a JavaScript one is refused (a blank window).
+    headers.set('content-type', contentTypeFor(file.path));
     headers.set('content-security-policy', DASHBOARD_CSP);
     headers.set('x-content-type-options', 'nosniff');
     headers.set('referrer-policy', 'no-referrer');

@@ -16,7 +16,8 @@ export function notificationFor(event: AdminEvent): NotificationText | null {
     case 'ModelQuarantined':
       return {
         title: `${event.modelId} is quarantined`,
-        body: `${sentence(event.reason)} It will not be loaded again until you retry it from the tray or the dashboard.`,
+        // The reason already says it stays quarantined until retried (core/controller/model-record.ts); this adds only where Retry is.
+        body: `${sentence(event.reason)} Retry is in the tray menu and on the dashboard.`,
       };
     case 'ModelFellBack':
       return {

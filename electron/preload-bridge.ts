@@ -7,7 +7,7 @@
 import type { AdminEvent } from '../core/contracts/admin-events.js';
 import { ADMIN_CALL_NAMES, type AdminAnswer, type AdminApi } from '../core/contracts/admin-routes.js';
 import type { DashboardBridge } from '../core/contracts/bridge.js';
-import { EVENT_CHANNEL, invokeChannel, type PushChannelMap } from './ipc-contract.js';
+import { EVENT_CHANNEL, invokeChannel, unwrapInvokeReply, type PushChannelMap } from './ipc-contract.js';
 
 type PushListener = (event: unknown, ...args: unknown[]) => void;
 
@@ -27,9 +27,14 @@ export function createPreloadBridge(
 ): DashboardBridge {
   // Every call of the route table, each on its own channel with its parameters as the one argument.
   const calls = Object.fromEntries(
-    ADMIN_CALL_NAMES.map((name) => [name, (params?: unknown) => ipc.invoke(invokeChannel(name), params ?? {})]),
+    ADMIN_CALL_NAMES.map((name) => [name, (params?: unknown) => invokeCall(ipc, name, params ?? {})]),
   ) as unknown as AdminApi;
   return { ...calls, subscribe: (listener, onConnection) => subscribe(ipc, listener, onConnection, reportListenerError) };
+}
+
+/** One call over its channel: main's answer, or its refusal thrown with main's sentence as the message. */
+function invokeCall(ipc: IpcRendererPort, name: (typeof ADMIN_CALL_NAMES)[number], params: unknown): Promise<unknown> {
+  return ipc.invoke(invokeChannel(name), params).then(unwrapInvokeReply);
 }
 
 /**
@@ -77,7 +82,7 @@ function subscribe(
   };
   ipc.on(EVENT_CHANNEL, onPush);
 
-  (ipc.invoke(invokeChannel('getSnapshot'), {}) as Promise<AdminAnswer<'getSnapshot'>>).then(
+  (invokeCall(ipc, 'getSnapshot', {}) as Promise<AdminAnswer<'getSnapshot'>>).then(
     (snapshot) => {
       if (phase !== 'fetching') return;
       connect({ type: 'SnapshotUpdated', snapshot });

@@ -6,7 +6,8 @@
 // only then does the app exit (app.exit, which does not emit before-quit again). Every later
 // quit request (a second Quit click, the OS asking again at logout) is held too, and does not
 // start a second stop. A stop that never finishes must not keep the app alive forever: after
-// `graceMs` it exits anyway and says so.
+// `graceMs` it exits anyway and says so. A quit because the app could not run (no tray) is a
+// failure, and exits 1 once the engines are down, so a login item or a script sees it.
 
 export interface QuitClock {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -29,11 +30,14 @@ export interface QuitCoordinator {
   onBeforeQuit(event: { preventDefault(): void }): void;
   /** Whether a quit has begun; windows close for real from then on instead of hiding. */
   readonly quitting: boolean;
+  /** Marks the quit as a failure: after the stop the app exits 1 instead of 0. Call before app.quit(). */
+  markFailed(): void;
 }
 
 export function createQuitCoordinator(options: QuitCoordinatorOptions): QuitCoordinator {
   let quitting = false;
   let exited = false;
+  let failed = false;
   const exitOnce = (code: number): void => {
     if (exited) return;
     exited = true;
@@ -42,6 +46,9 @@ export function createQuitCoordinator(options: QuitCoordinatorOptions): QuitCoor
   return {
     get quitting() {
       return quitting;
+    },
+    markFailed() {
+      failed = true;
     },
     onBeforeQuit(event) {
       if (exited) return;
@@ -55,7 +62,7 @@ export function createQuitCoordinator(options: QuitCoordinatorOptions): QuitCoor
       options.stop().then(
         () => {
           options.clock.clearTimeout(timer);
-          exitOnce(0);
+          exitOnce(failed ? 1 : 0);
         },
         (error: unknown) => {
           options.clock.clearTimeout(timer);

@@ -318,3 +318,11 @@ export function trayStatus(snapshot: Snapshot): { health: TrayHealth; tooltip: s
   if (problems.length > 0) parts.push(problems.join(', '));
   return { health, tooltip: shorten(parts.join(' · '), TOOLTIP_CHARS) };
 }
+
+/** The tooltip while the daemon starts: the icon is shown at once, before the first snapshot. */
+export const STARTING_TOOLTIP = 'llmtray — starting…';
+
+/** The menu while the daemon starts: what is happening, and Quit (which stops whatever has started). */
+export function startingTrayMenu(actions: Pick<TrayActions, 'quit'>): TrayMenuItem[] {
+  return [{ type: 'normal', label: 'Starting…', enabled: false }, { type: 'separator' }, { type: 'normal', label: 'Quit llmtray', enabled: true, click: actions.quit }];
+}

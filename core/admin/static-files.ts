@@ -52,6 +52,14 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
 };
 
 /**
+ * The Content-Type of a dashboard file, from its extension. The desktop app's llmtray:// handler
+ * uses it too: a module script without a JavaScript type is refused, and the page stays blank.
+ */
+export function contentTypeFor(path: string): string {
+  return CONTENT_TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream';
+}
+
+/**
  * Answers a request for a dashboard file. Blocks on the disk; never throws (every failure is
  * an answer). `staticDir` undefined or without index.html: `/` answers a page saying the
  * dashboard is not built and how to build it.
@@ -72,7 +80,7 @@ export async function serveStatic(req: IncomingMessage, res: ServerResponse, pat
   const isIndex = relative === '/index.html';
   res.writeHead(200, {
     ...PAGE_HEADERS,
-    'content-type': CONTENT_TYPES[extname(file.path).toLowerCase()] ?? 'application/octet-stream',
+    'content-type': contentTypeFor(file.path),
     'content-length': String(file.size),
     // index.html names the hashed bundles of this build: a cached one after an upgrade would
     // load last version's scripts. The rest are revalidated, which on loopback costs nothing.

@@ -1,7 +1,12 @@
 // `llmtray serve --demo`: generated models and a config whose budget makes every behaviour
 // visible on any machine — swapping, fallback and quarantine — without a GPU or a download.
-import { mkdir, writeFile } from 'node:fs/promises';
+//
+// The config is written only when it is absent, and afterwards the demo changes only the one
+// field it owns, budget.limit: a person who edited the file (another listen.port because the
+// default is taken, a model's ctx) keeps the edit, and an error message may point at the file.
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parseDocument } from 'yaml';
 import { generateDemoModels, type DemoModels } from '../catalog/demo/demo-models.js';
 import type { CatalogModel } from '../catalog/catalog.js';
 import { estimateOnCpu, footprintAt } from '../policy/levels.js';
@@ -12,29 +17,31 @@ export interface DemoSetup {
   models: DemoModels;
 }
 
-/** What the demo shows a person: everything, with a budget limit once the catalog has priced the models. */
-function serveDemoConfig(models: DemoModels, limitBytes?: number): string {
+/** What the demo shows a person: everything; the budget limit is set once the catalog has priced the models (writeDemoLimit). */
+function serveDemoConfig(models: DemoModels): string {
   return demoConfigText(models, {
     comment: [
-      'Written by `llmtray serve --demo`; regenerated at every demo start.',
+      'Written by llmtray\'s demo when it was absent. Your edits are kept; the demo itself only sets budget.limit.',
       'The budget fits demo-chat with its draft, or the smaller models, but not all at once,',
       'so on-demand swapping, fallback (demo-chat -> demo-tiny) and quarantine (demo-broken) show.',
       'Every model has the same priority, so the most recently requested one wins the memory.',
     ],
     reserveBytes: 0,
-    ...(limitBytes === undefined ? {} : { limitBytes }),
     fallbackAndAliases: true,
     broken: true,
   });
 }
 
-/** Generates the demo models into DATA_DIR/demo and writes a config without a budget limit yet. */
+/** Generates the demo models into DATA_DIR/demo and, when there is none yet, writes a config without a budget limit. */
 export async function prepareDemo(dataDir: string): Promise<DemoSetup> {
   const dir = join(dataDir, 'demo');
   await mkdir(dir, { recursive: true });
   const models = await generateDemoModels(dir);
   const configPath = join(dir, 'config.yaml');
-  await writeFile(configPath, serveDemoConfig(models));
+  // 'wx': an existing file is the person's, as they left it.
+  await writeFile(configPath, serveDemoConfig(models), { flag: 'wx' }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  });
   return { configPath, models };
 }
 
@@ -55,7 +62,14 @@ export function demoBudgetLimit(models: readonly CatalogModel[], runtimeBytes = 
   return chat + Math.floor(tiny / 2);
 }
 
-/** Rewrites the demo config with its budget limit; the caller reloads the catalog. */
+/**
+ * Sets budget.limit in the demo config, leaving every other line (and comment) as it is; the
+ * caller reloads the catalog. A file that is not YAML any more is the person's to fix: the
+ * catalog's own error names the field, so it is left alone here.
+ */
 export async function writeDemoLimit(setup: DemoSetup, limitBytes: number): Promise<void> {
-  await writeFile(setup.configPath, serveDemoConfig(setup.models, limitBytes));
+  const document = parseDocument(await readFile(setup.configPath, 'utf8'));
+  if (document.errors.length > 0) return;
+  document.setIn(['budget', 'limit'], limitBytes);
+  await writeFile(setup.configPath, document.toString());
 }

@@ -7,6 +7,7 @@
 import { openSync, writeSync, closeSync, readFileSync, unlinkSync } from 'node:fs';
 import { isRunning, readCommandLine } from '../engine/supervisor/process-tree.js';
 import { join } from 'node:path';
+import { dataDirTakenMessage, type AdviceFace } from './startup-advice.js';
 
 export interface InstanceLock {
   path: string;
@@ -28,14 +29,14 @@ export const processProbe: LockProbe = {
 };
 
 export class InstanceLockedError extends Error {
-  constructor(readonly lockPath: string, readonly pid: number) {
-    super(`another llmtray daemon (pid ${pid}) already uses this data dir; stop it first, or pass another --data-dir (lock: ${lockPath})`);
+  constructor(readonly lockPath: string, readonly pid: number, face: AdviceFace = 'cli') {
+    super(dataDirTakenMessage(face, { pid, lockPath }));
     this.name = 'InstanceLockedError';
   }
 }
 
-/** Takes the lock for `dataDir`, or throws InstanceLockedError naming the running daemon. */
-export async function acquireInstanceLock(dataDir: string, probe: LockProbe = processProbe, pid = process.pid): Promise<InstanceLock> {
+/** Takes the lock for `dataDir`, or throws InstanceLockedError naming the running daemon, worded for `face`. */
+export async function acquireInstanceLock(dataDir: string, probe: LockProbe = processProbe, pid = process.pid, face: AdviceFace = 'cli'): Promise<InstanceLock> {
   const path = join(dataDir, 'daemon.lock');
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
@@ -57,7 +58,7 @@ export async function acquireInstanceLock(dataDir: string, probe: LockProbe = pr
     }
     const holder = Number.parseInt(readFileSync(path, 'utf8').trim(), 10);
     if (Number.isInteger(holder) && holder !== pid && (await probe.alive(holder)) && looksLikeLlmtray(await probe.commandLine(holder))) {
-      throw new InstanceLockedError(path, holder);
+      throw new InstanceLockedError(path, holder, face);
     }
     // Stale: the holder is gone or is some other program that reused the pid.
     try {

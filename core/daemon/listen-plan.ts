@@ -33,7 +33,11 @@ export function planListen(host: string): ListenPlan {
 export function listenRefusal(plan: ListenPlan, listen: ListenConfig, where: { configPath: string; fromFlag: boolean; demo: boolean }): string | null {
   if (!plan.network || listen.clientKeys.length > 0) return null;
   const asked = where.fromFlag ? `--host ${plan.host}` : `listen.host ${JSON.stringify(plan.host)} in ${where.configPath}`;
-  if (where.demo) {
+  // Only a flag can ask the demo for the network when its generated config has no keys; a
+  // listen.host in the demo's config is the person's own edit (the demo keeps it), and is
+  // answered like any config: where to add a key. The desktop app passes no flags, so it only
+  // ever gets that answer.
+  if (where.demo && where.fromFlag) {
     return `${asked} would serve the demo to other machines with no client key, and --demo uses its own generated config, which has none: run the demo on 127.0.0.1 (drop --host), or serve your own config with listen.clientKeys set.`;
   }
   return `${asked} can be reached from other machines, and no client key is configured, so anyone who can reach it could use the models: add one under listen.clientKeys in ${where.configPath} ("- { name: laptop, key: <${MIN_CLIENT_KEY_LENGTH} or more characters> }"), one per app; clients send it as \`Authorization: Bearer <key>\` (or \`x-api-key\`). Or listen on 127.0.0.1.`;

@@ -52,6 +52,13 @@ describe('listenRefusal', () => {
   it('tells the demo, whose config has no keys, to drop --host', () => {
     expect(listenRefusal(planListen('0.0.0.0'), listen(), { ...where, demo: true })).toContain('run the demo on 127.0.0.1 (drop --host)');
   });
+
+  it('answers a listen.host edited into the demo\'s kept config with the field to set there, and no flag', () => {
+    const demoConfig = '/home/ada/.local/share/llmtray/demo/config.yaml';
+    const refusal = listenRefusal(planListen('0.0.0.0'), listen({ host: '0.0.0.0' }), { configPath: demoConfig, fromFlag: false, demo: true });
+    expect(refusal).toContain(`add one under listen.clientKeys in ${demoConfig}`);
+    expect(refusal).not.toMatch(/(^|\s|\()--[a-z]/);
+  });
 });
 
 describe('where clients reach it', () => {

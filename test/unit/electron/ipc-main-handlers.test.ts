@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import { AdminRefusal, type AdminApi } from '../../../core/contracts/admin-routes.js';
-import { ALL_INVOKE_CHANNELS, EVENT_CHANNEL } from '../../../electron/ipc-contract.js';
+import { ALL_INVOKE_CHANNELS, EVENT_CHANNEL, unwrapInvokeReply } from '../../../electron/ipc-contract.js';
 import {
   forwardAdminEvents,
   registerIpcHandlers,
@@ -25,11 +25,11 @@ function fakeIpcMain() {
       handlers.delete(channel);
     },
   };
-  /** What ipcRenderer.invoke would get: the handler's value, or its error. */
+  /** What the page gets through the preload: the handler's answer, or its refusal thrown. */
   const invoke = async (channel: string, event: IpcInvokeEventLike, ...args: unknown[]): Promise<unknown> => {
     const handler = handlers.get(channel);
     if (!handler) throw new Error(`no handler for ${channel}`);
-    return handler(event, ...args);
+    return unwrapInvokeReply(await handler(event, ...args));
   };
   return { ipcMain, handlers, invoke };
 }
@@ -79,6 +79,12 @@ describe('registerIpcHandlers', () => {
     expect(await invoke('llmtray:runCommand', fromDashboard, { id: 'demo-chat', command: 'pin' })).toEqual({ ok: true, message: 'pin demo-chat: done' });
     expect(calls).toEqual(['pin demo-chat']);
     expect(await invoke('llmtray:getLogs', fromDashboard, { id: 'demo-chat' })).toEqual({ modelId: 'demo-chat', lines: ['load_tensors: done', 'server is listening'], next: 2 });
+  });
+
+  it('answers a refusal as data with just the sentence, so Electron adds no prefix and no class name in front of it', async () => {
+    const { handlers } = setup();
+    const reply = await handlers.get('llmtray:getLogs')!(fromDashboard, { id: 'nope' });
+    expect(reply).toEqual({ ok: false, message: "Unknown model 'nope'; the models are: demo-chat." });
   });
 
   it('rejects logs of an unknown model with the admin\'s sentence', async () => {

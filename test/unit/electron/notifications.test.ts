@@ -3,11 +3,12 @@ import { notificationFor } from '../../../electron/notifications.js';
 import { snapshot } from './snapshot-fixture.js';
 
 describe('notificationFor', () => {
-  it('tells of a quarantine with its reason and the way back', () => {
-    expect(notificationFor({ type: 'ModelQuarantined', modelId: 'kev-0.5b', reason: "unknown model architecture: 'kev'", at: 1 })).toEqual({
-      title: 'kev-0.5b is quarantined',
-      body: "unknown model architecture: 'kev'. It will not be loaded again until you retry it from the tray or the dashboard.",
-    });
+  it('tells of a quarantine with its reason and where Retry is, saying "until you retry" once', () => {
+    // The controller's reason, as core/controller/model-record.ts words it.
+    const reason = "Failed 5 launches (unknown model architecture: 'kev'). It is quarantined until you retry it or change its definition.";
+    const text = notificationFor({ type: 'ModelQuarantined', modelId: 'kev-0.5b', reason, at: 1 });
+    expect(text).toEqual({ title: 'kev-0.5b is quarantined', body: `${reason} Retry is in the tray menu and on the dashboard.` });
+    expect(text?.body.split('until you retry')).toHaveLength(2);
   });
 
   it('tells of a fallback with its reason and who answers now', () => {

@@ -28,8 +28,14 @@ function fakeIpcRenderer() {
   return {
     ipc,
     invocations,
+    /** Main's handler answering the call (an InvokeReply). */
     answer: async (value: unknown) => {
-      pending.shift()!.resolve(value);
+      pending.shift()!.resolve({ ok: true, answer: value });
+      await settle();
+    },
+    /** Main's handler refusing the call with its sentence. */
+    refuse: async (message: string) => {
+      pending.shift()!.resolve({ ok: false, message });
       await settle();
     },
     fail: async (message: string) => {
@@ -71,6 +77,15 @@ describe('createPreloadBridge', () => {
     expect(await snap).toEqual(at(3));
     expect(await result).toEqual({ ok: true, message: 'pinned' });
     expect(await logs).toEqual({ modelId: 'demo-chat', lines: ['line'], next: 1 });
+  });
+
+  it('throws main\'s refusal to the page with the sentence as the whole message', async () => {
+    const fake = fakeIpcRenderer();
+    const logs = createPreloadBridge(fake.ipc).getLogs({ id: 'nope' }).catch((error: unknown) => error);
+    await fake.refuse("Unknown model 'nope'; the models are: demo-chat.");
+    const refused = await logs;
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toBe("Unknown model 'nope'; the models are: demo-chat.");
   });
 
   it('subscribe delivers a snapshot first, then the events held while it was fetched, then live ones', async () => {

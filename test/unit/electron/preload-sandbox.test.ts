@@ -27,7 +27,8 @@ describe('the bundled preload in a sandbox', () => {
       ipcRenderer: {
         invoke: async (...args: unknown[]) => {
           invoked.push(args);
-          return { ok: true, message: 'pinned' };
+          // Main's InvokeReply carrying the command's result.
+          return { ok: true, answer: { ok: true, message: 'pinned' } };
         },
         on: () => {},
         removeListener: () => {},

@@ -43,6 +43,15 @@ describe('createQuitCoordinator', () => {
     expect(h.clock.pendingDelays()).toEqual([]);
   });
 
+  it('exits 1 after the stop when the quit is a failure (the app could not run)', async () => {
+    const h = harness('resolve-later');
+    h.coordinator.markFailed();
+    expect(h.quitEvent().prevented).toBe(true);
+    h.finishStop();
+    await settle();
+    expect(h.exits).toEqual([1]);
+  });
+
   it('holds later quit requests too, without stopping twice', async () => {
     const h = harness('resolve-later');
     h.quitEvent();
