@@ -149,7 +149,7 @@ export class WarmSpare {
    * may start once a quiet second has passed. Never blocks.
    */
   workEnded(): void {
-    this.quietAt = this.deps.clock.now() + QUIET_MS;
+    this.quietAt = this.deps.clock.elapsed() + QUIET_MS;
     this.reconcile();
   }
 
@@ -160,9 +160,9 @@ export class WarmSpare {
    * retry. True when a spare is held for the launch now (started or starting). Never blocks.
    */
   startForLaunch(command: EngineCommand, env: Record<string, string>, args: readonly string[]): boolean {
-    if (this.closed || this.deps.clock.now() < this.retryAt || !this.couldRun(env, args)) return false;
+    if (this.closed || this.deps.clock.elapsed() < this.retryAt || !this.couldRun(env, args)) return false;
     const holdMs = this.deps.launchHoldMs ?? LAUNCH_HOLD_MS;
-    this.heldUntil = this.deps.clock.now() + holdMs;
+    this.heldUntil = this.deps.clock.elapsed() + holdMs;
     if (this.holdTimer !== null) this.deps.clock.clearTimeout(this.holdTimer);
     this.holdTimer = this.deps.clock.setTimeout(() => {
       this.holdTimer = null;
@@ -181,7 +181,7 @@ export class WarmSpare {
       return;
     }
     if (this.spare !== null || this.starting || this.deps.busy()) return;
-    const wait = Math.max(this.retryAt, this.quietAt) - this.deps.clock.now();
+    const wait = Math.max(this.retryAt, this.quietAt) - this.deps.clock.elapsed();
     if (wait > 0) {
       this.retryTimer ??= this.deps.clock.setTimeout(() => {
         this.retryTimer = null;
@@ -255,7 +255,7 @@ export class WarmSpare {
   }
 
   private held(): boolean {
-    return this.heldUntil > this.deps.clock.now();
+    return this.heldUntil > this.deps.clock.elapsed();
   }
 
   /** Starts a spare; `forLaunch`: the command of the launch it is held for, which it must be able to run. */
@@ -377,7 +377,7 @@ export class WarmSpare {
   private died(why: string): void {
     this.deaths++;
     const delay = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.deaths - 1));
-    this.retryAt = this.deps.clock.now() + delay;
+    this.retryAt = this.deps.clock.elapsed() + delay;
     this.deps.note(`the warm spare ${why}; another in ${Math.round(delay / 1000)} s`);
   }
 }
