@@ -648,7 +648,7 @@ export class Supervisor {
     if (adopted === null) owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${commandText}`);
     else {
       for (const line of adopted.lines) owner.log.push(line);
-      owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level} in the warm spare (pid ${adopted.pid}, started ${this.clock.now() - adopted.startedAt} ms before): ${commandText}`);
+      owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level} in the warm spare (pid ${adopted.pid}, started ${Math.round(adopted.ageMs)} ms before): ${commandText}`);
     }
     let server: ServerProcess | null = null;
     // The load's length is measured on the monotonic clock; startedAt (epoch) is what is shown and recorded.

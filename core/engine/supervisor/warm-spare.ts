@@ -58,7 +58,8 @@ export interface AdoptedSpare {
   commandLine: string;
   /** Its lines so far, for the model's log. */
   lines: string[];
-  startedAt: number;
+  /** How long it has run, ms (monotonic), for the model's log. */
+  ageMs: number;
 }
 
 export interface WarmSpareDeps {
@@ -90,7 +91,10 @@ interface Spare {
   pid: number;
   command: EngineCommand;
   commandLine: string;
+  /** Epoch ms: shown and recorded in engines.json. */
   startedAt: number;
+  /** The clock's elapsed() at its start: its age. */
+  startedElapsed: number;
   phase: 'starting' | 'ready';
   residentBytes: number | null;
   lines: LineRing;
@@ -211,7 +215,7 @@ export class WarmSpare {
     this.spare = null;
     stdin.end(`${JSON.stringify(args)}\n`);
     this.deps.changed();
-    return { child: spare.child, pid: spare.pid, commandLine: spare.commandLine, lines: spare.lines.toArray(), startedAt: spare.startedAt };
+    return { child: spare.child, pid: spare.pid, commandLine: spare.commandLine, lines: spare.lines.toArray(), ageMs: this.deps.clock.elapsed() - spare.startedElapsed };
   }
 
   /**
@@ -296,12 +300,13 @@ export class WarmSpare {
     const lines = new LineRing(SPARE_LINES);
     const commandLine = [command.command, ...args].join(' ');
     const startedAt = this.deps.clock.now();
+    const startedElapsed = this.deps.clock.elapsed();
     let onExit: () => void = () => {};
     const exited = new Promise<void>((resolve) => {
       onExit = resolve;
     });
     const spare: Spare = {
-      child, pid: child.pid ?? -1, command, commandLine, startedAt, phase: 'starting', residentBytes: null, lines, exited, released: false,
+      child, pid: child.pid ?? -1, command, commandLine, startedAt, startedElapsed, phase: 'starting', residentBytes: null, lines, exited, released: false,
       detach: () => {},
     };
     const onLine = (line: string): void => {
