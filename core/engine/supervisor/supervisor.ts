@@ -720,7 +720,7 @@ export class Supervisor {
       if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
       started.phase = 'ready';
       started.readyAt = this.clock.now();
-      owner.lastLoadMs = this.clock.elapsed() - launchedAt;
+      owner.lastLoadMs = Math.round(this.clock.elapsed() - launchedAt);
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
       this.learnRuntime(owner.modelId, spec, level, started, placement);
       return 'ready';
