@@ -206,7 +206,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const refusal = listenRefusal(plan, config.listen, { configPath, fromFlag: options.host !== undefined, demo: demo !== null });
     if (refusal !== null) throw new Error(refusal);
 
-    const activity = new ModelActivity({ now: Date.now });
+    const activity = new ModelActivity(realClock);
     const pins = await PinStore.open(dataDir);
     if (pins.problem) log.warn(pins.problem);
     const pinPolicy = new PinPolicy(pins);

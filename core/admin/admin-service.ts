@@ -154,7 +154,7 @@ export class AdminService implements DashboardBridge {
    */
   changed(): void {
     if (this.flushTimer !== null) return;
-    const delay = Math.max(0, this.lastFlushAt + this.throttleMs - this.options.clock.now());
+    const delay = Math.max(0, this.lastFlushAt + this.throttleMs - this.options.clock.elapsed());
     this.flushTimer = this.options.clock.setTimeout(() => this.flush(), delay);
   }
 
@@ -176,7 +176,7 @@ export class AdminService implements DashboardBridge {
 
   private flush(): void {
     this.flushTimer = null;
-    this.lastFlushAt = this.options.clock.now();
+    this.lastFlushAt = this.options.clock.elapsed();
     if (this.subscribers.size === 0) return;
     const snapshot = this.snapshot();
     for (const subscriber of [...this.subscribers]) {

@@ -68,7 +68,7 @@ export class LogFeed {
     if (this.closed) return;
     let feed = this.models.get(modelId);
     if (feed === undefined) {
-      feed = { first: position, pending: [], tokens: this.burstLines, refilledAt: this.clock.now() };
+      feed = { first: position, pending: [], tokens: this.burstLines, refilledAt: this.clock.elapsed() };
       this.models.set(modelId, feed);
     }
     if (feed.pending.length === 0) feed.first = position;
@@ -92,7 +92,7 @@ export class LogFeed {
 
   private flush(): void {
     this.timer = null;
-    const now = this.clock.now();
+    const now = this.clock.elapsed();
     let held = false;
     for (const [modelId, feed] of this.models) {
       feed.tokens = Math.min(this.burstLines, feed.tokens + ((now - feed.refilledAt) * this.linesPerSecond) / 1000);

@@ -19,13 +19,13 @@ export function createThrottle(run: () => void, intervalMs: number, clock: Clock
   let pending: unknown = null;
   const fire = (): void => {
     pending = null;
-    lastRunAt = clock.now();
+    lastRunAt = clock.elapsed();
     run();
   };
   return {
     request() {
       if (pending !== null) return;
-      const wait = lastRunAt + intervalMs - clock.now();
+      const wait = lastRunAt + intervalMs - clock.elapsed();
       if (wait <= 0) fire();
       else pending = clock.setTimeout(fire, wait);
     },

@@ -477,13 +477,13 @@ export class Controller {
 
   /** The plan's launches that may start now: not running or busy, not backing off; at the level the ladder says. Pure read. */
   private launchesDue(plan: PlacePlan): { record: ModelRecord; demand: ModelDemand; level: LaunchLevel; placement: Placement }[] {
-    const now = this.clock.now();
+    const now = this.clock.elapsed();
     const due: { record: ModelRecord; demand: ModelDemand; level: LaunchLevel; placement: Placement }[] = [];
     for (const modelId of plan.launch) {
       const record = this.records.get(modelId);
       const demand = this.demands.get(modelId);
       if (record === undefined || demand === undefined || record.op !== null || record.server !== null) continue;
-      if (record.retry !== null && record.retry.at > now) continue; // its retry timer triggers a pass
+      if (record.retry !== null && record.retry.dueAt > now) continue; // its retry timer triggers a pass
       due.push({ record, demand, level: launchLevelAfter(record.recovery), placement: plan.placements[modelId] ?? FIRST_DEVICE });
     }
     return due;
@@ -618,7 +618,7 @@ export class Controller {
         // The machine's condition is looked at again soon, whatever the streak: the model is
         // back as soon as it has cleared, and a launch that fails before any process runs costs nothing.
         const delayMs = failure === 'environment' ? ENVIRONMENT_RECHECK_MS : backoffDelay(record.recovery.attempts, this.backoff);
-        record.retry = { at: at + delayMs, delayMs };
+        record.retry = { at: at + delayMs, dueAt: this.clock.elapsed() + delayMs, delayMs };
         // Said once when the machine gets in the way, not at every look.
         if (!(failure === 'environment' && sameStreak)) this.log.warn(`${modelId} ${what}; retrying in ${seconds(delayMs)}`, fields);
         if (this.live()) this.retryTimer(modelId).set(delayMs, () => this.loop.trigger());

@@ -28,9 +28,9 @@ export interface ModelDemand {
    * send the next (core/daemon/turns.ts). The policy treats it as active, as while it decodes.
    */
   heldForTurn?: boolean;
-  /** Epoch ms of the last request; a waiting request stamps it, so on-demand swaps win ties. */
+  /** The last request, on the clock's elapsed() (an order, so not the wall clock); a waiting request stamps it, so on-demand swaps win ties. */
   lastUsed?: number;
-  /** Epoch ms at which its oldest request still waiting for it arrived; absent when none waits. */
+  /** When its oldest request still waiting for it arrived, on the clock's elapsed(); absent when none waits. */
   waitingSince?: number;
   /**
    * What it costs, draft included. The controller prices it with the policy's footprintAt at

@@ -25,8 +25,12 @@ export interface ModelRecord {
    * only failed launches are kept to memory nobody wants (see policy-inputs.ts).
    */
   diedWhileServing: boolean;
-  /** A backed-off retry: no launch before `at`. Null when none is pending. */
-  retry: { at: number; delayMs: number } | null;
+  /**
+   * A backed-off retry: no launch before `dueAt` (the clock's elapsed(), so a wall-clock step
+   * neither holds nor hurries it); `at` is the same moment in epoch ms, shown as nextAttemptAt.
+   * Null when none is pending.
+   */
+  retry: { at: number; dueAt: number; delayMs: number } | null;
   /**
    * What the controller is doing to it now; at most one thing at a time. A loading op carries
    * its launch's own flag: a ServerExited event already counted that launch's failure, so its

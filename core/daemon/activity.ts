@@ -13,9 +13,14 @@
 // pass), while the idle TTL runs from real use (a request served, or a person's Load). Counting
 // the refusal as use would load the model minutes later, when nobody is asking any more.
 
-export interface ActivityClock {
-  now(): number;
-}
+import type { Clock } from '../common/clock.js';
+
+/**
+ * Every stamp here is the clock's elapsed() (the idle TTL, the demand grace and the turns are
+ * durations, and the policy's order must not turn over with a wall-clock step) but the last use a
+ * person reads, which is kept in epoch ms beside it.
+ */
+export type ActivityClock = Pick<Clock, 'now' | 'elapsed'>;
 
 /** How long a bare demand (a cold request before it waits, or is refused) keeps a model wanted. */
 export const DEMAND_GRACE_MS = 15_000;
@@ -25,6 +30,8 @@ export class ModelActivity {
   private readonly waitingById = new Map<string, Map<object, number>>();
   /** Ordering stamp: any demand or use. The policy's `lastUsed`. */
   private readonly lastUsedById = new Map<string, number>();
+  /** The same moment in epoch ms: the last use a person reads. */
+  private readonly lastUsedAtById = new Map<string, number>();
   /** Real use (served, or loaded by a person): the idle TTL runs from here. */
   private readonly keptAtById = new Map<string, number>();
   private readonly demandedAtById = new Map<string, number>();
@@ -34,9 +41,9 @@ export class ModelActivity {
 
   /** A request for a model that is not serving yet: wanted now, and most recent among equals. */
   demand(modelId: string): void {
-    const now = this.clock.now();
+    const now = this.clock.elapsed();
     this.demandedAtById.set(modelId, now);
-    this.lastUsedById.set(modelId, now);
+    this.stampUse(modelId, now);
     this.changed();
   }
 
@@ -48,7 +55,7 @@ export class ModelActivity {
       this.waitingById.set(modelId, waiting);
     }
     const token = {};
-    waiting.set(token, this.clock.now());
+    waiting.set(token, this.clock.elapsed());
     this.changed();
     return () => {
       const still = this.waitingById.get(modelId);
@@ -58,7 +65,7 @@ export class ModelActivity {
     };
   }
 
-  /** When the model's oldest waiting request arrived; undefined when none waits. */
+  /** When the model's oldest waiting request arrived (elapsed()); undefined when none waits. */
   waitingSince(modelId: string): number | undefined {
     const waiting = this.waitingById.get(modelId);
     if (waiting === undefined) return undefined;
@@ -73,8 +80,8 @@ export class ModelActivity {
 
   /** A person's Load: counts as use, so the model stays for its idle TTL. */
   use(modelId: string): void {
-    const now = this.clock.now();
-    this.lastUsedById.set(modelId, now);
+    const now = this.clock.elapsed();
+    this.stampUse(modelId, now);
     this.keptAtById.set(modelId, now);
     this.changed();
   }
@@ -86,17 +93,24 @@ export class ModelActivity {
     const kept = this.keptAtById.delete(modelId);
     const demanded = this.demandedAtById.delete(modelId);
     this.lastUsedById.delete(modelId);
+    this.lastUsedAtById.delete(modelId);
     if (kept || demanded) this.changed();
   }
 
+  /** The last demand or use, elapsed(): for the policy's order. */
   lastUsed(modelId: string): number | undefined {
     return this.lastUsedById.get(modelId);
+  }
+
+  /** The last demand or use, epoch ms: for people to read. */
+  lastUsedAt(modelId: string): number | undefined {
+    return this.lastUsedAtById.get(modelId);
   }
 
   /** Wanted because of use: waiting, just demanded, or used within its idle TTL (in flight is the claims'). */
   recentlyUsed(modelId: string, idleTtlMs: number): boolean {
     if (this.waitingById.has(modelId)) return true;
-    const now = this.clock.now();
+    const now = this.clock.elapsed();
     const demanded = this.demandedAtById.get(modelId);
     if (demanded !== undefined && now - demanded < DEMAND_GRACE_MS) return true;
     const kept = this.keptAtById.get(modelId);
@@ -107,6 +121,11 @@ export class ModelActivity {
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  private stampUse(modelId: string, elapsed: number): void {
+    this.lastUsedById.set(modelId, elapsed);
+    this.lastUsedAtById.set(modelId, this.clock.now());
   }
 
   private changed(): void {

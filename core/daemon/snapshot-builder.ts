@@ -109,7 +109,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
         perDevice.set(part.index, [...(perDevice.get(part.index) ?? []), ...holdersOf(model, part.bytes, share)]);
       }
     }
-    const lastUsed = parts.activity.lastUsed(model.id);
+    const lastUsed = parts.activity.lastUsedAt(model.id);
     models.push({
       id: model.id,
       aliases: model.aliases,

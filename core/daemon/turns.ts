@@ -52,7 +52,7 @@ export class ModelTurns {
   isOver(serving: string): boolean {
     const rivals = this.parts.rivalsOf(serving);
     if (rivals.length === 0) return false;
-    const at = this.parts.clock.now();
+    const at = this.parts.clock.elapsed();
     return rivals.some((rival) => {
       const since = this.parts.activity.waitingSince(rival);
       return since !== undefined && at - since >= this.parts.turnMs;
@@ -61,7 +61,7 @@ export class ModelTurns {
 
   /** The model's last request in flight ended. */
   idled(modelId: string): void {
-    this.idleSince.set(modelId, this.parts.clock.now());
+    this.idleSince.set(modelId, this.parts.clock.elapsed());
     // The pass that decides once the moment is over: nothing else would come if nobody returns.
     if (this.parts.turnMs > 0 && this.parts.activity.anyWaiting()) this.lingerEnd.set(TURN_LINGER_MS + 1, () => this.parts.passSoon());
   }
@@ -70,7 +70,7 @@ export class ModelTurns {
   holds(modelId: string): boolean {
     if (this.parts.turnMs <= 0 || this.parts.inFlight(modelId) > 0) return false;
     const since = this.idleSince.get(modelId);
-    if (since === undefined || this.parts.clock.now() - since >= TURN_LINGER_MS) return false;
+    if (since === undefined || this.parts.clock.elapsed() - since >= TURN_LINGER_MS) return false;
     return this.parts.rivalsOf(modelId).length > 0 && !this.isOver(modelId);
   }
 

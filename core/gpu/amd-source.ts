@@ -24,7 +24,7 @@ export function createAmdReader(deps: { exec?: ExecFileText; amdSmi?: string; ro
   const exec = deps.exec ?? execFileText;
   const amdSmi = deps.amdSmi ?? 'amd-smi';
   const rocmSmi = deps.rocmSmi ?? 'rocm-smi';
-  const staticCards = sharedAnswer(async () => parseAmdSmiStatic(await exec(amdSmi, AMD_SMI_STATIC_ARGS)), { now: () => 0 }, Infinity);
+  const staticCards = sharedAnswer(async () => parseAmdSmiStatic(await exec(amdSmi, AMD_SMI_STATIC_ARGS)), { elapsed: () => 0 }, Infinity);
   let absent = false;
   let answered: 'amd-smi' | 'rocm-smi' | null = null;
 

@@ -8,6 +8,7 @@
 import { canonicalBusAddress } from './normalize-si.js';
 import type { ExecFileText } from './exec-file.js';
 import { sharedAnswer } from './shared-answer.js';
+import type { Clock } from '../common/clock.js';
 
 export const COMPUTE_APPS_ARGS = [
   '--query-compute-apps=gpu_bus_id,pid,used_memory',
@@ -57,7 +58,7 @@ export type ComputeAppsReader = () => Promise<ComputeApp[]>;
  */
 export function sharedComputeAppsReader(
   query: ComputeAppsReader,
-  clock: { now(): number },
+  clock: Pick<Clock, 'elapsed'>,
   freshForMs = 1_000,
 ): ComputeAppsReader {
   return sharedAnswer(query, clock, freshForMs);

@@ -36,6 +36,7 @@ import { failedSample, lostMeasurements } from './failed-sample.js';
 import { queryComputeApps } from './compute-apps.js';
 import { execFileText } from './exec-file.js';
 import type { EngineDeviceReader } from './llama-devices.js';
+import { realClock, type Clock } from '../common/clock.js';
 import type { GpuDevice, HostMemory } from './compute-budget.js';
 
 /** The two systeminformation calls the probe makes; the real module satisfies it. */
@@ -72,7 +73,7 @@ export interface GpuProbeDeps {
   engineDevices?: EngineDeviceReader | null;
   /** How long a listing that found no measured GPU stands; default 5 minutes. */
   relistWithoutGpuMs?: number;
-  clock?: { now(): number };
+  clock?: Pick<Clock, 'elapsed'>;
   /**
    * What nvidia-smi says when asked after its figures went missing (si keeps its words to
    * itself): its failure's message, or null when it answers. Default: the compute-apps query.
@@ -87,7 +88,7 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
   const amd = deps.amd === undefined ? (platform === 'linux' ? createAmdReader() : null) : deps.amd;
   const engineDevices = deps.engineDevices ?? null;
   const relistMs = deps.relistWithoutGpuMs ?? 300_000;
-  const clock = deps.clock ?? { now: () => Date.now() };
+  const clock = deps.clock ?? realClock;
   const nvidiaSmiFailure = deps.nvidiaSmiFailure ?? (() => queryComputeApps(execFileText).then(() => null, (error: unknown) => (error instanceof Error ? error.message : String(error))));
   /** The cards of the last probe that did not fail. */
   let lastGood: readonly GpuDevice[] = [];
@@ -96,8 +97,8 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
   let noGpuListing: { at: number; devices: Promise<GpuDevice[]> } | null = null;
   const readDevices = (): Promise<GpuDevice[]> => source.graphics().then((g) => normalizeControllers(g.controllers));
   const sampleDevices = (): Promise<GpuDevice[]> => {
-    if (noGpuListing !== null && clock.now() - noGpuListing.at < relistMs) return noGpuListing.devices;
-    const at = clock.now();
+    if (noGpuListing !== null && clock.elapsed() - noGpuListing.at < relistMs) return noGpuListing.devices;
+    const at = clock.elapsed();
     const listing = readDevices();
     noGpuListing = null;
     void listing.then(

@@ -118,6 +118,8 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   const listeners = new Set<BudgetListener>();
 
   let latest: BudgetSample | null = null;
+  /** When `latest` was taken, on the clock's elapsed(): its age decides `fresh` (its sampledAt is the epoch people read). */
+  let latestAt = 0;
   /** The last sample a probe measured; what a held sample repeats. */
   let lastGood: BudgetSample | null = null;
   let failures = 0;
@@ -136,7 +138,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
       record(sample);
       return sample;
     } catch (error) {
-      if (failures++ === 0) failingSince = clock.now();
+      if (failures++ === 0) failingSince = clock.elapsed();
       if (lastGood !== null && failures >= failuresBeforeWarning) record(held(lastGood, error));
       throw error;
     }
@@ -164,13 +166,14 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   /** The last good sample standing in for a failed one: its GPUs the failure concerns say why. */
   function held(good: BudgetSample, error: unknown): BudgetSample {
     const concerns = (busAddress: string | null): boolean => !(error instanceof FailedSample) || (busAddress !== null && error.busAddresses.includes(busAddress));
-    const seconds = Math.round((clock.now() - failingSince) / 1000);
+    const seconds = Math.round((clock.elapsed() - failingSince) / 1000);
     const warning = `Not measured for ${failures} samples in a row (${seconds} s): ${error instanceof Error ? error.message : String(error)}. Its budget is held at the last good sample; nothing is evicted for it, and it is measured again at the next sample that succeeds.`;
     return { ...good, perGpu: good.perGpu.map((gpu) => (concerns(gpu.busAddress) ? { ...gpu, warning } : gpu)), sampledAt: clock.now() };
   }
 
   function record(sample: BudgetSample): void {
     latest = sample;
+    latestAt = clock.elapsed();
     if (changedEnough(lastFired, sample, threshold)) {
       const previous = lastFired;
       lastFired = sample;
@@ -229,7 +232,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
     stop,
     current: () => latest,
     sampleNow,
-    fresh: (maxAgeMs) => (latest !== null && clock.now() - latest.sampledAt <= maxAgeMs ? Promise.resolve(latest) : sampleNow()),
+    fresh: (maxAgeMs) => (latest !== null && clock.elapsed() - latestAt <= maxAgeMs ? Promise.resolve(latest) : sampleNow()),
     onChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

@@ -24,6 +24,7 @@
 // nothing else go stale, by at most `freshForMs`.
 import { execFileTextWithin, type ExecFileText } from './exec-file.js';
 import { sharedAnswer } from './shared-answer.js';
+import { realClock, type Clock } from '../common/clock.js';
 import { formatBytes } from '../contracts/format-bytes.js';
 
 export const LIST_DEVICES_ARGS = ['--list-devices'] as const;
@@ -106,7 +107,7 @@ export interface EngineDeviceReaderOptions {
   env?: Record<string, string>;
   /** Default: execFile with LIST_DEVICES_TIMEOUT_MS. */
   exec?: ExecFileText;
-  clock?: { now(): number };
+  clock?: Pick<Clock, 'elapsed'>;
   /** How long an answer, good or failed, is reused (see the header). Default 60 s. */
   freshForMs?: number;
 }
@@ -118,7 +119,7 @@ export interface EngineDeviceReaderOptions {
  */
 export function createEngineDeviceReader(binaryPath: string, options: EngineDeviceReaderOptions = {}): EngineDeviceReader {
   const exec = options.exec ?? execFileTextWithin(LIST_DEVICES_TIMEOUT_MS, options.env === undefined ? undefined : { ...process.env, ...options.env });
-  const clock = options.clock ?? { now: () => Date.now() };
+  const clock = options.clock ?? realClock;
   let lastGood: EngineDeviceList | null = null;
   const list = async (): Promise<EngineDeviceList> => {
     try {

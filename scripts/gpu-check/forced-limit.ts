@@ -19,7 +19,7 @@ import type { Placement } from '../../core/contracts/plan.js';
 
 /** The policy's view of `modelId` alone wanted, priced as the daemon prices it with `runtimeBytes` per engine process on a GPU. */
 export function desiredAlone(models: readonly CatalogModel[], modelId: string, runtimeBytes: number): PlacedDesired[] {
-  const activity = new ModelActivity({ now: () => 1 });
+  const activity = new ModelActivity({ now: () => 1, elapsed: () => 1 });
   activity.use(modelId);
   const sources = { isPinned: () => false, activity, inFlight: () => 0, runtimeBytes: () => runtimeBytes };
   const demands = new Map(models.map((model) => [model.id, demandOf(model, sources)]));

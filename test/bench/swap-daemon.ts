@@ -108,7 +108,7 @@ export async function startSwapDaemon(options: SwapDaemonOptions): Promise<SwapD
       if (/^\S+ [WE] /.test(line)) problems.push(line);
     });
 
-  const activity = new ModelActivity({ now: Date.now });
+  const activity = new ModelActivity(realClock);
   const supervisor = await Supervisor.start({
     dataDir: options.dataDir,
     specFor: (modelId) => launchSpecFor(modelId, { resolve: catalog.resolve, cpuOnly: () => false, llamaServerPath: null, threads: 1 }),

@@ -1,6 +1,10 @@
 // A clock that only moves when a test steps it, so timing behaviour (backoff, resync, retry
 // delays) is tested exactly and without sleeping. It satisfies the controller's `Clock`.
 //
+// It keeps the two readings apart (core/common/clock.ts): `advance` moves both, `jumpWall` steps
+// only the wall clock, as NTP or a resume does, so a test shows a step neither fires nor freezes
+// a duration.
+//
 // Why `advance` is async: a fired timer usually starts promise work (a reconcile pass). The
 // fake drains pending promise callbacks after each timer so that, when `advance` resolves,
 // everything the elapsed time caused has happened. Draining uses one `setImmediate` turn: the
@@ -18,16 +22,30 @@ export function settle(): Promise<void> {
 }
 
 export class FakeClock {
+  /** Monotonic ms: what timers and `elapsed()` run on. */
   private nowMs: number;
+  /** Wall clock minus monotonic clock; `jumpWall` changes it. */
+  private wallOffsetMs: number;
   private nextId = 1;
   private timers: PendingTimer[] = [];
 
   constructor(startMs = 1_700_000_000_000) {
-    this.nowMs = startMs;
+    // A monotonic origin unlike the epoch, so a reading taken from the wrong one shows.
+    this.nowMs = 5_000;
+    this.wallOffsetMs = startMs - this.nowMs;
   }
 
   now(): number {
+    return this.nowMs + this.wallOffsetMs;
+  }
+
+  elapsed(): number {
     return this.nowMs;
+  }
+
+  /** Steps the wall clock alone by `ms` (negative: back), as NTP or a resume does; fires nothing. */
+  jumpWall(ms: number): void {
+    this.wallOffsetMs += ms;
   }
 
   setTimeout(fn: () => void, ms: number): unknown {

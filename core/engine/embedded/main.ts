@@ -41,7 +41,7 @@ async function serve(opts: EngineOptions, apiKey: string | undefined, log: Engin
   const port = (server.address() as AddressInfo).port;
   log.line(`main: HTTP server is listening, hostname: ${opts.host}, port: ${port}`);
 
-  const started = Date.now();
+  const started = performance.now();
   try {
     // Imported only now: loading node-llama-cpp takes ~0.3 s, and /health should answer first.
     const { loadEngine } = await import('./model-loader.js');
@@ -58,7 +58,7 @@ async function serve(opts: EngineOptions, apiKey: string | undefined, log: Engin
     log.line('srv  llama_server: exiting due to model loading error');
     await exitAfterLog(log, 1);
   }
-  log.line(`srv    load_model: loaded in ${((Date.now() - started) / 1000).toFixed(2)} s`);
+  log.line(`srv    load_model: loaded in ${((performance.now() - started) / 1000).toFixed(2)} s`);
   // Only after `phase` is ready, in the same synchronous step: the supervisor takes this line
   // as proof that /health answers 200 (readiness.ts, EMBEDDED_READY_LINE).
   log.line('srv  llama_server: model loaded');

@@ -65,7 +65,7 @@ export class HangWatch {
     if (this.running) return;
     this.running = true;
     this.lastMark = this.options.progressMark();
-    this.lastProgressAt = this.options.clock.now();
+    this.lastProgressAt = this.options.clock.elapsed();
     this.lastSlots = undefined;
     this.lastLook = null;
     if (this.timer === null && !this.looking) this.schedule();
@@ -97,7 +97,7 @@ export class HangWatch {
     const mark = this.options.progressMark();
     if (mark !== this.lastMark) {
       this.lastMark = mark;
-      this.lastProgressAt = clock.now();
+      this.lastProgressAt = clock.elapsed();
       this.schedule();
       return;
     }
@@ -112,9 +112,9 @@ export class HangWatch {
     if (look.slots !== null && look.slots !== 'unsupported') this.lastSlots = look.slots;
     if (this.options.progressMark() !== this.lastMark || (look.healthAnswered && slotsMoved)) {
       this.lastMark = this.options.progressMark();
-      this.lastProgressAt = clock.now();
+      this.lastProgressAt = clock.elapsed();
     }
-    const still = clock.now() - this.lastProgressAt;
+    const still = clock.elapsed() - this.lastProgressAt;
     if (still >= limitMs) {
       this.stop();
       this.options.onHung(this.reason(still));

@@ -27,11 +27,11 @@ export interface MemoryWaitOptions {
  */
 export async function waitForMemoryBack(options: MemoryWaitOptions): Promise<boolean> {
   const target = options.freeBefore + options.fraction * Math.max(0, options.footprintBytes);
-  const deadline = options.clock.now() + options.maxMs;
+  const deadline = options.clock.elapsed() + options.maxMs;
   for (;;) {
     const free = await options.probe().catch(() => Number.NEGATIVE_INFINITY);
     if (free >= target) return true;
-    if (options.clock.now() >= deadline) return false;
+    if (options.clock.elapsed() >= deadline) return false;
     await new Promise<void>((resolve) => options.clock.setTimeout(resolve, options.pollMs));
   }
 }

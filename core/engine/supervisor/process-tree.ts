@@ -187,9 +187,10 @@ async function membersToMeasure(pid: number, platform: NodeJS.Platform, now: num
 
 /**
  * Resident memory of a process and its descendants, in bytes; 0 when it is gone. The members are
- * those of a walk at most MEMBERS_FRESH_MS old (`now`, ms, injected in tests).
+ * those of a walk at most MEMBERS_FRESH_MS old (`now`: monotonic ms, performance.now(), so a
+ * wall-clock step neither keeps a stale walk nor walks again at once; injected in tests).
  */
-export async function treeResidentBytes(pid: number, platform: NodeJS.Platform = process.platform, now: number = Date.now()): Promise<number> {
+export async function treeResidentBytes(pid: number, platform: NodeJS.Platform = process.platform, now: number = performance.now()): Promise<number> {
   if (platform === 'win32') return 0;
   const pids = await membersToMeasure(pid, platform, now);
   if (platform === 'linux') {
@@ -272,7 +273,8 @@ async function treeGone(
   leaderExited: Promise<unknown> | undefined,
   platform: NodeJS.Platform,
 ): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
+  // Monotonic: a wall-clock step must not cut the wait short or stretch it.
+  const deadline = performance.now() + withinMs;
   if (leaderExited !== undefined) {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => {
@@ -285,7 +287,7 @@ async function treeGone(
   for (;;) {
     const alive = await treeAlive(pid, members, platform);
     if (!alive) return true;
-    if (Date.now() >= deadline) return false;
+    if (performance.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }

@@ -648,9 +648,11 @@ export class Supervisor {
     if (adopted === null) owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${commandText}`);
     else {
       for (const line of adopted.lines) owner.log.push(line);
-      owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level} in the warm spare (pid ${adopted.pid}, started ${this.clock.now() - adopted.startedAt} ms before): ${commandText}`);
+      owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level} in the warm spare (pid ${adopted.pid}, started ${Math.round(adopted.ageMs)} ms before): ${commandText}`);
     }
     let server: ServerProcess | null = null;
+    // The load's length is measured on the monotonic clock; startedAt (epoch) is what is shown and recorded.
+    const launchedAt = this.clock.elapsed();
     const serverOptions = {
       port,
       apiKey,
@@ -718,7 +720,7 @@ export class Supervisor {
       if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
       started.phase = 'ready';
       started.readyAt = this.clock.now();
-      owner.lastLoadMs = started.readyAt - started.startedAt;
+      owner.lastLoadMs = Math.round(this.clock.elapsed() - launchedAt);
       this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
       this.learnRuntime(owner.modelId, spec, level, started, placement);
       return 'ready';

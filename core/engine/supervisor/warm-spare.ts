@@ -58,7 +58,8 @@ export interface AdoptedSpare {
   commandLine: string;
   /** Its lines so far, for the model's log. */
   lines: string[];
-  startedAt: number;
+  /** How long it has run, ms (monotonic), for the model's log. */
+  ageMs: number;
 }
 
 export interface WarmSpareDeps {
@@ -90,7 +91,10 @@ interface Spare {
   pid: number;
   command: EngineCommand;
   commandLine: string;
+  /** Epoch ms: shown and recorded in engines.json. */
   startedAt: number;
+  /** The clock's elapsed() at its start: its age. */
+  startedElapsed: number;
   phase: 'starting' | 'ready';
   residentBytes: number | null;
   lines: LineRing;
@@ -149,7 +153,7 @@ export class WarmSpare {
    * may start once a quiet second has passed. Never blocks.
    */
   workEnded(): void {
-    this.quietAt = this.deps.clock.now() + QUIET_MS;
+    this.quietAt = this.deps.clock.elapsed() + QUIET_MS;
     this.reconcile();
   }
 
@@ -160,9 +164,9 @@ export class WarmSpare {
    * retry. True when a spare is held for the launch now (started or starting). Never blocks.
    */
   startForLaunch(command: EngineCommand, env: Record<string, string>, args: readonly string[]): boolean {
-    if (this.closed || this.deps.clock.now() < this.retryAt || !this.couldRun(env, args)) return false;
+    if (this.closed || this.deps.clock.elapsed() < this.retryAt || !this.couldRun(env, args)) return false;
     const holdMs = this.deps.launchHoldMs ?? LAUNCH_HOLD_MS;
-    this.heldUntil = this.deps.clock.now() + holdMs;
+    this.heldUntil = this.deps.clock.elapsed() + holdMs;
     if (this.holdTimer !== null) this.deps.clock.clearTimeout(this.holdTimer);
     this.holdTimer = this.deps.clock.setTimeout(() => {
       this.holdTimer = null;
@@ -181,7 +185,7 @@ export class WarmSpare {
       return;
     }
     if (this.spare !== null || this.starting || this.deps.busy()) return;
-    const wait = Math.max(this.retryAt, this.quietAt) - this.deps.clock.now();
+    const wait = Math.max(this.retryAt, this.quietAt) - this.deps.clock.elapsed();
     if (wait > 0) {
       this.retryTimer ??= this.deps.clock.setTimeout(() => {
         this.retryTimer = null;
@@ -211,7 +215,7 @@ export class WarmSpare {
     this.spare = null;
     stdin.end(`${JSON.stringify(args)}\n`);
     this.deps.changed();
-    return { child: spare.child, pid: spare.pid, commandLine: spare.commandLine, lines: spare.lines.toArray(), startedAt: spare.startedAt };
+    return { child: spare.child, pid: spare.pid, commandLine: spare.commandLine, lines: spare.lines.toArray(), ageMs: this.deps.clock.elapsed() - spare.startedElapsed };
   }
 
   /**
@@ -255,7 +259,7 @@ export class WarmSpare {
   }
 
   private held(): boolean {
-    return this.heldUntil > this.deps.clock.now();
+    return this.heldUntil > this.deps.clock.elapsed();
   }
 
   /** Starts a spare; `forLaunch`: the command of the launch it is held for, which it must be able to run. */
@@ -296,12 +300,13 @@ export class WarmSpare {
     const lines = new LineRing(SPARE_LINES);
     const commandLine = [command.command, ...args].join(' ');
     const startedAt = this.deps.clock.now();
+    const startedElapsed = this.deps.clock.elapsed();
     let onExit: () => void = () => {};
     const exited = new Promise<void>((resolve) => {
       onExit = resolve;
     });
     const spare: Spare = {
-      child, pid: child.pid ?? -1, command, commandLine, startedAt, phase: 'starting', residentBytes: null, lines, exited, released: false,
+      child, pid: child.pid ?? -1, command, commandLine, startedAt, startedElapsed, phase: 'starting', residentBytes: null, lines, exited, released: false,
       detach: () => {},
     };
     const onLine = (line: string): void => {
@@ -377,7 +382,7 @@ export class WarmSpare {
   private died(why: string): void {
     this.deaths++;
     const delay = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.deaths - 1));
-    this.retryAt = this.deps.clock.now() + delay;
+    this.retryAt = this.deps.clock.elapsed() + delay;
     this.deps.note(`the warm spare ${why}; another in ${Math.round(delay / 1000)} s`);
   }
 }

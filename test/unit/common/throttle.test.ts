@@ -31,6 +31,23 @@ describe('createThrottle', () => {
     expect(seen).toEqual([0, 5]);
   });
 
+  it('a wall-clock step back does not hold the next run, nor a step forward hurry it', async () => {
+    const clock = new FakeClock();
+    let runs = 0;
+    const throttle = createThrottle(() => runs++, 250, clock);
+    throttle.request();
+    clock.jumpWall(3_600_000);
+    throttle.request();
+    expect(runs).toBe(1);
+    expect(clock.pendingDelays()).toEqual([250]);
+    await clock.advance(250);
+    expect(runs).toBe(2);
+    clock.jumpWall(-7_200_000);
+    await clock.advance(250);
+    throttle.request();
+    expect(runs).toBe(3);
+  });
+
   it('runs at once again after a quiet interval', async () => {
     const clock = new FakeClock();
     let runs = 0;

@@ -307,6 +307,31 @@ describe('the recovery ladder, end to end', () => {
     expect(w.server.launches()).toHaveLength(5);
   });
 
+  it('a wall-clock step back of an hour during a backoff does not delay the retry', async () => {
+    const w = world([model('a', 4)]);
+    w.server.failLaunch('a', failure('crash'), 1);
+    await w.start();
+    const shownAt = w.clock.now() + 1000;
+    expect(w.controller.status('a')?.recovery.nextAttemptAt).toBe(shownAt);
+    w.clock.jumpWall(-3_600_000);
+    await w.clock.advance(999);
+    expect(w.server.launches()).toHaveLength(1);
+    await w.clock.advance(1);
+    expect(w.server.launches()).toHaveLength(2);
+  });
+
+  it('a wall-clock step forward of an hour during a backoff does not let a pass launch early', async () => {
+    const w = world([model('a', 4)]);
+    w.server.failLaunch('a', failure('crash'), 1);
+    await w.start();
+    w.clock.jumpWall(3_600_000);
+    w.controller.trigger();
+    await settle();
+    expect(w.server.launches()).toHaveLength(1);
+    await w.clock.advance(1000);
+    expect(w.server.launches()).toHaveLength(2);
+  });
+
   it('oom: degraded, then part on the CPU, then CPU only, then its fallback serves in its place', async () => {
     const w = world([model('a', 8, { fallbackId: 'small' }), model('small', 2, { wanted: false })]);
     w.server.failLaunch('a', failure('oom'), 4);

@@ -4,8 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { DEMAND_GRACE_MS, ModelActivity } from '../../../core/daemon/activity.js';
 
+/** `t` is the monotonic reading; `wall` steps the wall clock alone, as NTP or a resume does. */
 function activityAt(start = 1_000_000) {
-  const clock = { t: start, now: () => clock.t };
+  const clock = { t: start, wall: 1_700_000_000_000, now: () => clock.wall + clock.t, elapsed: () => clock.t };
   return { clock, activity: new ModelActivity(clock) };
 }
 
@@ -31,6 +32,37 @@ describe('ModelActivity', () => {
     expect(activity.recentlyUsed('m', TTL)).toBe(true);
     clock.t += 1;
     expect(activity.recentlyUsed('m', TTL)).toBe(false);
+  });
+
+  it('a wall-clock step neither ends the idle TTL (forward: nothing unloads) nor stretches it (back)', () => {
+    const { clock, activity } = activityAt();
+    activity.use('m');
+    clock.wall += 24 * 3_600_000;
+    expect(activity.recentlyUsed('m', TTL)).toBe(true);
+    clock.wall -= 48 * 3_600_000;
+    clock.t += TTL;
+    expect(activity.recentlyUsed('m', TTL)).toBe(false);
+  });
+
+  it('a wall-clock step forward does not end a refused demand’s grace', () => {
+    const { clock, activity } = activityAt();
+    activity.demand('m');
+    clock.wall += 3_600_000;
+    expect(activity.recentlyUsed('m', TTL)).toBe(true);
+  });
+
+  it('shows the last use in wall time and orders by the monotonic one', () => {
+    const { clock, activity } = activityAt();
+    activity.use('a');
+    const shownA = clock.now();
+    clock.t += 1_000;
+    clock.wall -= 3_600_000; // the wall clock stepped back an hour: b is still the more recent
+    activity.demand('b');
+    expect(activity.lastUsedAt('a')).toBe(shownA);
+    expect(activity.lastUsedAt('b')).toBe(clock.now());
+    expect(activity.lastUsed('b')).toBeGreaterThan(activity.lastUsed('a') ?? Infinity);
+    activity.forget('b');
+    expect(activity.lastUsedAt('b')).toBeUndefined();
   });
 
   it('keeps a refused demand wanted only for the short grace, however long the TTL', () => {

@@ -145,7 +145,7 @@ class ScriptedSupervisor implements SupervisorSide {
 }
 
 function gatewayWith(options: { turnMs?: number; models?: ReturnType<typeof catalogModel>[] } = {}) {
-  const clock = { t: 10_000, now: () => clock.t };
+  const clock = { t: 10_000, now: () => clock.t, elapsed: () => clock.t };
   const controller = new ScriptedController();
   const supervisor = new ScriptedSupervisor();
   const activity = new ModelActivity(clock);
@@ -155,7 +155,7 @@ function gatewayWith(options: { turnMs?: number; models?: ReturnType<typeof cata
     activity,
     inFlight: (id) => supervisor.inFlight(id),
     turnMs: options.turnMs ?? 2_000,
-    clock: { now: clock.now, setTimeout: () => null, clearTimeout: () => undefined },
+    clock: { now: clock.now, elapsed: clock.elapsed, setTimeout: () => null, clearTimeout: () => undefined },
   });
   const models = options.models ?? [];
   const gateway = createGateway({

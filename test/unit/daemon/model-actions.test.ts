@@ -15,7 +15,7 @@ function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault:
       return changed;
     },
   };
-  const clock = { now: () => 1_000 };
+  const clock = { now: () => 1_000, elapsed: () => 1_000 };
   const activity = new ModelActivity(clock);
   const calls: string[] = [];
   const quarantined = new Map<string, string>();

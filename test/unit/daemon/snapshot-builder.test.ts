@@ -56,7 +56,7 @@ function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | nu
       endpointFor: (id: string) => (id === 'chat' ? { port: 40001, apiKey: 'engine-secret-77', pid: 77, level: 'full', startedAt: 1, readyAt: 2 } : null),
       inFlight: () => 0,
     },
-    activity: new ModelActivity({ now: () => 5 }),
+    activity: new ModelActivity({ now: () => 5, elapsed: () => 5 }),
     isPinned: () => false,
     wanted: (id) => id === 'chat',
     engineOf: () => 'embedded',
@@ -121,7 +121,7 @@ describe('buildSnapshot', () => {
   });
 
   it('shows each model’s requests in flight as the claims on its server, not the requests waiting for it', () => {
-    const activity = new ModelActivity({ now: () => 5 });
+    const activity = new ModelActivity({ now: () => 5, elapsed: () => 5 });
     activity.wait('idle');
     const base = parts().supervisor;
     const snapshot = buildSnapshot(parts({ activity, supervisor: { ...base, inFlight: (id) => (id === 'chat' ? 3 : 0) } }));

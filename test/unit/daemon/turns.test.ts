@@ -8,7 +8,10 @@ function turnsWith(options: { turnMs?: number; rivals?: Record<string, string[]>
   const timers: { at: number; fn: () => void; cancelled: boolean }[] = [];
   const clock = {
     t: 50_000,
-    now: () => clock.t,
+    /** Steps the wall clock alone (NTP, a resume); the turns must not see it. */
+    wall: 1_700_000_000_000,
+    now: () => clock.wall + clock.t,
+    elapsed: () => clock.t,
     setTimeout: (fn: () => void, ms: number) => {
       const timer = { at: clock.t + ms, fn, cancelled: false };
       timers.push(timer);
@@ -55,6 +58,15 @@ describe('turns: when a model must let another go first', () => {
     expect(turns.isOver('a')).toBe(false);
   });
 
+  it('is not over early when the wall clock steps forward while a rival waits', () => {
+    const { clock, activity, turns } = turnsWith({ turnMs: 2_000, rivals: { a: ['b'] } });
+    activity.wait('b');
+    clock.wall += 3_600_000;
+    expect(turns.isOver('a')).toBe(false);
+    clock.advance(2_000);
+    expect(turns.isOver('a')).toBe(true);
+  });
+
   it('with turnMs 0 is over as soon as a rival waits', () => {
     const { activity, turns } = turnsWith({ turnMs: 0 });
     activity.wait('b');
@@ -72,6 +84,14 @@ describe('turns: holding a model its client just finished with', () => {
     expect(turns.holds('a')).toBe(true);
     clock.advance(1);
     expect(turns.holds('a')).toBe(false);
+  });
+
+  it('a wall-clock step forward does not cut the hold short', () => {
+    const { clock, activity, turns } = turnsWith();
+    activity.wait('b');
+    turns.idled('a');
+    clock.wall += 3_600_000;
+    expect(turns.holds('a')).toBe(true);
   });
 
   it('does not hold it once its turn is over: the rival that waited its turn goes first', () => {

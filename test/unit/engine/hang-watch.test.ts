@@ -44,6 +44,18 @@ describe('HangWatch', () => {
     expect(clock.pendingDelays()).toEqual([]);
   });
 
+  it('a wall-clock step forward is no time without progress: the limit still runs from the start', async () => {
+    const { clock, watch, hung } = watchWith(() => silent);
+    watch.start();
+    clock.jumpWall(3_600_000);
+    await clock.advance(LIMIT_MS - INTERVAL_MS);
+    await settle();
+    expect(hung).toEqual([]);
+    await clock.advance(INTERVAL_MS);
+    await settle();
+    expect(hung).toHaveLength(1);
+  });
+
   it('bytes to a client are progress: a server that keeps sending is never hung', async () => {
     const { clock, watch, hung, progress } = watchWith(() => silent);
     watch.start();

@@ -36,6 +36,21 @@ describe('waitForMemoryBack', () => {
     expect(result).toBe(false);
   });
 
+  it('a wall-clock step forward does not end the wait early', async () => {
+    const clock = new FakeClock();
+    let result: boolean | undefined;
+    void waitForMemoryBack({ probe: async () => 10 * GB, clock, freeBefore: 10 * GB, footprintBytes: 4 * GB, fraction: 0.75, maxMs: 5000, pollMs: 100 }).then(
+      (r) => {
+        result = r;
+      },
+    );
+    clock.jumpWall(3_600_000);
+    await clock.advance(4900);
+    expect(result).toBeUndefined();
+    await clock.advance(200);
+    expect(result).toBe(false);
+  });
+
   it('treats a failing probe as "not yet" rather than failing the eviction', async () => {
     const clock = new FakeClock();
     let calls = 0;

@@ -48,7 +48,7 @@ describe('sharedComputeAppsReader', () => {
   const app = { busAddress: '0000:01:00.0', pid: 42, usedBytes: 1024 };
 
   it('answers every caller within the freshness window from one query, and asks again after it', async () => {
-    const clock = { t: 0, now: () => clock.t };
+    const clock = { t: 0, elapsed: () => clock.t };
     let queries = 0;
     const read = sharedComputeAppsReader(async () => (queries++, [app]), clock, 1_000);
     expect(await Promise.all([read(), read()])).toEqual([[app], [app]]);
@@ -61,7 +61,7 @@ describe('sharedComputeAppsReader', () => {
   });
 
   it('does not keep a failed query: the next caller asks again', async () => {
-    const clock = { now: () => 0 };
+    const clock = { elapsed: () => 0 };
     let queries = 0;
     const read = sharedComputeAppsReader(async () => {
       queries++;

@@ -70,7 +70,7 @@ describe('createGpuProbe on a machine whose listing measures no GPU', () => {
       graphics: async () => { log.push('si.graphics'); return { controllers: listed }; },
       mem: async () => { log.push('si.mem'); return { total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }; },
     };
-    const probe = createGpuProbe({ si, platform: 'linux', amd: null, clock: { now: () => now } });
+    const probe = createGpuProbe({ si, platform: 'linux', amd: null, clock: { elapsed: () => now } });
     for (let i = 0; i < 5; i++) {
       expect((await probe.probe()).displays).toHaveLength(1);
       now += 2_000;
@@ -102,7 +102,7 @@ describe('createGpuProbe when nvidia-smi fails after it answered (issue 23)', ()
       si: { graphics: async () => { graphics.push(now); return { controllers: listed }; }, mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
       platform: 'linux',
       amd: null,
-      clock: { now: () => now },
+      clock: { elapsed: () => now },
       nvidiaSmiFailure: async () => 'nvidia-smi --query-compute-apps=gpu_bus_id,pid,used_memory --format=csv,noheader,nounits failed: Command failed (it printed "Failed to initialize NVML: Driver/library version mismatch")',
     });
     expect((await probe.probe()).gpus).toHaveLength(1);

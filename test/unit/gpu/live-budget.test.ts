@@ -238,6 +238,18 @@ describe('LiveBudget: sampling', () => {
     expect(second.sampledAt).toBe(clock.now());
   });
 
+  it('fresh() judges a sample\'s age on the monotonic clock: a wall-clock step back does not keep an old one, nor a step forward drop a new one', async () => {
+    const { clock, probe, live } = setup();
+    const first = await live.sampleNow();
+    clock.jumpWall(3_600_000);
+    expect(await live.fresh(3_000)).toBe(first);
+    expect(probe.calls).toBe(1);
+    clock.jumpWall(-7_200_000);
+    await clock.advance(3_001);
+    await live.fresh(3_000);
+    expect(probe.calls).toBe(2);
+  });
+
   it('refuses an interval under one second, naming it', () => {
     const { live } = setup();
     expect(() => live.start(250)).toThrow(/at least 1000 ms, got 250/);

@@ -68,7 +68,7 @@ describe('createEngineDeviceReader', () => {
   const listing = 'Available devices:\n  CUDA0: NVIDIA GeForce RTX 4090 (24080 MiB, 23700 MiB free)\n';
 
   it('runs the binary it was given with --list-devices, once per freshness window', async () => {
-    const clock = { t: 0, now: () => clock.t };
+    const clock = { t: 0, elapsed: () => clock.t };
     const calls: string[] = [];
     const read = createEngineDeviceReader('/opt/llama/bin/llama-server', {
       exec: async (file, args) => { calls.push([file, ...args].join(' ')); return listing; },
@@ -86,7 +86,7 @@ describe('createEngineDeviceReader', () => {
   });
 
   it('never rejects: a failed listing answers with the last good list and a note, and is kept for the window too', async () => {
-    const clock = { t: 0, now: () => clock.t };
+    const clock = { t: 0, elapsed: () => clock.t };
     let fail = false;
     let runs = 0;
     const read = createEngineDeviceReader('llama-server', {
