@@ -6,17 +6,19 @@
 //   matching by PCI address: without lspci on PATH, NVIDIA GPUs are invisible.
 // - It runs nvidia-smi with a copy of process.env taken when it is first imported, so a
 //   PATH set later is ignored (the integration test therefore probes in a child process).
-// - It does not cache and a call costs ~20 ms of child processes: the live sampler calls
-//   this every few seconds and on demand, never per request.
+// - It does not cache and a call costs ~20 ms of child processes. With DISPLAY set it also
+//   runs `xrandr --verbose` and `xdpyinfo` (and PowerShell on Windows), and xrandr makes the X
+//   server re-probe its outputs: the screen stutters. So it only lists the cards, at the first
+//   probe and again when they may have changed (every 5 minutes, after a failed listing, or
+//   when nvidia-smi names a card the listing lacks); every sample takes the figures that move
+//   from the vendor tools directly (nvidia-memory.ts, amd-source.ts).
 // - On macOS it runs `system_profiler -detailLevel full SPDisplaysDataType`, which takes
 //   up to seconds and reports no memory use at all (unified memory is measured through host
 //   RAM). So on macOS the device list is read once and only host memory is sampled.
-// - Where the listing finds no GPU it measures, nothing on it can change but a GPU appearing
-//   (a driver loaded late, an eGPU), so it is listed again every 5 minutes, not at every sample:
-//   a listing is four child processes (lspci, nvidia-smi, clinfo, xdpyinfo), ~100 ms of the
-//   daemon's CPU on a loaded machine, and at every 2 s sample they were most of an idle daemon's
-//   CPU on a machine without a GPU (BENCHMARKS, idle daemon). Host memory is still read at every
-//   probe.
+// - A listing is four child processes or more (lspci, nvidia-smi, clinfo, xdpyinfo), ~100 ms
+//   of the daemon's CPU on a loaded machine; at every 2 s sample they were most of an idle
+//   daemon's CPU on a machine without a GPU (BENCHMARKS, idle daemon). Host memory is read at
+//   every probe.
 //
 // Beyond si, two sources measure what it cannot (merged by merge-devices.ts, each card once):
 // - AMD's tools (amd-source.ts), on Linux, unless neither is installed.
@@ -24,10 +26,8 @@
 //   It is read before the other tools, never alongside them: listing opens a context on
 //   every GPU, and nvidia-smi running meanwhile would count that memory as another program's.
 //
-// A probe in which a card a vendor tool measured before has no figures fails (failed-sample.ts),
-// and a listing is kept as "no GPU" for 5 minutes only while no tool has ever measured a card:
-// once nvidia-smi answered, a listing without its figures is its failure, and the cards are
-// looked for again at the next sample.
+// A probe in which a card a vendor tool measured before has no figures fails (failed-sample.ts);
+// the cards have their figures again at the first sample the tool answers, with no new listing.
 import si from 'systeminformation';
 import { normalizeControllers, normalizeMem, type SiGraphicsController, type SiMem } from './normalize-si.js';
 import { createAmdReader, type AmdReader } from './amd-source.js';
@@ -35,6 +35,7 @@ import { mergeDevices } from './merge-devices.js';
 import { failedSample, lostMeasurements } from './failed-sample.js';
 import { queryComputeApps } from './compute-apps.js';
 import { execFileText } from './exec-file.js';
+import { createNvidiaMemoryReader, type NvidiaMemory, type NvidiaMemoryReader } from './nvidia-memory.js';
 import type { EngineDeviceReader } from './llama-devices.js';
 import { realClock, type Clock } from '../common/clock.js';
 import type { GpuDevice, HostMemory } from './compute-budget.js';
@@ -71,8 +72,10 @@ export interface GpuProbeDeps {
   amd?: AmdReader | null;
   /** llama-server's device list (createEngineDeviceReader with the binary the daemon found). Default: none. */
   engineDevices?: EngineDeviceReader | null;
-  /** How long a listing that found no measured GPU stands; default 5 minutes. */
-  relistWithoutGpuMs?: number;
+  /** How long a listing of the cards stands before it is made again; default 5 minutes. */
+  relistMs?: number;
+  /** NVIDIA cards' memory at each sample. Default: nvidia-smi's --query-gpu, where it may run (not macOS). null: never asked. */
+  nvidiaMemory?: NvidiaMemoryReader | null;
   clock?: Pick<Clock, 'elapsed'>;
   /**
    * What nvidia-smi says when asked after its figures went missing (si keeps its words to
@@ -81,44 +84,69 @@ export interface GpuProbeDeps {
   nvidiaSmiFailure?: () => Promise<string | null>;
 }
 
+/** The listed cards with nvidia-smi's figures where it answered for them. */
+function withNvidiaFiguresOnce(devices: GpuDevice[], cards: ReadonlyMap<string, NvidiaMemory>): GpuDevice[] {
+  return devices.map((gpu) => {
+    const card = gpu.busAddress === null ? undefined : cards.get(gpu.busAddress);
+    if (card !== undefined) return { ...gpu, totalBytes: card.totalBytes, usedBytes: card.usedBytes, measuredBy: 'nvidia-smi' as const };
+    return gpu.measuredBy === 'nvidia-smi' ? { ...gpu, usedBytes: null, measuredBy: null } : gpu;
+  });
+}
+
 export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
   const source: SystemInformation = deps.si ?? si;
   const platform = deps.platform ?? process.platform;
   const listOnce = platform === 'darwin';
   const amd = deps.amd === undefined ? (platform === 'linux' ? createAmdReader() : null) : deps.amd;
   const engineDevices = deps.engineDevices ?? null;
-  const relistMs = deps.relistWithoutGpuMs ?? 300_000;
+  const relistMs = deps.relistMs ?? 300_000;
   const clock = deps.clock ?? realClock;
+  const nvidiaMemory = deps.nvidiaMemory === undefined ? (platform === 'darwin' ? null : createNvidiaMemoryReader(execFileText)) : deps.nvidiaMemory;
   const nvidiaSmiFailure = deps.nvidiaSmiFailure ?? (() => queryComputeApps(execFileText).then(() => null, (error: unknown) => (error instanceof Error ? error.message : String(error))));
   /** The cards of the last probe that did not fail. */
   let lastGood: readonly GpuDevice[] = [];
-  let devices: Promise<GpuDevice[]> | null = null;
-  /** A listing that found no measured GPU, and when it was made. */
-  let noGpuListing: { at: number; devices: Promise<GpuDevice[]> } | null = null;
+  /** The last listing of the cards, and when it was made; null before the first and after a failed one. */
+  let listing: { at: number; devices: Promise<GpuDevice[]> } | null = null;
   const readDevices = (): Promise<GpuDevice[]> => source.graphics().then((g) => normalizeControllers(g.controllers));
-  const sampleDevices = (): Promise<GpuDevice[]> => {
-    if (noGpuListing !== null && clock.elapsed() - noGpuListing.at < relistMs) return noGpuListing.devices;
-    const at = clock.elapsed();
-    const listing = readDevices();
-    noGpuListing = null;
-    void listing.then(
-      (listed) => {
-        const toolAnsweredBefore = lastGood.some((gpu) => gpu.measuredBy != null);
-        if (!toolAnsweredBefore && !listed.some((gpu) => gpu.usedBytes !== null)) noGpuListing = { at, devices: listing };
-      },
-      () => undefined,
-    );
-    return listing;
+  const listed = (): Promise<GpuDevice[]> => {
+    if (listing !== null && (listOnce || clock.elapsed() - listing.at < relistMs)) return listing.devices;
+    const made = { at: clock.elapsed(), devices: readDevices() };
+    listing = made;
+    // A failed listing is not kept: the next probe lists again.
+    made.devices.catch(() => {
+      if (listing === made) listing = null;
+    });
+    return made.devices;
+  };
+  /**
+   * The listed cards with this sample's NVIDIA figures. A card nvidia-smi measured in the listing
+   * and does not answer for now has none (lostMeasurements then fails the sample), and has them
+   * again at the first sample it answers; a card it answers for that the listing lacks means the
+   * cards changed: listed again.
+   */
+  const withNvidiaFigures = async (devices: GpuDevice[]): Promise<{ devices: GpuDevice[]; said: string | null }> => {
+    if (nvidiaMemory === null) return { devices, said: null };
+    let cards: Map<string, NvidiaMemory>;
+    try {
+      cards = await nvidiaMemory();
+    } catch (error) {
+      // No driver, or one that fails now: only the cards it measured lose their figures.
+      return { devices: withNvidiaFiguresOnce(devices, new Map()), said: error instanceof Error ? error.message : String(error) };
+    }
+    const unlisted = [...cards.keys()].some((bus) => !devices.some((gpu) => gpu.busAddress === bus));
+    if (unlisted && listing !== null) {
+      listing = null;
+      return { devices: withNvidiaFiguresOnce(await listed(), cards), said: null };
+    }
+    return { devices: withNvidiaFiguresOnce(devices, cards), said: null };
   };
   return {
     async probe() {
       const engine = engineDevices === null ? null : await engineDevices();
-      // A failed first listing is not kept: the next probe tries again.
-      const listing = listOnce ? (devices ??= readDevices().catch((error: unknown) => { devices = null; throw error; })) : sampleDevices();
-      const [listed, mem, amdReading] = await Promise.all([listing, source.mem(), amd === null ? null : amd()]);
-      const merged = mergeDevices(listed, { amd: amdReading, engine });
+      const [sampled, mem, amdReading] = await Promise.all([listed().then(withNvidiaFigures), source.mem(), amd === null ? null : amd()]);
+      const merged = mergeDevices(sampled.devices, { amd: amdReading, engine });
       const lost = lostMeasurements(lastGood, merged.gpus);
-      if (lost.length > 0) throw failedSample(lost, lost.some((g) => g.measuredBy === 'nvidia-smi') ? await nvidiaSmiFailure() : null);
+      if (lost.length > 0) throw failedSample(lost, lost.some((g) => g.measuredBy === 'nvidia-smi') ? (sampled.said ?? (await nvidiaSmiFailure())) : null);
       lastGood = merged.gpus;
       const result: ProbeResult = { gpus: merged.gpus, host: normalizeMem(mem) };
       if (merged.displays.length > 0) result.displays = merged.displays;

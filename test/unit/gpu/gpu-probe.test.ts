@@ -12,6 +12,14 @@ const controllers = [
   { vendor: 'Advanced Micro Devices, Inc. [AMD/ATI]', model: 'Navi 31 [Radeon RX 7900 XT/7900 XTX]', busAddress: '03:00.0', vram: 256 },
 ];
 
+/** nvidia-smi's --query-gpu memory answer for the RTX 4090 above, `freeMiB` free. */
+function nvidiaSays(log: string[], freeMiB = 23618): () => Promise<Map<string, { totalBytes: number; usedBytes: number }>> {
+  return async () => {
+    log.push('nvidia-smi');
+    return new Map([['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: (24564 - freeMiB) * MiB }]]);
+  };
+}
+
 function recordingSi(log: string[]): SystemInformation {
   return {
     graphics: async () => { log.push('si.graphics'); return { controllers }; },
@@ -25,6 +33,7 @@ describe('createGpuProbe with AMD tools and llama-server\'s list', () => {
     const probe = createGpuProbe({
       si: recordingSi(log),
       platform: 'linux',
+      nvidiaMemory: nvidiaSays(log),
       amd: async () => { log.push('amd'); return { source: 'amd-smi', cards: [{ busAddress: '0000:03:00.0', name: 'AMD Radeon RX 7900 XTX', totalBytes: 24560 * MiB, usedBytes: 500 * MiB }], notes: [] }; },
       engineDevices: async () => {
         log.push('llama-server');
@@ -39,13 +48,14 @@ describe('createGpuProbe with AMD tools and llama-server\'s list', () => {
     expect(result.notes).toBeUndefined();
     // llama-server opens a context on every GPU while it lists them: it must be gone before nvidia-smi looks.
     expect(log[0]).toBe('llama-server');
-    expect(log.slice(1).sort()).toEqual(['amd', 'si.graphics', 'si.mem']);
+    expect(log.slice(1).sort()).toEqual(['amd', 'nvidia-smi', 'si.graphics', 'si.mem']);
   });
 
   it('passes on what a source had to say', async () => {
     const probe = createGpuProbe({
       si: recordingSi([]),
       platform: 'linux',
+      nvidiaMemory: nvidiaSays([]),
       amd: async () => ({ source: null, cards: [], notes: ['AMD GPUs cannot be measured: amd-smi failed: amdsmi_init failed.'] }),
     });
     const result = await probe.probe();
@@ -56,57 +66,69 @@ describe('createGpuProbe with AMD tools and llama-server\'s list', () => {
   });
 
   it('fails the probe when the AMD reading fails, so the live budget keeps its last sample', async () => {
-    const probe = createGpuProbe({ si: recordingSi([]), platform: 'linux', amd: async () => { throw new Error('amd-smi answered before and fails now: timed out'); } });
+    const probe = createGpuProbe({ si: recordingSi([]), platform: 'linux', nvidiaMemory: nvidiaSays([]), amd: async () => { throw new Error('amd-smi answered before and fails now: timed out'); } });
     await expect(probe.probe()).rejects.toThrow(/fails now/);
   });
 });
 
-describe('createGpuProbe on a machine whose listing measures no GPU', () => {
-  it('lists devices again only every 5 minutes, reads host memory at every probe, and lists at every probe once a GPU is measured', async () => {
+describe('createGpuProbe: the cards listed seldom, their figures sampled from the vendor tool (issue 24)', () => {
+  it('lists the cards once per 5 minutes, since si runs xrandr and xdpyinfo with a DISPLAY, and takes each sample’s memory from nvidia-smi', async () => {
     const log: string[] = [];
     let now = 0;
-    let listed: typeof controllers = [controllers[1] as (typeof controllers)[number]]; // the AMD card only: si measures none
-    const si: SystemInformation = {
-      graphics: async () => { log.push('si.graphics'); return { controllers: listed }; },
-      mem: async () => { log.push('si.mem'); return { total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }; },
-    };
-    const probe = createGpuProbe({ si, platform: 'linux', amd: null, clock: { elapsed: () => now } });
+    let free = 23618;
+    const probe = createGpuProbe({ si: recordingSi(log), platform: 'linux', amd: null, clock: { elapsed: () => now }, nvidiaMemory: async () => nvidiaSays(log, free)() });
+    const used: (number | null)[] = [];
     for (let i = 0; i < 5; i++) {
-      expect((await probe.probe()).displays).toHaveLength(1);
+      used.push((await probe.probe()).gpus[0]?.usedBytes ?? null);
+      free -= 1000;
       now += 2_000;
     }
+    expect(used).toEqual([946, 1946, 2946, 3946, 4946].map((mib) => mib * MiB));
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
+    expect(log.filter((l) => l === 'nvidia-smi')).toHaveLength(5);
     expect(log.filter((l) => l === 'si.mem')).toHaveLength(5);
-    // 5 minutes on, a GPU that appeared meanwhile is found, and from then on listed at every probe.
-    now = 299_000;
+    now = 299_999;
     await probe.probe();
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
     now = 300_000;
+    await probe.probe();
+    expect(log.filter((l) => l === 'si.graphics')).toHaveLength(2);
+  });
+
+  it('lists again at once when nvidia-smi names a card the listing lacks (a card that appeared)', async () => {
+    const log: string[] = [];
+    let listed: object[] = [controllers[1] as object];
+    const probe = createGpuProbe({
+      si: { graphics: async () => { log.push('si.graphics'); return { controllers: listed }; }, mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
+      platform: 'linux',
+      amd: null,
+      clock: { elapsed: () => 0 },
+      nvidiaMemory: async () => new Map(listed.length > 1 ? [['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: 946 * MiB }]] : []),
+    });
+    expect((await probe.probe()).gpus).toHaveLength(0);
     listed = controllers;
-    expect((await probe.probe()).gpus).toHaveLength(1);
-    await probe.probe();
-    await probe.probe();
-    expect(log.filter((l) => l === 'si.graphics')).toHaveLength(4);
+    expect((await probe.probe()).gpus.map((g) => g.name)).toEqual(['NVIDIA GeForce RTX 4090']);
+    expect(log).toEqual(['si.graphics', 'si.graphics']);
   });
 });
 
 describe('createGpuProbe when nvidia-smi fails after it answered (issue 23)', () => {
-  it("fails the probe with nvidia-smi's own words, not a machine without GPUs, and finds the card at the next probe once it answers", async () => {
-    const nvidia = controllers[0] as (typeof controllers)[number];
-    // What si returns while nvidia-smi fails: lspci's card, without a figure.
-    const unmeasured = { vendor: nvidia.vendor, model: nvidia.model, busAddress: nvidia.busAddress };
-    let listed: object[] = [nvidia];
+  it("fails the probe with nvidia-smi's own words, not a machine without GPUs, and has the card's figures at the first probe it answers, with no new listing", async () => {
+    let failing: string | null = null;
     let now = 0;
     const graphics: number[] = [];
     const probe = createGpuProbe({
-      si: { graphics: async () => { graphics.push(now); return { controllers: listed }; }, mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
+      si: { graphics: async () => { graphics.push(now); return { controllers }; }, mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
       platform: 'linux',
       amd: null,
       clock: { elapsed: () => now },
-      nvidiaSmiFailure: async () => 'nvidia-smi --query-compute-apps=gpu_bus_id,pid,used_memory --format=csv,noheader,nounits failed: Command failed (it printed "Failed to initialize NVML: Driver/library version mismatch")',
+      nvidiaMemory: async () => {
+        if (failing !== null) throw new Error(failing);
+        return nvidiaSays([])();
+      },
     });
     expect((await probe.probe()).gpus).toHaveLength(1);
-    listed = [unmeasured];
+    failing = 'nvidia-smi --query-gpu=pci.bus_id,memory.total,memory.used,memory.free --format=csv,noheader,nounits failed: Command failed (it printed "Failed to initialize NVML: Driver/library version mismatch")';
     for (let i = 0; i < 3; i++) {
       now += 2_000;
       const failure = await probe.probe().then(() => null, (error: unknown) => error);
@@ -114,10 +136,9 @@ describe('createGpuProbe when nvidia-smi fails after it answered (issue 23)', ()
       expect((failure as FailedSample).message).toMatch(/^nvidia-smi answered before and gives no figures now for GPU 0 NVIDIA GeForce RTX 4090 \(0000:01:00\.0\): .*Failed to initialize NVML: Driver\/library version mismatch/);
       expect((failure as FailedSample).busAddresses).toEqual(['0000:01:00.0']);
     }
-    listed = [nvidia];
+    failing = null;
     now += 2_000;
     expect((await probe.probe()).gpus.map((g) => g.measuredBy)).toEqual(['nvidia-smi']);
-    // Each probe listed afresh: a listing without nvidia-smi's figures is not kept as "no GPU" for 5 minutes.
-    expect(graphics).toEqual([0, 2_000, 4_000, 6_000, 8_000]);
+    expect(graphics).toEqual([0]);
   });
 });

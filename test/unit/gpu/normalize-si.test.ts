@@ -71,6 +71,7 @@ describe('normalizeMem and createGpuProbe', () => {
         mem: async () => { calls.push('mem'); return { total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }; },
       },
       amd: null,
+      nvidiaMemory: null,
     });
     const result = await probe.probe();
     expect(calls.sort()).toEqual(['graphics', 'mem']);
@@ -107,15 +108,17 @@ describe('createGpuProbe on macOS', () => {
     expect([first.host.availableBytes, second.host.availableBytes]).toEqual([19 * 1024 * MiB, 18 * 1024 * MiB]);
   });
 
-  it('on Linux lists devices at every probe, since their usage lives there', async () => {
+  it('on Linux lists devices once and takes each sample’s usage from nvidia-smi', async () => {
     let graphicsCalls = 0;
+    let usedMiB = 100;
     const probe = createGpuProbe({
       platform: 'linux',
       amd: null,
       si: { graphics: async () => { graphicsCalls++; return { controllers: [rtx4090] }; }, mem: async () => ({ total: 1, available: 1 }) },
+      nvidiaMemory: async () => new Map([['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: usedMiB++ * MiB }]]),
     });
-    await probe.probe();
-    await probe.probe();
-    expect(graphicsCalls).toBe(2);
+    expect((await probe.probe()).gpus[0]?.usedBytes).toBe(100 * MiB);
+    expect((await probe.probe()).gpus[0]?.usedBytes).toBe(101 * MiB);
+    expect(graphicsCalls).toBe(1);
   });
 });
