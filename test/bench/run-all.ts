@@ -4,6 +4,7 @@
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { runActivationBench } from './activation-bench.js';
 import { runColdStartBench } from './cold-start-bench.js';
+import { runGrammarBench } from './grammar-bench.js';
 import { removeBenchFiles } from './bench-models.js';
 import { runIdleBench } from './idle-bench.js';
 import { runMemoryBench } from './memory-bench.js';
@@ -24,6 +25,7 @@ const benches: Record<string, () => Promise<void>> = {
   'cold-start': runColdStartBench,
   swap: runSwapBench,
   queueing: () => runQueueingBench(),
+  grammar: runGrammarBench,
 };
 
 const chosen = process.argv.slice(2);

@@ -179,6 +179,23 @@ describe.skipIf(LLAMA_SERVER === undefined)('the daemon with a real llama-server
     expect(commandLine).toMatch(/-md \S*demo-draft\.gguf/);
   });
 
+  it('never answers a json_object request with free text: a JSON object, or the build’s own refusal (it ignored the field before)', async () => {
+    if (!daemon) throw new Error('no daemon');
+    const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
+    const outcome = await client.chat.completions
+      .create({ model: 'chat', messages: [{ role: 'user', content: 'Answer in JSON.' }], max_tokens: 32, response_format: { type: 'json_object' } })
+      .then((answer) => ({ answer }), (error: unknown) => ({ error }));
+    if ('answer' in outcome) {
+      const text = outcome.answer.choices[0]?.message.content ?? '';
+      // Cut at the token limit, it is the start of an object; finished, a whole one.
+      if (outcome.answer.choices[0]?.finish_reason === 'length') expect(text.trimStart().startsWith('{'), text).toBe(true);
+      else expect(typeof JSON.parse(text), text).toBe('object');
+    } else {
+      expect(outcome.error).toBeInstanceOf(OpenAI.APIError);
+      expect((outcome.error as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
+    }
+  });
+
   it('passes Anthropic’s Messages API through to it as it is, when the build serves it: answers, streams and counts', async () => {
     if (!daemon) throw new Error('the daemon did not start (see the test before)');
     // The supervisor asked the server when it became ready; builds from before llama.cpp's own
