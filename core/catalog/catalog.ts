@@ -28,6 +28,7 @@ import { assignUniqueIds } from './model-ids.js';
 import { currentPlatform, type PlatformFacts } from './paths.js';
 import { referenceProblems, type ReferenceProblem } from './references.js';
 import { Settling } from './settling.js';
+import { Emitter } from '../common/emitter.js';
 
 export type ModelSource = 'config' | 'discovered';
 
@@ -134,7 +135,7 @@ interface Entry
 export class Catalog {
   private assembly: Assembly = { models: [], references: [], problems: [], settleRecheckInMs: null, discoveredIds: new Map() };
   private lastChecked: { config: LlmtrayConfig; assembly: Assembly } | undefined;
-  private readonly listeners = new Set<CatalogChangedListener>();
+  private readonly changes = new Emitter<[readonly CatalogModel[]]>('the catalog');
   private readonly store: ConfigStore;
   private readonly readMetadata: MetadataReader;
   private readonly cpuBufferRatios: NonNullable<CatalogOptions['cpuBufferRatios']>;
@@ -228,8 +229,7 @@ export class Catalog {
 
   /** Subscribes to CatalogChanged; returns the unsubscribe function. */
   onChanged(listener: CatalogChangedListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.changes.on(listener);
   }
 
   /**
@@ -256,13 +256,7 @@ export class Catalog {
     const changed = JSON.stringify(next.models) !== JSON.stringify(this.assembly.models);
     this.assembly = next;
     if (!changed) return;
-    for (const listener of this.listeners) {
-      try {
-        listener(next.models);
-      } catch (error) {
-        process.emitWarning(`CatalogChanged listener failed: ${(error as Error).message}`);
-      }
-    }
+    this.changes.emit(next.models);
   }
 
   private async assemble(config: LlmtrayConfig): Promise<Assembly> {

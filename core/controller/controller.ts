@@ -48,6 +48,7 @@ import { policyInputs, type Loading, type PolicyInputs } from './policy-inputs.j
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { LeftOut, Placement } from '../contracts/plan.js';
 import type { FailureKind } from '../contracts/recovery.js';
+import { Emitter } from '../common/emitter.js';
 
 export interface ControllerOptions {
   provider: DesiredProvider;
@@ -124,7 +125,7 @@ export class Controller {
   private stopped = false;
   private readonly launches = new Set<Promise<void>>();
 
-  private readonly listeners = new Set<(event: ControllerEvent) => void>();
+  private readonly events: Emitter<[ControllerEvent]>;
 
   constructor(options: ControllerOptions) {
     this.provider = options.provider;
@@ -138,6 +139,7 @@ export class Controller {
     this.resync = new OneShotTimer(this.clock);
     this.passRetry = new OneShotTimer(this.clock);
     this.activityRefresh = new OneShotTimer(this.clock);
+    this.events = new Emitter<[ControllerEvent]>('the controller', (source, error) => this.log.error(`a listener of ${source} threw; ignored`, { error: describe(error) }));
     // From construction on, so that no server's life is missed, however early it starts.
     this.server.subscribe((event) => this.serverEvent(event));
   }
@@ -311,8 +313,7 @@ export class Controller {
 
   /** Subscribes to the controller's events; returns the unsubscribe. Listeners run synchronously and must not throw (a throw is logged and ignored). */
   onEvent(listener: (event: ControllerEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.on(listener);
   }
 
   // ---- the pass -------------------------------------------------------------------------
@@ -731,13 +732,7 @@ export class Controller {
   }
 
   private emit(event: ControllerEvent): void {
-    for (const listener of [...this.listeners]) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.log.error('a controller event listener threw; ignored', { event: event.type, error: describe(error) });
-      }
-    }
+    this.events.emit(event);
   }
 
   private live(): boolean {

@@ -14,6 +14,7 @@
 // the refusal as use would load the model minutes later, when nobody is asking any more.
 
 import type { Clock } from '../common/clock.js';
+import { Emitter } from '../common/emitter.js';
 
 /**
  * Every stamp here is the clock's elapsed() (the idle TTL, the demand grace and the turns are
@@ -35,7 +36,7 @@ export class ModelActivity {
   /** Real use (served, or loaded by a person): the idle TTL runs from here. */
   private readonly keptAtById = new Map<string, number>();
   private readonly demandedAtById = new Map<string, number>();
-  private readonly listeners = new Set<() => void>();
+  private readonly changes = new Emitter<[]>('the activity');
 
   constructor(private readonly clock: ActivityClock) {}
 
@@ -119,8 +120,7 @@ export class ModelActivity {
 
   /** Called after every change; the daemon refreshes the snapshot from it. Returns an unsubscribe. */
   onChange(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.changes.on(listener);
   }
 
   private stampUse(modelId: string, elapsed: number): void {
@@ -129,6 +129,6 @@ export class ModelActivity {
   }
 
   private changed(): void {
-    for (const listener of this.listeners) listener();
+    this.changes.emit();
   }
 }

@@ -16,6 +16,7 @@ import type { EngineClaim, ModelGateway, RouterModelEntry } from '../router/mode
 import type { ModelActivity } from './activity.js';
 import type { ModelTurns } from './turns.js';
 import { waitProgressOf } from './wait-progress.js';
+import { Emitter } from '../common/emitter.js';
 
 export interface GatewayParts {
   catalog: Pick<Catalog, 'models' | 'resolve'>;
@@ -46,10 +47,8 @@ export function createGateway(parts: GatewayParts): ModelGateway {
 
   // Every wait ends at the next change: a controller event, or a change in who waits (a
   // request that gave up may end another model's claim on the turn).
-  const wakers = new Set<() => void>();
-  const wakeAll = (): void => {
-    for (const wake of [...wakers]) wake();
-  };
+  const waits = new Emitter<[]>("the gateway's waits");
+  const wakeAll = (): void => waits.emit();
   controller.onEvent(wakeAll);
 
   const turnIsOver = (serving: string): boolean => parts.turns.isOver(serving);
@@ -152,8 +151,9 @@ export function createGateway(parts: GatewayParts): ModelGateway {
       return new Promise((resolve, reject) => {
         if (signal.aborted) return reject(signal.reason);
         if (controller.hasStopped()) return reject(new Error('llmtray is stopping, so no model will be loaded'));
+        let stopListening = (): void => undefined;
         const done = (): void => {
-          wakers.delete(wake);
+          stopListening();
           signal.removeEventListener('abort', onAbort);
         };
         const wake = (): void => {
@@ -165,7 +165,7 @@ export function createGateway(parts: GatewayParts): ModelGateway {
           done();
           reject(signal.reason);
         };
-        wakers.add(wake);
+        stopListening = waits.on(wake);
         signal.addEventListener('abort', onAbort, { once: true });
       });
     },

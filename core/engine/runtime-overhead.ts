@@ -20,6 +20,8 @@
 // range above: pricing a model too high leaves it out until the first measurement corrects
 // the figure; pricing it too low is an out-of-memory launch.
 
+import { Emitter } from '../common/emitter.js';
+
 const MIB = 1024 * 1024;
 
 export type EngineKind = 'embedded' | 'llama-server';
@@ -35,7 +37,7 @@ export const RUNTIME_PRIOR_BYTES: Readonly<Record<RuntimePlace, Readonly<Record<
 /** The engines' runtime figures as measured so far, priors where none was yet. */
 export class RuntimeOverhead {
   private readonly measured = new Map<string, number>();
-  private readonly listeners = new Set<() => void>();
+  private readonly learned = new Emitter<[]>('the runtime figures');
 
   /**
    * `configuredDeviceBytes`: what the person configured each engine process to hold on a GPU
@@ -56,7 +58,7 @@ export class RuntimeOverhead {
     const bytes = heldBytes - modelEstimateBytes;
     if (bytes <= 0) return;
     this.measured.set(key, bytes);
-    for (const listener of this.listeners) listener();
+    this.learned.emit();
   }
 
   /** The runtime of an engine of this kind at `place`, bytes: measured, else the prior. */
@@ -73,7 +75,6 @@ export class RuntimeOverhead {
 
   /** Hears each time a figure is learned (the demo sizes its limit with it). Returns the unsubscribe. */
   onLearned(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.learned.on(listener);
   }
 }

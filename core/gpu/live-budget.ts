@@ -19,6 +19,7 @@ import { FailedSample } from './failed-sample.js';
 import { NO_OWN_USAGE, type OwnUsageProvider } from './own-usage.js';
 import type { GpuProbe } from './gpu-probe.js';
 import { realClock, type Clock } from '../common/clock.js';
+import { Emitter } from '../common/emitter.js';
 
 export interface BudgetConfig {
   reserveBytes: number;
@@ -115,7 +116,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   const threshold = deps.changeThresholdBytes ?? DEFAULT_CHANGE_THRESHOLD_BYTES;
   const onError = deps.onError ?? ((error: unknown) => console.error('[gpu] live budget:', error));
   const failuresBeforeWarning = deps.failuresBeforeWarning ?? DEFAULT_FAILURES_BEFORE_WARNING;
-  const listeners = new Set<BudgetListener>();
+  const changes = new Emitter<Parameters<BudgetListener>>('the live budget', (_source, error) => onError(error));
 
   let latest: BudgetSample | null = null;
   /** When `latest` was taken, on the clock's elapsed(): its age decides `fresh` (its sampledAt is the epoch people read). */
@@ -177,13 +178,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
     if (changedEnough(lastFired, sample, threshold)) {
       const previous = lastFired;
       lastFired = sample;
-      for (const listener of [...listeners]) {
-        try {
-          listener(sample, previous);
-        } catch (error) {
-          onError(error);
-        }
-      }
+      changes.emit(sample, previous);
     }
   }
 
@@ -234,8 +229,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
     sampleNow,
     fresh: (maxAgeMs) => (latest !== null && clock.elapsed() - latestAt <= maxAgeMs ? Promise.resolve(latest) : sampleNow()),
     onChange(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
+      return changes.on(listener);
     },
   };
 }

@@ -6,6 +6,7 @@
 import type { PlatformFacts } from '../paths.js';
 import { SerialQueue } from '../../common/serial-queue.js';
 import { defaultConfig, loadConfigFile, type LlmtrayConfig } from './load-config.js';
+import { Emitter } from '../../common/emitter.js';
 
 export type ReloadResult = { ok: true } | { ok: false; errors: string[] };
 
@@ -24,7 +25,7 @@ export type ConfigChangedListener = (config: LlmtrayConfig) => void;
 export class ConfigStore {
   private config: LlmtrayConfig;
   private lastErrors: string[] = [];
-  private readonly listeners = new Set<ConfigChangedListener>();
+  private readonly changes = new Emitter<[LlmtrayConfig]>('the config');
   private readonly reloads = new SerialQueue();
 
   constructor(private readonly options: ConfigStoreOptions) {
@@ -61,8 +62,7 @@ export class ConfigStore {
 
   /** Subscribes to ConfigChanged; returns the unsubscribe function. */
   onChanged(listener: ConfigChangedListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.changes.on(listener);
   }
 
   private async reloadNow(): Promise<ReloadResult> {
@@ -80,14 +80,8 @@ export class ConfigStore {
     const changed = JSON.stringify(loaded.config) !== JSON.stringify(this.config);
     this.config = loaded.config;
     if (changed) {
-      for (const listener of this.listeners) {
-        // One faulty subscriber must not make the reload look failed to the others.
-        try {
-          listener(loaded.config);
-        } catch (error) {
-          process.emitWarning(`ConfigChanged listener failed: ${(error as Error).message}`);
-        }
-      }
+      // One faulty subscriber must not make the reload look failed to the others (Emitter's rule).
+      this.changes.emit(loaded.config);
     }
     return { ok: true };
   }

@@ -43,6 +43,7 @@ import { ServerProcess, type EndedBy, type ServerPhase, type SpawnFunction } fro
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
 import { WarmSpare, type AdoptedSpare, type SpareStatus } from './warm-spare.js';
+import { Emitter } from '../../common/emitter.js';
 
 export interface SupervisorDeps {
   /** The launch spec of a model, read at each launch; throwing makes the launch fail as a crash with that message. */
@@ -198,9 +199,9 @@ function cancelled(reason: string): DOMException {
 
 export class Supervisor {
   private readonly owners = new Map<string, ModelOwner>();
-  private readonly listeners = new Set<ServerEventListener>();
-  private readonly logListeners = new Set<LogListener>();
-  private readonly progressListeners = new Set<LoadProgressListener>();
+  private readonly events = new Emitter<Parameters<ServerEventListener>>("the supervisor's lifecycle events");
+  private readonly logLines = new Emitter<Parameters<LogListener>>("the supervisor's log lines");
+  private readonly loadProgress = new Emitter<Parameters<LoadProgressListener>>("the supervisor's load progress");
   private readonly registry: EngineRegistry;
   private readonly spawn: SpawnFunction;
   private readonly clock: Clock;
@@ -361,11 +362,11 @@ export class Supervisor {
 
   /**
    * Subscribes to every server's lifecycle events (see core/contracts/server-events.ts), in
-   * order per model. Listeners run synchronously and must not throw. Returns the unsubscribe.
+   * order per model. Listeners run synchronously; a throw is reported and the others still hear
+   * (core/common/emitter.ts). Returns the unsubscribe.
    */
   subscribe(listener: ServerEventListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.on(listener);
   }
 
   /**
@@ -375,8 +376,7 @@ export class Supervisor {
    * Returns the unsubscribe.
    */
   subscribeLog(listener: LogListener): () => void {
-    this.logListeners.add(listener);
-    return () => this.logListeners.delete(listener);
+    return this.logLines.on(listener);
   }
 
   /**
@@ -394,8 +394,7 @@ export class Supervisor {
    * needs no placeholder to forward through.
    */
   subscribeLoadProgress(listener: LoadProgressListener): () => void {
-    this.progressListeners.add(listener);
-    return () => this.progressListeners.delete(listener);
+    return this.loadProgress.on(listener);
   }
 
   /** Whether any model's server runs (loading, ready or stopping), or a launch is on its way; the warm spare aside. Synchronous. */
@@ -563,7 +562,7 @@ export class Supervisor {
     let owner = this.owners.get(modelId);
     if (owner === undefined) {
       const heard = (line: string, position: number): void => {
-        for (const listener of this.logListeners) listener(modelId, line, position);
+        this.logLines.emit(modelId, line, position);
       };
       owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES, undefined, heard));
       this.owners.set(modelId, owner);
@@ -708,7 +707,7 @@ export class Supervisor {
         onProgress: (progress) => {
           if (progress === started.loadProgress) return;
           started.loadProgress = progress;
-          for (const listener of [...this.progressListeners]) listener(owner.modelId, progress);
+          this.loadProgress.emit(owner.modelId, progress);
         },
         provenReady: () => started.provenReady,
       });
@@ -884,7 +883,7 @@ export class Supervisor {
   }
 
   private emit(event: ServerEvent): void {
-    for (const listener of [...this.listeners]) listener(event);
+    this.events.emit(event);
   }
 
   private async gpuUsage(): Promise<ReadonlyMap<number, number> | null> {

@@ -1,0 +1,81 @@
+// One event source, for every part of core/ that tells others of a change: the catalog, the
+// config, the activity, the supervisor's lifecycle, log and progress events, the runtime
+// figures, the live budget, the controller. Before, ten hand-rolled listener sets disagreed on
+// what a throwing listener does (caught and logged in one, "must not throw" in another, the rest
+// of the listeners skipped in a third). The rule now, in one place: each listener is called in
+// the order it subscribed, on a copy of the set (one that unsubscribes meanwhile does not skip
+// another); a throw is caught and reported with the source's name; the others are still called.
+// Subscribing returns the unsubscribe, idempotent: VS Code's `Emitter` and `DisposableStore` are
+// the shape learned from.
+
+import { errorMessage } from '../contracts/error-message.js';
+
+/** What a source does with a listener's throw; default: a process warning naming the source. */
+export type ListenerErrorReporter = (source: string, error: unknown) => void;
+
+const warn: ListenerErrorReporter = (source, error) => process.emitWarning(`a listener of ${source} threw: ${errorMessage(error)}`);
+
+export class Emitter<Args extends unknown[]> {
+  private readonly listeners = new Set<(...args: Args) => void>();
+
+  /** `source` names it in a report of a listener's throw. */
+  constructor(
+    private readonly source: string,
+    private readonly report: ListenerErrorReporter = warn,
+  ) {}
+
+  /** Subscribes; returns the unsubscribe (idempotent). The same function twice is one subscription. O(1). */
+  on(listener: (...args: Args) => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** Calls every listener with `args`, synchronously; never throws (see the header). */
+  emit(...args: Args): void {
+    if (this.listeners.size === 0) return;
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(...args);
+      } catch (error) {
+        try {
+          this.report(this.source, error);
+        } catch {
+          // A reporter that throws must not cost the listeners after it their call.
+        }
+      }
+    }
+  }
+
+  /** How many listen now. */
+  get size(): number {
+    return this.listeners.size;
+  }
+}
+
+/** Teardowns of one owner, run once, in reverse order of adding (the last made, the first undone). */
+export class DisposableStore {
+  private readonly teardowns: (() => void)[] = [];
+  private disposed = false;
+
+  /** Adds a teardown; after dispose() it runs at once. Returns it. */
+  add<T extends () => void>(teardown: T): T {
+    if (this.disposed) teardown();
+    else this.teardowns.push(teardown);
+    return teardown;
+  }
+
+  /** Runs every teardown once; a throwing one does not stop the others. Idempotent. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const teardown of this.teardowns.splice(0).reverse()) {
+      try {
+        teardown();
+      } catch (error) {
+        process.emitWarning(`a teardown threw: ${errorMessage(error)}`);
+      }
+    }
+  }
+}
