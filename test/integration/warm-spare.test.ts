@@ -13,6 +13,7 @@ import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
 import { SPARE_RECORD_ID } from '../../core/engine/supervisor/warm-spare.js';
 import { eventually, startDaemonProcess, removeDataDir, type DaemonProcess } from '../support/daemon-process.js';
 import { tinyModel } from '../support/test-models.js';
+import { realClock, type Clock } from '../../core/common/clock.js';
 
 let tiny: string;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -25,7 +26,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function supervisorWithSpare(options: { dataDir?: string; gpuLayers?: number | 'all'; launchHoldMs?: number } = {}): Promise<{ supervisor: Supervisor; dataDir: string; notes: string[] }> {
+async function supervisorWithSpare(options: { dataDir?: string; gpuLayers?: number | 'all'; launchHoldMs?: number; clock?: Clock } = {}): Promise<{ supervisor: Supervisor; dataDir: string; notes: string[] }> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'llmtray-spare-')));
   const notes: string[] = [];
   const supervisor = await Supervisor.start({
@@ -35,6 +36,7 @@ async function supervisorWithSpare(options: { dataDir?: string; gpuLayers?: numb
     engineCommand: defaultEngineCommand({ llamaServerPath: null }),
     footprint: () => 0,
     dataDir,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
     warmSpare: {
       command: async () => embeddedEngineCommand(), env: {}, note: (line) => notes.push(line),
       ...(options.launchHoldMs === undefined ? {} : { launchHoldMs: options.launchHoldMs }),
@@ -179,6 +181,19 @@ describe('a spare started for a launch that waits for an eviction', () => {
 
   it('that no launch adopts is ended when its hold lapses, when no spare is wanted', async () => {
     const { supervisor } = await supervisorWithSpare({ launchHoldMs: 1_500 });
+    supervisor.setSpareWanted(false);
+    expect(await supervisor.prepareLaunch('tiny', 'minimal')).toBe(true);
+    const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 10_000, 5);
+    await eventually('the unused spare ended', async () => (supervisor.spareStatus() === null && !(await isRunning(sparePid)) ? true : undefined), 30_000, 50);
+  });
+
+  it('is ended when its hold lapses though the hold’s timer fires a moment before the clock reads the deadline', async () => {
+    // Node's timers run on the loop's millisecond clock, performance.now() on another: a timer
+    // can fire while the monotonic reading is a fraction of a millisecond short of the deadline.
+    // Made certain here with a clock that reads 5 ms behind its timers. Before, the spare then
+    // counted as held at the timer and was never looked at again.
+    const lagging: Clock = { ...realClock, elapsed: () => realClock.elapsed() - 5 };
+    const { supervisor } = await supervisorWithSpare({ launchHoldMs: 1_500, clock: lagging });
     supervisor.setSpareWanted(false);
     expect(await supervisor.prepareLaunch('tiny', 'minimal')).toBe(true);
     const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 10_000, 5);

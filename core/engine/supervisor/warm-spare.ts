@@ -170,6 +170,10 @@ export class WarmSpare {
     if (this.holdTimer !== null) this.deps.clock.clearTimeout(this.holdTimer);
     this.holdTimer = this.deps.clock.setTimeout(() => {
       this.holdTimer = null;
+      // This timer is the latest hold's (a new hold re-arms it): that hold has lapsed. Not
+      // `held()` on the clock: a timer may fire a fraction of a millisecond before the monotonic
+      // reading reaches the deadline, and nothing would look again; the spare was kept for good.
+      this.heldUntil = 0;
       this.reconcile();
     }, holdMs);
     if (this.spare === null && !this.starting) void this.start(command);
