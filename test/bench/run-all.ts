@@ -5,6 +5,7 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { runActivationBench } from './activation-bench.js';
 import { runColdStartBench } from './cold-start-bench.js';
 import { runGrammarBench } from './grammar-bench.js';
+import { runEngineRaceBench } from './engine-race-bench.js';
 import { removeBenchFiles } from './bench-models.js';
 import { runIdleBench } from './idle-bench.js';
 import { runMemoryBench } from './memory-bench.js';
@@ -26,6 +27,7 @@ const benches: Record<string, () => Promise<void>> = {
   swap: runSwapBench,
   queueing: () => runQueueingBench(),
   grammar: runGrammarBench,
+  'engine-race': runEngineRaceBench,
 };
 
 const chosen = process.argv.slice(2);
