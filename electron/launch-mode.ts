@@ -12,6 +12,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DAEMON_NODE_FLAGS } from '../core/daemon/node-flags.js';
 
+/**
+ * The daemon's V8 flags as the Electron binary takes them. The daemon runs in Electron's main
+ * process, whose V8 reads --js-flags only on the command line it was started with
+ * (app.commandLine.appendSwitch and v8.setFlagsFromString come after its heap is sized), so every
+ * command that starts the app names it: `npm start` (launch.ts) and the login item (login-item.ts).
+ */
+export const DAEMON_JS_FLAGS_SWITCH = `--js-flags=${DAEMON_NODE_FLAGS.join(' ')}`;
+
 export type LaunchMode =
   | { mode: 'electron' }
   | { mode: 'headless'; cause: 'requested' | 'no-electron' | 'no-display'; message: string };

@@ -8,8 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chooseLaunchMode, findElectronBinary, headlessCommand } from './launch-mode.js';
-import { DAEMON_NODE_FLAGS } from '../core/daemon/node-flags.js';
+import { chooseLaunchMode, DAEMON_JS_FLAGS_SWITCH, findElectronBinary, headlessCommand } from './launch-mode.js';
 
 /** dist/electron/launch.js → the repository (or unpacked app) root. */
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -74,8 +73,7 @@ if (mode.mode === 'headless') {
   // A shell with ELECTRON_RUN_AS_NODE set would make the binary act as plain Node.
   const env = { ...process.env };
   delete env.ELECTRON_RUN_AS_NODE;
-  // The daemon runs in Electron's main process: its V8 gets the daemon's flags as --js-flags (core/daemon/node-flags.ts).
-  runToCompletion(spawn(binary.path, [`--js-flags=${DAEMON_NODE_FLAGS.join(' ')}`, appRoot, ...args], { stdio: 'inherit', env }), (error) => {
+  runToCompletion(spawn(binary.path, [DAEMON_JS_FLAGS_SWITCH, appRoot, ...args], { stdio: 'inherit', env }), (error) => {
     runHeadless(`the Electron binary at ${binary.path} could not be started (${error.message})`);
   });
 }

@@ -7,6 +7,7 @@
 // executable inside its temporary mount that process.execPath points at.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DAEMON_JS_FLAGS_SWITCH } from './launch-mode.js';
 
 /** The parts of Electron's app used on macOS and Windows. */
 export interface LoginItemApp {
@@ -26,10 +27,14 @@ export interface LoginItem {
   set(enabled: boolean): void;
 }
 
-/** The command that starts this app again: the AppImage, the packaged binary, or electron with the app folder. */
+/**
+ * The command that starts this app again: the AppImage, the packaged binary, or electron with the
+ * app folder; each with the daemon's V8 flags, which only a command line gives the main process.
+ * (An AppImage passes its arguments on to the binary inside.)
+ */
 export function relaunchCommand(options: { execPath: string; isPackaged: boolean; appPath: string; appImage: string | undefined }): LaunchCommand {
-  if (options.appImage) return { command: options.appImage, args: [] };
-  return { command: options.execPath, args: options.isPackaged ? [] : [options.appPath] };
+  if (options.appImage) return { command: options.appImage, args: [DAEMON_JS_FLAGS_SWITCH] };
+  return { command: options.execPath, args: options.isPackaged ? [DAEMON_JS_FLAGS_SWITCH] : [DAEMON_JS_FLAGS_SWITCH, options.appPath] };
 }
 
 export function createLoginItem(options: {

@@ -64,13 +64,16 @@ export interface LaunchOptions {
   configHome: string;
   env?: Record<string, string>;
   args?: string[];
+  /** The main script and the folder it starts in; the checkout's dist/electron/main.js unless a packaged layout's. */
+  mainEntry?: string;
+  cwd?: string;
 }
 
 export function launchElectronMain(options: LaunchOptions): ElectronMainProcess {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'DISPLAY' && key !== 'WAYLAND_DISPLAY') env[key] = value;
-  const child = spawn(process.execPath, ['--unhandled-rejections=strict', '--import', REGISTER, MAIN_ENTRY, ...(options.args ?? ['--demo'])], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, ['--unhandled-rejections=strict', '--import', REGISTER, options.mainEntry ?? MAIN_ENTRY, ...(options.args ?? ['--demo'])], {
+    cwd: options.cwd ?? ROOT,
     env: {
       ...env,
       LLMTRAY_DATA_DIR: options.dataDir,

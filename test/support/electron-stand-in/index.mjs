@@ -53,8 +53,11 @@ function findAppPath() {
 const appPath = findAppPath();
 const appPackage = JSON.parse(readFileSync(join(appPath, 'package.json'), 'utf8'));
 const appName = appPackage.productName ?? appPackage.name;
-// Electron's own resources folder when run unpackaged (node_modules/electron/dist/resources).
-process.resourcesPath = join(appPath, 'node_modules', 'electron', 'dist', 'resources');
+// ELECTRON_STAND_IN_PACKAGED=1: run from a packaged layout (test/support/packaged-layout.ts),
+// whose app folder is resources/app.asar; else Electron's own resources folder when run
+// unpackaged (node_modules/electron/dist/resources).
+const packaged = process.env.ELECTRON_STAND_IN_PACKAGED === '1';
+process.resourcesPath = packaged ? dirname(appPath) : join(appPath, 'node_modules', 'electron', 'dist', 'resources');
 process.type = 'browser';
 
 function defaultAppData() {
@@ -71,7 +74,7 @@ let singleton = null;
 
 class App extends EventEmitter {
   name = appName;
-  isPackaged = false;
+  isPackaged = packaged;
   commandLine = { appendSwitch: (name, value) => record('append-switch', { name, value }), hasSwitch: () => false, getSwitchValue: () => '' };
   #paths = new Map();
   #readyPromise = new Promise((resolve) => {

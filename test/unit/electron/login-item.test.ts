@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DAEMON_NODE_FLAGS } from '../../../core/daemon/node-flags.js';
 import { createLoginItem, linuxAutostartEntry, relaunchCommand, type LoginItemApp } from '../../../electron/login-item.js';
 
 function fakeApp() {
@@ -64,18 +65,20 @@ describe('linuxAutostartEntry', () => {
 });
 
 describe('relaunchCommand', () => {
-  it('prefers the AppImage, then the packaged binary, then electron with the app folder', () => {
+  // The daemon runs in the main process, whose V8 takes its flags only from the command line.
+  const jsFlags = `--js-flags=${DAEMON_NODE_FLAGS.join(' ')}`;
+  it('prefers the AppImage, then the packaged binary, then electron with the app folder, each with the daemon\'s V8 flags', () => {
     expect(relaunchCommand({ execPath: '/tmp/.mount_x/llmtray', isPackaged: true, appPath: '/tmp/.mount_x/resources/app.asar', appImage: '/home/ada/llmtray.AppImage' })).toEqual({
       command: '/home/ada/llmtray.AppImage',
-      args: [],
+      args: [jsFlags],
     });
     expect(relaunchCommand({ execPath: '/opt/llmtray/llmtray', isPackaged: true, appPath: '/opt/llmtray/resources/app.asar', appImage: undefined })).toEqual({
       command: '/opt/llmtray/llmtray',
-      args: [],
+      args: [jsFlags],
     });
     expect(relaunchCommand({ execPath: '/src/node_modules/electron/dist/electron', isPackaged: false, appPath: '/src', appImage: undefined })).toEqual({
       command: '/src/node_modules/electron/dist/electron',
-      args: ['/src'],
+      args: [jsFlags, '/src'],
     });
   });
 });
