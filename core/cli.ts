@@ -14,6 +14,7 @@ import { followLogs } from './cli/follow-logs.js';
 import { modelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
+import { errorMessage } from './contracts/error-message.js';
 
 const USAGE = `llmtray — keeps local LLMs resident in GPU memory and serves them on one OpenAI endpoint
 
@@ -71,7 +72,7 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
     });
     return { command: positionals[0], rest: positionals.slice(1), flags: values as Flags };
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(errorMessage(error));
   }
 }
 
@@ -257,7 +258,7 @@ main(process.argv.slice(2)).then(
       process.exitCode = 2;
       return;
     }
-    process.stderr.write(`llmtray: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`llmtray: ${errorMessage(error)}\n`);
     process.exitCode = 1;
   },
 );

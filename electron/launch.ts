@@ -10,6 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chooseLaunchMode, findElectronBinary, headlessCommand } from './launch-mode.js';
 import { DAEMON_NODE_FLAGS } from '../core/daemon/node-flags.js';
+import { errorMessage } from '../core/contracts/error-message.js';
 
 /** dist/electron/launch.js → the repository (or unpacked app) root. */
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -53,7 +54,7 @@ function runHeadless(why: string): void {
   try {
     argv = headlessCommand({ env: process.env, nodePath: process.execPath, appRoot, args });
   } catch (error) {
-    console.error(`llmtray: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`llmtray: ${errorMessage(error)}`);
     process.exitCode = 2;
     return;
   }

@@ -7,6 +7,7 @@
 // executable inside its temporary mount that process.execPath points at.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { errorMessage } from '../core/contracts/error-message.js';
 
 /** The parts of Electron's app used on macOS and Windows. */
 export interface LoginItemApp {
@@ -57,7 +58,7 @@ export function createLoginItem(options: {
         mkdirSync(options.autostartDir, { recursive: true });
         writeFileSync(file, linuxAutostartEntry(options.command));
       } catch (error) {
-        throw new Error(`could not ${enabled ? 'write' : 'remove'} ${file}: ${error instanceof Error ? error.message : String(error)}`);
+        throw new Error(`could not ${enabled ? 'write' : 'remove'} ${file}: ${errorMessage(error)}`);
       }
     },
   };
