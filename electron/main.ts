@@ -35,7 +35,7 @@ import { currentPlatform, dataDir as defaultDataDir } from '../core/catalog/path
 import { realClock } from '../core/common/clock.js';
 import { createThrottle } from '../core/common/throttle.js';
 import type { Snapshot } from '../core/contracts/snapshot.js';
-import { assertNever } from './assert-never.js';
+import { assertNever } from '../core/contracts/assert-never.js';
 import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
 import { forwardAdminEvents, registerIpcHandlers } from './ipc-main-handlers.js';
 import { createClockWordsTicker } from './clock-words-ticker.js';

@@ -17,7 +17,7 @@ import {
   residentCount,
   shorten,
 } from '../core/contracts/snapshot-words.js';
-import { assertNever } from './assert-never.js';
+import { assertNever } from '../core/contracts/assert-never.js';
 import { formatBytes } from '../core/contracts/format-bytes.js';
 import type { LaunchLevel } from '../core/contracts/launch-level.js';
 import type { FailureKind, RecoveryAction } from '../core/contracts/recovery.js';

@@ -31,7 +31,8 @@ import type { ServerEvent } from '../contracts/server-events.js';
 import type { ControllerEvent, Unservable } from '../contracts/controller-events.js';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 import { deriveStatus, sameStatus, seconds } from './derive-status.js';
-import type { Classify, Clock, DesiredProvider, DesiredState, EvictOutcome, Log, ModelDemand, ResidentServer, ServerControl } from './effects.js';
+import type { Classify, Clock, DesiredProvider, DesiredState, Log, ModelDemand, ResidentServer, ServerControl } from './effects.js';
+import type { EvictOutcome } from '../contracts/evict-outcome.js';
 import {
   fallbackReason,
   isOutdated,
@@ -50,6 +51,7 @@ import type { LeftOut, Placement } from '../contracts/plan.js';
 import type { FailureKind } from '../contracts/recovery.js';
 import { Emitter } from '../common/emitter.js';
 import { errorMessage } from '../contracts/error-message.js';
+import { assertNever } from '../contracts/assert-never.js';
 
 export interface ControllerOptions {
   provider: DesiredProvider;
@@ -795,9 +797,4 @@ function yieldsOf(plan: PlacePlan, inputs: PolicyInputs, devices: readonly Devic
 
 function sameLeftOut(a: LeftOut | null, b: LeftOut | null): boolean {
   return a === b || (a !== null && b !== null && a.reason === b.reason && a.strict === b.strict);
-}
-
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected value ${JSON.stringify(value)}`);
 }

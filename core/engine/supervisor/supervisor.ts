@@ -45,6 +45,7 @@ import type { Placement } from '../../contracts/plan.js';
 import { WarmSpare, type AdoptedSpare, type SpareStatus } from './warm-spare.js';
 import { Emitter } from '../../common/emitter.js';
 import { errorMessage } from '../../contracts/error-message.js';
+import type { EvictOutcome } from '../../contracts/evict-outcome.js';
 
 export interface SupervisorDeps {
   /** The launch spec of a model, read at each launch; throwing makes the launch fail as a crash with that message. */
@@ -149,9 +150,6 @@ export interface Measurement {
   bytes: number;
   where: 'device' | 'host';
 }
-
-/** What an eviction did: stopped the server (or there was none), or left it because a request had claimed it. */
-export type EvictOutcome = 'stopped' | 'claimed';
 
 const DEFAULT_GRACE_MS = 5_000;
 const DEFAULT_LOG_LINES = 2_000;
