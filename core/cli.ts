@@ -155,7 +155,9 @@ async function loadAndWait(admin: CliAdmin, name: string, flags: Flags): Promise
       }
       if (s.state === 'fallback') {
         outcome = { code: 0, message: `${model.id} failed to load; ${s.servedBy ?? 'its fallback'} answers in its place: ${s.recovery.lastError ?? ''}` };
-        return s.servedBy !== null && findModelByName(event.snapshot.models, s.servedBy)?.status.state === 'ready';
+        // Done once the fallback serves: answering a request (active) or at a smaller level counts too.
+        const fallback = s.servedBy === null ? undefined : findModelByName(event.snapshot.models, s.servedBy);
+        return fallback !== undefined && isServing(fallback.status.state);
       }
       if (s.state === 'quarantined') {
         outcome = { code: 1, message: `${model.id} is quarantined: ${s.recovery.lastError ?? s.next ?? ''}` };
