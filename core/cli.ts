@@ -14,6 +14,7 @@ import { followLogs } from './cli/follow-logs.js';
 import { modelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
+import { errorMessage } from './contracts/error-message.js';
 
 const USAGE = `llmtray — keeps local LLMs resident in GPU memory and serves them on one OpenAI endpoint
 
@@ -71,7 +72,7 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
     });
     return { command: positionals[0], rest: positionals.slice(1), flags: values as Flags };
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(errorMessage(error));
   }
 }
 
@@ -154,7 +155,9 @@ async function loadAndWait(admin: CliAdmin, name: string, flags: Flags): Promise
       }
       if (s.state === 'fallback') {
         outcome = { code: 0, message: `${model.id} failed to load; ${s.servedBy ?? 'its fallback'} answers in its place: ${s.recovery.lastError ?? ''}` };
-        return s.servedBy !== null && findModelByName(event.snapshot.models, s.servedBy)?.status.state === 'ready';
+        // Done once the fallback serves: answering a request (active) or at a smaller level counts too.
+        const fallback = s.servedBy === null ? undefined : findModelByName(event.snapshot.models, s.servedBy);
+        return fallback !== undefined && isServing(fallback.status.state);
       }
       if (s.state === 'quarantined') {
         outcome = { code: 1, message: `${model.id} is quarantined: ${s.recovery.lastError ?? s.next ?? ''}` };
@@ -257,7 +260,7 @@ main(process.argv.slice(2)).then(
       process.exitCode = 2;
       return;
     }
-    process.stderr.write(`llmtray: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`llmtray: ${errorMessage(error)}\n`);
     process.exitCode = 1;
   },
 );

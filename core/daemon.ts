@@ -55,6 +55,7 @@ import { writeDaemonInfo, DAEMON_INFO_FILE } from './daemon/daemon-info.js';
 import { listenRefusal, localOrigin, networkEndpoints, planListen } from './daemon/listen-plan.js';
 import { formatBytes } from './contracts/format-bytes.js';
 import type { LaunchLevel } from './contracts/launch-level.js';
+import { errorMessage } from './contracts/error-message.js';
 
 export interface DaemonOptions {
   /** The config file; default the platform's config dir (or the demo's own with `demo`). */
@@ -128,7 +129,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       try {
         await cleanup();
       } catch (error) {
-        log.error(`while stopping: ${error instanceof Error ? error.message : String(error)}`);
+        log.error(`while stopping: ${errorMessage(error)}`);
       }
     }
   };
@@ -192,7 +193,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         }));
       await fitDemoLimit();
       const unsubscribe = runtime.onLearned(() => {
-        fitDemoLimit().catch((error: unknown) => log.warn(`resizing the demo's budget limit failed: ${error instanceof Error ? error.message : String(error)}`));
+        fitDemoLimit().catch((error: unknown) => log.warn(`resizing the demo's budget limit failed: ${errorMessage(error)}`));
       });
       cleanups.push(async () => {
         unsubscribe();
@@ -222,7 +223,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         const { budget } = catalog.config();
         return { reserveBytes: budget.reserveBytes, limitBytes: budget.limitBytes ?? null, unifiedShare: budget.unifiedShare ?? DEFAULT_BUDGET_CONFIG.unifiedShare };
       },
-      onError: (error) => log.warn(`memory probe failed; keeping the last budget: ${error instanceof Error ? error.message : String(error)}`),
+      onError: (error) => log.warn(`memory probe failed; keeping the last budget: ${errorMessage(error)}`),
     });
     const budgetIntervalMs = Math.max(1000, options.budgetIntervalMs ?? 2000);
     /** Whether the sampler waits out the idle interval now (no model server ran at its last sample). */
@@ -494,7 +495,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     cleanups.push(() => budget.stop());
 
     const measureTimer = setInterval(() => {
-      measureAll().catch((error: unknown) => log.warn(`measuring the model servers failed: ${error instanceof Error ? error.message : String(error)}`));
+      measureAll().catch((error: unknown) => log.warn(`measuring the model servers failed: ${errorMessage(error)}`));
     }, MEASURE_INTERVAL_MS);
     measureTimer.unref();
     cleanups.push(() => clearInterval(measureTimer));
@@ -524,7 +525,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       const lesson = cpuBufferLesson(model, draft, supervisor.modelBuffers(model.id));
       if (key === null || lesson === null || !cpuBuffers.teaches(key, lesson.bytesByType)) return;
       const learned = await cpuBuffers.learn(key, lesson.bytesByType, lesson.extra).catch((error: unknown) => {
-        log.warn(`remembering the CPU's weight buffers failed: ${error instanceof Error ? error.message : String(error)}`);
+        log.warn(`remembering the CPU's weight buffers failed: ${errorMessage(error)}`);
         return true;
       });
       if (!learned) return;

@@ -10,6 +10,7 @@
 import type { AdminEvent } from '../core/contracts/admin-events.js';
 import { ADMIN_CALL_NAMES, callAdmin, parseParams, type AdminApi, type AdminCallName } from '../core/contracts/admin-routes.js';
 import { EVENT_CHANNEL, invokeChannel, type InvokeReply, type PushChannel, type PushChannelMap } from './ipc-contract.js';
+import { errorMessage } from '../core/contracts/error-message.js';
 
 /** The parts of Electron's IpcMainInvokeEvent a handler reads. */
 export interface IpcInvokeEventLike {
@@ -59,7 +60,7 @@ export function registerIpcHandlers(options: IpcHandlerOptions): () => void {
     ipcMain.handle(channel, (event, ...args): Promise<InvokeReply> =>
       answer(event, args).then(
         (value) => ({ ok: true, answer: value }),
-        (error: unknown) => ({ ok: false, message: error instanceof Error ? error.message : String(error) }),
+        (error: unknown) => ({ ok: false, message: errorMessage(error) }),
       ),
     );
   };

@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chooseLaunchMode, DAEMON_JS_FLAGS_SWITCH, findElectronBinary, headlessCommand } from './launch-mode.js';
+import { errorMessage } from '../core/contracts/error-message.js';
 
 /** dist/electron/launch.js → the repository (or unpacked app) root. */
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -52,7 +53,7 @@ function runHeadless(why: string): void {
   try {
     argv = headlessCommand({ env: process.env, nodePath: process.execPath, appRoot, args });
   } catch (error) {
-    console.error(`llmtray: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`llmtray: ${errorMessage(error)}`);
     process.exitCode = 2;
     return;
   }

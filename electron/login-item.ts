@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DAEMON_JS_FLAGS_SWITCH } from './launch-mode.js';
+import { errorMessage } from '../core/contracts/error-message.js';
 
 /** The parts of Electron's app used on macOS and Windows. */
 export interface LoginItemApp {
@@ -62,7 +63,7 @@ export function createLoginItem(options: {
         mkdirSync(options.autostartDir, { recursive: true });
         writeFileSync(file, linuxAutostartEntry(options.command));
       } catch (error) {
-        throw new Error(`could not ${enabled ? 'write' : 'remove'} ${file}: ${error instanceof Error ? error.message : String(error)}`);
+        throw new Error(`could not ${enabled ? 'write' : 'remove'} ${file}: ${errorMessage(error)}`);
       }
     },
   };

@@ -35,7 +35,7 @@ import { currentPlatform, dataDir as defaultDataDir } from '../core/catalog/path
 import { realClock } from '../core/common/clock.js';
 import { createThrottle } from '../core/common/throttle.js';
 import type { Snapshot } from '../core/contracts/snapshot.js';
-import { assertNever } from './assert-never.js';
+import { assertNever } from '../core/contracts/assert-never.js';
 import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
 import { forwardAdminEvents, registerIpcHandlers } from './ipc-main-handlers.js';
 import { createClockWordsTicker } from './clock-words-ticker.js';
@@ -55,6 +55,7 @@ import {
   isExternalHttpUrl,
   resolveDashboardFile,
 } from './window-security.js';
+import { errorMessage } from '../core/contracts/error-message.js';
 
 /** dist/electron; the renderer is built to dist/renderer next to it. */
 const here = dirname(fileURLToPath(import.meta.url));
@@ -203,7 +204,7 @@ function run(): void {
   // stops. Say why, and quit the usual way, which stops the engines first, with exit code 1.
   startUp().catch((error: unknown) => {
     console.error(`llmtray: the desktop app failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    if (app.isReady()) dialog.showErrorBox(daemon === null ? 'llmtray could not start' : 'llmtray stopped', error instanceof Error ? error.message : String(error));
+    if (app.isReady()) dialog.showErrorBox(daemon === null ? 'llmtray could not start' : 'llmtray stopped', errorMessage(error));
     quit.markFailed();
     app.quit();
   });
@@ -257,7 +258,7 @@ function run(): void {
         try {
           loginItem.set(enabled);
         } catch (error) {
-          notify({ title: 'Could not change Start at Login', body: error instanceof Error ? error.message : String(error) });
+          notify({ title: 'Could not change Start at Login', body: errorMessage(error) });
         }
         menu.request();
       },

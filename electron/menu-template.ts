@@ -1,7 +1,7 @@
 // TrayMenuItem (plain data) → Electron's menu template. Kept apart from tray-menu.ts so the
 // menu's content has no Electron type in it, and this mapping stays too small to hide a bug.
 import type { MenuItemConstructorOptions } from 'electron';
-import { assertNever } from './assert-never.js';
+import { assertNever } from '../core/contracts/assert-never.js';
 import type { TrayMenuItem } from './tray-menu.js';
 
 /**

@@ -4,7 +4,7 @@
 // that will not come back by itself (quarantined) and one whose answers now come from another
 // model (fell back), each naming the reason. Snapshots and log lines never notify.
 import type { AdminEvent } from '../core/contracts/admin-events.js';
-import { assertNever } from './assert-never.js';
+import { assertNever } from '../core/contracts/assert-never.js';
 
 export interface NotificationText {
   title: string;

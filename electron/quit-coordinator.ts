@@ -8,6 +8,7 @@
 // start a second stop. A stop that never finishes must not keep the app alive forever: after
 // `graceMs` it exits anyway and says so. A quit because the app could not run (no tray) is a
 // failure, and exits 1 once the engines are down, so a login item or a script sees it.
+import { errorMessage } from '../core/contracts/error-message.js';
 
 export interface QuitClock {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -66,7 +67,7 @@ export function createQuitCoordinator(options: QuitCoordinatorOptions): QuitCoor
         },
         (error: unknown) => {
           options.clock.clearTimeout(timer);
-          options.log(`llmtray: stopping the model servers failed: ${error instanceof Error ? error.message : String(error)}`);
+          options.log(`llmtray: stopping the model servers failed: ${errorMessage(error)}`);
           exitOnce(1);
         },
       );

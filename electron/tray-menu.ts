@@ -5,7 +5,7 @@
 // menu-template.ts turns these items into Electron's template in a few lines. Nothing here
 // reads a clock or the platform: `now` and the settings come in through the context.
 import type { ModelCommand } from '../core/contracts/commands.js';
-import { isServing, SERVING_STATES, type ModelStateName } from '../core/contracts/model-status.js';
+import { isResident, isServing, RECOVERY_STATES, type ModelStateName } from '../core/contracts/model-status.js';
 import type { BudgetView, GpuView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
 import {
   gpuSummaryWords,
@@ -14,9 +14,10 @@ import {
   loadProgressWords,
   placementWords,
   reasonLines,
+  residentCount,
   shorten,
 } from '../core/contracts/snapshot-words.js';
-import { assertNever } from './assert-never.js';
+import { assertNever } from '../core/contracts/assert-never.js';
 import { formatBytes } from '../core/contracts/format-bytes.js';
 import type { LaunchLevel } from '../core/contracts/launch-level.js';
 import type { FailureKind, RecoveryAction } from '../core/contracts/recovery.js';
@@ -273,9 +274,8 @@ function detailItems(model: ModelView, snapshot: Snapshot, actions: TrayActions)
     const [first = '', ...rest] = reasonLines(status.unschedulableReason);
     lines([`Left out: ${first}`, ...rest], status.unschedulableReason, 'Copy the full reason');
   }
-  const resident = status.state === 'loading' || isServing(status.state);
   // Without a GPU every model is on the CPU, which the memory line already says.
-  if (resident && model.placement !== null && snapshot.budget.mode !== 'cpu') {
+  if (isResident(status.state) && model.placement !== null && snapshot.budget.mode !== 'cpu') {
     items.push(disabled(`Placement: ${placementWords(model.placement, { mode: snapshot.budget.mode, layerCount: model.layerCount })}`));
   }
   if (isServing(status.state) && status.level !== null && status.level !== 'full') items.push(disabled(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`));
@@ -299,9 +299,9 @@ function memoryLine(budget: BudgetView): string {
 /** The tray icon's state and tooltip. */
 export function trayStatus(snapshot: Snapshot): { health: TrayHealth; tooltip: string } {
   const count = (states: readonly ModelStateName[]): number => snapshot.models.filter((m) => states.includes(m.status.state)).length;
-  const resident = count(SERVING_STATES);
+  const resident = residentCount(snapshot.models);
   const problems: string[] = [];
-  for (const state of ['quarantined', 'failed', 'fallback', 'degraded'] as const) {
+  for (const state of RECOVERY_STATES) {
     const n = count([state]);
     if (n > 0) problems.push(`${n} ${state}`);
   }

@@ -20,6 +20,7 @@ import { BASE_HEADERS, sendAdminError, sendJson } from './replies.js';
 import { matchAdminRoute } from './route-match.js';
 import { serveStatic } from './static-files.js';
 import { pathOf } from '../common/url-path.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 /**
  * Who may scrape /metrics.
@@ -83,7 +84,7 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
     route(req, res).catch((error: unknown) => {
       if (error instanceof AdminRefusal) return sendAdminError(res, error.status, error.code, error.message);
       if (!res.headersSent) {
-        sendAdminError(res, 500, 'internal_error', `llmtray's admin API failed on ${req.method ?? ''} ${pathOf(req.url)}: ${error instanceof Error ? error.message : String(error)}`);
+        sendAdminError(res, 500, 'internal_error', `llmtray's admin API failed on ${req.method ?? ''} ${pathOf(req.url)}: ${errorMessage(error)}`);
       } else {
         res.destroy();
       }

@@ -15,6 +15,7 @@ import { findModelByName } from '../contracts/model-names.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
 import type { LogTail } from '../contracts/log-lines.js';
 import type { Clock } from '../common/clock.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 /** Time as the service sees it: the shared injected clock (test/support's FakeClock fits). */
 export type AdminClock = Clock;
@@ -105,7 +106,7 @@ export class AdminService implements DashboardBridge {
       result = {
         ok: false,
         code: 'action_failed',
-        message: `${command} '${model.id}' failed: ${error instanceof Error ? error.message : String(error)}`,
+        message: `${command} '${model.id}' failed: ${errorMessage(error)}`,
       };
     }
     // Whatever the action did is visible at once, not after the caller's next poll.
@@ -191,7 +192,7 @@ export class AdminService implements DashboardBridge {
       subscriber.listener(event);
     } catch (error) {
       this.options.warn?.(
-        `An admin event listener threw on ${event.type}: ${error instanceof Error ? error.message : String(error)}`,
+        `An admin event listener threw on ${event.type}: ${errorMessage(error)}`,
       );
     }
   }

@@ -10,6 +10,7 @@ import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { isCode, removeStaleTemps, writeFileAtomic, type AtomicWriteFs } from '../common/atomic-file.js';
 import { SerialQueue } from '../common/serial-queue.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 export const PINS_FILE = 'pins.json';
 
@@ -62,7 +63,7 @@ export class PinStore {
     const kept = await fsp.rename(path, aside).then(
       () => `moved the file to ${aside}. Pin the models again, or fix that file and move it back while llmtray is stopped.`,
       (error: unknown) =>
-        `could not move it aside (${error instanceof Error ? error.message : String(error)}); the next pin or unpin replaces it.`,
+        `could not move it aside (${errorMessage(error)}); the next pin or unpin replaces it.`,
     );
     return new PinStore(path, new Set(), `${path} could not be read (${parsed}); llmtray started with no pins and ${kept}`, options.fs);
   }
@@ -102,7 +103,7 @@ function parsePins(text: string): string[] | string {
   try {
     value = JSON.parse(text);
   } catch (error) {
-    return `not valid JSON: ${error instanceof Error ? error.message : String(error)}`;
+    return `not valid JSON: ${errorMessage(error)}`;
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'expected an object { "version": 1, "pinned": [...] }';
   const { version, pinned } = value as Record<string, unknown>;

@@ -2,7 +2,7 @@
 // progress, placement, holders and reasons are the tray's and the dashboard's own
 // (core/contracts/snapshot-words.ts), so `llmtray status` reads like the other two.
 import type { BudgetView, GpuView, ModelView, Snapshot } from '../contracts/snapshot.js';
-import { gpuSummaryWords, heldPartWords, heldParts, limitWords, loadProgressWords, placementWords, reasonLines } from '../contracts/snapshot-words.js';
+import { gpuSummaryWords, heldPartWords, heldParts, limitWords, loadProgressWords, placementWords, reasonLines, residentCount } from '../contracts/snapshot-words.js';
 import { formatBytes as bytes } from '../contracts/format-bytes.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 
@@ -90,6 +90,8 @@ export function statusText(snapshot: Snapshot, now = Date.now()): string {
     // Without a GPU every model is on the CPU (the memory line says so): no column for that.
     const placed = b.mode !== 'cpu';
     const placement = (m: ModelView): string => (m.placement === null ? '' : placementWords(m.placement, { mode: b.mode, layerCount: m.layerCount }));
+    // The count the dashboard's header and the tray's tooltip show, in their words.
+    lines.push(`${residentCount(snapshot.models)} of ${snapshot.models.length} resident`);
     lines.push(
       table(
         ['MODEL', 'STATE', 'LEVEL', 'PINNED', 'IN FLIGHT', 'MEMORY', ...(placed ? ['PLACEMENT'] : []), 'NOTE'],

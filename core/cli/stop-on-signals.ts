@@ -15,6 +15,7 @@
 // forwards only what its child cannot have received. Nothing tells a process who sent a signal
 // (Node has no siginfo), guessing from the terminal's foreground group would drop a `kill -INT`
 // aimed at the launcher alone, and npm's copy would still come.
+import { errorMessage } from '../contracts/error-message.js';
 
 export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 export type StopSignal = (typeof STOP_SIGNALS)[number];
@@ -68,7 +69,7 @@ export function stopOnSignals(options: StopOnSignalsOptions): void {
     void options.stop().then(
       () => options.exit(0),
       (error: unknown) => {
-        options.say(`stopping failed: ${error instanceof Error ? error.message : String(error)}`);
+        options.say(`stopping failed: ${errorMessage(error)}`);
         options.exit(1);
       },
     );

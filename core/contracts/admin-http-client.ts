@@ -8,6 +8,7 @@
 // every port on it, so any other local server would receive it (core/admin/admin-auth.ts).
 import type { AdminErrorBody } from './commands.js';
 import { ADMIN_EVENTS_PATH, ADMIN_ROUTES, AdminRefusal, pathFor, type AdminApi, type AdminArgs, type AdminCallName, type AdminAnswer } from './admin-routes.js';
+import { errorMessage } from './error-message.js';
 
 export interface AdminHttpOptions {
   /** Where the daemon is: '' for the page's own origin, or an origin like http://127.0.0.1:11435. */
@@ -60,7 +61,7 @@ async function send(options: AdminHttpOptions, path: string, init: RequestInit):
   } catch (error) {
     if (init.signal?.aborted) throw error;
     const where = options.baseUrl === '' ? 'the llmtray daemon' : `the llmtray daemon at ${options.baseUrl}`;
-    throw new Error(`cannot reach ${where} (${error instanceof Error ? error.message : String(error)}); is it running (\`llmtray serve\`)?`);
+    throw new Error(`cannot reach ${where} (${errorMessage(error)}); is it running (\`llmtray serve\`)?`);
   }
 }
 

@@ -34,14 +34,40 @@ export const MODEL_STATE_NAMES: readonly ModelStateName[] = [
 /**
  * The states in which a model's own server is up and answers its requests: ready, active
  * (answering now) and degraded (answering at a smaller level). What "serving" means for
- * /metrics' `llmtray_model_ready`, the tray's count of resident models and `llmtray load`'s
- * "it is ready"; one list, so they cannot disagree about a degraded model.
+ * /metrics' `llmtray_model_ready`, the tray's "Level:" line and `llmtray load`'s "it is
+ * ready"; one list, so they cannot disagree about a degraded model.
  */
 export const SERVING_STATES = ['ready', 'active', 'degraded'] as const satisfies readonly ModelStateName[];
 export type ServingState = (typeof SERVING_STATES)[number];
 
 export function isServing(state: ModelStateName): state is ServingState {
   return (SERVING_STATES as readonly ModelStateName[]).includes(state);
+}
+
+/**
+ * The states in which a model's server exists and holds memory: serving, loading (it is taking
+ * its memory now) and evicting (its memory is not back yet). A loading model counts because
+ * every surface puts "N resident" beside the memory in use, which already includes it: the
+ * dashboard's header, the tray's tooltip and `llmtray status` once said 2, 1 and nothing
+ * during the same load, from three lists of their own.
+ */
+export const RESIDENT_STATES = ['loading', ...SERVING_STATES, 'evicting'] as const satisfies readonly ModelStateName[];
+export type ResidentState = (typeof RESIDENT_STATES)[number];
+
+export function isResident(state: ModelStateName): state is ResidentState {
+  return (RESIDENT_STATES as readonly ModelStateName[]).includes(state);
+}
+
+/**
+ * The states in which something failed or the recovery ladder changed how the model runs, the
+ * most serious first (the tray's tooltip names them in this order): what the dashboard's
+ * Recovery view lists and the tray counts as a problem.
+ */
+export const RECOVERY_STATES = ['quarantined', 'failed', 'fallback', 'degraded'] as const satisfies readonly ModelStateName[];
+export type RecoveryState = (typeof RECOVERY_STATES)[number];
+
+export function isRecovering(state: ModelStateName): state is RecoveryState {
+  return (RECOVERY_STATES as readonly ModelStateName[]).includes(state);
 }
 
 /** A model's recovery memory and what the ladder will do next. */

@@ -6,6 +6,7 @@
 import type { BudgetView, GpuView, LoadProgress, MemoryHolder, ModelView } from './snapshot.js';
 import { formatBytes } from './format-bytes.js';
 import type { Placement } from './plan.js';
+import { isResident } from './model-status.js';
 
 /**
  * A span for a load's elapsed time: "0.4 s" and "1.2 s" under 10 s (the first seconds are the
@@ -21,6 +22,11 @@ export function elapsedWords(ms: number): string {
   if (minutes < 60) return seconds % 60 === 0 ? `${minutes} min` : `${minutes} min ${seconds % 60} s`;
   const hours = Math.floor(minutes / 60);
   return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
+}
+
+/** How many of `models` are resident (isResident): the one count the dashboard, the tray and the CLI show. */
+export function residentCount(models: readonly ModelView[]): number {
+  return models.filter((model) => isResident(model.status.state)).length;
 }
 
 /** The highest estimated fraction: an estimate never claims a load is done. */

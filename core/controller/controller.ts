@@ -31,7 +31,8 @@ import type { ServerEvent } from '../contracts/server-events.js';
 import type { ControllerEvent, Unservable } from '../contracts/controller-events.js';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 import { deriveStatus, sameStatus, seconds } from './derive-status.js';
-import type { Classify, Clock, DesiredProvider, DesiredState, EvictOutcome, Log, ModelDemand, ResidentServer, ServerControl } from './effects.js';
+import type { Classify, Clock, DesiredProvider, DesiredState, Log, ModelDemand, ResidentServer, ServerControl } from './effects.js';
+import type { EvictOutcome } from '../contracts/evict-outcome.js';
 import {
   fallbackReason,
   isOutdated,
@@ -49,6 +50,8 @@ import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { LeftOut, Placement } from '../contracts/plan.js';
 import type { FailureKind } from '../contracts/recovery.js';
 import { Emitter } from '../common/emitter.js';
+import { errorMessage } from '../contracts/error-message.js';
+import { assertNever } from '../contracts/assert-never.js';
 
 export interface ControllerOptions {
   provider: DesiredProvider;
@@ -139,7 +142,7 @@ export class Controller {
     this.resync = new OneShotTimer(this.clock);
     this.passRetry = new OneShotTimer(this.clock);
     this.activityRefresh = new OneShotTimer(this.clock);
-    this.events = new Emitter<[ControllerEvent]>('the controller', (source, error) => this.log.error(`a listener of ${source} threw; ignored`, { error: describe(error) }));
+    this.events = new Emitter<[ControllerEvent]>('the controller', (source, error) => this.log.error(`a listener of ${source} threw; ignored`, { error: errorMessage(error) }));
     // From construction on, so that no server's life is missed, however early it starts.
     this.server.subscribe((event) => this.serverEvent(event));
   }
@@ -329,7 +332,7 @@ export class Controller {
     } catch (error) {
       this.passFailures++;
       const delay = backoffDelay(this.passFailures, this.backoff);
-      const message = describe(error);
+      const message = errorMessage(error);
       this.log.warn(`reconcile pass failed; trying again in ${seconds(delay)}`, { error: message, failures: this.passFailures });
       this.emit({ type: 'ReconcileFailed', error: message, retryInMs: delay, at: this.clock.now() });
       if (this.live()) this.passRetry.set(delay, () => this.loop.trigger());
@@ -431,7 +434,7 @@ export class Controller {
    */
   private async evictAll(modelIds: readonly string[]): Promise<boolean> {
     const results = await Promise.allSettled(modelIds.map((id) => this.evictOne(id)));
-    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [`${modelIds[i]}: ${describe(r.reason)}`] : []));
+    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [`${modelIds[i]}: ${errorMessage(r.reason)}`] : []));
     if (failures.length > 0) throw new Error(`could not evict ${failures.join('; ')}`);
     return results.every((r) => r.status === 'fulfilled' && r.value === 'stopped');
   }
@@ -530,7 +533,7 @@ export class Controller {
       if (record.op === op) record.op = null;
       // The failure was counted from its ServerExited event; only a server control that broke
       // its contract (rejecting without one) is counted here, so that it cannot loop hot.
-      if (!signal.aborted && !op.failureReported) this.launchFailed(record, level, this.kindOf(error), describe(error));
+      if (!signal.aborted && !op.failureReported) this.launchFailed(record, level, this.kindOf(error), errorMessage(error));
       this.refresh(record);
       this.loop.trigger();
       return;
@@ -794,12 +797,4 @@ function yieldsOf(plan: PlacePlan, inputs: PolicyInputs, devices: readonly Devic
 
 function sameLeftOut(a: LeftOut | null, b: LeftOut | null): boolean {
   return a === b || (a !== null && b !== null && a.reason === b.reason && a.strict === b.strict);
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected value ${JSON.stringify(value)}`);
 }

@@ -11,6 +11,7 @@ import type { Device } from '../policy/place.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { Placement } from '../contracts/plan.js';
 import type { FailureKind } from '../contracts/recovery.js';
+import type { EvictOutcome } from '../contracts/evict-outcome.js';
 
 /** One catalog model as the desired-state provider sees it, read fresh on every pass. */
 export interface ModelDemand {
@@ -82,9 +83,6 @@ export interface ResidentServer {
   /** Where it runs, as its launch was placed; absent: all on the first device. */
   placement?: Placement;
 }
-
-/** What an eviction did: the server is gone (or was), or a request had claimed it and it stays. */
-export type EvictOutcome = 'stopped' | 'claimed';
 
 /** The controller's hands on the model servers; the engine supervisor implements it. */
 export interface ServerControl {

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import type { Catalog } from '../catalog/catalog.js';
 import { watchCatalog, type CatalogWatcher } from '../catalog/watch-catalog.js';
 import type { Log } from '../controller/effects.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 export interface CatalogReloadsOptions {
   catalog: Catalog;
@@ -63,7 +64,7 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
         watchDirs();
         scheduleRecheck();
       })
-      .catch((error: unknown) => log.error(`reloading the catalog failed: ${error instanceof Error ? error.message : String(error)}`));
+      .catch((error: unknown) => log.error(`reloading the catalog failed: ${errorMessage(error)}`));
   };
 
   // A file being written sends events until its last write, and nothing after: the rescan that

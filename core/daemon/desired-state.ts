@@ -82,7 +82,7 @@ export function demandOf(
  * Each GPU as its own budget, in GPU mode; one pool otherwise (host RAM, unified memory). A
  * configured limit below the machine's caps every GPU in proportion, so the sum is the limit.
  */
-export function devicesOf(budget: BudgetSample): Device[] {
+export function devicesToPlanOn(budget: BudgetSample): Device[] {
   if (budget.mode !== 'gpu' || budget.perGpu.length === 0) return [{ index: 0, name: budget.mode === 'cpu' ? 'host RAM' : 'unified memory', deviceClass: budget.mode, budgetBytes: budget.totalBytes }];
   const machine = budget.perGpu.reduce((sum, gpu) => sum + gpu.budgetBytes, 0);
   const scale = machine > budget.totalBytes && machine > 0 ? budget.totalBytes / machine : 1;
@@ -105,7 +105,7 @@ export class DaemonDesiredState implements DesiredProvider {
     this.wantedIds = new Set(models.filter((m) => m.wanted).map((m) => m.modelId));
     // Host RAM is a place of its own only beside a GPU: without one (or on unified memory) it is
     // the device itself, already the budget.
-    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.mode === 'gpu' ? budget.hostAvailableBytes : 0, devices: devicesOf(budget) };
+    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.mode === 'gpu' ? budget.hostAvailableBytes : 0, devices: devicesToPlanOn(budget) };
   }
 
   /** Whether the last pass wanted the model resident (for the snapshot and /metrics). */

@@ -11,6 +11,7 @@ import { footprintAt, type FootprintEstimate } from '../policy/levels.js';
 import type { ModelActivity } from './activity.js';
 import { LAUNCH_LEVELS, type LaunchLevel } from '../contracts/launch-level.js';
 import { pricedEstimate } from './desired-state.js';
+import type { EngineKind } from '../contracts/snapshot.js';
 
 export interface SnapshotParts {
   startedAt: number;
@@ -25,7 +26,7 @@ export interface SnapshotParts {
   activity: ModelActivity;
   isPinned(model: CatalogModel): boolean;
   wanted(modelId: string): boolean;
-  engineOf(model: CatalogModel): 'embedded' | 'llama-server';
+  engineOf(model: CatalogModel): EngineKind;
   measuredBytes(modelId: string): number | null;
   /** Its engine's own cost where it counts against the budget (see DesiredSources.runtimeBytes); default 0. */
   runtimeBytes?(model: CatalogModel): number;

@@ -5,6 +5,7 @@
 // asks every half second per waiting request.
 //
 // The fraction: loadFractionAt's rule, the one the tray and the dashboard show.
+import { isServing } from '../contracts/model-status.js';
 import { loadFractionAt } from '../contracts/snapshot-words.js';
 import type { Controller } from '../controller/controller.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
@@ -27,14 +28,11 @@ export function waitProgressOf(parts: WaitProgressParts, modelId: string): WaitP
   }
   if (server?.phase === 'stopping') return { kind: 'stopping', servedBy };
   const status = parts.controller.status(servedBy);
+  if (status !== undefined && isServing(status.state)) return { kind: parts.turnIsOver(servedBy) ? 'turn' : 'queued', servedBy };
   switch (status?.state) {
     case 'loading':
       // Decided, but its process is not spawned yet (its spec is being read).
       return { kind: 'loading', servedBy, fraction: null, estimated: false };
-    case 'ready':
-    case 'active':
-    case 'degraded':
-      return { kind: parts.turnIsOver(servedBy) ? 'turn' : 'queued', servedBy };
     case 'evicting':
       return { kind: 'stopping', servedBy };
     case 'failed':

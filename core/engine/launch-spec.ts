@@ -8,10 +8,11 @@ import { placementArgs, placementGpuLayers } from './placement-args.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { Placement } from '../contracts/plan.js';
 import type { EngineIdentityOf } from '../contracts/gpu-identity.js';
+import type { EngineKind } from '../contracts/snapshot.js';
 
 export interface LaunchSpec {
   modelId: string;
-  engine: 'embedded' | 'llama-server';
+  engine: EngineKind;
   modelPath: string;
   /** The configured context; every level but 'full' launches at degradedContext of it. */
   contextTokens: number;

@@ -14,6 +14,7 @@
 import type { EngineCapabilities } from './llama-server/capabilities.js';
 import type { Placement } from '../contracts/plan.js';
 import type { ComputeBackend, EngineIdentity, EngineIdentityOf } from '../contracts/gpu-identity.js';
+import type { EngineKind } from '../contracts/snapshot.js';
 
 /** Backends llama-server may number devices in, in the order its device registry lists them. */
 const LLAMA_SERVER_BACKENDS: readonly ComputeBackend[] = ['cuda', 'hip', 'vulkan', 'metal'];
@@ -94,7 +95,7 @@ export function placementArgs(placement: Placement | undefined, capabilities: En
  * told (its variable would name another card). llama.cpp then splits layers over the visible
  * devices in proportion to their free memory, which is how `place` shares a split too. Pure.
  */
-export function placementEnv(placement: Placement | undefined, engine: 'embedded' | 'llama-server', identityOf: EngineIdentityOf = PLAN_INDEX): Record<string, string> {
+export function placementEnv(placement: Placement | undefined, engine: EngineKind, identityOf: EngineIdentityOf = PLAN_INDEX): Record<string, string> {
   if (placement === undefined || placement.kind === 'cpu' || placement.devices.length === 0) return {};
   const env: Record<string, string> = { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' };
   if (engine === 'embedded') {

@@ -21,10 +21,9 @@
 // the figure; pricing it too low is an out-of-memory launch.
 
 import { Emitter } from '../common/emitter.js';
+import type { EngineKind } from '../contracts/snapshot.js';
 
 const MIB = 1024 * 1024;
-
-export type EngineKind = 'embedded' | 'llama-server';
 
 /** Host RAM (no GPU: the host is the device), or a GPU's memory. */
 export type RuntimePlace = 'host' | 'device';

@@ -12,6 +12,7 @@ import { AMD_SMI_METRIC_ARGS, AMD_SMI_STATIC_ARGS, joinAmdSmi, parseAmdSmiMetric
 import { ROCM_SMI_ARGS, parseRocmSmi } from './rocm-smi.js';
 import { sharedAnswer } from './shared-answer.js';
 import type { AmdReading } from './merge-devices.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 /**
  * Reads AMD GPUs' memory. Blocks for one or two tool calls (amd-smi is a Python program:
@@ -48,20 +49,16 @@ export function createAmdReader(deps: { exec?: ExecFileText; amdSmi?: string; ro
         failures.push(error);
       }
     }
-    if (answered !== null) throw new Error(`${answered} answered before and fails now: ${failures.map(message).join('; ')}`);
+    if (answered !== null) throw new Error(`${answered} answered before and fails now: ${failures.map(errorMessage).join('; ')}`);
     if (failures.every(isMissingTool)) {
       absent = true;
       return { source: null, cards: [], notes: [] };
     }
-    const said = failures.filter((e) => !isMissingTool(e)).map(message);
+    const said = failures.filter((e) => !isMissingTool(e)).map(errorMessage);
     return { source: null, cards: [], notes: [`AMD GPUs cannot be measured: ${said.join('; ')}.`] };
   };
 }
 
 function isMissingTool(error: unknown): boolean {
   return error instanceof Error && (error.cause as { code?: unknown } | undefined)?.code === 'ENOENT';
-}
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -39,6 +39,7 @@ import { createNvidiaMemoryReader, type NvidiaMemory, type NvidiaMemoryReader } 
 import type { EngineDeviceReader } from './llama-devices.js';
 import { realClock, type Clock } from '../common/clock.js';
 import type { GpuDevice, HostMemory } from './compute-budget.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 /** The two systeminformation calls the probe makes; the real module satisfies it. */
 export interface SystemInformation {
@@ -102,7 +103,7 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
   const relistMs = deps.relistMs ?? 300_000;
   const clock = deps.clock ?? realClock;
   const nvidiaMemory = deps.nvidiaMemory === undefined ? (platform === 'darwin' ? null : createNvidiaMemoryReader(execFileText)) : deps.nvidiaMemory;
-  const nvidiaSmiFailure = deps.nvidiaSmiFailure ?? (() => queryComputeApps(execFileText).then(() => null, (error: unknown) => (error instanceof Error ? error.message : String(error))));
+  const nvidiaSmiFailure = deps.nvidiaSmiFailure ?? (() => queryComputeApps(execFileText).then(() => null, (error: unknown) => errorMessage(error)));
   /** The cards of the last probe that did not fail. */
   let lastGood: readonly GpuDevice[] = [];
   /** The last listing of the cards, and when it was made; null before the first and after a failed one. */
@@ -131,7 +132,7 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
       cards = await nvidiaMemory();
     } catch (error) {
       // No driver, or one that fails now: only the cards it measured lose their figures.
-      return { devices: withNvidiaFiguresOnce(devices, new Map()), said: error instanceof Error ? error.message : String(error) };
+      return { devices: withNvidiaFiguresOnce(devices, new Map()), said: errorMessage(error) };
     }
     const unlisted = [...cards.keys()].some((bus) => !devices.some((gpu) => gpu.busAddress === bus));
     if (unlisted && listing !== null) {

@@ -20,6 +20,7 @@ import { NO_OWN_USAGE, type OwnUsageProvider } from './own-usage.js';
 import type { GpuProbe } from './gpu-probe.js';
 import { realClock, type Clock } from '../common/clock.js';
 import { Emitter } from '../common/emitter.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 export interface BudgetConfig {
   reserveBytes: number;
@@ -168,7 +169,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   function held(good: BudgetSample, error: unknown): BudgetSample {
     const concerns = (busAddress: string | null): boolean => !(error instanceof FailedSample) || (busAddress !== null && error.busAddresses.includes(busAddress));
     const seconds = Math.round((clock.elapsed() - failingSince) / 1000);
-    const warning = `Not measured for ${failures} samples in a row (${seconds} s): ${error instanceof Error ? error.message : String(error)}. Its budget is held at the last good sample; nothing is evicted for it, and it is measured again at the next sample that succeeds.`;
+    const warning = `Not measured for ${failures} samples in a row (${seconds} s): ${errorMessage(error)}. Its budget is held at the last good sample; nothing is evicted for it, and it is measured again at the next sample that succeeds.`;
     return { ...good, perGpu: good.perGpu.map((gpu) => (concerns(gpu.busAddress) ? { ...gpu, warning } : gpu)), sampledAt: clock.now() };
   }
 

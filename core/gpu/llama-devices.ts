@@ -26,6 +26,7 @@ import { execFileTextWithin, type ExecFileText } from './exec-file.js';
 import { sharedAnswer } from './shared-answer.js';
 import { realClock, type Clock } from '../common/clock.js';
 import { formatBytes } from '../contracts/format-bytes.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 export const LIST_DEVICES_ARGS = ['--list-devices'] as const;
 
@@ -126,7 +127,7 @@ export function createEngineDeviceReader(binaryPath: string, options: EngineDevi
       lastGood = parseListDevices(await exec(binaryPath, LIST_DEVICES_ARGS));
       return lastGood;
     } catch (error) {
-      const said = `llama-server's device list could not be read (${error instanceof Error ? error.message : String(error)})`;
+      const said = `llama-server's device list could not be read (${errorMessage(error)})`;
       return lastGood === null ? { devices: [], notes: [`${said}.`] } : { devices: lastGood.devices, notes: [...lastGood.notes, `${said}; the last list is used.`] };
     }
   };

@@ -5,6 +5,7 @@
 // and their number fields come in several shapes across versions: a number, a numeric string
 // ("17163091968"), an object {"value": 32624, "unit": "MB"}, or "N/A". Both parsers share
 // these two readers so one quirk is handled once.
+import { errorMessage } from '../contracts/error-message.js';
 
 /**
  * The JSON document in a tool's stdout: from the first line that starts with '{' or '['.
@@ -17,7 +18,7 @@ export function jsonDocumentIn(stdout: string, tool: string): unknown {
   try {
     return JSON.parse(stdout.slice(start)) as unknown;
   } catch (error) {
-    throw new Error(`${tool} printed JSON that does not parse (${error instanceof Error ? error.message : String(error)}): ${quote(stdout)}`);
+    throw new Error(`${tool} printed JSON that does not parse (${errorMessage(error)}): ${quote(stdout)}`);
   }
 }
 

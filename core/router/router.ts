@@ -31,6 +31,7 @@ import { isLlamaCompatPath, llamaRouterStatus, llamaServerRouteRequest, MODEL_CO
 import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
 import { formatBytes } from '../contracts/format-bytes.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 export interface RouterOptions {
   gateway: ModelGateway;
@@ -424,6 +425,6 @@ function internal(error: unknown): RouterError {
     type: 'server_error',
     code: 'internal_error',
     param: null,
-    message: `llmtray's router failed on this request: ${error instanceof Error ? error.message : String(error)}`,
+    message: `llmtray's router failed on this request: ${errorMessage(error)}`,
   };
 }

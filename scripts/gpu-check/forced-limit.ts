@@ -1,18 +1,18 @@
 // The budget limit under which the daemon places a model a given way on this machine: a split
 // over two cards of one class, or part of it in host RAM. `npm run gpu-check` needs both on
 // cards far bigger than the demo models, and the config's `budget.limit` is the one knob that
-// shrinks them: it caps every GPU in proportion (core/daemon/desired-state.ts, devicesOf).
+// shrinks them: it caps every GPU in proportion (core/daemon/desired-state.ts, devicesToPlanOn).
 //
 // Why ask `place` rather than work the limit out by formula: the window is narrow (a demo-chat
 // split holds where each card is short of the whole model by less than its compute buffers) and
 // its edges are `place`'s own arithmetic. The daemon's pricing (demandOf, policyInputs) and its
-// devices (devicesOf) are called here as the daemon calls them, so the limit found is the one
+// devices (devicesToPlanOn) are called here as the daemon calls them, so the limit found is the one
 // the daemon will act on; the middle of the window is chosen, away from both edges, since the
 // cards' free memory moves a little between this probe and the daemon's.
 import type { CatalogModel } from '../../core/catalog/catalog.js';
 import { policyInputs } from '../../core/controller/policy-inputs.js';
 import { ModelActivity } from '../../core/daemon/activity.js';
-import { demandOf, devicesOf } from '../../core/daemon/desired-state.js';
+import { demandOf, devicesToPlanOn } from '../../core/daemon/desired-state.js';
 import type { Budget } from '../../core/gpu/compute-budget.js';
 import { place, type PlacedDesired } from '../../core/policy/place.js';
 import type { Placement } from '../../core/contracts/plan.js';
@@ -46,7 +46,7 @@ export function limitForcing(kind: Placement['kind'], desired: readonly PlacedDe
   let run: { from: number; to: number } | null = null;
   const kindAt = (step: number): { limitBytes: number; placement: Placement | undefined } => {
     const limitBytes = Math.floor((top * step) / STEPS);
-    const devices = devicesOf({ ...budget, totalBytes: limitBytes, sampledAt: 0 });
+    const devices = devicesToPlanOn({ ...budget, totalBytes: limitBytes, sampledAt: 0 });
     return { limitBytes, placement: place(desired, [], devices, budget.hostAvailableBytes).placements[modelId] };
   };
   for (let step = 1; step <= STEPS; step++) {

@@ -43,6 +43,7 @@ import { benchModels, scratchDir } from './bench-models.js';
 import { isModelLoadedLine, observeSpawns, recordLines, type TimedLine } from './engine-process.js';
 import { chatBody, timedStream } from './http-client.js';
 import { fixed, median, printTable, signed, verdict } from './stats.js';
+import type { EngineKind } from '../../core/contracts/snapshot.js';
 
 const MODEL_ID = 'bench-chat';
 const DRAFT_ID = 'bench-draft';
@@ -155,7 +156,7 @@ interface ColdDaemon {
   spare: boolean;
 }
 
-function configText(models: { chat: string; draft: string }, engine: 'embedded' | 'llama-server', options: { spare: boolean; llamaServer: string | null }): string {
+function configText(models: { chat: string; draft: string }, engine: EngineKind, options: { spare: boolean; llamaServer: string | null }): string {
   const engines = [`  warmSpare: ${options.spare}`, ...(options.llamaServer === null ? [] : [`  llamaServer: ${JSON.stringify(options.llamaServer)}`])];
   return `modelDirs: []
 budget:
@@ -253,7 +254,7 @@ export async function runColdStartBench(): Promise<void> {
   const models = await benchModels();
   const llamaServer = llamaServerPath();
   const baseline = baselineDir();
-  const spec = (engine: 'embedded' | 'llama-server'): LaunchSpec => ({
+  const spec = (engine: EngineKind): LaunchSpec => ({
     modelId: MODEL_ID, engine, modelPath: models.chat.path, contextTokens: 2048, gpuLayers: 0, threads: 1, parallel: 1,
     draft: { modelPath: models.draft.path, gpuLayers: 0 }, aliases: [], extraArgs: [], env: {},
   });

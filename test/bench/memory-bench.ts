@@ -44,6 +44,7 @@ import { benchModels, scratchDir } from './bench-models.js';
 import { benchSpec, pollUntilHealthy, startDirectEngine, type DirectEngine } from './engine-process.js';
 import { chatBody, timedPost } from './http-client.js';
 import { fixed, MIB, mib, printTable, signed, verdict } from './stats.js';
+import type { EngineKind } from '../../core/contracts/snapshot.js';
 
 const TARGET_ERROR = 0.1;
 const GENERATED_TOKENS = 8;
@@ -63,8 +64,6 @@ const CASES: Case[] = [
   { id: 'chat-2048', file: 'chat', contextTokens: 2048 },
   { id: 'chat-8192', file: 'chat', contextTokens: 8192 },
 ];
-
-type EngineName = 'embedded' | 'llama-server';
 
 interface Allocation {
   model: number;
@@ -104,7 +103,7 @@ function allocationOf(buffers: Measurement['buffers']): Allocation {
  * builds of late 2026 print their buffer lines only at verbosity 4 (the default is 3), so it is
  * asked for where the build has the flag.
  */
-async function specFor(engine: EngineName, modelPath: string, contextTokens: number, extraArgs: string[]): Promise<LaunchSpec> {
+async function specFor(engine: EngineKind, modelPath: string, contextTokens: number, extraArgs: string[]): Promise<LaunchSpec> {
   const spec = benchSpec('bench', modelPath, contextTokens, extraArgs);
   if (engine === 'embedded' || LLAMA_SERVER === null) return spec;
   const verbose = (await probeCapabilities(LLAMA_SERVER)).flags.has('--log-verbosity') ? ['--log-verbosity', '4'] : [];
@@ -159,13 +158,13 @@ export async function runMemoryBench(): Promise<void> {
     const estimate = estimateOf(c);
     return { weights: estimate.weightsBytes, kv: estimate.kvBytesPerToken * c.contextTokens, compute: estimate.computeBytes, total: footprintAt('full', estimate).deviceBytes };
   };
-  const engines: EngineName[] = LLAMA_SERVER === null ? ['embedded'] : ['embedded', 'llama-server'];
+  const engines: EngineKind[] = LLAMA_SERVER === null ? ['embedded'] : ['embedded', 'llama-server'];
 
   const baseline = await measure(await specFor('embedded', paths[BASELINE.file], BASELINE.contextTokens, ['--no-mmap']), true);
   const runtimeBytes = baseline.rssAfterGeneration - baseline.allocated.total;
   const measured = [];
   for (const c of CASES) {
-    const byEngine = new Map<EngineName, Measurement>();
+    const byEngine = new Map<EngineKind, Measurement>();
     for (const engine of engines) byEngine.set(engine, await measure(await specFor(engine, paths[c.file], c.contextTokens, ['--no-mmap']), true));
     measured.push({ c, estimate: partsOf(c), byEngine });
   }
@@ -227,7 +226,7 @@ export async function runMemoryBench(): Promise<void> {
  * demo-chat in three files, loaded mapped: llama.cpp logs one model buffer per file, so the
  * middle file's is four blocks as llama.cpp holds them.
  */
-async function perBlock(dir: string, estimate: FootprintEstimate, engines: readonly EngineName[]): Promise<void> {
+async function perBlock(dir: string, estimate: FootprintEstimate, engines: readonly EngineKind[]): Promise<void> {
   const prefix = join(dir, 'chat-split');
   const parts = await writeSplitLlamaGguf(prefix, DEMO_SHAPES['demo-chat'], (name) => (name.startsWith('blk.') ? (Number(name.split('.')[1]) < 4 ? 0 : 1) : name === 'token_embd.weight' ? 0 : 2));
   const fileBytes: number[] = [];
@@ -239,7 +238,7 @@ async function perBlock(dir: string, estimate: FootprintEstimate, engines: reado
       await file.close();
     }
   }
-  const mapped = new Map<EngineName, number[]>();
+  const mapped = new Map<EngineKind, number[]>();
   for (const engine of engines) {
     const m = await measure(await specFor(engine, parts[0] as string, 2048, []), false);
     // The mapped files' buffers; a CPU's extra ones (AMX on a Xeon) are §4's.

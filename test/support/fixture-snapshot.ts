@@ -73,3 +73,19 @@ export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
     lostOutputs: [],
   };
 }
+
+/**
+ * The fixture while a second model loads: one ready, one loading (its server started, its
+ * memory being taken), one quarantined and one idle. For the surfaces that count what is
+ * resident: each once counted the loading model its own way.
+ */
+export function fixtureSnapshotDuringLoad(): Snapshot {
+  const base = fixtureSnapshot();
+  const loading = fixtureModel('qwen-7b', {
+    desired: true,
+    status: { ...fixtureModel('x').status, modelId: 'qwen-7b', state: 'loading', level: 'full' },
+    loading: { startedAt: 1_700_000_000_000, fraction: 0.4, expectedMs: null },
+    upstream: { baseUrl: 'http://127.0.0.1:40002', pid: 4343 },
+  });
+  return { ...base, revision: 1, models: [...base.models, loading] };
+}

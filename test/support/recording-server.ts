@@ -11,7 +11,8 @@
 // a server only once its launch resolved, the supervisor while it loads.
 // FakeDesired is the DesiredProvider a test edits between passes. Neither uses timers:
 // everything resolves on promise turns.
-import type { DesiredProvider, DesiredState, EvictOutcome, ModelDemand, ServerControl } from '../../core/controller/effects.js';
+import type { DesiredProvider, DesiredState, ModelDemand, ServerControl } from '../../core/controller/effects.js';
+import type { EvictOutcome } from '../../core/contracts/evict-outcome.js';
 import type { ServerEvent, ServerEventListener, ServerFailureKind } from '../../core/contracts/server-events.js';
 import type { LaunchLevel } from '../../core/contracts/launch-level.js';
 import type { Placement } from '../../core/contracts/plan.js';

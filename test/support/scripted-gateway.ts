@@ -14,6 +14,7 @@
 // waiting request waits on (waitProgress) follows the state unless `progress` scripts it, and a
 // load may end in quarantine (`loadFails`), as a corrupt file's first failure does.
 import type { EngineClaim, EngineLost, ModelGateway, RouterModelEntry, Unservable, WaitProgress } from '../../core/router/model-gateway.js';
+import type { EngineKind } from '../../core/contracts/snapshot.js';
 export type ScriptedState = 'ready' | 'cold' | 'loading' | 'queued' | 'quarantined' | 'unschedulable';
 
 export interface ScriptedModel {
@@ -42,7 +43,7 @@ export interface ScriptedModel {
   /** Its engine serves Anthropic's Messages API itself (default: no, the router translates). */
   anthropicMessages?: boolean;
   /** Which engine its claims say answers (default: llama-server, as the fake engine plays one). */
-  engine?: 'embedded' | 'llama-server';
+  engine?: EngineKind;
   /** Whether its engine can call tools (default: yes). */
   toolCalls?: boolean;
   /** What waitProgress says while a request waits for it; default: loading (no fraction) while loading, else waiting for memory. */

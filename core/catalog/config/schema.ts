@@ -6,9 +6,10 @@
 // why the setting has no effect.
 import { z } from 'zod';
 import { DURATION_EXPECTATION, parseDuration, parseSize, SIZE_EXPECTATION } from './units.js';
+import type { EngineKind } from '../../contracts/snapshot.js';
 
 export type GpuLayers = number | 'all';
-export type EngineChoice = 'auto' | 'embedded' | 'llama-server';
+export type EngineChoice = 'auto' | EngineKind;
 export const ENGINE_CHOICES: readonly EngineChoice[] = ['auto', 'embedded', 'llama-server'];
 
 export const DEFAULT_LISTEN = { host: '127.0.0.1', port: 11435 } as const;

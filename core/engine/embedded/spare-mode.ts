@@ -20,6 +20,7 @@
 import type { Llama } from 'node-llama-cpp';
 import { createInterface } from 'node:readline';
 import type { EngineLog } from './engine-log.js';
+import { errorMessage } from '../../contracts/error-message.js';
 
 /** The spare's runtime: one CPU thread until a launch says how many (model-loader.ts sets them). */
 const SPARE_RUNTIME = { gpu: false, threads: 1 } as const;
@@ -52,7 +53,7 @@ export async function runAsSpare(log: EngineLog, launch: (argv: string[], runtim
     async (error: unknown) => {
       // Adopted or not, the runtime is gone; a launch that adopted it reports the cause as its load failure.
       if (adopted) return;
-      log.line(`spare: the runtime could not start: ${error instanceof Error ? error.message : String(error)}`);
+      log.line(`spare: the runtime could not start: ${errorMessage(error)}`);
       await log.settle();
       process.exit(1);
     },

@@ -1,7 +1,7 @@
 // One model server process: spawned, its output cut into lines, its exit observed.
 //
 // The supervisor decides; this only reports. It never restarts anything itself.
-import type { EngineKind } from '../runtime-overhead.js';
+import type { EngineKind } from '../../contracts/snapshot.js';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { LineRing, LineSplitter } from './log-ring.js';
 import { BufferTally } from './memory-measure.js';

@@ -44,6 +44,8 @@ import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
 import { WarmSpare, type AdoptedSpare, type SpareStatus } from './warm-spare.js';
 import { Emitter } from '../../common/emitter.js';
+import { errorMessage } from '../../contracts/error-message.js';
+import type { EvictOutcome } from '../../contracts/evict-outcome.js';
 
 export interface SupervisorDeps {
   /** The launch spec of a model, read at each launch; throwing makes the launch fail as a crash with that message. */
@@ -148,9 +150,6 @@ export interface Measurement {
   bytes: number;
   where: 'device' | 'host';
 }
-
-/** What an eviction did: stopped the server (or there was none), or left it because a request had claimed it. */
-export type EvictOutcome = 'stopped' | 'claimed';
 
 const DEFAULT_GRACE_MS = 5_000;
 const DEFAULT_LOG_LINES = 2_000;
@@ -596,7 +595,7 @@ export class Supervisor {
       spec = await this.deps.specFor(owner.modelId);
       command = await this.deps.engineCommand(spec);
     } catch (error) {
-      throw this.failedBeforeStart(owner, level, describe(error));
+      throw this.failedBeforeStart(owner, level, errorMessage(error));
     }
     for (let attempt = 1; ; attempt++) {
       cancel.throwIfAborted();
@@ -624,7 +623,7 @@ export class Supervisor {
     try {
       engineArgs = argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement, this.deps.gpuIdentity);
     } catch (error) {
-      return this.failedBeforeStart(owner, level, describe(error));
+      return this.failedBeforeStart(owner, level, errorMessage(error));
     }
     const args = [...command.args, ...engineArgs];
     const env = { ...placementEnv(placement, spec.engine, this.deps.gpuIdentity), ...spec.env };
@@ -634,7 +633,7 @@ export class Supervisor {
       } catch (error) {
         removeApiKeyFile(keyFile);
         const trouble = await dataDirTrouble(error, this.deps.dataDir);
-        return this.failedBeforeStart(owner, level, `${trouble === null ? '' : `${trouble}: `}could not write its API key file ${keyFile}: ${describe(error)}`);
+        return this.failedBeforeStart(owner, level, `${trouble === null ? '' : `${trouble}: `}could not write its API key file ${keyFile}: ${errorMessage(error)}`);
       }
     }
     // The warm spare runs this launch when it can; when it cannot, it is ended first, so that
@@ -675,7 +674,7 @@ export class Supervisor {
       await server.spawned;
     } catch (error) {
       if (keyFile !== null) removeApiKeyFile(keyFile);
-      return this.failedBeforeStart(owner, level, `could not start ${command.command}: ${describe(error)}`);
+      return this.failedBeforeStart(owner, level, `could not start ${command.command}: ${errorMessage(error)}`);
     }
     const started = server;
     owner.server = started;
@@ -910,8 +909,4 @@ export class Supervisor {
     if (fromDriver !== undefined) return fromDriver;
     return server.buffers.deviceBytes > 0 ? server.buffers.deviceBytes : null;
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -36,6 +36,7 @@ import { commandLineHash, type EngineRegistry } from './engine-registry.js';
 import { LineRing, LineSplitter } from './log-ring.js';
 import { signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
 import type { SpawnFunction } from './server-process.js';
+import { errorMessage } from '../../contracts/error-message.js';
 
 /** engines.json's name for a spare not yet adopted (never a model id: ids have no spaces). */
 export const SPARE_RECORD_ID = '(warm spare)';
@@ -274,7 +275,7 @@ export class WarmSpare {
       command = await this.deps.command();
     } catch (error) {
       this.starting = false;
-      const why = error instanceof Error ? error.message : String(error);
+      const why = errorMessage(error);
       if (this.unavailable !== why) this.deps.note(`no warm spare: ${why}`);
       this.unavailable = why;
       return;
@@ -298,7 +299,7 @@ export class WarmSpare {
         windowsHide: true,
       });
     } catch (error) {
-      this.died(`could not start: ${error instanceof Error ? error.message : String(error)}`);
+      this.died(`could not start: ${errorMessage(error)}`);
       return;
     }
     const lines = new LineRing(SPARE_LINES);

@@ -3,7 +3,7 @@
 // Sized for the 900×600 tray window; below 760 px wide the memory panel moves above the tabs.
 import { useEffect, type ReactNode } from 'react';
 import { formatBytes, formatClock } from '../format/format.js';
-import { RESIDENT_STATES } from '../format/labels.js';
+import { residentCount } from '../../../core/contracts/snapshot-words.js';
 import { DEFAULT_HISTORY_WINDOW_MS, type Tab } from '../store/dashboard-store.js';
 import { useActions, useDashboard } from '../store/store-context.js';
 import { ConnectView } from './connect-view.js';
@@ -50,7 +50,7 @@ function Header() {
   const endpoint = useDashboard((state) => state.snapshot?.endpoint);
   const used = useDashboard((state) => state.snapshot?.budget.usedBytes ?? 0);
   const budget = useDashboard((state) => state.snapshot?.budget.budgetBytes ?? 0);
-  const resident = models?.filter((model) => RESIDENT_STATES.has(model.status.state)).length ?? 0;
+  const resident = residentCount(models ?? []);
   return (
     <header className="header">
       <div className="brand">

@@ -5,7 +5,7 @@
 // The last value is carried to "now" for the same reason.
 import { formatBytes, formatDuration } from '../format/format.js';
 import { useDashboard, useNow } from '../store/store-context.js';
-import type { BudgetSample } from '../store/dashboard-store.js';
+import type { BudgetHistoryPoint } from '../store/dashboard-store.js';
 
 const WIDTH = 300;
 const HEIGHT = 56;
@@ -52,8 +52,8 @@ export function BudgetHistory({ windowMs }: BudgetHistoryProps) {
 }
 
 function stepPath(
-  samples: readonly BudgetSample[],
-  value: (sample: BudgetSample) => number,
+  samples: readonly BudgetHistoryPoint[],
+  value: (sample: BudgetHistoryPoint) => number,
   xOf: (at: number) => number,
   yOf: (bytes: number) => number,
   end: number,

@@ -4,7 +4,7 @@ import { useMemo } from 'react';
 import type { BudgetView, ModelView } from '../../../core/contracts/snapshot.js';
 import { limitWords } from '../../../core/contracts/snapshot-words.js';
 import { formatBytes } from '../format/format.js';
-import { devicesOf, type Device } from '../memory/device-segments.js';
+import { deviceBarsOf, type Device } from '../memory/device-segments.js';
 import { useDashboard } from '../store/store-context.js';
 import { BudgetHistory } from './budget-history.js';
 import { MemoryBar, describeSegment } from './memory-bar.js';
@@ -62,7 +62,7 @@ function Totals({ budget }: { budget: BudgetView }) {
 }
 
 function Devices({ budget, models }: { budget: BudgetView; models: readonly ModelView[] }) {
-  const devices = useMemo(() => devicesOf(budget, models), [budget, models]);
+  const devices = useMemo(() => deviceBarsOf(budget, models), [budget, models]);
   return (
     <ul className="devices">
       {devices.map((device) => (

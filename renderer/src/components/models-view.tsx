@@ -7,7 +7,8 @@ import { memo, type ReactNode } from 'react';
 import type { BudgetView, ModelView } from '../../../core/contracts/snapshot.js';
 import { loadFractionAt, loadProgressWords, placementWords } from '../../../core/contracts/snapshot-words.js';
 import { formatAgo, formatBytes } from '../format/format.js';
-import { FAILURE_LABEL, LEVEL_LABEL, RECOVERY_STATES, RESIDENT_STATES } from '../format/labels.js';
+import { FAILURE_LABEL, LEVEL_LABEL } from '../format/labels.js';
+import { isRecovering, isResident } from '../../../core/contracts/model-status.js';
 import { seriesOf } from '../memory/device-segments.js';
 import { useActions, useDashboard, useNow } from '../store/store-context.js';
 import { EmptyCatalog } from './empty-catalog.js';
@@ -54,7 +55,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: Mod
   const now = useNow();
   const { runCommand, selectTab } = useActions();
   const busy = pending !== undefined;
-  const resident = RESIDENT_STATES.has(status.state);
+  const resident = isResident(status.state);
   const level = status.level;
   const headingId = `model-${model.id}`;
   const quarantined = status.state === 'quarantined';
@@ -171,7 +172,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: Mod
             {pending === 'retry' ? 'Retrying…' : 'Retry'}
           </button>
         )}
-        {RECOVERY_STATES.has(status.state) && (
+        {isRecovering(status.state) && (
           <button type="button" className="button button-link" aria-label={`Recovery details for ${model.id}`} onClick={() => selectTab('recovery')}>
             Details
           </button>

@@ -3,13 +3,14 @@
 // a person: that is what the Retry button is for.
 import type { ModelView } from '../../../core/contracts/snapshot.js';
 import { formatClock, formatDuration } from '../format/format.js';
-import { ACTION_LABEL, FAILURE_LABEL, LEVEL_LABEL, RECOVERY_STATES } from '../format/labels.js';
+import { ACTION_LABEL, FAILURE_LABEL, LEVEL_LABEL } from '../format/labels.js';
+import { isRecovering } from '../../../core/contracts/model-status.js';
 import { useActions, useDashboard, useNow } from '../store/store-context.js';
 import { StateBadge } from './state-badge.js';
 
 /** Whether the model belongs in the Recovery view: a failure on record or a state the ladder chose. */
 export function needsRecovery(model: ModelView): boolean {
-  return RECOVERY_STATES.has(model.status.state) || model.status.recovery.kind !== 'none';
+  return isRecovering(model.status.state) || model.status.recovery.kind !== 'none';
 }
 
 export function RecoveryView() {

@@ -43,9 +43,3 @@ export const ACTION_LABEL: Record<RecoveryAction, string> = {
   fallback: 'Serve the fallback model',
   quarantine: 'Quarantine until you retry',
 };
-
-/** States in which the model's server exists (or is starting) and holds memory. */
-export const RESIDENT_STATES: ReadonlySet<ModelStateName> = new Set(['loading', 'ready', 'active', 'evicting', 'degraded']);
-
-/** States the Recovery view lists: something failed, or the ladder changed how the model runs. */
-export const RECOVERY_STATES: ReadonlySet<ModelStateName> = new Set(['failed', 'degraded', 'fallback', 'quarantined']);

@@ -118,7 +118,7 @@ export function hostDevice(budget: BudgetView, models: readonly ModelView[]): De
 }
 
 /** The bars to draw for a snapshot's budget. */
-export function devicesOf(budget: BudgetView, models: readonly ModelView[]): Device[] {
+export function deviceBarsOf(budget: BudgetView, models: readonly ModelView[]): Device[] {
   return budget.gpus.length === 0 ? [hostDevice(budget, models)] : budget.gpus.map((gpu) => gpuDevice(gpu, models));
 }
 

@@ -26,14 +26,14 @@ export type ConnectionState = 'connecting' | 'open' | 'lost' | 'unauthorized';
 export type Tab = 'models' | 'recovery' | 'why' | 'logs' | 'connect';
 
 /** One point of the budget history: what our models held against the budget at a sample. */
-export interface BudgetSample {
+export interface BudgetHistoryPoint {
   at: number;
   usedBytes: number;
   budgetBytes: number;
 }
 
 /** Something a person is told once: a command's outcome, or a quarantine/fallback event. */
-export interface Notice {
+export interface DashboardNotice {
   id: number;
   tone: 'ok' | 'error' | 'warn';
   message: string;
@@ -49,7 +49,7 @@ export interface SnapshotSlice {
 
 export interface HistorySlice {
   /** Oldest first, at most `historyWindowMs` old relative to the newest. */
-  history: BudgetSample[];
+  history: BudgetHistoryPoint[];
 }
 
 export interface LogsSlice {
@@ -71,7 +71,7 @@ export interface UiSlice {
   logModelId: string | null;
   /** The command in flight per model id; a model's controls are disabled while one is. */
   pending: Record<string, ModelCommand>;
-  notices: Notice[];
+  notices: DashboardNotice[];
 }
 
 export interface DashboardActions {
@@ -128,8 +128,8 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
   const arrivedDuringFetch = new Map<string, Batch[]>();
 
   return createStore<DashboardState>()((set, get) => {
-    const notify = (tone: Notice['tone'], message: string): void => {
-      const notice: Notice = { id: ++noticeId, tone, message, at: now() };
+    const notify = (tone: DashboardNotice['tone'], message: string): void => {
+      const notice: DashboardNotice = { id: ++noticeId, tone, message, at: now() };
       set((state) => ({ notices: [...state.notices, notice].slice(-MAX_NOTICES) }));
     };
 
@@ -263,7 +263,7 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
   });
 }
 
-function sampleOf(snapshot: Snapshot): BudgetSample {
+function sampleOf(snapshot: Snapshot): BudgetHistoryPoint {
   return { at: snapshot.budget.sampledAt, usedBytes: snapshot.budget.usedBytes, budgetBytes: snapshot.budget.budgetBytes };
 }
 
@@ -272,9 +272,9 @@ function sampleOf(snapshot: Snapshot): BudgetSample {
  * A sample older than the newest (a restarted daemon's clock, a reordered event) starts the
  * history again rather than drawing a line backwards in time.
  */
-export function withSample(history: readonly BudgetSample[], sample: BudgetSample, windowMs: number): BudgetSample[] {
+export function withSample(history: readonly BudgetHistoryPoint[], sample: BudgetHistoryPoint, windowMs: number): BudgetHistoryPoint[] {
   const last = history[history.length - 1];
-  let next: BudgetSample[];
+  let next: BudgetHistoryPoint[];
   if (last === undefined) next = [sample];
   else if (sample.at < last.at) next = [sample];
   else if (sample.at === last.at) next = [...history.slice(0, -1), sample];

@@ -338,10 +338,10 @@ describe('trayStatus', () => {
     expect(status).toEqual({ health: 'ok', tooltip: 'llmtray — 2 models resident · 17.2 GiB of 24 GiB' });
   });
 
-  it('is loading while a model loads, queues or unloads', () => {
-    for (const state of ['loading', 'queued', 'evicting'] as const) {
+  it('is loading while a model loads, queues or unloads; a loading or unloading one holds memory, so it counts as resident', () => {
+    for (const [state, resident] of [['loading', '2 models'], ['queued', '1 model'], ['evicting', '2 models']] as const) {
       const status = trayStatus(snapshot([model('a', { state: 'ready', level: 'full' }), model('b', { state })]));
-      expect(status).toEqual({ health: 'loading', tooltip: 'llmtray — 1 model resident · 17.2 GiB of 24 GiB · 1 loading' });
+      expect(status).toEqual({ health: 'loading', tooltip: `llmtray — ${resident} resident · 17.2 GiB of 24 GiB · 1 loading` });
     }
   });
 
