@@ -359,8 +359,9 @@ export class Controller {
     const plan = moveUp === null ? placed : { ...placed, evict: [moveUp.modelId, ...moveUp.evict] };
     const planChanged = this.recordPlan(plan);
     if (plan.evict.length > 0) for (const launch of this.launchesDue(plan)) this.server.prepareLaunch?.(launch.record.modelId, launch.level, launch.placement);
+    // Stamped even when a request claimed one of them meanwhile: a move that keeps being tried is thrash too.
+    if (moveUp !== null) for (const modelId of plan.evict) this.movedAt.set(modelId, this.clock.elapsed());
     const roomMade = await this.evictAll(plan.evict);
-    if (moveUp !== null && roomMade) for (const modelId of plan.evict) this.movedAt.set(modelId, this.clock.elapsed());
     const acted = roomMade ? this.startLaunches(plan, state.hostFreeBytes) : false;
     await this.stopOutdated(plan.evict);
     if (this.plan !== null && (planChanged || plan.evict.length > 0 || acted)) this.emit({ type: 'PlanApplied', plan: this.plan });
