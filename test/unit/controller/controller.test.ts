@@ -818,7 +818,9 @@ describe('moving up', () => {
    * to host RAM beside it; then `tiny` goes idle. `tinyExtra` sets what tiny is (pinned, its priority).
    */
   async function displacedByTiny(tinyExtra: Partial<ModelDemand> = {}) {
-    const w = world([model('tiny', 6, { priority: 1, lastUsed: 1, ...tinyExtra })], { budgetGiB: 10 });
+    // 8 blocks of 0.625 GiB and 1 GiB outside them: 6 GiB, whole on the GPU, or on the CPU beside a 9 GiB model.
+    const tinyEstimate = { weightsBytes: 6 * GiB, kvBytesPerToken: 0, contextTokens: 4096, computeBytes: 0, layers: 8, blockWeightsBytes: 0.625 * GiB, nonBlockWeightsBytes: GiB };
+    const w = world([model('tiny', 6, { priority: 1, lastUsed: 1, estimate: tinyEstimate, ...tinyExtra })], { budgetGiB: 10 });
     w.desired.state.devices = oneGpu;
     await w.start();
     w.desired.update('tiny', { inFlight: 1 });
@@ -898,7 +900,7 @@ describe('moving up', () => {
     expect(new Set(w.server.evictions())).toEqual(new Set(['chat', 'tiny']));
   });
 
-  it('does not thrash: the evicted model asked for again comes back beside it, and a moved model is not moved again within the cool-down', async () => {
+  it('does not thrash: the evicted model asked for again is served beside it, not bounced back, and a moved model is not moved again within the cool-down', async () => {
     const w = await displacedByTiny();
     w.desired.update('tiny', { inFlight: 0 });
     w.controller.trigger();
@@ -908,16 +910,22 @@ describe('moving up', () => {
     expect(w.server.placements.get('chat')?.kind).toBe('gpu');
     const evictions = w.server.evictions().length;
 
-    // A request for tiny within the cool-down: it waits for room that chat, higher, does not give; nothing bounces.
-    w.desired.update('tiny', { waitingSince: w.clock.elapsed(), lastUsed: w.clock.elapsed() });
+    // Still wanted, tiny came back where room is left beside chat: on the CPU.
+    expect(w.server.placements.get('tiny')?.kind).toBe('cpu');
+    // Requests for it within the cool-down, and idle again past the settle time: chat outranks it, so it is not bounced back down.
+    w.desired.update('tiny', { inFlight: 1, lastUsed: w.clock.elapsed() });
     w.controller.trigger();
     await settle();
-    await w.clock.advance(MOVE_UP_SETTLE_MS);
+    w.desired.update('tiny', { inFlight: 0 });
+    w.controller.trigger();
+    await settle();
+    await w.clock.advance(MOVE_UP_SETTLE_MS * 2);
     expect(w.server.evictions()).toHaveLength(evictions);
     expect(w.server.placements.get('chat')?.kind).toBe('gpu');
+    expect(w.server.placements.get('tiny')?.kind).toBe('cpu');
 
     // Another program takes 2 GiB for a moment: chat no longer fits whole and is placed partly on the CPU again.
-    w.desired.update('tiny', { wanted: false, waitingSince: undefined });
+    w.desired.update('tiny', { wanted: false });
     w.desired.state.devices = [{ ...oneGpu[0]!, budgetBytes: 8 * GiB }];
     w.controller.trigger();
     await settle();
