@@ -548,3 +548,50 @@ ${modelEntry(CHAT, demo.chat.path, 5)}`);
     expect(isProcessAlive(chatPid)).toBe(true);
   });
 });
+
+describe('moving a model back up on the desktop with an RTX 4070, once what displaced it has gone', () => {
+  const CHAT = 'chat';
+  const TINY = 'tiny';
+  let rig: Rig;
+
+  beforeAll(async () => {
+    rig = new Rig('igpu-4070', join(workDir, 'move-up'));
+    await mkdir(rig.workDir, { recursive: true });
+    await rig.start(`modelDirs: []
+${BUDGET_YAML}models:
+${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(TINY, demo.tiny.path, 1)}`);
+  });
+
+  afterAll(async () => {
+    await rig?.stop();
+  });
+
+  it('runs chat partly in host RAM beside a pinned tiny, and relaunches it whole on the GPU once tiny is unpinned and idle, stopping tiny', async () => {
+    const start = await rig.daemon.state();
+    const chat = find(start, CHAT).estimateBytes.full;
+    const tiny = find(start, TINY).estimateBytes.full;
+    // Room for chat alone, not for chat beside tiny.
+    await rig.budgets([Math.floor((chat + tiny / 2) / MiB)]);
+    const pin = await rig.daemon.api(`/api/models/${TINY}/pin`, { method: 'POST' });
+    expect(pin.status, await pin.clone().text()).toBe(200);
+    let s = await rig.ready(TINY, 'whole on the 4070', (p) => p.kind === 'gpu');
+    const tinyPid = find(s, TINY).upstream!.pid;
+
+    // A pinned model is never evicted: chat, higher though it ranks, goes partly to host RAM.
+    await rig.load(CHAT);
+    s = await rig.ready(CHAT, 'partly on the 4070', (p) => p.kind === 'partial');
+    const partialPid = find(s, CHAT).upstream!.pid;
+    expect(find(s, CHAT).status.next).toBeNull();
+
+    // Unpinned, tiny is an idle model of lower priority in chat's way: chat moves up.
+    const unpin = await rig.daemon.api(`/api/models/${TINY}/unpin`, { method: 'POST' });
+    expect(unpin.status, await unpin.clone().text()).toBe(200);
+    s = await rig.ready(CHAT, 'whole on the 4070', (p) => p.kind === 'gpu');
+    const movedPid = find(s, CHAT).upstream!.pid;
+    expect(movedPid).not.toBe(partialPid);
+    expect(isProcessAlive(partialPid)).toBe(false);
+    expect(isProcessAlive(tinyPid)).toBe(false);
+    expect(launchOf(movedPid)).toEqual({ visible: '0', ngl: 'all' });
+    expect(find(s, CHAT).status.next).toBeNull();
+  });
+});
