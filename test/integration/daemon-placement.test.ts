@@ -24,6 +24,7 @@ import type { Placement } from '../../core/contracts/plan.js';
 import { formatBytes } from '../../core/contracts/format-bytes.js';
 import { eventually, isProcessAlive, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { writeMoeGguf } from '../support/moe-gguf.js';
+import OpenAI from 'openai';
 
 const MiB = 1024 ** 2;
 const fakeDir = resolve(import.meta.dirname, '../fixtures/fake-gpu');
@@ -576,6 +577,10 @@ ${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(TINY, demo.tiny.path, 1)}`);
     expect(pin.status, await pin.clone().text()).toBe(200);
     let s = await rig.ready(TINY, 'whole on the 4070', (p) => p.kind === 'gpu');
     const tinyPid = find(s, TINY).upstream!.pid;
+    // Asked for once, tiny stays wanted (its idleTtl is 10 minutes) once unpinned: nothing but a move-up evicts it.
+    const client = new OpenAI({ baseURL: rig.daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
+    const answer = await client.chat.completions.create({ model: TINY, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
+    expect(answer.choices[0]?.message.content).toEqual(expect.any(String));
 
     // A pinned model is never evicted: chat, higher though it ranks, goes partly to host RAM.
     await rig.load(CHAT);
@@ -583,7 +588,7 @@ ${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(TINY, demo.tiny.path, 1)}`);
     const partialPid = find(s, CHAT).upstream!.pid;
     expect(find(s, CHAT).status.next).toBeNull();
 
-    // Unpinned, tiny is an idle model of lower priority in chat's way: chat moves up.
+    // Unpinned, tiny is an idle (wanted) model of lower priority in chat's way: once it has been idle the settle time, chat moves up.
     const unpin = await rig.daemon.api(`/api/models/${TINY}/unpin`, { method: 'POST' });
     expect(unpin.status, await unpin.clone().text()).toBe(200);
     s = await rig.ready(CHAT, 'whole on the 4070', (p) => p.kind === 'gpu');
