@@ -23,7 +23,7 @@
 import { footprintAt } from '../policy/levels.js';
 import { hostMemoryReason } from '../policy/reasons.js';
 import { launchLevelAfter } from '../policy/recover.js';
-import { moveUpOf } from './move-up.js';
+import { MOVE_UP_COOL_DOWN_MS, MOVE_UP_SETTLE_MS, moveUpOf } from './move-up.js';
 import { place, type Device, type PlacedResident, type PlacePlan } from '../policy/place.js';
 import type { ModelStatus } from '../contracts/model-status.js';
 import type { PlanView } from '../contracts/snapshot.js';
@@ -113,11 +113,16 @@ export class Controller {
   private desiredIds = new Set<string>();
   /** Busy models the last pass would have swapped out for waiting ones, were they idle; see yieldsTo. */
   private yields: ReadonlyMap<string, readonly string[]> = new Map();
+  /** Per resident, since when (elapsed()) it has been idle; and per model, when a move-up last moved it: the move-up's hysteresis (move-up.ts). */
+  private readonly idleSince = new Map<string, number>();
+  private readonly movedAt = new Map<string, number>();
 
   private readonly loop = new PassLoop(() => this.reconcile());
   private readonly resync: OneShotTimer;
   private readonly passRetry: OneShotTimer;
   private readonly activityRefresh: OneShotTimer;
+  /** A pass when a waiting move-up's settle time or cool-down ends. */
+  private readonly moveUpWake: OneShotTimer;
   private readonly retryTimers = new Map<string, OneShotTimer>();
   /** Per model: the end of a relaunched server's trial (see DEFAULT_HEALTHY_AFTER_MS). */
   private readonly healthTimers = new Map<string, OneShotTimer>();
@@ -142,6 +147,7 @@ export class Controller {
     this.resync = new OneShotTimer(this.clock);
     this.passRetry = new OneShotTimer(this.clock);
     this.activityRefresh = new OneShotTimer(this.clock);
+    this.moveUpWake = new OneShotTimer(this.clock);
     this.events = new Emitter<[ControllerEvent]>('the controller', (source, error) => this.log.error(`a listener of ${source} threw; ignored`, { error: errorMessage(error) }));
     // From construction on, so that no server's life is missed, however early it starts.
     this.server.subscribe((event) => this.serverEvent(event));
@@ -352,15 +358,42 @@ export class Controller {
     const devices = devicesOf(state);
     const placed = place(inputs.desired, inputs.resident, devices, state.hostFreeBytes);
     this.yields = yieldsOf(placed, inputs, devices, state.hostFreeBytes);
-    const moveUp = moveUpOf(placed, inputs, devices, state.hostFreeBytes);
-    if (moveUp !== null) this.log.info(`moving ${moveUp.modelId} up: it now fits ${moveUp.to.kind === 'gpu' ? `whole on GPU ${moveUp.to.devices[0]?.index ?? 0}` : describePlacement(moveUp.to).trim()}; stopping it to relaunch it there`);
-    const plan = moveUp === null ? placed : { ...placed, evict: [moveUp.modelId] };
+    const moveUp = this.moveUpOf(placed, inputs, devices, state.hostFreeBytes);
+    const plan = moveUp === null ? placed : { ...placed, evict: [moveUp.modelId, ...moveUp.evict] };
     const planChanged = this.recordPlan(plan);
     if (plan.evict.length > 0) for (const launch of this.launchesDue(plan)) this.server.prepareLaunch?.(launch.record.modelId, launch.level, launch.placement);
+    // Stamped even when a request claimed one of them meanwhile: a move that keeps being tried is thrash too.
+    if (moveUp !== null) for (const modelId of plan.evict) this.movedAt.set(modelId, this.clock.elapsed());
     const roomMade = await this.evictAll(plan.evict);
     const acted = roomMade ? this.startLaunches(plan, state.hostFreeBytes) : false;
     await this.stopOutdated(plan.evict);
     if (this.plan !== null && (planChanged || plan.evict.length > 0 || acted)) this.emit({ type: 'PlanApplied', plan: this.plan });
+  }
+
+  /**
+   * This pass's move-up (move-up.ts), with each model's idle time brought up to date first; sets
+   * every record's note of why it waits to move up, and a timer for the moment one may.
+   */
+  private moveUpOf(placed: PlacePlan, inputs: PolicyInputs, devices: readonly Device[], hostFreeBytes: number): { modelId: string; evict: readonly string[] } | null {
+    const now = this.clock.elapsed();
+    const residentIds = new Set(inputs.resident.map((r) => r.modelId));
+    for (const modelId of this.idleSince.keys()) if (!residentIds.has(modelId)) this.idleSince.delete(modelId);
+    for (const r of inputs.resident) {
+      if (r.active) this.idleSince.delete(r.modelId);
+      else if (!this.idleSince.has(r.modelId)) this.idleSince.set(r.modelId, now);
+    }
+    for (const [modelId, at] of this.movedAt) if (at + MOVE_UP_COOL_DOWN_MS <= now) this.movedAt.delete(modelId);
+    const priorities = new Map(inputs.desired.map((d) => [d.modelId, d.priority]));
+    const priorityOf = (modelId: string): number => priorities.get(modelId) ?? this.demands.get(modelId)?.priority ?? -Infinity;
+    const decision = moveUpOf(placed, inputs, devices, hostFreeBytes, { idleSince: this.idleSince, movedAt: this.movedAt }, now, priorityOf);
+    for (const record of this.records.values()) record.movingUp = decision.waiting.get(record.modelId) ?? null;
+    if (decision.wakeAt === null) this.moveUpWake.clear();
+    else if (this.live()) this.moveUpWake.set(Math.max(0, decision.wakeAt - now), () => this.loop.trigger());
+    const move = decision.move;
+    if (move === null) return null;
+    const alsoStopping = move.evict.length === 0 ? '' : ` and ${move.evict.join(', ')} (idle ${seconds(MOVE_UP_SETTLE_MS)} or more, lower priority)`;
+    this.log.info(`moving ${move.modelId} up: it now fits ${move.to.kind === 'gpu' ? `whole on GPU ${move.to.devices[0]?.index ?? 0}` : describePlacement(move.to).trim()}; stopping it${alsoStopping} to relaunch it there`);
+    return move;
   }
 
   /** The servers running now, as the events say, priced by the last measurement (else the estimate). */
@@ -746,6 +779,7 @@ export class Controller {
     this.resync.clear();
     this.passRetry.clear();
     this.activityRefresh.clear();
+    this.moveUpWake.clear();
     for (const timer of this.retryTimers.values()) timer.clear();
     for (const timer of this.healthTimers.values()) timer.clear();
   }

@@ -51,7 +51,7 @@ export function deriveStatus({ record, demand, verdict, desired }: StatusFacts):
     const level = record.server.level;
     const state = (demand?.inFlight ?? 0) > 0 ? 'active' : level === 'full' ? 'ready' : 'degraded';
     const outdated = demand !== undefined && isOutdated(record, demand);
-    return body(state, level, outdated ? 'runs its old definition; relaunching with the new one once its requests finish' : null);
+    return body(state, level, outdated ? 'runs its old definition; relaunching with the new one once its requests finish' : record.movingUp);
   }
   if (verdict !== null) {
     if (!desired) return body('failed', nextLevel, `relaunching at the ${nextLevel} level when next wanted`);

@@ -46,6 +46,8 @@ export interface ModelRecord {
   server: { level: LaunchLevel; pid: number; ready: boolean; served?: boolean; placement?: Placement; definitionHash?: string } | null;
   /** Why the last plan left it out; null when the plan did not leave it out. */
   leftOut: LeftOut | null;
+  /** Why it has not moved up to the faster placement the last pass found for it (move-up.ts); null when none waits. */
+  movingUp: string | null;
   /** The definition seen on the last pass; a change resets the recovery ladder. */
   definitionHash: string | null;
   /** The status last published; null before the first. */
@@ -64,6 +66,7 @@ export function newRecord(modelId: string): ModelRecord {
     op: null,
     server: null,
     leftOut: null,
+    movingUp: null,
     definitionHash: null,
     status: null,
   };

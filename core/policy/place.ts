@@ -17,7 +17,7 @@
 // evicting the models that rank below it, before a slower placement is tried: an idle,
 // lower-ranked model is evicted before a requested model is slowed, and only on the GPU that
 // needs the room. A running model that fits where it is stays there (moving an idle one up to a
-// faster placement once room comes back is the controller's call: see its moveUp). A model
+// faster placement once room comes back is the controller's call: core/controller/move-up.ts). A model
 // without a layer cost is one indivisible footprint on one GPU, exactly
 // as `schedule` treats it; with one device and no host RAM to spare, `place` gives `schedule`'s
 // very plan (property-tested against it).

@@ -24,6 +24,7 @@ import type { Placement } from '../../core/contracts/plan.js';
 import { formatBytes } from '../../core/contracts/format-bytes.js';
 import { eventually, isProcessAlive, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { writeMoeGguf } from '../support/moe-gguf.js';
+import OpenAI from 'openai';
 
 const MiB = 1024 ** 2;
 const fakeDir = resolve(import.meta.dirname, '../fixtures/fake-gpu');
@@ -546,5 +547,56 @@ ${modelEntry(CHAT, demo.chat.path, 5)}`);
     expect(next.budget.gpus.map((g) => [g.index, g.warning])).toEqual([[0, undefined], [1, undefined]]);
     expect(find(next, CHAT).upstream?.pid).toBe(chatPid);
     expect(isProcessAlive(chatPid)).toBe(true);
+  });
+});
+
+describe('moving a model back up on the desktop with an RTX 4070, once what displaced it has gone', () => {
+  const CHAT = 'chat';
+  const TINY = 'tiny';
+  let rig: Rig;
+
+  beforeAll(async () => {
+    rig = new Rig('igpu-4070', join(workDir, 'move-up'));
+    await mkdir(rig.workDir, { recursive: true });
+    await rig.start(`modelDirs: []
+${BUDGET_YAML}models:
+${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(TINY, demo.tiny.path, 1)}`);
+  });
+
+  afterAll(async () => {
+    await rig?.stop();
+  });
+
+  it('runs chat partly in host RAM beside a pinned tiny, and relaunches it whole on the GPU once tiny is unpinned and idle, stopping tiny', async () => {
+    const start = await rig.daemon.state();
+    const chat = find(start, CHAT).estimateBytes.full;
+    const tiny = find(start, TINY).estimateBytes.full;
+    // Room for chat alone, not for chat beside tiny.
+    await rig.budgets([Math.floor((chat + tiny / 2) / MiB)]);
+    const pin = await rig.daemon.api(`/api/models/${TINY}/pin`, { method: 'POST' });
+    expect(pin.status, await pin.clone().text()).toBe(200);
+    let s = await rig.ready(TINY, 'whole on the 4070', (p) => p.kind === 'gpu');
+    const tinyPid = find(s, TINY).upstream!.pid;
+    // Asked for once, tiny stays wanted (its idleTtl is 10 minutes) once unpinned: nothing but a move-up evicts it.
+    const client = new OpenAI({ baseURL: rig.daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
+    const answer = await client.chat.completions.create({ model: TINY, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
+    expect(answer.choices[0]?.message.content).toEqual(expect.any(String));
+
+    // A pinned model is never evicted: chat, higher though it ranks, goes partly to host RAM.
+    await rig.load(CHAT);
+    s = await rig.ready(CHAT, 'partly on the 4070', (p) => p.kind === 'partial');
+    const partialPid = find(s, CHAT).upstream!.pid;
+    expect(find(s, CHAT).status.next).toBeNull();
+
+    // Unpinned, tiny is an idle (wanted) model of lower priority in chat's way: once it has been idle the settle time, chat moves up.
+    const unpin = await rig.daemon.api(`/api/models/${TINY}/unpin`, { method: 'POST' });
+    expect(unpin.status, await unpin.clone().text()).toBe(200);
+    s = await rig.ready(CHAT, 'whole on the 4070', (p) => p.kind === 'gpu');
+    const movedPid = find(s, CHAT).upstream!.pid;
+    expect(movedPid).not.toBe(partialPid);
+    expect(isProcessAlive(partialPid)).toBe(false);
+    expect(isProcessAlive(tinyPid)).toBe(false);
+    expect(launchOf(movedPid)).toEqual({ visible: '0', ngl: 'all' });
+    expect(find(s, CHAT).status.next).toBeNull();
   });
 });
