@@ -39,7 +39,7 @@ import { probeServedApis } from './served-apis.js';
 import { lookAtEngine } from './engine-look.js';
 import { HangWatch } from './hang-watch.js';
 import type { Claim } from './server-claims.js';
-import { ServerProcess, type EndedBy, type ServerPhase, type SpawnFunction } from './server-process.js';
+import { IllegalTransition, readyAtOf, ServerProcess, type EndedBy, type ServerPhase, type SpawnFunction } from './server-process.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
 import { WarmSpare, type AdoptedSpare, type SpareStatus } from './warm-spare.js';
@@ -315,11 +315,11 @@ export class Supervisor {
     return owner.run(async () => {
       const server = owner.server;
       if (!server?.running) return 'stopped';
-      if (server.phase === 'ready' && !server.hasEnded && server.claims.count > 0) return 'claimed';
+      if (server.serving() && server.claims.count > 0) return 'claimed';
       // The claims at the moment of stopping a live process, in its own log: the soak counts the
       // evictions this line shows with a request in flight (test/soak/server-log.ts). The check
       // above keeps it at 0; the line is what shows it if that ever stops being so.
-      if (!server.hasEnded) owner.log.push(`── llmtray: evicting '${modelId}' (pid ${server.pid}, ${server.phase}) with ${server.claims.count} request(s) in flight`);
+      if (!server.gone) owner.log.push(`── llmtray: evicting '${modelId}' (pid ${server.pid}, ${server.phase}) with ${server.claims.count} request(s) in flight`);
       await this.stop(owner, server, { why: 'requested' });
       return 'stopped';
     });
@@ -350,7 +350,7 @@ export class Supervisor {
    */
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
-    if (!server || server.phase !== 'ready' || server.hasEnded) return null;
+    if (!server?.serving()) return null;
     return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages, engine: server.engine, toolCalls: server.toolCalls });
   }
 
@@ -453,9 +453,10 @@ export class Supervisor {
    */
   endpointFor(modelId: string): Endpoint | null {
     const server = this.owners.get(modelId)?.server;
-    if (!server || server.phase !== 'ready' || server.readyAt === null || server.hasEnded) return null;
-    const { port, apiKey, pid, level, startedAt, readyAt } = server;
-    return { port, apiKey, pid, level, startedAt, readyAt };
+    const state = server?.state;
+    if (!server || state?.kind !== 'ready') return null;
+    const { port, apiKey, pid, level, startedAt } = server;
+    return { port, apiKey, pid, level, startedAt, readyAt: state.at };
   }
 
   /**
@@ -465,7 +466,7 @@ export class Supervisor {
    */
   modelBuffers(modelId: string): readonly BufferSize[] | null {
     const server = this.owners.get(modelId)?.server;
-    if (!server || server.phase !== 'ready' || server.hasEnded) return null;
+    if (!server?.serving()) return null;
     return server.buffers.modelBuffers;
   }
 
@@ -480,7 +481,7 @@ export class Supervisor {
    */
   serverEnded(modelId: string, endpoint: Pick<Endpoint, 'port' | 'apiKey'>, signal: AbortSignal): Promise<void> {
     const server = this.owners.get(modelId)?.server;
-    if (!server || server.hasEnded || server.port !== endpoint.port || server.apiKey !== endpoint.apiKey || signal.aborted) {
+    if (!server || server.gone || server.port !== endpoint.port || server.apiKey !== endpoint.apiKey || signal.aborted) {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
@@ -504,10 +505,10 @@ export class Supervisor {
       pid: server.pid,
       port: server.port,
       startedAt: server.startedAt,
-      readyAt: server.readyAt,
+      readyAt: readyAtOf(server.state),
       loadProgress: server.phase === 'loading' ? server.loadProgress : null,
       lastLoadMs: this.owners.get(modelId)?.lastLoadMs ?? null,
-      exit: server.exit,
+      exit: server.state.kind === 'exited' ? server.state.exit : null,
     };
   }
 
@@ -588,7 +589,7 @@ export class Supervisor {
   private async launchNow(owner: ModelOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
     cancel.throwIfAborted();
     const current = owner.server;
-    if (current?.phase === 'ready' && !current.hasEnded && current.level === level) return;
+    if (current?.serving() === true && current.level === level) return;
     if (current?.running) await this.stop(owner, current, { why: 'requested' });
     let spec: LaunchSpec;
     let command: EngineCommand;
@@ -714,13 +715,15 @@ export class Supervisor {
       // Before 'ready', so the first request already knows how to reach it. The embedded engine
       // is ours and serves no /v1/messages (its README); asking it would cost every launch a round trip.
       started.anthropicMessages = spec.engine !== 'embedded' && (await probeServedApis(port, apiKey)).anthropicMessages;
-      // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it would have a moment earlier.
+      // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it
+      // would have a moment earlier. A process already gone whose output still drains is an exit.
+      if (started.gone) waiting.abort('exited');
       waiting.signal.throwIfAborted();
       if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
-      started.phase = 'ready';
-      started.readyAt = this.clock.now();
+      const readyAt = this.clock.now();
+      started.transition({ kind: 'ready', at: readyAt });
       owner.lastLoadMs = Math.round(this.clock.elapsed() - launchedAt);
-      this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
+      this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: readyAt });
       this.learnRuntime(owner.modelId, spec, level, started, placement);
       return 'ready';
     } catch {
@@ -731,9 +734,10 @@ export class Supervisor {
       }
       if (why === 'timeout') await this.stop(owner, started, { why: 'load-timeout' });
       await started.exited;
-      if (started.portTaken) return 'port-taken';
-      const failure = started.failure ?? { kind: 'crash', reason: 'it ended while loading' };
-      const exit = started.exit ?? { exitCode: null, signal: null };
+      const end = started.state;
+      if (end.kind === 'exited' && end.portTaken) return 'port-taken';
+      const failure = (end.kind === 'exited' ? end.failure : null) ?? { kind: 'crash', reason: 'it ended while loading' };
+      const exit = end.kind === 'exited' ? end.exit : { exitCode: null, signal: null };
       return new LaunchError(owner.modelId, { ...failure, ...exit, logTail: started.tail.toArray().slice(-LOG_TAIL_LINES) });
     } finally {
       this.clock.clearTimeout(timer);
@@ -743,15 +747,16 @@ export class Supervisor {
 
   /**
    * Ends a server's tree because of `endedBy` and, for a ready one, waits for its memory. Only
-   * called by the owner's commands. The mark is set before any await: from here on the server
-   * takes no claims and its exit is not a failure (unless it was ended for a hang). A process
-   * already gone (its output still draining) is not marked: it ended on its own before anyone
-   * asked, and an eviction arriving then must not report its death as a stop.
+   * called by the owner's commands. The mark ('stopping') is set before any await: from here on
+   * the server takes no claims and its exit is not a failure (unless it was ended for a hang). A
+   * server already stopping keeps the reason it was first stopped for. A process already gone
+   * (its output still draining) is not marked: it ended on its own before anyone asked, and an
+   * eviction arriving then must not report its death as a stop.
    */
   private async stop(owner: ModelOwner, server: ServerProcess, endedBy: EndedBy): Promise<void> {
-    const wasReady = server.phase === 'ready';
-    if (!server.hasEnded) server.endedBy ??= endedBy;
-    if (server.running) server.phase = 'stopping';
+    const before = server.state;
+    const wasReady = before.kind !== 'exited' && readyAtOf(before) !== null;
+    if (before.kind === 'loading' || before.kind === 'ready') server.transition({ kind: 'stopping', by: endedBy, readyAt: readyAtOf(before), killedByUs: false });
     server.watch?.close();
     const probe = this.deps.memoryProbe;
     const freeBefore = wasReady && probe ? await probe().catch(() => null) : null;
@@ -761,12 +766,16 @@ export class Supervisor {
       graceMs: this.graceMs,
       leaderExited: server.exited,
       platform: this.platform,
-      onKill: () => (server.killedByUs = true),
+      onKill: () => {
+        const now = server.state;
+        if (now.kind === 'stopping' || now.kind === 'draining') server.transition({ ...now, killedByUs: true });
+      },
     });
     // A stopped process (SIGSTOP, the usual way a hang shows up in a debugger) cannot act on
     // SIGTERM until it runs again; letting it run lets it stop cleanly instead of waiting out
     // the grace for the SIGKILL.
-    if (server.endedBy?.why === 'hung') signalTree(server.pid, [], 'SIGCONT');
+    const marked = server.state;
+    if ((marked.kind === 'stopping' || marked.kind === 'draining') && marked.by?.why === 'hung') signalTree(server.pid, [], 'SIGCONT');
     const { forced } = await terminating;
     if (forced) owner.log.push(`── llmtray: '${owner.modelId}' did not stop within ${this.graceMs} ms of SIGTERM; sent SIGKILL`);
     if (probe && freeBefore !== null) {
@@ -817,7 +826,7 @@ export class Supervisor {
    */
   private busyChanged(owner: ModelOwner, server: ServerProcess, spec: LaunchSpec, busy: boolean): void {
     if (!busy) this.spare?.workEnded();
-    if (!busy || server.phase !== 'ready') {
+    if (!busy || !server.serving()) {
       server.watch?.stop();
       return;
     }
@@ -834,12 +843,15 @@ export class Supervisor {
 
   /** A busy server made no progress for its hang limit: its clients hear why, then it is killed. */
   private hung(owner: ModelOwner, server: ServerProcess, reason: string): void {
-    if (server.phase !== 'ready' || server.endedBy !== null) return;
+    const state = server.state;
+    if (state.kind !== 'ready') return;
     owner.log.push(`── llmtray: '${owner.modelId}' (pid ${server.pid}) is hung: ${reason}; killing it`);
-    server.endedBy = { why: 'hung', reason };
+    const by: EndedBy = { why: 'hung', reason };
+    // Marked at once, not on the owner's turn: from now on it takes no claims, and its exit is a hang.
+    server.transition({ kind: 'stopping', by, readyAt: state.at, killedByUs: false });
     // Before the kill: a client whose socket is reset first could not tell a hang from a crash.
     server.claims.loseAll({ kind: 'hang', reason });
-    void owner.run(() => this.stop(owner, server, { why: 'hung', reason }));
+    void owner.run(() => this.stop(owner, server, by));
   }
 
   /** The one report of how a server ended: classified here once, emitted once. */
@@ -847,21 +859,23 @@ export class Supervisor {
     if (keyFile !== null) removeApiKeyFile(keyFile);
     server.watch?.close();
     void this.registry.remove(server.pid).catch(() => undefined);
-    const exit = server.exit ?? { exitCode: null, signal: null };
+    const state = server.state;
+    if (state.kind !== 'draining') throw new IllegalTransition(state.kind, 'exited');
+    const { exit, readyAt } = state;
     owner.log.push(`── llmtray: '${owner.modelId}' (pid ${server.pid}) ended: ${exit.signal ?? `exit code ${exit.exitCode}`}`);
     const base = { modelId: owner.modelId, level: server.level, pid: server.pid, at: this.clock.now() };
     // A SIGKILL the supervisor did not send (the OOM killer, a person's kill -9) ended it on its
     // own, even when a stop had been asked for meanwhile: a large engine takes a while to die,
     // its sockets close before its exit is known, and the eviction its released claim allowed
     // can land in between. A stop's SIGTERM never ends in a SIGKILL but ours.
-    const killedElsewhere = exit.signal === 'SIGKILL' && !server.killedByUs;
-    const endedBy = server.endedBy?.why === 'requested' && killedElsewhere ? null : server.endedBy;
-    const wasReady = server.readyAt !== null;
+    const killedElsewhere = exit.signal === 'SIGKILL' && !state.killedByUs;
+    const endedBy = state.by?.why === 'requested' && killedElsewhere ? null : state.by;
+    const wasReady = readyAt !== null;
     const log = server.tail.toArray();
     if (endedBy?.why === 'requested' || (!wasReady && endedBy === null && log.some((line) => PORT_IN_USE.test(line)))) {
       // A port another program took between our probe and the engine's bind is not the
       // model's failure: the launch tries again on a fresh port.
-      server.portTaken = endedBy === null;
+      server.transition({ kind: 'exited', exit, readyAt, failure: null, portTaken: endedBy === null });
       this.emit({ type: 'ServerStopped', ...base });
       return;
     }
@@ -869,7 +883,7 @@ export class Supervisor {
       endedBy?.why === 'hung'
         ? { kind: 'hang', reason: endedBy.reason }
         : classifyFailure({ ...exit, log, timedOutWaitingForReady: endedBy?.why === 'load-timeout', loadTimeoutMs, diedAfterReady: wasReady });
-    server.failure = failure;
+    server.transition({ kind: 'exited', exit, readyAt, failure, portTaken: false });
     this.emit({ type: 'ServerExited', ...base, ...failure, wasReady, ...exit });
   }
 
