@@ -17,7 +17,7 @@ import { freeLoopbackPort } from './free-port.js';
 import { waitUntilReady } from './readiness.js';
 import { probeServedApis } from './served-apis.js';
 import { ServerProcess } from './server-process.js';
-import type { AdoptedSpare } from './warm-spare.js';
+import type { AdoptedSpare } from './supervisor-types.js';
 import { defaultLoadTimeoutMs } from './supervisor-types.js';
 import { cancelled, LOG_TAIL_LINES, type ModelOwner } from './model-owner.js';
 

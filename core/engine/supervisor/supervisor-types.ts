@@ -1,5 +1,6 @@
 // The supervisor's shared types: what it is given (SupervisorDeps), what it answers with, and
 // what its per-model owners share with it (OwnerContext). Types only, and the load timeout's default.
+import type { ChildProcess } from 'node:child_process';
 import type { ServerEvent } from '../../contracts/server-events.js';
 import type { RuntimeOverhead } from '../runtime-overhead.js';
 import type { LaunchSpec } from '../launch-spec.js';
@@ -124,6 +125,30 @@ const GIB = 1024 ** 3;
 /** 30 s to start a process and map a small model, plus 15 s per GiB to read a big one from a slow disk. */
 export function defaultLoadTimeoutMs(spec: LaunchSpec): number {
   return 30_000 + Math.ceil((spec.estimateBytes ?? 0) / GIB) * 15_000;
+}
+
+// The warm spare (warm-spare.ts) as the supervisor shows it, and as a launch adopts it.
+
+/** What the supervisor shows of its spare. */
+export interface SpareStatus {
+  pid: number;
+  /** 'starting': its runtime is still starting (a launch may adopt it already); 'ready': waiting. */
+  phase: 'starting' | 'ready';
+  startedAt: number;
+  /** Its process tree's RSS, measured once it was ready; null before. */
+  residentBytes: number | null;
+}
+
+/** A spare handed to a launch: the running process, and the command line it was recorded under. */
+export interface AdoptedSpare {
+  child: ChildProcess;
+  pid: number;
+  /** Its argv as /proc shows it, for engines.json (the adopted server keeps the spare's command line). */
+  commandLine: string;
+  /** Its lines so far, for the model's log. */
+  lines: string[];
+  /** How long it has run, ms (monotonic), for the model's log. */
+  ageMs: number;
 }
 
 /** What every model's owner shares with the supervisor that made it: its plumbing, and where its reports go. */
