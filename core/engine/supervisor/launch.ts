@@ -23,7 +23,6 @@ import { cancelled, LOG_TAIL_LINES, type ModelOwner } from './model-owner.js';
 
 const PORT_ATTEMPTS = 3;
 
-
 /** One launch command, run by the model's owner. */
 export async function launchNow(owner: ModelOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
   const ctx = owner.ctx;
@@ -47,7 +46,6 @@ export async function launchNow(owner: ModelOwner, level: LaunchLevel, placement
     if (attempt >= PORT_ATTEMPTS) throw owner.failedBeforeStart(level, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
   }
 }
-
 
 /** Starts one process and waits for it. Resolves 'ready', 'port-taken' (try another port), or the error to throw. */
 async function startOnce(

@@ -21,7 +21,7 @@ import { waitForMemoryBack } from './memory-wait.js';
 import { signalTree, terminateTree } from './process-tree.js';
 import { lookAtEngine } from './engine-look.js';
 import { HangWatch } from './hang-watch.js';
-import { IllegalTransition, readyAtOf, type EndedBy, type ServerProcess } from './server-process.js';
+import { endedByOf, IllegalTransition, readyAtOf, type EndedBy, type ServerProcess } from './server-process.js';
 import type { EvictOutcome, OwnerContext } from './supervisor-types.js';
 import { launchNow } from './launch.js';
 
@@ -122,7 +122,6 @@ export class ModelOwner {
     });
   }
 
-
   /**
    * Ends a server's tree because of `endedBy` and, for a ready one, waits for its memory. Only
    * called by the owner's commands. The mark ('stopping') is set before any await: from here on
@@ -152,8 +151,7 @@ export class ModelOwner {
     // A stopped process (SIGSTOP, the usual way a hang shows up in a debugger) cannot act on
     // SIGTERM until it runs again; letting it run lets it stop cleanly instead of waiting out
     // the grace for the SIGKILL.
-    const marked = server.state;
-    if ((marked.kind === 'stopping' || marked.kind === 'draining') && marked.by?.why === 'hung') signalTree(server.pid, [], 'SIGCONT');
+    if (endedByOf(server.state)?.why === 'hung') signalTree(server.pid, [], 'SIGCONT');
     const { forced } = await terminating;
     if (forced) this.log.push(`── llmtray: '${this.modelId}' did not stop within ${this.ctx.graceMs} ms of SIGTERM; sent SIGKILL`);
     if (probe && freeBefore !== null) {
@@ -169,7 +167,6 @@ export class ModelOwner {
       if (!back) this.log.push(`── llmtray: device memory of '${this.modelId}' was not back after ${this.ctx.deps.memoryWait?.maxMs ?? 5_000} ms; launching anyway`);
     }
   }
-
 
   /**
    * Requests started or stopped being claimed on `server`: hang detection runs exactly while
@@ -192,7 +189,6 @@ export class ModelOwner {
     server.watch.start();
   }
 
-
   /** A busy server made no progress for its hang limit: its clients hear why, then it is killed. */
   private hung(server: ServerProcess, reason: string): void {
     const state = server.state;
@@ -205,7 +201,6 @@ export class ModelOwner {
     server.claims.loseAll({ kind: 'hang', reason });
     void this.run(() => this.stop(server, by));
   }
-
 
   /** The one report of how a server ended: classified here once, emitted once. */
   afterExit(server: ServerProcess, keyFile: string | null, loadTimeoutMs: number): void {
@@ -239,7 +234,6 @@ export class ModelOwner {
     server.transition({ kind: 'exited', exit, readyAt, failure, portTaken: false });
     this.ctx.emit({ type: 'ServerExited', ...base, ...failure, wasReady, ...exit });
   }
-
 
   /** A launch that failed before any process ran: reported once, returned for the launch to reject with. */
   failedBeforeStart(level: LaunchLevel, reason: string): LaunchError {

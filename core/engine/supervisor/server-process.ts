@@ -70,6 +70,11 @@ export class IllegalTransition extends Error {
   }
 }
 
+/** Why the supervisor is ending (or ended) it, while it stops or drains; null otherwise, or when it ended on its own. */
+export function endedByOf(state: ServerState): EndedBy | null {
+  return state.kind === 'stopping' || state.kind === 'draining' ? state.by : null;
+}
+
 /** When the server became ready, if it ever did. */
 export function readyAtOf(state: ServerState): number | null {
   return state.kind === 'loading' ? null : state.kind === 'ready' ? state.at : state.readyAt;
