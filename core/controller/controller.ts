@@ -558,15 +558,17 @@ export class Controller {
     const { modelId } = record;
     this.log.info(`launching ${modelId} at the ${level} level${describePlacement(placement)}`);
     const definitionHash = this.demands.get(modelId)?.definitionHash;
-    const op = { kind: 'loading' as const, level, placement, failureReported: false, ...(definitionHash === undefined ? {} : { definitionHash }) };
+    const op = { kind: 'loading' as const, level, placement, ...(definitionHash === undefined ? {} : { definitionHash }) };
     this.setOp(record, op);
     try {
       await this.server.launch(modelId, level, placement, signal);
     } catch (error) {
-      if (record.op === op) record.op = null;
-      // The failure was counted from its ServerExited event; only a server control that broke
-      // its contract (rejecting without one) is counted here, so that it cannot loop hot.
-      if (!signal.aborted && !op.failureReported) this.launchFailed(record, level, this.kindOf(error), errorMessage(error));
+      // A failure is counted from its ServerExited event, which ends this op (or an eviction
+      // replaced it, and its stop is no failure). The op still being this launch's means no
+      // event came: a server control that broke its contract, counted here so it cannot loop hot.
+      const noEventCame = record.op === op;
+      if (noEventCame) record.op = null;
+      if (!signal.aborted && noEventCame) this.launchFailed(record, level, this.kindOf(error), errorMessage(error));
       this.refresh(record);
       this.loop.trigger();
       return;
@@ -608,10 +610,8 @@ export class Controller {
       case 'ServerExited': {
         const served = record.server?.pid === event.pid && record.server.served === true;
         if (event.pid === null || record.server?.pid === event.pid) record.server = null;
-        if (record.op?.kind === 'loading') {
-          record.op.failureReported = true;
-          record.op = null;
-        }
+        // Ends the launch's op: its rejection, arriving later, is then not a second failure.
+        if (record.op?.kind === 'loading') record.op = null;
         this.healthTimers.get(event.modelId)?.clear();
         this.launchFailed(record, event.level, event.kind, event.reason, !event.wasReady ? 'loading' : served ? 'serving' : 'unproven');
         this.loop.trigger();

@@ -32,11 +32,12 @@ export interface ModelRecord {
    */
   retry: { at: number; dueAt: number; delayMs: number } | null;
   /**
-   * What the controller is doing to it now; at most one thing at a time. A loading op carries
-   * its launch's own flag: a ServerExited event already counted that launch's failure, so its
-   * rejection is not a second one (the next launch may start before the rejection arrives).
+   * What the controller is doing to it now; at most one thing at a time. A launch's failure is
+   * counted from its ServerExited event, which ends its loading op; its rejection counts only
+   * while that op is still its own (no event came), and the next launch may start before the
+   * rejection arrives.
    */
-  op: { kind: 'loading'; level: LaunchLevel; placement: Placement; failureReported: boolean; definitionHash?: string } | { kind: 'evicting'; level: LaunchLevel } | null;
+  op: { kind: 'loading'; level: LaunchLevel; placement: Placement; definitionHash?: string } | { kind: 'evicting'; level: LaunchLevel } | null;
   /**
    * Its server, folded from the lifecycle events: spawned (loading), ready; null when none
    * runs. `placement` is where the launch put it (absent for a server this controller did not

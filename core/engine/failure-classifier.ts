@@ -96,7 +96,7 @@ const UNLOADABLE_MODEL = [
  * The machine in the way, before any process ran: the model file gone (a drive unplugged, a
  * folder renamed: it may come back as it was), a data dir that takes no file (full, read-only),
  * an engine binary missing or not executable. Matched in the messages the catalog and the
- * supervisor word (catalog.ts, supervisor.ts).
+ * supervisor word (catalog.ts, supervisor/launch.ts).
  */
 const MACHINE_IN_THE_WAY = [
   /: cannot read the model file: ENOENT: /,

@@ -16,12 +16,68 @@ export type SpawnFunction = (command: string, args: readonly string[], options: 
 
 export type ServerPhase = 'loading' | 'ready' | 'stopping' | 'exited';
 
-/** Why the supervisor ended a server; see ServerProcess.endedBy. */
+/**
+ * Why the supervisor ended a server: 'requested' (an eviction, a cancelled load, a relaunch,
+ * quit) makes its exit a stop, not a failure; 'load-timeout' and 'hung' make it a hang.
+ */
 export type EndedBy = { why: 'requested' } | { why: 'load-timeout' } | { why: 'hung'; reason: string };
 
 export interface ProcessExit {
   exitCode: number | null;
   signal: string | null;
+}
+
+/**
+ * A server's whole life as one value; `ServerProcess.transition` is its only writer.
+ *
+ * - loading: started, not yet answering /health.
+ * - ready: serving since `at` (epoch ms).
+ * - stopping: the supervisor is ending it for `by`, marked before it signals the process, so
+ *   that from then on it takes no claims. `killedByUs`: the supervisor sent it SIGKILL itself
+ *   (a stop past its grace); any other SIGKILL came from elsewhere.
+ * - draining: the process has exited (or never started), its output still draining: its port is
+ *   dead, so nothing may be sent there any more. `by` is null when it ended on its own.
+ * - exited: drained and classified: `failure` says how it failed, null after a stop; `portTaken`:
+ *   it ended while loading because another program had taken its port (a retry, not a failure).
+ *
+ * `readyAt` rides along after 'ready': whether it had been ready decides how its end is read.
+ */
+export type ServerState =
+  | { kind: 'loading' }
+  | { kind: 'ready'; at: number }
+  | { kind: 'stopping'; by: EndedBy; readyAt: number | null; killedByUs: boolean }
+  | { kind: 'draining'; exit: ProcessExit; was: 'loading' | 'ready' | 'stopping'; by: EndedBy | null; readyAt: number | null; killedByUs: boolean }
+  | { kind: 'exited'; exit: ProcessExit; readyAt: number | null; failure: FailureClassification | null; portTaken: boolean };
+
+/**
+ * Which state may follow which. A stopping or draining server may be rewritten in place (the
+ * supervisor's SIGKILL is learned while it stops, or while its output drains); nothing follows
+ * 'exited'.
+ */
+const NEXT: Readonly<Record<ServerState['kind'], readonly ServerState['kind'][]>> = {
+  loading: ['ready', 'stopping', 'draining'],
+  ready: ['stopping', 'draining'],
+  stopping: ['stopping', 'draining'],
+  draining: ['draining', 'exited'],
+  exited: [],
+};
+
+/** A writer asked for a change the life of a server does not have: a bug in the supervisor, never the engine's doing. */
+export class IllegalTransition extends Error {
+  constructor(from: ServerState['kind'], to: ServerState['kind']) {
+    super(`a server cannot go from '${from}' to '${to}'`);
+    this.name = 'IllegalTransition';
+  }
+}
+
+/** Why the supervisor is ending (or ended) it, while it stops or drains; null otherwise, or when it ended on its own. */
+export function endedByOf(state: ServerState): EndedBy | null {
+  return state.kind === 'stopping' || state.kind === 'draining' ? state.by : null;
+}
+
+/** When the server became ready, if it ever did. */
+export function readyAtOf(state: ServerState): number | null {
+  return state.kind === 'loading' ? null : state.kind === 'ready' ? state.at : state.readyAt;
 }
 
 /** Lines kept per process for the failure classifier (the model's own ring keeps more, across launches). */
@@ -46,36 +102,16 @@ interface ServerParts {
 }
 
 export class ServerProcess {
-  phase: ServerPhase = 'loading';
-  readyAt: number | null = null;
+  private current: ServerState = { kind: 'loading' };
   loadProgress: number | null = null;
   /** Whether it serves Anthropic's Messages API itself: asked once it answers /health (served-apis.ts), before it is ready. */
   anthropicMessages = false;
   /** Whether it can call tools: false for a llama-server build without Jinja templates (capabilities.jinja 'absent'). */
   toolCalls = true;
-  /**
-   * Why the supervisor ended it, set before it signals the process: 'requested' (an eviction,
-   * a cancelled load, a relaunch, quit) makes its exit a stop, not a failure; 'load-timeout'
-   * and 'hung' make it a hang. Null: it ended on its own.
-   */
-  endedBy: EndedBy | null = null;
-  /** The supervisor sent it SIGKILL itself (a stop past its grace); any other SIGKILL came from elsewhere. */
-  killedByUs = false;
   /** The requests it is answering; see server-claims.ts. */
   readonly claims: ServerClaims;
   /** Hang detection while it has claims; made at its first claim. */
   watch: HangWatch | null = null;
-  /** How it failed, once its exit has been classified; null while running or after a stop. */
-  failure: FailureClassification | null = null;
-  /** It ended while loading because another program had taken its port: not a failure, a retry. */
-  portTaken = false;
-  exit: ProcessExit | null = null;
-  /**
-   * True from the moment the process is known to have exited (or never started), before its
-   * output has drained: its port is dead, so nothing may be sent there any more, even while
-   * `phase` still says 'ready' for the drain's sake.
-   */
-  hasEnded = false;
   readonly tail = new LineRing(TAIL_LINES);
   readonly buffers = new BufferTally();
   readonly doorbell = new Doorbell();
@@ -85,7 +121,7 @@ export class ServerProcess {
   readonly exited: Promise<ProcessExit>;
   /**
    * Resolves as soon as the process has exited (or failed to start), without waiting for the
-   * drain: for those who only need to know its port is dead, not why. `hasEnded` is set first.
+   * drain: for those who only need to know its port is dead, not why. It is 'draining' by then.
    */
   readonly ended: Promise<void>;
   /** Resolves when the process has started; rejects with the 'error' that comes instead of 'spawn'. */
@@ -132,10 +168,10 @@ export class ServerProcess {
         else reject(error);
       });
     });
-    let markEnded = (): void => {};
+    let markEnded = (_exit: ProcessExit): void => {};
     this.ended = new Promise((resolve) => {
-      markEnded = () => {
-        this.hasEnded = true;
+      markEnded = (exit) => {
+        this.drain(exit);
         resolve();
       };
     });
@@ -143,8 +179,8 @@ export class ServerProcess {
       const settle = (code: number | null, signal: NodeJS.Signals | null): void => {
         // Marked at once, not after the drain: a dying engine's sockets close before its exit
         // arrives, and for the drain's 250 ms the router must already stop sending it requests.
-        markEnded();
         const exit = { exitCode: code, signal };
+        markEnded(exit);
         const drained = new Promise<void>((done) => {
           const timer = setTimeout(done, DRAIN_MS);
           child.once('close', () => {
@@ -152,19 +188,14 @@ export class ServerProcess {
             done();
           });
         });
-        void drained.then(() => {
-          this.exit = exit;
-          this.phase = 'exited';
-          resolve(exit);
-        });
+        void drained.then(() => resolve(exit));
       };
       child.once('exit', settle);
       // A process that never started has no exit event; its 'error' is its end.
       this.spawned.catch(() => {
-        markEnded();
-        this.exit = { exitCode: null, signal: null };
-        this.phase = 'exited';
-        resolve(this.exit);
+        const exit = { exitCode: null, signal: null };
+        markEnded(exit);
+        resolve(exit);
       });
     });
   }
@@ -200,7 +231,45 @@ export class ServerProcess {
     return new ServerProcess(child, child.pid ?? -1, port, apiKey, level, engine, startedAt, onLine, onBusyChange, alreadySpawned);
   }
 
+  get state(): ServerState {
+    return this.current;
+  }
+
+  /**
+   * The only writer of the server's state. Throws IllegalTransition for a change its life does
+   * not have (NEXT), leaving the state as it was: every writer is the supervisor's, in this
+   * folder, and the unit tests pin the table, so a throw is a bug found, never an engine's doing.
+   */
+  transition(next: ServerState): void {
+    if (!NEXT[this.current.kind].includes(next.kind)) throw new IllegalTransition(this.current.kind, next.kind);
+    this.current = next;
+  }
+
+  /** Ready and alive: the one test for "requests may be sent here". */
+  serving(): boolean {
+    return this.current.kind === 'ready';
+  }
+
+  /** Its process has exited (or never started), whether or not its output has drained yet. */
+  get gone(): boolean {
+    return this.current.kind === 'draining' || this.current.kind === 'exited';
+  }
+
+  /** Not yet drained and classified: loading, ready, stopping or draining. */
   get running(): boolean {
-    return this.phase !== 'exited';
+    return this.current.kind !== 'exited';
+  }
+
+  /** What status() calls it: a draining server is still what it was until its output is read. */
+  get phase(): ServerPhase {
+    return this.current.kind === 'draining' ? this.current.was : this.current.kind;
+  }
+
+  /** The process exited (or never started): its port is dead from now on. */
+  private drain(exit: ProcessExit): void {
+    const state = this.current;
+    if (state.kind === 'draining' || state.kind === 'exited') return;
+    const stopping = state.kind === 'stopping' ? state : null;
+    this.transition({ kind: 'draining', exit, was: state.kind, by: stopping?.by ?? null, readyAt: readyAtOf(state), killedByUs: stopping?.killedByUs ?? false });
   }
 }

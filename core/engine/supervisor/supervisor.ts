@@ -1,200 +1,38 @@
 // The supervisor: starts, watches and stops model server processes for the controller.
 //
-// One owner per model: every command for a model (launch, evict) runs through that model's
-// queue, one at a time, and each command re-reads the owner's state when its turn comes. The
-// alternative — callers reading state() and then deciding — is the race that made llama-swap
-// start two servers for one cold model. Two launches of the same model at the same level join
-// one load; a launch at another level, or an eviction, waits its turn (an eviction first
-// cancels a load in progress, so it does not wait out a long load it is about to undo).
-//
-// The owner is also the one that reports each server's life (core/contracts/server-events.ts):
-// spawned, ready, exited with the kind and llama.cpp's reason, stopped on request. Each
-// transition is reported once, from the one place that sees it, so a failure climbs the
-// recovery ladder once however many others look. Requests are claimed here too
-// (server-claims.ts): an eviction re-checks the claims at the moment it stops a server, and a
-// server with claims that makes no progress is found hung (hang-watch.ts) and killed.
+// One owner per model (model-owner.ts) runs every command for its model, one at a time, and is
+// the one that reports each of its servers' lives (core/contracts/server-events.ts); one launch
+// is launch.ts; what servers hold is server-memory.ts. This is the face the controller, the
+// router and the daemon see: it finds the owner, and answers what can be read at once.
+// Requests are claimed here too (server-claims.ts): an eviction re-checks the claims at the
+// moment it stops a server, and a server with claims that makes no progress is found hung
+// (hang-watch.ts) and killed.
 import { spawn as nodeSpawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { ServerEvent, ServerEventListener } from '../../contracts/server-events.js';
+import type { ServerEventListener } from '../../contracts/server-events.js';
 import type { LogTail } from '../../contracts/log-lines.js';
-import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
-import type { RuntimeOverhead } from '../runtime-overhead.js';
-import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
-import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
-import { placementEnv } from '../placement-args.js';
-import type { EngineIdentityOf } from '../../contracts/gpu-identity.js';
-import { apiKeyDir, clearApiKeyFiles, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
-import { dataDirTrouble } from './data-dir-trouble.js';
+import { argvFor } from '../launch-spec.js';
+import { clearApiKeyFiles, apiKeyDir } from './api-key-file.js';
 import { realClock, type Clock } from '../../common/clock.js';
-import type { EngineCommand } from './engine-command.js';
-import { commandLineHash, EngineRegistry, type OrphanSweep } from './engine-registry.js';
-import { freeLoopbackPort, PORT_IN_USE } from './free-port.js';
+import { EngineRegistry, type OrphanSweep } from './engine-registry.js';
 import type { BufferSize } from './memory-measure.js';
 import { LineRing } from './log-ring.js';
-import { waitForMemoryBack } from './memory-wait.js';
-import { isRunning, readCommandLine, signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
-import { waitUntilReady } from './readiness.js';
-import { probeServedApis } from './served-apis.js';
-import { lookAtEngine } from './engine-look.js';
-import { HangWatch } from './hang-watch.js';
+import { isRunning, readCommandLine, signalTree, terminateTree } from './process-tree.js';
 import type { Claim } from './server-claims.js';
-import { ServerProcess, type EndedBy, type ServerPhase, type SpawnFunction } from './server-process.js';
+import { readyAtOf, type SpawnFunction } from './server-process.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
-import { WarmSpare, type AdoptedSpare, type SpareStatus } from './warm-spare.js';
+import { WarmSpare } from './warm-spare.js';
 import { Emitter } from '../../common/emitter.js';
-import { errorMessage } from '../../contracts/error-message.js';
-import type { EvictOutcome } from '../../contracts/evict-outcome.js';
+import { ModelOwner } from './model-owner.js';
+import { ServerMemory } from './server-memory.js';
+import type { Endpoint, EvictOutcome, LoadProgressListener, LogListener, Measurement, OwnerContext, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
 
-export interface SupervisorDeps {
-  /** The launch spec of a model, read at each launch; throwing makes the launch fail as a crash with that message. */
-  specFor(modelId: string): LaunchSpec | Promise<LaunchSpec>;
-  /** Which program runs a spec (see defaultEngineCommand). */
-  engineCommand(spec: LaunchSpec): EngineCommand | Promise<EngineCommand>;
-  /** The estimated device footprint of a model at a level, bytes (for measure() and the memory wait). */
-  footprint(modelId: string, level: LaunchLevel): number;
-  /** Where engines.json (the record of running servers) and the engines' API key files live. */
-  dataDir: string;
-  /** child_process.spawn by default. */
-  spawn?: SpawnFunction;
-  clock?: Clock;
-  /** Free device memory now, bytes. Absent: evictions do not wait for memory to come back. */
-  memoryProbe?: () => Promise<number>;
-  /**
-   * Device bytes per pid from the driver (core/gpu's queryComputeApps, summed per pid).
-   * Absent: llama.cpp's buffer lines and RSS only.
-   */
-  gpuProcessMemory?: () => Promise<ReadonlyMap<number, number>>;
-  /** How long a load may take; default 30 s plus 15 s per GiB of spec.estimateBytes. */
-  loadTimeoutMs?: (spec: LaunchSpec) => number;
-  /** How long a server with requests in flight may make no progress before it is hung, ms; default the spec's, else 60 s. */
-  hangLimitMs?: (spec: LaunchSpec) => number;
-  /**
-   * True while host RAM is the device (no GPU): then what a server holds is its process tree's
-   * RSS, and the first server of each engine kind teaches `runtime` that engine's own cost there
-   * (on a GPU, the driver's per-process figure teaches it). Absent: never.
-   */
-  hostIsDevice?: () => boolean;
-  /** Where the engines' runtime figures are learned (see runtime-overhead.ts). */
-  runtime?: RuntimeOverhead;
-  /**
-   * Of footprint(modelId, level), the compute buffers (its draft's included): reserved at load,
-   * but in host RAM not resident until whole micro-batches run through them, so not in a ready
-   * server's RSS. Absent: 0.
-   */
-  computeBytes?: (modelId: string) => number;
-  /** SIGTERM → SIGKILL grace, ms; default 5000. */
-  stopGraceMs?: number;
-  /** Lines of log kept per model; default 2000. */
-  logLines?: number;
-  /** The eviction memory wait; defaults: 75 % of the footprint, at most 5 s, probing every 100 ms. */
-  memoryWait?: { fraction?: number; maxMs?: number; pollMs?: number };
-  platform?: NodeJS.Platform;
-  /**
-   * The warm spare's program and environment (warm-spare.ts); whether one is kept is
-   * setSpareWanted's. Absent: never one.
-   */
-  warmSpare?: { command(): Promise<EngineCommand>; env: Record<string, string>; note?(line: string): void; launchHoldMs?: number };
-  /** Hears that the spare started, became ready, was adopted or ended. */
-  onSpareChange?: () => void;
-  /**
-   * What the driver calls the plan's GPU `index` (from the live budget), read at each launch, so
-   * that the engine's CUDA_VISIBLE_DEVICES, --device and --main-gpu name the card the plan
-   * priced. Absent: the plan's index stands for the driver's number.
-   */
-  gpuIdentity?: EngineIdentityOf;
-}
-
-/** Where the router sends a ready model's requests. The key goes in `Authorization: Bearer`. */
-export interface Endpoint {
-  port: number;
-  apiKey: string;
-  pid: number;
-  level: LaunchLevel;
-  startedAt: number;
-  readyAt: number;
-}
-
-export interface ServerStatus {
-  modelId: string;
-  phase: ServerPhase;
-  level: LaunchLevel;
-  pid: number;
-  port: number;
-  startedAt: number;
-  readyAt: number | null;
-  /** 0…1 while loading, where the engine reports it in its 503 body; null otherwise. */
-  loadProgress: number | null;
-  /**
-   * How long this model's last load that became ready took (spawn to ready, at whatever level),
-   * ms; null before its first. For estimating a load's progress where the engine reports none.
-   */
-  lastLoadMs: number | null;
-  /** How it ended, once it has. */
-  exit: { exitCode: number | null; signal: string | null } | null;
-}
-
-/** Hears each line added to a model's server log, with its position in that log (see log-ring.ts). Runs synchronously; must not throw. */
-export type LogListener = (modelId: string, line: string, position: number) => void;
-
-/**
- * Hears that a loading server's own load fraction changed: `fraction` is what status().loadProgress
- * says from now on (0…1, or null where the engine's 503 body carries none). Runs synchronously;
- * must not throw.
- */
-export type LoadProgressListener = (modelId: string, fraction: number | null) => void;
-
-/** A running server's memory: a device figure (driver or llama.cpp's buffers), or host RSS. */
-export interface Measurement {
-  bytes: number;
-  where: 'device' | 'host';
-}
+export { defaultLoadTimeoutMs } from './supervisor-types.js';
+export type { Endpoint, EvictOutcome, LoadProgressListener, LogListener, Measurement, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
 
 const DEFAULT_GRACE_MS = 5_000;
 const DEFAULT_LOG_LINES = 2_000;
-const LOG_TAIL_LINES = 40;
-const PORT_ATTEMPTS = 3;
-const GIB = 1024 ** 3;
-
-/** 30 s to start a process and map a small model, plus 15 s per GiB to read a big one from a slow disk. */
-export function defaultLoadTimeoutMs(spec: LaunchSpec): number {
-  return 30_000 + Math.ceil((spec.estimateBytes ?? 0) / GIB) * 15_000;
-}
-
-interface PendingLaunch {
-  level: LaunchLevel;
-  promise: Promise<void>;
-  cancel: AbortController;
-  /** Callers still waiting; when the last one gives up, the load is cancelled. */
-  waiters: number;
-}
-
-class ModelOwner {
-  server: ServerProcess | null = null;
-  /** Launches queued or running, oldest first; a new launch joins the one at its level. */
-  pending: PendingLaunch[] = [];
-  /** Spawn to ready of the last load that became ready, ms. */
-  lastLoadMs: number | null = null;
-  private queue: Promise<unknown> = Promise.resolve();
-
-  constructor(
-    readonly modelId: string,
-    readonly log: LineRing,
-  ) {}
-
-  /** Runs `command` after every command queued before it. */
-  run<T>(command: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(command, command);
-    this.queue = next.catch(() => undefined);
-    return next;
-  }
-}
-
-/** Thrown into a load that a caller or an eviction cancelled (an AbortError, not a LaunchError). */
-function cancelled(reason: string): DOMException {
-  return new DOMException(reason, 'AbortError');
-}
 
 export class Supervisor {
   private readonly owners = new Map<string, ModelOwner>();
@@ -207,6 +45,9 @@ export class Supervisor {
   private readonly platform: NodeJS.Platform;
   private readonly graceMs: number;
   private readonly spare: WarmSpare | null;
+  private readonly memory: ServerMemory;
+  /** What every model's owner shares with this supervisor. */
+  private readonly context: OwnerContext;
   private readonly killAllOnExit = (): void => {
     for (const owner of this.owners.values()) {
       const server = owner.server;
@@ -228,6 +69,7 @@ export class Supervisor {
     this.clock = deps.clock ?? realClock;
     this.platform = deps.platform ?? process.platform;
     this.graceMs = deps.stopGraceMs ?? DEFAULT_GRACE_MS;
+    this.memory = new ServerMemory(deps, this.platform);
     const spare = deps.warmSpare;
     this.spare =
       spare === undefined
@@ -248,6 +90,18 @@ export class Supervisor {
             note: (line) => spare.note?.(line),
             ...(spare.launchHoldMs === undefined ? {} : { launchHoldMs: spare.launchHoldMs }),
           });
+    this.context = {
+      deps,
+      spawn: this.spawn,
+      clock: this.clock,
+      platform: this.platform,
+      graceMs: this.graceMs,
+      registry: this.registry,
+      spare: this.spare,
+      memory: this.memory,
+      emit: (event) => this.events.emit(event),
+      loadProgress: (modelId, fraction) => this.loadProgress.emit(modelId, fraction),
+    };
   }
 
   /**
@@ -278,24 +132,7 @@ export class Supervisor {
    */
   launch(modelId: string, level: LaunchLevel, placement?: Placement, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const owner = this.ownerFor(modelId);
-    // Only the newest launch may be joined: joining an older one at this level while a launch
-    // at another level is queued behind it would resolve, then see the model relaunched away.
-    let pending = owner.pending.at(-1);
-    if (pending === undefined || pending.level !== level || pending.cancel.signal.aborted) {
-      const cancel = new AbortController();
-      const promise = owner.run(() => this.launchNow(owner, level, placement, cancel.signal));
-      const created: PendingLaunch = { level, promise, cancel, waiters: 0 };
-      pending = created;
-      owner.pending.push(created);
-      const forget = (): void => {
-        owner.pending = owner.pending.filter((p) => p !== created);
-        // No launch in progress any more may soon be the moment to start the next spare.
-        this.spare?.workEnded();
-      };
-      promise.then(forget, forget);
-    }
-    return this.join(pending, signal);
+    return this.ownerFor(modelId).launch(level, placement, signal);
   }
 
   /**
@@ -309,19 +146,7 @@ export class Supervisor {
    */
   async evict(modelId: string): Promise<EvictOutcome> {
     const owner = this.owners.get(modelId);
-    if (owner === undefined) return 'stopped';
-    for (const pending of owner.pending) pending.cancel.abort(cancelled(`'${modelId}' was evicted while loading`));
-    return owner.run(async () => {
-      const server = owner.server;
-      if (!server?.running) return 'stopped';
-      if (server.phase === 'ready' && !server.hasEnded && server.claims.count > 0) return 'claimed';
-      // The claims at the moment of stopping a live process, in its own log: the soak counts the
-      // evictions this line shows with a request in flight (test/soak/server-log.ts). The check
-      // above keeps it at 0; the line is what shows it if that ever stops being so.
-      if (!server.hasEnded) owner.log.push(`── llmtray: evicting '${modelId}' (pid ${server.pid}, ${server.phase}) with ${server.claims.count} request(s) in flight`);
-      await this.stop(owner, server, { why: 'requested' });
-      return 'stopped';
-    });
+    return owner === undefined ? 'stopped' : owner.evict();
   }
 
   /**
@@ -332,14 +157,7 @@ export class Supervisor {
    */
   async measure(): Promise<Map<string, number>> {
     const running = [...this.owners.values()].flatMap((owner) => (owner.server?.running ? [{ modelId: owner.modelId, server: owner.server }] : []));
-    if (this.deps.hostIsDevice?.() === true) {
-      // Host RAM is the device: what each holds is its process tree's RSS, runtime and all.
-      const sizes = await Promise.all(running.map(({ server }) => treeResidentBytes(server.pid, this.platform).catch(() => 0)));
-      return new Map(running.map(({ modelId }, i) => [modelId, sizes[i] ?? 0]));
-    }
-    const onDevice = running.some(({ server }) => server.level !== 'minimal');
-    const gpu = onDevice ? await this.gpuUsage() : null;
-    return new Map(running.map(({ modelId, server }) => [modelId, this.deviceBytesOf(modelId, server, gpu)]));
+    return this.memory.measure(running);
   }
 
   /**
@@ -349,7 +167,7 @@ export class Supervisor {
    */
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
-    if (!server || server.phase !== 'ready' || server.hasEnded) return null;
+    if (!server?.serving()) return null;
     return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages, engine: server.engine, toolCalls: server.toolCalls });
   }
 
@@ -452,9 +270,10 @@ export class Supervisor {
    */
   endpointFor(modelId: string): Endpoint | null {
     const server = this.owners.get(modelId)?.server;
-    if (!server || server.phase !== 'ready' || server.readyAt === null || server.hasEnded) return null;
-    const { port, apiKey, pid, level, startedAt, readyAt } = server;
-    return { port, apiKey, pid, level, startedAt, readyAt };
+    const state = server?.state;
+    if (!server || state?.kind !== 'ready') return null;
+    const { port, apiKey, pid, level, startedAt } = server;
+    return { port, apiKey, pid, level, startedAt, readyAt: state.at };
   }
 
   /**
@@ -464,7 +283,7 @@ export class Supervisor {
    */
   modelBuffers(modelId: string): readonly BufferSize[] | null {
     const server = this.owners.get(modelId)?.server;
-    if (!server || server.phase !== 'ready' || server.hasEnded) return null;
+    if (!server?.serving()) return null;
     return server.buffers.modelBuffers;
   }
 
@@ -479,7 +298,7 @@ export class Supervisor {
    */
   serverEnded(modelId: string, endpoint: Pick<Endpoint, 'port' | 'apiKey'>, signal: AbortSignal): Promise<void> {
     const server = this.owners.get(modelId)?.server;
-    if (!server || server.hasEnded || server.port !== endpoint.port || server.apiKey !== endpoint.apiKey || signal.aborted) {
+    if (!server || server.gone || server.port !== endpoint.port || server.apiKey !== endpoint.apiKey || signal.aborted) {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
@@ -503,10 +322,10 @@ export class Supervisor {
       pid: server.pid,
       port: server.port,
       startedAt: server.startedAt,
-      readyAt: server.readyAt,
+      readyAt: readyAtOf(server.state),
       loadProgress: server.phase === 'loading' ? server.loadProgress : null,
       lastLoadMs: this.owners.get(modelId)?.lastLoadMs ?? null,
-      exit: server.exit,
+      exit: server.state.kind === 'exited' ? server.state.exit : null,
     };
   }
 
@@ -531,12 +350,7 @@ export class Supervisor {
    */
   async measured(modelId: string): Promise<Measurement | null> {
     const server = this.owners.get(modelId)?.server;
-    if (!server?.running) return null;
-    if (server.level !== 'minimal') {
-      const device = this.measuredDeviceBytes(server, await this.gpuUsage());
-      if (device !== null) return { bytes: device, where: 'device' };
-    }
-    return { bytes: await treeResidentBytes(server.pid, this.platform), where: 'host' };
+    return server?.running ? this.memory.measured(server) : null;
   }
 
   /**
@@ -545,14 +359,7 @@ export class Supervisor {
    */
   async close(): Promise<void> {
     await this.spare?.close();
-    await Promise.all(
-      [...this.owners.values()].map((owner) => {
-        for (const pending of owner.pending) pending.cancel.abort(cancelled(`'${owner.modelId}' was stopped: llmtray is quitting`));
-        return owner.run(async () => {
-          if (owner.server?.running) await this.stop(owner, owner.server, { why: 'requested' });
-        });
-      }),
-    );
+    await Promise.all([...this.owners.values()].map((owner) => owner.quit()));
     process.off('exit', this.killAllOnExit);
     await this.registry.settled();
   }
@@ -563,350 +370,9 @@ export class Supervisor {
       const heard = (line: string, position: number): void => {
         this.logLines.emit(modelId, line, position);
       };
-      owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES, undefined, heard));
+      owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES, undefined, heard), this.context);
       this.owners.set(modelId, owner);
     }
     return owner;
-  }
-
-  private join(pending: PendingLaunch, signal: AbortSignal | undefined): Promise<void> {
-    pending.waiters++;
-    if (signal === undefined) return pending.promise;
-    return new Promise((resolve, reject) => {
-      const giveUp = (): void => {
-        pending.waiters--;
-        if (pending.waiters === 0) pending.cancel.abort(signal.reason);
-        reject(signal.reason);
-      };
-      signal.addEventListener('abort', giveUp, { once: true });
-      pending.promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', giveUp));
-    });
-  }
-
-  /** One launch command, run by the model's owner. */
-  private async launchNow(owner: ModelOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
-    cancel.throwIfAborted();
-    const current = owner.server;
-    if (current?.phase === 'ready' && !current.hasEnded && current.level === level) return;
-    if (current?.running) await this.stop(owner, current, { why: 'requested' });
-    let spec: LaunchSpec;
-    let command: EngineCommand;
-    try {
-      spec = await this.deps.specFor(owner.modelId);
-      command = await this.deps.engineCommand(spec);
-    } catch (error) {
-      throw this.failedBeforeStart(owner, level, errorMessage(error));
-    }
-    for (let attempt = 1; ; attempt++) {
-      cancel.throwIfAborted();
-      const outcome = await this.startOnce(owner, spec, command, level, placement, cancel);
-      if (outcome === 'ready') return;
-      if (outcome !== 'port-taken') throw outcome;
-      if (attempt >= PORT_ATTEMPTS) throw this.failedBeforeStart(owner, level, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
-    }
-  }
-
-  /** Starts one process and waits for it. Resolves 'ready', 'port-taken' (try another port), or the error to throw. */
-  private async startOnce(
-    owner: ModelOwner,
-    spec: LaunchSpec,
-    command: EngineCommand,
-    level: LaunchLevel,
-    placement: Placement | undefined,
-    cancel: AbortSignal,
-  ): Promise<'ready' | 'port-taken' | Error> {
-    const port = await freeLoopbackPort();
-    const apiKey = randomBytes(24).toString('hex');
-    // In a file where the build reads one, so that `ps` does not show it (see api-key-file.ts).
-    const keyFile = readsApiKeyFile(command.capabilities) ? newApiKeyFilePath(apiKeyDir(this.deps.dataDir)) : null;
-    let engineArgs: string[];
-    try {
-      engineArgs = argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement, this.deps.gpuIdentity);
-    } catch (error) {
-      return this.failedBeforeStart(owner, level, errorMessage(error));
-    }
-    const args = [...command.args, ...engineArgs];
-    const env = { ...placementEnv(placement, spec.engine, this.deps.gpuIdentity), ...spec.env };
-    if (keyFile !== null) {
-      try {
-        await writeApiKeyFile(keyFile, apiKey);
-      } catch (error) {
-        removeApiKeyFile(keyFile);
-        const trouble = await dataDirTrouble(error, this.deps.dataDir);
-        return this.failedBeforeStart(owner, level, `${trouble === null ? '' : `${trouble}: `}could not write its API key file ${keyFile}: ${errorMessage(error)}`);
-      }
-    }
-    // The warm spare runs this launch when it can; when it cannot, it is ended first, so that
-    // the memory the plan counted as free is free (warm-spare.ts). Only the spec's own
-    // environment must match: placement's variables choose GPUs, and the spare runs only
-    // launches with every layer on the CPU, which start no GPU backend.
-    const adopted: AdoptedSpare | null = this.spare?.adopt(command, spec.env, engineArgs) ?? null;
-    if (adopted === null) await this.spare?.endNow();
-    const commandText = [command.command, ...args].join(' ').replace(apiKey, '<key>');
-    if (adopted === null) owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${commandText}`);
-    else {
-      for (const line of adopted.lines) owner.log.push(line);
-      owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level} in the warm spare (pid ${adopted.pid}, started ${Math.round(adopted.ageMs)} ms before): ${commandText}`);
-    }
-    let server: ServerProcess | null = null;
-    // The load's length is measured on the monotonic clock; startedAt (epoch) is what is shown and recorded.
-    const launchedAt = this.clock.elapsed();
-    const serverOptions = {
-      port,
-      apiKey,
-      level,
-      engine: spec.engine,
-      startedAt: this.clock.now(),
-      onLine: (line: string) => owner.log.push(line),
-      onBusyChange: (busy: boolean) => {
-        if (server !== null) this.busyChanged(owner, server, spec, busy);
-      },
-    };
-    try {
-      server =
-        adopted !== null
-          ? ServerProcess.adopt({ child: adopted.child, ...serverOptions })
-          : // In the data dir, whatever the daemon's own working directory: a folder it was started
-            // from may be deleted while it runs, and node-llama-cpp reads its working directory
-            // at start (ENOENT … uv_cwd, once a model quarantined for it).
-            ServerProcess.start({ spawn: this.spawn, command: command.command, args, env, cwd: this.deps.dataDir, platform: this.platform, ...serverOptions });
-      server.toolCalls = command.capabilities.jinja !== 'absent';
-      await server.spawned;
-    } catch (error) {
-      if (keyFile !== null) removeApiKeyFile(keyFile);
-      return this.failedBeforeStart(owner, level, `could not start ${command.command}: ${errorMessage(error)}`);
-    }
-    const started = server;
-    owner.server = started;
-    this.emit({ type: 'ServerSpawned', modelId: owner.modelId, level, pid: started.pid, at: this.clock.now() });
-    // An adopted spare keeps the command line it was started with; that is what /proc shows.
-    const commandHash = commandLineHash(adopted?.commandLine ?? [command.command, ...args].join(' '));
-    await this.registry.add({ modelId: owner.modelId, pid: started.pid, commandHash, startedAt: started.startedAt }).catch((error: Error) =>
-      owner.log.push(`── llmtray: could not record pid ${started.pid} in engines.json (${error.message}); an orphan of this server would not be found`),
-    );
-    const loadTimeoutMs = (this.deps.loadTimeoutMs ?? defaultLoadTimeoutMs)(spec);
-    // Registered before anything else awaits the exit, so the one report of how it ended is
-    // made before the launch below rejects with it.
-    void started.exited.then(() => this.afterExit(owner, started, keyFile, loadTimeoutMs));
-
-    const waiting = new AbortController();
-    const timer = this.clock.setTimeout(() => waiting.abort('timeout'), loadTimeoutMs);
-    const onCancel = (): void => waiting.abort('cancelled');
-    // The cancel may already have come while the process was starting: 'abort' fires only once.
-    if (cancel.aborted) onCancel();
-    else cancel.addEventListener('abort', onCancel, { once: true });
-    void started.exited.then(() => waiting.abort('exited'));
-    try {
-      await waitUntilReady({
-        port,
-        apiKey,
-        doorbell: started.doorbell,
-        signal: waiting.signal,
-        clock: this.clock,
-        onProgress: (progress) => {
-          if (progress === started.loadProgress) return;
-          started.loadProgress = progress;
-          this.loadProgress.emit(owner.modelId, progress);
-        },
-        provenReady: () => started.provenReady,
-      });
-      // Before 'ready', so the first request already knows how to reach it. The embedded engine
-      // is ours and serves no /v1/messages (its README); asking it would cost every launch a round trip.
-      started.anthropicMessages = spec.engine !== 'embedded' && (await probeServedApis(port, apiKey)).anthropicMessages;
-      // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it would have a moment earlier.
-      waiting.signal.throwIfAborted();
-      if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
-      started.phase = 'ready';
-      started.readyAt = this.clock.now();
-      owner.lastLoadMs = Math.round(this.clock.elapsed() - launchedAt);
-      this.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: started.readyAt });
-      this.learnRuntime(owner.modelId, spec, level, started, placement);
-      return 'ready';
-    } catch {
-      const why = waiting.signal.reason as 'timeout' | 'cancelled' | 'exited';
-      if (why === 'cancelled') {
-        await this.stop(owner, started, { why: 'requested' });
-        return cancel.reason instanceof Error || cancel.reason instanceof DOMException ? cancel.reason : cancelled(String(cancel.reason));
-      }
-      if (why === 'timeout') await this.stop(owner, started, { why: 'load-timeout' });
-      await started.exited;
-      if (started.portTaken) return 'port-taken';
-      const failure = started.failure ?? { kind: 'crash', reason: 'it ended while loading' };
-      const exit = started.exit ?? { exitCode: null, signal: null };
-      return new LaunchError(owner.modelId, { ...failure, ...exit, logTail: started.tail.toArray().slice(-LOG_TAIL_LINES) });
-    } finally {
-      this.clock.clearTimeout(timer);
-      cancel.removeEventListener('abort', onCancel);
-    }
-  }
-
-  /**
-   * Ends a server's tree because of `endedBy` and, for a ready one, waits for its memory. Only
-   * called by the owner's commands. The mark is set before any await: from here on the server
-   * takes no claims and its exit is not a failure (unless it was ended for a hang). A process
-   * already gone (its output still draining) is not marked: it ended on its own before anyone
-   * asked, and an eviction arriving then must not report its death as a stop.
-   */
-  private async stop(owner: ModelOwner, server: ServerProcess, endedBy: EndedBy): Promise<void> {
-    const wasReady = server.phase === 'ready';
-    if (!server.hasEnded) server.endedBy ??= endedBy;
-    if (server.running) server.phase = 'stopping';
-    server.watch?.close();
-    const probe = this.deps.memoryProbe;
-    const freeBefore = wasReady && probe ? await probe().catch(() => null) : null;
-    // Only the memory wait needs the footprint; without one, asking the driver would be wasted.
-    const footprintBytes = freeBefore === null ? 0 : this.deviceBytesOf(owner.modelId, server, await this.gpuUsage());
-    const terminating = terminateTree(server.pid, {
-      graceMs: this.graceMs,
-      leaderExited: server.exited,
-      platform: this.platform,
-      onKill: () => (server.killedByUs = true),
-    });
-    // A stopped process (SIGSTOP, the usual way a hang shows up in a debugger) cannot act on
-    // SIGTERM until it runs again; letting it run lets it stop cleanly instead of waiting out
-    // the grace for the SIGKILL.
-    if (server.endedBy?.why === 'hung') signalTree(server.pid, [], 'SIGCONT');
-    const { forced } = await terminating;
-    if (forced) owner.log.push(`── llmtray: '${owner.modelId}' did not stop within ${this.graceMs} ms of SIGTERM; sent SIGKILL`);
-    if (probe && freeBefore !== null) {
-      const back = await waitForMemoryBack({
-        probe,
-        clock: this.clock,
-        freeBefore,
-        footprintBytes,
-        fraction: this.deps.memoryWait?.fraction ?? 0.75,
-        maxMs: this.deps.memoryWait?.maxMs ?? 5_000,
-        pollMs: this.deps.memoryWait?.pollMs ?? 100,
-      });
-      if (!back) owner.log.push(`── llmtray: device memory of '${owner.modelId}' was not back after ${this.deps.memoryWait?.maxMs ?? 5_000} ms; launching anyway`);
-    }
-  }
-
-  /**
-   * The first ready server of an engine kind measures that engine's own cost where it counts:
-   * on the CPU its process tree's RSS; on a GPU the driver's figure for it, from a server that
-   * sits whole on one device (a split's or a partial launch's share per device is not its model's
-   * estimate).
-   */
-  private learnRuntime(modelId: string, spec: LaunchSpec, level: LaunchLevel, server: ServerProcess, placement: Placement | undefined): void {
-    const runtime = this.deps.runtime;
-    // At full or degraded the estimate covers the whole model (at partial or minimal its device figure does not).
-    if (runtime === undefined || level === 'partial' || level === 'minimal') return;
-    const estimate = this.deps.footprint(modelId, level);
-    if (this.deps.hostIsDevice?.() === true) {
-      // At its 'ready' a server's RSS holds its runtime, weights and KV cache, but not the
-      // compute buffer it has not used yet: counting that in would learn a runtime too small by
-      // it (8 MiB of demo-tiny's), and price every model that much under what it holds in use.
-      const resident = estimate - (this.deps.computeBytes?.(modelId) ?? 0);
-      void treeResidentBytes(server.pid, this.platform)
-        .then((rss) => runtime.learn(spec.engine, 'host', rss, resident))
-        .catch(() => undefined);
-      return;
-    }
-    if (placement === undefined || placement.kind !== 'gpu' || placement.devices.length !== 1) return;
-    void this.gpuUsage().then((byPid) => {
-      const held = byPid?.get(server.pid);
-      if (held !== undefined) runtime.learn(spec.engine, 'device', held, estimate);
-    });
-  }
-
-  /**
-   * Requests started or stopped being claimed on `server`: hang detection runs exactly while
-   * some are in flight on a ready server.
-   */
-  private busyChanged(owner: ModelOwner, server: ServerProcess, spec: LaunchSpec, busy: boolean): void {
-    if (!busy) this.spare?.workEnded();
-    if (!busy || server.phase !== 'ready') {
-      server.watch?.stop();
-      return;
-    }
-    server.watch ??= new HangWatch({
-      clock: this.clock,
-      limitMs: (this.deps.hangLimitMs ?? ((s: LaunchSpec) => s.hangLimitMs ?? DEFAULT_HANG_LIMIT_MS))(spec),
-      progressMark: () => server.claims.progressMark,
-      inFlight: () => server.claims.count,
-      look: (timeoutMs) => lookAtEngine(server.port, server.apiKey, timeoutMs),
-      onHung: (reason) => this.hung(owner, server, reason),
-    });
-    server.watch.start();
-  }
-
-  /** A busy server made no progress for its hang limit: its clients hear why, then it is killed. */
-  private hung(owner: ModelOwner, server: ServerProcess, reason: string): void {
-    if (server.phase !== 'ready' || server.endedBy !== null) return;
-    owner.log.push(`── llmtray: '${owner.modelId}' (pid ${server.pid}) is hung: ${reason}; killing it`);
-    server.endedBy = { why: 'hung', reason };
-    // Before the kill: a client whose socket is reset first could not tell a hang from a crash.
-    server.claims.loseAll({ kind: 'hang', reason });
-    void owner.run(() => this.stop(owner, server, { why: 'hung', reason }));
-  }
-
-  /** The one report of how a server ended: classified here once, emitted once. */
-  private afterExit(owner: ModelOwner, server: ServerProcess, keyFile: string | null, loadTimeoutMs: number): void {
-    if (keyFile !== null) removeApiKeyFile(keyFile);
-    server.watch?.close();
-    void this.registry.remove(server.pid).catch(() => undefined);
-    const exit = server.exit ?? { exitCode: null, signal: null };
-    owner.log.push(`── llmtray: '${owner.modelId}' (pid ${server.pid}) ended: ${exit.signal ?? `exit code ${exit.exitCode}`}`);
-    const base = { modelId: owner.modelId, level: server.level, pid: server.pid, at: this.clock.now() };
-    // A SIGKILL the supervisor did not send (the OOM killer, a person's kill -9) ended it on its
-    // own, even when a stop had been asked for meanwhile: a large engine takes a while to die,
-    // its sockets close before its exit is known, and the eviction its released claim allowed
-    // can land in between. A stop's SIGTERM never ends in a SIGKILL but ours.
-    const killedElsewhere = exit.signal === 'SIGKILL' && !server.killedByUs;
-    const endedBy = server.endedBy?.why === 'requested' && killedElsewhere ? null : server.endedBy;
-    const wasReady = server.readyAt !== null;
-    const log = server.tail.toArray();
-    if (endedBy?.why === 'requested' || (!wasReady && endedBy === null && log.some((line) => PORT_IN_USE.test(line)))) {
-      // A port another program took between our probe and the engine's bind is not the
-      // model's failure: the launch tries again on a fresh port.
-      server.portTaken = endedBy === null;
-      this.emit({ type: 'ServerStopped', ...base });
-      return;
-    }
-    const failure: FailureClassification =
-      endedBy?.why === 'hung'
-        ? { kind: 'hang', reason: endedBy.reason }
-        : classifyFailure({ ...exit, log, timedOutWaitingForReady: endedBy?.why === 'load-timeout', loadTimeoutMs, diedAfterReady: wasReady });
-    server.failure = failure;
-    this.emit({ type: 'ServerExited', ...base, ...failure, wasReady, ...exit });
-  }
-
-  /** A launch that failed before any process ran: reported once, returned for the launch to reject with. */
-  private failedBeforeStart(owner: ModelOwner, level: LaunchLevel, reason: string): LaunchError {
-    owner.log.push(`── llmtray: could not launch '${owner.modelId}': ${reason}`);
-    // A file that cannot be read (the catalog said so) is hopeless, not a crash to retry.
-    const failure = classifySetupFailure(reason);
-    this.emit({ type: 'ServerExited', modelId: owner.modelId, level, pid: null, ...failure, wasReady: false, exitCode: null, signal: null, at: this.clock.now() });
-    return new LaunchError(owner.modelId, { ...failure, exitCode: null, signal: null, logTail: owner.log.toArray(LOG_TAIL_LINES) });
-  }
-
-  private emit(event: ServerEvent): void {
-    this.events.emit(event);
-  }
-
-  private async gpuUsage(): Promise<ReadonlyMap<number, number> | null> {
-    return this.deps.gpuProcessMemory ? this.deps.gpuProcessMemory().catch(() => null) : null;
-  }
-
-  /**
-   * What the server holds on the device: the driver's figure, which counts everything the
-   * process holds; else llama.cpp's buffer lines or the estimate, which count the model only, so
-   * its engine's runtime there is added (the plan priced it so, and a picture without it would
-   * show a model smaller than what it holds).
-   */
-  private deviceBytesOf(modelId: string, server: ServerProcess, gpu: ReadonlyMap<number, number> | null): number {
-    if (server.level === 'minimal') return 0;
-    const fromDriver = gpu?.get(server.pid);
-    if (fromDriver !== undefined) return fromDriver;
-    const runtime = this.deps.runtime?.bytes(server.engine, 'device') ?? 0;
-    return (this.measuredDeviceBytes(server, null) ?? this.deps.footprint(modelId, server.level)) + runtime;
-  }
-
-  /** Driver accounting first (it sees everything the process holds), then llama.cpp's device buffer lines. */
-  private measuredDeviceBytes(server: ServerProcess, gpu: ReadonlyMap<number, number> | null): number | null {
-    const fromDriver = gpu?.get(server.pid);
-    if (fromDriver !== undefined) return fromDriver;
-    return server.buffers.deviceBytes > 0 ? server.buffers.deviceBytes : null;
   }
 }

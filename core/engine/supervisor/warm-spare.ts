@@ -37,31 +37,10 @@ import { LineRing, LineSplitter } from './log-ring.js';
 import { signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
 import type { SpawnFunction } from './server-process.js';
 import { errorMessage } from '../../contracts/error-message.js';
+import type { AdoptedSpare, SpareStatus } from './supervisor-types.js';
 
 /** engines.json's name for a spare not yet adopted (never a model id: ids have no spaces). */
 export const SPARE_RECORD_ID = '(warm spare)';
-
-/** What the supervisor shows of its spare. */
-export interface SpareStatus {
-  pid: number;
-  /** 'starting': its runtime is still starting (a launch may adopt it already); 'ready': waiting. */
-  phase: 'starting' | 'ready';
-  startedAt: number;
-  /** Its process tree's RSS, measured once it was ready; null before. */
-  residentBytes: number | null;
-}
-
-/** A spare handed to a launch: the running process, and the command line it was recorded under. */
-export interface AdoptedSpare {
-  child: ChildProcess;
-  pid: number;
-  /** Its argv as /proc shows it, for engines.json (the adopted server keeps the spare's command line). */
-  commandLine: string;
-  /** Its lines so far, for the model's log. */
-  lines: string[];
-  /** How long it has run, ms (monotonic), for the model's log. */
-  ageMs: number;
-}
 
 export interface WarmSpareDeps {
   spawn: SpawnFunction;
@@ -69,7 +48,7 @@ export interface WarmSpareDeps {
   command(): Promise<EngineCommand>;
   /** The spare's environment on top of the daemon's: the engines' common one (e.g. ELECTRON_RUN_AS_NODE). */
   env: Record<string, string>;
-  /** Its working directory, the data dir, as every engine's (see ENGINE_CWD in supervisor.ts). */
+  /** Its working directory, the data dir, as every engine's (see launch.ts). */
   cwd: string;
   registry: EngineRegistry;
   /** The supervisor's data dir: named on the spare's command line, so `ps` says whose spare it is. */

@@ -624,6 +624,26 @@ describe('the recovery ladder, end to end', () => {
     expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: 1 });
   });
 
+  it('a server control that rejects a launch without its ServerExited still counts it once and backs off, never looping hot', async () => {
+    const w = world([model('a', 4)]);
+    // Breaks the contract on purpose: the launch rejects, and no event ever says so.
+    let launches = 0;
+    w.server.launch = async () => {
+      launches++;
+      throw new Error('the control broke');
+    };
+    await w.start();
+    w.controller.trigger();
+    await settle();
+    await w.controller.reconcileNow();
+    expect(launches).toBe(1);
+    expect(w.ofType('LaunchFailed')).toMatchObject([{ modelId: 'a', kind: 'crash', attempts: 1, error: 'the control broke', nextAction: 'retry' }]);
+    expect(w.controller.status('a')?.next).toBe('retrying in 1 s');
+    await w.clock.advance(1000);
+    expect(launches).toBe(2);
+    expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'crash', attempts: 2 });
+  });
+
   it('an invalid model is quarantined at its first failure, with the reason', async () => {
     const w = world([model('a', 4)]);
     w.server.failLaunch('a', { kind: 'invalid', reason: "tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete" });
