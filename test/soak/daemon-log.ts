@@ -8,13 +8,16 @@ import type { ChildProcess } from 'node:child_process';
 import type { FailureKind } from '../../core/contracts/recovery.js';
 import { LineSplitter } from '../../core/engine/supervisor/log-ring.js';
 
+/** How the controller's log line words a failure. */
+export type FailureWhat = 'failed to launch' | 'died while serving' | 'died after it was ready, before it answered anything' | 'quarantined';
+
 export type LogEvent =
   | { type: 'launching'; modelId: string; level: string }
   | { type: 'ready'; modelId: string; level: string }
   | { type: 'evicting'; modelId: string }
   | { type: 'claimed-not-evicted'; modelId: string }
   /** One rung of the recovery ladder: a launch that failed, a server that died, or the quarantine that ended it. */
-  | { type: 'failure'; modelId: string; what: 'failed to launch' | 'died while serving' | 'quarantined'; kind: FailureKind; attempts: number; level: string; error: string }
+  | { type: 'failure'; modelId: string; what: FailureWhat; kind: FailureKind; attempts: number; level: string; error: string }
   | { type: 'ended-on-its-own'; modelId: string; kind: FailureKind }
   | { type: 'orphans-ended'; count: number };
 
@@ -44,10 +47,13 @@ export function parseLogLine(line: string): LogEvent | null {
     if ((p = /^(\S+) is ready at the (\w+) level$/.exec(message))) return { type: 'ready', modelId: p[1] as string, level: p[2] as string };
     if ((p = /^evicting (\S+)$/.exec(message))) return { type: 'evicting', modelId: p[1] as string };
     if ((p = /^(\S+) was not evicted: a request claimed it/.exec(message))) return { type: 'claimed-not-evicted', modelId: p[1] as string };
-    if ((p = /^(\S+) (failed to launch|died while serving); /.exec(message)) || (p = /^(\S+) (is quarantined): /.exec(message))) {
+    // The controller's three words for a death (controller.ts launchFailed): a server that had
+    // answered, one that died once ready before answering anything (a hang frozen at its first
+    // request is one), and a launch that never got to ready.
+    if ((p = /^(\S+) (failed to launch|died while serving|died after it was ready, before it answered anything); /.exec(message)) || (p = /^(\S+) (is quarantined): /.exec(message))) {
       const fields = failureFields(message);
       if (fields === null) return null;
-      const what = p[2] === 'is quarantined' ? 'quarantined' : (p[2] as 'failed to launch' | 'died while serving');
+      const what = p[2] === 'is quarantined' ? 'quarantined' : (p[2] as Exclude<FailureWhat, 'quarantined'>);
       return { type: 'failure', modelId: p[1] as string, what, ...fields };
     }
     return null;

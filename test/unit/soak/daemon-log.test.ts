@@ -25,6 +25,10 @@ describe('parseLogLine', () => {
     expect(
       parseLogLine('08:49:10.376 W controller: chat-a died while serving; retrying in 1 s {"level":"full","kind":"hang","attempts":1,"error":"it made no progress for 4 s with 2 requests in flight: no bytes to its clients, and its health probe did not answer"}'),
     ).toMatchObject({ type: 'failure', modelId: 'chat-a', what: 'died while serving', kind: 'hang', attempts: 1 });
+    // A fresh server frozen at its first request has answered nothing: worded apart (the soak missed it once).
+    expect(
+      parseLogLine('07:27:40.101 W controller: chat-a died after it was ready, before it answered anything; retrying in 1 s {"level":"full","kind":"hang","attempts":1,"error":"it made no progress for 4 s with 1 request in flight: no bytes to its clients, and its health probe did not answer"}'),
+    ).toMatchObject({ type: 'failure', modelId: 'chat-a', what: 'died after it was ready, before it answered anything', kind: 'hang', attempts: 1 });
   });
 
   it('reads a quarantine whose reason has parentheses and braces of its own', () => {
