@@ -31,6 +31,11 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
   let recheck: NodeJS.Timeout | undefined;
   let closed = false;
   let configPresent = existsSync(configPath);
+  // The models the file defined when it was last seen: other paths reload the catalog too (a
+  // learned CPU buffer re-prices it), and one of them may already have dropped the file's models
+  // by the time this one notices the file is gone.
+  const configuredIds = (): string[] => catalog.models().filter((m) => m.source === 'config').map((m) => m.id);
+  let configuredWhilePresent = configuredIds();
 
   // Re-armed only when the folders change: closing the watch drops the events it has pending,
   // and a config edit pending while a download's rescan changed the list would be lost.
@@ -48,7 +53,7 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
   };
 
   const reload = (): void => {
-    const configuredBefore = catalog.models().filter((m) => m.source === 'config').map((m) => m.id);
+    const configuredBefore = configuredWhilePresent;
     const runningBefore = new Set(configuredBefore.filter((id) => options.isRunning(id)));
     // reload() resolves its failures; the catch is for a listener or a bug that throws anyway,
     // which must be a log line, not an unhandled rejection that ends the daemon.
@@ -59,6 +64,7 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
         const present = existsSync(configPath);
         if (configPresent && !present && result.ok) logDeletedConfig(configuredBefore, runningBefore);
         configPresent = present;
+        if (present && result.ok) configuredWhilePresent = configuredIds();
         if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
         else options.onApplied();
         watchDirs();
