@@ -108,6 +108,8 @@ export class WarmSpare {
   /** Spares that died on their own in a row, before one became ready. */
   private deaths = 0;
   private retryAt = 0;
+  /** The exits of spares being ended (see close()). */
+  private readonly ending = new Set<Promise<void>>();
   /** Before this, our own work was too recent for a spare to start. */
   private quietAt = 0;
   private retryTimer: unknown = null;
@@ -150,9 +152,8 @@ export class WarmSpare {
     if (this.holdTimer !== null) this.deps.clock.clearTimeout(this.holdTimer);
     this.holdTimer = this.deps.clock.setTimeout(() => {
       this.holdTimer = null;
-      // This timer is the latest hold's (a new hold re-arms it): that hold has lapsed. Not
-      // `held()` on the clock: a timer may fire a fraction of a millisecond before the monotonic
-      // reading reaches the deadline, and nothing would look again; the spare was kept for good.
+      // The latest hold's timer (a new hold re-arms it): that hold has lapsed, whatever the clock
+      // reads: a timer may fire a moment before the monotonic deadline, and none would follow.
       this.heldUntil = 0;
       this.reconcile();
     }, holdMs);
@@ -235,6 +236,8 @@ export class WarmSpare {
     this.holdTimer = null;
     this.heldUntil = 0;
     await this.endNow();
+    // One ended before may still be exiting; its exit writes engines.json in the data dir.
+    await Promise.all(this.ending);
   }
 
   /** Whether a spare (of the launch's program) can run a launch with its spec's `env` and argv `args` (see the rules above). */
@@ -354,6 +357,8 @@ export class WarmSpare {
   }
 
   private async end(spare: Spare): Promise<void> {
+    this.ending.add(spare.exited);
+    void spare.exited.then(() => this.ending.delete(spare.exited));
     if (!spare.released) {
       spare.released = true;
       if (this.spare === spare) this.spare = null;
