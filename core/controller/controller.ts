@@ -644,7 +644,11 @@ export class Controller {
     const sameStreak = (record.recovery.kind === 'environment') === (failure === 'environment');
     record.recovery = { kind: failure, attempts: (sameStreak ? record.recovery.attempts : 0) + 1 };
     record.lastError = error;
-    record.diedWhileServing = when === 'serving';
+    // Any death after ready, answered or not: with a request waiting, such a model competes
+    // for memory as any model does (kept to memory nobody wants, a waiting request could never
+    // get it back from an idle one: the soak stalled so on a fresh server frozen at its first
+    // request). Its ladder counts the death either way.
+    record.diedWhileServing = when !== 'loading';
     record.retry = null;
     const verdict = verdictOf(record, this.demands) ?? 'retry';
     const at = this.clock.now();

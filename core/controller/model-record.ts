@@ -18,10 +18,9 @@ export interface ModelRecord {
   /** The last launch failure's message; null after a success or a reset. */
   lastError: string | null;
   /**
-   * The last failure was a server dying after it had answered requests (killed, crashed or hung
-   * while serving), not a launch that never got there nor one that died once ready before it
-   * answered anything. Such a model loaded and served with this very
-   * definition, so it competes for memory as any model does while its ladder counts the death;
+   * The last failure was a server dying after it had been ready (killed, crashed or hung), not
+   * a launch that never got there. Such a model loaded with this very definition, so with a
+   * request waiting it competes for memory as any model does while its ladder counts the death;
    * only failed launches are kept to memory nobody wants (see policy-inputs.ts).
    */
   diedWhileServing: boolean;

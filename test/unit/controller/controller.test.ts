@@ -704,14 +704,14 @@ describe('the recovery ladder, end to end', () => {
    * server dies while 'a' stays wanted (used within its TTL), and 'b' wants what `bWants` says.
    * The death is counted once, as a crash.
    */
-  async function bDiesServingInWantedARoom(bWants: Parameters<ReturnType<typeof world>['desired']['update']>[1]) {
+  async function bDiesServingInWantedARoom(bWants: Parameters<ReturnType<typeof world>['desired']['update']>[1], answered = true) {
     const w = world([model('a', 6, { lastUsed: 1 })], { budgetGiB: 10 });
     await w.start();
     w.desired.state.models.push(model('b', 6, { lastUsed: 2, waitingSince: 2 }));
     w.controller.trigger();
     await settle();
     expect(w.state('b')).toBe('ready');
-    w.controller.served('b');
+    if (answered) w.controller.served('b');
     w.desired.update('a', { lastUsed: 3 });
     w.desired.update('b', bWants);
     w.server.die('b');
@@ -727,6 +727,15 @@ describe('the recovery ladder, end to end', () => {
     await w.clock.advance(1000);
     expect(w.state('b')).toBe('ready');
     expect(w.server.launches().map((l) => l.modelId)).toEqual(['a', 'b', 'b']);
+    expect(w.server.evictions()).toEqual(['a']);
+  });
+
+  it('so does one whose fresh server died at its first request, before answering: its waiting request gets it back', async () => {
+    // The full soak stalled here: a hang frozen at a fresh server's first request, and every
+    // request for it left waiting while an idle model kept the room.
+    const w = await bDiesServingInWantedARoom({ lastUsed: 4, waitingSince: 4 }, false);
+    await w.clock.advance(1000);
+    expect(w.state('b')).toBe('ready');
     expect(w.server.evictions()).toEqual(['a']);
   });
 
