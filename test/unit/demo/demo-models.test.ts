@@ -54,5 +54,7 @@ describe('generateDemoModels', () => {
     } finally {
       await llama.dispose();
     }
-  });
+    // getLlama loads and checks node-llama-cpp's native binding in this process: over a minute
+    // with two busy processes beside the suite (stress-ng --cpu 2), seconds on an idle machine.
+  }, 240_000);
 });
