@@ -40,6 +40,7 @@ import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
 import { forwardAdminEvents, registerIpcHandlers } from './ipc-main-handlers.js';
 import { createClockWordsTicker } from './clock-words-ticker.js';
 import { desktopSettings } from './desktop-settings.js';
+import { FLAGS_RELAUNCH_MARKER, flagsRelaunch } from './flags-relaunch.js';
 import { createLoginItem, relaunchCommand } from './login-item.js';
 import { toMenuTemplate } from './menu-template.js';
 import { notificationFor, type NotificationText } from './notifications.js';
@@ -108,10 +109,21 @@ protocol.registerSchemesAsPrivileged([
   { scheme: DASHBOARD_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true } },
 ]);
 
-if (!app.requestSingleInstanceLock()) {
+// Before the lock and before anything shows: an app started from Finder, the Dock or the Start
+// menu has no --js-flags, and only a command line gives them to this process's V8.
+const relaunch = flagsRelaunch({ jsFlags: app.commandLine.getSwitchValue('js-flags'), argv: process.argv, env: process.env });
+delete process.env[FLAGS_RELAUNCH_MARKER];
+if (relaunch.kind === 'relaunch') {
+  // The relaunched app inherits this environment; the marker stops a second round. An AppImage
+  // is started again as the AppImage: execPath lies in its mount, which ends with this process.
+  process.env[FLAGS_RELAUNCH_MARKER] = '1';
+  app.relaunch({ args: relaunch.args, ...(process.env.APPIMAGE ? { execPath: process.env.APPIMAGE } : {}) });
+  app.exit(0);
+} else if (!app.requestSingleInstanceLock()) {
   // Another llmtray owns the tray, the port and the engines; it shows its dashboard instead.
   app.exit(0);
 } else {
+  if (relaunch.kind === 'give-up') console.error(`llmtray: ${relaunch.warning}`);
   run();
 }
 

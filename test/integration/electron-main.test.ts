@@ -4,7 +4,7 @@
 // tray clicks checked against the daemon's admin API, the dashboard window's flags and page,
 // the llmtray:// protocol, IPC from the dashboard and from frames that must be refused, the
 // quit paths (no engine may be left), a second launch, and each way start-up can fail.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,8 +14,9 @@ import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { unwrapInvokeReply } from '../../electron/ipc-contract.js';
 import { createPreloadBridge } from '../../electron/preload-bridge.js';
 import { STARTING_TOOLTIP } from '../../electron/tray-menu.js';
-import { enginesUsing, eventually, removeDataDir, startDaemonProcess } from '../support/daemon-process.js';
-import { launchElectronMain, type ElectronMainProcess, type InvokeSender, type RecordedMenuItem, type StandInRecord } from '../support/electron-main-process.js';
+import { enginesUsing, eventually, isProcessAlive, removeDataDir, startDaemonProcess } from '../support/daemon-process.js';
+import { launchElectronMain, MAIN_ENTRY, type ElectronMainProcess, type InvokeSender, type RecordedMenuItem, type StandInRecord } from '../support/electron-main-process.js';
+import { DAEMON_JS_FLAGS_SWITCH } from '../../electron/launch-mode.js';
 
 const DEMO_MODELS = ['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken'];
 const CLI_FLAG = /(^|\s)--[a-z]/;
@@ -24,8 +25,9 @@ let base: string;
 let dataDir: string;
 const launched: ElectronMainProcess[] = [];
 
-function launch(options: { dataDir?: string; env?: Record<string, string>; record?: string } = {}): ElectronMainProcess {
+function launch(options: { dataDir?: string; env?: Record<string, string>; record?: string; args?: string[] } = {}): ElectronMainProcess {
   const app = launchElectronMain({
+    ...(options.args === undefined ? {} : { args: options.args }),
     dataDir: options.dataDir ?? dataDir,
     recordFile: join(base, options.record ?? `record-${launched.length}.jsonl`),
     configHome: join(base, 'config'),
@@ -294,3 +296,33 @@ describe('the desktop main process cannot start, and says what its user can do, 
     expect(box.content).toContain('Failed to create the tray icon');
   }, 120_000);
 });
+
+describe('the desktop app started without the daemon\'s V8 flags (Finder, the Dock, the Start menu)', () => {
+  it('starts itself again once with them and its own arguments, before it takes the lock or shows anything; that one serves', async () => {
+    const relaunchDir = join(base, 'relaunched');
+    const first = launch({ dataDir: relaunchDir, args: ['--demo'], record: 'relaunch.jsonl' });
+    let second: number | undefined;
+    try {
+      expect(await first.exited).toEqual({ code: 0, signal: null });
+      expect(first.recorded('relaunch').map((entry) => entry.args)).toEqual([[DAEMON_JS_FLAGS_SWITCH, MAIN_ENTRY, '--demo']]);
+      expect(first.recorded('single-instance-lock')).toEqual([]);
+      expect(first.recorded('tray-created')).toEqual([]);
+      second = first.recorded('relaunched')[0]?.childPid as number;
+      const relaunched = (what: string) => first.records().filter((entry) => entry.pid === second && entry.what === what);
+      await eventually('the relaunched app lists every demo model in its tray', async () =>
+        relaunched('tray-menu').some((entry) => listsEveryDemoModel(entry.menu as RecordedMenuItem[])) ? true : undefined, 120_000);
+      expect((await readFile(`/proc/${second}/cmdline`, 'utf8')).split('\0')).toContain(DAEMON_JS_FLAGS_SWITCH);
+      expect(relaunched('relaunch')).toEqual([]);
+      expect(relaunched('single-instance-lock').map((entry) => entry.granted)).toEqual([true]);
+      expect((await first.api('/v1/models')).status).toBe(200);
+    } finally {
+      if (second !== undefined) {
+        process.kill(second, 'SIGTERM');
+        await eventually('the relaunched app exits', async () => (isProcessAlive(second!) ? undefined : true), 60_000);
+      }
+      expect(await enginesUsing(relaunchDir)).toEqual([]);
+      await removeDataDir(relaunchDir);
+    }
+  }, 240_000);
+});
+

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
+import { DAEMON_JS_FLAGS_SWITCH } from '../../electron/launch-mode.js';
 import { eventually, type DaemonExit } from './daemon-process.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -63,6 +64,7 @@ export interface LaunchOptions {
   /** XDG_CONFIG_HOME for the app (Electron's default userData and the autostart folder live under it). */
   configHome: string;
   env?: Record<string, string>;
+  /** What the app is started with after its binary; by default what `npm start` passes: the daemon's --js-flags and --demo. */
   args?: string[];
   /** The main script and the folder it starts in; the checkout's dist/electron/main.js unless a packaged layout's. */
   mainEntry?: string;
@@ -72,7 +74,7 @@ export interface LaunchOptions {
 export function launchElectronMain(options: LaunchOptions): ElectronMainProcess {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'DISPLAY' && key !== 'WAYLAND_DISPLAY') env[key] = value;
-  const child = spawn(process.execPath, ['--unhandled-rejections=strict', '--import', REGISTER, options.mainEntry ?? MAIN_ENTRY, ...(options.args ?? ['--demo'])], {
+  const child = spawn(process.execPath, ['--unhandled-rejections=strict', '--import', REGISTER, options.mainEntry ?? MAIN_ENTRY, ...(options.args ?? [DAEMON_JS_FLAGS_SWITCH, '--demo'])], {
     cwd: options.cwd ?? ROOT,
     env: {
       ...env,

@@ -9,6 +9,7 @@
 // invoke an IPC channel from a good or a bad sender, fetch from a registered protocol, navigate,
 // ask for a permission, emit powerMonitor's 'shutdown', quit. Nothing here decides anything for
 // the app; where Electron would fail (a Tray before 'ready', setPath to a missing folder) it fails.
+import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -71,11 +72,43 @@ let exiting = false;
 /** Work that must finish before the process ends (telling the first instance about a second one). */
 const beforeExit = new Set();
 let singleton = null;
+/** Set by app.relaunch: what starts when this process exits. */
+let relaunchAs = null;
+
+/**
+ * A switch of the process's command line as Chromium parses it: `--name=value` anywhere in argv
+ * (the last one wins), `--name` alone with the value ''; undefined when absent.
+ */
+function commandLineSwitch(name) {
+  let value;
+  for (const arg of process.argv.slice(1)) {
+    if (arg === `--${name}`) value = '';
+    else if (arg.startsWith(`--${name}=`)) value = arg.slice(name.length + 3);
+  }
+  return value;
+}
+
+/**
+ * The relaunched app, as Electron starts it: the same environment, the given arguments. Here the
+ * "binary" is Node with this stand-in registered, whose script must come before the app's own
+ * arguments (Chromium takes switches anywhere; Node would read one before the script as its own).
+ */
+function startRelaunched() {
+  const script = process.argv[1];
+  const appArgs = relaunchAs.args.filter((arg) => arg !== script);
+  const child = spawn(relaunchAs.execPath, [...process.execArgv, script, ...appArgs], { env: process.env, stdio: 'ignore', detached: true });
+  child.unref();
+  record('relaunched', { childPid: child.pid });
+}
 
 class App extends EventEmitter {
   name = appName;
   isPackaged = packaged;
-  commandLine = { appendSwitch: (name, value) => record('append-switch', { name, value }), hasSwitch: () => false, getSwitchValue: () => '' };
+  commandLine = {
+    appendSwitch: (name, value) => record('append-switch', { name, value }),
+    hasSwitch: (name) => commandLineSwitch(name) !== undefined,
+    getSwitchValue: (name) => commandLineSwitch(name) ?? '',
+  };
   #paths = new Map();
   #readyPromise = new Promise((resolve) => {
     this.once('ready', () => resolve());
@@ -211,6 +244,12 @@ class App extends EventEmitter {
     exitProcess(0);
   }
 
+  /** Electron: the app starts again, with `args` in place of process.argv.slice(1), once this one exits. */
+  relaunch(options = {}) {
+    relaunchAs = { args: options.args ?? process.argv.slice(1), execPath: options.execPath ?? process.execPath };
+    record('relaunch', relaunchAs);
+  }
+
   /** Electron: exits at once with the code; no before-quit, no will-quit, windows closed without asking. */
   exit(code = 0) {
     exitProcess(code);
@@ -240,6 +279,7 @@ function exitProcess(code) {
   if (exiting) return;
   exiting = true;
   record('exit', { code });
+  if (relaunchAs !== null) startRelaunched();
   for (const window of [...windows]) window.destroy();
   if (singleton !== null) {
     try {
