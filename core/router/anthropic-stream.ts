@@ -11,10 +11,10 @@
 // way during a long prompt. An engine's mid-stream error becomes an `error` event and ends the
 // translation; so does a stream that ends without a finish_reason (the answer is not complete,
 // and message_stop would say it was). Pure apart from its own state.
-import { StringDecoder } from 'node:string_decoder';
 import type { AnthropicContentBlock, AnthropicErrorBody, AnthropicStreamEvent } from '../contracts/anthropic.js';
 import { anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
 import { stopReasonOf, usageOf } from './anthropic-translate.js';
+import { EngineChatEvents, type EngineChatEvent } from './engine-chat-events.js';
 import { isObject } from './validate-request.js';
 
 export interface ChatStreamOptions {
@@ -25,12 +25,7 @@ export interface ChatStreamOptions {
 }
 
 export class ChatStreamToMessages {
-  private readonly decoder = new StringDecoder('utf8');
-  /** Text after the last complete line. */
-  private pending = '';
-  /** The `data:` lines of the event being read, and whether it had a comment (a keep-alive). */
-  private data: string[] = [];
-  private comment = false;
+  private readonly events = new EngineChatEvents();
   private started = false;
   /** The content block being written: its Anthropic index, and for a tool call its chat index. */
   private open: { kind: 'text' } | { kind: 'tool'; callIndex: number } | null = null;
@@ -46,50 +41,32 @@ export class ChatStreamToMessages {
 
   /** The Anthropic events completed by `chunk` of the engine's stream, as SSE text. */
   push(chunk: Buffer): string {
-    return this.consume(this.decoder.write(chunk));
+    return this.translate(this.events.push(chunk));
   }
 
   /** The events still owed once the engine's stream has ended completely; call once. */
   flush(): string {
-    // A last event without its blank line is still an event: the stream's end terminates it.
-    let out = this.consume(`${this.decoder.end()}\n\n`);
+    let out = this.translate(this.events.end());
     if (this.ended) return out;
     if (this.finishReason !== null) return out + this.finish();
     out += this.fail(`The model server for '${this.options.servedBy}' ended its stream before the answer was complete. The answer above is partial.`, 'engine_stream_interrupted');
     return out;
   }
 
-  private consume(text: string): string {
-    const lines = (this.pending + text).split('\n');
-    this.pending = lines.pop() ?? '';
+  private translate(events: readonly EngineChatEvent[]): string {
     let out = '';
-    for (const raw of lines) {
-      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-      if (line === '') out += this.dispatch();
-      else if (line.startsWith(':')) this.comment = true;
-      else if (line.startsWith('data:')) this.data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
-      // `event:`, `id:` and `retry:` lines say nothing an OpenAI chunk needs.
-    }
+    for (const engineEvent of events) out += this.dispatch(engineEvent);
     return out;
   }
 
   /** One complete SSE event of the engine's. */
-  private dispatch(): string {
-    const data = this.data.join('\n');
-    const wasComment = this.comment;
-    this.data = [];
-    this.comment = false;
+  private dispatch(engineEvent: EngineChatEvent): string {
     if (this.ended) return '';
-    if (data === '') return wasComment ? event({ type: 'ping' }) : '';
-    if (data.trim() === '[DONE]') return this.finish();
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return '';
-    }
-    if (!isObject(chunk)) return '';
-    if (chunk['error'] !== undefined) return this.engineError(chunk['error']);
+    // The Messages API's own keep-alive.
+    if (engineEvent.kind === 'keep-alive') return event({ type: 'ping' });
+    if (engineEvent.kind === 'done') return this.finish();
+    if (engineEvent.kind === 'error') return this.engineError(engineEvent.error);
+    const chunk = engineEvent.chunk;
 
     let out = this.start(chunk);
     const choice: unknown = Array.isArray(chunk['choices']) ? chunk['choices'][0] : undefined;

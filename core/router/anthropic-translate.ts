@@ -14,6 +14,7 @@
 // The answer's stop reason comes from OpenAI's `finish_reason`, which does not say which stop
 // ended it: a stop sequence and the model's own end of turn both read 'end_turn' here. A
 // llama-server that serves /v1/messages itself reports 'stop_sequence' and the sequence. Pure.
+import { readChatCompletion } from './chat-completion-answer.js';
 import type { AnthropicContentBlock, AnthropicCountTokensRequest, AnthropicMessage, AnthropicMessagesRequest, AnthropicStopReason, AnthropicUsage } from '../contracts/anthropic.js';
 import type { OpenAIChatCompletionRequest, OpenAIChatMessage } from '../contracts/openai.js';
 import { invalidRequest, type RouterError } from './errors.js';
@@ -93,18 +94,12 @@ export function toChatCompletionRequest(request: AnthropicMessagesRequest, model
  * fallback) and by the engine's own name otherwise. Null when the text is not a chat completion.
  */
 export function toAnthropicMessage(text: string, model: string | null): AnthropicMessage | null {
-  let completion: unknown;
-  try {
-    completion = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!isObject(completion) || !Array.isArray(completion['choices'])) return null;
-  const choice: unknown = completion['choices'][0];
-  if (!isObject(choice) || !isObject(choice['message'])) return null;
-  const content = choice['message']['content'];
+  const answer = readChatCompletion(text);
+  if (answer === null) return null;
+  const { completion, choice, message } = answer;
+  const content = message['content'];
   const blocks: AnthropicContentBlock[] = typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
-  const calls = choice['message']['tool_calls'];
+  const calls = message['tool_calls'];
   if (Array.isArray(calls) && calls.length > 0) {
     const uses = toToolUseBlocks(calls);
     if (uses === null) return null;

@@ -16,7 +16,6 @@
 // engine's mid-stream error becomes an `error` event and ends the stream; so does a stream that
 // ends without a finish_reason (the answer is not complete, and response.completed would say it
 // was). Pure apart from its own state and the clock it is given.
-import { StringDecoder } from 'node:string_decoder';
 import type {
   ResponseFunctionCall,
   ResponseObject,
@@ -26,6 +25,7 @@ import type {
   ResponseStreamEvent,
   ResponseTokenLogprob,
 } from '../contracts/openai-responses.js';
+import { EngineChatEvents, type EngineChatEvent } from './engine-chat-events.js';
 import type { RouterError } from './errors.js';
 import type { StreamRewriter } from './upstream.js';
 import { callItemId, finishedResponse, messageItemId, reasoningItemId, responseLogprobsOf, responseShell, responseUsageOf, type ResponseFrame } from './responses-translate.js';
@@ -39,12 +39,7 @@ export function responsesErrorEvent(error: Pick<RouterError, 'code' | 'message' 
 }
 
 export class ChatStreamToResponses implements StreamRewriter {
-  private readonly decoder = new StringDecoder('utf8');
-  /** Text after the last complete line. */
-  private pending = '';
-  /** The `data:` lines of the event being read, and whether it had a comment (a keep-alive). */
-  private data: string[] = [];
-  private comment = false;
+  private readonly events = new EngineChatEvents();
   private sequence = 0;
   private shell: ResponseObject | null = null;
   /** The items finished so far; the open one, if any, is at index `output.length`. */
@@ -67,13 +62,12 @@ export class ChatStreamToResponses implements StreamRewriter {
 
   /** The Responses events completed by `chunk` of the engine's stream, as SSE text. */
   push(chunk: Buffer): string {
-    return this.consume(this.decoder.write(chunk));
+    return this.translate(this.events.push(chunk));
   }
 
   /** The events still owed once the engine's stream has ended completely; call once. */
   flush(): string {
-    // A last event without its blank line is still an event: the stream's end terminates it.
-    const out = this.consume(`${this.decoder.end()}\n\n`);
+    const out = this.translate(this.events.end());
     if (this.ended) return out;
     if (this.finishReason !== null) return out + this.finish();
     return out + this.errorEvent({ code: 'engine_stream_interrupted', param: null, message: `The model server for '${this.servedBy}' ended its stream before the answer was complete. The answer above is partial.` });
@@ -85,37 +79,20 @@ export class ChatStreamToResponses implements StreamRewriter {
     return responsesErrorEvent(error, this.sequence++);
   }
 
-  private consume(text: string): string {
-    const lines = (this.pending + text).split('\n');
-    this.pending = lines.pop() ?? '';
+  private translate(events: readonly EngineChatEvent[]): string {
     let out = '';
-    for (const raw of lines) {
-      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-      if (line === '') out += this.dispatch();
-      else if (line.startsWith(':')) this.comment = true;
-      else if (line.startsWith('data:')) this.data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
-      // `event:`, `id:` and `retry:` lines say nothing a chat chunk needs.
-    }
+    for (const engineEvent of events) out += this.dispatch(engineEvent);
     return out;
   }
 
   /** One complete SSE event of the engine's. */
-  private dispatch(): string {
-    const data = this.data.join('\n');
-    const wasComment = this.comment;
-    this.data = [];
-    this.comment = false;
+  private dispatch(engineEvent: EngineChatEvent): string {
     if (this.ended) return '';
-    if (data === '') return wasComment ? ': keep-alive\n\n' : '';
-    if (data.trim() === '[DONE]') return this.finish();
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return '';
-    }
-    if (!isObject(chunk)) return '';
-    if (chunk['error'] !== undefined) return this.engineError(chunk['error']);
+    // The Responses API has no ping event: the comment stays a comment, which still feeds an idle timer.
+    if (engineEvent.kind === 'keep-alive') return ': keep-alive\n\n';
+    if (engineEvent.kind === 'done') return this.finish();
+    if (engineEvent.kind === 'error') return this.engineError(engineEvent.error);
+    const chunk = engineEvent.chunk;
 
     let out = this.start(chunk);
     const choice: unknown = Array.isArray(chunk['choices']) ? chunk['choices'][0] : undefined;

@@ -21,6 +21,7 @@
 // (its token log probabilities when asked), one function_call item per tool call,
 // `status: 'incomplete'` with `incomplete_details.reason: 'max_output_tokens'` when the engine
 // stopped at the length limit. Pure.
+import { readChatCompletion } from './chat-completion-answer.js';
 import type { OpenAIChatMessage } from '../contracts/openai.js';
 import type {
   ResponseFunctionCall,
@@ -364,19 +365,13 @@ export const callItemId = (responseId: string, index: number): string => `fc_${r
  * completion, or a tool call in it is not a function call.
  */
 export function toResponse(text: string, frame: ResponseFrame, completedAt: number): ResponseObject | null {
-  let completion: unknown;
-  try {
-    completion = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!isObject(completion) || !Array.isArray(completion['choices'])) return null;
-  const choice: unknown = completion['choices'][0];
-  if (!isObject(choice) || !isObject(choice['message'])) return null;
+  const read = readChatCompletion(text);
+  if (read === null) return null;
+  const { completion, choice, message } = read;
   const finishReason = choice['finish_reason'];
   const status = finishReason === 'length' ? 'incomplete' : 'completed';
   const output: ResponseOutputItem[] = [];
-  const { content, reasoning_content: reasoning } = choice['message'];
+  const { content, reasoning_content: reasoning } = message;
   const answer = typeof content === 'string' ? content : '';
   let logprobs = responseLogprobsOf(choice['logprobs']);
   // A thinking model's reasoning comes before its answer, as OpenAI's reasoning models give it.
@@ -384,7 +379,7 @@ export function toResponse(text: string, frame: ResponseFrame, completedAt: numb
     output.push({ type: 'reasoning', id: reasoningItemId(frame.id), summary: [], content: [{ type: 'reasoning_text', text: reasoning }], status });
     logprobs = tokensSpelling(answer, logprobs);
   }
-  const calls = Array.isArray(choice['message']['tool_calls']) ? choice['message']['tool_calls'] : [];
+  const calls = Array.isArray(message['tool_calls']) ? message['tool_calls'] : [];
   if (answer !== '' || calls.length === 0) {
     output.push({ type: 'message', id: messageItemId(frame.id), status, role: 'assistant', content: [{ type: 'output_text', text: answer, annotations: [], logprobs }] });
   }
