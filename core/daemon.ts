@@ -2,8 +2,9 @@
 // into one running daemon. `llmtray serve` and the Electron main process both start it here,
 // so the desktop app and the headless mode are the same program with different faces.
 //
-// Nothing here decides anything; it only connects the parts and turns their events into
-// "look again" (controller.trigger) and "something changed" (admin.changed).
+// Nothing here decides anything: startDaemon lists named steps (core/daemon/README.md), each
+// returning what undoes it, and turns the parts' events into "look again" (controller.trigger)
+// and "something changed" (admin.changed).
 import { mkdir, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -123,9 +124,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const gpuProbe = createGpuProbe(
       llamaServerPath === null ? {} : { engineDevices: createEngineDeviceReader(llamaServerPath, { env: { ...options.engineEnv, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } }) },
     );
-    if (demo !== null) {
-      parts.add(await fitDemoBudget({ setup: demo, catalog, runtime, engine: llamaServerPath === null ? 'embedded' : 'llama-server', probe: gpuProbe, log }));
-    }
+    if (demo !== null) parts.add(await fitDemoBudget({ setup: demo, catalog, runtime, engine: llamaServerPath === null ? 'embedded' : 'llama-server', probe: gpuProbe, log }));
     for (const problem of catalog.problems()) log.warn(problem);
     const config = catalog.config();
     // Before any engine or port: an address other machines can reach needs a client key.
