@@ -8,7 +8,14 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { generateDemoModels, type DemoModels } from '../catalog/demo/demo-models.js';
-import type { CatalogModel } from '../catalog/catalog.js';
+import type { Catalog, CatalogModel } from '../catalog/catalog.js';
+import type { Log } from '../controller/effects.js';
+import { errorMessage } from '../contracts/error-message.js';
+import type { RuntimeOverhead, RuntimePlace } from '../engine/runtime-overhead.js';
+import type { LaunchSpec } from '../engine/launch-spec.js';
+import { computeBudget } from '../gpu/compute-budget.js';
+import type { GpuProbe } from '../gpu/gpu-probe.js';
+import { DEFAULT_BUDGET_CONFIG } from '../gpu/live-budget.js';
 import { estimateOnCpu, footprintAt } from '../policy/levels.js';
 import { demoConfigText } from './demo-config.js';
 
@@ -72,4 +79,47 @@ export async function writeDemoLimit(setup: DemoSetup, limitBytes: number): Prom
   if (document.errors.length > 0) return;
   document.setIn(['budget', 'limit'], limitBytes);
   await writeFile(setup.configPath, document.toString());
+}
+
+/**
+ * Keeps the demo's budget limit fitted to its engine's runtime: set now, and again whenever the
+ * runtime is learned. Every model's footprint includes its engine's own cost, so the demo's limit
+ * does too, and follows it as it is measured: sized with the prior, a runtime measured lower let
+ * demo-chat and demo-tiny fit together, and the demo stopped showing a swap. Resolves once the
+ * first fit is written; the returned teardown stops following and waits for a fit under way.
+ */
+export async function fitDemoBudget(deps: {
+  setup: DemoSetup;
+  catalog: Catalog;
+  runtime: RuntimeOverhead;
+  engine: LaunchSpec['engine'];
+  probe: GpuProbe;
+  log: Log;
+}): Promise<() => Promise<void>> {
+  const { setup, catalog, runtime, engine } = deps;
+  const place = await runtimePlaceAtStart(deps.probe);
+  // One fit at a time: two learned figures in a row must not write the file at once.
+  let fitting: Promise<void> = Promise.resolve();
+  const fit = (): Promise<void> =>
+    (fitting = fitting.then(async () => {
+      const limit = demoBudgetLimit(catalog.models(), runtime.bytes(engine, place), place === 'host');
+      if (limit === null || limit === catalog.config().budget.limitBytes) return;
+      await writeDemoLimit(setup, limit);
+      await catalog.reload();
+    }));
+  await fit();
+  const unsubscribe = runtime.onLearned(() => {
+    fit().catch((error: unknown) => deps.log.warn(`resizing the demo's budget limit failed: ${errorMessage(error)}`));
+  });
+  return async () => {
+    unsubscribe();
+    await fitting.catch(() => undefined);
+  };
+}
+
+/** Where the engines' runtime will count, from one probe before the live budget runs: the demo sizes its limit with it. */
+async function runtimePlaceAtStart(probe: GpuProbe): Promise<RuntimePlace> {
+  const { gpus, host } = await probe.probe().catch(() => ({ gpus: [], host: { totalBytes: 0, availableBytes: 0 } }));
+  const budget = computeBudget({ gpus, host, reserveBytes: 0, limitBytes: null, ourUsageByGpu: new Map(), platform: process.platform, unifiedShare: DEFAULT_BUDGET_CONFIG.unifiedShare });
+  return budget.mode === 'gpu' ? 'device' : 'host';
 }

@@ -23,7 +23,7 @@ import type { ModelLogsResponse } from '../../core/contracts/commands.js';
 import { isCpuExtraBuffer, parseBufferSize } from '../../core/engine/supervisor/memory-measure.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { demoConfigText } from '../../core/daemon/demo-config.js';
-import { MEASURE_INTERVAL_MS } from '../../core/daemon.js';
+import { MEASURE_INTERVAL_MS } from '../../core/engine/supervisor/memory-loop.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 let daemon: DaemonProcess;

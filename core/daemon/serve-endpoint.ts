@@ -1,0 +1,86 @@
+// Start-up step: the router on its port (and on loopback too where a specific network address
+// does not take loopback connections), with the access rules read per request.
+import { networkInterfaces } from 'node:os';
+import type { AdminService } from '../admin/index.js';
+import { createAdminHandler } from '../admin/index.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { LlmtrayConfig } from '../catalog/config/load-config.js';
+import type { Controller } from '../controller/controller.js';
+import type { Supervisor } from '../engine/supervisor/supervisor.js';
+import { createRouter, type RouterAccess } from '../router/router.js';
+import type { ModelActivity } from './activity.js';
+import { createGateway } from './gateway.js';
+import { localOrigin, networkEndpoints, type ListenPlan } from './listen-plan.js';
+import { portTakenMessage, type AdviceFace } from './startup-advice.js';
+import type { ModelTurns } from './turns.js';
+
+export interface ServedEndpoint {
+  port: number;
+  /** http://HOST:PORT as local apps reach it. */
+  origin: string;
+  /** Other machines' base URLs for these allowed host names; empty on loopback. */
+  networkEndpointsFor(allowedHosts: readonly string[]): string[];
+  /** Closes the listeners, then the router. */
+  close(): Promise<void>;
+}
+
+export async function serveEndpoint(deps: {
+  plan: ListenPlan;
+  port: number;
+  catalog: Catalog;
+  controller: Controller;
+  supervisor: Supervisor;
+  activity: ModelActivity;
+  turns: ModelTurns;
+  admin: AdminService;
+  token: string;
+  staticDir: string;
+  startedAt: number;
+  face: AdviceFace;
+  configPath: string;
+}): Promise<ServedEndpoint> {
+  const { catalog, admin, plan } = deps;
+  const access: { listen: LlmtrayConfig['listen'] | null; rules: RouterAccess | null } = { listen: null, rules: null };
+  const router = createRouter({
+    gateway: createGateway({ catalog, controller: deps.controller, supervisor: deps.supervisor, activity: deps.activity, startedAt: deps.startedAt, turns: deps.turns }),
+    activationWaitMs: catalog.config().activationWaitMs,
+    fallthrough: createAdminHandler({ service: admin, token: deps.token, staticDir: deps.staticDir }),
+    // llama.cpp router mode's /models/load and /models/unload: the tray's own commands, as the admin API runs them.
+    modelCommands: {
+      load: (id) => admin.runCommand({ id, command: 'load' }),
+      unload: (id) => admin.runCommand({ id, command: 'unload' }),
+    },
+    // Read per request: a key removed from the config stops working at the next request.
+    // Rebuilt only when the config's `listen` changes (a reload), not for every request.
+    access: () => {
+      const listen = catalog.config().listen;
+      if (access.listen !== listen) {
+        access.listen = listen;
+        access.rules = { clientKeys: listen.clientKeys, keysRequired: plan.network, allowedHosts: listen.allowedHosts, corsOrigins: listen.corsOrigins, fallthroughFromNetwork: listen.admin === 'network' };
+      }
+      return access.rules as RouterAccess;
+    },
+  });
+  const closers: (() => Promise<void> | void)[] = [() => router.close()];
+  const close = async (): Promise<void> => {
+    for (const closer of closers.splice(0).reverse()) await closer();
+  };
+  const listenOn = async (host: string, port: number): Promise<number> => {
+    const listening = await router.listen({ host, port }).catch((error: unknown) => {
+      throw (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? new Error(portTakenMessage(deps.face, { port, host, configPath: deps.configPath })) : error;
+    });
+    closers.push(() => listening.close());
+    return listening.port;
+  };
+  try {
+    const port = await listenOn(plan.host, deps.port);
+    // A specific network address does not take loopback connections: the CLI, the dashboard
+    // and local apps get 127.0.0.1 on the same port.
+    if (plan.loopbackToo) await listenOn('127.0.0.1', port);
+    const interfaces = Object.values(networkInterfaces()).flat().filter((a) => a !== undefined);
+    return { port, origin: localOrigin(plan, port), networkEndpointsFor: (allowedHosts) => networkEndpoints(plan, port, allowedHosts, interfaces), close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
