@@ -36,8 +36,7 @@ import { createRouter, type ListeningRouter, type RouterAccess } from './router/
 import { ModelActivity } from './daemon/activity.js';
 import { startCatalogReloads } from './daemon/catalog-reloads.js';
 import { prepareDemo, demoBudgetLimit, writeDemoLimit } from './daemon/demo.js';
-import { DaemonDesiredState, pricedEstimate } from './daemon/desired-state.js';
-import { spareFits } from './daemon/spare-room.js';
+import { DaemonDesiredState } from './daemon/desired-state.js';
 import { createGateway } from './daemon/gateway.js';
 import { feedLoadProgress } from './daemon/load-progress-feed.js';
 import { ModelTurns } from './daemon/turns.js';
@@ -302,6 +301,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       clock: realClock,
     });
     cleanups.push(() => turns.close());
+    // What the warm spare holds (measured once it runs), else what one is expected to: the embedded engine's runtime.
+    const spareBytes = (): number => supervisor.spareStatus()?.residentBytes ?? runtime.bytes('embedded', 'host');
     const desired = new DaemonDesiredState({
       models: () => catalog.models(),
       heldForTurn: (id) => turns.holds(id),
@@ -311,6 +312,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       activity,
       inFlight: (id) => supervisor.inFlight(id),
       runtimeBytes,
+      // Whether a spare fits is the controller's verdict, which it hands the supervisor (ServerControl.setSpareWanted).
+      warmSpareBytes: () => (catalog.config().warmSpare ? spareBytes() : null),
       // At most the running cadence old (and a half, so a pass at the end of a window does not probe again), though idle sampling is slower.
       budget: () => budget.fresh(budgetIntervalMs * 1.5),
     });
@@ -329,26 +332,6 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     // Other machines' base URLs, once the port is bound. The allowed names are read per snapshot,
     // as the router reads them per request, so a name a reload removed is no longer offered.
     let networkEndpointsFor: ((allowedHosts: readonly string[]) => string[]) | null = null;
-    // The warm spare is kept only in memory the plan leaves free (daemon/spare-room.ts); looked at
-    // again whenever a server, the plan, the budget or the config changes.
-    const spareBytes = (): number => supervisor.spareStatus()?.residentBytes ?? runtime.bytes('embedded', 'host');
-    const heldBytes = (): number =>
-      catalog.models().reduce((sum, model) => {
-        const server = supervisor.status(model.id);
-        if (server === null || server.phase === 'exited') return sum;
-        const counted = controller.held(model.id);
-        if (counted !== null) return sum + counted.bytes;
-        const priced = pricedEstimate(model, runtimeBytes(model), true, cpuOnly());
-        const footprint = priced === null ? null : footprintAt(server.level, priced);
-        return sum + (footprint === null ? 0 : footprint.deviceBytes + footprint.hostBytes);
-      }, 0);
-    const reviewSpare = (): void => {
-      const sample = budget.current();
-      supervisor.setSpareWanted(
-        spareFits({ enabled: catalog.config().warmSpare, mode: sample?.mode ?? null, budgetBytes: sample?.totalBytes ?? 0, heldBytes: heldBytes(), spareBytes: spareBytes() }),
-      );
-    };
-
     const snapshotParts = {
       startedAt,
       endpoint,
@@ -407,12 +390,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const controllerLog = logFor('events');
     spareChanged = () => {
       admin.changed();
-      // Its measured size may not fit where the expected one did.
-      reviewSpare();
+      // Its measured size may not fit where the expected one did: the next pass reads it.
+      controller.trigger();
     };
     controller.onEvent((event) => {
       admin.changed();
-      reviewSpare();
       if (event.type === 'ModelQuarantined') admin.publish({ type: 'ModelQuarantined', modelId: event.modelId, reason: event.reason, at: event.at });
       if (event.type === 'ModelFellBack') admin.publish({ type: 'ModelFellBack', modelId: event.modelId, fallbackId: event.fallbackId, reason: event.reason, at: event.at });
     });
@@ -420,17 +402,14 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     budget.onChange(() => {
       controller.trigger();
       admin.changed();
-      reviewSpare();
     });
     catalog.onChanged(() => {
       controller.trigger();
       admin.changed();
-      reviewSpare();
       // A reload may have changed the limit or reserve: the budget applies it now, not at the next (idle: slow) sample.
       budget.sampleNow().catch(() => undefined);
     });
     supervisor.subscribe((event) => {
-      reviewSpare();
       // The first server of an idle daemon: back to the running cadence at once, not after the idle interval.
       if (event.type === 'ServerSpawned' && samplingIdle) sampleBudget();
       if (event.type === 'ServerExited' || event.type === 'ServerStopped') measured.delete(event.modelId);
@@ -481,7 +460,6 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     // The loop, the samplers and the watchers.
     const abort = new AbortController();
     const running = controller.run(abort.signal);
-    reviewSpare();
     cleanups.push(async () => {
       abort.abort();
       await running;
