@@ -43,7 +43,7 @@ import { createLogger } from './daemon/logger.js';
 import { memoryLessons } from './daemon/memory-lessons.js';
 import { PinPolicy } from './daemon/model-actions.js';
 import { serveEndpoint, type ServedEndpoint } from './daemon/serve-endpoint.js';
-import { reviewSpareOnChanges } from './daemon/spare-review.js';
+import { passOnSpareChanges, warmSpareSizing } from './daemon/spare-review.js';
 import type { AdviceFace } from './daemon/startup-advice.js';
 
 export interface DaemonOptions {
@@ -152,13 +152,13 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     // process's RAM is the device's).
     const runtimeBytes = (model: CatalogModel): number => runtime.bytes(engines.engineOf(model), memory.gpuMode() ? 'device' : 'host');
     const budgetIntervalMs = Math.max(1000, options.budgetIntervalMs ?? 2000);
+    const spare = warmSpareSizing({ catalog, supervisor, runtime });
     const { controller, desired, turns } = makeControlLoop({
-      catalog, supervisor, budget, budgetIntervalMs, activity, pinPolicy, keepsExpertsOnCpu: engines.keepsExpertsOnCpu, runtimeBytes, cpuOnly, log: logFor('controller'),
+      catalog, supervisor, budget, budgetIntervalMs, activity, pinPolicy, keepsExpertsOnCpu: engines.keepsExpertsOnCpu, runtimeBytes, cpuOnly,
+      warmSpareBytes: () => spare.allowedBytes(), log: logFor('controller'),
     });
     parts.add(() => turns.close());
-
-    const spare = reviewSpareOnChanges({ catalog, supervisor, controller, budget, runtime, runtimeBytes, cpuOnly, onSpareChange: (listener) => spareChanged.on(listener) });
-    parts.add(() => spare.close());
+    parts.add(passOnSpareChanges(controller, (listener) => spareChanged.on(listener)));
     const measuring = startMemoryLoop({
       supervisor,
       modelIds: () => catalog.models().map((model) => model.id),
@@ -210,7 +210,6 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
 
     // The loop, the samplers and the watchers.
     parts.add(runControlLoop(controller));
-    spare.review();
     const cadence = sampleAtCadence(budget, budgetIntervalMs, () => supervisor.hasServers());
     parts.add(() => cadence.stop());
     parts.add(watchServers(supervisor, cadence.serverStarted, logFor('events')));

@@ -70,7 +70,7 @@ export interface ModelView {
 /**
  * One holder of device memory, for the stacked budget bar. 'spare': the warm spare engine, a
  * process with its runtime started and no model, which the next launch adopts; it holds only
- * room the plan leaves free and is given back first (core/daemon/spare-room.ts).
+ * room the plan leaves free and is given back first (core/controller/spare-verdict.ts).
  */
 export interface MemoryHolder {
   kind: 'model' | 'draft' | 'spare' | 'other-programs' | 'reserve';

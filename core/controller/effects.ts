@@ -63,6 +63,12 @@ export interface DesiredState {
   devices?: Device[];
   /** Free host RAM, bytes; a 'minimal' (CPU-only) launch must fit in it. */
   hostFreeBytes: number;
+  /**
+   * A warm spare engine may be kept here (the config allows one, and the models' memory is host
+   * RAM, where a spare's CPU backend runs), holding `bytes` (measured once it runs, else what one
+   * is expected to). Absent: none may. Whether one fits is the controller's verdict (spare-verdict.ts).
+   */
+  warmSpare?: { bytes: number };
 }
 
 export interface DesiredProvider {
@@ -126,6 +132,12 @@ export interface ServerControl {
    * Never blocks (what it returns is ignored), never throws; launch() behaves the same with or without it.
    */
   prepareLaunch?(modelId: string, level: LaunchLevel, placement: Placement): unknown;
+  /**
+   * Whether a warm spare may be kept now: the controller's verdict (spare-verdict.ts), said
+   * again after every pass's reading of the world and every lifecycle event (level-triggered:
+   * the same answer twice changes nothing). Never blocks, never throws. Absent: no spare.
+   */
+  setSpareWanted?(wanted: boolean): void;
 }
 
 /** Time as the controller sees it (the shared injected clock); tests step a fake one instead of sleeping. */

@@ -44,8 +44,12 @@ export interface ModelRecord {
    * `definitionHash`: the definition it was launched with (absent: not this controller's launch).
    */
   server: { level: LaunchLevel; pid: number; ready: boolean; served?: boolean; placement?: Placement; definitionHash?: string } | null;
+  /** The last pass asked the policy for it: wanted itself, or standing in for a model that falls back to it. */
+  desired: boolean;
   /** Why the last plan left it out; null when the plan did not leave it out. */
   leftOut: LeftOut | null;
+  /** The models the last plan left out that it would have launched with this one evicted, had no busy model been busy (Controller.yieldsTo). */
+  yieldsTo: readonly string[];
   /** Why it has not moved up to the faster placement the last pass found for it (move-up.ts); null when none waits. */
   movingUp: string | null;
   /** The definition seen on the last pass; a change resets the recovery ladder. */
@@ -53,6 +57,9 @@ export interface ModelRecord {
   /** The status last published; null before the first. */
   status: ModelStatus | null;
 }
+
+/** No model: the yieldsTo of a model in nobody's way. */
+export const NONE: readonly string[] = Object.freeze([]);
 
 export const NO_FAILURE: Readonly<RecoveryState> = Object.freeze({ kind: 'none', attempts: 0 });
 
@@ -65,7 +72,9 @@ export function newRecord(modelId: string): ModelRecord {
     retry: null,
     op: null,
     server: null,
+    desired: false,
     leftOut: null,
+    yieldsTo: NONE,
     movingUp: null,
     definitionHash: null,
     status: null,

@@ -150,11 +150,12 @@ function residentEntry(
     active: loading || (demand?.inFlight ?? 0) > 0 || demand?.heldForTurn === true,
     lastUsed: want?.lastUsed ?? demand?.lastUsed ?? 0,
   };
-  // On one device its measured figure is the truth; a split keeps its per-device estimate.
-  if (placement !== undefined) entry.placement = onOneDevice(placement) ? { ...placement, devices: [{ ...(placement.devices[0] as Placement['devices'][number]), bytes: deviceBytes }] } : placement;
+  if (placement !== undefined) entry.placement = placedAt(placement, deviceBytes);
   return entry;
 }
 
-function onOneDevice(placement: Placement): boolean {
-  return placement.kind === 'gpu' && placement.devices.length === 1;
+/** Where a resident holding `deviceBytes` is: on one device its figure is the truth; a split keeps its per-device estimate. */
+export function placedAt(placement: Placement, deviceBytes: number): Placement {
+  const onOneDevice = placement.kind === 'gpu' && placement.devices.length === 1;
+  return onOneDevice ? { ...placement, devices: [{ ...(placement.devices[0] as Placement['devices'][number]), bytes: deviceBytes }] } : placement;
 }

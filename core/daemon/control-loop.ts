@@ -31,6 +31,8 @@ export function makeControlLoop(deps: {
   keepsExpertsOnCpu: (model: CatalogModel) => boolean;
   runtimeBytes: (model: CatalogModel) => number;
   cpuOnly: () => boolean;
+  /** What a warm spare holds or would, while the config allows one; null when it does not. */
+  warmSpareBytes: () => number | null;
   log: Log;
 }): ControlLoop {
   const { catalog, supervisor, activity } = deps;
@@ -53,6 +55,8 @@ export function makeControlLoop(deps: {
     activity,
     inFlight: (id) => supervisor.inFlight(id),
     runtimeBytes: deps.runtimeBytes,
+    // Whether a spare fits is the controller's verdict, which it hands the supervisor (ServerControl.setSpareWanted).
+    warmSpareBytes: deps.warmSpareBytes,
     // At most the running cadence old (and a half, so a pass at the end of a window does not probe again), though idle sampling is slower.
     budget: () => deps.budget.fresh(deps.budgetIntervalMs * 1.5),
   });

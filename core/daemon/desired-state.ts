@@ -26,6 +26,8 @@ export interface DesiredSources {
   keepsExpertsOnCpu?(model: CatalogModel): boolean;
   /** Whether the models' "device" is the CPU (no GPU: host RAM is the budget), so their weights take the CPU's extra buffers; default false. */
   weightsOnCpu?(): boolean;
+  /** What a warm spare holds or would, while the config allows one; null when it does not. Default null. */
+  warmSpareBytes?(): number | null;
   /** The latest budget sample; samples now when there is none yet. */
   budget(): Promise<BudgetSample>;
 }
@@ -105,7 +107,11 @@ export class DaemonDesiredState implements DesiredProvider {
     this.wantedIds = new Set(models.filter((m) => m.wanted).map((m) => m.modelId));
     // Host RAM is a place of its own only beside a GPU: without one (or on unified memory) it is
     // the device itself, already the budget.
-    return { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.mode === 'gpu' ? budget.hostAvailableBytes : 0, devices: devicesToPlanOn(budget) };
+    const state: DesiredState = { models, budgetBytes: budget.totalBytes, hostFreeBytes: budget.mode === 'gpu' ? budget.hostAvailableBytes : 0, devices: devicesToPlanOn(budget) };
+    // A spare starts a CPU backend (core/engine/embedded/spare-mode.ts): only where the models' memory is host RAM.
+    const spareBytes = budget.mode === 'cpu' ? (this.sources.warmSpareBytes?.() ?? null) : null;
+    if (spareBytes !== null) state.warmSpare = { bytes: spareBytes };
+    return state;
   }
 
   /** Whether the last pass wanted the model resident (for the snapshot and /metrics). */

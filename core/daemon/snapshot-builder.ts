@@ -32,7 +32,7 @@ export interface SnapshotParts {
   runtimeBytes?(model: CatalogModel): number;
   /** Whether the weights run on the CPU, with its extra buffers (see DesiredSources.weightsOnCpu); default false. */
   weightsOnCpu?(): boolean;
-  /** What the warm spare holds (core/daemon/spare-room.ts), or null while none runs; default none. */
+  /** What the warm spare holds (core/controller/spare-verdict.ts), or null while none runs; default none. */
   spareBytes?(): number | null;
   budget(): BudgetSample | null;
   /** The config's budget limit now (a reload may change it). */

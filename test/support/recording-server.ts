@@ -59,6 +59,8 @@ export class RecordingServer implements ServerControl {
   readonly events: ServerEvent[] = [];
   /** How many times measure() was read: one per pass. */
   measureReads = 0;
+  /** Every warm-spare verdict the controller said, in order (ServerControl.setSpareWanted). */
+  readonly spareVerdicts: boolean[] = [];
   /** Where each model's last launch was placed. */
   readonly placements = new Map<string, Placement>();
   private readonly servers = new Map<string, FakeServer>();
@@ -191,6 +193,10 @@ export class RecordingServer implements ServerControl {
 
   prepareLaunch(modelId: string, level: LaunchLevel, placement: Placement): void {
     this.preparations.push({ modelId, level, placement, afterCalls: this.calls.length });
+  }
+
+  setSpareWanted(wanted: boolean): void {
+    this.spareVerdicts.push(wanted);
   }
 
   async evict(modelId: string): Promise<EvictOutcome> {
