@@ -2,6 +2,7 @@
 // launches it with, with the same spellings and meanings, so one argv builder serves both
 // engines. Anything else is refused by name: silently ignoring a flag would let a launch
 // that asked for something (say, a different context) run without it.
+import { DEFAULT_BUDGET_BYTES, DEFAULT_MIN_TOKENS } from '../saved-conversations/store.js';
 
 export type GpuLayers = number | 'auto' | 'all';
 
@@ -22,7 +23,20 @@ export interface EngineOptions {
   apiKey: string | undefined;
   /** A file holding the key (see apiKeyOf); the supervisor's way, so the key is not on the argv. */
   apiKeyFile: string | undefined;
+  /** The KV cache's K and V types, llama-server's spellings (`f16`, `q8_0`, …). */
+  cacheTypeK: KvCacheType;
+  cacheTypeV: KvCacheType;
+  /** Where idle slots' conversations are saved to survive the process (saved-slots.ts); undefined: nowhere. */
+  slotSavePath: string | undefined;
+  /** A conversation of this many tokens or fewer is not saved. */
+  slotSaveMinTokens: number;
+  /** What all saved conversations under slotSavePath may take, in bytes. */
+  slotSaveBudgetBytes: number;
 }
+
+/** llama-server's `-ctk`/`-ctv` values. */
+export const KV_CACHE_TYPES = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'iq4_nl', 'q5_0', 'q5_1'] as const;
+export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -42,6 +56,11 @@ export const USAGE = `usage: main.js -m MODEL.gguf [options]
         --no-mmap, --mmap          whether to memory-map the model (default: mmap)
         --api-key KEY              require 'Authorization: Bearer KEY' on every endpoint but /health
         --api-key-file FNAME       the same with the key read from FNAME (one key; '#' lines are comments)
+  -ctk, --cache-type-k TYPE        KV cache type for K: f16 (default), f32, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1
+  -ctv, --cache-type-v TYPE        the same for V
+        --slot-save-path DIR       save idle slots' conversations there, restore them into a later prompt that shares them
+        --slot-save-min-tokens N   save only conversations longer than N tokens (default: 256)
+        --slot-save-budget-mib N   all saved conversations under DIR take at most N MiB, least recently used dropped first (default: 4096)
         --metrics, --slots         accepted for llama-server compatibility: /metrics and /slots are always on`;
 
 type Setter = (opts: EngineOptions, value: string, flag: string) => void;
@@ -81,6 +100,16 @@ valued(['--port'], (o, v, f) => { o.port = integer(f, v, 0); if (o.port > 65535)
 valued(['-a', '--alias'], (o, v) => { o.alias = v.split(',').map((name) => name.trim()).find((name) => name !== '') ?? v; });
 valued(['--api-key'], (o, v, f) => { if (!v) throw new UsageError(`${f} expects a non-empty key`); o.apiKey = v; });
 valued(['--api-key-file'], (o, v, f) => { if (!v) throw new UsageError(`${f} expects a file name`); o.apiKeyFile = v; });
+function kvCacheType(flag: string, value: string): KvCacheType {
+  const type = KV_CACHE_TYPES.find((t) => t === value);
+  if (type === undefined) throw new UsageError(`${flag} expects one of ${KV_CACHE_TYPES.join(', ')}, got '${value}'`);
+  return type;
+}
+valued(['-ctk', '--cache-type-k'], (o, v, f) => { o.cacheTypeK = kvCacheType(f, v); });
+valued(['-ctv', '--cache-type-v'], (o, v, f) => { o.cacheTypeV = kvCacheType(f, v); });
+valued(['--slot-save-path'], (o, v, f) => { if (!v) throw new UsageError(`${f} expects a folder`); o.slotSavePath = v; });
+valued(['--slot-save-min-tokens'], (o, v, f) => { o.slotSaveMinTokens = integer(f, v, 0); });
+valued(['--slot-save-budget-mib'], (o, v, f) => { o.slotSaveBudgetBytes = integer(f, v, 0) * 1024 * 1024; });
 switched(['--no-mmap'], (o) => { o.useMmap = false; });
 switched(['--mmap'], (o) => { o.useMmap = true; });
 switched(['--metrics', '--slots'], () => {});
@@ -90,7 +119,8 @@ export function parseEngineArgs(argv: readonly string[]): EngineOptions {
   const opts: EngineOptions = {
     modelPath: '', contextSize: undefined, gpuLayers: 'auto', draftModelPath: undefined, draftGpuLayers: 'auto',
     threads: undefined, parallel: 1, host: '127.0.0.1', port: 8080, alias: undefined, useMmap: true, apiKey: undefined,
-    apiKeyFile: undefined,
+    apiKeyFile: undefined, cacheTypeK: 'f16', cacheTypeV: 'f16', slotSavePath: undefined,
+    slotSaveMinTokens: DEFAULT_MIN_TOKENS, slotSaveBudgetBytes: DEFAULT_BUDGET_BYTES,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';

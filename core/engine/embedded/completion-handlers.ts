@@ -57,8 +57,12 @@ const TEXT: Flavor = {
   deltaChoice: (text, finishReason, logprobs) => ({ index: 0, text: text ?? '', finish_reason: finishReason, logprobs: logprobs ? completionLogprobs(logprobs) : null }),
 };
 
-function usageOf(r: Pick<GenerationResult, 'promptTokens' | 'completionTokens'>): Record<string, number> {
-  return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens };
+/** OpenAI's usage; `prompt_tokens_details.cached_tokens` where the path knows it (not yet with tools). */
+function usageOf(r: Pick<GenerationResult, 'promptTokens' | 'completionTokens'> & { cachedTokens?: number }): Record<string, unknown> {
+  return {
+    prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens,
+    ...(r.cachedTokens === undefined ? {} : { prompt_tokens_details: { cached_tokens: r.cachedTokens } }),
+  };
 }
 
 /** An AbortSignal that fires when the client goes away before the answer is complete. */

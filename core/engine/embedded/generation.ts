@@ -4,6 +4,8 @@ import type { LlamaGrammar, LlamaModel, LlamaText, Token } from 'node-llama-cpp'
 import { HttpError } from './http-error.js';
 import { recordLogprobs, type TokenLogprob } from './logprobs.js';
 import type { SamplingParams } from './openai-requests.js';
+import { sharedPrefix } from '../saved-conversations/store.js';
+import type { SavedSlots } from './saved-slots.js';
 import type { SlotPool } from './slot-pool.js';
 
 export type FinishReason = 'stop' | 'length';
@@ -13,6 +15,8 @@ export interface GenerationResult {
   finishReason: FinishReason;
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens that came from the slot's cache, a restored conversation included, and were not evaluated. */
+  cachedTokens: number;
   /** The answer's tokens with their log probabilities, when asked for (`GenerationInput.logprobs`). */
   logprobs?: TokenLogprob[];
 }
@@ -37,6 +41,12 @@ export interface GenerationTarget {
   model: LlamaModel;
   pool: SlotPool;
   contextPerSlot: number;
+  savedSlots?: SavedSlots | undefined;
+}
+
+/** The prompt as the slot's sequence holds it: with the beginning-of-sequence token node-llama-cpp adds. */
+function promptAsHeld(model: LlamaModel, tokens: readonly Token[]): Token[] {
+  return model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? [model.tokens.bos, ...tokens] : [...tokens];
 }
 
 /**
@@ -71,8 +81,12 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
   const { pool } = target;
   const promptTokens = fittingPromptTokens(target, input.tokens);
   // node-llama-cpp reads maxTokens 0 as "no limit"; OpenAI and llama-server mean "nothing".
-  if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0, ...(input.logprobs === undefined ? {} : { logprobs: [] }) };
+  if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0, cachedTokens: 0, ...(input.logprobs === undefined ? {} : { logprobs: [] }) };
   const slot = await pool.acquire(promptTokens, input.signal);
+  const held = promptAsHeld(target.model, input.tokens);
+  await target.savedSlots?.restoreInto(slot, held);
+  // The prompt's last token is evaluated even when cached: its logits give the first answer token.
+  const cachedTokens = Math.min(sharedPrefix(slot.sequence.contextTokens, held), held.length - 1);
   const logprobs = input.logprobs === undefined ? undefined : recordLogprobs(target.model, slot.sequence, input.logprobs);
   const onText = input.onText;
   try {
@@ -105,10 +119,12 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
       finishReason: metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
       promptTokens,
       completionTokens,
+      cachedTokens,
       ...(logprobs ? { logprobs: [...logprobs.all] } : {}),
     };
   } finally {
     logprobs?.stop();
     pool.release(slot);
+    target.savedSlots?.saveWhenIdle(slot);
   }
 }

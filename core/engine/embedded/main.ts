@@ -15,6 +15,9 @@ import { createEngineLog, type EngineLog } from './engine-log.js';
 import { createEngineServer, type EnginePhase } from './http-server.js';
 import { runAsSpare } from './spare-mode.js';
 
+/** How long a SIGTERM waits for conversation saves in flight (saved-slots.ts) before exiting. */
+const SAVES_AT_STOP_MS = 3000;
+
 async function exitAfterLog(log: EngineLog, code: number): Promise<never> {
   await log.settle();
   process.exit(code);
@@ -28,7 +31,9 @@ async function serve(opts: EngineOptions, apiKey: string | undefined, log: Engin
     log.line(`srv    operator(): ${signal} received, cleaning up before exit...`);
     server.close();
     server.closeAllConnections();
-    process.exit(0);
+    // Well inside the supervisor's 5 s before SIGKILL: a save half written is worth nothing.
+    const saves = phase.phase === 'ready' ? phase.engine.savedSlots?.settle(SAVES_AT_STOP_MS) : undefined;
+    void (saves ?? Promise.resolve()).finally(() => process.exit(0));
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -15,11 +15,12 @@ import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import {
   DraftSequenceTokenPredictor, getLlama, LlamaCompletion, LlamaLogLevel,
-  type ChatWrapper, type Llama, type LlamaContext, type LlamaModel,
+  type ChatWrapper, type GgmlType, type Llama, type LlamaContext, type LlamaModel,
 } from 'node-llama-cpp';
 import { chatWrapperFor } from './chat-wrapper.js';
-import { usesGpu, type EngineOptions, type GpuLayers } from './cli-args.js';
+import { usesGpu, type EngineOptions, type GpuLayers, type KvCacheType } from './cli-args.js';
 import type { EngineLog } from './engine-log.js';
+import { SavedSlots } from './saved-slots.js';
 import { SlotPool, type Slot } from './slot-pool.js';
 
 export interface LoadedEngine {
@@ -33,6 +34,13 @@ export interface LoadedEngine {
   threads: number;
   chatWrapper: ChatWrapper;
   pool: SlotPool;
+  /** With --slot-save-path: idle slots' conversations saved and restored (saved-slots.ts). */
+  savedSlots: SavedSlots | undefined;
+}
+
+/** node-llama-cpp's name of a llama-server cache type (`q8_0` → `Q8_0`). */
+function ggmlTypeOf(type: KvCacheType): keyof typeof GgmlType {
+  return type.toUpperCase() as keyof typeof GgmlType;
 }
 
 function toNodeLlamaGpuLayers(layers: GpuLayers): number | 'auto' | 'max' {
@@ -105,7 +113,8 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
   if (contextPerSlot < 16) {
     throw new Error(`a context of ${totalContext} tokens over ${opts.parallel} slots leaves ${contextPerSlot} tokens per slot; at least 16 are needed`);
   }
-  const context = await model.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false });
+  const kvTypes = { experimentalKvCacheKeyType: ggmlTypeOf(opts.cacheTypeK), experimentalKvCacheValueType: ggmlTypeOf(opts.cacheTypeV) };
+  const context = await model.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false, ...kvTypes });
   const draftContext = draftModel
     ? await draftModel.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false })
     : undefined;
@@ -124,8 +133,9 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
     slots.push({ id, sequence, completion: new LlamaCompletion({ contextSequence: sequence }), processing: false, taskId: -1, nPrompt: 0, nDecoded: 0, meterAtTake: sequence.tokenMeter.getState() });
   }
   log.line(`srv    load_model: initializing slots, n_slots = ${opts.parallel}, n_ctx_slot = ${contextPerSlot}, n_threads = ${threads}${draftModel ? ', speculative = draft (1 token)' : ''}`);
+  const savedSlots = await SavedSlots.open(opts, { llama, model, contextPerSlot }, (line) => log.line(line));
   return {
-    llama, model, draftModel, context,
+    llama, model, draftModel, context, savedSlots,
     modelName: opts.alias ?? basename(opts.modelPath),
     contextPerSlot, threads,
     chatWrapper: chatWrapperFor(model, (line) => log.line(line)),
