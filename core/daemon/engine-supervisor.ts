@@ -1,6 +1,7 @@
 // Start-up step: the supervisor, with what it asks of the rest: each model's launch spec, its
 // footprint and compute buffer for the budget's arithmetic, the memory probe it waits on after an
 // eviction, the driver's per-process figures, and the warm spare's engine.
+import { join } from 'node:path';
 import type { Log } from '../controller/effects.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { RuntimeOverhead } from '../engine/runtime-overhead.js';
@@ -35,6 +36,8 @@ export async function startSupervisor(deps: {
         ...(llamaServer.found ? {} : { noLlamaServer: llamaServer.reason }),
         ...(deps.engineEnv === undefined ? {} : { engineEnv: deps.engineEnv }),
         ...(deps.threads === undefined ? {} : { threads: deps.threads }),
+        // Saved on the embedded engine when a slot goes idle, restored when the model is back.
+        savedConversationsDir: join(deps.dataDir, 'conversations'),
       }),
     engineCommand: defaultEngineCommand({ llamaServerPath }),
     footprint: (modelId: string, level: LaunchLevel): number => {

@@ -19,6 +19,8 @@ export interface LaunchSpecSources {
   engineEnv?: Record<string, string>;
   /** Threads per engine; default half the cores, at least 1. */
   threads?: number;
+  /** Where the embedded engine keeps conversations across evictions (LaunchSpec.savedConversationsDir). */
+  savedConversationsDir?: string;
 }
 
 /**
@@ -63,6 +65,7 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
   if (model.projectorPath !== undefined) spec.projectorPath = model.projectorPath;
   if (model.embeddings !== undefined) spec.embeddings = model.embeddings;
   if (!model.repack) spec.noRepack = true;
+  if (sources.savedConversationsDir !== undefined) spec.savedConversationsDir = sources.savedConversationsDir;
   if (model.draftId !== undefined) {
     const draft = sources.resolve(model.draftId);
     if (draft === undefined) throw new Error(`'${modelId}' names draft '${model.draftId}', which is not in the catalog`);

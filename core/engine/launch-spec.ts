@@ -51,6 +51,12 @@ export interface LaunchSpec {
   hangLimitMs?: number;
   /** Expected footprint in bytes, to scale the load timeout with the model's size. */
   estimateBytes?: number;
+  /**
+   * Where the embedded engine keeps idle slots' conversations so that they survive an eviction
+   * (`--slot-save-path`, core/engine/saved-conversations/). Absent: none kept. llama-server
+   * saves a slot only when asked over HTTP, which nothing does yet, so it is not given one.
+   */
+  savedConversationsDir?: string;
 }
 
 /**
@@ -60,7 +66,7 @@ export interface LaunchSpec {
 export const EMBEDDED_CAPABILITIES: EngineCapabilities = {
   version: null,
   flags: new Set([
-    '-m', '-c', '-ngl', '-md', '-ngld', '-t', '-np', '--host', '--port', '--alias', '--no-mmap', '--api-key', '--api-key-file',
+    '-m', '-c', '-ngl', '-md', '-ngld', '-t', '-np', '--host', '--port', '--alias', '--no-mmap', '--api-key', '--api-key-file', '--slot-save-path',
   ]),
   draftMaxFlag: null,
   specTypes: [],
@@ -172,6 +178,9 @@ export function argvFor(
       }
       argv.push('--pooling', 'mean');
     }
+  }
+  if (spec.savedConversationsDir !== undefined && spec.engine === 'embedded' && capabilities.flags.has('--slot-save-path')) {
+    argv.push('--slot-save-path', spec.savedConversationsDir);
   }
   if (spec.threads !== undefined) argv.push('-t', String(spec.threads));
   if (spec.parallel !== undefined) argv.push('-np', String(spec.parallel));

@@ -131,6 +131,14 @@ describe('argvFor', () => {
     expect(valueOf(argv, '-np')).toBe('2');
   });
 
+  it('gives the embedded engine the folder it keeps conversations in across evictions, and llama-server none (it saves only when asked)', () => {
+    const keeping = { ...spec, savedConversationsDir: '/data/conversations' };
+    const embedded = argvFor({ ...keeping, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE);
+    expect(valueOf(embedded, '--slot-save-path')).toBe('/data/conversations');
+    expect(argvFor(keeping, 'full', recent, 1, KEY_FILE)).not.toContain('--slot-save-path');
+    expect(argvFor({ ...spec, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE)).not.toContain('--slot-save-path');
+  });
+
   it('passes numeric GPU layers through and puts user arguments last', () => {
     const argv = argvFor({ ...spec, gpuLayers: 20 }, 'full', recent, 1, KEY_FILE);
     expect(valueOf(argv, '-ngl')).toBe('20');
