@@ -306,6 +306,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       models: () => catalog.models(),
       heldForTurn: (id) => turns.holds(id),
       keepsExpertsOnCpu,
+      splitsOverGpus: (model) => engineFor(model, llamaServerPath) === 'llama-server',
       weightsOnCpu: cpuOnly,
       isPinned: (model) => pinPolicy.isPinned(model),
       activity,
