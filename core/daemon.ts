@@ -155,7 +155,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const spare = warmSpareSizing({ catalog, supervisor, runtime });
     const { controller, desired, turns } = makeControlLoop({
       catalog, supervisor, budget, budgetIntervalMs, activity, pinPolicy, keepsExpertsOnCpu: engines.keepsExpertsOnCpu, runtimeBytes, cpuOnly,
-      warmSpareBytes: () => spare.allowedBytes(), log: logFor('controller'),
+      warmSpareBytes: () => spare.allowedBytes(), splitsOverGpus: (model) => engines.engineOf(model) === 'llama-server', log: logFor('controller'),
     });
     parts.add(() => turns.close());
     parts.add(passOnSpareChanges(controller, (listener) => spareChanged.on(listener)));

@@ -46,6 +46,11 @@ export interface ModelDemand {
   /** Its config allows a layer split across GPUs of different classes. */
   mixedSplit?: boolean;
   /**
+   * Its engine runs a model on one GPU at most (the embedded engine: node-llama-cpp 3.21 takes
+   * no tensorSplit, so a split would run by llama.cpp's own shares, not the plan's).
+   */
+  oneGpu?: boolean;
+  /**
    * Changes whenever the definition changes (path, size, mtime, context, arguments). A change
    * lifts quarantine and fallback: the person fixed something, so the ladder starts over.
    */

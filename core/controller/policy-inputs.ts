@@ -8,6 +8,8 @@
 // - a desired model is priced at the level it runs at if resident, else at the level its
 //   recovery state asks for, draft included (one footprintAt for plan and launch); at full
 //   and degraded with its cost per layer too, so `place` may split it or keep part on the CPU;
+// - a model whose engine cannot be told a split's shares (`oneGpu`: the embedded engine) is
+//   never priced as a split, so that what runs is what was priced;
 // - a resident model costs what the server reports, and is active while it decodes or while
 //   it loads (the controller's launch in flight, or a spawned server not ready yet): a load is
 //   finished before it is judged, never evicted halfway (that would waste the load and race
@@ -109,6 +111,7 @@ export function policyInputs(observed: {
     const layerCost = level === 'full' || level === 'degraded' ? layerCostAt(level, withoutDraft(demand.estimate)) : undefined;
     if (layerCost !== undefined) entry.layerCost = layerCost;
     if (demand.mixedSplit === true) entry.mixedSplit = true;
+    if (demand.oneGpu === true) entry.oneGpu = true;
     if (want.waitingSince !== undefined) entry.waitingSince = want.waitingSince;
     // A failing model whose relaunched server is up, on trial, holds its place as any resident.
     if (recovery.attempts > 0 && record?.server?.ready !== true && !(record?.diedWhileServing === true && want.waitingSince !== undefined)) entry.retrying = true;

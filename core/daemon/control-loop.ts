@@ -33,6 +33,8 @@ export function makeControlLoop(deps: {
   cpuOnly: () => boolean;
   /** What a warm spare holds or would, while the config allows one; null when it does not. */
   warmSpareBytes: () => number | null;
+  /** Whether the model's engine splits it over GPUs by the plan's shares (llama-server does; the embedded engine cannot). */
+  splitsOverGpus: (model: CatalogModel) => boolean;
   log: Log;
 }): ControlLoop {
   const { catalog, supervisor, activity } = deps;
@@ -50,6 +52,7 @@ export function makeControlLoop(deps: {
     models: () => catalog.models(),
     heldForTurn: (id) => turns.holds(id),
     keepsExpertsOnCpu: deps.keepsExpertsOnCpu,
+    splitsOverGpus: deps.splitsOverGpus,
     weightsOnCpu: deps.cpuOnly,
     isPinned: (model) => deps.pinPolicy.isPinned(model),
     activity,

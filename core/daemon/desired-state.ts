@@ -24,6 +24,12 @@ export interface DesiredSources {
   runtimeBytes?(model: CatalogModel): number;
   /** Whether the model's engine can keep a mixture of experts' expert tensors on the CPU (--n-cpu-moe); default true. */
   keepsExpertsOnCpu?(model: CatalogModel): boolean;
+  /**
+   * Whether the model's engine splits a model over GPUs by the plan's shares (llama-server's
+   * --tensor-split); default true. The embedded engine cannot (node-llama-cpp 3.21 takes no
+   * tensorSplit): its models are planned on one GPU at most.
+   */
+  splitsOverGpus?(model: CatalogModel): boolean;
   /** Whether the models' "device" is the CPU (no GPU: host RAM is the budget), so their weights take the CPU's extra buffers; default false. */
   weightsOnCpu?(): boolean;
   /** What a warm spare holds or would, while the config allows one; null when it does not. Default null. */
@@ -55,7 +61,7 @@ export function pricedEstimate(model: CatalogModel, runtimeBytes: number, keepsE
 
 export function demandOf(
   model: CatalogModel,
-  sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'heldForTurn' | 'runtimeBytes' | 'keepsExpertsOnCpu' | 'weightsOnCpu'>,
+  sources: Pick<DesiredSources, 'isPinned' | 'activity' | 'inFlight' | 'heldForTurn' | 'runtimeBytes' | 'keepsExpertsOnCpu' | 'weightsOnCpu' | 'splitsOverGpus'>,
 ): ModelDemand {
   const pinned = sources.isPinned(model);
   const inFlight = sources.inFlight(model.id);
@@ -77,6 +83,7 @@ export function demandOf(
   if (model.draftId !== undefined) demand.draftId = model.draftId;
   if (model.fallbackId !== undefined) demand.fallbackId = model.fallbackId;
   if (model.mixedSplit) demand.mixedSplit = true;
+  if (sources.splitsOverGpus?.(model) === false) demand.oneGpu = true;
   return demand;
 }
 

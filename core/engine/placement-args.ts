@@ -92,8 +92,9 @@ export function placementArgs(placement: Placement | undefined, capabilities: En
  * order, as the driver tools and the device listing do. The embedded engine (node-llama-cpp has
  * no split options) is limited to the placement's devices through each backend's visibility
  * variable, in that backend's numbers; a backend that does not number every one of them is not
- * told (its variable would name another card). llama.cpp then splits layers over the visible
- * devices in proportion to their free memory, which is how `place` shares a split too. Pure.
+ * told (its variable would name another card). It is never given a split: node-llama-cpp 3.21
+ * takes no tensorSplit, so llama.cpp would share the layers by free memory, not by the plan;
+ * its models are planned on one GPU at most (`oneGpu`, core/daemon/desired-state.ts). Pure.
  */
 export function placementEnv(placement: Placement | undefined, engine: EngineKind, identityOf: EngineIdentityOf = PLAN_INDEX): Record<string, string> {
   if (placement === undefined || placement.kind === 'cpu' || placement.devices.length === 0) return {};

@@ -67,6 +67,8 @@ export interface PlacedDesired extends Desired {
   layerCost?: LayerCost;
   /** Its config allows a layer split across GPUs of different classes (slower, and not every build handles it well). */
   mixedSplit?: boolean;
+  /** Its engine cannot be told a split's shares (node-llama-cpp has no tensorSplit): one GPU, part on the CPU, or the CPU, never a split. */
+  oneGpu?: boolean;
 }
 
 /** A running model server and where it is. */
@@ -455,7 +457,7 @@ function tryTier(
   if (cost === undefined || !(cost.layers >= 1)) return null;
   const free = layout.free[kind];
   if (tier === 'split' || tier === 'mixed') {
-    if (tier === 'mixed' && d?.mixedSplit !== true) return null;
+    if (d?.oneGpu === true || (tier === 'mixed' && d?.mixedSplit !== true)) return null;
     const groups = tier === 'split' ? layout.classGroups : layout.mixedGroups;
     let best: Placement | null = null;
     for (const group of groups) {
@@ -658,7 +660,8 @@ function leftOutReason(
   let reason = `${needs(need)}; ${layout.roomsWords(strict)}`;
   if (cost === undefined) reason += '; it cannot be split (its layers are unknown)';
   else {
-    if (layout.classGroups.length > 1 && d?.mixedSplit !== true) reason += '; a split across mixed GPUs is off for this model (mixedSplit)';
+    if (d?.oneGpu === true) reason += '; its engine runs it on one GPU (the embedded engine cannot split a model by shares)';
+    else if (layout.classGroups.length > 1 && d?.mixedSplit !== true) reason += '; a split across mixed GPUs is off for this model (mixedSplit)';
     reason += `; part on the CPU needs host RAM, ${layout.hostWords(hostFree)} free`;
   }
   const pinnedSomewhere = devices.some((device) => (rooms.get(device.index) as DeviceRoom).pinnedHeld > 0);

@@ -17,11 +17,14 @@ import type { Budget } from '../../core/gpu/compute-budget.js';
 import { place, type PlacedDesired } from '../../core/policy/place.js';
 import type { Placement } from '../../core/contracts/plan.js';
 
-/** The policy's view of `modelId` alone wanted, priced as the daemon prices it with `runtimeBytes` per engine process on a GPU. */
-export function desiredAlone(models: readonly CatalogModel[], modelId: string, runtimeBytes: number): PlacedDesired[] {
+/**
+ * The policy's view of `modelId` alone wanted, priced as the daemon prices it with `runtimeBytes`
+ * per engine process on a GPU, on an engine that splits by shares (llama-server) or not.
+ */
+export function desiredAlone(models: readonly CatalogModel[], modelId: string, runtimeBytes: number, splitsOverGpus: boolean): PlacedDesired[] {
   const activity = new ModelActivity({ now: () => 1, elapsed: () => 1 });
   activity.use(modelId);
-  const sources = { isPinned: () => false, activity, inFlight: () => 0, runtimeBytes: () => runtimeBytes };
+  const sources = { isPinned: () => false, activity, inFlight: () => 0, runtimeBytes: () => runtimeBytes, splitsOverGpus: () => splitsOverGpus };
   const demands = new Map(models.map((model) => [model.id, demandOf(model, sources)]));
   return policyInputs({ demands, records: new Map(), running: [], loading: new Map() }).desired;
 }

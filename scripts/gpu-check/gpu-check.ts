@@ -2,7 +2,8 @@
 //
 // Runs the real daemon (dist/core/cli.js) on whatever GPUs the machine has, loads the demo
 // models at each placement the machine allows — whole on one GPU; split over two GPUs of one
-// class; part on a GPU and the rest in host RAM — and prints, per model and GPU, the bytes the
+// class (on llama-server: the daemon never splits a model on the embedded engine, which takes no
+// tensorSplit); part on a GPU and the rest in host RAM — and prints, per model and GPU, the bytes the
 // placement put there (the daemon's estimate) against the driver's figure for the engine's
 // process on that GPU. Exit codes (checks.ts, EXIT): 0 every check within 10 %; 1 one is off by
 // more; 2 the check could not run as planned; 3 no GPU, nothing checked. Never "pass" for a
@@ -213,6 +214,8 @@ async function checkAll(options: Options, work: string): Promise<number> {
   let daemon = await daemonIn(one.dir, one.configPath);
   let runtimeBytes: number;
   let models: DemoModels;
+  /** The engine the daemon runs the forced model on: only llama-server splits by the plan's shares. */
+  let forcedEngine: ModelView['engine'];
   try {
     const empty = await daemon.state();
     if (empty.budget.mode !== 'gpu' || empty.budget.gpus.length === 0) {
@@ -244,6 +247,7 @@ async function checkAll(options: Options, work: string): Promise<number> {
     for (const d of probed.budget.displays ?? []) say(`display controller ${d.name} (${d.busAddress ?? 'no address'}): no backend computes on it, numbered nowhere`);
 
     const tiny = find(start, CALIBRATOR);
+    forcedEngine = find(start, FORCED).engine;
     const prior = RUNTIME_PRIOR_BYTES.device[tiny.engine];
     say(`loading ${CALIBRATOR} to calibrate the ${tiny.engine} engine's runtime on a GPU…`);
     const calibrator = await loadAndWait(daemon, CALIBRATOR);
@@ -282,7 +286,11 @@ async function checkAll(options: Options, work: string): Promise<number> {
       say(`split: not checked: this machine has no two GPUs of one class (${[...classes.keys()].join(', ')}), so the daemon never splits here`);
       continue;
     }
-    const forced = limitForcing(kind, desiredAlone(catalog.models(), FORCED, runtimeBytes), FORCED, budget);
+    if (kind === 'split' && forcedEngine !== 'llama-server') {
+      say(`split: not checked: ${FORCED} runs on the ${forcedEngine} engine, which node-llama-cpp cannot tell a split's shares (no tensorSplit), so the daemon never splits it; with a llama-server (engines.llamaServer, or on PATH) the split is checked`);
+      continue;
+    }
+    const forced = limitForcing(kind, desiredAlone(catalog.models(), FORCED, runtimeBytes, forcedEngine === 'llama-server'), FORCED, budget);
     if (forced === null) {
       incomplete.push(`${kind}: no budget limit makes the daemon place ${FORCED} '${kind}' on these GPUs`);
       continue;

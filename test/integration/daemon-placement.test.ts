@@ -24,6 +24,7 @@ import type { Placement } from '../../core/contracts/plan.js';
 import { formatBytes } from '../../core/contracts/format-bytes.js';
 import { eventually, isProcessAlive, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { writeMoeGguf } from '../support/moe-gguf.js';
+import { writeStandInLlamaServer } from '../support/stand-in-llama-server.js';
 import OpenAI from 'openai';
 
 const MiB = 1024 ** 2;
@@ -190,6 +191,25 @@ function launchOf(pid: number): { visible: string | undefined; ngl: string | und
   return { visible: env.find((v) => v.startsWith('CUDA_VISIBLE_DEVICES='))?.slice('CUDA_VISIBLE_DEVICES='.length), ngl: at < 0 ? undefined : argv[at + 1] };
 }
 
+/** The word after `flag` on a process's command line (a llama-server's placement flags). */
+function argOf(pid: number, flag: string): string | undefined {
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  const at = argv.indexOf(flag);
+  return at < 0 ? undefined : argv[at + 1];
+}
+
+/**
+ * A config's `engines` section with the stand-in llama-server (test/support/stand-in-llama-server.ts:
+ * the daemon's real argv, a scripted engine): only llama-server splits a model by the plan's
+ * shares (--tensor-split); node-llama-cpp takes none, so the embedded engine is never given a split.
+ */
+async function standInEngines(dir: string): Promise<string> {
+  return `engines:\n  llamaServer: ${JSON.stringify(await writeStandInLlamaServer(dir))}\n`;
+}
+
+const ON_EMBEDDED = '    engine: embedded\n';
+const ON_LLAMA_SERVER = '    engine: llama-server\n';
+
 const indices = (p: Placement | null): number[] => (p?.devices ?? []).map((d) => d.index).sort((a, b) => a - b);
 const layersOf = (p: Placement | null): number => (p?.devices ?? []).reduce((sum, d) => sum + d.layers, 0);
 const mib = (bytes: number) => Math.round(bytes / MiB);
@@ -223,6 +243,8 @@ afterAll(async () => {
 
 describe('placement on a workstation with two RTX 3090s and an RTX 4060', () => {
   const CHAT = 'chat';
+  /** demo-chat on llama-server, the engine that splits by the plan's shares. */
+  const SPLIT = 'chat-split';
   const MOE = 'moe-200g';
   let rig: Rig;
   /** demo-chat's estimate on one GPU, bytes, and its layers. */
@@ -238,8 +260,8 @@ describe('placement on a workstation with two RTX 3090s and an RTX 4060', () => 
     const moePath = join(rig.workDir, 'moe-200g.gguf');
     await writeMoeGguf(moePath, { nLayer: 48, denseFirst: 0, nEmbd: 4096, nExpert: 128, nFfExpert: 1408, nFfDense: 0, nVocab: 151936, type: 'f16' });
     await rig.start(`modelDirs: []
-${BUDGET_YAML}models:
-${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(MOE, moePath, 1)}`);
+${await standInEngines(rig.workDir)}${BUDGET_YAML}models:
+${modelEntry(CHAT, demo.chat.path, 5, ON_EMBEDDED)}${modelEntry(SPLIT, demo.chat.path, 5, ON_LLAMA_SERVER)}${modelEntry(MOE, moePath, 1)}`);
     const start = await rig.daemon.state();
     whole = find(start, CHAT).estimateBytes.full;
     layers = find(start, CHAT).layerCount ?? 0;
@@ -304,32 +326,45 @@ ${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(MOE, moePath, 1)}`);
     expect(find(s, CHAT).estimateBytes.full).toBe(whole);
   });
 
-  it('splits it over the two 3090s, and never with the 4060, when no single GPU holds it', async () => {
+  it('splits a llama-server model over the two 3090s by the plan’s shares, never with the 4060, when no single GPU holds it; the embedded engine, which cannot split by shares, keeps part in host RAM', async () => {
     // Each card a tenth short of the whole model; the two 3090s hold it split, shares and a
     // compute buffer each (the pipeline's second one included).
     const room = Math.floor((whole * 0.9) / MiB);
     await rig.budgets([room, room, room]);
-    // The model no longer fits where it runs: the daemon moves it without being asked.
-    const s = await rig.ready(CHAT, 'split over the 3090s', (p) => p.kind === 'split');
-    const chat = find(s, CHAT);
-    expect(indices(chat.placement)).toEqual([0, 1]);
-    expect(layersOf(chat.placement)).toBe(layers);
-    expect(chat.placement?.hostBytes).toBe(0);
-    for (const part of chat.placement?.devices ?? []) expect(part.bytes).toBeLessThanOrEqual(room * MiB);
-    // llama.cpp splits over what it can see: the two 3090s, in PCI order; every layer offloaded.
-    expect(launchOf(chat.upstream!.pid)).toEqual({ visible: '0,1', ngl: 'all' });
+    // chat no longer fits where it runs: the daemon moves it without being asked, to part on one
+    // card (node-llama-cpp takes no tensorSplit: a split would run by llama.cpp's shares, not the plan's).
+    let s = await rig.ready(CHAT, 'partly on one GPU', (p) => p.kind === 'partial');
+    expect(indices(find(s, CHAT).placement)).toHaveLength(1);
+    expect(launchOf(find(s, CHAT).upstream!.pid).visible).toMatch(/^\d$/);
     expect(isProcessAlive(chatPid)).toBe(false);
-    chatPid = chat.upstream!.pid;
+    await rig.unload(CHAT);
+    await rig.gone([CHAT]);
+
+    await rig.load(SPLIT);
+    s = await rig.ready(SPLIT, 'split over the 3090s', (p) => p.kind === 'split');
+    const split = find(s, SPLIT);
+    expect(indices(split.placement)).toEqual([0, 1]);
+    expect(layersOf(split.placement)).toBe(layers);
+    expect(split.placement?.hostBytes).toBe(0);
+    for (const part of split.placement?.devices ?? []) expect(part.bytes).toBeLessThanOrEqual(room * MiB);
+    // What runs is what was priced: each 3090's layers at its CUDA number, the output on the main one.
+    const pid = split.upstream!.pid;
+    const layersAt = (index: number) => split.placement?.devices.find((d) => d.index === index)?.layers;
+    expect(argOf(pid, '--split-mode')).toBe('layer');
+    expect(argOf(pid, '--tensor-split')).toBe(`${layersAt(0)},${layersAt(1)}`);
+    expect(argOf(pid, '--main-gpu')).toBe(String(split.placement?.devices[0]?.index));
 
     // The driver's figures of a split, summed, are not the model's footprint on one GPU: nothing is learned from them.
-    const held = (chat.placement?.devices ?? []).map((d) => ({ index: d.index, pid: chatPid, mib: Math.floor(d.bytes / MiB) }));
+    const held = (split.placement?.devices ?? []).map((d) => ({ index: d.index, pid, mib: Math.floor(d.bytes / MiB) }));
     await rig.budgets([room, room, room], held);
     const measured = await eventually('the split measured', async () => {
       const state = await rig.daemon.state();
-      return find(state, CHAT).measuredBytes === held.reduce((sum, h) => sum + h.mib * MiB, 0) ? state : undefined;
+      return find(state, SPLIT).measuredBytes === held.reduce((sum, h) => sum + h.mib * MiB, 0) ? state : undefined;
     });
-    expect(find(measured, CHAT).measuredBytes).toBeGreaterThan(whole);
-    expect(find(measured, CHAT).estimateBytes.full).toBe(whole);
+    expect(find(measured, SPLIT).measuredBytes).toBeGreaterThan(whole);
+    expect(find(measured, SPLIT).estimateBytes.full).toBe(whole);
+    await rig.unload(SPLIT);
+    await rig.gone([SPLIT]);
   });
 
   it('falls back to part of it on the roomiest GPU and the rest in host RAM when no GPU and no same-class split holds it', async () => {
@@ -349,7 +384,6 @@ ${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(MOE, moePath, 1)}`);
     expect(chat.placement?.hostBytes).toBeGreaterThan(0);
     // -ngl counts the output layer as one more: N blocks on the GPU is -ngl N+1.
     expect(launchOf(chat.upstream!.pid)).toEqual({ visible: '2', ngl: String((part?.layers ?? 0) + 1) });
-    expect(isProcessAlive(chatPid)).toBe(false);
     expect(s.plan?.unschedulable).toEqual([]);
   });
 });
@@ -366,10 +400,10 @@ describe('placement on the workstation with an RTX 4090 and an RTX 3060', () => 
   beforeAll(async () => {
     rig = new Rig('workstation', join(workDir, 'two'));
     await mkdir(rig.workDir, { recursive: true });
-    // The same file twice: only the second id allows a split across the two classes.
+    // The same file twice: only the second id allows a split across the two classes, on llama-server (the engine that splits by shares).
     await rig.start(`modelDirs: []
-${BUDGET_YAML}models:
-${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(MIXED, demo.chat.path, 5, '    mixedSplit: true\n')}${modelEntry(TINY, demo.tiny.path, 2)}${modelEntry(DRAFT, demo.draft.path, 1)}`);
+${await standInEngines(rig.workDir)}${BUDGET_YAML}models:
+${modelEntry(CHAT, demo.chat.path, 5, ON_EMBEDDED)}${modelEntry(MIXED, demo.chat.path, 5, `    mixedSplit: true\n${ON_LLAMA_SERVER}`)}${modelEntry(TINY, demo.tiny.path, 2, ON_EMBEDDED)}${modelEntry(DRAFT, demo.draft.path, 1, ON_EMBEDDED)}`);
     const start = await rig.daemon.state();
     estimate = Object.fromEntries(start.models.map((m) => [m.id, m.estimateBytes.full]));
   });
@@ -443,7 +477,9 @@ ${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(MIXED, demo.chat.path, 5, '  
     expect(layersOf(mixed.placement)).toBe(find(s, MIXED).layerCount);
     expect(mixed.placement?.hostBytes).toBe(0);
     for (const part of mixed.placement?.devices ?? []) expect(part.bytes).toBeLessThanOrEqual(room * MiB);
-    expect(launchOf(mixed.upstream!.pid)).toEqual({ visible: '0,1', ngl: 'all' });
+    const layersAt = (index: number) => mixed.placement?.devices.find((d) => d.index === index)?.layers;
+    expect(argOf(mixed.upstream!.pid, '--split-mode')).toBe('layer');
+    expect(argOf(mixed.upstream!.pid, '--tensor-split')).toBe(`${layersAt(0)},${layersAt(1)}`);
     expect(mib(find(s, MIXED).estimateBytes.full)).toBe(mib(estimate[CHAT] as number));
   });
 });

@@ -35,6 +35,14 @@ function inputs(demands: ModelDemand[], failures: Record<string, RecoveryState> 
 }
 
 describe('policyInputs', () => {
+  it("hands place a model's one-GPU engine (oneGpu), and only that model's", () => {
+    const { desired } = inputs([demand('embedded', { oneGpu: true }), demand('server')]);
+    expect(desired.map((d) => [d.modelId, d.oneGpu])).toEqual([
+      ['embedded', true],
+      ['server', undefined],
+    ]);
+  });
+
   it('prices a model at the level its recovery state asks for', () => {
     const { desired } = inputs([demand('a'), demand('b')], { b: { kind: 'oom', attempts: 1 } });
     expect(desired.map((d) => [d.modelId, d.footprint])).toEqual([

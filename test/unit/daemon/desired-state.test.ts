@@ -1,7 +1,9 @@
-// The warm spare's ask in the desired state: present only where the models' memory is host RAM
-// (a spare starts a CPU backend) and the config allows one; whether it fits is the controller's.
+// What the daemon's desired state tells the controller: the warm spare's ask, present only where
+// the models' memory is host RAM (a spare starts a CPU backend) and the config allows one (whether
+// it fits is the controller's); and each model's engine: node-llama-cpp 3.21 takes no
+// tensorSplit, so a model on the embedded engine is planned on one GPU at most (issue 23, item 5).
 import { describe, expect, it } from 'vitest';
-import { DaemonDesiredState } from '../../../core/daemon/desired-state.js';
+import { DaemonDesiredState, demandOf } from '../../../core/daemon/desired-state.js';
 import { ModelActivity } from '../../../core/daemon/activity.js';
 import type { BudgetSample } from '../../../core/gpu/live-budget.js';
 import { oneGpuBudget } from '../../bench/one-gpu-budget.js';
@@ -34,5 +36,20 @@ describe('the desired state\'s warm spare', () => {
     ['unified memory', { ...onCpu, mode: 'unified' as const }, () => 75 * MiB],
   ])('asks for none: %s', async (_, budget, bytes) => {
     expect((await read(budget, bytes)).warmSpare).toBeUndefined();
+  });
+});
+
+const sources = (splitsOverGpus: (id: string) => boolean) => ({
+  isPinned: () => false,
+  activity: new ModelActivity({ now: () => 0, elapsed: () => 0 }),
+  inFlight: () => 0,
+  splitsOverGpus: (model: { id: string }) => splitsOverGpus(model.id),
+});
+
+describe('demandOf', () => {
+  it('marks a model whose engine cannot split by shares as one-GPU, and leaves a llama-server model free to split', () => {
+    const engineOf = (id: string) => id === 'served';
+    expect(demandOf(catalogModel('embedded'), sources(engineOf)).oneGpu).toBe(true);
+    expect(demandOf(catalogModel('served'), sources(engineOf)).oneGpu).toBeUndefined();
   });
 });

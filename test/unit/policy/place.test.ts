@@ -87,6 +87,16 @@ describe('place: the fastest placement that fits', () => {
     expect(allowed.placements.big?.kind).toBe('mixed');
   });
 
+  it('never splits a model whose engine cannot be told the shares (oneGpu: the embedded engine), so that what runs is what was priced', () => {
+    const devices = [gpu(0, 20), gpu(1, 16)];
+    expect(place([want('big', layered(30))], [], devices, 64 * GiB).placements.big?.kind).toBe('split');
+    const plan = place([want('big', layered(30), { oneGpu: true, mixedSplit: true })], [], devices, 64 * GiB);
+    // As many layers as fit on the roomiest card, the rest in host RAM.
+    expect(plan.placements.big).toEqual({ kind: 'partial', devices: [{ index: 0, layers: 18, bytes: 19.5 * GiB }], cpuMoeLayers: 0, hostBytes: 12 * GiB });
+    const refused = place([want('big', layered(30), { oneGpu: true })], [], devices);
+    expect(refused.unschedulable[0]?.reason).toContain('its engine runs it on one GPU (the embedded engine cannot split a model by shares)');
+  });
+
   it('falls back to part on the CPU, as many layers as fit on the GPU, when host RAM holds the rest', () => {
     const plan = place([want('big', layered(20))], [], [gpu(0, 12)], 64 * GiB);
     // 12 GiB: 1 GiB main + 0.5 GiB compute leaves room for 10 layers of 1 GiB.
