@@ -24,6 +24,7 @@ import { Notice } from '../common/notice.js';
 import { checkClientKey, type ClientKey } from './client-keys.js';
 import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
 import { forEngine } from './engine-request.js';
+import { grammarFieldOf } from './engine-errors.js';
 import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
 import { ProgressComments } from './progress-comments.js';
 import { refusedField, refusedTools } from './request-fields.js';
@@ -244,7 +245,7 @@ export function createRouter(options: RouterOptions): Router {
           // Re-serialised only to name the fallback (the engine must be asked for the model it
           // serves) or to say what the client asked in the engine's words (engine-request.ts).
           body: fallingBack || asEngineReadsIt !== null ? Buffer.from(JSON.stringify({ ...(asEngineReadsIt ?? parsed.body), ...(fallingBack ? { model: claim.servedBy } : {}) })) : raw,
-          shape: openAIAnswer(fallingBack ? claim.servedBy : null, claim.servedBy, PROMPT_FIELD[endpoint]),
+          shape: openAIAnswer(fallingBack ? claim.servedBy : null, claim.servedBy, PROMPT_FIELD[endpoint], grammarFieldOf(parsed.body)),
         });
       },
     };
