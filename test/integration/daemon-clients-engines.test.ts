@@ -24,6 +24,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
+import { writeBertGguf, type BertModelShape } from '../../core/catalog/demo/bert-gguf-writer.js';
 import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
@@ -31,6 +32,8 @@ import { chatCompletionChunkSchemaErrors, chatCompletionSchemaErrors, embeddings
 
 const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
 const WIDTH = DEMO_SHAPES['demo-tiny'].nEmbd;
+/** A BERT-style encoder whose GGUF names mean pooling, as bge or MiniLM do. */
+const ENCODER: BertModelShape = { name: 'test-encoder', nLayer: 2, nEmbd: 96, nHead: 4, nFf: 384, contextLength: 512, pooling: 'mean', seed: 11 };
 
 /** Both engines, one run each; llama-server's skipped (and said so) where none is given. */
 const ENGINES: { engine: EngineKind; skip: boolean }[] = [
@@ -49,6 +52,8 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
     workDir = await makeDataDir();
     const model = join(workDir, 'demo-tiny.gguf');
     await writeLlamaGguf(model, DEMO_SHAPES['demo-tiny']);
+    const encoder = join(workDir, 'encoder.gguf');
+    await writeBertGguf(encoder, ENCODER);
     const configPath = join(workDir, 'config.yaml');
     await writeFile(
       configPath,
@@ -60,6 +65,8 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
         `  - { id: tiny, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine} }`,
         // The same file as an embedding model: llama-server is started with --embeddings for it.
         `  - { id: tiny-embed, path: ${JSON.stringify(model)}, ctx: 512, engine: ${engine}, embeddings: true }`,
+        // An embedding model by its GGUF's pooling, with no `embeddings:` in the config.
+        `  - { id: encoder, path: ${JSON.stringify(encoder)}, ctx: 512, engine: ${engine} }`,
         '',
       ].join('\n'),
     );
@@ -140,6 +147,18 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
     const langchain = new OpenAIEmbeddings({ model: 'tiny-embed', apiKey: 'any-key-works', configuration: { baseURL: running().endpoint }, maxRetries: 0 });
     const query = await langchain.embedQuery('hello');
     query.forEach((v, k) => expect(v).toBeCloseTo(floats.data[0]?.embedding[k] ?? Number.NaN, 5));
+  });
+
+  it.skipIf(skip)('serves a BERT-style encoder with mean pooling: vectors of its width, unit length, a batch as its texts one by one', async () => {
+    const batch = await client.embeddings.create({ model: 'encoder', input: ['hello world', 'retrieval'], encoding_format: 'float' });
+    expect(embeddingsSchemaErrors(batch).join('\n')).toBe('');
+    expect(batch.data.map((d) => d.embedding.length)).toEqual([ENCODER.nEmbd, ENCODER.nEmbd]);
+    for (const { embedding } of batch.data) expect(Math.hypot(...embedding)).toBeCloseTo(1, 4);
+    // [CLS] h e l l o w o r l d [SEP], [CLS] r e t r i e v a l [SEP]: one token per character.
+    expect(batch.usage.prompt_tokens).toBe(12 + 11);
+    const [first, second] = await Promise.all(['hello world', 'retrieval'].map((input) => client.embeddings.create({ model: 'encoder', input })));
+    for (const [i, single] of [first, second].entries()) single?.data[0]?.embedding.forEach((v, k) => expect(v).toBeCloseTo(batch.data[i]?.embedding[k] ?? Number.NaN, 4));
+    expect(batch.data[0]?.embedding).not.toEqual(batch.data[1]?.embedding);
   });
 
   it.skipIf(skip)('answers responses.create in the shape of Response', async () => {

@@ -54,7 +54,8 @@ export function invalidShapeReason(shape: LlamaModelShape): string | undefined {
   return undefined;
 }
 
-interface PlannedTensor extends GgufTensorInfo {
+/** A tensor to write: its header entry and how its values are made. */
+export interface PlannedTensor extends GgufTensorInfo {
   fill(values: Float32Array): void;
 }
 
@@ -219,7 +220,8 @@ export async function writeSplitLlamaGguf(prefix: string, shape: LlamaModelShape
   return paths;
 }
 
-async function writeGguf(path: string, metadata: ReadonlyMap<string, GgufValue>, tensors: readonly PlannedTensor[]): Promise<{ bytes: number }> {
+/** Writes `metadata` and `tensors` as a GGUF at `path`, through a temporary name (a reader never sees half a file). */
+export async function writeGguf(path: string, metadata: ReadonlyMap<string, GgufValue>, tensors: readonly PlannedTensor[]): Promise<{ bytes: number }> {
   const layout = layoutGguf(metadata, tensors);
   const partial = `${path}.partial-${process.pid}`;
   const file = await open(partial, 'w');
