@@ -23,12 +23,33 @@ const ENGINE_TYPES: Record<string, { type: string; code: string }> = {
 };
 
 /**
+ * llama-server's words when the grammar it built for a response_format or tools cannot start
+ * (common_sampler_init): "Failed to initialize samplers: std::exception". It begins that grammar
+ * with the chat template's generation prompt and feeds it that prompt's tokens, so the grammar
+ * fails on a model whose tokenizer does not give the prompt back as the template wrote it (a
+ * SentencePiece vocabulary that adds a space after special tokens; llama.cpp issues 22396 and
+ * 23990 show it on Gemma 4 and Qwen 3.5) as well as on a schema its grammar cannot hold. Its own
+ * message names neither the field nor the cause, so the router says both.
+ */
+const GRAMMAR_NOT_STARTED = /^Failed to initialize samplers\b/;
+
+/**
  * The engine's error answer (`status` >= 400, body `text`) as a RouterError from the engine.
  * `promptParam` names the request field a prompt-size error is about ('messages', 'prompt',
- * 'input'), or null where none.
+ * 'input'), or null where none; `grammarParam` the field whose grammar the engine could not
+ * start (grammarFieldOf), or null where the request asked for none.
  */
-export function engineErrorOf(text: string, status: number, servedBy: string, promptParam: string | null): RouterError {
+export function engineErrorOf(text: string, status: number, servedBy: string, promptParam: string | null, grammarParam: string | null = null): RouterError {
   const inner = errorObjectOf(text);
+  const engineMessage = typeof inner?.['message'] === 'string' ? inner['message'] : null;
+  if (grammarParam !== null && engineMessage !== null && GRAMMAR_NOT_STARTED.test(engineMessage)) {
+    return {
+      status, source: 'engine', type: 'invalid_request_error', code: 'grammar_not_started', param: grammarParam,
+      message:
+        `The model server for '${servedBy}' could not start the grammar that enforces '${grammarParam}' ("${engineMessage}"), so it answered nothing. ` +
+        "llama.cpp starts that grammar at the chat template's generation prompt as the model's tokenizer reads it back, and fails where the two differ (a tokenizer that adds a space after special tokens) or where the schema is more than its grammar holds.",
+    };
+  }
   const engineType = typeof inner?.['type'] === 'string' ? inner['type'] : null;
   const known = engineType === null ? undefined : ENGINE_TYPES[engineType];
   const type = known?.type ?? (engineType !== null && OPENAI_TYPES.has(engineType) ? engineType : status >= 500 ? 'server_error' : 'invalid_request_error');
@@ -42,6 +63,20 @@ export function engineErrorOf(text: string, status: number, servedBy: string, pr
     message += ` (${prompt} prompt tokens; the context of '${servedBy}' holds ${context})`;
   }
   return { status, source: 'engine', type, code, param, message };
+}
+
+/**
+ * The request field an engine builds a grammar for, as the client named it: `response_format`
+ * (json_object, json_schema), then `tools` (unless tool_choice is "none"), then llama.cpp's own
+ * `json_schema` and `grammar`; null when there is none. Pure.
+ */
+export function grammarFieldOf(body: Readonly<Record<string, unknown>>): string | null {
+  const format = body['response_format'];
+  if (isObject(format) && (format['type'] === 'json_object' || format['type'] === 'json_schema')) return 'response_format';
+  const tools = body['tools'];
+  if (Array.isArray(tools) && tools.length > 0 && body['tool_choice'] !== 'none') return 'tools';
+  for (const own of ['json_schema', 'grammar']) if (body[own] !== undefined && body[own] !== null) return own;
+  return null;
 }
 
 /** The `error` object of OpenAI's `{"error":{…}}` or Anthropic's `{"type":"error","error":{…}}`. */

@@ -9,7 +9,7 @@ import { forEngine } from './engine-request.js';
 import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import type { ServerResponse } from 'node:http';
-import { engineErrorOf } from './engine-errors.js';
+import { engineErrorOf, grammarFieldOf } from './engine-errors.js';
 import { errorBody, sendError, type RouterError } from './errors.js';
 import { refusedField, refusedTools } from './request-fields.js';
 import { parseResponsesRequest } from './responses-request.js';
@@ -39,14 +39,20 @@ export function responsesRequest(agent: http.Agent, res: ServerResponse, raw: Bu
       return forwardToEngine(agent, res, clientGone, claim, {
         path: '/v1/chat/completions',
         body: Buffer.from(JSON.stringify(forEngine({ model: fallingBack ? servedBy : model, ...chat }, claim.engine) ?? { model: fallingBack ? servedBy : model, ...chat })),
-        shape: responsesAnswer(frame, servedBy),
+        shape: responsesAnswer(frame, servedBy, responsesGrammarField(chat)),
       });
     },
   };
 }
 
+/** The Responses field a grammar of the translated chat request comes from, as the client named it. */
+function responsesGrammarField(chat: Readonly<Record<string, unknown>>): string | null {
+  const field = grammarFieldOf(chat);
+  return field === 'response_format' ? 'text.format' : field;
+}
+
 /** A chat completion answer re-told as a Response; errors in OpenAI's shape, which the Responses API shares. */
-function responsesAnswer(frame: ResponseFrame, servedBy: string): AnswerShape {
+function responsesAnswer(frame: ResponseFrame, servedBy: string, grammarParam: string | null): AnswerShape {
   // The stream being translated, so that an error event ending it early is numbered after its last event.
   let translating: ChatStreamToResponses | null = null;
   return {
@@ -55,7 +61,7 @@ function responsesAnswer(frame: ResponseFrame, servedBy: string): AnswerShape {
       return response === null ? null : JSON.stringify(response);
     },
     stream: () => (translating = new ChatStreamToResponses(frame, servedBy, nowSeconds)),
-    error: (text, status) => JSON.stringify(errorBody(engineErrorOf(text, status, servedBy, 'input'))),
+    error: (text, status) => JSON.stringify(errorBody(engineErrorOf(text, status, servedBy, 'input', grammarParam))),
     errors: errorBody,
     streamError: (error) => translating?.errorEvent(error) ?? responsesErrorEvent(error, 0),
   };

@@ -24,7 +24,9 @@ import { Notice } from '../common/notice.js';
 import { checkClientKey, type ClientKey } from './client-keys.js';
 import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
 import { forEngine } from './engine-request.js';
-import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type ModelRequest } from './upstream.js';
+import { grammarFieldOf } from './engine-errors.js';
+import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type AnswerShape, type ModelRequest } from './upstream.js';
+import { completingChatAnswers } from './chat-answer-shape.js';
 import { ProgressComments } from './progress-comments.js';
 import { refusedField, refusedTools } from './request-fields.js';
 import { isLlamaCompatPath, llamaRouterStatus, llamaServerRouteRequest, MODEL_COMMAND_ROUTES, runModelCommand, type ModelCommands } from './llama-routes.js';
@@ -222,6 +224,9 @@ export function createRouter(options: RouterOptions): Router {
   /** The field an engine's "prompt too long" is about, per endpoint (engine-errors.ts). */
   const PROMPT_FIELD: Record<OpenAIEndpoint, string> = { 'chat.completions': 'messages', completions: 'prompt', embeddings: 'input' };
 
+  /** A chat completion answer with the nulls OpenAI's schema requires (chat-answer-shape.ts); the other endpoints' as they are. */
+  const inSchemaShape = (endpoint: OpenAIEndpoint, shape: AnswerShape): AnswerShape => (endpoint === 'chat.completions' ? completingChatAnswers(shape) : shape);
+
   /** An OpenAI endpoint's request: the body as it came, re-serialised only to name a fallback. */
   function openAIRequest(res: ServerResponse, endpoint: OpenAIEndpoint, path: string, raw: Buffer): ModelRequest | RouterError {
     const parsed = parseRequest(endpoint, raw);
@@ -244,7 +249,7 @@ export function createRouter(options: RouterOptions): Router {
           // Re-serialised only to name the fallback (the engine must be asked for the model it
           // serves) or to say what the client asked in the engine's words (engine-request.ts).
           body: fallingBack || asEngineReadsIt !== null ? Buffer.from(JSON.stringify({ ...(asEngineReadsIt ?? parsed.body), ...(fallingBack ? { model: claim.servedBy } : {}) })) : raw,
-          shape: openAIAnswer(fallingBack ? claim.servedBy : null, claim.servedBy, PROMPT_FIELD[endpoint]),
+          shape: inSchemaShape(endpoint, openAIAnswer(fallingBack ? claim.servedBy : null, claim.servedBy, PROMPT_FIELD[endpoint], grammarFieldOf(parsed.body))),
         });
       },
     };

@@ -59,13 +59,14 @@ export interface AnswerShape {
 /**
  * OpenAI's endpoints: the engine's answer as it is, or with `rewriteModelTo` (a fallback) in
  * every `model` field of a successful one; errors in OpenAI's shape, the engine's own re-spelled
- * (engine-errors.ts), a prompt-size error naming `promptParam`.
+ * (engine-errors.ts), a prompt-size error naming `promptParam`, a grammar that could not start
+ * naming `grammarParam`.
  */
-export function openAIAnswer(rewriteModelTo: string | null, servedBy: string, promptParam: string | null): AnswerShape {
+export function openAIAnswer(rewriteModelTo: string | null, servedBy: string, promptParam: string | null, grammarParam: string | null = null): AnswerShape {
   return {
     json: rewriteModelTo === null ? null : (text) => rewriteModelField(text, rewriteModelTo) ?? text,
     stream: rewriteModelTo === null ? null : () => new SseModelRewriter(rewriteModelTo),
-    error: (text, status) => JSON.stringify(errorBody(engineErrorOf(text, status, servedBy, promptParam))),
+    error: (text, status) => JSON.stringify(errorBody(engineErrorOf(text, status, servedBy, promptParam, grammarParam))),
     errors: errorBody,
     streamError: openAIErrorEvent,
   };

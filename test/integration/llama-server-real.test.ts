@@ -196,6 +196,24 @@ describe.skipIf(LLAMA_SERVER === undefined)('the daemon with a real llama-server
     }
   });
 
+  it('answers a json_schema request with JSON under the schema (its grammar could not start on the demo vocabulary before: "Failed to initialize samplers")', async () => {
+    if (!daemon) throw new Error('the daemon did not start (see the test before)');
+    const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
+    const schema = { type: 'object', properties: { city: { type: 'string', maxLength: 8 }, days: { type: 'integer' } }, required: ['city', 'days'], additionalProperties: false };
+    const answer = await client.chat.completions.create({
+      model: 'chat',
+      messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      max_tokens: 200,
+      response_format: { type: 'json_schema', json_schema: { name: 'weather', schema, strict: true } },
+    });
+    const text = answer.choices[0]?.message.content ?? '';
+    expect(answer.choices[0]?.finish_reason, text).toBe('stop');
+    const parsed = JSON.parse(text) as Record<string, unknown>;
+    expect(Object.keys(parsed).sort()).toEqual(['city', 'days']);
+    expect(typeof parsed['city']).toBe('string');
+    expect(Number.isInteger(parsed['days'])).toBe(true);
+  });
+
   it('passes Anthropic’s Messages API through to it as it is, when the build serves it: answers, streams and counts', async () => {
     if (!daemon) throw new Error('the daemon did not start (see the test before)');
     // The supervisor asked the server when it became ready; builds from before llama.cpp's own

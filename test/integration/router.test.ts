@@ -588,9 +588,10 @@ describe('an engine found hung', () => {
 
   it('cuts a plain JSON answer whose headers went out when the engine is lost, never completing it with an SSE line', async () => {
     const { port, gateway } = await startRouter();
-    const body = JSON.stringify({ model: 'small', messages: [{ role: 'user', content: 'mode:json-stall' }] });
+    // A completion: a chat completion is collected whole, to be given the nulls OpenAI's schema requires (chat-answer-shape.ts).
+    const body = JSON.stringify({ model: 'small', prompt: 'mode:json-stall' });
     const answer = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, resolve);
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/completions', headers: { 'content-type': 'application/json' } }, resolve);
       req.on('error', reject);
       req.end(body);
     });

@@ -54,7 +54,8 @@ export function invalidShapeReason(shape: LlamaModelShape): string | undefined {
   return undefined;
 }
 
-interface PlannedTensor extends GgufTensorInfo {
+/** A tensor to write: its header entry and how its values are made. */
+export interface PlannedTensor extends GgufTensorInfo {
   fill(values: Float32Array): void;
 }
 
@@ -84,6 +85,12 @@ function metadataFor(shape: LlamaModelShape): Map<string, GgufValue> {
     ['tokenizer.ggml.unknown_token_id', { kind: 'u32', value: vocab.unkId }],
     ['tokenizer.ggml.add_bos_token', { kind: 'bool', value: true }],
     ['tokenizer.ggml.add_eos_token', { kind: 'bool', value: false }],
+    // No SentencePiece space before text that follows a special token, as in the BPE vocabularies
+    // of the ChatML models the template copies. With one, `<|im_start|>assistant\n` tokenizes as
+    // `<|im_start|>`, ` assistant\n`; llama-server starts every response_format and tool grammar
+    // with the template's generation prompt and feeds it those tokens, so the grammar met a space
+    // it does not allow and every json_schema request failed ("Failed to initialize samplers").
+    ['tokenizer.ggml.add_space_prefix', { kind: 'bool', value: false }],
     ['tokenizer.chat_template', { kind: 'string', value: CHAT_TEMPLATE }],
   ]);
 }
@@ -213,7 +220,8 @@ export async function writeSplitLlamaGguf(prefix: string, shape: LlamaModelShape
   return paths;
 }
 
-async function writeGguf(path: string, metadata: ReadonlyMap<string, GgufValue>, tensors: readonly PlannedTensor[]): Promise<{ bytes: number }> {
+/** Writes `metadata` and `tensors` as a GGUF at `path`, through a temporary name (a reader never sees half a file). */
+export async function writeGguf(path: string, metadata: ReadonlyMap<string, GgufValue>, tensors: readonly PlannedTensor[]): Promise<{ bytes: number }> {
   const layout = layoutGguf(metadata, tensors);
   const partial = `${path}.partial-${process.pid}`;
   const file = await open(partial, 'w');

@@ -51,8 +51,11 @@ export class EmbeddingService {
       const vectors: number[][] = [];
       let promptTokens = 0;
       for (const input of inputs) {
-        promptTokens += typeof input === 'string' ? this.model.tokenize(input).length : input.length;
-        vectors.push(unitLength((await context.getEmbeddingFor(typeof input === 'string' ? input : (input as Token[]))).vector));
+        const tokens = typeof input === 'string' ? input : (input as Token[]);
+        // What the context evaluates: the input with the beginning and end tokens it adds (an
+        // encoder's [CLS] and [SEP]), as llama-server counts it.
+        promptTokens += context.calculateInputLength(tokens);
+        vectors.push(unitLength((await context.getEmbeddingFor(tokens)).vector));
       }
       return { vectors, promptTokens };
     };

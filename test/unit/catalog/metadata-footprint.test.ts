@@ -79,7 +79,7 @@ describe('GGUF metadata', () => {
     expect(await readGgufFacts(join(dir, 'cut-header.gguf'))).toEqual({
       ok: false,
       error: expect.stringMatching(
-        /cut-header\.gguf: not a readable GGUF model \(a header of 23 key-value pairs and 21 tensors needs at least \d+ bytes, but the file has only 16 bytes left; the file is corrupt or cut short\)$/,
+        /cut-header\.gguf: not a readable GGUF model \(a header of 24 key-value pairs and 21 tensors needs at least \d+ bytes, but the file has only 16 bytes left; the file is corrupt or cut short\)$/,
       ),
     });
     // Magic intact, the rest garbage: node-llama-cpp counted through zeros here until a timeout stopped it.

@@ -1,0 +1,169 @@
+// What apps send, through the real daemon, with the real clients, on each engine: the embedded
+// engine always, and a real llama-server where LLMTRAY_LLAMA_SERVER names one (`.ci/run` builds
+// one and sets it; unset, that half is reported skipped, not passed). One suite for both: an app
+// cannot tell which engine answers, so both obey the same contract, and every answer is checked
+// against OpenAI's published response schemas (test/fixtures/openai-openapi/response-schemas.json).
+//
+// A compact set, one request per behaviour: a chat completion with logprobs, the same streamed
+// with usage (every chunk validated), json_schema from the openai SDK, the AI SDK's
+// generateObject and LangChain's withStructuredOutput, embeddings as floats and as the SDK's
+// default base64, and a Response. The models are the generated demo-tiny (random weights), so
+// what is checked is structure, never content.
+//
+// Not here: tools. llama-server's grammar for `tool_choice: required` or a named function lets
+// free text come before the call (llama.cpp's autoparser: `root ::= <generation prompt> until-…?
+// tool-calls`), so a random-weight model writes text to the token limit there and never calls;
+// the embedded engine's tool suites (daemon-tools, daemon-agent-clients) check calls.
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
+import { generateObject } from 'ai';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
+import { writeBertGguf, type BertModelShape } from '../../core/catalog/demo/bert-gguf-writer.js';
+import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
+import type { EngineKind } from '../../core/contracts/snapshot.js';
+import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { chatCompletionChunkSchemaErrors, chatCompletionSchemaErrors, embeddingsSchemaErrors, responseSchemaErrors } from '../support/openai-response-schemas.js';
+
+const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
+const WIDTH = DEMO_SHAPES['demo-tiny'].nEmbd;
+/** A BERT-style encoder whose GGUF names mean pooling, as bge or MiniLM do. */
+const ENCODER: BertModelShape = { name: 'test-encoder', nLayer: 2, nEmbd: 96, nHead: 4, nFf: 384, contextLength: 512, pooling: 'mean', seed: 11 };
+
+/** Both engines, one run each; llama-server's skipped (and said so) where none is given. */
+const ENGINES: { engine: EngineKind; skip: boolean }[] = [
+  { engine: 'embedded', skip: false },
+  { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
+];
+
+describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip }) => {
+  let daemon: DaemonProcess | undefined;
+  let workDir: string | undefined;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    if (skip) return;
+    if (engine === 'llama-server' && !existsSync(LLAMA_SERVER ?? '')) throw new Error(`LLMTRAY_LLAMA_SERVER names '${LLAMA_SERVER ?? ''}', which does not exist`);
+    workDir = await makeDataDir();
+    const model = join(workDir, 'demo-tiny.gguf');
+    await writeLlamaGguf(model, DEMO_SHAPES['demo-tiny']);
+    const encoder = join(workDir, 'encoder.gguf');
+    await writeBertGguf(encoder, ENCODER);
+    const configPath = join(workDir, 'config.yaml');
+    await writeFile(
+      configPath,
+      [
+        'budget: { reserve: 0 }',
+        `engines: { warmSpare: false${engine === 'llama-server' ? `, llamaServer: ${JSON.stringify(LLAMA_SERVER)}` : ''} }`,
+        'modelDirs: []',
+        'models:',
+        `  - { id: tiny, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine} }`,
+        // The same file as an embedding model: llama-server is started with --embeddings for it.
+        `  - { id: tiny-embed, path: ${JSON.stringify(model)}, ctx: 512, engine: ${engine}, embeddings: true }`,
+        // An embedding model by its GGUF's pooling, with no `embeddings:` in the config.
+        `  - { id: encoder, path: ${JSON.stringify(encoder)}, ctx: 512, engine: ${engine} }`,
+        '',
+      ].join('\n'),
+    );
+    daemon = await startDaemonProcess({ config: configPath, startTimeoutMs: 60_000 });
+    client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    if (daemon) await removeDataDir(daemon.dataDir);
+    if (workDir) await removeDataDir(workDir);
+  });
+
+  const running = (): DaemonProcess => {
+    if (!daemon) throw new Error('the daemon did not start (see beforeAll)');
+    return daemon;
+  };
+
+  it.skipIf(skip)('answers a chat completion with logprobs in the shape of CreateChatCompletionResponse', async () => {
+    const { data: answer, response } = await client.chat.completions
+      .create({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 6, logprobs: true, top_logprobs: 2 })
+      .withResponse();
+    expect(response.headers.get('x-llmtray-served-by')).toBe('tiny');
+    expect((await running().model('tiny')).engine).toBe(engine);
+    expect(chatCompletionSchemaErrors(answer).join('\n')).toBe('');
+    expect(answer.choices[0]?.logprobs?.content?.length).toBeGreaterThan(0);
+    expect(answer.choices[0]?.logprobs?.content?.[0]?.top_logprobs).toHaveLength(2);
+  });
+
+  it.skipIf(skip)('streams chunks each in the shape of CreateChatCompletionStreamResponse, usage last', async () => {
+    const stream = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 6, stream: true, stream_options: { include_usage: true } });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.length).toBeGreaterThan(2);
+    for (const chunk of chunks) expect(chatCompletionChunkSchemaErrors(chunk).join('\n'), JSON.stringify(chunk)).toBe('');
+    expect(chunks.flatMap((c) => c.choices.map((choice) => choice.finish_reason)).filter((f) => f !== null)).toEqual(['length']);
+    expect(chunks.at(-1)?.usage?.completion_tokens).toBe(6);
+  });
+
+  // No integer: zod writes z.number().int() with a `minimum`, which the embedded engine's grammar
+  // cannot enforce and refuses by name (embedded-engine-formats), where llama-server takes it.
+  const weather = z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']), sunny: z.boolean() });
+  const weatherSchema = { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] }, sunny: { type: 'boolean' } }, required: ['city', 'sunny'], additionalProperties: false };
+
+  it.skipIf(skip)('answers the openai SDK’s json_schema with an object of the schema', async () => {
+    const answer = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      max_tokens: 100,
+      response_format: { type: 'json_schema', json_schema: { name: 'weather', schema: weatherSchema, strict: true } },
+    });
+    expect(chatCompletionSchemaErrors(answer).join('\n')).toBe('');
+    const text = answer.choices[0]?.message.content ?? '';
+    expect(answer.choices[0]?.finish_reason, text).toBe('stop');
+    expect(weather.safeParse(JSON.parse(text)).success, text).toBe(true);
+  });
+
+  it.skipIf(skip)('gives the AI SDK’s generateObject and LangChain’s withStructuredOutput objects of their zod schema', async () => {
+    const provider = createOpenAICompatible({ name: 'llmtray', baseURL: running().endpoint, apiKey: 'any-key-works', supportsStructuredOutputs: true });
+    const { object } = await generateObject({ model: provider.chatModel('tiny'), schema: weather, prompt: 'Weather in Lima?', maxOutputTokens: 100, maxRetries: 0 });
+    expect(weather.safeParse(object).success, JSON.stringify(object)).toBe(true);
+    const chat = new ChatOpenAI({ model: 'tiny', apiKey: 'any-key-works', configuration: { baseURL: running().endpoint }, maxTokens: 100, maxRetries: 0 });
+    const structured = await chat.withStructuredOutput(weather, { method: 'jsonSchema', strict: true }).invoke('Weather in Paris?');
+    expect(weather.safeParse(structured).success, JSON.stringify(structured)).toBe(true);
+  });
+
+  it.skipIf(skip)('answers embeddings as floats in the shape of CreateEmbeddingResponse, and as the base64 the SDK and LangChain decode to the same', async () => {
+    const floats = await client.embeddings.create({ model: 'tiny-embed', input: ['hello', 'world'], encoding_format: 'float' });
+    expect(embeddingsSchemaErrors(floats).join('\n')).toBe('');
+    expect(floats.data.map((d) => d.embedding.length)).toEqual([WIDTH, WIDTH]);
+    expect(floats.usage.prompt_tokens).toBeGreaterThan(0);
+    // The SDK's default is base64, which it decodes: the same vectors.
+    const decoded = await client.embeddings.create({ model: 'tiny-embed', input: ['hello', 'world'] });
+    for (const [i, item] of decoded.data.entries()) {
+      expect(item.embedding).toHaveLength(WIDTH);
+      item.embedding.forEach((v, k) => expect(v).toBeCloseTo(floats.data[i]?.embedding[k] ?? Number.NaN, 5));
+    }
+    const langchain = new OpenAIEmbeddings({ model: 'tiny-embed', apiKey: 'any-key-works', configuration: { baseURL: running().endpoint }, maxRetries: 0 });
+    const query = await langchain.embedQuery('hello');
+    query.forEach((v, k) => expect(v).toBeCloseTo(floats.data[0]?.embedding[k] ?? Number.NaN, 5));
+  });
+
+  it.skipIf(skip)('serves a BERT-style encoder with mean pooling: vectors of its width, unit length, a batch as its texts one by one', async () => {
+    const batch = await client.embeddings.create({ model: 'encoder', input: ['hello world', 'retrieval'], encoding_format: 'float' });
+    expect(embeddingsSchemaErrors(batch).join('\n')).toBe('');
+    expect(batch.data.map((d) => d.embedding.length)).toEqual([ENCODER.nEmbd, ENCODER.nEmbd]);
+    for (const { embedding } of batch.data) expect(Math.hypot(...embedding)).toBeCloseTo(1, 4);
+    // [CLS] h e l l o w o r l d [SEP], [CLS] r e t r i e v a l [SEP]: one token per character.
+    expect(batch.usage.prompt_tokens).toBe(12 + 11);
+    const [first, second] = await Promise.all(['hello world', 'retrieval'].map((input) => client.embeddings.create({ model: 'encoder', input })));
+    for (const [i, single] of [first, second].entries()) single?.data[0]?.embedding.forEach((v, k) => expect(v).toBeCloseTo(batch.data[i]?.embedding[k] ?? Number.NaN, 4));
+    expect(batch.data[0]?.embedding).not.toEqual(batch.data[1]?.embedding);
+  });
+
+  it.skipIf(skip)('answers responses.create in the shape of Response', async () => {
+    const response = await client.responses.create({ model: 'tiny', input: 'hello', max_output_tokens: 16 });
+    expect(responseSchemaErrors(response).join('\n')).toBe('');
+    expect(response.output_text.length).toBeGreaterThan(0);
+  });
+});
