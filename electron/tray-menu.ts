@@ -61,6 +61,8 @@ export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context:
     ...endpointItems(snapshot, actions),
     { type: 'normal', label: memoryLine(snapshot.budget), enabled: false },
     ...snapshot.budget.gpus.map((gpu) => gpuItem(gpu, snapshot.models)),
+    // A GPU that is gone has no budget to show, only why: by name, as its warning would be.
+    ...(snapshot.budget.goneGpus ?? []).map((gpu): TrayMenuItem => ({ type: 'normal', label: shorten(gpu.reason, DETAIL_CHARS), enabled: false, toolTip: gpu.reason })),
   ];
   for (const error of snapshot.configErrors.slice(0, 3)) {
     items.push({ type: 'normal', label: `Config problem: ${shorten(error, DETAIL_CHARS)}`, enabled: false, toolTip: error });

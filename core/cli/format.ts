@@ -83,7 +83,8 @@ function endpointLines(snapshot: Snapshot): string[] {
 /** `llmtray status`. `now` (epoch ms) is for a load's elapsed time. */
 export function statusText(snapshot: Snapshot, now = Date.now()): string {
   const b = snapshot.budget;
-  const lines = [...endpointLines(snapshot), memoryLine(b), ...b.gpus.flatMap((gpu) => gpuLines(gpu, snapshot.models)), ''];
+  const gone = (b.goneGpus ?? []).map((gpu) => `          gone: ${gpu.reason}`);
+  const lines = [...endpointLines(snapshot), memoryLine(b), ...b.gpus.flatMap((gpu) => gpuLines(gpu, snapshot.models)), ...gone, ''];
   if (snapshot.models.length === 0) {
     lines.push(`No models yet. Put GGUF files in ${snapshot.modelDirs.join(', ') || 'a model folder'} or list them in ${snapshot.configPath}.`);
   } else {

@@ -108,6 +108,12 @@ export interface BudgetView {
   /** Display controllers no engine computes on (an integrated GPU without a backend, a BMC chip): shown as such, never numbered or counted. Absent when none. */
   displays?: { name: string; busAddress: string | null }[];
   /**
+   * GPUs that are gone (fallen off the bus, not back from a suspend: their vendor tool can no longer
+   * reach them while it reaches the others): not in `gpus`, no budget, their models relaunched
+   * elsewhere; `reason` names the card and why. Absent when none.
+   */
+  goneGpus?: { index: number; name: string; busAddress: string; reason: string }[];
+  /**
    * What holds the whole budget, biggest first: each resident model and its draft, then the warm spare. In 'cpu'
    * mode (no GPU) this is the only picture of memory there is; with GPUs each GpuView has its
    * own share.

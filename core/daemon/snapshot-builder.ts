@@ -7,6 +7,7 @@ import type { ModelStatus } from '../contracts/model-status.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { BudgetSample } from '../gpu/live-budget.js';
 import { engineDeviceName } from '../gpu/engine-identity.js';
+import { goneWords } from '../gpu/compute-budget.js';
 import { footprintAt, type FootprintEstimate } from '../policy/levels.js';
 import type { ModelActivity } from './activity.js';
 import { LAUNCH_LEVELS, type LaunchLevel } from '../contracts/launch-level.js';
@@ -192,6 +193,7 @@ function budgetView(sample: BudgetSample | null, holders: MemoryHolder[], perDev
     limitBytes,
     gpus,
     ...(sample.displays === undefined ? {} : { displays: sample.displays.map((d) => ({ name: d.name, busAddress: d.busAddress })) }),
+    ...(sample.gone === undefined ? {} : { goneGpus: sample.gone.map((g) => ({ index: g.index, name: g.name, busAddress: g.busAddress, reason: goneWords(g) })) }),
     holders,
     hostTotalBytes: sample.hostTotalBytes,
     hostAvailableBytes: sample.hostAvailableBytes,

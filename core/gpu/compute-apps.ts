@@ -6,7 +6,8 @@
 // hold memory on several; the bus id is the key that matches systeminformation's devices
 // (its index order and CUDA's need not agree).
 import { canonicalBusAddress } from './normalize-si.js';
-import type { ExecFileText } from './exec-file.js';
+import { ToolFailed, type ExecFileText } from './exec-file.js';
+import { lostInFailure } from './nvidia-memory.js';
 import { sharedAnswer } from './shared-answer.js';
 import type { Clock } from '../common/clock.js';
 
@@ -42,9 +43,17 @@ export function parseComputeApps(stdout: string): ComputeApp[] {
   return apps;
 }
 
-/** Runs the query. Blocks for one nvidia-smi call (~20–50 ms); rejects when nvidia-smi fails. */
+/**
+ * Runs the query. Blocks for one nvidia-smi call (~20–50 ms); rejects when nvidia-smi fails,
+ * unless it failed for a card it lost: the processes it listed on the others stand (nvidia-memory.ts).
+ */
 export async function queryComputeApps(exec: ExecFileText, nvidiaSmi = 'nvidia-smi'): Promise<ComputeApp[]> {
-  return parseComputeApps(await exec(nvidiaSmi, COMPUTE_APPS_ARGS));
+  try {
+    return parseComputeApps(await exec(nvidiaSmi, COMPUTE_APPS_ARGS));
+  } catch (error) {
+    if (error instanceof ToolFailed && lostInFailure(error) !== null) return parseComputeApps(error.stdout);
+    throw error;
+  }
 }
 
 /** The per-process query as a function of nothing, so several readers can share one. */

@@ -78,6 +78,18 @@ export interface BudgetInput {
   probeNotes?: readonly string[];
   /** Display controllers no backend computes on (merge-devices.ts): never counted, listed in the budget. */
   displays?: readonly GpuDevice[];
+  /** Cards that are gone (fallen off the bus, gpu-probe.ts): not counted, named in the budget and its reason. */
+  gone?: readonly GoneGpu[];
+}
+
+/** A GPU its vendor tool measured before and now cannot reach: gone until it is measured again. */
+export interface GoneGpu {
+  index: number;
+  name: string;
+  vendor: string;
+  busAddress: string;
+  /** Why it counts as gone: nvidia-smi's words, or what it did. */
+  why: string;
 }
 
 export interface GpuBudget {
@@ -122,6 +134,13 @@ export interface Budget {
   reason?: string;
   /** Display controllers no backend computes on (an iGPU without a backend, a BMC chip): shown, never numbered or counted. Absent when none. */
   displays?: DisplayController[];
+  /** GPUs that are gone (fallen off the bus, not back from a suspend): no budget, named until they are measured again. Absent when none. */
+  gone?: GoneGpu[];
+}
+
+/** What a person reads about a gone GPU: which card, why, and what that means for its models. */
+export function goneWords(gpu: GoneGpu): string {
+  return `GPU ${gpu.index} ${gpu.name} (${gpu.busAddress}) is gone (${gpu.why}): its budget is not offered and its models run elsewhere until it is measured again.`;
 }
 
 /** A display controller the budget does not count, as the snapshot shows it. */
@@ -142,6 +161,8 @@ export function computeBudget(input: BudgetInput): Budget {
   const hostTotalBytes = nonNegative(host.totalBytes);
   const hostAvailableBytes = Math.min(nonNegative(host.availableBytes), hostTotalBytes);
   const notes: string[] = [...(input.probeNotes ?? [])];
+  const gone = input.gone ?? [];
+  for (const gpu of gone) notes.push(goneWords(gpu));
 
   const discrete = gpus.filter(isMeasuredDiscrete);
   const displays = input.displays ?? [];
@@ -197,6 +218,7 @@ export function computeBudget(input: BudgetInput): Budget {
   const budget: Budget = { mode, totalBytes, perGpu, hostTotalBytes, hostAvailableBytes };
   if (notes.length > 0) budget.reason = notes.join(' ');
   if (displays.length > 0) budget.displays = displays.map((d) => ({ name: d.name, vendor: d.vendor, busAddress: d.busAddress }));
+  if (gone.length > 0) budget.gone = gone.map((g) => ({ ...g }));
   return budget;
 }
 

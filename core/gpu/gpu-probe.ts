@@ -28,6 +28,11 @@
 //
 // A probe in which a card a vendor tool measured before has no figures fails (failed-sample.ts);
 // the cards have their figures again at the first sample the tool answers, with no new listing.
+// Unless the card is gone: nvidia-smi says it cannot reach it ("GPU is lost", nvidia-memory.ts),
+// or answers for the other cards and no longer lists it at all. A tool that fails says nothing
+// about one card; these two do. Such a card is reported in `gone` and left out of `gpus` (its
+// budget is not offered), keeping its place in the numbering so that the cards after it keep
+// theirs, until nvidia-smi gives its figures again.
 import si from 'systeminformation';
 import { normalizeControllers, normalizeMem, type SiGraphicsController, type SiMem } from './normalize-si.js';
 import { createAmdReader, type AmdReader } from './amd-source.js';
@@ -35,10 +40,10 @@ import { mergeDevices } from './merge-devices.js';
 import { failedSample, lostMeasurements } from './failed-sample.js';
 import { queryComputeApps } from './compute-apps.js';
 import { execFileText } from './exec-file.js';
-import { createNvidiaMemoryReader, type NvidiaMemory, type NvidiaMemoryReader } from './nvidia-memory.js';
+import { createNvidiaMemoryReader, type NvidiaMemory, type NvidiaMemoryReader, type NvidiaReading } from './nvidia-memory.js';
 import type { EngineDeviceReader } from './llama-devices.js';
 import { realClock, type Clock } from '../common/clock.js';
-import type { GpuDevice, HostMemory } from './compute-budget.js';
+import type { GoneGpu, GpuDevice, HostMemory } from './compute-budget.js';
 import { errorMessage } from '../contracts/error-message.js';
 
 /** The two systeminformation calls the probe makes; the real module satisfies it. */
@@ -54,6 +59,8 @@ export interface ProbeResult {
   host: HostMemory;
   /** Sentences for the budget's reason (a tool that failed, a device left out); absent when none. */
   notes?: string[];
+  /** Cards its vendor tool measured before and now cannot reach (see the header): not in `gpus`. Absent when none. */
+  gone?: GoneGpu[];
 }
 
 export interface GpuProbe {
@@ -85,13 +92,34 @@ export interface GpuProbeDeps {
   nvidiaSmiFailure?: () => Promise<string | null>;
 }
 
-/** The listed cards with nvidia-smi's figures where it answered for them. */
-function withNvidiaFiguresOnce(devices: GpuDevice[], cards: ReadonlyMap<string, NvidiaMemory>): GpuDevice[] {
+/**
+ * The listed cards with nvidia-smi's figures where it answered for them. A gone card keeps its
+ * last figures, so that it keeps its place in the numbering (merge-devices.ts) until it is taken out.
+ */
+function withNvidiaFiguresOnce(devices: GpuDevice[], cards: ReadonlyMap<string, NvidiaMemory>, gone: ReadonlyMap<string, { card: GpuDevice }> = new Map()): GpuDevice[] {
   return devices.map((gpu) => {
     const card = gpu.busAddress === null ? undefined : cards.get(gpu.busAddress);
     if (card !== undefined) return { ...gpu, totalBytes: card.totalBytes, usedBytes: card.usedBytes, measuredBy: 'nvidia-smi' as const };
+    const last = gpu.busAddress === null ? undefined : gone.get(gpu.busAddress)?.card;
+    if (last !== undefined) return { ...gpu, totalBytes: last.totalBytes, usedBytes: last.usedBytes, measuredBy: 'nvidia-smi' as const };
     return gpu.measuredBy === 'nvidia-smi' ? { ...gpu, usedBytes: null, measuredBy: null } : gpu;
   });
+}
+
+/**
+ * The cards nvidia-smi measured in `before` that this reading says are gone: named as lost, or
+ * left out of an answer that lists other cards. One it names without figures ('[N/A]'), or an
+ * answer that lists no card, is a tool that fails, not a card that is gone. Pure.
+ */
+export function goneInReading(before: readonly GpuDevice[], reading: NvidiaReading): Map<string, string> {
+  const gone = new Map<string, string>();
+  for (const card of before) {
+    if (card.measuredBy !== 'nvidia-smi' || card.busAddress === null || reading.cards.has(card.busAddress)) continue;
+    const said = reading.lost.get(card.busAddress);
+    if (said !== undefined) gone.set(card.busAddress, `nvidia-smi says: ${said}`);
+    else if (reading.cards.size > 0 && !reading.named.has(card.busAddress)) gone.set(card.busAddress, 'nvidia-smi answers for the other GPUs and no longer lists it');
+  }
+  return gone;
 }
 
 export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
@@ -106,6 +134,8 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
   const nvidiaSmiFailure = deps.nvidiaSmiFailure ?? (() => queryComputeApps(execFileText).then(() => null, (error: unknown) => errorMessage(error)));
   /** The cards of the last probe that did not fail. */
   let lastGood: readonly GpuDevice[] = [];
+  /** The cards that are gone (see the header), by bus address: each as last measured, and why. */
+  const gone = new Map<string, { card: GpuDevice; why: string }>();
   /** The last listing of the cards, and when it was made; null before the first and after a failed one. */
   let listing: { at: number; devices: Promise<GpuDevice[]> } | null = null;
   const readDevices = (): Promise<GpuDevice[]> => source.graphics().then((g) => normalizeControllers(g.controllers));
@@ -127,31 +157,46 @@ export function createGpuProbe(deps: GpuProbeDeps = {}): GpuProbe {
    */
   const withNvidiaFigures = async (devices: GpuDevice[]): Promise<{ devices: GpuDevice[]; said: string | null }> => {
     if (nvidiaMemory === null) return { devices, said: null };
-    let cards: Map<string, NvidiaMemory>;
+    let reading: NvidiaReading;
     try {
-      cards = await nvidiaMemory();
+      reading = await nvidiaMemory();
     } catch (error) {
-      // No driver, or one that fails now: only the cards it measured lose their figures.
-      return { devices: withNvidiaFiguresOnce(devices, new Map()), said: errorMessage(error) };
+      // No driver, or one that fails now: only the cards it measured lose their figures (gone ones stay gone).
+      return { devices: withNvidiaFiguresOnce(devices, new Map(), gone), said: errorMessage(error) };
+    }
+    const { cards } = reading;
+    for (const bus of cards.keys()) gone.delete(bus);
+    for (const [bus, why] of goneInReading(lastGood, reading)) {
+      const card = lastGood.find((g) => g.busAddress === bus) as GpuDevice;
+      gone.set(bus, { card, why });
     }
     const unlisted = [...cards.keys()].some((bus) => !devices.some((gpu) => gpu.busAddress === bus));
     if (unlisted && listing !== null) {
       listing = null;
-      return { devices: withNvidiaFiguresOnce(await listed(), cards), said: null };
+      return { devices: withNvidiaFiguresOnce(await listed(), cards, gone), said: null };
     }
-    return { devices: withNvidiaFiguresOnce(devices, cards), said: null };
+    return { devices: withNvidiaFiguresOnce(devices, cards, gone), said: null };
   };
   return {
     async probe() {
       const engine = engineDevices === null ? null : await engineDevices();
       const [sampled, mem, amdReading] = await Promise.all([listed().then(withNvidiaFigures), source.mem(), amd === null ? null : amd()]);
       const merged = mergeDevices(sampled.devices, { amd: amdReading, engine });
-      const lost = lostMeasurements(lastGood, merged.gpus);
+      const isGone = (g: GpuDevice): boolean => g.busAddress !== null && gone.has(g.busAddress);
+      const gpus = merged.gpus.filter((g) => !isGone(g));
+      const lost = lostMeasurements(lastGood.filter((g) => !isGone(g)), gpus);
       if (lost.length > 0) throw failedSample(lost, lost.some((g) => g.measuredBy === 'nvidia-smi') ? (sampled.said ?? (await nvidiaSmiFailure())) : null);
-      lastGood = merged.gpus;
-      const result: ProbeResult = { gpus: merged.gpus, host: normalizeMem(mem) };
+      lastGood = gpus;
+      const result: ProbeResult = { gpus, host: normalizeMem(mem) };
       if (merged.displays.length > 0) result.displays = merged.displays;
       if (merged.notes.length > 0) result.notes = merged.notes;
+      if (gone.size > 0) {
+        // Numbered as merged while the listing still has it; as last measured once it does not.
+        result.gone = [...gone.entries()].map(([bus, { card, why }]) => {
+          const now = merged.gpus.find((g) => g.busAddress === bus) ?? card;
+          return { index: now.index, name: now.name, vendor: now.vendor, busAddress: bus, why };
+        });
+      }
       return result;
     },
   };

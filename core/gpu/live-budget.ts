@@ -14,6 +14,7 @@
 // failures in a row the sample stands *held*: the same budgets, each affected GPU with a
 // `warning` that says why (for the card, the tray and /metrics), re-dated so that a decision
 // asking for a fresh sample plans on it instead of failing. The first good probe ends it.
+// A GPU that is gone (gpu-probe.ts) is no failed probe: the sample goes on without it, and names it.
 import { computeBudget, type Budget } from './compute-budget.js';
 import { FailedSample } from './failed-sample.js';
 import { NO_OWN_USAGE, type OwnUsageProvider } from './own-usage.js';
@@ -104,8 +105,8 @@ export interface LiveBudget {
   fresh(maxAgeMs: number): Promise<BudgetSample>;
   /**
    * Calls `listener` synchronously after each sample that differs from the last fired one
-   * by mode, by number of GPUs, by ≥ the threshold in total bytes, or in its warnings (a sample
-   * becoming held, or measured again); the first sample always fires. Returns the unsubscribe function.
+   * by mode, by number of GPUs, by ≥ the threshold in total bytes, in its warnings (a sample
+   * becoming held, or measured again), or in the GPUs that are gone; the first sample always fires. Returns the unsubscribe function.
    */
   onChange(listener: BudgetListener): () => void;
 }
@@ -147,7 +148,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   }
 
   async function measure(): Promise<BudgetSample> {
-    const { gpus, displays, host, notes } = await deps.probe.probe();
+    const { gpus, displays, host, notes, gone } = await deps.probe.probe();
     const own = deps.ownUsage === undefined ? NO_OWN_USAGE : await deps.ownUsage(gpus);
     const config = configNow();
     const budget = computeBudget({
@@ -161,6 +162,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
       platform,
       probeNotes: notes ?? [],
       displays: displays ?? [],
+      gone: gone ?? [],
     });
     return { ...budget, sampledAt: clock.now() };
   }
@@ -239,5 +241,6 @@ function changedEnough(before: Budget | null, after: Budget, thresholdBytes: num
   if (before === null) return true;
   if (before.mode !== after.mode || before.perGpu.length !== after.perGpu.length) return true;
   if (before.perGpu.some((gpu, i) => (gpu.warning === undefined) !== (after.perGpu[i]?.warning === undefined))) return true;
+  if ((before.gone ?? []).map((g) => g.busAddress).join() !== (after.gone ?? []).map((g) => g.busAddress).join()) return true;
   return Math.abs(after.totalBytes - before.totalBytes) >= thresholdBytes;
 }

@@ -95,6 +95,15 @@ class Rig {
     await rm(join(this.stateDir, 'nvidia-smi-fails'), { force: true });
   }
 
+  /** The fake nvidia-smi answers for the other cards and says it lost card `index` (fallen off the bus), until driverFinds(). */
+  async driverLoses(index: number): Promise<void> {
+    await replace(join(this.stateDir, 'nvidia-smi-lost'), `${(this.cards[index] as Card).bus}\n`);
+  }
+
+  async driverFinds(): Promise<void> {
+    await rm(join(this.stateDir, 'nvidia-smi-lost'), { force: true });
+  }
+
   async stop(): Promise<void> {
     await this.daemon?.stop();
     if (this.daemon) await removeDataDir(this.daemon.dataDir);
@@ -521,7 +530,7 @@ ${modelEntry(CHAT, demo.chat.path, 5)}`);
   });
 });
 
-describe("device numbers on a server whose BMC display chip sits between two cards, and a driver that stops answering", () => {
+describe("device numbers on a server whose BMC display chip sits between two cards, a driver that stops answering, and a card that falls off the bus", () => {
   const CHAT = 'chat';
   let rig: Rig;
   let chatPid: number;
@@ -583,6 +592,48 @@ ${modelEntry(CHAT, demo.chat.path, 5)}`);
     expect(next.budget.gpus.map((g) => [g.index, g.warning])).toEqual([[0, undefined], [1, undefined]]);
     expect(find(next, CHAT).upstream?.pid).toBe(chatPid);
     expect(isProcessAlive(chatPid)).toBe(true);
+  });
+
+  it('reports a card that falls off the bus by name, relaunches its model on the other card through the plan, quarantines nothing, and offers the card again once the driver reaches it', async () => {
+    const [first, second] = rig.cards as [Card, Card];
+    await rig.budgets([rig.quietBudget(first), rig.quietBudget(second)]);
+    expect(indices(find(await rig.daemon.state(), CHAT).placement)).toEqual([1]);
+    const onLostCard = find(await rig.daemon.state(), CHAT).upstream!.pid;
+
+    // nvidia-smi answers for 01:00.0 and says it lost 03:00.0 (GPU 1), as the real driver does after an Xid 79.
+    await rig.driverLoses(1);
+    const moved = await rig.ready(CHAT, 'whole on the card that is left', (p) => p.kind === 'gpu' && p.devices[0]?.index === 0);
+    expect(moved.budget.gpus.map((g) => [g.index, g.name])).toEqual([[0, 'NVIDIA RTX A4000']]);
+    expect(moved.budget.goneGpus).toEqual([
+      {
+        index: 1,
+        name: 'NVIDIA RTX A4000',
+        busAddress: '0000:03:00.0',
+        reason: 'GPU 1 NVIDIA RTX A4000 (0000:03:00.0) is gone (nvidia-smi says: GPU is lost. Reboot the system to recover this GPU): its budget is not offered and its models run elsewhere until it is measured again.',
+      },
+    ]);
+    // A card that is gone is no failing tool: the card left is measured, not held.
+    expect(moved.budget.gpus[0]?.warning).toBeUndefined();
+    const pid = find(moved, CHAT).upstream!.pid;
+    expect(pid).not.toBe(onLostCard);
+    expect(isProcessAlive(onLostCard)).toBe(false);
+    expect(launchOf(pid)).toEqual({ visible: '0', ngl: 'all' });
+    expect(moved.models.filter((m) => m.status.state === 'quarantined')).toEqual([]);
+    const metrics = await (await rig.daemon.api('/metrics')).text();
+    expect(metrics).toMatch(/^llmtray_gpu_gone\{gpu="1",name="NVIDIA RTX A4000"\} 1$/m);
+
+    // Back (a reset, a resume that worked): offered again at the next sample, its number unchanged; chat stays where it runs.
+    await rig.driverFinds();
+    const back = await eventually('the card offered again', async () => {
+      const s = await rig.daemon.state();
+      return s.budget.gpus.length === 2 ? s : undefined;
+    });
+    expect(back.budget.gpus.map((g) => [g.index, g.engineDevice, g.budgetBytes])).toEqual([
+      [0, 'CUDA0', rig.quietBudget(first) * MiB],
+      [1, 'CUDA1', rig.quietBudget(second) * MiB],
+    ]);
+    expect(back.budget.goneGpus).toBeUndefined();
+    expect(find(back, CHAT).upstream?.pid).toBe(pid);
   });
 });
 

@@ -25,6 +25,12 @@ export function MemoryPanel({ historyWindowMs }: MemoryPanelProps) {
       </div>
       <Totals budget={budget} />
       <Devices budget={budget} models={models} />
+      {(budget.goneGpus ?? []).map((gpu) => (
+        // No bar for a GPU that is gone: only why, by name, where its bar was.
+        <p key={gpu.busAddress} className="device-warning" role="alert">
+          {gpu.reason}
+        </p>
+      ))}
       {budget.displays !== undefined && budget.displays.length > 0 && (
         // Shown as such, so that a person who sees lspci's list knows why a card is missing from the bars and the numbering.
         <p className="device-displays muted">

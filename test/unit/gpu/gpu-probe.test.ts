@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createGpuProbe, type SystemInformation } from '../../../core/gpu/gpu-probe.js';
 import { parseListDevices } from '../../../core/gpu/llama-devices.js';
 import { FailedSample } from '../../../core/gpu/failed-sample.js';
+import type { NvidiaReading } from '../../../core/gpu/nvidia-memory.js';
 
 const MiB = 1024 ** 2;
 
@@ -12,11 +13,16 @@ const controllers = [
   { vendor: 'Advanced Micro Devices, Inc. [AMD/ATI]', model: 'Navi 31 [Radeon RX 7900 XT/7900 XTX]', busAddress: '03:00.0', vram: 256 },
 ];
 
+/** An nvidia-smi answer with figures for these cards, and `lost` the ones it says it cannot reach. */
+function reading(cards: [string, { totalBytes: number; usedBytes: number }][], lost: [string, string][] = []): NvidiaReading {
+  return { cards: new Map(cards), named: new Set(cards.map(([bus]) => bus)), lost: new Map(lost) };
+}
+
 /** nvidia-smi's --query-gpu memory answer for the RTX 4090 above, `freeMiB` free. */
-function nvidiaSays(log: string[], freeMiB = 23618): () => Promise<Map<string, { totalBytes: number; usedBytes: number }>> {
+function nvidiaSays(log: string[], freeMiB = 23618): () => Promise<NvidiaReading> {
   return async () => {
     log.push('nvidia-smi');
-    return new Map([['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: (24564 - freeMiB) * MiB }]]);
+    return reading([['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: (24564 - freeMiB) * MiB }]]);
   };
 }
 
@@ -103,7 +109,7 @@ describe('createGpuProbe: the cards listed seldom, their figures sampled from th
       platform: 'linux',
       amd: null,
       clock: { elapsed: () => 0 },
-      nvidiaMemory: async () => new Map(listed.length > 1 ? [['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: 946 * MiB }]] : []),
+      nvidiaMemory: async () => reading(listed.length > 1 ? [['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: 946 * MiB }]] : []),
     });
     expect((await probe.probe()).gpus).toHaveLength(0);
     listed = controllers;
@@ -140,5 +146,56 @@ describe('createGpuProbe when nvidia-smi fails after it answered (issue 23)', ()
     now += 2_000;
     expect((await probe.probe()).gpus.map((g) => g.measuredBy)).toEqual(['nvidia-smi']);
     expect(graphics).toEqual([0]);
+  });
+});
+
+describe('createGpuProbe when a GPU is gone, not its tool failing (issue 23)', () => {
+  // Two RTX A4000s, as si lists them on Linux.
+  const pair = ['01:00.0', '03:00.0'].map((bus) => ({ vendor: 'NVIDIA Corporation', model: 'GA104GL [RTX A4000]', busAddress: bus, name: 'NVIDIA RTX A4000', pciBus: `00000000:${bus}`, memoryTotal: 16376, memoryUsed: 276, memoryFree: 16100 }));
+  const figures = { totalBytes: 16376 * MiB, usedBytes: 276 * MiB };
+
+  function pairProbe(answer: () => NvidiaReading) {
+    return createGpuProbe({
+      si: { graphics: async () => ({ controllers: pair }), mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
+      platform: 'linux',
+      amd: null,
+      clock: { elapsed: () => 0 },
+      nvidiaMemory: async () => answer(),
+    });
+  }
+
+  it('takes a card nvidia-smi says it lost out of the GPUs and reports it gone by name; the card after it keeps its number; it is back at the first answer with its figures', async () => {
+    let answer = reading([['0000:01:00.0', figures], ['0000:03:00.0', figures]]);
+    const probe = pairProbe(() => answer);
+    expect((await probe.probe()).gpus.map((g) => g.index)).toEqual([0, 1]);
+
+    answer = reading([['0000:03:00.0', figures]], [['0000:01:00.0', 'GPU is lost. Reboot the system to recover this GPU']]);
+    const lost = await probe.probe();
+    expect(lost.gpus.map((g) => [g.index, g.busAddress])).toEqual([[1, '0000:03:00.0']]);
+    expect(lost.gone).toEqual([{ index: 0, name: 'NVIDIA RTX A4000', vendor: 'NVIDIA Corporation', busAddress: '0000:01:00.0', why: 'nvidia-smi says: GPU is lost. Reboot the system to recover this GPU' }]);
+    // Still gone while nvidia-smi stays silent about it.
+    answer = reading([['0000:03:00.0', figures]]);
+    expect((await probe.probe()).gone?.map((g) => g.busAddress)).toEqual(['0000:01:00.0']);
+
+    answer = reading([['0000:01:00.0', figures], ['0000:03:00.0', figures]]);
+    const back = await probe.probe();
+    expect(back.gpus.map((g) => g.index)).toEqual([0, 1]);
+    expect(back.gone).toBeUndefined();
+  });
+
+  it('counts a card missing from an answer that lists the other as gone, and a card listed without figures or an empty answer as a failing tool', async () => {
+    let answer = reading([['0000:01:00.0', figures], ['0000:03:00.0', figures]]);
+    const probe = pairProbe(() => answer);
+    await probe.probe();
+
+    answer = { cards: new Map([['0000:01:00.0', figures]]), named: new Set(['0000:01:00.0', '0000:03:00.0']), lost: new Map() };
+    await expect(probe.probe()).rejects.toBeInstanceOf(FailedSample);
+    answer = reading([]);
+    await expect(probe.probe()).rejects.toBeInstanceOf(FailedSample);
+
+    answer = reading([['0000:01:00.0', figures]]);
+    const gone = await probe.probe();
+    expect(gone.gpus.map((g) => g.busAddress)).toEqual(['0000:01:00.0']);
+    expect(gone.gone).toEqual([expect.objectContaining({ index: 1, busAddress: '0000:03:00.0', why: 'nvidia-smi answers for the other GPUs and no longer lists it' })]);
   });
 });

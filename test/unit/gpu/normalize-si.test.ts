@@ -115,7 +115,7 @@ describe('createGpuProbe on macOS', () => {
       platform: 'linux',
       amd: null,
       si: { graphics: async () => { graphicsCalls++; return { controllers: [rtx4090] }; }, mem: async () => ({ total: 1, available: 1 }) },
-      nvidiaMemory: async () => new Map([['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: usedMiB++ * MiB }]]),
+      nvidiaMemory: async () => ({ cards: new Map([['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: usedMiB++ * MiB }]]), named: new Set(['0000:01:00.0']), lost: new Map() }),
     });
     expect((await probe.probe()).gpus[0]?.usedBytes).toBe(100 * MiB);
     expect((await probe.probe()).gpus[0]?.usedBytes).toBe(101 * MiB);
