@@ -22,7 +22,7 @@ import { planEpisodes, type FaultKind, type SoakOptions } from './profiles.js';
 import { sendChat, type Outcome, type RequestResult } from './request-outcome.js';
 import { EvictionLog } from './server-log.js';
 import { SnapshotRecorder } from './snapshot-recorder.js';
-import { ADDRESS_SPACE_BYTES, MODELS, prepareSoak, TRAFFIC_MODELS } from './soak-config.js';
+import { MODELS, prepareSoak, TRAFFIC_MODELS } from './soak-config.js';
 import { renderSummary } from './summary-table.js';
 import { SwapCounter } from './swap-counter.js';
 import { Traffic } from './traffic.js';
@@ -90,14 +90,14 @@ export async function runSoak(options: SoakOptions, say: (line: string) => void 
     const started = await startDaemonProcess({
       dataDir,
       config: setup.configPath,
-      launcher: ['prlimit', `--as=${ADDRESS_SPACE_BYTES}`],
+      launcher: ['prlimit', `--as=${setup.addressSpaceBytes}`],
       startTimeoutMs: 60_000,
       ...(port === undefined ? {} : { port }),
     });
     log.attach(started.child, life, started.stderr());
     snapshots.follow(started, life);
     const limit = addressSpaceLimit(started.pid);
-    if (limit !== ADDRESS_SPACE_BYTES) throw new Error(`the daemon (pid ${started.pid}) runs with an address-space limit of ${limit}, not ${ADDRESS_SPACE_BYTES}`);
+    if (limit !== setup.addressSpaceBytes) throw new Error(`the daemon (pid ${started.pid}) runs with an address-space limit of ${limit}, not ${setup.addressSpaceBytes}`);
     return started;
   };
   const record = (origin: string, faultId: number | null, result: RequestResult): Outcome => {
@@ -181,7 +181,7 @@ export async function runSoak(options: SoakOptions, say: (line: string) => void 
 
   try {
     daemon = await start();
-    say(`daemon pid ${daemon.pid} at ${daemon.endpoint}, under prlimit --as=${ADDRESS_SPACE_BYTES}; budget ${(setup.budgetBytes / 2 ** 30).toFixed(2)} GiB`);
+    say(`daemon pid ${daemon.pid} at ${daemon.endpoint}, under prlimit --as=${setup.addressSpaceBytes} (tiny's engine alone holds ${(setup.tinyEngineBytes / 1e9).toFixed(2)} GB); budget ${(setup.budgetBytes / 2 ** 30).toFixed(2)} GiB`);
     client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0, timeout: REQUEST_TIMEOUT_MS });
     const pin = await daemon.api(`/api/models/${MODELS.tiny}/pin`, { method: 'POST' });
     if (!pin.ok) throw new Error(`pinning ${MODELS.tiny} answered ${pin.status}: ${await pin.text()}`);
@@ -256,7 +256,7 @@ export async function runSoak(options: SoakOptions, say: (line: string) => void 
   };
   const endedAt = Date.now();
   const { text, pass } = renderSummary(soakRecord, {
-    machine: `${machineAtStart} at the start, ${loadavg().map((n) => n.toFixed(2)).join(' ')} at the end; the daemon under prlimit --as=${(ADDRESS_SPACE_BYTES / 1e9).toFixed(2)} GB (its peak: ${(peakAddressSpace / 1e9).toFixed(2)} GB)`,
+    machine: `${machineAtStart} at the start, ${loadavg().map((n) => n.toFixed(2)).join(' ')} at the end; the daemon under prlimit --as=${(setup.addressSpaceBytes / 1e9).toFixed(2)} GB (tiny's engine alone ${(setup.tinyEngineBytes / 1e9).toFixed(2)} GB; the daemon's peak: ${(peakAddressSpace / 1e9).toFixed(2)} GB)`,
     startedAt,
     endedAt,
     launches: counter.launches,

@@ -10,13 +10,17 @@
 // it, while two chat models beside tiny stay out for any figure above ~57 MiB. Without it (the
 // budget from the bare estimates) big alone was strictly unschedulable and never launched.
 //
-// Out of memory for real: the daemon runs under `prlimit --as=ADDRESS_SPACE_BYTES`, which every
-// engine inherits. Measured peak address space of the embedded engine (VmPeak, node-llama-cpp
-// 3.21.1, CPU) after its load: demo-tiny @2048 1.43 GB; demo-chat @32768 1.73 GB, @65536
-// 2.03 GB, @131072 2.63 GB; the 362 MB slow model @4096 without mmap 1.82 GB; the daemon itself
-// ~1.4 GB. At 2.32 GB, big (demo-chat @131072) misses by ~0.3 GB at 'full' and clears it by
-// ~0.6 GB at 'degraded' (a quarter of the context), and the chat models (@65536) clear it by
-// ~0.29 GB: each margin far past run-to-run noise (a few MB).
+// Out of memory for real: the daemon runs under `prlimit --as`, which every engine inherits, set
+// ADDRESS_SPACE_ABOVE_TINY_BYTES above the address space the embedded engine holds with tiny
+// loaded on the Node that runs the soak, measured at the start (engine-address-space.ts: that
+// base is 1.43 GB on Node 20 and 1.83 GB on Node 24, and a limit fixed from the first stalled
+// the soak on the second). Measured peak address space of the embedded engine (VmPeak,
+// node-llama-cpp 3.21.1, CPU) above demo-tiny @2048, Node 20 / Node 24: demo-chat @32768
+// +0.30 GB, @65536 +0.59 / +0.63 GB, @131072 +1.20 / +1.24 GB; the 362 MB slow model @4096
+// without mmap +0.39 GB; the daemon itself holds about the base. At +0.89 GB, big (demo-chat
+// @131072) misses by ~0.3 GB at 'full' and clears it by ~0.6 GB at 'degraded' (a quarter of the
+// context), and the chat models (@65536) clear it by ~0.25 GB: each margin far past run-to-run
+// noise (a few MB).
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Catalog } from '../../core/catalog/catalog.js';
@@ -26,8 +30,10 @@ import type { LaunchLevel } from '../../core/contracts/launch-level.js';
 import { footprintAt } from '../../core/policy/levels.js';
 import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
 import { formatBytes } from '../../core/contracts/format-bytes.js';
+import { embeddedEngineAddressSpace } from './engine-address-space.js';
 
-export const ADDRESS_SPACE_BYTES = 2_320_000_000;
+/** The daemon's address-space limit above the embedded engine's with tiny loaded (see above). */
+const ADDRESS_SPACE_ABOVE_TINY_BYTES = 887_000_000;
 
 /** The models and what each is for. */
 export const MODELS = {
@@ -50,6 +56,7 @@ export const MODELS = {
 /** The models the traffic clients alternate; only one of the chat models fits at a time. */
 export const TRAFFIC_MODELS: readonly string[] = [MODELS.chatA, MODELS.chatB, MODELS.tiny];
 
+const TINY_CONTEXT = 2048;
 const CHAT_CONTEXT = 65_536;
 /**
  * chat-a's hang limit: short, so a frozen engine is judged within seconds, yet above the
@@ -81,6 +88,10 @@ export interface SoakSetup {
   /** The slow model's file, to find its engine while it loads. */
   slowPath: string;
   budgetBytes: number;
+  /** The daemon's address-space limit (prlimit --as), from `tinyEngineBytes`. */
+  addressSpaceBytes: number;
+  /** The address space the embedded engine holds with tiny loaded, on this Node. */
+  tinyEngineBytes: number;
   /** Full-level estimates, bytes, by model id: the numbers the premises were checked with. */
   fullBytes: Record<string, number>;
 }
@@ -95,7 +106,7 @@ budget:
 ${limitBytes === null ? '' : `  limit: ${limitBytes}\n`}models:
   - id: ${MODELS.tiny}
     path: ${JSON.stringify(paths.tiny)}
-    ctx: 2048
+    ctx: ${TINY_CONTEXT}
 ${chat(MODELS.chatA, `    hangLimit: ${HANG_LIMIT}\n`)}${chat(MODELS.chatB)}${chat(MODELS.chatC)}  - id: ${MODELS.big}
     path: ${JSON.stringify(paths.chat)}
     ctx: ${BIG_CONTEXT}
@@ -140,5 +151,6 @@ export async function prepareSoak(dir: string): Promise<SoakSetup> {
     throw new Error(`big at the degraded level (${formatBytes(bytes(MODELS.big, 'degraded'))}) does not fit the ${formatBytes(budgetBytes)} budget: its out-of-memory recovery could not load`);
   }
   await writeFile(configPath, configText(paths, budgetBytes));
-  return { configPath, modelDir, slowPath, budgetBytes, fullBytes };
+  const tinyEngineBytes = await embeddedEngineAddressSpace(paths.tiny, TINY_CONTEXT);
+  return { configPath, modelDir, slowPath, budgetBytes, addressSpaceBytes: tinyEngineBytes + ADDRESS_SPACE_ABOVE_TINY_BYTES, tinyEngineBytes, fullBytes };
 }
