@@ -154,7 +154,12 @@ export class ChatStreamToMessages {
       type: 'message_delta',
       // As for a whole answer (anthropic-translate.ts): calls made are what the client acts on.
       delta: { stop_reason: this.toolUsed ? 'tool_use' : stopReasonOf(this.finishReason), stop_sequence: null },
-      usage: { output_tokens: usage.output_tokens, input_tokens: usage.input_tokens },
+      // Anthropic's input_tokens leaves out the tokens read from the cache, which come beside it.
+      usage: {
+        output_tokens: usage.output_tokens,
+        input_tokens: usage.input_tokens,
+        ...(usage.cache_read_input_tokens === undefined ? {} : { cache_read_input_tokens: usage.cache_read_input_tokens }),
+      },
     });
     out += event({ type: 'message_stop' });
     this.ended = true;
