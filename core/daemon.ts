@@ -43,7 +43,7 @@ import { createLogger } from './daemon/logger.js';
 import { memoryLessons } from './daemon/memory-lessons.js';
 import { PinPolicy } from './daemon/model-actions.js';
 import { serveEndpoint, type ServedEndpoint } from './daemon/serve-endpoint.js';
-import { passOnSpareChanges, warmSpareSizing } from './daemon/spare-review.js';
+import { passOnSpareChanges, warmSpareSizing } from './daemon/warm-spare-sizing.js';
 import type { AdviceFace } from './daemon/startup-advice.js';
 
 export interface DaemonOptions {

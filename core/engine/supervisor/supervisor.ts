@@ -228,7 +228,7 @@ export class Supervisor {
   }
 
   /**
-   * Whether to keep a warm spare (warm-spare.ts): the daemon's verdict (enabled, models on the
+   * Whether to keep a warm spare (warm-spare.ts): the controller's verdict from its pass (enabled, models on the
    * CPU, room for one). Level-triggered and idempotent; never blocks. Without deps.warmSpare it
    * does nothing.
    */

@@ -121,7 +121,7 @@ export class WarmSpare {
   constructor(private readonly deps: WarmSpareDeps) {}
 
   /**
-   * Whether a spare should be kept (the daemon's verdict: enabled, on the CPU, room for it).
+   * Whether a spare should be kept (the controller's verdict from its pass: enabled, on the CPU, room for it).
    * Level-triggered and idempotent: true starts one when none runs and our own work has been
    * quiet for a second (see the rules above); false ends the one there is. Never blocks.
    */
