@@ -88,6 +88,7 @@ async function startOnce(
     onBusyChange: (busy: boolean) => {
       if (server !== null) owner.busyChanged(server, spec, busy);
     },
+    onTransition: (state, changed) => owner.transitioned(changed, state),
   });
   // The warm spare runs this launch when it can, as itself (same object, same pid); when it
   // cannot, it is ended first, so that the memory the plan counted as free is free
@@ -159,10 +160,9 @@ async function startOnce(
     if (started.gone) waiting.abort('exited');
     waiting.signal.throwIfAborted();
     if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
-    const readyAt = ctx.clock.now();
-    started.transition({ kind: 'ready', at: readyAt });
+    // Before the transition, whose report (ServerReady) its listeners may read it by.
     owner.lastLoadMs = Math.round(ctx.clock.elapsed() - launchedAt);
-    ctx.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: readyAt });
+    started.transition({ kind: 'ready', at: ctx.clock.now() });
     ctx.memory.learnRuntime(owner.modelId, spec, level, started, placement);
     return 'ready';
   } catch {

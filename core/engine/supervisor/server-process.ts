@@ -110,6 +110,11 @@ export interface LaunchParts {
   onLine: (line: string) => void;
   /** Its claims went from none to some (true) or back (false). */
   onBusyChange: (busy: boolean) => void;
+  /**
+   * Each change of its state from now on, once made: where the launch's owner turns them into
+   * its reports (model-owner.ts). A spare has no launch, so its own life reports nothing.
+   */
+  onTransition: (state: ServerState, server: ServerProcess) => void;
 }
 
 /** How to spawn one: the program, its argv, environment and working directory. */
@@ -297,10 +302,12 @@ export class ServerProcess {
    * The only writer of the server's state. Throws IllegalTransition for a change its life does
    * not have (NEXT), leaving the state as it was: every writer is the supervisor's, in this
    * folder, and the unit tests pin the table, so a throw is a bug found, never an engine's doing.
+   * The launch's `onTransition` hears the new state once it is set.
    */
   transition(next: ServerState): void {
     if (!NEXT[this.current.kind].includes(next.kind)) throw new IllegalTransition(this.current.kind, next.kind);
     this.current = next;
+    this.launch?.onTransition(next, this);
   }
 
   /** Ready and alive: the one test for "requests may be sent here". */

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { IllegalTransition, readyAtOf, ServerProcess, type ServerState } from '../../../core/engine/supervisor/server-process.js';
+import { IllegalTransition, readyAtOf, ServerProcess, type LaunchParts, type ServerState } from '../../../core/engine/supervisor/server-process.js';
 
 const started: ServerProcess[] = [];
 
@@ -25,6 +25,7 @@ function serverProcess(): ServerProcess {
     startedAt: 0,
     onLine: () => {},
     onBusyChange: () => {},
+    onTransition: () => {},
   });
   started.push(server);
   return server;
@@ -47,7 +48,9 @@ function spareProcess(lines: string[] = []): ServerProcess {
   return server;
 }
 
-const launchParts = (onLine: (line: string) => void = () => {}) => ({ port: 1234, apiKey: 'key', level: 'minimal' as const, startedAt: 99, onLine, onBusyChange: () => {} });
+const launchParts = (onLine: (line: string) => void = () => {}, heard: ServerState[] = []): LaunchParts => ({
+  port: 1234, apiKey: 'key', level: 'minimal', startedAt: 99, onLine, onBusyChange: () => {}, onTransition: (state) => heard.push(state),
+});
 
 const exit = { exitCode: 0, signal: null };
 const stopping: ServerState = { kind: 'stopping', by: { why: 'requested' }, readyAt: 5, killedByUs: false };
@@ -139,7 +142,8 @@ describe('ServerProcess state', () => {
 
     const pid = server.pid;
     const launchLines: string[] = [];
-    server.adopt(launchParts((line) => launchLines.push(line)));
+    const heard: ServerState[] = [];
+    server.adopt(launchParts((line) => launchLines.push(line), heard));
     expect(server.state).toEqual({ kind: 'loading' });
     expect([server.pid, server.port, server.level, server.startedAt]).toEqual([pid, 1234, 'minimal', 99]);
     server.child.stdin?.write('argv\n');
@@ -150,6 +154,10 @@ describe('ServerProcess state', () => {
     // Adopted once: it is no spare any more, and nothing goes back to being one.
     expect(() => server.adopt(launchParts())).toThrow(IllegalTransition);
     expect(() => server.transition({ kind: 'spare', runtimeReady: true })).toThrow(IllegalTransition);
+    // The launch hears its states from the adoption on, none of the spare's own (its reports are the owner's).
+    expect(heard).toEqual([]);
+    server.transition({ kind: 'ready', at: 100 });
+    expect(heard).toEqual([{ kind: 'ready', at: 100 }]);
   });
 
   it('a spare that died, or is being ended, is never adopted, and drains as a spare', async () => {

@@ -56,7 +56,7 @@ function warmSpare(notes: string[] = []): WarmSpare {
 }
 
 function parts(lines: string[]): LaunchParts {
-  return { port: 4321, apiKey: 'key', level: 'minimal', startedAt: 7, onLine: (line) => lines.push(line), onBusyChange: () => {} };
+  return { port: 4321, apiKey: 'key', level: 'minimal', startedAt: 7, onLine: (line) => lines.push(line), onBusyChange: () => {}, onTransition: () => {} };
 }
 
 async function eventually<T>(what: () => T | null | undefined | false | Promise<T | null | undefined | false>): Promise<T> {
