@@ -2,14 +2,21 @@
 // what the process keeps after a full collection, not the garbage it made, and it lets go of the
 // session, so the daemon it reads can still exit (an open session holds a Node process at its
 // exit, "Waiting for the debugger to disconnect").
-import { spawn } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
 import { INSPECT_FLAG, inspectorUrl, liveHeapAfterGc } from '../../soak/live-heap.js';
 import { eventually } from '../../support/daemon-process.js';
+
+const children: ChildProcess[] = [];
+// A test that failed half-way leaves no process behind.
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
 
 /** A Node process running `script` with its inspector open, and the inspector's URL. */
 async function inspected(script: string) {
   const child = spawn(process.execPath, [INSPECT_FLAG, '-e', script], { stdio: ['pipe', 'ignore', 'pipe'] });
+  children.push(child);
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
