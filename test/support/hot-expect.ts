@@ -29,6 +29,11 @@ export function below(actual: number, bound: number, what?: string): void {
   if (!(actual < bound)) expect(actual, what).toBeLessThan(bound);
 }
 
+/** expect(actual, what).toBeGreaterThanOrEqual(bound). */
+export function atLeast(actual: number, bound: number, what?: string): void {
+  if (!(actual >= bound)) expect(actual, what).toBeGreaterThanOrEqual(bound);
+}
+
 /** expect(actual, what).toBeGreaterThan(bound). */
 export function above(actual: number, bound: number, what?: string): void {
   if (!(actual > bound)) expect(actual, what).toBeGreaterThan(bound);

@@ -2,7 +2,7 @@
 // plain comparison and vitest's matcher could part: NaN, -0, undefined properties, class
 // instances, sparse arrays, and a failure's message naming what was compared.
 import { describe, expect, it } from 'vitest';
-import { above, atMost, below, equal, same } from '../support/hot-expect.js';
+import { above, atLeast, atMost, below, equal, same } from '../support/hot-expect.js';
 
 class Point {
   constructor(readonly x: number) {}
@@ -36,6 +36,7 @@ describe('hot-expect', () => {
       expect(verdict(() => atMost(a, b))).toBe(verdict(() => expect(a).toBeLessThanOrEqual(b)));
       expect(verdict(() => below(a, b))).toBe(verdict(() => expect(a).toBeLessThan(b)));
       expect(verdict(() => above(a, b))).toBe(verdict(() => expect(a).toBeGreaterThan(b)));
+      expect(verdict(() => atLeast(a, b))).toBe(verdict(() => expect(a).toBeGreaterThanOrEqual(b)));
     }
   });
 
