@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/support/slow-first-sequencer.js';
 
 // One runner for every suite. Integration tests spawn real engine processes from dist/,
 // which `npm test` builds first; they get generous timeouts because a 2-core CI machine
@@ -12,8 +13,12 @@ import { defineConfig } from 'vitest/config';
 // it, so a new `void somethingAsync()` that can fail fails a test instead of passing silently
 // (or, in the daemon, ending the process). test/support/daemon-process.ts starts the real
 // daemon with the same flag.
+//
+// The files that run for minutes start first (test/support/slow-first-sequencer.ts), so that on
+// a first run, when vitest knows no durations, the short soak does not run alone at the end.
 export default defineConfig({
   test: {
+    sequence: { sequencer: SlowFirstSequencer },
     pool: 'forks',
     maxWorkers: 2,
     execArgv: ['--unhandled-rejections=strict'],

@@ -7,21 +7,16 @@
 // of the model's width.
 import Anthropic from '@anthropic-ai/sdk';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { fileDaemon } from '../support/file-daemon.js';
 
-let daemon: DaemonProcess;
+const live = fileDaemon();
+
 let anthropic: Anthropic;
 
 beforeAll(async () => {
-  daemon = await startDaemonProcess();
-  anthropic = new Anthropic({ baseURL: daemon.origin, apiKey: 'any-key-works', maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
+  anthropic = new Anthropic({ baseURL: live.daemon.origin, apiKey: 'any-key-works', maxRetries: 0 });
 });
 
 const cityInput = z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']) });
@@ -81,7 +76,7 @@ describe('an Anthropic-style agent’s tools on the default engine', () => {
 });
 
 describe('LangChain on the default engine', () => {
-  const chat = () => new ChatOpenAI({ model: 'demo-tiny', apiKey: 'any-key-works', configuration: { baseURL: daemon.endpoint }, maxTokens: 120, maxRetries: 0 });
+  const chat = () => new ChatOpenAI({ model: 'demo-tiny', apiKey: 'any-key-works', configuration: { baseURL: live.daemon.endpoint }, maxTokens: 120, maxRetries: 0 });
 
   it('withStructuredOutput (json_schema) gives an object of the schema', async () => {
     const schema = z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']), sunny: z.boolean() });
@@ -96,7 +91,7 @@ describe('LangChain on the default engine', () => {
   });
 
   it('OpenAIEmbeddings gets vectors of the model’s width, the same for the same text, in both its batch and query calls', async () => {
-    const embeddings = new OpenAIEmbeddings({ model: 'demo-tiny', apiKey: 'any-key-works', configuration: { baseURL: daemon.endpoint }, maxRetries: 0 });
+    const embeddings = new OpenAIEmbeddings({ model: 'demo-tiny', apiKey: 'any-key-works', configuration: { baseURL: live.daemon.endpoint }, maxRetries: 0 });
     const [one, two] = await embeddings.embedDocuments(['hello', 'world']);
     const query = await embeddings.embedQuery('hello');
     expect(one?.length).toBeGreaterThan(0);

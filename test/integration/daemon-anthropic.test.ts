@@ -7,21 +7,16 @@
 // streams, counts and honours the settings; then demo-chat is swapped in for it; then the
 // refusals, demo-broken's quarantine last (it would otherwise be what the others wait behind).
 import Anthropic, { APIError, BadRequestError, NotFoundError, ServiceUnavailableError } from '@anthropic-ai/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { fileDaemon } from '../support/file-daemon.js';
 
-let daemon: DaemonProcess;
+const live = fileDaemon();
+
 let client: Anthropic;
 
 beforeAll(async () => {
-  daemon = await startDaemonProcess();
   // Anthropic's SDKs add /v1/messages to the base URL themselves.
-  client = new Anthropic({ baseURL: daemon.origin, apiKey: 'any-key-works', maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
+  client = new Anthropic({ baseURL: live.daemon.origin, apiKey: 'any-key-works', maxRetries: 0 });
 });
 
 /**
@@ -36,14 +31,14 @@ const textOf = (message: Anthropic.Message): string => message.content.map((bloc
 
 describe('demo-tiny through the Messages API', () => {
   it('loads demo-tiny on the first message, by its alias, and answers in Anthropic’s shape', async () => {
-    expect((await daemon.model('demo-tiny')).upstream).toBeNull();
+    expect((await live.daemon.model('demo-tiny')).upstream).toBeNull();
     const { data, response } = await client.messages.create({ model: 'tiny', max_tokens: 8, system: 'Be brief.', messages: [{ role: 'user', content: 'Say hello.' }] }).withResponse();
     expect(data).toMatchObject({ type: 'message', role: 'assistant', model: 'demo-tiny', stop_reason: 'max_tokens' });
     expect(textOf(data).length).toBeGreaterThan(0);
     expect(data.usage.output_tokens).toBe(8);
     expect(data.usage.input_tokens).toBeGreaterThan(0);
     expect(response.headers.get('x-llmtray-served-by')).toBe('demo-tiny');
-    expect((await daemon.model('demo-tiny')).upstream?.pid).toBeGreaterThan(0);
+    expect((await live.daemon.model('demo-tiny')).upstream?.pid).toBeGreaterThan(0);
   });
 
   it('streams the same text as the whole answer, in Anthropic’s event sequence', async () => {
@@ -102,12 +97,12 @@ describe('demo-tiny through the Messages API', () => {
 
 describe('demo-chat through the Messages API', () => {
   it('swaps demo-chat in for demo-tiny on demand, and answers and streams from it', async () => {
-    const tinyPid = (await daemon.model('demo-tiny')).upstream?.pid;
+    const tinyPid = (await live.daemon.model('demo-tiny')).upstream?.pid;
     expect(tinyPid).toBeGreaterThan(0);
     const message = await client.messages.create({ model: 'chat', max_tokens: 6, messages: [{ role: 'user', content: 'Hello, chat.' }] });
     expect(message.model).toBe('demo-chat');
     expect(message.usage.output_tokens).toBe(6);
-    expect((await daemon.model('demo-tiny')).upstream).toBeNull();
+    expect((await live.daemon.model('demo-tiny')).upstream).toBeNull();
 
     const final = await client.messages.stream({ model: 'demo-chat', max_tokens: 10, messages: [{ role: 'user', content: 'Count.' }] }).finalMessage();
     expect(final.model).toBe('demo-chat');

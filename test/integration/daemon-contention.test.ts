@@ -3,22 +3,10 @@
 // client. Before, 84 of 200 such requests were refused with 503 "cannot be loaded now …
 // held by active demo-tiny": the router took memory a request would free within milliseconds
 // for memory that would never come. Room that will be made is waited for.
-import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { describe, expect, it } from 'vitest';
+import { fileDaemon } from '../support/file-daemon.js';
 
-let daemon: DaemonProcess;
-let client: OpenAI;
-
-beforeAll(async () => {
-  daemon = await startDaemonProcess();
-  client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
-});
+const live = fileDaemon();
 
 describe('two clients alternating two models that cannot share the budget', () => {
   it('get every answer: no request is refused while the other model is busy', async () => {
@@ -28,7 +16,7 @@ describe('two clients alternating two models that cannot share the budget', () =
       for (let i = 0; i < perClient; i++) {
         const model = (first + i) % 2 === 0 ? 'demo-chat' : 'demo-tiny';
         try {
-          const reply = await client.chat.completions.create({ model, messages: [{ role: 'user', content: `request ${i}` }], max_tokens: 4 });
+          const reply = await live.client.chat.completions.create({ model, messages: [{ role: 'user', content: `request ${i}` }], max_tokens: 4 });
           outcomes.push({ model, ok: reply.model === model });
         } catch (error) {
           outcomes.push({ model, ok: false, error: error instanceof Error ? error.message : String(error) });
@@ -40,19 +28,19 @@ describe('two clients alternating two models that cannot share the budget', () =
     expect(outcomes.filter((o) => !o.ok)).toEqual([]);
     expect(outcomes).toHaveLength(2 * perClient);
     // The premise: the two really do not fit together, so the run was made of swaps.
-    expect(launchesIn(daemon.stderr())).toBeGreaterThan(2);
+    expect(launchesIn(live.daemon.stderr())).toBeGreaterThan(2);
   }, 240_000);
 });
 
 describe('two clients, each on its own model, the two not fitting together', () => {
   it('are served in turns, not a swap per request: a client that sends its next request at once keeps its model for its turn', async () => {
     const perClient = 12;
-    const before = daemon.stderr().length;
+    const before = live.daemon.stderr().length;
     const failures: string[] = [];
     const runClient = async (model: string): Promise<void> => {
       for (let i = 0; i < perClient; i++) {
         try {
-          const reply = await client.chat.completions.create({ model, messages: [{ role: 'user', content: `request ${i}` }], max_tokens: 4 });
+          const reply = await live.client.chat.completions.create({ model, messages: [{ role: 'user', content: `request ${i}` }], max_tokens: 4 });
           if (reply.model !== model) failures.push(`${model}: answered by ${reply.model}`);
         } catch (error) {
           failures.push(`${model}: ${error instanceof Error ? error.message : String(error)}`);
@@ -67,7 +55,7 @@ describe('two clients, each on its own model, the two not fitting together', () 
     // launches for these 24 requests in three runs here); with it, a client keeps its model for
     // its turn (2 s), and these 24 took 2 launches in each of three runs. At most one launch per
     // two requests a client sends leaves room for a slow machine, whose turns hold fewer requests.
-    const launches = launchesIn(daemon.stderr().slice(before));
+    const launches = launchesIn(live.daemon.stderr().slice(before));
     expect(launches).toBeGreaterThan(0);
     expect(launches).toBeLessThanOrEqual(perClient / 2);
   }, 240_000);

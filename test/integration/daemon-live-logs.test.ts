@@ -10,22 +10,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminEvent } from '../../core/contracts/admin-events.js';
 import type { ModelLogsResponse } from '../../core/contracts/commands.js';
 import { readEventStream } from '../../core/contracts/event-stream-reader.js';
-import { CLI_ENTRY, eventually, removeDataDir, runCli, startDaemonProcess, type DaemonExit, type DaemonProcess } from '../support/daemon-process.js';
+import { CLI_ENTRY, eventually, runCli, type DaemonExit, type DaemonProcess } from '../support/daemon-process.js';
+import { fileDaemon } from '../support/file-daemon.js';
 
 type LogAppended = Extract<AdminEvent, { type: 'LogAppended' }>;
 
-let daemon: DaemonProcess;
+const live = fileDaemon();
+
 let stream: EventStream;
 
 beforeAll(async () => {
-  daemon = await startDaemonProcess();
-  stream = await openEvents(daemon);
+  stream = await openEvents(live.daemon);
 });
 
 afterAll(async () => {
   stream?.close();
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
 });
 
 interface EventStream {
@@ -62,11 +61,11 @@ function linesByPosition(modelId: string): Map<number, string> {
 }
 
 async function logTail(modelId: string): Promise<ModelLogsResponse> {
-  return (await (await daemon.api(`/api/models/${modelId}/logs`)).json()) as ModelLogsResponse;
+  return (await (await live.daemon.api(`/api/models/${modelId}/logs`)).json()) as ModelLogsResponse;
 }
 
 async function command(verb: string, modelId: string): Promise<void> {
-  const res = await daemon.api(`/api/models/${modelId}/${verb}`, { method: 'POST' });
+  const res = await live.daemon.api(`/api/models/${modelId}/${verb}`, { method: 'POST' });
   expect(res.status, await res.clone().text()).toBe(200);
 }
 
@@ -75,7 +74,7 @@ const LLAMA_CPP_LINE = /^(llama_model_loader|load_tensors|print_info|llama_conte
 describe('the admin event stream', () => {
   it("carries llama.cpp's lines of a load as the engine writes them, numbered as the daemon's own log", async () => {
     await command('load', 'demo-tiny');
-    await eventually('demo-tiny is ready', async () => (['ready', 'active'].includes((await daemon.model('demo-tiny')).status.state) ? true : undefined));
+    await eventually('demo-tiny is ready', async () => (['ready', 'active'].includes((await live.daemon.model('demo-tiny')).status.state) ? true : undefined));
     await eventually('the stream carried the line that made it ready', async () =>
       [...linesByPosition('demo-tiny').values()].some((line) => line.includes('model loaded')) ? true : undefined,
     );
@@ -93,7 +92,7 @@ describe('the admin event stream', () => {
   });
 
   it('delivers a line within a second of the engine writing it', async () => {
-    const engine = (await daemon.model('demo-tiny')).upstream;
+    const engine = (await live.daemon.model('demo-tiny')).upstream;
     expect(engine).not.toBeNull();
     const from = stream.batches.length;
     // The embedded engine writes "operator(): SIGTERM received" the moment the signal lands
@@ -117,14 +116,14 @@ describe('llmtray logs -f', () => {
 
   it('prints the tail, then every line of a new load once, in order, and exits 0 on Ctrl-C', async () => {
     await command('unload', 'demo-tiny');
-    await eventually('demo-tiny is gone', async () => ((await daemon.model('demo-tiny')).upstream === null ? true : undefined));
+    await eventually('demo-tiny is gone', async () => ((await live.daemon.model('demo-tiny')).upstream === null ? true : undefined));
     const before = await logTail('demo-tiny');
     follower = follow('demo-tiny');
     await eventually('the tail is printed', async () => (follower!.lines().length >= before.lines.length ? true : undefined));
     expect(follower.lines().slice(0, before.lines.length)).toEqual(before.lines);
 
     await command('load', 'demo-tiny');
-    await eventually('demo-tiny is ready', async () => (['ready', 'active'].includes((await daemon.model('demo-tiny')).status.state) ? true : undefined));
+    await eventually('demo-tiny is ready', async () => (['ready', 'active'].includes((await live.daemon.model('demo-tiny')).status.state) ? true : undefined));
     // What it printed is the daemon's log, line for line: the tail and then the live lines,
     // with no line twice and none missing (the ring of 2000 has not dropped any here).
     const after = await eventually('every line of the load is printed', async () => {
@@ -142,10 +141,10 @@ describe('llmtray logs -f', () => {
   });
 
   it('refuses an unknown model with the daemon\'s sentence, and -f anywhere but `logs` as a usage mistake', async () => {
-    const unknown = await runCli(['logs', '-f', 'nope', '--data-dir', daemon.dataDir]);
+    const unknown = await runCli(['logs', '-f', 'nope', '--data-dir', live.daemon.dataDir]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("Unknown model 'nope'; the models are: demo-broken, demo-chat, demo-draft, demo-tiny.");
-    const misplaced = await runCli(['status', '-f', '--data-dir', daemon.dataDir]);
+    const misplaced = await runCli(['status', '-f', '--data-dir', live.daemon.dataDir]);
     expect(misplaced.code).toBe(2);
     expect(misplaced.stderr).toContain('-f follows a log: llmtray logs -f ID');
   });
@@ -153,7 +152,7 @@ describe('llmtray logs -f', () => {
   it('says so and exits 1 when the daemon stops under it', async () => {
     follower = follow('tiny');
     await eventually('the tail is printed', async () => (follower!.lines().length > 0 ? true : undefined));
-    await daemon.stop();
+    await live.daemon.stop();
     const exit = await follower.exited;
     expect(exit.code).toBe(1);
     expect(follower.stderr()).toBe("llmtray: the daemon's event stream ended (the daemon stopped); no more lines.\n");
@@ -169,7 +168,7 @@ interface Follower {
 }
 
 function follow(model: string): Follower {
-  const child = spawn(process.execPath, [CLI_ENTRY, 'logs', '-f', model, '--data-dir', daemon.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI_ENTRY, 'logs', '-f', model, '--data-dir', live.daemon.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout?.setEncoding('utf8').on('data', (text: string) => (stdout += text));

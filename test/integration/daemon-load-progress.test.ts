@@ -7,24 +7,14 @@
 //
 // One daemon for the file; the tests run in order and each leaves the state the next starts from.
 import OpenAI, { APIError } from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isServing } from '../../core/contracts/model-status.js';
 import type { ModelView } from '../../core/contracts/snapshot.js';
-import { eventually, removeDataDir, sleep, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { eventually, sleep } from '../support/daemon-process.js';
+import { fileDaemon } from '../support/file-daemon.js';
 import { postForLines, type SseAnswer } from '../support/sse-lines.js';
 
-let daemon: DaemonProcess;
-let client: OpenAI;
-
-beforeAll(async () => {
-  daemon = await startDaemonProcess();
-  client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'any', maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
-});
+const live = fileDaemon();
 
 /** Greedy, so a cold and a warm run must produce the same tokens. */
 const GREEDY = { model: 'demo-chat', stream: true, temperature: 0, max_tokens: 12, messages: [{ role: 'user', content: 'Count to five.' }] };
@@ -47,17 +37,17 @@ const chunksOf = (answer: SseAnswer): Chunk[] =>
 const contentOf = (chunks: readonly Chunk[]): string[] => chunks.map((c) => c.choices[0]?.delta.content ?? '');
 
 async function unloaded(modelId: string): Promise<void> {
-  expect((await daemon.api(`/api/models/${modelId}/unload`, { method: 'POST' })).status).toBe(200);
+  expect((await live.daemon.api(`/api/models/${modelId}/unload`, { method: 'POST' })).status).toBe(200);
   await eventually(`${modelId} is unloaded`, async () => {
-    const model = await daemon.model(modelId);
+    const model = await live.daemon.model(modelId);
     return model.upstream === null && model.loading === null ? true : undefined;
   });
 }
 
 describe('a streamed request for a cold model', () => {
   it('gets progress comments before its first data line, at most a second apart, and then the content of a warm run', async () => {
-    expect((await daemon.model('demo-chat')).upstream).toBeNull();
-    const cold = await postForLines(`${daemon.endpoint}/chat/completions`, GREEDY);
+    expect((await live.daemon.model('demo-chat')).upstream).toBeNull();
+    const cold = await postForLines(`${live.daemon.endpoint}/chat/completions`, GREEDY);
     expect(cold.status).toBe(200);
     const firstData = cold.lines.findIndex((l) => l.text.startsWith('data:'));
     expect(firstData).toBeGreaterThan(0);
@@ -70,7 +60,7 @@ describe('a streamed request for a cold model', () => {
     expect(Math.max(...gaps), `gaps ${gaps.map((g) => Math.round(g)).join(', ')} ms`).toBeLessThan(MAX_GAP_MS);
     expect(cold.lines.slice(firstData).some((l) => l.text.startsWith(':'))).toBe(false);
 
-    const warm = await postForLines(`${daemon.endpoint}/chat/completions`, GREEDY);
+    const warm = await postForLines(`${live.daemon.endpoint}/chat/completions`, GREEDY);
     expect(warm.lines[0]?.text.startsWith('data:')).toBe(true);
     const coldChunks = chunksOf(cold);
     // Same tokens, same number of deltas: nothing of the wait went into the answer.
@@ -87,11 +77,11 @@ describe('a streamed request for a cold model', () => {
       // A pause between reads, so the reads do not take the cores the load needs.
       for (; waiting; await sleep(50)) {
         const sentAt = performance.now();
-        const model = await daemon.model('demo-chat');
+        const model = await live.daemon.model('demo-chat');
         reads.push({ sentAt, at: performance.now(), model });
       }
     })();
-    const cold = await postForLines(`${daemon.endpoint}/chat/completions`, GREEDY).finally(() => (waiting = false));
+    const cold = await postForLines(`${live.daemon.endpoint}/chat/completions`, GREEDY).finally(() => (waiting = false));
     await reading;
     const firstData = cold.lines.findIndex((l) => l.text.startsWith('data:'));
     expect(firstData).toBeGreaterThan(0);
@@ -127,7 +117,7 @@ describe('a streamed request for a cold model', () => {
     await unloaded('demo-chat');
     const collect = async (): Promise<string[]> => {
       const deltas: string[] = [];
-      for await (const chunk of await client.chat.completions.create({ ...GREEDY, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming)) {
+      for await (const chunk of await live.client.chat.completions.create({ ...GREEDY, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming)) {
         deltas.push(chunk.choices[0]?.delta.content ?? '');
       }
       return deltas;
@@ -141,7 +131,7 @@ describe('a streamed request for a cold model', () => {
 describe('a request that does not stream', () => {
   it('gets its JSON answer alone, however long the load', async () => {
     await unloaded('demo-chat');
-    const cold = await postForLines(`${daemon.endpoint}/chat/completions`, { ...GREEDY, stream: false });
+    const cold = await postForLines(`${live.daemon.endpoint}/chat/completions`, { ...GREEDY, stream: false });
     expect(cold.status).toBe(200);
     expect(cold.headers['content-type']).toMatch(/^application\/json/);
     const body = JSON.parse(cold.body) as { choices: { message: { content: string } }[] };
@@ -151,22 +141,22 @@ describe('a request that does not stream', () => {
 
 describe('a stream whose load fails after the comments went out', () => {
   it("ends with the quarantine and llama.cpp's reason as an error event, which the openai client raises", async () => {
-    const raw = await postForLines(`${daemon.endpoint}/chat/completions`, { ...GREEDY, model: 'demo-broken' });
+    const raw = await postForLines(`${live.daemon.endpoint}/chat/completions`, { ...GREEDY, model: 'demo-broken' });
     expect(raw.status).toBe(200);
     expect(raw.lines[0]!.text).toMatch(/^: llmtray: (waiting to load|loading) demo-broken/);
     const data = raw.lines.filter((l) => l.text.startsWith('data:'));
     expect(data).toHaveLength(1);
     const { error } = JSON.parse(data[0]!.text.slice('data: '.length)) as { error: { code: string; message: string } };
     expect(error.code).toBe('model_quarantined');
-    const reason = (await daemon.model('demo-broken')).status.recovery.lastError;
+    const reason = (await live.daemon.model('demo-broken')).status.recovery.lastError;
     expect(reason).toBeTruthy();
     expect(error.message).toContain(reason);
 
     // Lifted, it fails the same way again; this time through the client.
-    expect((await daemon.api('/api/models/demo-broken/retry', { method: 'POST' })).status).toBe(200);
+    expect((await live.daemon.api('/api/models/demo-broken/retry', { method: 'POST' })).status).toBe(200);
     const failure = await (async () => {
       try {
-        for await (const _chunk of await client.chat.completions.create({ ...GREEDY, model: 'demo-broken' } as OpenAI.ChatCompletionCreateParamsStreaming)) {
+        for await (const _chunk of await live.client.chat.completions.create({ ...GREEDY, model: 'demo-broken' } as OpenAI.ChatCompletionCreateParamsStreaming)) {
           throw new Error('a chunk arrived from a model that cannot load');
         }
       } catch (caught) {

@@ -3,28 +3,17 @@
 // passes the fields to the engine (the field table says honoured) and the answers back, whole
 // and streamed, in OpenAI's published shape.
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { describe, expect, it } from 'vitest';
+import { fileDaemon } from '../support/file-daemon.js';
 import { expectSchema, expectTokenLogprobs, type ChatTokenLogprob } from '../support/openai-logprobs.js';
 
-let daemon: DaemonProcess;
-let client: OpenAI;
-
-beforeAll(async () => {
-  daemon = await startDaemonProcess();
-  client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
-});
+const live = fileDaemon();
 
 const MESSAGES = [{ role: 'user' as const, content: 'say something' }];
 
 describe('logprobs through the daemon on the embedded engine', () => {
   it('answers a chat with logprobs and top_logprobs, each token’s text the answer’s own', async () => {
-    const r = await client.chat.completions.create({ model: 'tiny', messages: MESSAGES, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 4 });
+    const r = await live.client.chat.completions.create({ model: 'tiny', messages: MESSAGES, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 4 });
     expect(r.model).toBe('demo-tiny');
     const choice = r.choices[0];
     expectSchema('chat', choice?.logprobs);
@@ -35,7 +24,7 @@ describe('logprobs through the daemon on the embedded engine', () => {
   });
 
   it('streams a chat with each delta’s tokens on its chunk', async () => {
-    const stream = await client.chat.completions.create({ model: 'tiny', messages: MESSAGES, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 2, stream: true });
+    const stream = await live.client.chat.completions.create({ model: 'tiny', messages: MESSAGES, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 2, stream: true });
     let text = '';
     const streamed: ChatTokenLogprob[] = [];
     for await (const chunk of stream) {
@@ -53,7 +42,7 @@ describe('logprobs through the daemon on the embedded engine', () => {
   });
 
   it('answers legacy completions with logprobs: 2', async () => {
-    const r = await client.completions.create({ model: 'tiny', prompt: 'Once upon a time', max_tokens: 6, temperature: 0, logprobs: 2 });
+    const r = await live.client.completions.create({ model: 'tiny', prompt: 'Once upon a time', max_tokens: 6, temperature: 0, logprobs: 2 });
     const choice = r.choices[0];
     expectSchema('completions', choice?.logprobs);
     const lp = choice?.logprobs;

@@ -11,25 +11,15 @@
 // request wins the memory.
 import http from 'node:http';
 import OpenAI, { APIError, BadRequestError, NotFoundError } from 'openai';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ModelView } from '../../core/contracts/snapshot.js';
-import { isProcessAlive, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { isProcessAlive } from '../support/daemon-process.js';
+import { fileDaemon } from '../support/file-daemon.js';
 import { SERVING_STATES } from '../../core/contracts/model-status.js';
 
 const DEMO_IDS = ['demo-broken', 'demo-chat', 'demo-draft', 'demo-tiny'];
 
-let daemon: DaemonProcess;
-let client: OpenAI;
-
-beforeAll(async () => {
-  daemon = await startDaemonProcess();
-  client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
-});
+const live = fileDaemon();
 
 const byId = (models: readonly ModelView[], id: string): ModelView => {
   const model = models.find((m) => m.id === id);
@@ -40,7 +30,7 @@ const byId = (models: readonly ModelView[], id: string): ModelView => {
 /** GET with a chosen Host header (fetch may not set one). */
 function getWithHost(path: string, host: string): Promise<{ status: number; body: string }> {
   return new Promise((done, fail) => {
-    const req = http.request({ host: '127.0.0.1', port: daemon.port, path, headers: { host } }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port: live.daemon.port, path, headers: { host } }, (res) => {
       let body = '';
       res.setEncoding('utf8').on('data', (text: string) => (body += text));
       res.on('end', () => done({ status: res.statusCode ?? 0, body }));
@@ -52,7 +42,7 @@ function getWithHost(path: string, host: string): Promise<{ status: number; body
 
 describe('before any model is loaded', () => {
   it('publishes every per-model metric series for every demo model, at 0', async () => {
-    const res = await fetch(`${daemon.origin}/metrics`);
+    const res = await fetch(`${live.daemon.origin}/metrics`);
     expect(res.status).toBe(200);
     const text = await res.text();
     for (const id of DEMO_IDS) {
@@ -63,7 +53,7 @@ describe('before any model is loaded', () => {
   });
 
   it('lists every demo model with its state through the openai client', async () => {
-    const page = await client.models.list();
+    const page = await live.client.models.list();
     const entries = page.data as unknown as Array<{ id: string; object: string; aliases: string[]; state: string; level: string | null; served_by: string | null; reason: string | null }>;
     expect(entries.map((e) => e.id).sort()).toEqual(DEMO_IDS);
     for (const entry of entries) {
@@ -79,19 +69,19 @@ describe('before any model is loaded', () => {
       expect(hostile.status, path).toBe(403);
       expect(hostile.body).toContain('evil.example');
     }
-    expect((await getWithHost('/v1/models', `localhost:${daemon.port}`)).status).toBe(200);
+    expect((await getWithHost('/v1/models', `localhost:${live.daemon.port}`)).status).toBe(200);
   });
 
   it('guards /api/state with the admin token', async () => {
-    expect((await fetch(`${daemon.origin}/api/state`)).status).toBe(401);
-    expect((await fetch(`${daemon.origin}/api/state`, { headers: { authorization: 'Bearer not-the-token' } })).status).toBe(401);
-    const ok = await daemon.api('/api/state');
+    expect((await fetch(`${live.daemon.origin}/api/state`)).status).toBe(401);
+    expect((await fetch(`${live.daemon.origin}/api/state`, { headers: { authorization: 'Bearer not-the-token' } })).status).toBe(401);
+    const ok = await live.daemon.api('/api/state');
     expect(ok.status).toBe(200);
     expect(((await ok.json()) as { models: unknown[] }).models).toHaveLength(DEMO_IDS.length);
   });
 
   it('answers an unknown model with 404 naming the models that exist', async () => {
-    const error = await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    const error = await live.client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotFoundError);
     const message = (error as NotFoundError).message;
     expect(message).toContain('no-such-model');
@@ -99,15 +89,15 @@ describe('before any model is loaded', () => {
   });
 
   it('answers a malformed body with 400 naming the field, without loading the model', async () => {
-    const error = await client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: -3 }).catch((e: unknown) => e);
+    const error = await live.client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: -3 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BadRequestError);
     expect((error as BadRequestError).param).toBe('max_tokens');
     expect((error as BadRequestError).message).toContain('max_tokens');
-    const noMessages = await client.chat.completions.create({ model: 'chat', messages: [] }).catch((e: unknown) => e);
+    const noMessages = await live.client.chat.completions.create({ model: 'chat', messages: [] }).catch((e: unknown) => e);
     expect(noMessages).toBeInstanceOf(BadRequestError);
     expect((noMessages as BadRequestError).param).toBe('messages');
     // A refused request must not cost a load (and an eviction of what someone was using).
-    const chat = await daemon.model('demo-chat');
+    const chat = await live.daemon.model('demo-chat');
     expect(chat.status.state).toBe('idle');
     expect(chat.upstream).toBeNull();
   });
@@ -115,23 +105,23 @@ describe('before any model is loaded', () => {
 
 describe('on-demand loading and swapping', () => {
   it('loads demo-chat on the first request, by its alias, and names the model in the answer', async () => {
-    const before = await daemon.model('demo-chat');
+    const before = await live.daemon.model('demo-chat');
     expect(before.upstream).toBeNull();
 
-    const answer = await client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 8 });
+    const answer = await live.client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 8 });
     expect(answer.model).toBe('demo-chat');
     expect(answer.object).toBe('chat.completion');
     expect(typeof answer.choices[0]?.message.content).toBe('string');
     expect(answer.usage?.completion_tokens).toBeGreaterThan(0);
 
-    const chat = await daemon.model('demo-chat');
+    const chat = await live.daemon.model('demo-chat');
     expect(SERVING_STATES).toContain(chat.status.state);
     expect(chat.upstream?.pid).toBeGreaterThan(0);
-    expect((await daemon.model('demo-tiny')).upstream).toBeNull();
+    expect((await live.daemon.model('demo-tiny')).upstream).toBeNull();
   });
 
   it('streams a chat completion from the resident model', async () => {
-    const stream = await client.chat.completions.create({ model: 'demo-chat', messages: [{ role: 'user', content: 'Count.' }], max_tokens: 12, stream: true });
+    const stream = await live.client.chat.completions.create({ model: 'demo-chat', messages: [{ role: 'user', content: 'Count.' }], max_tokens: 12, stream: true });
     let text = '';
     let chunks = 0;
     let finish: string | null = null;
@@ -147,13 +137,13 @@ describe('on-demand loading and swapping', () => {
   });
 
   it('swaps: a request for demo-tiny evicts demo-chat and loads demo-tiny', async () => {
-    const chatPid = (await daemon.model('demo-chat')).upstream?.pid;
+    const chatPid = (await live.daemon.model('demo-chat')).upstream?.pid;
     expect(chatPid).toBeGreaterThan(0);
 
-    const answer = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 });
+    const answer = await live.client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 });
     expect(answer.model).toBe('demo-tiny');
 
-    const state = await daemon.state();
+    const state = await live.daemon.state();
     const tiny = byId(state.models, 'demo-tiny');
     const chat = byId(state.models, 'demo-chat');
     expect(SERVING_STATES).toContain(tiny.status.state);
@@ -169,7 +159,7 @@ describe('on-demand loading and swapping', () => {
   });
 
   it('serves the legacy completions endpoint', async () => {
-    const answer = await client.completions.create({ model: 'tiny', prompt: 'Once upon a time', max_tokens: 6 });
+    const answer = await live.client.completions.create({ model: 'tiny', prompt: 'Once upon a time', max_tokens: 6 });
     expect(answer.model).toBe('demo-tiny');
     expect(answer.object).toBe('text_completion');
     expect(typeof answer.choices[0]?.text).toBe('string');
@@ -180,7 +170,7 @@ describe('on-demand loading and swapping', () => {
     const long = Array.from({ length: 6000 }, (_, i) => `w${i}`).join(' ');
     let error: unknown;
     try {
-      await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: long }], max_tokens: 2 });
+      await live.client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: long }], max_tokens: 2 });
     } catch (caught) {
       error = caught;
     }
@@ -196,14 +186,14 @@ describe('on-demand loading and swapping', () => {
 
 describe('concurrency', () => {
   it('serves 16 concurrent clients on two models that fit together, loading the cold one once', async () => {
-    const state = await daemon.state();
+    const state = await live.daemon.state();
     const pair = byId(state.models, 'demo-tiny').estimateBytes.full + byId(state.models, 'demo-draft').estimateBytes.full;
     expect(pair).toBeLessThanOrEqual(state.budget.budgetBytes);
     expect(byId(state.models, 'demo-draft').upstream).toBeNull();
-    const launchesBefore = countLines(daemon.stderr(), 'launching demo-draft');
+    const launchesBefore = countLines(live.daemon.stderr(), 'launching demo-draft');
 
     const requests = Array.from({ length: 16 }, (_, i) => {
-      const own = new OpenAI({ baseURL: daemon.endpoint, apiKey: `client-${i}`, maxRetries: 0 });
+      const own = new OpenAI({ baseURL: live.daemon.endpoint, apiKey: `client-${i}`, maxRetries: 0 });
       const model = i % 2 === 0 ? 'demo-tiny' : 'demo-draft';
       return own.chat.completions.create({ model, messages: [{ role: 'user', content: `client ${i}` }], max_tokens: 8 }).then((answer) => ({ model, answer }));
     });
@@ -213,21 +203,21 @@ describe('concurrency', () => {
       expect(answer.choices[0]?.finish_reason).toBe('length');
     }
 
-    const after = await daemon.state();
+    const after = await live.daemon.state();
     expect(SERVING_STATES).toContain(byId(after.models, 'demo-tiny').status.state);
     expect(SERVING_STATES).toContain(byId(after.models, 'demo-draft').status.state);
     for (const model of after.models) expect(model.inFlight, model.id).toBe(0);
     // Eight requests for the cold demo-draft started one load, not eight.
-    expect(countLines(daemon.stderr(), 'launching demo-draft') - launchesBefore).toBe(1);
+    expect(countLines(live.daemon.stderr(), 'launching demo-draft') - launchesBefore).toBe(1);
   });
 });
 
 describe('an engine that dies mid-answer', () => {
   it('ends the client stream with an error within 1 s; requests sent at the kill and right after the error are served by a relaunched engine', async () => {
-    const tinyPid = (await daemon.model('demo-tiny')).upstream?.pid;
+    const tinyPid = (await live.daemon.model('demo-tiny')).upstream?.pid;
     expect(tinyPid).toBeGreaterThan(0);
 
-    const stream = await client.chat.completions.create({
+    const stream = await live.client.chat.completions.create({
       model: 'demo-tiny',
       messages: [{ role: 'user', content: 'Write a long story.' }],
       max_tokens: 1900,
@@ -245,7 +235,7 @@ describe('an engine that dies mid-answer', () => {
             killedAt = performance.now();
             // Reaches the router while the engine dies: forwarded to the dying engine (which
             // resets it) or to its closed port, unless the exit has already been seen.
-            sentAtKill = client.chat.completions.create({ model: 'demo-tiny', messages: [{ role: 'user', content: 'at the kill' }], max_tokens: 8 }).catch((error: unknown) => error);
+            sentAtKill = live.client.chat.completions.create({ model: 'demo-tiny', messages: [{ role: 'user', content: 'at the kill' }], max_tokens: 8 }).catch((error: unknown) => error);
           }
         }
         return null;
@@ -265,24 +255,24 @@ describe('an engine that dies mid-answer', () => {
     // Sent at once, racing the death: the engine's sockets close before its exit reaches the
     // supervisor, and its exit reaches the controller only after its log has drained. Each
     // request must wait for the relaunch, never meet the dead engine with a 502.
-    const next = await client.chat.completions.create({ model: 'demo-tiny', messages: [{ role: 'user', content: 'again' }], max_tokens: 8 });
+    const next = await live.client.chat.completions.create({ model: 'demo-tiny', messages: [{ role: 'user', content: 'again' }], max_tokens: 8 });
     expect(next.model).toBe('demo-tiny');
     expect(await sentAtKill).toMatchObject({ model: 'demo-tiny', object: 'chat.completion' });
-    const relaunched = await daemon.model('demo-tiny');
+    const relaunched = await live.daemon.model('demo-tiny');
     expect(relaunched.upstream?.pid).not.toBe(tinyPid);
     expect(isProcessAlive(relaunched.upstream?.pid as number)).toBe(true);
-    expect(daemon.stderr()).toContain("demo-tiny's server ended on its own");
+    expect(live.daemon.stderr()).toContain("demo-tiny's server ended on its own");
   });
 });
 
 describe('llama.cpp router mode’s model commands', () => {
   /** demo-tiny's router-mode status, as a client made for llama.cpp reads it. */
   async function tinyStatus(): Promise<unknown> {
-    const entries = (await client.models.list()).data as unknown as { id: string; status: unknown }[];
+    const entries = (await live.client.models.list()).data as unknown as { id: string; status: unknown }[];
     return entries.find((e) => e.id === 'demo-tiny')?.status;
   }
   const post = async (path: string, model: string): Promise<{ status: number; json: Record<string, unknown> }> => {
-    const response = await fetch(`${daemon.origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) });
+    const response = await fetch(`${live.daemon.origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) });
     return { status: response.status, json: (await response.json()) as Record<string, unknown> };
   };
 

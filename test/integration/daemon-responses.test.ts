@@ -7,24 +7,13 @@
 // One daemon for the file; demo-tiny serves every test (loaded by the first).
 import OpenAI, { BadRequestError } from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { fileDaemon } from '../support/file-daemon.js';
 import { expectTokenLogprobs, type ChatTokenLogprob } from '../support/openai-logprobs.js';
 import { responseSchemaErrors, streamEventSchemaErrors } from '../support/openai-response-schemas.js';
 
-let daemon: DaemonProcess;
-let client: OpenAI;
-
-beforeAll(async () => {
-  daemon = await startDaemonProcess();
-  client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
-});
+const live = fileDaemon();
 
 /** The token log probabilities of a Response's (one) output text. */
 function outputTextLogprobs(response: OpenAI.Responses.Response): ChatTokenLogprob[] {
@@ -36,7 +25,7 @@ function outputTextLogprobs(response: OpenAI.Responses.Response): ChatTokenLogpr
 
 describe('demo-tiny through the Responses API', () => {
   it('loads demo-tiny on the first request, by its alias, and answers a Response cut at max_output_tokens', async () => {
-    const { data, response } = await client.responses.create({ model: 'tiny', instructions: 'Be brief.', input: 'Say hello.', max_output_tokens: 8 }).withResponse();
+    const { data, response } = await live.client.responses.create({ model: 'tiny', instructions: 'Be brief.', input: 'Say hello.', max_output_tokens: 8 }).withResponse();
     expect(responseSchemaErrors(data)).toEqual([]);
     expect(data).toMatchObject({ object: 'response', model: 'demo-tiny', status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, instructions: 'Be brief.' });
     expect(data.output_text.length).toBeGreaterThan(0);
@@ -47,9 +36,9 @@ describe('demo-tiny through the Responses API', () => {
 
   it('streams the same text as the whole answer, as Responses events', async () => {
     const request = { model: 'demo-tiny', input: [{ role: 'user' as const, content: 'Stream please.' }], max_output_tokens: 24, temperature: 0 };
-    const whole = await client.responses.create(request);
+    const whole = await live.client.responses.create(request);
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
-    for await (const event of await client.responses.create({ ...request, stream: true })) {
+    for await (const event of await live.client.responses.create({ ...request, stream: true })) {
       expect(streamEventSchemaErrors(event), event.type).toEqual([]);
       events.push(event);
     }
@@ -63,13 +52,13 @@ describe('demo-tiny through the Responses API', () => {
     const last = events.at(-1) as OpenAI.Responses.ResponseIncompleteEvent;
     expect(last.response).toMatchObject({ model: 'demo-tiny', status: 'incomplete', usage: { output_tokens: 24, input_tokens: whole.usage?.input_tokens } });
     // The SDK's accumulator, which checks every event against the items announced before it, builds the same answer.
-    const accumulated = await client.responses.stream(request).finalResponse();
+    const accumulated = await live.client.responses.stream(request).finalResponse();
     expect(accumulated).toMatchObject({ status: 'incomplete', output_text: whole.output_text });
   });
 
   it('answers include message.output_text.logprobs with every token’s log probability and top_logprobs alternatives', async () => {
     const request = { model: 'tiny', input: 'say something', max_output_tokens: 10, temperature: 0 } as const;
-    const answer = await client.responses.create({ ...request, include: ['message.output_text.logprobs'], top_logprobs: 3 });
+    const answer = await live.client.responses.create({ ...request, include: ['message.output_text.logprobs'], top_logprobs: 3 });
     expect(responseSchemaErrors(answer)).toEqual([]);
     expect(answer.top_logprobs).toBe(3);
     const tokens = outputTextLogprobs(answer);
@@ -78,16 +67,16 @@ describe('demo-tiny through the Responses API', () => {
     expectTokenLogprobs(tokens, 3, true);
     for (const t of tokens) expect(t.top_logprobs).toHaveLength(3);
     // include alone: each token's own log probability, no alternatives; neither: none at all.
-    const alone = outputTextLogprobs(await client.responses.create({ ...request, include: ['message.output_text.logprobs'] }));
+    const alone = outputTextLogprobs(await live.client.responses.create({ ...request, include: ['message.output_text.logprobs'] }));
     expect(alone.map((t) => [t.token, t.top_logprobs])).toEqual(tokens.map((t) => [t.token, []]));
-    expect(outputTextLogprobs(await client.responses.create(request))).toEqual([]);
+    expect(outputTextLogprobs(await live.client.responses.create(request))).toEqual([]);
   });
 
   it('streams each text delta with its own tokens’ log probabilities, the same as the whole answer’s, and the SDK accumulates them', async () => {
     const request = { model: 'tiny', input: 'say something', max_output_tokens: 10, temperature: 0, top_logprobs: 2 } as const;
-    const whole = outputTextLogprobs(await client.responses.create(request));
+    const whole = outputTextLogprobs(await live.client.responses.create(request));
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
-    for await (const event of await client.responses.create({ ...request, stream: true })) {
+    for await (const event of await live.client.responses.create({ ...request, stream: true })) {
       expect(streamEventSchemaErrors(event), event.type).toEqual([]);
       events.push(event);
     }
@@ -102,7 +91,7 @@ describe('demo-tiny through the Responses API', () => {
     expect(done?.logprobs).toEqual(streamed);
     const last = events.at(-1) as OpenAI.Responses.ResponseIncompleteEvent;
     expect(outputTextLogprobs(last.response)).toEqual(streamed);
-    const accumulated = await client.responses.stream(request).finalResponse();
+    const accumulated = await live.client.responses.stream(request).finalResponse();
     expect(outputTextLogprobs(accumulated).map((t) => t.token)).toEqual(whole.map((t) => t.token));
   });
 
@@ -113,7 +102,7 @@ describe('demo-tiny through the Responses API', () => {
       required: ['name', 'count', 'ok'],
       additionalProperties: false,
     };
-    const answer = await client.responses.create({
+    const answer = await live.client.responses.create({
       model: 'tiny',
       input: 'describe it',
       max_output_tokens: 200,
@@ -133,14 +122,14 @@ describe('demo-tiny through the Responses API', () => {
 
   it('serves the SDK’s structured outputs: responses.parse with a zod schema gives the parsed object', async () => {
     const Task = z.object({ title: z.string().max(10), done: z.boolean() });
-    const parsed = await client.responses.parse({ model: 'tiny', input: 'a task', max_output_tokens: 200, temperature: 0, text: { format: zodTextFormat(Task, 'task') } });
+    const parsed = await live.client.responses.parse({ model: 'tiny', input: 'a task', max_output_tokens: 200, temperature: 0, text: { format: zodTextFormat(Task, 'task') } });
     expect(parsed.status).toBe('completed');
     expect(Task.parse(parsed.output_parsed)).toEqual(parsed.output_parsed);
   });
 
   it('passes the engine’s own refusal on in OpenAI’s error shape: a schema keyword its grammar cannot enforce', async () => {
     const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]+$' } } };
-    const error = await client.responses.create({ model: 'tiny', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema } } }).then(
+    const error = await live.client.responses.create({ model: 'tiny', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema } } }).then(
       () => null,
       (caught: unknown) => caught,
     );
@@ -150,7 +139,7 @@ describe('demo-tiny through the Responses API', () => {
   });
 
   it('calls a function tool on the embedded engine when the tool choice requires it: a function_call item whose arguments match the schema', async () => {
-    const response = await client.responses.create({
+    const response = await live.client.responses.create({
       model: 'tiny',
       input: 'What is the weather in Oslo?',
       // An enum: a random-weight demo model writes a free string until the token limit.
@@ -169,7 +158,7 @@ describe('demo-tiny through the Responses API', () => {
   });
 
   it('refuses a reasoning item given back with a 400 naming input: the embedded engine renders text only', async () => {
-    const error = await client.responses
+    const error = await live.client.responses
       .create({
         model: 'tiny',
         input: [
@@ -189,7 +178,7 @@ describe('demo-tiny through the Responses API', () => {
   });
 
   it('answers previous_response_id with a 400: responses are not kept', async () => {
-    const error = await client.responses.create({ model: 'tiny', input: 'again', previous_response_id: 'resp_earlier' }).then(
+    const error = await live.client.responses.create({ model: 'tiny', input: 'again', previous_response_id: 'resp_earlier' }).then(
       () => null,
       (caught: unknown) => caught,
     );

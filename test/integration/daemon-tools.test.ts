@@ -7,22 +7,11 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI } from '@langchain/openai';
 import { generateText, tool } from 'ai';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { fileDaemon } from '../support/file-daemon.js';
 
-let daemon: DaemonProcess;
-let client: OpenAI;
-
-beforeAll(async () => {
-  daemon = await startDaemonProcess();
-  client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
-});
+const live = fileDaemon();
 
 const cityArgs = z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']), celsius: z.boolean() });
 const weather = {
@@ -38,7 +27,7 @@ const ask: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'What
 
 describe('tool calls through the daemon', () => {
   it('answers the openai SDK with a call to the named function, arguments matching its schema', async () => {
-    const answer = await client.chat.completions.create({ model: 'demo-tiny', messages: ask, tools: [clock, weather], tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 120 });
+    const answer = await live.client.chat.completions.create({ model: 'demo-tiny', messages: ask, tools: [clock, weather], tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 120 });
     const choice = answer.choices[0];
     expect(choice?.finish_reason).toBe('tool_calls');
     const call = choice?.message.tool_calls?.[0];
@@ -49,7 +38,7 @@ describe('tool calls through the daemon', () => {
   });
 
   it('streams required calls that the openai SDK reassembles into valid calls', async () => {
-    const stream = client.chat.completions.stream({ model: 'demo-tiny', messages: ask, tools: [weather, clock], tool_choice: 'required', max_tokens: 120 });
+    const stream = live.client.chat.completions.stream({ model: 'demo-tiny', messages: ask, tools: [weather, clock], tool_choice: 'required', max_tokens: 120 });
     const done = await stream.finalChatCompletion();
     const choice = done.choices[0];
     expect(choice?.finish_reason).toBe('tool_calls');
@@ -63,7 +52,7 @@ describe('tool calls through the daemon', () => {
   });
 
   it('continues a conversation holding an assistant call and its tool result', async () => {
-    const answer = await client.chat.completions.create({
+    const answer = await live.client.chat.completions.create({
       model: 'demo-tiny',
       messages: [
         ...ask,
@@ -78,7 +67,7 @@ describe('tool calls through the daemon', () => {
   });
 
   it('serves the Vercel AI SDK’s generateText with a zod tool and toolChoice required', async () => {
-    const provider = createOpenAICompatible({ name: 'llmtray', baseURL: daemon.endpoint, apiKey: 'any-key-works' });
+    const provider = createOpenAICompatible({ name: 'llmtray', baseURL: live.daemon.endpoint, apiKey: 'any-key-works' });
     const result = await generateText({
       model: provider.chatModel('demo-tiny'),
       tools: { get_weather: tool({ description: 'The weather in a city', inputSchema: cityArgs }) },
@@ -96,7 +85,7 @@ describe('tool calls through the daemon', () => {
   });
 
   it('serves LangChain’s ChatOpenAI.bindTools with a forced tool', async () => {
-    const model = new ChatOpenAI({ model: 'demo-tiny', apiKey: 'any-key-works', configuration: { baseURL: daemon.endpoint }, maxTokens: 120, maxRetries: 0 });
+    const model = new ChatOpenAI({ model: 'demo-tiny', apiKey: 'any-key-works', configuration: { baseURL: live.daemon.endpoint }, maxTokens: 120, maxRetries: 0 });
     const message = await model.bindTools([weather], { tool_choice: 'get_weather', parallel_tool_calls: false }).invoke('Weather in Paris?');
     expect(message.tool_calls).toHaveLength(1);
     const call = message.tool_calls?.[0];

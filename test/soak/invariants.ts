@@ -7,13 +7,30 @@ import type { Outcome } from './request-outcome.js';
 
 /** How many more descriptors the daemon may hold at the end than after its warm-up (sockets closing late). */
 export const FD_SLACK = 4;
-/** The daemon's resident memory may grow by less than this over the run (after its warm-up). */
-export const RSS_GROWTH_LIMIT_BYTES = 10_000_000;
+/**
+ * The daemon's live heap after a full GC may grow by less than this over the run (after its
+ * warm-up): the leak bound. Heap snapshots of a daemon under the same kind of load read +0.08 MiB
+ * of compiled code and ~60 KB of log-ring strings from its 2,452nd request to its 4,104th
+ * (RELIABILITY.md), so the bound is far past that noise, while a leak of a kilobyte a request
+ * crosses it within the full soak's ~4,000 requests.
+ */
+export const LIVE_HEAP_GROWTH_LIMIT_BYTES = 4_000_000;
+/**
+ * The daemon's resident memory may grow by less than this: a backstop for memory the live heap
+ * does not see (native allocations, a heap V8 keeps growing). Not the leak bound: RSS moves with
+ * V8's and malloc's high-water marks under load, +3.6 to +19.1 MB over eight full runs of code
+ * that changed little.
+ */
+export const RSS_GROWTH_LIMIT_BYTES = 30_000_000;
 
 export interface ProcessSample {
   at: number;
   fds: number;
   rssBytes: number;
+  /** V8's heap in use after a full collection, read through the daemon's inspector (live-heap.ts). */
+  liveHeapBytes: number;
+  /** process.memoryUsage().external after the same collection (Buffers and the like), reported beside it. */
+  externalBytes: number;
 }
 
 export interface SoakRecord {
@@ -84,6 +101,11 @@ export function classifiedRight(fault: FaultRecord): boolean {
 }
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+/** "+1.2 MB over 11.0 min": how much `field` grew from `from` to `to`. */
+const growth = (from: ProcessSample, to: ProcessSample, field: 'rssBytes' | 'liveHeapBytes') => {
+  const delta = to[field] - from[field];
+  return `${delta >= 0 ? '+' : ''}${(delta / 1e6).toFixed(1)} MB over ${((to.at - from.at) / 60_000).toFixed(1)} min`;
+};
 
 export function checkInvariants(record: SoakRecord): InvariantResult[] {
   const failures = attribute(record.outcomes, record.faults);
@@ -160,11 +182,16 @@ export function checkInvariants(record: SoakRecord): InvariantResult[] {
       ok: record.baseline !== null && record.end !== null && record.end.fds - record.baseline.fds <= FD_SLACK,
     },
     {
-      name: `daemon RSS at rest, after warm-up → end (growth < ${RSS_GROWTH_LIMIT_BYTES / 1e6} MB)`,
+      name: `daemon live heap after a full GC at rest, after warm-up → end (growth < ${LIVE_HEAP_GROWTH_LIMIT_BYTES / 1e6} MB)`,
       measured:
         record.baseline === null || record.end === null
           ? 'not measured'
-          : `${mib(record.baseline.rssBytes)} → ${mib(record.end.rssBytes)} (${record.end.rssBytes >= record.baseline.rssBytes ? '+' : ''}${((record.end.rssBytes - record.baseline.rssBytes) / 1e6).toFixed(1)} MB over ${((record.end.at - record.baseline.at) / 60_000).toFixed(1)} min)`,
+          : `${mib(record.baseline.liveHeapBytes)} → ${mib(record.end.liveHeapBytes)} (${growth(record.baseline, record.end, 'liveHeapBytes')}); external ${mib(record.baseline.externalBytes)} → ${mib(record.end.externalBytes)}`,
+      ok: record.baseline !== null && record.end !== null && record.end.liveHeapBytes - record.baseline.liveHeapBytes < LIVE_HEAP_GROWTH_LIMIT_BYTES,
+    },
+    {
+      name: `daemon RSS at rest, after warm-up → end (backstop: growth < ${RSS_GROWTH_LIMIT_BYTES / 1e6} MB)`,
+      measured: record.baseline === null || record.end === null ? 'not measured' : `${mib(record.baseline.rssBytes)} → ${mib(record.end.rssBytes)} (${growth(record.baseline, record.end, 'rssBytes')})`,
       ok: record.baseline !== null && record.end !== null && record.end.rssBytes - record.baseline.rssBytes < RSS_GROWTH_LIMIT_BYTES,
     },
     {

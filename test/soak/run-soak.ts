@@ -4,9 +4,12 @@
 // anything left behind. Returns everything it saw and the verdict; prints progress through `say`.
 //
 //   start daemon ─ pin tiny ─ traffic ─┬─ faults with the daemon's kills (restart on the same data dir and port)
-//                                       ├─ warm-up: a round of the other faults, swaps ─ at rest: fds, RSS (baseline)
+//                                       ├─ warm-up: a round of the other faults, swaps ─ at rest: fds, RSS, live heap (baseline)
 //                                       ├─ the other faults ─ swaps up to the target
-//                                       └─ at rest: fds, RSS, in flight ─ SIGTERM ─ engines, ports left?
+//                                       └─ at rest: fds, RSS, live heap, in flight ─ SIGTERM ─ engines, ports left?
+//
+// Every daemon runs with its inspector open on 127.0.0.1 (live-heap.ts), so that at rest its
+// live heap after a full GC is read beside its RSS: the leak bound is on the first.
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
@@ -17,6 +20,7 @@ import { DaemonLogRecorder } from './daemon-log.js';
 import type { FaultRecord } from './explain.js';
 import { EPISODES, type FaultWorld } from './faults.js';
 import type { ProcessSample, SoakRecord } from './invariants.js';
+import { INSPECT_FLAG, inspectorUrl, liveHeapAfterGc } from './live-heap.js';
 import { addressSpaceLimit, commandLine, fdCount, listeningSockets, peakAddressSpaceBytes, rssBytes, socketOwners } from './proc.js';
 import { planEpisodes, type FaultKind, type SoakOptions } from './profiles.js';
 import { sendChat, type Outcome, type RequestResult } from './request-outcome.js';
@@ -92,6 +96,7 @@ export async function runSoak(options: SoakOptions, say: (line: string) => void 
       config: setup.configPath,
       launcher: ['prlimit', `--as=${setup.addressSpaceBytes}`],
       startTimeoutMs: 60_000,
+      nodeFlags: [INSPECT_FLAG],
       ...(port === undefined ? {} : { port }),
     });
     log.attach(started.child, life, started.stderr());
@@ -140,10 +145,18 @@ export async function runSoak(options: SoakOptions, say: (line: string) => void 
       return state.models.every((m) => m.inFlight === 0 && (m.pinned ? m.upstream !== null : m.upstream === null)) ? true : undefined;
     }, 90_000);
     await sleep(KEEP_ALIVE_SETTLE_MS);
-    // Counted before this soak opens a connection of its own again.
-    const sample = { at: Date.now(), fds: fdCount(d.pid), rssBytes: rssBytes(d.pid) };
+    // Counted before this soak opens a connection of its own again (the inspector's among them),
+    // and RSS before the collection, as it stands at rest.
+    const at = Date.now();
+    const fds = fdCount(d.pid);
+    const rss = rssBytes(d.pid);
+    const url = inspectorUrl(d.stderr());
+    if (url === null) throw new Error(`the daemon (pid ${d.pid}) printed no inspector URL, so its live heap cannot be read`);
+    const heap = await liveHeapAfterGc(url);
+    const sample: ProcessSample = { at, fds, rssBytes: rss, liveHeapBytes: heap.heapUsedBytes, externalBytes: heap.externalBytes };
     const inFlight = (await d.state()).models.reduce((n, m) => n + m.inFlight, 0);
-    say(`at rest (${label}): ${sample.fds} fds, RSS ${(sample.rssBytes / 2 ** 20).toFixed(1)} MiB, ${inFlight} in flight`);
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+    say(`at rest (${label}): ${sample.fds} fds, RSS ${mib(sample.rssBytes)}, live heap after GC ${mib(sample.liveHeapBytes)} (external ${mib(sample.externalBytes)}), ${inFlight} in flight`);
     traffic?.resume();
     return { sample, inFlight };
   };

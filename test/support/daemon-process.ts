@@ -87,6 +87,8 @@ export interface StartOptions {
   launcher?: readonly string[];
   /** The daemon's working directory (default this process's): a folder a test may delete under it. */
   cwd?: string;
+  /** More Node flags for the daemon, after the ones every launch gets: the soak's --inspect, to read its live heap. */
+  nodeFlags?: readonly string[];
 }
 
 /** A fresh temp data dir; the caller removes it with removeDataDir. */
@@ -152,7 +154,7 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
   const source = options.config === undefined ? ['--demo'] : ['--config', options.config];
   // Strict: a rejection nothing handles ends the daemon at once, and the test sees it exit.
   // With the V8 flags every launch of the daemon gets (core/daemon/node-flags.ts).
-  const argv = [process.execPath, STRICT_REJECTIONS, ...DAEMON_NODE_FLAGS, CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)];
+  const argv = [process.execPath, STRICT_REJECTIONS, ...DAEMON_NODE_FLAGS, ...(options.nodeFlags ?? []), CLI_ENTRY, 'serve', ...source, '--data-dir', dataDir, '--port', String(options.port ?? 0)];
   const [command, ...args] = [...(options.launcher ?? []), ...argv] as [string, ...string[]];
   const child = spawn(command, args, {
     stdio: ['ignore', 'pipe', 'pipe'],

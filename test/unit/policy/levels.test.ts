@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { degradedContext, footprintAt, layerCostAt, partialLayers, type FootprintEstimate } from '../../../core/policy/index.js';
 import { LAUNCH_LEVELS } from '../../../core/contracts/launch-level.js';
+import { atLeast, atMost, equal, same } from '../../support/hot-expect.js';
 
 const KiB = 1024;
 const MiB = 1024 ** 2;
@@ -28,9 +29,9 @@ describe('degradedContext', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 1 << 20 }), (configured) => {
         const smaller = degradedContext(configured);
-        expect(smaller).toBeLessThanOrEqual(configured);
-        expect(smaller).toBeGreaterThanOrEqual(Math.min(512, configured));
-        if (smaller !== configured) expect(smaller % 256).toBe(0);
+        atMost(smaller, configured);
+        atLeast(smaller, Math.min(512, configured));
+        if (smaller !== configured) same(smaller % 256, 0);
       }),
       RUNS,
     );
@@ -134,11 +135,11 @@ describe('footprintAt', () => {
     fc.assert(
       fc.property(estimateArb(2), (estimate) => {
         const [full, degraded, partial, minimal] = LAUNCH_LEVELS.map((level) => footprintAt(level, estimate));
-        expect(full!.deviceBytes).toBeGreaterThanOrEqual(degraded!.deviceBytes);
-        expect(degraded!.deviceBytes).toBeGreaterThanOrEqual(partial!.deviceBytes);
-        expect(partial!.deviceBytes).toBeGreaterThanOrEqual(minimal!.deviceBytes);
-        expect(minimal!.deviceBytes).toBe(0);
-        expect(minimal!.hostBytes).toBe(degraded!.deviceBytes);
+        atLeast(full!.deviceBytes, degraded!.deviceBytes);
+        atLeast(degraded!.deviceBytes, partial!.deviceBytes);
+        atLeast(partial!.deviceBytes, minimal!.deviceBytes);
+        same(minimal!.deviceBytes, 0);
+        same(minimal!.hostBytes, degraded!.deviceBytes);
       }),
       RUNS,
     );
@@ -148,10 +149,10 @@ describe('footprintAt', () => {
     fc.assert(
       fc.property(estimateArb(2), fc.constantFrom(...LAUNCH_LEVELS.slice(1)), (estimate, level) => {
         const at = footprintAt(level, estimate);
-        expect(at.hostBytes).toBeGreaterThanOrEqual(0);
-        expect(at.deviceBytes).toBeGreaterThanOrEqual(0);
-        expect(at.deviceBytes + at.hostBytes).toBe(footprintAt('degraded', estimate).deviceBytes);
-        expect(at.contextTokens).toBe(footprintAt('degraded', estimate).contextTokens);
+        atLeast(at.hostBytes, 0);
+        atLeast(at.deviceBytes, 0);
+        same(at.deviceBytes + at.hostBytes, footprintAt('degraded', estimate).deviceBytes);
+        same(at.contextTokens, footprintAt('degraded', estimate).contextTokens);
       }),
       RUNS,
     );
@@ -163,9 +164,9 @@ describe('footprintAt', () => {
         fc.pre(partialLayers(estimate.layers ?? 0) > 0 && layerCostAt('partial', estimate) === undefined);
         const { contextTokens, hostBytes, deviceBytes } = footprintAt('partial', estimate);
         const layerBytes = Math.max(0, estimate.weightsBytes) + Math.max(0, estimate.kvBytesPerToken) * contextTokens;
-        expect(hostBytes).toBeGreaterThanOrEqual(Math.floor(layerBytes / 2));
-        expect(hostBytes).toBeLessThanOrEqual((layerBytes * 2) / 3);
-        expect(deviceBytes).toBeGreaterThanOrEqual(Math.max(0, estimate.computeBytes));
+        atLeast(hostBytes, Math.floor(layerBytes / 2));
+        atMost(hostBytes, (layerBytes * 2) / 3);
+        atLeast(deviceBytes, Math.max(0, estimate.computeBytes));
       }),
       RUNS,
     );
@@ -178,8 +179,8 @@ describe('footprintAt', () => {
         const alone = footprintAt('partial', primary);
         const paired = footprintAt('partial', { ...primary, draft });
         const draftDegraded = footprintAt('degraded', { ...draft, contextTokens: primary.contextTokens }).deviceBytes;
-        expect(paired.deviceBytes - alone.deviceBytes).toBe(draftDegraded);
-        expect(paired.hostBytes).toBe(alone.hostBytes);
+        same(paired.deviceBytes - alone.deviceBytes, draftDegraded);
+        same(paired.hostBytes, alone.hostBytes);
       }),
       RUNS,
     );
@@ -191,10 +192,8 @@ describe('footprintAt', () => {
         const alone = footprintAt(level, primary);
         const draftAtPrimaryContext = footprintAt(level, { ...draft, contextTokens: primary.contextTokens });
         const paired = footprintAt(level, { ...primary, draft });
-        expect(paired.deviceBytes + paired.hostBytes).toBe(
-          alone.deviceBytes + alone.hostBytes + draftAtPrimaryContext.deviceBytes + draftAtPrimaryContext.hostBytes,
-        );
-        expect(paired.contextTokens).toBe(alone.contextTokens);
+        same(paired.deviceBytes + paired.hostBytes, alone.deviceBytes + alone.hostBytes + draftAtPrimaryContext.deviceBytes + draftAtPrimaryContext.hostBytes);
+        same(paired.contextTokens, alone.contextTokens);
       }),
       RUNS,
     );
@@ -260,7 +259,7 @@ describe('layerCostAt', () => {
         const cost = layerCostAt(level, estimate);
         if (cost === undefined) throw new Error('a layered estimate has a layer cost');
         const draft = estimate.draft === undefined ? 0 : footprintAt(level, { ...estimate.draft, contextTokens: estimate.contextTokens }).deviceBytes;
-        expect(footprintAt(level, estimate).deviceBytes).toBe(cost.mainBytes + cost.computeBytesPerDevice + cost.layers * cost.perLayerBytes + draft);
+        same(footprintAt(level, estimate).deviceBytes, cost.mainBytes + cost.computeBytesPerDevice + cost.layers * cost.perLayerBytes + draft);
       }),
       RUNS,
     );
@@ -274,7 +273,7 @@ describe('layerCostAt', () => {
         fc.pre(partialLayers(cost.layers) > 0);
         const n = partialLayers(cost.layers);
         const draft = estimate.draft === undefined ? 0 : footprintAt('degraded', { ...estimate.draft, contextTokens: estimate.contextTokens }).deviceBytes;
-        expect(footprintAt('partial', estimate)).toEqual({
+        equal(footprintAt('partial', estimate), {
           deviceBytes: cost.mainBytes + cost.computeBytesPerDevice + n * cost.perLayerBytes + draft,
           hostBytes: (cost.layers - n) * cost.perLayerBytes,
           contextTokens: degradedContext(Math.max(0, estimate.contextTokens)),

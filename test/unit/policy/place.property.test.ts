@@ -2,10 +2,11 @@
 // (dense and mixtures of experts), pinned, busy and retrying models: 100,000 cases, each checked
 // against every rule at once, and the one-device case against `schedule` itself.
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { place, type Device, type LayerCost, type PlacedDesired, type PlacedResident, type PlacePlan } from '../../../core/policy/place.js';
 import { schedule } from '../../../core/policy/schedule.js';
 import type { Placement } from '../../../core/contracts/plan.js';
+import { atMost, equal, same } from '../../support/hot-expect.js';
 
 const MODEL_IDS = Array.from({ length: 12 }, (_, i) => `m${i}`);
 const DRAFT_IDS = ['d0', 'd1'];
@@ -139,11 +140,11 @@ describe('place: properties over random workstations', () => {
 
         // Nothing forced is evicted or moved; only residents are evicted; launches are desired.
         for (const id of plan.evict) {
-          expect(residentIds.has(id)).toBe(true);
-          expect(forced.has(id)).toBe(false);
+          same(residentIds.has(id), true);
+          same(forced.has(id), false);
         }
         const desiredIds = new Set(w.desired.map((d) => d.modelId));
-        for (const id of plan.launch) expect(desiredIds.has(id)).toBe(true);
+        for (const id of plan.launch) same(desiredIds.has(id), true);
 
         // No GPU over its budget, apart from what forced models hold; no more host RAM than free.
         const after = applyPlan(w, plan);
@@ -155,10 +156,10 @@ describe('place: properties over random workstations', () => {
             if (forced.has(r.modelId)) forcedBytes += part;
             else otherBytes += part;
           }
-          expect(otherBytes).toBeLessThanOrEqual(Math.max(0, device.budgetBytes - forcedBytes) + 1e-6);
+          atMost(otherBytes, Math.max(0, device.budgetBytes - forcedBytes) + 1e-6);
         }
         const newHost = plan.launch.reduce((sum, id) => sum + (plan.placements[id]?.hostBytes ?? 0), 0);
-        expect(newHost).toBeLessThanOrEqual(w.hostFree);
+        atMost(newHost, w.hostFree);
 
         // No eviction for nothing: a desired model was stopped (or moved) only because, with
         // everything else as the plan leaves it, it no longer fitted where it was.
@@ -174,17 +175,17 @@ describe('place: properties over random workstations', () => {
             const budget = w.devices.find((x) => x.index === p.index)?.budgetBytes ?? 0;
             return (heldAfter.get(p.index) ?? 0) - movedOwnBytes(p.index) + p.bytes <= budget;
           });
-          expect(stillFits).toBe(false);
+          same(stillFits, false);
         }
 
         // Every desired model is either kept (with a placement) or left out with a reason.
         const out = new Set(plan.unschedulable.map((u) => u.modelId));
-        for (const d of w.desired) expect(plan.placements[d.modelId] !== undefined).toBe(!out.has(d.modelId));
+        for (const d of w.desired) same(plan.placements[d.modelId] !== undefined, !out.has(d.modelId));
 
         // A fixed point: apply it and place again (the launches' host share is no longer free), nothing to launch or evict.
         const again = place(w.desired, after, w.devices, w.hostFree - newHost);
-        expect(again.launch).toEqual([]);
-        expect(again.evict).toEqual([]);
+        equal(again.launch, []);
+        equal(again.evict, []);
 
         // The same plan whatever the input order.
         const shuffle = <T>(items: readonly T[]): T[] => {
@@ -197,14 +198,14 @@ describe('place: properties over random workstations', () => {
           }
           return copy;
         };
-        expect(place(shuffle(w.desired), shuffle(w.resident), shuffle(w.devices), w.hostFree)).toEqual(plan);
+        equal(place(shuffle(w.desired), shuffle(w.resident), shuffle(w.devices), w.hostFree), plan);
 
         // With one device and no host RAM to spare, exactly schedule's plan (which knows no
         // host RAM, so no model may be running partly on the CPU either).
         if (w.devices.length === 1 && w.hostFree === 0 && w.resident.every((r) => r.placement?.kind !== 'partial' && r.placement?.kind !== 'cpu')) {
           const budget = (w.devices[0] as Device).budgetBytes;
           const expected = schedule(w.desired, w.resident.map(({ placement: _, ...r }) => r), budget);
-          expect({ launch: plan.launch, evict: plan.evict, unschedulable: plan.unschedulable }).toEqual(expected);
+          equal({ launch: plan.launch, evict: plan.evict, unschedulable: plan.unschedulable }, expected);
         }
       }),
       {

@@ -2,7 +2,7 @@
 // breaks exactly the invariant that names it.
 import { describe, expect, it } from 'vitest';
 import type { FaultRecord } from '../../soak/explain.js';
-import { checkInvariants, FD_SLACK, plannedFaults, RSS_GROWTH_LIMIT_BYTES, type SoakRecord } from '../../soak/invariants.js';
+import { checkInvariants, FD_SLACK, LIVE_HEAP_GROWTH_LIMIT_BYTES, plannedFaults, RSS_GROWTH_LIMIT_BYTES, type SoakRecord } from '../../soak/invariants.js';
 import { FAULT_KINDS, IN_LIFE_FAULTS, parseSoakArgs, planEpisodes, PROFILES, SoakUsageError } from '../../soak/profiles.js';
 import type { Outcome } from '../../soak/request-outcome.js';
 import { renderSummary } from '../../soak/summary-table.js';
@@ -41,8 +41,8 @@ function cleanRecord(): SoakRecord {
     evictionsLogged: 60,
     claimedEvictions: [],
     serverLogLinesNotSeen: 0,
-    baseline: { at: T, fds: 24, rssBytes: 90e6 },
-    end: { at: T + 600_000, fds: 24, rssBytes: 92e6 },
+    baseline: { at: T, fds: 24, rssBytes: 90e6, liveHeapBytes: 16e6, externalBytes: 3e6 },
+    end: { at: T + 600_000, fds: 24, rssBytes: 92e6, liveHeapBytes: 16.2e6, externalBytes: 3e6 },
     inFlightAtEnd: 0,
     enginesSeen: 30,
     enginesLeft: [],
@@ -117,10 +117,17 @@ describe('checkInvariants', () => {
     expect(broken({ ...base, inFlightAtEnd: 1 })).toEqual(['requests still counted in flight at rest at the end']);
     expect(broken({ ...base, enginesLeft: [4242] })).toEqual(['engine processes left after the final stop']);
     expect(broken({ ...base, portsLeft: [40000] })).toEqual(['engine ports still listening after the final stop']);
-    expect(broken({ ...base, end: { at: T + 1, fds: 24 + FD_SLACK, rssBytes: 90e6 } })).toEqual([]);
-    expect(broken({ ...base, end: { at: T + 1, fds: 24 + FD_SLACK + 1, rssBytes: 90e6 } })).toHaveLength(1);
-    expect(broken({ ...base, end: { at: T + 1, fds: 24, rssBytes: 90e6 + RSS_GROWTH_LIMIT_BYTES } })).toHaveLength(1);
-    expect(broken({ ...base, baseline: null })).toHaveLength(2);
+    const at = (end: Partial<NonNullable<SoakRecord['end']>>): SoakRecord => ({ ...base, end: { ...(base.baseline as NonNullable<SoakRecord['end']>), at: T + 1, ...end } });
+    expect(broken(at({ fds: 24 + FD_SLACK }))).toEqual([]);
+    expect(broken(at({ fds: 24 + FD_SLACK + 1 }))).toHaveLength(1);
+    // The leak bound is on the live heap after a GC: RSS grown past the old 10 MB bound with the
+    // live heap flat (an allocator's high-water mark) passes, the live heap grown fails.
+    expect(broken(at({ rssBytes: 90e6 + 12.2e6 }))).toEqual([]);
+    expect(broken(at({ liveHeapBytes: 16e6 + LIVE_HEAP_GROWTH_LIMIT_BYTES - 1 }))).toEqual([]);
+    expect(broken(at({ liveHeapBytes: 16e6 + LIVE_HEAP_GROWTH_LIMIT_BYTES }))).toEqual([expect.stringContaining('daemon live heap after a full GC')]);
+    // RSS stays a backstop for what the heap does not see.
+    expect(broken(at({ rssBytes: 90e6 + RSS_GROWTH_LIMIT_BYTES }))).toEqual([expect.stringContaining('daemon RSS at rest')]);
+    expect(broken({ ...base, baseline: null })).toHaveLength(3);
   });
 
   it('breaks when the swap target was missed, the last stop was not clean, or the run stopped early', () => {
