@@ -10,22 +10,26 @@
 // default base64, and a Response. The models are the generated demo-tiny (random weights), so
 // what is checked is structure, never content.
 //
-// Not here: tools. llama-server's grammar for `tool_choice: required` or a named function lets
-// free text come before the call (llama.cpp's autoparser: `root ::= <generation prompt> until-…?
-// tool-calls`), so a random-weight model writes text to the token limit there and never calls;
-// the embedded engine's tool suites (daemon-tools, daemon-agent-clients) check calls.
+// Tools too, with one nudge on llama-server: its grammar for `tool_choice: required` lets free
+// text come before the call (llama.cpp's autoparser: `root ::= <generation prompt> until-…?
+// tool-calls`), where a trained model writes the call's marker at once and a random-weight one
+// writes text to the token limit. So on llama-server the requests raise the demo vocabulary's
+// one-token `<tool_call>` marker and its end of text with `logit_bias` (TOOL_NUDGE), as a
+// model trained for tools would weigh them; the call's JSON is still llama.cpp's grammar's. The
+// embedded engine enforces the call itself and refuses `logit_bias` by name, so it gets none.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
-import { generateObject } from 'ai';
+import { generateObject, generateText, tool } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
 import { writeBertGguf, type BertModelShape } from '../../core/catalog/demo/bert-gguf-writer.js';
 import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
+import { spmVocab } from '../../core/catalog/demo/spm-vocab.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { chatCompletionChunkSchemaErrors, chatCompletionSchemaErrors, embeddingsSchemaErrors, responseSchemaErrors } from '../support/openai-response-schemas.js';
@@ -159,6 +163,65 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
     const [first, second] = await Promise.all(['hello world', 'retrieval'].map((input) => client.embeddings.create({ model: 'encoder', input })));
     for (const [i, single] of [first, second].entries()) single?.data[0]?.embedding.forEach((v, k) => expect(v).toBeCloseTo(batch.data[i]?.embedding[k] ?? Number.NaN, 4));
     expect(batch.data[0]?.embedding).not.toEqual(batch.data[1]?.embedding);
+  });
+
+  // The nudge (see the header): the marker first, then the end of text once the call is closed.
+  const nudge = engine === 'llama-server' ? { logit_bias: { [spmVocab().tokens.indexOf('<tool_call>')]: 90, [spmVocab().eosId]: 100 } } : {};
+  const cityArgs = z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']), celsius: z.boolean() });
+  const getWeather = {
+    type: 'function' as const,
+    function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] }, celsius: { type: 'boolean' } }, required: ['city', 'celsius'] } },
+  };
+  const getTime = { type: 'function' as const, function: { name: 'get_time', description: 'The time now', parameters: { type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET'] } }, required: ['zone'] } } };
+
+  it.skipIf(skip)('answers the openai SDK’s required tool with one call matching its schema, in the shape of CreateChatCompletionResponse', async () => {
+    const answer = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools: [getWeather], tool_choice: 'required', max_tokens: 150, ...nudge });
+    expect(chatCompletionSchemaErrors(answer).join('\n')).toBe('');
+    const choice = answer.choices[0];
+    expect(choice?.finish_reason, JSON.stringify(choice)).toBe('tool_calls');
+    expect(choice?.message.tool_calls).toHaveLength(1);
+    const call = choice?.message.tool_calls?.[0];
+    if (call?.type !== 'function') throw new Error('no function call');
+    expect(call.function.name).toBe('get_weather');
+    expect(cityArgs.safeParse(JSON.parse(call.function.arguments)).success, call.function.arguments).toBe(true);
+  });
+
+  it.skipIf(skip)('streams a required call, each chunk in the shape of CreateChatCompletionStreamResponse, that the SDK reassembles', async () => {
+    const stream = client.chat.completions.stream({ model: 'tiny', messages: [{ role: 'user', content: 'What time is it?' }], tools: [getTime, getWeather], tool_choice: 'required', max_tokens: 150, ...nudge });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    stream.on('chunk', (chunk) => chunks.push(chunk));
+    const done = await stream.finalChatCompletion();
+    for (const chunk of chunks) expect(chatCompletionChunkSchemaErrors(chunk).join('\n'), JSON.stringify(chunk)).toBe('');
+    expect(done.choices[0]?.finish_reason).toBe('tool_calls');
+    const calls = done.choices[0]?.message.tool_calls ?? [];
+    expect(calls).toHaveLength(1);
+    const call = calls[0];
+    if (call?.type !== 'function') throw new Error('no function call');
+    const args: unknown = JSON.parse(call.function.arguments);
+    if (call.function.name === 'get_weather') expect(cityArgs.safeParse(args).success, call.function.arguments).toBe(true);
+    else expect(call.function.name === 'get_time' && ['UTC', 'CET'].includes((args as { zone?: string }).zone ?? ''), call.function.arguments).toBe(true);
+  });
+
+  it.skipIf(skip)('serves the AI SDK’s generateText with a zod tool and LangChain’s bindTools, each a valid call', async () => {
+    const provider = createOpenAICompatible({ name: 'llmtray', baseURL: running().endpoint, apiKey: 'any-key-works' });
+    const result = await generateText({
+      model: provider.chatModel('tiny'),
+      tools: { get_weather: tool({ description: 'The weather in a city', inputSchema: cityArgs }) },
+      toolChoice: 'required',
+      prompt: 'What is the weather in Lima?',
+      maxOutputTokens: 150,
+      maxRetries: 0,
+      providerOptions: { llmtray: nudge },
+    });
+    expect(result.toolCalls).toHaveLength(1);
+    expect(result.toolCalls[0]?.toolName).toBe('get_weather');
+    expect(result.toolCalls[0]?.invalid ?? false).toBe(false);
+    expect(cityArgs.safeParse(result.toolCalls[0]?.input).success).toBe(true);
+    const chat = new ChatOpenAI({ model: 'tiny', apiKey: 'any-key-works', configuration: { baseURL: running().endpoint }, maxTokens: 150, maxRetries: 0, ...(engine === 'llama-server' ? { logitBias: nudge.logit_bias } : {}) });
+    const message = await chat.bindTools([getWeather], { tool_choice: 'required' }).invoke('Weather in Paris?');
+    expect(message.tool_calls).toHaveLength(1);
+    expect(message.tool_calls?.[0]?.name).toBe('get_weather');
+    expect(cityArgs.safeParse(message.tool_calls?.[0]?.args).success).toBe(true);
   });
 
   it.skipIf(skip)('answers responses.create in the shape of Response', async () => {

@@ -148,7 +148,7 @@ describe('embedded engine: tool calls', () => {
     ];
     const { prompt } = (await post('/apply-template', { messages: history, tools: [weather] })) as { prompt: string };
     expect(prompt).toContain('<tools>\n{"type": "function", "function": {"name": "get_weather"');
-    expect(prompt).toContain('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c", "alerts": false, "days": 1, "lat": 48.9}}\n</tool_call>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"');
+    expect(prompt).toContain('<|im_start|>assistant\n<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c", "alerts": false, "days": 1, "lat": 48.9}}</tool_call>\n<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"');
     // The answer goes on from the results: one assistant turn opened, nothing between.
     expect(prompt.endsWith('<|im_start|>user\n<tool_response>\n{"temp": 21}\n</tool_response>\n<tool_response>\n{"temp": -3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n'), prompt.slice(-200)).toBe(true);
 

@@ -34,6 +34,8 @@ export interface LlamaModelShape {
 /** llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q4_0, MOSTLY_Q8_0. */
 const FILE_TYPE: Record<LlamaModelShape['fileType'], number> = { f32: 0, f16: 1, q4_0: 2, q8_0: 7 };
 const NEVER_LOGIT = 1000;
+/** How far below the emittable tokens a reluctant token's logit sits (spm-vocab.ts): out of a sampler's reach, within logit_bias's. */
+const RELUCTANT_LOGIT = 20;
 /** Spread of the emittable tokens' output weights: enough logit variety for varied text. */
 const OUTPUT_WEIGHT_AMPLITUDE = 0.6;
 const RMS_EPSILON = 1e-5;
@@ -157,7 +159,7 @@ function planTensors(shape: LlamaModelShape): PlannedTensor[] {
           r.fillUniform(v, OUTPUT_WEIGHT_AMPLITUDE, row + 1, row + nEmbd);
         } else {
           v.fill(0, row, row + nEmbd);
-          v[row] = -NEVER_LOGIT;
+          v[row] = vocab.reluctant[t] ? -RELUCTANT_LOGIT : -NEVER_LOGIT;
         }
       }
     },

@@ -11,10 +11,12 @@
 // break it. The generated output matrix keeps every other token's logit far below.
 
 /** GGUF tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
-export type SpmTokenType = 1 | 2 | 3 | 6;
+export type SpmTokenType = 1 | 2 | 3 | 4 | 6;
 const NORMAL: SpmTokenType = 1;
 const UNKNOWN: SpmTokenType = 2;
 const CONTROL: SpmTokenType = 3;
+/** An added token matched in any text (not only with special tokens parsed), as Qwen2.5's `<tool_call>`. */
+const USER_DEFINED: SpmTokenType = 4;
 const BYTE: SpmTokenType = 6;
 
 export interface SpmVocab {
@@ -23,12 +25,20 @@ export interface SpmVocab {
   types: SpmTokenType[];
   /** Whether the model may generate this token: printable ASCII only, never a control token. */
   emittable: boolean[];
+  /**
+   * Tokens the model writes only when a request raises them (`logit_bias`): the tool-call
+   * markers. Their logit sits a little below every emittable token's, where a bias of +100
+   * reaches and no sampler at ordinary temperatures does; the control tokens' sit out of reach.
+   */
+  reluctant: boolean[];
   unkId: number;
   bosId: number;
   eosId: number;
 }
 
 const SPACE_PIECE = '\u2581';
+/** The demo template's tool-call markers (CHAT_TEMPLATE), each one token. */
+export const TOOL_CALL_MARKERS = ['<tool_call>', '</tool_call>'] as const;
 
 function isPrintableAscii(code: number): boolean {
   return code >= 0x20 && code <= 0x7e;
@@ -39,17 +49,19 @@ function buildVocab(): SpmVocab {
   const scores: number[] = [];
   const types: SpmTokenType[] = [];
   const emittable: boolean[] = [];
-  const add = (piece: string, type: SpmTokenType, score: number, canEmit: boolean): void => {
+  const reluctant: boolean[] = [];
+  const add = (piece: string, type: SpmTokenType, score: number, canEmit: boolean, onlyWhenRaised = false): void => {
     tokens.push(piece);
     types.push(type);
     scores.push(score);
     emittable.push(canEmit);
+    reluctant.push(onlyWhenRaised);
   };
   add('<unk>', UNKNOWN, 0, false);
   add('<s>', CONTROL, 0, false);
-  // eos is never emitted on purpose: every generation runs to max_tokens or a stop string,
-  // so tests and benchmarks know how many tokens a request decodes.
-  add('</s>', CONTROL, 0, false);
+  // eos is never emitted unless a request raises it (reluctant): every generation runs to
+  // max_tokens or a stop string, so tests and benchmarks know how many tokens a request decodes.
+  add('</s>', CONTROL, 0, false, true);
   add('<|im_start|>', CONTROL, 0, false);
   add('<|im_end|>', CONTROL, 0, false);
   for (let b = 0; b < 256; b++) {
@@ -57,7 +69,12 @@ function buildVocab(): SpmVocab {
   }
   add(SPACE_PIECE, NORMAL, -1, true);
   for (let c = 0x21; c <= 0x7e; c++) add(String.fromCharCode(c), NORMAL, -2 - (c - 0x21), true);
-  return { tokens, scores, types, emittable, unkId: 0, bosId: 1, eosId: 2 };
+  // Last, so that every earlier token keeps its id and its generated weights (drawn in order).
+  // One token each, as in Qwen2.5's vocabulary: llama.cpp's grammar for a required call on
+  // llama-server lets text come before the call's marker, so a random-weight model would write
+  // text to the token limit; one marker token is what a request's logit_bias can raise.
+  for (const marker of TOOL_CALL_MARKERS) add(marker, USER_DEFINED, 0, false, true);
+  return { tokens, scores, types, emittable, reluctant, unkId: 0, bosId: 1, eosId: 2 };
 }
 
 let cached: SpmVocab | undefined;
@@ -70,7 +87,10 @@ export function spmVocab(): SpmVocab {
 
 /**
  * The demo chat template: ChatML, with Qwen2.5's tool format (tools listed in the system turn,
- * calls as `<tool_call>` JSON blocks, results as `<tool_response>` blocks in a user turn), so
+ * calls as `<tool_call>` JSON blocks, results as `<tool_response>` blocks in a user turn) less
+ * the newlines inside a call's markers: the demo models never write a newline, and llama.cpp
+ * takes the call's opening as the template spells it (`<tool_call>\n` would be a marker the
+ * demo could not complete, so its grammar would read `<tool_call>` alone as text), so
  * both engines format tool requests the way a real tool-calling model does: llama-server
  * through its Jinja engine, node-llama-cpp by reading the call syntax out of the template
  * (the embedded engine reports `tool_call_format: template` for it). A conversation without
@@ -80,14 +100,14 @@ export const CHAT_TEMPLATE =
   "{%- if tools %}{{- '<|im_start|>system\\n' }}{%- if messages[0]['role'] == 'system' %}{{- messages[0]['content'] + '\\n\\n' }}{%- endif %}" +
   "{{- '# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}" +
   "{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}" +
-  "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\\n</tool_call><|im_end|>\\n' }}" +
+  "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>{\"name\": <function-name>, \"arguments\": <args-json-object>}</tool_call><|im_end|>\\n' }}" +
   "{%- endif %}" +
   "{%- for message in messages %}" +
   "{%- if message['role'] == 'system' and tools and loop.first %}" +
   "{%- elif message['role'] == 'assistant' and message['tool_calls'] %}" +
   "{{- '<|im_start|>assistant' }}{%- if message['content'] %}{{- '\\n' + message['content'] }}{%- endif %}" +
   "{%- for tool_call in message['tool_calls'] %}{%- if tool_call['function'] is defined %}{%- set tool_call = tool_call['function'] %}{%- endif %}" +
-  "{{- '\\n<tool_call>\\n{\"name\": \"' + tool_call['name'] + '\", \"arguments\": ' }}{{- tool_call['arguments'] | tojson }}{{- '}\\n</tool_call>' }}{%- endfor %}" +
+  "{{- '\\n<tool_call>{\"name\": \"' + tool_call['name'] + '\", \"arguments\": ' }}{{- tool_call['arguments'] | tojson }}{{- '}</tool_call>' }}{%- endfor %}" +
   "{{- '<|im_end|>\\n' }}" +
   "{%- elif message['role'] == 'tool' %}" +
   "{%- if loop.first or messages[loop.index0 - 1]['role'] != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}" +

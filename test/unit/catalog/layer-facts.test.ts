@@ -9,7 +9,7 @@ import { readGgufFacts, type GgufFacts } from '../../../core/catalog/gguf-metada
 import { moeTensors, writeMoeGguf, type MoeShape } from '../../support/moe-gguf.js';
 import { testModelDir } from '../../support/test-models.js';
 
-const VOCAB = 356; // the writer's shared SPM byte vocabulary
+const VOCAB = 358; // the writer's shared SPM byte vocabulary (with its two tool-call markers)
 const Q8: LlamaModelShape = { name: 'layers-q8', nLayer: 3, nEmbd: 96, nHead: 6, nHeadKv: 2, nFf: 160, contextLength: 4096, fileType: 'q8_0', seed: 31 };
 const MOE: MoeShape = { nLayer: 4, denseFirst: 1, nEmbd: 64, nExpert: 8, nFfExpert: 32, nFfDense: 128, nVocab: 300, type: 'q8_0' };
 let dir: string;

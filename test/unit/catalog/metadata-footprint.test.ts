@@ -12,7 +12,7 @@ import { writeMoeGguf } from '../../support/moe-gguf.js';
 
 let dir: string;
 const shape: LlamaModelShape = { name: 'tiny', nLayer: 2, nEmbd: 64, nHead: 4, nHeadKv: 2, nFf: 128, contextLength: 512, fileType: 'f16', seed: 1 };
-const VOCAB = 356; // the writer's shared SPM byte vocabulary
+const VOCAB = 358; // the writer's shared SPM byte vocabulary (with its two tool-call markers)
 
 /** One block's tensor bytes in the writer's llama layout, by hand (every tensor is a multiple of the 32-byte alignment). */
 function blockBytesByHand(s: LlamaModelShape): number {

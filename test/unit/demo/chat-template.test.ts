@@ -20,13 +20,13 @@ describe('the demo chat template', () => {
   it('has a tool call format node-llama-cpp reads as the model’s own', () => {
     expect(wrapper.usingJinjaFunctionCallTemplate).toBe(true);
     const call = wrapper.settings.functions.call;
-    expect([text(call.prefix), text(call.paramsPrefix), text(call.suffix)]).toEqual(['<tool_call>\n{"name": "', '", "arguments": ', '}\n</tool_call>']);
+    expect([text(call.prefix), text(call.paramsPrefix), text(call.suffix)]).toEqual(['<tool_call>{"name": "', '", "arguments": ', '}</tool_call>']);
     const rendered = wrapper.generateContextState({
       chatHistory: [{ type: 'user', text: 'hi' }, { type: 'model', response: [{ type: 'functionCall', name: 'f', params: { a: 1 }, result: 'ok' }] }],
       availableFunctions: { f: { description: 'F', params: { type: 'object', properties: { a: { type: 'integer' } } } } },
       documentFunctionParams: true,
     }).contextText.toString();
     expect(rendered).toContain('<tools>\n{"type": "function", "function": {"name": "f", "description": "F", "parameters": ');
-    expect(rendered).toContain('<|im_start|>assistant\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"ok"\n</tool_response><|im_end|>');
+    expect(rendered).toContain('<|im_start|>assistant\n<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"ok"\n</tool_response><|im_end|>');
   });
 });
