@@ -513,12 +513,20 @@ describe('the daemon gateway: /v1/models', () => {
     expect(byId.get('unread')).toMatchObject({ state: 'idle', level: null, served_by: null, reason: 'not a GGUF file: bad magic 0x00000000' });
   });
 
-  it('resolves names and aliases to catalog ids', () => {
-    const { gateway } = gatewayWith({ models: [catalogModel('chat', { aliases: ['assistant'] })] });
-    expect(gateway.resolve('assistant')).toEqual({ modelId: 'chat' });
-    expect(gateway.resolve('chat')).toEqual({ modelId: 'chat' });
+  it('resolves names and aliases to catalog ids, saying which only embed and why', () => {
+    const { gateway } = gatewayWith({
+      models: [
+        catalogModel('chat', { aliases: ['assistant'] }),
+        catalogModel('encoder', { embeddings: { modelPools: true } }),
+        catalogModel('as-embedder', { embeddings: { modelPools: false } }),
+      ],
+    });
+    expect(gateway.resolve('assistant')).toEqual({ modelId: 'chat', embeddingsOnly: null });
+    expect(gateway.resolve('chat')).toEqual({ modelId: 'chat', embeddingsOnly: null });
+    expect(gateway.resolve('encoder')).toEqual({ modelId: 'encoder', embeddingsOnly: 'pooling' });
+    expect(gateway.resolve('as-embedder')).toEqual({ modelId: 'as-embedder', embeddingsOnly: 'config' });
     expect(gateway.resolve('gpt-5')).toBeUndefined();
-    expect(gateway.modelIds()).toEqual(['chat']);
+    expect(gateway.modelIds()).toEqual(['chat', 'encoder', 'as-embedder']);
   });
 });
 
