@@ -8,7 +8,8 @@
 // card, which is where their users' OOMs and wrong estimates come from.
 //
 // How: the same candidates in the same admission order as `schedule` (candidates.ts). Forced
-// models are held first where they are (nothing pinned or busy is moved). Then each other model,
+// models are held first where they are (nothing pinned or busy is moved, except off a GPU
+// that is no longer offered: a card that is gone cannot hold it). Then each other model,
 // in order, gets the fastest placement that fits — one GPU; a layer split over GPUs of one class,
 // shares in proportion to their room; over mixed classes where its config allows; `partial`
 // (as many layers as fit on one GPU, the rest in host RAM; a mixture of experts first leaves its
@@ -59,27 +60,42 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
     layout.hold(modelId, at, why, priority);
   };
 
-  // Forced residents first, desired or not, where they are: nothing pinned or busy is moved.
+  // Forced residents first, desired or not, where they are: nothing pinned or busy is moved,
+  // unless where it is is a GPU no longer offered (gone, core/gpu): an undesired one is stopped.
   const { forced: forcedUndesired, toEvict } = undesired;
-  for (const r of forcedUndesired) hold(r.modelId, placementOf(r), r.pinned ? 'pinned' : 'active', 0, true);
+  for (const r of forcedUndesired) {
+    const at = placementOf(r);
+    if (strandedAt(at, rooms)) toEvict.push(r);
+    else hold(r.modelId, at, r.pinned ? 'pinned' : 'active', 0, true);
+  }
 
   const placements: Record<string, Placement> = {};
   // Every candidate's desired entry is a copy of the caller's PlacedDesired, layerCost and all (see candidatesOf).
   const placedOf = (c: Candidate): PlacedDesired => c.desired as PlacedDesired;
 
+  // A running model on a GPU that is not offered (gone: fallen off the bus, core/gpu) cannot
+  // stay there, pinned or busy: it is placed again as though it did not run, and stopped there.
+  // Its pin still forces that launch; a busy one earns its place like any other (its requests
+  // cannot be answered on a card that is gone).
+  const stranded = candidates.map((c) => c.running !== undefined && strandedAt(placementOf(c.running), rooms));
+  const forcedBy = candidates.map((c, rank): HoldReason | null => (c.forcedBy === 'active' && stranded[rank] === true ? null : c.forcedBy));
+
   // Forced desired models: running ones stay where they are (re-priced at what they cost now);
   // pinned ones to launch take the fastest placement that fits, else the roomiest GPU, over budget.
-  for (const c of candidates) {
-    if (c.forcedBy === null) continue;
-    const at = c.running !== undefined ? repriced(placementOf(c.running), c.cost) : placeOne(c, placedOf(c).layerCost, placedOf(c), layout, hostFree, ROOM_ONLY) ?? overBudget(c, layout);
+  for (let rank = 0; rank < candidates.length; rank++) {
+    const c = candidates[rank] as Candidate;
+    const why = forcedBy[rank] as HoldReason | null;
+    if (why === null) continue;
+    const stays = c.running !== undefined && stranded[rank] !== true;
+    const at = stays ? repriced(placementOf(c.running as PlacedResident), c.cost) : placeOne(c, placedOf(c).layerCost, placedOf(c), layout, hostFree, ROOM_ONLY) ?? overBudget(c, layout);
     placements[c.modelId] = at;
-    hold(c.modelId, at, c.forcedBy, c.priority, c.running !== undefined);
+    hold(c.modelId, at, why, c.priority, stays);
   }
 
   // The other residents hold their room until their turn comes: a model ranked above them may
   // take it only when it cannot fit in the room nobody holds.
   const runningAt: (Placement | undefined)[] = candidates.map((c, rank) => {
-    if (c.forcedBy !== null || c.running === undefined) return undefined;
+    if (forcedBy[rank] !== null || c.running === undefined || stranded[rank] === true) return undefined;
     const where = repriced(placementOf(c.running), c.cost);
     layout.setUndecided(where, rank, 1);
     return where;
@@ -91,8 +107,9 @@ export function place(desired: readonly PlacedDesired[], resident: readonly Plac
   const unschedulable: LeftOut[] = [];
   for (let rank = 0; rank < candidates.length; rank++) {
     const c = candidates[rank] as Candidate;
-    if (c.forcedBy !== null) {
-      if (c.running === undefined) launch.push(c.modelId);
+    if (forcedBy[rank] !== null) {
+      if (c.running === undefined || stranded[rank] === true) launch.push(c.modelId);
+      if (c.running !== undefined && stranded[rank] === true) evictMoved.push(c.running);
       continue;
     }
     const d = placedOf(c);
@@ -145,4 +162,9 @@ function fitsWhereItIs(at: Placement, rooms: Map<number, DeviceRoom>, hostFree: 
     const room = rooms.get(part.index);
     return room !== undefined && part.bytes <= room.budget - room.held;
   });
+}
+
+/** Some of it is on a device this pass does not offer (a GPU that is gone): it cannot run there. */
+function strandedAt(at: Placement, rooms: ReadonlyMap<number, DeviceRoom>): boolean {
+  return at.devices.some((part) => !rooms.has(part.index));
 }
