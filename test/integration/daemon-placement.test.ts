@@ -635,6 +635,31 @@ ${modelEntry(CHAT, demo.chat.path, 5)}`);
     expect(back.budget.goneGpus).toBeUndefined();
     expect(find(back, CHAT).upstream?.pid).toBe(pid);
   });
+
+  it('moves a pinned model off a card that falls off the bus too: a pin keeps a model loaded, not on a card that is gone', async () => {
+    const before = await rig.daemon.state();
+    // Where the last test left it: on GPU 0, the card that stayed.
+    expect(indices(find(before, CHAT).placement)).toEqual([0]);
+    const onLostCard = find(before, CHAT).upstream!.pid;
+    const pin = await rig.daemon.api(`/api/models/${CHAT}/pin`, { method: 'POST' });
+    expect(pin.status, await pin.clone().text()).toBe(200);
+
+    // nvidia-smi loses 01:00.0 (GPU 0) this time: chat is pinned there.
+    await rig.driverLoses(0);
+    const moved = await rig.ready(CHAT, 'whole on GPU 1, the card that is left', (p) => p.kind === 'gpu' && p.devices[0]?.index === 1);
+    expect(moved.budget.goneGpus?.map((g) => [g.index, g.busAddress])).toEqual([[0, '0000:01:00.0']]);
+    expect(find(moved, CHAT).pinned).toBe(true);
+    const pid = find(moved, CHAT).upstream!.pid;
+    expect(pid).not.toBe(onLostCard);
+    expect(isProcessAlive(onLostCard)).toBe(false);
+    expect(launchOf(pid)).toEqual({ visible: '1', ngl: 'all' });
+    expect(moved.models.filter((m) => m.status.state === 'quarantined')).toEqual([]);
+
+    await rig.driverFinds();
+    await eventually('the card offered again', async () => ((await rig.daemon.state()).budget.gpus.length === 2 ? true : undefined));
+    const unpin = await rig.daemon.api(`/api/models/${CHAT}/unpin`, { method: 'POST' });
+    expect(unpin.status, await unpin.clone().text()).toBe(200);
+  });
 });
 
 describe('moving a model back up on the desktop with an RTX 4070, once what displaced it has gone', () => {
