@@ -17,6 +17,9 @@
 // Deliberately narrow: "CUDA error: out of memory" is an oom, "no kernel image is available" a
 // build for another card, and neither is in here.
 import { canonicalBusAddress } from '../gpu/normalize-si.js';
+import type { EngineIdentityOf } from '../contracts/gpu-identity.js';
+import type { Placement } from '../contracts/plan.js';
+import type { EngineKind } from '../contracts/snapshot.js';
 
 export interface GpuFault {
   /** The line that says so, as printed (trimmed). */
@@ -66,3 +69,23 @@ export function gpuFaultDevice(fault: GpuFault): string {
   return fault.cudaDevice === null ? 'its GPU' : `CUDA device ${fault.cudaDevice}`;
 }
 
+/**
+ * The plan's GPU a fault was on, from where its launch was placed, or null. llama-server sees
+ * every CUDA card (it is given --device), so its "current device" is the driver's number; the
+ * embedded engine sees only its placement's cards (CUDA_VISIBLE_DEVICES, in driver order,
+ * placement-args.ts), so its number counts among those. Without a device number, or one that
+ * matches none, a placement on one GPU is that GPU; a split is not guessed at.
+ */
+export function faultyGpu(fault: GpuFault, placement: Placement | undefined, engine: EngineKind, identityOf: EngineIdentityOf | undefined): number | null {
+  if (placement === undefined || placement.kind === 'cpu' || placement.devices.length === 0) return null;
+  const cuda = (index: number): number | undefined => identityOf?.(index)?.driverIndex.cuda;
+  const k = fault.cudaDevice;
+  if (k !== null && identityOf !== undefined) {
+    const seen = placement.devices.map((d) => ({ index: d.index, cuda: cuda(d.index) }));
+    if (seen.every((d) => d.cuda !== undefined)) {
+      const on = engine === 'embedded' ? [...seen].sort((a, b) => (a.cuda as number) - (b.cuda as number))[k] : seen.find((d) => d.cuda === k);
+      if (on !== undefined) return on.index;
+    }
+  }
+  return placement.devices.length === 1 ? (placement.devices[0] as Placement['devices'][number]).index : null;
+}

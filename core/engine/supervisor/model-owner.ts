@@ -11,6 +11,7 @@
 // recovery ladder once however many others look.
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
+import { faultyGpu } from '../gpu-fault.js';
 import type { LaunchSpec } from '../launch-spec.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
@@ -232,14 +233,17 @@ export class ModelOwner {
         ? { kind: 'hang', reason: endedBy.reason }
         : classifyFailure({ ...exit, log, timedOutWaitingForReady: endedBy?.why === 'load-timeout', loadTimeoutMs, diedAfterReady: wasReady });
     server.transition({ kind: 'exited', exit, readyAt, failure, portTaken: false });
-    this.ctx.emit({ type: 'ServerExited', ...base, ...failure, wasReady, ...exit });
+    const { gpuFault, ...classified } = failure;
+    const fault = gpuFault === undefined ? {} : { gpuFault: { ...gpuFault, gpu: faultyGpu(gpuFault, server.placement, server.engine, this.ctx.deps.gpuIdentity) } };
+    this.ctx.emit({ type: 'ServerExited', ...base, ...classified, ...fault, wasReady, ...exit });
   }
 
   /** A launch that failed before any process ran: reported once, returned for the launch to reject with. */
   failedBeforeStart(level: LaunchLevel, reason: string): LaunchError {
     this.log.push(`── llmtray: could not launch '${this.modelId}': ${reason}`);
     // A file that cannot be read (the catalog said so) is hopeless, not a crash to retry.
-    const failure = classifySetupFailure(reason);
+    const { kind, reason: why } = classifySetupFailure(reason);
+    const failure = { kind, reason: why };
     this.ctx.emit({ type: 'ServerExited', modelId: this.modelId, level, pid: null, ...failure, wasReady: false, exitCode: null, signal: null, at: this.ctx.clock.now() });
     return new LaunchError(this.modelId, { ...failure, exitCode: null, signal: null, logTail: this.log.toArray(LOG_TAIL_LINES) });
   }
