@@ -43,6 +43,8 @@ const CARD_LOST: readonly RegExp[] = [
 const KERNEL_FAULT: readonly RegExp[] = [/CUDA error: (?:an illegal memory access was encountered|unspecified launch failure)\b/];
 
 const CURRENT_DEVICE = /current device: (\d+)/;
+/** Today's llama-server prefix ("0.00.063.013 E ", failure-classifier.ts): not part of what the line says. */
+const LEVELLED_PREFIX = /^\d+\.\d+\.\d+\.\d+ [DIWE] /;
 /** "GPU 0000:06:00.0", "GPU 0000:02:00.0:", "PCI:0000:06:00": the last form lacks the function, which is 0 for a GPU. */
 const BUS_ADDRESS = /\bGPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\b|\bPCI:([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})\b/;
 
@@ -60,7 +62,7 @@ export function gpuFaultIn(log: readonly string[]): GpuFault | null {
     const bus = BUS_ADDRESS.exec(line);
     if (bus !== null && busAddress === null) busAddress = bus[1] ?? `${bus[2] as string}.0`;
   }
-  return { line: (log[at] as string).trim(), cudaDevice, busAddress: busAddress === null ? null : canonicalBusAddress(busAddress), cardLost: lost >= 0 };
+  return { line: (log[at] as string).trim().replace(LEVELLED_PREFIX, ''), cudaDevice, busAddress: busAddress === null ? null : canonicalBusAddress(busAddress), cardLost: lost >= 0 };
 }
 
 /** The device in words for a reason: "GPU 0000:06:00.0", "CUDA device 1", or "its GPU". */

@@ -31,5 +31,7 @@ describe('faultyGpu', () => {
     expect(gpuFaultIn(['CUDA error: an illegal memory access was encountered', '  current device: 3, in function ggml_backend_cuda_synchronize at ggml-cuda.cu:2461'])?.cudaDevice).toBe(3);
     expect(gpuFaultIn(['NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus.'])).toMatchObject({ busAddress: '0000:44:00.0', cardLost: true });
     expect(gpuFaultIn(['srv  update_slots: all slots are idle'])).toBeNull();
+    // Without today's llama-server prefix: the reason a person reads is the line's words.
+    expect(gpuFaultIn(['0.04.120.000 E CUDA error: an illegal memory access was encountered'])?.line).toBe('CUDA error: an illegal memory access was encountered');
   });
 });
