@@ -31,6 +31,7 @@ import { ModelActivity } from './daemon/activity.js';
 import { openMemoryBudget } from './daemon/memory-budget.js';
 import { openAdmin } from './daemon/admin-wiring.js';
 import { startCatalogReloads } from './daemon/catalog-reloads.js';
+import { suspectFaultyGpus } from './daemon/gpu-fault-watch.js';
 import { makeControlLoop, runControlLoop } from './daemon/control-loop.js';
 import { writeDaemonInfo, DAEMON_INFO_FILE } from './daemon/daemon-info.js';
 import { fitDemoBudget, prepareDemo } from './daemon/demo.js';
@@ -213,6 +214,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const cadence = sampleAtCadence(budget, budgetIntervalMs, () => supervisor.hasServers());
     parts.add(() => cadence.stop());
     parts.add(watchServers(supervisor, cadence.serverStarted, logFor('events')));
+    parts.add(suspectFaultyGpus(supervisor, budget, logFor('gpu')));
     if (demo === null) {
       const reloads = startCatalogReloads({
         catalog,

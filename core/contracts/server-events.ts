@@ -16,6 +16,22 @@
 import type { LaunchLevel } from './launch-level.js';
 import type { FailureKind } from './recovery.js';
 
+/**
+ * A fault of the card in an engine's log (core/engine/gpu-fault.ts): the line, the device as the
+ * engine or the kernel named it, and the plan's GPU that is, where the launch's placement says.
+ */
+export interface GpuFaultReport {
+  line: string;
+  /** The CUDA device the engine was on, in its own numbering; null when the log does not say. */
+  cudaDevice: number | null;
+  /** The card's PCI address where the kernel or nvidia-smi named it ("0000:06:00.0"); else null. */
+  busAddress: string | null;
+  /** The card itself is lost, not only a kernel that died on it. */
+  cardLost: boolean;
+  /** The plan's GPU index (GpuBudget.index) the fault was on, from the launch's placement; null when it cannot be told. */
+  gpu: number | null;
+}
+
 /** A failure the recovery ladder acts on. */
 export type ServerFailureKind = Exclude<FailureKind, 'none'>;
 
@@ -40,6 +56,8 @@ export type ServerEvent =
       wasReady: boolean;
       exitCode: number | null;
       signal: string | null;
+      /** A fault of the card, with the device; absent when the log shows none. */
+      gpuFault?: GpuFaultReport;
       at: number;
     }
   /** The model's server ended because it was asked to (eviction, cancelled load, relaunch, quit). Not a failure. */

@@ -1,4 +1,5 @@
 import type { FailureKind } from '../contracts/recovery.js';
+import { gpuFaultDevice, gpuFaultIn, type GpuFault } from './gpu-fault.js';
 // Failure classifier: turns how a model server ended (exit code, signal, its log) into the
 // recovery ladder's cause and a sentence a person can act on.
 //
@@ -38,6 +39,8 @@ export interface FailureClassification {
   kind: LaunchFailureKind;
   /** llama.cpp's own cause line where there is one; otherwise what was observed, in words. */
   reason: string;
+  /** A fault of the card (gpu-fault.ts), with the device it names: kind 'environment'. Absent otherwise. */
+  gpuFault?: GpuFault;
 }
 
 /**
@@ -169,6 +172,11 @@ export function classifyFailure(evidence: FailureEvidence): FailureClassificatio
     const limit = evidence.loadTimeoutMs === undefined ? '' : ` (${formatSeconds(evidence.loadTimeoutMs)})`;
     return { kind: 'hang', reason: `it did not become ready within the load timeout${limit}${lastWords(evidence.log)}` };
   }
+  // A card that is lost, before the oom: it also fails its allocations, and a smaller relaunch
+  // is not the fix. The machine in the way: the ladder never quarantines the model for it, and
+  // relaunches it at full (gpu-fault.ts; a kernel that died on the card stays a crash, below).
+  const gpuFault = gpuFaultIn(evidence.log);
+  if (gpuFault?.cardLost === true) return { kind: 'environment', reason: `${gpuFault.line} (a fault of ${gpuFaultDevice(gpuFault)}, not of the model)`, gpuFault };
   for (const { pattern, means } of MACHINE_IN_THE_WAY_LOG) {
     const cause = causes.find((c) => pattern.test(c.raw));
     if (cause !== undefined) return { kind: 'environment', reason: `${cause.text} (${means})` };
@@ -189,6 +197,7 @@ export function classifyFailure(evidence: FailureEvidence): FailureClassificatio
       ? { kind: 'crash', reason: 'it was killed by SIGKILL while serving, without an error line (a kill -9, or the kernel\'s out-of-memory killer making room for another program)' }
       : { kind: 'oom', reason: 'it was killed by SIGKILL while loading, without an error line: that is how the kernel\'s out-of-memory killer ends a process' };
   }
+  if (gpuFault !== null) return { kind: 'crash', reason: `${gpuFault.line} (on ${gpuFaultDevice(gpuFault)}: a fault of the card or of the engine)`, gpuFault };
   const cause = causes.find((c) => c.wrapped) ?? causes[0];
   return { kind: 'crash', reason: cause?.text ?? exitWords(evidence) };
 }

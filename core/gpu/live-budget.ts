@@ -15,10 +15,14 @@
 // `warning` that says why (for the card, the tray and /metrics), re-dated so that a decision
 // asking for a fresh sample plans on it instead of failing. The first good probe ends it.
 // A GPU that is gone (gpu-probe.ts) is no failed probe: the sample goes on without it, and names it.
+// A GPU an engine's log says faulted (core/engine/gpu-fault.ts) is *suspect*: at once, the last
+// sample stands again without it, naming it as gone with the engine's words, so that the
+// relaunch goes elsewhere; the first probe begun after that which lists it (its vendor tool
+// measured it: healthy) offers it again. Its vendor tool, not the engine, has the last word.
 import { computeBudget, type Budget } from './compute-budget.js';
 import { FailedSample } from './failed-sample.js';
-import { NO_OWN_USAGE, type OwnUsageProvider } from './own-usage.js';
-import type { GpuProbe } from './gpu-probe.js';
+import { NO_OWN_USAGE, type OwnUsage, type OwnUsageProvider } from './own-usage.js';
+import type { GpuProbe, ProbeResult } from './gpu-probe.js';
 import { realClock, type Clock } from '../common/clock.js';
 import { Emitter } from '../common/emitter.js';
 import { errorMessage } from '../contracts/error-message.js';
@@ -109,6 +113,12 @@ export interface LiveBudget {
    * becoming held, or measured again), or in the GPUs that are gone; the first sample always fires. Returns the unsubscribe function.
    */
   onChange(listener: BudgetListener): () => void;
+  /**
+   * Suspects the GPU at `busAddress` (see the header): the last sample stands again at once
+   * without it, `why` naming it in `gone`, until a probe begun after this call lists it.
+   * False, and nothing changes, when the last probe listed no GPU there.
+   */
+  suspect(busAddress: string, why: string): boolean;
 }
 
 export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
@@ -132,6 +142,12 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   let queued: Promise<BudgetSample> | null = null;
   let timer: unknown = null;
   let generation = 0;
+  /** Probes begun so far: a suspect is cleared only by one begun after it was suspected. */
+  let probesBegun = 0;
+  /** Suspect GPUs by bus address: why, and probesBegun when suspected. */
+  const suspects = new Map<string, { why: string; since: number }>();
+  /** What the last probe that did not fail measured: a suspicion re-prices it without a probe. */
+  let lastMeasured: { probe: ProbeResult; own: OwnUsage } | null = null;
 
   async function takeSample(): Promise<BudgetSample> {
     try {
@@ -148,8 +164,26 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   }
 
   async function measure(): Promise<BudgetSample> {
-    const { gpus, displays, host, notes, gone } = await deps.probe.probe();
-    const own = deps.ownUsage === undefined ? NO_OWN_USAGE : await deps.ownUsage(gpus);
+    const begun = ++probesBegun;
+    const probe = await deps.probe.probe();
+    const own = deps.ownUsage === undefined ? NO_OWN_USAGE : await deps.ownUsage(probe.gpus);
+    for (const [bus, { since }] of suspects) if (since < begun && probe.gpus.some((gpu) => gpu.busAddress === bus)) suspects.delete(bus);
+    lastMeasured = { probe, own };
+    return budgetOf(probe, own);
+  }
+
+  /** The budget of a probe's figures, less the suspect GPUs, which it names as gone. */
+  function budgetOf(probe: ProbeResult, own: OwnUsage): BudgetSample {
+    const { displays, host, notes } = probe;
+    const suspected = (bus: string | null) => (bus === null ? undefined : suspects.get(bus));
+    const gpus = probe.gpus.filter((gpu) => suspected(gpu.busAddress) === undefined);
+    const gone = [
+      ...(probe.gone ?? []),
+      ...probe.gpus.flatMap((gpu) => {
+        const suspect = suspected(gpu.busAddress);
+        return suspect === undefined ? [] : [{ index: gpu.index, name: gpu.name, vendor: gpu.vendor, busAddress: gpu.busAddress as string, why: suspect.why }];
+      }),
+    ];
     const config = configNow();
     const budget = computeBudget({
       gpus,
@@ -162,9 +196,18 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
       platform,
       probeNotes: notes ?? [],
       displays: displays ?? [],
-      gone: gone ?? [],
+      gone,
     });
     return { ...budget, sampledAt: clock.now() };
+  }
+
+  function suspect(busAddress: string, why: string): boolean {
+    if (lastMeasured === null || !lastMeasured.probe.gpus.some((gpu) => gpu.busAddress === busAddress)) return false;
+    suspects.set(busAddress, { why, since: probesBegun });
+    const sample = budgetOf(lastMeasured.probe, lastMeasured.own);
+    lastGood = sample;
+    record(sample);
+    return true;
   }
 
   /** The last good sample standing in for a failed one: its GPUs the failure concerns say why. */
@@ -234,6 +277,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
     onChange(listener) {
       return changes.on(listener);
     },
+    suspect,
   };
 }
 

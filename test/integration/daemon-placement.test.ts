@@ -635,6 +635,100 @@ ${modelEntry(CHAT, demo.chat.path, 5)}`);
     expect(back.budget.goneGpus).toBeUndefined();
     expect(find(back, CHAT).upstream?.pid).toBe(pid);
   });
+
+  it('moves a pinned model off a card that falls off the bus too: a pin keeps a model loaded, not on a card that is gone', async () => {
+    const before = await rig.daemon.state();
+    // Where the last test left it: on GPU 0, the card that stayed.
+    expect(indices(find(before, CHAT).placement)).toEqual([0]);
+    const onLostCard = find(before, CHAT).upstream!.pid;
+    const pin = await rig.daemon.api(`/api/models/${CHAT}/pin`, { method: 'POST' });
+    expect(pin.status, await pin.clone().text()).toBe(200);
+
+    // nvidia-smi loses 01:00.0 (GPU 0) this time: chat is pinned there.
+    await rig.driverLoses(0);
+    const moved = await rig.ready(CHAT, 'whole on GPU 1, the card that is left', (p) => p.kind === 'gpu' && p.devices[0]?.index === 1);
+    expect(moved.budget.goneGpus?.map((g) => [g.index, g.busAddress])).toEqual([[0, '0000:01:00.0']]);
+    expect(find(moved, CHAT).pinned).toBe(true);
+    const pid = find(moved, CHAT).upstream!.pid;
+    expect(pid).not.toBe(onLostCard);
+    expect(isProcessAlive(onLostCard)).toBe(false);
+    expect(launchOf(pid)).toEqual({ visible: '1', ngl: 'all' });
+    expect(moved.models.filter((m) => m.status.state === 'quarantined')).toEqual([]);
+
+    await rig.driverFinds();
+    await eventually('the card offered again', async () => ((await rig.daemon.state()).budget.gpus.length === 2 ? true : undefined));
+    const unpin = await rig.daemon.api(`/api/models/${CHAT}/unpin`, { method: 'POST' });
+    expect(unpin.status, await unpin.clone().text()).toBe(200);
+  });
+});
+
+describe('a fault of the card in an engine\'s log, on the server with a BMC chip between its two cards', () => {
+  const FAULTY = 'faulty';
+  let rig: Rig;
+  let faultFile: string;
+
+  beforeAll(async () => {
+    rig = new Rig('bmc-between', join(workDir, 'bmc-fault'));
+    await mkdir(rig.workDir, { recursive: true });
+    faultFile = join(rig.workDir, 'fault.log');
+    await rig.start(`modelDirs: []
+${BUDGET_YAML}${await standInEngines(rig.workDir)}models:
+${modelEntry(FAULTY, demo.chat.path, 5, `${ON_LLAMA_SERVER}    args: ${JSON.stringify(['--fake-fault-file', faultFile])}\n`)}`);
+  });
+
+  afterAll(async () => {
+    await rig?.stop();
+  });
+
+  /** A chat request to `id`, whose answer (if any) does not matter: it is what meets the fault. */
+  const ask = async (id: string): Promise<void> => {
+    const client = new OpenAI({ baseURL: rig.daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
+    await client.chat.completions.create({ model: id, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }).catch(() => undefined);
+  };
+
+  /** Loads FAULTY on GPU 1 (the first card leaves it too little room), then gives both cards room. */
+  const onSecondCard = async (): Promise<number> => {
+    const [first, second] = rig.cards as [Card, Card];
+    const start = await rig.daemon.state();
+    await rig.budgets([Math.floor((find(start, FAULTY).estimateBytes.full * 0.5) / MiB), rig.quietBudget(second)]);
+    await rig.load(FAULTY);
+    const s = await rig.ready(FAULTY, 'on the second card', (p) => p.kind === 'gpu' && p.devices[0]?.index === 1);
+    await rig.budgets([rig.quietBudget(first), rig.quietBudget(second)]);
+    return find(s, FAULTY).upstream!.pid;
+  };
+
+  it('suspects the card a kernel fault names, with the engine\'s words, counts a crash that names the device, and offers the card again once nvidia-smi measures it', async () => {
+    const before = await onSecondCard();
+    // llama.cpp's own lines (test/fixtures/llama-logs/cuda-unspecified-launch-failure.log): CUDA's device 1 is the plan's GPU 1 here.
+    await writeFile(faultFile, readFileSync(resolve(import.meta.dirname, '../fixtures/llama-logs/cuda-unspecified-launch-failure.log'), 'utf8'));
+    await ask(FAULTY);
+    const said = await eventually('the daemon suspects GPU 1', async () => (/GPU 1 NVIDIA RTX A4000 \(0000:03:00\.0\) is suspect: faulty's engine said: CUDA error: unspecified launch failure/.test(rig.daemon.stderr()) ? true : undefined));
+    expect(said).toBe(true);
+    // Its ladder counts a crash (an engine that faults at every request is still parked after five), in words that name the device.
+    expect(rig.daemon.stderr()).toContain("faulty's server ended on its own (crash): CUDA error: unspecified launch failure (on CUDA device 1: a fault of the card or of the engine)");
+    const relaunched = await rig.ready(FAULTY, 'again, on a fresh server', (_p, m) => m.upstream !== null && m.upstream.pid !== before);
+    expect(find(relaunched, FAULTY).status.state).not.toBe('quarantined');
+    // Healthy by nvidia-smi's next measurement: offered again.
+    const back = await eventually('both cards offered', async () => {
+      const s = await rig.daemon.state();
+      return s.budget.gpus.length === 2 && s.budget.goneGpus === undefined ? s : undefined;
+    });
+    expect(back.budget.gpus.map((g) => g.index)).toEqual([0, 1]);
+  });
+
+  it('calls a card that fell off the bus the machine in the way, not the model\'s crash, and relaunches the model on the card that is left', async () => {
+    await rig.unload(FAULTY);
+    await rig.gone([FAULTY]);
+    const before = await onSecondCard();
+    await writeFile(faultFile, 'NVRM: Xid (PCI:0000:03:00): 79, GPU has fallen off the bus.\nNVRM: GPU 0000:03:00.0: GPU has fallen off the bus.\n');
+    await rig.driverLoses(1);
+    await ask(FAULTY);
+    const moved = await rig.ready(FAULTY, 'on the card that is left', (p, m) => m.upstream?.pid !== before && p.kind === 'gpu' && p.devices[0]?.index === 0);
+    expect(rig.daemon.stderr()).toContain("faulty's server ended on its own (environment): NVRM: Xid (PCI:0000:03:00): 79, GPU has fallen off the bus. (a fault of GPU 0000:03:00.0, not of the model)");
+    expect(moved.budget.goneGpus?.map((g) => g.index)).toEqual([1]);
+    expect(find(moved, FAULTY).status.state).not.toBe('quarantined');
+    await rig.driverFinds();
+  });
 });
 
 describe('moving a model back up on the desktop with an RTX 4070, once what displaced it has gone', () => {

@@ -28,10 +28,13 @@
 //                               builds answer; records each count asked for in /fake-counts
 //   --fake-abort-at-first-request  at its first chat or completion request, print a CUDA error line and
 //                               abort (SIGABRT) before answering: a fault at the first decode
+//   --fake-fault-file FILE      at a chat or completion request while FILE exists: print FILE's lines (but
+//                               '# ' comments) to stderr, remove FILE, and abort (SIGABRT) before answering:
+//                               a fault of the card, once (the relaunch finds no FILE and serves)
 // Other flags (llama-server's own) are taken as the daemon passes them: a flag followed by
 // another flag, or by nothing, is a switch (--jinja, --metrics); else it takes the next word.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
 const BOOLEAN = new Set(['--no-mmap', '--fake-silent', '--fake-progress', '--fake-ignore-sigterm', '--fake-spawn-child', '--fake-child-own-group', '--fake-wedged-decode', '--fake-anthropic', '--fake-abort-at-first-request']);
@@ -53,6 +56,17 @@ function parseArgs(argv) {
 function abortIfFirstRequest() {
   if (!flags.get('--fake-abort-at-first-request')) return;
   log('E', 'CUDA error: an illegal memory access was encountered');
+  setTimeout(() => process.kill(process.pid, 'SIGABRT'), 20);
+  return true;
+}
+
+/** With --fake-fault-file: dies of the fault that file holds, once. */
+function faultIfAsked() {
+  const file = flags.get('--fake-fault-file');
+  if (!file || !existsSync(file)) return false;
+  const lines = readFileSync(file, 'utf8').split('\n').filter((line) => line !== '' && !line.startsWith('# '));
+  rmSync(file, { force: true });
+  for (const line of lines) process.stderr.write(`${line}\n`);
   setTimeout(() => process.kill(process.pid, 'SIGABRT'), 20);
   return true;
 }
@@ -144,7 +158,7 @@ const server = createServer((req, res) => {
   if (req.url === '/v1/models') {
     return json(res, 200, { object: 'list', data: aliases.map((id) => ({ id, object: 'model', owned_by: 'fake' })) });
   }
-  if ((req.url === '/v1/chat/completions' || req.url === '/v1/completions') && req.method === 'POST' && abortIfFirstRequest()) return;
+  if ((req.url === '/v1/chat/completions' || req.url === '/v1/completions') && req.method === 'POST' && (abortIfFirstRequest() || faultIfAsked())) return;
   if (req.url === '/v1/chat/completions' && req.method === 'POST') {
     tasks++;
     if (flags.get('--fake-wedged-decode')) return; // taken, never answered

@@ -113,6 +113,7 @@ async function startOnce(
       // at start (ENOENT … uv_cwd, once a model quarantined for it).
       ServerProcess.start({ spawn: ctx.spawn, command: command.command, args, env, cwd: ctx.deps.dataDir, platform: ctx.platform, engine: spec.engine, ...launchParts() });
     server.toolCalls = command.capabilities.jinja !== 'absent';
+    server.placement = placement;
     await server.spawned;
   } catch (error) {
     if (keyFile !== null) removeApiKeyFile(keyFile);

@@ -11,6 +11,7 @@
 // recovery ladder once however many others look.
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
+import { faultyGpu } from '../gpu-fault.js';
 import type { LaunchSpec } from '../launch-spec.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
@@ -246,14 +247,20 @@ export class ModelOwner {
     if (state.kind !== 'exited') return;
     const at = this.ctx.clock.now();
     if (state.failure === null) this.ctx.emit({ type: 'ServerStopped', ...base, at });
-    else this.ctx.emit({ type: 'ServerExited', ...base, at, ...state.failure, wasReady: state.readyAt !== null, ...state.exit });
+    else {
+      // A fault of the card names the plan's GPU it was on, from where this launch placed it (gpu-fault.ts).
+      const { gpuFault, ...classified } = state.failure;
+      const fault = gpuFault === undefined ? {} : { gpuFault: { ...gpuFault, gpu: faultyGpu(gpuFault, server.placement, server.engine, this.ctx.deps.gpuIdentity) } };
+      this.ctx.emit({ type: 'ServerExited', ...base, at, ...classified, ...fault, wasReady: state.readyAt !== null, ...state.exit });
+    }
   }
 
   /** A launch that failed before any process ran: reported once, returned for the launch to reject with. */
   failedBeforeStart(level: LaunchLevel, reason: string): LaunchError {
     this.log.push(`── llmtray: could not launch '${this.modelId}': ${reason}`);
     // A file that cannot be read (the catalog said so) is hopeless, not a crash to retry.
-    const failure = classifySetupFailure(reason);
+    const { kind, reason: why } = classifySetupFailure(reason);
+    const failure = { kind, reason: why };
     this.ctx.emit({ type: 'ServerExited', modelId: this.modelId, level, pid: null, ...failure, wasReady: false, exitCode: null, signal: null, at: this.ctx.clock.now() });
     return new LaunchError(this.modelId, { ...failure, exitCode: null, signal: null, logTail: this.log.toArray(LOG_TAIL_LINES) });
   }

@@ -12,6 +12,7 @@ import { ServerClaims } from './server-claims.js';
 import type { HangWatch } from './hang-watch.js';
 import type { FailureClassification } from '../failure-classifier.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
+import type { Placement } from '../../contracts/plan.js';
 
 /** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
@@ -138,6 +139,8 @@ export class ServerProcess {
   anthropicMessages = false;
   /** Whether it can call tools: false for a llama-server build without Jinja templates (capabilities.jinja 'absent'). */
   toolCalls = true;
+  /** Where its launch placed it (the plan's GPUs), for naming the card of a fault in its log. */
+  placement: Placement | undefined = undefined;
   /** The requests it is answering; see server-claims.ts. */
   readonly claims: ServerClaims;
   /** Hang detection while it has claims; made at its first claim. */

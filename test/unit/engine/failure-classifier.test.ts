@@ -24,6 +24,48 @@ function evidence(partial: Partial<FailureEvidence>): FailureEvidence {
 /** Captured logs that are not one failure each: buffer-size lines, a healthy start, a log whose signal decides. */
 const NOT_IN_THE_TABLE = ['buffer-sizes-cuda.log', 'cpu-amx-xeon.log', 'cpu-repack-epyc.log', 'server-ready.log', 'server-draft-vocab-mismatch-serves.log', 'segfault-no-output.log'];
 
+/** Card faults, each with the device its log names (gpu-fault.ts): the machine in the way, not the model. */
+const GPU_FAULTS: { log: string; exitCode: number | null; signal: string | null; kind: string; reason: string; cudaDevice: number | null; busAddress: string | null }[] = [
+  {
+    log: 'cuda-illegal-memory-access.log', exitCode: null, signal: 'SIGABRT', kind: 'crash', cudaDevice: 1, busAddress: null,
+    reason: 'CUDA error: an illegal memory access was encountered (on CUDA device 1: a fault of the card or of the engine)',
+  },
+  {
+    log: 'cuda-unspecified-launch-failure.log', exitCode: null, signal: 'SIGABRT', kind: 'crash', cudaDevice: 1, busAddress: null,
+    reason: 'CUDA error: unspecified launch failure (on CUDA device 1: a fault of the card or of the engine)',
+  },
+  {
+    log: 'gpu-fallen-off-the-bus.log', exitCode: null, signal: 'SIGABRT', kind: 'environment', cudaDevice: null, busAddress: '0000:06:00.0',
+    reason: 'NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus. (a fault of GPU 0000:06:00.0, not of the model)',
+  },
+  {
+    log: 'gpu-lost-nvidia-smi.log', exitCode: 15, signal: null, kind: 'environment', cudaDevice: null, busAddress: '0000:02:00.0',
+    reason: 'Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU (a fault of GPU 0000:02:00.0, not of the model)',
+  },
+];
+
+describe('classifyFailure on a fault of the card', () => {
+  it.each(GPU_FAULTS)('$log → $kind, naming the device', ({ log, exitCode, signal, kind, reason, cudaDevice, busAddress }) => {
+    const lines = fixture(log);
+    const result = classifyFailure(evidence({ exitCode, signal, log: lines, diedAfterReady: true }));
+    expect(result).toEqual({ kind, reason, gpuFault: { line: expect.any(String), cudaDevice, busAddress, cardLost: kind === 'environment' } });
+  });
+
+  it('calls a lost card the machine in the way even while loading, where its allocations fail too', () => {
+    const lines = [...fixture('gpu-fallen-off-the-bus.log'), 'llama_model_load: error loading model: unable to allocate CUDA1 buffer'];
+    expect(classifyFailure(evidence({ log: lines })).kind).toBe('environment');
+  });
+
+  it('leaves an out-of-memory CUDA error an oom and a build for another card a crash: neither is a fault of the card', () => {
+    const oom = classifyFailure(evidence({ log: ['CUDA error: out of memory', '  current device: 0, in function ggml_backend_cuda_buffer_type_alloc_buffer at ggml-cuda.cu:100'] }));
+    expect(oom.kind).toBe('oom');
+    expect(oom.gpuFault).toBeUndefined();
+    const build = classifyFailure(evidence({ exitCode: null, signal: 'SIGABRT', log: ['ggml_cuda_compute_forward: SCALE failed', 'CUDA error: no kernel image is available for execution on the device', 'current device: 0, in function ggml_cuda_compute_forward at ggml-cuda.cu:2761'] }));
+    expect(build.kind).toBe('crash');
+    expect(build.gpuFault).toBeUndefined();
+  });
+});
+
 describe('classifyFailure on real llama.cpp output', () => {
   const table: { log: string; exitCode: number | null; signal: string | null; kind: string; reason: string }[] = [
     { log: 'server-kv-cache-oom.log', exitCode: 1, signal: null, kind: 'oom', reason: 'failed to allocate buffer for kv cache' },
@@ -106,7 +148,7 @@ describe('classifyFailure on real llama.cpp output', () => {
 
   it('has an expected verdict for every captured failure log', () => {
     const captured = readdirSync(new URL('../../fixtures/llama-logs/', import.meta.url)).filter((name) => !NOT_IN_THE_TABLE.includes(name));
-    expect(captured.sort()).toEqual(table.map((row) => row.log).sort());
+    expect(captured.sort()).toEqual([...table, ...GPU_FAULTS].map((row) => row.log).sort());
   });
 
   it('calls it an oom when an allocation failed, whatever else in the log says the file is broken', () => {

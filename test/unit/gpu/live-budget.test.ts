@@ -306,3 +306,50 @@ describe('LiveBudget: a vendor tool that keeps failing (issue 23)', () => {
     expect(live.current()?.perGpu.map((g) => g.warning !== undefined)).toEqual([true]);
   });
 });
+
+describe('LiveBudget: a GPU an engine says faulted', () => {
+  const second = (): GpuDevice => ({ ...card(0), index: 1, busAddress: '0000:03:00.0', measuredBy: 'nvidia-smi' });
+
+  it('stands the last sample again at once without it, naming it as gone with the engine’s words, and fires', async () => {
+    const { probe, live, fired } = setup();
+    probe.gpus = [card(4 * GiB), second()];
+    await live.sampleNow();
+    const calls = probe.calls;
+    expect(live.suspect('0000:03:00.0', "llama-server for 'chat' said: CUDA error: unspecified launch failure")).toBe(true);
+    // No probe: the decision it is for (the relaunch) plans on this at once.
+    expect(probe.calls).toBe(calls);
+    const now = live.current() as BudgetSample;
+    expect(now.perGpu.map((g) => g.index)).toEqual([0]);
+    expect(now.totalBytes).toBe(24 * GiB - 512 * MiB - 4 * GiB);
+    expect(now.gone).toEqual([{ index: 1, name: 'NVIDIA GeForce RTX 4090', vendor: 'NVIDIA Corporation', busAddress: '0000:03:00.0', why: "llama-server for 'chat' said: CUDA error: unspecified launch failure" }]);
+    expect(fired.at(-1)?.[0]).toBe(now);
+  });
+
+  it('offers it again at the first probe begun after the suspicion that lists it, not at one already under way', async () => {
+    const { probe, live } = setup();
+    probe.gpus = [card(4 * GiB), second()];
+    await live.sampleNow();
+    probe.hold();
+    const underWay = live.sampleNow();
+    live.suspect('0000:03:00.0', 'CUDA error');
+    probe.release();
+    expect((await underWay).perGpu.map((g) => g.index)).toEqual([0]);
+    const next = await live.sampleNow();
+    expect(next.perGpu.map((g) => g.index)).toEqual([0, 1]);
+    expect(next.gone).toBeUndefined();
+  });
+
+  it('stays suspect through probes that do not list it, and refuses a card the last probe did not list', async () => {
+    const { probe, live } = setup();
+    probe.gpus = [card(4 * GiB), second()];
+    await live.sampleNow();
+    expect(live.suspect('0000:09:00.0', 'CUDA error')).toBe(false);
+    expect(live.current()?.perGpu).toHaveLength(2);
+    expect(live.suspect('0000:03:00.0', 'CUDA error')).toBe(true);
+    probe.gpus = [card(4 * GiB)];
+    await live.sampleNow();
+    // Listed again but suspected since: the first probe that lists it clears it, so until then the listing decides.
+    probe.gpus = [card(4 * GiB), second()];
+    expect((await live.sampleNow()).perGpu.map((g) => g.index)).toEqual([0, 1]);
+  });
+});

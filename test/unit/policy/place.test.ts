@@ -156,3 +156,53 @@ describe('place: evictions free memory on the GPU that needs it', () => {
     ]);
   });
 });
+
+describe('place: a GPU that is gone (no longer among the devices offered)', () => {
+  // GPU 1 fell off the bus: the daemon offers only GPU 0, and the residents still say where they ran.
+  const left = [gpu(0, 24)];
+
+  it('moves a pinned model off it: launched on what is left and stopped there, though a pin is never moved otherwise', () => {
+    const plan = place([want('pinned', 8, { pinned: true })], [onGpu('pinned', 1, 8, { pinned: true })], left);
+    expect(plan.launch).toEqual(['pinned']);
+    expect(plan.evict).toEqual(['pinned']);
+    expect(plan.placements.pinned).toEqual({ kind: 'gpu', devices: [{ index: 0, layers: 0, bytes: 8 * GiB }], cpuMoeLayers: 0, hostBytes: 0 });
+    expect(plan.unschedulable).toEqual([]);
+  });
+
+  it('moves a busy model off it, as it would an idle one, and takes its room from an idle model ranked below', () => {
+    const plan = place(
+      [want('busy', 10, { priority: 5 }), want('idle', 20)],
+      [onGpu('busy', 1, 10, { active: true }), onGpu('idle', 0, 20)],
+      left,
+    );
+    expect(plan.launch).toEqual(['busy']);
+    expect(plan.evict.toSorted()).toEqual(['busy', 'idle']);
+    expect(plan.placements.busy).toMatchObject({ kind: 'gpu', devices: [{ index: 0 }] });
+    expect(plan.unschedulable.map((u) => u.modelId)).toEqual(['idle']);
+  });
+
+  it('moves a pinned model split over it and a card that is left, and keeps a pinned one on the card that is left where it is', () => {
+    const split = { kind: 'split' as const, devices: [{ index: 1, layers: 4, bytes: 5.5 * GiB }, { index: 0, layers: 4, bytes: 4.5 * GiB }], cpuMoeLayers: 0, hostBytes: 0 };
+    const plan = place(
+      [want('split', layered(8), { pinned: true }), want('stays', 4, { pinned: true })],
+      [{ ...onGpu('split', 0, 10, { pinned: true }), placement: split }, onGpu('stays', 0, 4, { pinned: true })],
+      left,
+    );
+    expect(plan.launch).toEqual(['split']);
+    expect(plan.evict).toEqual(['split']);
+    expect(plan.placements.split).toMatchObject({ kind: 'gpu', devices: [{ index: 0, layers: 8 }] });
+    expect(plan.placements.stays).toMatchObject({ kind: 'gpu', devices: [{ index: 0 }] });
+  });
+
+  it('stops a pinned or busy model on it that is no longer desired, rather than leave it held there', () => {
+    const plan = place([], [onGpu('pinned', 1, 8, { pinned: true }), onGpu('busy', 1, 2, { active: true }), onGpu('kept', 0, 2, { pinned: true })], left);
+    expect(plan.evict.toSorted()).toEqual(['busy', 'pinned']);
+  });
+
+  it('is a fixed point once the moved model runs on what is left', () => {
+    const first = place([want('pinned', 8, { pinned: true })], [onGpu('pinned', 1, 8, { pinned: true })], left);
+    const again = place([want('pinned', 8, { pinned: true })], [{ ...onGpu('pinned', 0, 8, { pinned: true }), placement: first.placements.pinned }], left);
+    expect(again.launch).toEqual([]);
+    expect(again.evict).toEqual([]);
+  });
+});
