@@ -16,22 +16,20 @@ import Anthropic, {
   NotImplementedError,
   ServiceUnavailableError,
 } from '@anthropic-ai/sdk';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createRouter, LOOPBACK_ONLY_ACCESS, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
-import { ENGINE_MODEL_NAME, FakeEngine, fakeTokens, renderTemplate, startDyingEngine } from '../support/router-fake-engine.js';
-import { ScriptedGateway, scriptedModels, type ScriptedModel } from '../support/scripted-gateway.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { LOOPBACK_ONLY_ACCESS, type RouterOptions } from '../../core/router/router.js';
+import { ENGINE_MODEL_NAME, fakeTokens, renderTemplate, startDyingEngine } from '../support/router-fake-engine.js';
+import type { ScriptedGateway, ScriptedModel } from '../support/scripted-gateway.js';
+import { scriptedRouterHarness } from '../support/scripted-router.js';
 
-const ENGINE_KEY = 'engine-per-launch-key';
-let engine: FakeEngine;
-let engineUrl: string;
+const routers = scriptedRouterHarness();
+const { engine, engineKey } = routers;
 let dying: Awaited<ReturnType<typeof startDyingEngine>>;
 /** An engine from before count_tokens and /apply-template: llama-server's 404 for every path. */
 let ancient: http.Server;
 let ancientUrl: string;
 
 beforeAll(async () => {
-  engine = new FakeEngine(ENGINE_KEY);
-  engineUrl = await engine.start();
   dying = await startDyingEngine();
   ancient = http.createServer((_req, res) => {
     res.writeHead(404, { 'content-type': 'application/json' });
@@ -41,29 +39,17 @@ beforeAll(async () => {
   ancientUrl = `http://127.0.0.1:${(ancient.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
-  await engine.stop();
   await dying.stop();
   ancient.closeAllConnections();
   await new Promise((resolve) => ancient.close(resolve));
-});
-
-const opened: { router: ListeningRouter; gateway: ScriptedGateway }[] = [];
-afterEach(async () => {
-  for (const { router, gateway } of opened.splice(0)) {
-    gateway.dispose();
-    await router.close();
-  }
 });
 
 async function startRouter(
   options: Partial<RouterOptions> & { clientKey?: string } = {},
   overrides: Partial<Record<string, Partial<ScriptedModel>>> = {},
 ): Promise<{ origin: string; port: number; gateway: ScriptedGateway; client: Anthropic }> {
-  const gateway = new ScriptedGateway(scriptedModels(overrides), engineUrl, ENGINE_KEY);
-  const router = await createRouter({ gateway, ...options }).listen();
-  opened.push({ router, gateway });
   // Anthropic's SDKs add /v1/messages to the base URL themselves.
-  const origin = router.url.replace(/\/v1$/, '');
+  const { router, gateway, origin } = await routers.start(overrides, options);
   const client = new Anthropic({ apiKey: options.clientKey ?? 'client-own-key', baseURL: origin, maxRetries: 0 });
   return { origin, port: router.port, gateway, client };
 }
@@ -97,7 +83,7 @@ describe('an engine that speaks only chat completions: translated', () => {
     expect(response.headers.get('x-llmtray-served-by')).toBe('small');
     const seen = engine.since(from);
     expect(seen.map((r) => r.path)).toEqual(['/v1/chat/completions']);
-    expect(seen[0]?.authorization).toBe(`Bearer ${ENGINE_KEY}`);
+    expect(seen[0]?.authorization).toBe(`Bearer ${engineKey}`);
     expect(seen[0]?.body).toEqual({
       model: 'tiny',
       messages: [
@@ -349,7 +335,7 @@ describe('an engine that serves the Messages API itself: passed through', () => 
     const seen = engine.since(from);
     expect(seen.map((r) => r.path)).toEqual(['/v1/messages']);
     expect(seen[0]?.body).toEqual(request);
-    expect(seen[0]?.authorization).toBe(`Bearer ${ENGINE_KEY}`);
+    expect(seen[0]?.authorization).toBe(`Bearer ${engineKey}`);
   });
 
   it('streams the engine’s own events through', async () => {

@@ -1,34 +1,16 @@
 // A request that asks an embedding model to write text is refused by name before anything loads:
 // an encoder has no head that writes, so whatever it "answered" would be noise. Real HTTP on
 // loopback to the router with the scripted gateway and the HTTP fake engine.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRouter, type ListeningRouter } from '../../core/router/router.js';
-import { FakeEngine } from '../support/router-fake-engine.js';
-import { ScriptedGateway, scriptedModels } from '../support/scripted-gateway.js';
+import { describe, expect, it } from 'vitest';
+import type { ScriptedGateway } from '../support/scripted-gateway.js';
+import { scriptedRouterHarness } from '../support/scripted-router.js';
 
-const ENGINE_KEY = 'engine-per-launch-key';
-let engine: FakeEngine;
-let engineUrl: string;
-beforeAll(async () => {
-  engine = new FakeEngine(ENGINE_KEY);
-  engineUrl = await engine.start();
-});
-afterAll(() => engine.stop());
-
-const opened: { router: ListeningRouter; gateway: ScriptedGateway }[] = [];
-afterEach(async () => {
-  for (const { router, gateway } of opened.splice(0)) {
-    gateway.dispose();
-    await router.close();
-  }
-});
+const routers = scriptedRouterHarness();
 
 /** 'cold' is an encoder (its GGUF names a pooling); 'never' is configured `embeddings: true`; 'small' writes text. */
 async function startRouter(): Promise<{ origin: string; gateway: ScriptedGateway }> {
-  const gateway = new ScriptedGateway(scriptedModels({ cold: { embeddingsOnly: 'pooling' }, never: { embeddingsOnly: 'config' } }), engineUrl, ENGINE_KEY);
-  const router = await createRouter({ gateway }).listen();
-  opened.push({ router, gateway });
-  return { origin: router.url.replace(/\/v1$/, ''), gateway };
+  const { origin, gateway } = await routers.start({ cold: { embeddingsOnly: 'pooling' }, never: { embeddingsOnly: 'config' } });
+  return { origin, gateway };
 }
 
 async function post(origin: string, path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {

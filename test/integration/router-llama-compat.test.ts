@@ -5,28 +5,14 @@
 // `model`, to an engine that serves them, and are refused by name where the engine does not.
 import http from 'node:http';
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CommandResult } from '../../core/contracts/commands.js';
-import { createRouter, LOOPBACK_ONLY_ACCESS, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
-import { FakeEngine } from '../support/router-fake-engine.js';
-import { ScriptedGateway, scriptedModels, type ScriptedModel } from '../support/scripted-gateway.js';
+import { LOOPBACK_ONLY_ACCESS, type RouterOptions } from '../../core/router/router.js';
+import type { ScriptedGateway, ScriptedModel } from '../support/scripted-gateway.js';
+import { scriptedRouterHarness } from '../support/scripted-router.js';
 
-const ENGINE_KEY = 'engine-per-launch-key';
-let engine: FakeEngine;
-let engineUrl: string;
-beforeAll(async () => {
-  engine = new FakeEngine(ENGINE_KEY);
-  engineUrl = await engine.start();
-});
-afterAll(() => engine.stop());
-
-const opened: { router: ListeningRouter; gateway: ScriptedGateway }[] = [];
-afterEach(async () => {
-  for (const { router, gateway } of opened.splice(0)) {
-    gateway.dispose();
-    await router.close();
-  }
-});
+const routers = scriptedRouterHarness();
+const { engine, engineKey } = routers;
 
 /** The commands the daemon would run, recorded. */
 function recordingCommands(): { calls: string[]; commands: NonNullable<RouterOptions['modelCommands']> } {
@@ -39,10 +25,8 @@ function recordingCommands(): { calls: string[]; commands: NonNullable<RouterOpt
 }
 
 async function startRouter(options: Partial<RouterOptions> = {}, overrides: Partial<Record<string, Partial<ScriptedModel>>> = {}): Promise<{ origin: string; gateway: ScriptedGateway }> {
-  const gateway = new ScriptedGateway(scriptedModels(overrides), engineUrl, ENGINE_KEY);
-  const router = await createRouter({ gateway, ...options }).listen();
-  opened.push({ router, gateway });
-  return { origin: router.url.replace(/\/v1$/, ''), gateway };
+  const { origin, gateway } = await routers.start(overrides, options);
+  return { origin, gateway };
 }
 
 async function post(origin: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> }> {
@@ -112,7 +96,7 @@ describe('llama-server’s own routes', () => {
     expect((await post(origin, '/completion', { model: 'small', prompt: 'hi' })).status).toBe(200);
     const seen = engine.since(from);
     expect(seen.map((r) => r.path)).toEqual(['/tokenize', '/completion']);
-    expect(seen[0]?.authorization).toBe(`Bearer ${ENGINE_KEY}`);
+    expect(seen[0]?.authorization).toBe(`Bearer ${engineKey}`);
   });
 
   it('refuses a route the model’s engine does not serve with a 404 naming the model and its engine, sending nothing', async () => {

@@ -6,13 +6,12 @@
 // engines: daemon-load-progress.test.ts.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { APIError } from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createRouter, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
-import { FakeEngine } from '../support/router-fake-engine.js';
-import { ScriptedGateway, scriptedModels, type ScriptedModel } from '../support/scripted-gateway.js';
+import { describe, expect, it, vi } from 'vitest';
+import type { RouterOptions } from '../../core/router/router.js';
+import type { ScriptedModel } from '../support/scripted-gateway.js';
+import { scriptedRouterHarness } from '../support/scripted-router.js';
 import { postForLines, withoutComments, type SseAnswer } from '../support/sse-lines.js';
 
-const ENGINE_KEY = 'engine-per-launch-key';
 const LOAD_MS = 3_500;
 /**
  * The contract is a comment at once and then at least every second. The router writes one every
@@ -22,33 +21,17 @@ const LOAD_MS = 3_500;
  */
 const MAX_GAP_MS = 1_500;
 
-let engine: FakeEngine;
-let engineUrl: string;
-beforeAll(async () => {
-  engine = new FakeEngine(ENGINE_KEY);
-  engineUrl = await engine.start();
-});
-afterAll(() => engine.stop());
-
-const opened: { router: ListeningRouter; gateway: ScriptedGateway }[] = [];
-afterEach(async () => {
-  for (const { router, gateway } of opened.splice(0)) {
-    gateway.dispose();
-    await router.close();
-  }
-});
+const routers = scriptedRouterHarness();
 
 const LOADING_AT_40: Partial<ScriptedModel> = { loadMs: LOAD_MS, progress: { kind: 'loading', servedBy: 'cold', fraction: 0.4, estimated: false } };
 
 async function startRouter(overrides: Partial<Record<string, Partial<ScriptedModel>>> = {}, options: Partial<RouterOptions> = {}) {
-  const gateway = new ScriptedGateway(scriptedModels(overrides), engineUrl, ENGINE_KEY);
-  const router = await createRouter({ gateway, ...options }).listen();
-  opened.push({ router, gateway });
+  const { router, gateway, origin } = await routers.start(overrides, options);
   return {
     url: router.url,
     gateway,
     openai: new OpenAI({ apiKey: 'client-own-key', baseURL: router.url, maxRetries: 0 }),
-    anthropic: new Anthropic({ apiKey: 'client-own-key', baseURL: router.url.replace(/\/v1$/, ''), maxRetries: 0 }),
+    anthropic: new Anthropic({ apiKey: 'client-own-key', baseURL: origin, maxRetries: 0 }),
   };
 }
 

@@ -6,36 +6,18 @@
 // is checked against OpenAI's published schemas. The activation, claims, resend and hang
 // handling are the chat endpoints' (router.test.ts); these tests prove the route rides on them.
 import OpenAI, { APIError, BadRequestError } from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRouter, type ListeningRouter, type RouterOptions } from '../../core/router/router.js';
-import { FAKE_REASONING, FakeEngine } from '../support/router-fake-engine.js';
+import { describe, expect, it } from 'vitest';
+import type { RouterOptions } from '../../core/router/router.js';
+import { FAKE_REASONING } from '../support/router-fake-engine.js';
 import { responseSchemaErrors, streamEventSchemaErrors } from '../support/openai-response-schemas.js';
-import { ScriptedGateway, scriptedModels, type ScriptedModel } from '../support/scripted-gateway.js';
+import type { ScriptedGateway, ScriptedModel } from '../support/scripted-gateway.js';
+import { scriptedRouterHarness } from '../support/scripted-router.js';
 
-const ENGINE_KEY = 'engine-per-launch-key';
-let engine: FakeEngine;
-let engineUrl: string;
-
-beforeAll(async () => {
-  engine = new FakeEngine(ENGINE_KEY);
-  engineUrl = await engine.start();
-});
-afterAll(async () => {
-  await engine.stop();
-});
-
-const opened: { router: ListeningRouter; gateway: ScriptedGateway }[] = [];
-afterEach(async () => {
-  for (const { router, gateway } of opened.splice(0)) {
-    gateway.dispose();
-    await router.close();
-  }
-});
+const routers = scriptedRouterHarness();
+const { engine, engineKey } = routers;
 
 async function startRouter(options: Partial<RouterOptions> = {}, overrides: Partial<Record<string, Partial<ScriptedModel>>> = {}): Promise<{ client: OpenAI; gateway: ScriptedGateway }> {
-  const gateway = new ScriptedGateway(scriptedModels(overrides), engineUrl, ENGINE_KEY);
-  const router = await createRouter({ gateway, ...options }).listen();
-  opened.push({ router, gateway });
+  const { router, gateway } = await routers.start(overrides, options);
   return { client: new OpenAI({ apiKey: 'client-own-key', baseURL: router.url, maxRetries: 0 }), gateway };
 }
 
@@ -86,7 +68,7 @@ describe('the Responses API on a llama-server-like engine', () => {
     expect(engine.since(from)).toMatchObject([
       {
         path: '/v1/chat/completions',
-        authorization: `Bearer ${ENGINE_KEY}`,
+        authorization: `Bearer ${engineKey}`,
         body: { model: 'tiny', max_tokens: 16, temperature: 0, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello' }] },
       },
     ]);

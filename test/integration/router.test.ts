@@ -6,34 +6,23 @@
 // answers. Anthropic's Messages API on the same router: router-anthropic.test.ts.
 import http from 'node:http';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createRouter, LOOPBACK_ONLY_ACCESS, type ListeningRouter, type RouterAccess, type RouterOptions } from '../../core/router/router.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { LOOPBACK_ONLY_ACCESS, type RouterAccess, type RouterOptions } from '../../core/router/router.js';
 import type { RouterModelEntry } from '../../core/router/model-gateway.js';
-import { ENGINE_MODEL_NAME, FakeEngine, startDyingEngine } from '../support/router-fake-engine.js';
-import { ScriptedGateway, scriptedModels, type ScriptedClaim } from '../support/scripted-gateway.js';
+import { ENGINE_MODEL_NAME, startDyingEngine } from '../support/router-fake-engine.js';
+import { scriptedModels, type ScriptedClaim, type ScriptedGateway } from '../support/scripted-gateway.js';
+import { scriptedRouterHarness } from '../support/scripted-router.js';
 import { rawExchange, type RawAnswer } from '../support/raw-http.js';
 
-const ENGINE_KEY = 'engine-per-launch-key';
-let engine: FakeEngine;
-let engineUrl: string;
+const routers = scriptedRouterHarness();
+const { engine, engineKey } = routers;
 let dying: Awaited<ReturnType<typeof startDyingEngine>>;
 
 beforeAll(async () => {
-  engine = new FakeEngine(ENGINE_KEY);
-  engineUrl = await engine.start();
   dying = await startDyingEngine();
 });
 afterAll(async () => {
-  await engine.stop();
   await dying.stop();
-});
-
-const opened: { router: ListeningRouter; gateway: ScriptedGateway }[] = [];
-afterEach(async () => {
-  for (const { router, gateway } of opened.splice(0)) {
-    gateway.dispose();
-    await router.close();
-  }
 });
 
 async function startRouter(
@@ -41,9 +30,7 @@ async function startRouter(
   overrides: Parameters<typeof scriptedModels>[0] = {},
   listen: { host?: string; clientKey?: string } = {},
 ): Promise<{ url: string; port: number; gateway: ScriptedGateway; client: OpenAI }> {
-  const gateway = new ScriptedGateway(scriptedModels(overrides), engineUrl, ENGINE_KEY);
-  const router = await createRouter({ gateway, ...options }).listen(listen.host === undefined ? {} : { host: listen.host });
-  opened.push({ router, gateway });
+  const { router, gateway } = await routers.start(overrides, options, { host: listen.host });
   const client = new OpenAI({ apiKey: listen.clientKey ?? 'client-own-key', baseURL: router.url, maxRetries: 0 });
   return { url: router.url, port: router.port, gateway, client };
 }
@@ -96,7 +83,7 @@ describe('routing and answering', () => {
     expect(response.headers.get('access-control-allow-origin')).toBeNull();
     const seen = engine.requests.slice(before);
     expect(seen).toHaveLength(1);
-    expect(seen[0]?.authorization).toBe(`Bearer ${ENGINE_KEY}`);
+    expect(seen[0]?.authorization).toBe(`Bearer ${engineKey}`);
     expect(gateway.calls).toEqual([]);
     await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
     expect(gateway.startedTotal).toBe(1);
@@ -455,7 +442,7 @@ describe('broken connections', () => {
     expect(error.code).toBe('engine_unreachable');
     expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
     expect(engine.requests.length - before).toBe(2);
-    expect(gateway.calls).toEqual([`engineUnreachable:small@${engineUrl}`]);
+    expect(gateway.calls).toEqual([`engineUnreachable:small@${routers.engineUrl}`]);
     await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0));
     expect(gateway.finishedTotal).toBe(2);
   });
@@ -688,7 +675,7 @@ describe('security and request checks', () => {
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error.code).toBe('invalid_api_key');
     expect(error.message).toContain('listen.clientKeys');
-    expect(engine.requests.every((r) => r.authorization === `Bearer ${ENGINE_KEY}`)).toBe(true);
+    expect(engine.requests.every((r) => r.authorization === `Bearer ${engineKey}`)).toBe(true);
   });
   it('refuses a body over the limit with 413, declared or streamed', async () => {
     const { client, port, gateway } = await startRouter({ bodyLimitBytes: 1024 });
