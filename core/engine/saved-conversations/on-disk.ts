@@ -16,6 +16,15 @@ export interface SavedTotals {
 export const STATE_SUFFIX = '.state';
 export const IDENTITY_FILE = 'identity.json';
 
+/**
+ * The folder under ROOT that a llama-server is launched with as its `--slot-save-path`
+ * (core/engine/llama-server/saved-slots.ts): no identity, no .state files, so neither the store
+ * nor this reader counts what passes through it.
+ */
+export function llamaServerStagingDir(root: string): string {
+  return join(root, '.llama-server');
+}
+
 /** Whether a name under an identity folder is a saved conversation (store.ts names them `<hash>.state`). */
 export function isStateFile(name: string): boolean {
   return name.endsWith(STATE_SUFFIX);

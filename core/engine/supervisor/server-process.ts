@@ -10,6 +10,7 @@ import { ServerClaims } from './server-claims.js';
 import type { HangWatch } from './hang-watch.js';
 import type { FailureClassification } from '../failure-classifier.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
+import type { LlamaServerSlots } from '../llama-server/saved-slots.js';
 
 /** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
@@ -108,6 +109,8 @@ export class ServerProcess {
   anthropicMessages = false;
   /** Whether it can call tools: false for a llama-server build without Jinja templates (capabilities.jinja 'absent'). */
   toolCalls = true;
+  /** A llama-server's saved conversations (llama-server/saved-slots.ts), opened once it answers; null for the embedded engine, which keeps its own. */
+  savedSlots: LlamaServerSlots | null = null;
   /** The requests it is answering; see server-claims.ts. */
   readonly claims: ServerClaims;
   /** Hang detection while it has claims; made at its first claim. */
