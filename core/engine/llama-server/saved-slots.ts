@@ -170,6 +170,8 @@ export class LlamaServerSlots {
         await this.store.discard(best.saved, damage);
         return;
       }
+      // Marked before the load: a second request meanwhile must not load it into another slot.
+      this.restored.add(best.saved.path);
       const started = performance.now();
       const name = `${randomBytes(9).toString('hex')}.bin`;
       const staged = join(this.staging, name);
@@ -180,7 +182,6 @@ export class LlamaServerSlots {
       } finally {
         await rm(staged, { force: true });
       }
-      this.restored.add(best.saved.path);
       if (answer === null) throw new Error('the restore did not answer');
       if (answer.status !== 200) {
         await this.store.discard(best.saved, `it could not be restored: ${answer.status} ${answer.body.slice(0, 200)}`);
