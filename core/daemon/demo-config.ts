@@ -22,10 +22,14 @@ export interface DemoConfigOptions {
   fallbackAndAliases: boolean;
   /** Lists demo-broken, the corrupt model that shows quarantine. */
   broken: boolean;
+  /** Lists demo-embed, the embedding model /v1/embeddings answers with (the catalog reads its pooling; no `embeddings:` needed). */
+  embed: boolean;
 }
 
 const CHAT_CONTEXT = 4096;
 const SMALL_CONTEXT = 2048;
+/** demo-embed's trained length, as an encoder's context is. */
+const EMBED_CONTEXT = 512;
 
 export function demoConfigText(models: DemoModels, options: DemoConfigOptions): string {
   const budget = [
@@ -52,6 +56,7 @@ export function demoConfigText(models: DemoModels, options: DemoConfigOptions): 
     `    ctx: ${SMALL_CONTEXT}`,
     ...(options.fallbackAndAliases ? ['    aliases: [tiny]'] : []),
     ...(options.broken ? ['  - id: demo-broken', `    path: ${JSON.stringify(models.broken.path)}`, `    ctx: ${SMALL_CONTEXT}`] : []),
+    ...(options.embed ? ['  - id: demo-embed', `    path: ${JSON.stringify(models.embed.path)}`, `    ctx: ${EMBED_CONTEXT}`] : []),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -31,11 +31,13 @@ function serveDemoConfig(models: DemoModels): string {
       'Written by llmtray\'s demo when it was absent. Your edits are kept; the demo itself only sets budget.limit.',
       'The budget fits demo-chat with its draft, or the smaller models, but not all at once,',
       'so on-demand swapping, fallback (demo-chat -> demo-tiny) and quarantine (demo-broken) show.',
+      'demo-embed answers /v1/embeddings (an encoder: its file names its pooling).',
       'Every model has the same priority, so the most recently requested one wins the memory.',
     ],
     reserveBytes: 0,
     fallbackAndAliases: true,
     broken: true,
+    embed: true,
   });
 }
 

@@ -67,7 +67,8 @@ export function createGateway(parts: GatewayParts): ModelGateway {
   return {
     resolve(name) {
       const model = catalog.resolve(name);
-      return model === undefined ? undefined : { modelId: model.id };
+      if (model === undefined) return undefined;
+      return { modelId: model.id, embeddingsOnly: model.embeddings === undefined ? null : model.embeddings.modelPools ? 'pooling' : 'config' };
     },
     modelIds: () => catalog.models().map((m) => m.id),
     listModels(): RouterModelEntry[] {

@@ -30,6 +30,7 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
   return {
     model,
     streamError: body.stream === true ? (error) => anthropicErrorEvent(anthropicErrorBody(error)) : null,
+    generates: true,
     send(claim, fallingBack, clientGone) {
       const { servedBy } = claim;
       const renamed = fallingBack ? servedBy : null;
@@ -64,6 +65,7 @@ export function countTokensRequest(agent: http.Agent, res: ServerResponse, raw: 
   return {
     model,
     streamError: null,
+    generates: false,
     send(claim, _fallingBack, clientGone) {
       // The count names no model, so a fallback needs no renaming: only its tokenizer counts.
       if (claim.anthropicMessages) {

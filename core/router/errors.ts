@@ -69,6 +69,23 @@ export function engineBadAnswer(servedBy: string, what: string, text: string): R
   };
 }
 
+/**
+ * A request that asks an embedding model to write text: 400 on `model`, before it loads. An
+ * encoder has no head that writes, so what it "answered" would be noise (the embedded engine
+ * would generate from it; llama-server started with --embeddings refuses completions).
+ */
+export function embeddingModelAsked(modelId: string, why: 'pooling' | 'config'): RouterError {
+  const because = why === 'pooling' ? 'its GGUF names a pooling type' : 'its entry in config.yaml says `embeddings: true`';
+  return {
+    status: 400,
+    source: 'router',
+    type: 'invalid_request_error',
+    code: 'model_only_embeds',
+    param: 'model',
+    message: `'${modelId}' is an embedding model (${because}): it answers /v1/embeddings only. Send chats and completions to a model that writes text.`,
+  };
+}
+
 /** A client mistake in the request itself: 400, naming the field. */
 export function invalidRequest(param: string | null, message: string): RouterError {
   return { status: 400, source: 'router', type: 'invalid_request_error', code: null, param, message };

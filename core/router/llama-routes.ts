@@ -68,6 +68,9 @@ export const LLAMA_SERVER_ROUTES: Record<string, readonly EngineKind[]> = {
   '/apply-template': ['llama-server', 'embedded'],
 };
 
+/** llama-server's routes that write text; the others tokenize, rerank or render a template. */
+const GENERATING_ROUTES: ReadonlySet<string> = new Set(['/completion', '/infill']);
+
 /** Whether `path` is one of the routes this file serves outside /v1 (llama-server's, the model commands). */
 export function isLlamaCompatPath(path: string): boolean {
   return MODEL_COMMAND_ROUTES[path] !== undefined || LLAMA_SERVER_ROUTES[path] !== undefined;
@@ -81,6 +84,7 @@ export function llamaServerRouteRequest(agent: http.Agent, res: ServerResponse, 
   return {
     model: parsed.model,
     streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
+    generates: GENERATING_ROUTES.has(path),
     send(claim, fallingBack, clientGone) {
       if (!servedBy.includes(claim.engine)) {
         sendError(res, {

@@ -92,12 +92,18 @@ export type WaitProgress =
   | { kind: 'memory' | 'turn' | 'stopping' | 'queued'; servedBy: string }
   | { kind: 'retry'; servedBy: string; failure: string };
 
+/**
+ * Why a model only embeds: its GGUF names a pooling (an encoder such as bge or MiniLM), or its
+ * config entry says `embeddings: true`. Null for a model that writes text.
+ */
+export type EmbeddingsOnly = 'pooling' | 'config';
+
 export interface ModelGateway {
   /**
    * The catalog id for a request's `model`: an id or an alias. Non-blocking, pure lookup.
    * `undefined` means no such model exists (the router answers 404).
    */
-  resolve(name: string): { modelId: string } | undefined;
+  resolve(name: string): { modelId: string; embeddingsOnly: EmbeddingsOnly | null } | undefined;
 
   /** Every catalog id, for the 404's message. Non-blocking, pure. */
   modelIds(): string[];

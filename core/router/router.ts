@@ -13,7 +13,7 @@ import type { OpenAIModelList } from '../contracts/openai.js';
 import { activate } from './activation.js';
 import { anthropicErrorBody } from './anthropic-errors.js';
 import { countTokensRequest, messagesRequest } from './anthropic-route.js';
-import { errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
+import { embeddingModelAsked, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
 import { lingerOnClose } from './lingering-close.js';
 import { answerProtocolErrors } from './protocol-errors.js';
@@ -237,6 +237,7 @@ export function createRouter(options: RouterOptions): Router {
     return {
       model: parsed.model,
       streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
+      generates: endpoint !== 'embeddings',
       send: (claim, fallingBack, clientGone) => {
         const late = refusedField(endpoint, parsed.body, claim.engine, claim.servedBy) ?? refusedTools(parsed.body, claim.toolCalls, claim.servedBy);
         if (late !== null) {
@@ -271,6 +272,7 @@ export function createRouter(options: RouterOptions): Router {
     if (!('send' in request)) return sendError(res, request, shape);
     const resolved = gateway.resolve(request.model);
     if (resolved === undefined) return sendError(res, unknownModel(request.model, gateway.modelIds()), shape);
+    if (request.generates && resolved.embeddingsOnly !== null) return sendError(res, embeddingModelAsked(resolved.modelId, resolved.embeddingsOnly), shape);
     // A streamed request that has to wait hears why, as SSE comments, from the moment it waits.
     const { streamError } = request;
     const progress =

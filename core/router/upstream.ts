@@ -91,6 +91,11 @@ export interface ModelRequest {
    */
   streamError: ErrorEvent | null;
   /**
+   * The request asks the model to write text (a chat, a completion, a message, a response, an
+   * infill). An embedding model only embeds: such a request for one is refused before it loads.
+   */
+  generates: boolean;
+  /**
    * Sends the request to the claimed engine and relays the answer to the client (`fallingBack`:
    * the claim's model stands in for the requested one). Never rejects; see ForwardOutcome.
    */

@@ -86,7 +86,7 @@ function parseOptions(argv: readonly string[]): Options {
 
 /** The demo's models as `serve --demo` configures them, less its fallback and its corrupt model. */
 function configText(models: DemoModels, budget: Pick<DemoConfigOptions, 'limitBytes' | 'engineOverheadBytes'> = {}): string {
-  return demoConfigText(models, { comment: ['Written by npm run gpu-check.'], ...budget, fallbackAndAliases: false, broken: false });
+  return demoConfigText(models, { comment: ['Written by npm run gpu-check.'], ...budget, fallbackAndAliases: false, broken: false, embed: false });
 }
 
 /** A run's folder: its config, its daemon's data dir and log. */

@@ -42,7 +42,7 @@ export function fixedGateway(engine: FixedEngine): ModelGateway {
     release: () => {},
   };
   return {
-    resolve: (name) => (name === engine.modelId ? { modelId: engine.modelId } : undefined),
+    resolve: (name) => (name === engine.modelId ? { modelId: engine.modelId, embeddingsOnly: null } : undefined),
     modelIds: () => [engine.modelId],
     listModels: () => [entry],
     whyUnservable: () => null,

@@ -12,7 +12,7 @@ import { reasonLines } from '../../core/contracts/snapshot-words.js';
 import { launchChromium, memoryFigure, modelRow, openWatchedPage, screenshot, type WatchedPage } from './support/browser.js';
 import { startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
-const DEMO_MODELS = ['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken'];
+const DEMO_MODELS = ['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken', 'demo-embed'];
 /** Bounds for what the daemon does on its own on a loaded 2-core machine; a failure's deadline, never a speed assertion. */
 const LOAD_MS = 60_000;
 

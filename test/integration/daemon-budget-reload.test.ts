@@ -16,7 +16,7 @@ let models: DemoModels;
 let configPath: string;
 
 const config = (limitBytes?: number): string =>
-  demoConfigText(models, { warmSpare: false, reserveBytes: 0, fallbackAndAliases: false, broken: false, ...(limitBytes === undefined ? {} : { limitBytes }) });
+  demoConfigText(models, { warmSpare: false, reserveBytes: 0, fallbackAndAliases: false, broken: false, embed: false, ...(limitBytes === undefined ? {} : { limitBytes }) });
 
 beforeAll(async () => {
   workDir = await makeDataDir();

@@ -35,7 +35,7 @@ beforeAll(async () => {
   workDir = await makeDataDir();
   models = await generateDemoModels(workDir);
   const configPath = join(workDir, 'config.yaml');
-  await writeFile(configPath, demoConfigText(models, { warmSpare: false, reserveBytes: 0, fallbackAndAliases: false, broken: true }));
+  await writeFile(configPath, demoConfigText(models, { warmSpare: false, reserveBytes: 0, fallbackAndAliases: false, broken: true, embed: false }));
   daemon = await startDaemonProcess({ config: configPath });
   client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
 });

@@ -18,7 +18,7 @@ import { enginesUsing, eventually, isProcessAlive, removeDataDir, startDaemonPro
 import { launchElectronMain, MAIN_ENTRY, type ElectronMainProcess, type InvokeSender, type RecordedMenuItem, type StandInRecord } from '../support/electron-main-process.js';
 import { DAEMON_JS_FLAGS_SWITCH } from '../../electron/launch-mode.js';
 
-const DEMO_MODELS = ['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken'];
+const DEMO_MODELS = ['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken', 'demo-embed'];
 const CLI_FLAG = /(^|\s)--[a-z]/;
 
 let base: string;

@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LaunchError } from '../../core/engine/failure-classifier.js';
 import type { LaunchSpec } from '../../core/engine/launch-spec.js';
 import { defaultEngineCommand, embeddedEngineCommand, embeddedEntryPath } from '../../core/engine/supervisor/engine-command.js';
 import { isRunning, readCommandLine } from '../../core/engine/supervisor/process-tree.js';
@@ -31,7 +32,7 @@ async function supervisorWithSpare(options: { dataDir?: string; gpuLayers?: numb
   const notes: string[] = [];
   const supervisor = await Supervisor.start({
     specFor: (modelId): LaunchSpec => ({
-      modelId, engine: 'embedded', modelPath: tiny, contextTokens: 512, gpuLayers: modelId === 'on-gpu' ? 'all' : 0, threads: 1, aliases: [], extraArgs: [], env: {},
+      modelId, engine: 'embedded', modelPath: modelId === 'missing' ? join(tmpdir(), 'llmtray-no-such-model.gguf') : tiny, contextTokens: 512, gpuLayers: modelId === 'on-gpu' ? 'all' : 0, threads: 1, aliases: [], extraArgs: [], env: {},
     }),
     engineCommand: defaultEngineCommand({ llamaServerPath: null }),
     footprint: () => 0,
@@ -90,6 +91,19 @@ describe('the warm spare', () => {
 
     const next = await readySpare(supervisor, sparePid);
     expect(next).not.toBe(sparePid);
+  });
+
+  it('is the launch\'s server itself: a load that fails in it reports the spare\'s own start in its log tail, under its pid', async () => {
+    const { supervisor } = await supervisorWithSpare();
+    supervisor.setSpareWanted(true);
+    const sparePid = await readySpare(supervisor);
+    const failed = await supervisor.launch('missing', 'minimal').then(() => null, (error: unknown) => error);
+    expect(failed).toBeInstanceOf(LaunchError);
+    expect(supervisor.status('missing')?.pid).toBe(sparePid);
+    // The classifier read the process's whole output, its life as a spare first: one tail, one process.
+    const tail = (failed as LaunchError).logTail.join('\n');
+    expect(tail).toMatch(/spare: runtime ready/);
+    expect(tail).toMatch(/spare: adopted by a launch/);
   });
 
   it('that dies is replaced, and the launch after runs in the replacement, never in the dead one', async () => {

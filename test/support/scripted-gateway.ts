@@ -13,7 +13,7 @@
 // serves Anthropic's Messages API itself, as the supervisor learns from a real one. What a
 // waiting request waits on (waitProgress) follows the state unless `progress` scripts it, and a
 // load may end in quarantine (`loadFails`), as a corrupt file's first failure does.
-import type { EngineClaim, EngineLost, ModelGateway, RouterModelEntry, Unservable, WaitProgress } from '../../core/router/model-gateway.js';
+import type { EmbeddingsOnly, EngineClaim, EngineLost, ModelGateway, RouterModelEntry, Unservable, WaitProgress } from '../../core/router/model-gateway.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
 export type ScriptedState = 'ready' | 'cold' | 'loading' | 'queued' | 'quarantined' | 'unschedulable';
 
@@ -48,6 +48,8 @@ export interface ScriptedModel {
   toolCalls?: boolean;
   /** What waitProgress says while a request waits for it; default: loading (no fraction) while loading, else waiting for memory. */
   progress?: WaitProgress;
+  /** Why it only embeds (default: it writes text): the router refuses it generating requests. */
+  embeddingsOnly?: EmbeddingsOnly;
   /** When set, its load ends after loadMs with the model quarantined for this reason instead of ready. */
   loadFails?: string;
 }
@@ -78,8 +80,8 @@ export class ScriptedGateway implements ModelGateway {
     private readonly engineKey: string,
   ) {}
 
-  resolve(name: string): { modelId: string } | undefined {
-    for (const model of this.models.values()) if (model.id === name || model.aliases.includes(name)) return { modelId: model.id };
+  resolve(name: string): { modelId: string; embeddingsOnly: EmbeddingsOnly | null } | undefined {
+    for (const model of this.models.values()) if (model.id === name || model.aliases.includes(name)) return { modelId: model.id, embeddingsOnly: model.embeddingsOnly ?? null };
     return undefined;
   }
   modelIds(): string[] {

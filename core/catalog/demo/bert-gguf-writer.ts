@@ -11,7 +11,7 @@
 // token per character and nothing is [UNK].
 import { seededRandom, seedFor } from './seeded-random.js';
 import { writeGguf, type PlannedTensor } from './gguf-writer.js';
-import type { GgufValue } from './gguf-encoder.js';
+import { layoutGguf, type GgufValue } from './gguf-encoder.js';
 
 export interface BertModelShape {
   name: string;
@@ -100,6 +100,12 @@ function planTensors(shape: BertModelShape, nVocab: number): PlannedTensor[] {
     );
   }
   return tensors;
+}
+
+/** The size of the file `writeBertGguf` would write for `shape`, computed without writing (to skip a file already present). */
+export function bertGgufSize(shape: BertModelShape): number {
+  const vocab = wordPieceVocab();
+  return layoutGguf(metadataFor(shape, vocab), planTensors(shape, vocab.tokens.length)).totalBytes;
 }
 
 /**

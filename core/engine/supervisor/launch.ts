@@ -19,7 +19,7 @@ import { commandLineHash } from './engine-registry.js';
 import { freeLoopbackPort } from './free-port.js';
 import { waitUntilReady } from './readiness.js';
 import { probeServedApis } from './served-apis.js';
-import { ServerProcess } from './server-process.js';
+import { ServerProcess, type LaunchParts } from './server-process.js';
 import type { AdoptedSpare } from './supervisor-types.js';
 import { defaultLoadTimeoutMs } from './supervisor-types.js';
 import { cancelled, LOG_TAIL_LINES, type ModelOwner } from './model-owner.js';
@@ -87,40 +87,40 @@ async function startOnce(
       return owner.failedBeforeStart(level, `${trouble === null ? '' : `${trouble}: `}could not write its API key file ${keyFile}: ${errorMessage(error)}`);
     }
   }
-  // The warm spare runs this launch when it can; when it cannot, it is ended first, so that
-  // the memory the plan counted as free is free (warm-spare.ts). Only the spec's own
-  // environment must match: placement's variables choose GPUs, and the spare runs only
-  // launches with every layer on the CPU, which start no GPU backend.
-  const adopted: AdoptedSpare | null = ctx.spare?.adopt(command, spec.env, engineArgs) ?? null;
-  if (adopted === null) await ctx.spare?.endNow();
-  const commandText = [command.command, ...args].join(' ').replace(apiKey, '<key>');
-  if (adopted === null) owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${commandText}`);
-  else {
-    for (const line of adopted.lines) owner.log.push(line);
-    owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level} in the warm spare (pid ${adopted.pid}, started ${Math.round(adopted.ageMs)} ms before): ${commandText}`);
-  }
   let server: ServerProcess | null = null;
-  // The load's length is measured on the monotonic clock; startedAt (epoch) is what is shown and recorded.
-  const launchedAt = ctx.clock.elapsed();
-  const serverOptions = {
+  const launchParts = (): LaunchParts => ({
     port,
     apiKey,
     level,
-    engine: spec.engine,
     startedAt: ctx.clock.now(),
     onLine: (line: string) => owner.log.push(line),
     onBusyChange: (busy: boolean) => {
       if (server !== null) owner.busyChanged(server, spec, busy);
     },
-  };
+    onTransition: (state, changed) => owner.transitioned(changed, state),
+  });
+  // The warm spare runs this launch when it can, as itself (same object, same pid); when it
+  // cannot, it is ended first, so that the memory the plan counted as free is free
+  // (warm-spare.ts). Only the spec's own environment must match: placement's variables choose
+  // GPUs, and the spare runs only launches with every layer on the CPU, which start no GPU backend.
+  const adopted: AdoptedSpare | null = ctx.spare?.adopt(command, spec.env, engineArgs, launchParts()) ?? null;
+  if (adopted === null) await ctx.spare?.endNow();
+  const commandText = [command.command, ...args].join(' ').replace(apiKey, '<key>');
+  if (adopted === null) owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level}: ${commandText}`);
+  else {
+    // Its own start so far, in the model's log too: from now on its lines go there as they come.
+    for (const line of adopted.server.tail.toArray()) owner.log.push(line);
+    owner.log.push(`── llmtray: starting '${owner.modelId}' at level ${level} in the warm spare (pid ${adopted.server.pid}, started ${Math.round(adopted.ageMs)} ms before): ${commandText}`);
+  }
+  // The load's length is measured on the monotonic clock; startedAt (epoch) is what is shown and recorded.
+  const launchedAt = ctx.clock.elapsed();
   try {
     server =
-      adopted !== null
-        ? ServerProcess.adopt({ child: adopted.child, ...serverOptions })
-        : // In the data dir, whatever the daemon's own working directory: a folder it was started
-          // from may be deleted while it runs, and node-llama-cpp reads its working directory
-          // at start (ENOENT … uv_cwd, once a model quarantined for it).
-          ServerProcess.start({ spawn: ctx.spawn, command: command.command, args, env, cwd: ctx.deps.dataDir, platform: ctx.platform, ...serverOptions });
+      adopted?.server ??
+      // In the data dir, whatever the daemon's own working directory: a folder it was started
+      // from may be deleted while it runs, and node-llama-cpp reads its working directory
+      // at start (ENOENT … uv_cwd, once a model quarantined for it).
+      ServerProcess.start({ spawn: ctx.spawn, command: command.command, args, env, cwd: ctx.deps.dataDir, platform: ctx.platform, engine: spec.engine, ...launchParts() });
     server.toolCalls = command.capabilities.jinja !== 'absent';
     await server.spawned;
   } catch (error) {
@@ -131,7 +131,7 @@ async function startOnce(
   owner.server = started;
   ctx.emit({ type: 'ServerSpawned', modelId: owner.modelId, level, pid: started.pid, at: ctx.clock.now() });
   // An adopted spare keeps the command line it was started with; that is what /proc shows.
-  const commandHash = commandLineHash(adopted?.commandLine ?? [command.command, ...args].join(' '));
+  const commandHash = commandLineHash(started.commandLine);
   await ctx.registry.add({ modelId: owner.modelId, pid: started.pid, commandHash, startedAt: started.startedAt }).catch((error: Error) =>
     owner.log.push(`── llmtray: could not record pid ${started.pid} in engines.json (${error.message}); an orphan of this server would not be found`),
   );
@@ -177,10 +177,9 @@ async function startOnce(
       waiting.signal.throwIfAborted();
     }
     if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
-    const readyAt = ctx.clock.now();
-    started.transition({ kind: 'ready', at: readyAt });
+    // Before the transition, whose report (ServerReady) its listeners may read it by.
     owner.lastLoadMs = Math.round(ctx.clock.elapsed() - launchedAt);
-    ctx.emit({ type: 'ServerReady', modelId: owner.modelId, level, pid: started.pid, at: readyAt });
+    started.transition({ kind: 'ready', at: ctx.clock.now() });
     ctx.memory.learnRuntime(owner.modelId, spec, level, started, placement);
     return 'ready';
   } catch {

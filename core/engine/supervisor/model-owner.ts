@@ -21,7 +21,7 @@ import { waitForMemoryBack } from './memory-wait.js';
 import { signalTree, terminateTree } from './process-tree.js';
 import { lookAtEngine } from './engine-look.js';
 import { HangWatch } from './hang-watch.js';
-import { endedByOf, IllegalTransition, readyAtOf, type EndedBy, type ServerProcess } from './server-process.js';
+import { endedByOf, IllegalTransition, readyAtOf, type EndedBy, type ServerProcess, type ServerState } from './server-process.js';
 import type { EvictOutcome, OwnerContext } from './supervisor-types.js';
 import { launchNow } from './launch.js';
 
@@ -217,7 +217,6 @@ export class ModelOwner {
     if (state.kind !== 'draining') throw new IllegalTransition(state.kind, 'exited');
     const { exit, readyAt } = state;
     this.log.push(`── llmtray: '${this.modelId}' (pid ${server.pid}) ended: ${exit.signal ?? `exit code ${exit.exitCode}`}`);
-    const base = { modelId: this.modelId, level: server.level, pid: server.pid, at: this.ctx.clock.now() };
     // A SIGKILL the supervisor did not send (the OOM killer, a person's kill -9) ended it on its
     // own, even when a stop had been asked for meanwhile: a large engine takes a while to die,
     // its sockets close before its exit is known, and the eviction its released claim allowed
@@ -230,7 +229,6 @@ export class ModelOwner {
       // A port another program took between our probe and the engine's bind is not the
       // model's failure: the launch tries again on a fresh port.
       server.transition({ kind: 'exited', exit, readyAt, failure: null, portTaken: endedBy === null });
-      this.ctx.emit({ type: 'ServerStopped', ...base });
       return;
     }
     const failure: FailureClassification =
@@ -238,7 +236,23 @@ export class ModelOwner {
         ? { kind: 'hang', reason: endedBy.reason }
         : classifyFailure({ ...exit, log, timedOutWaitingForReady: endedBy?.why === 'load-timeout', loadTimeoutMs, diedAfterReady: wasReady });
     server.transition({ kind: 'exited', exit, readyAt, failure, portTaken: false });
-    this.ctx.emit({ type: 'ServerExited', ...base, ...failure, wasReady, ...exit });
+  }
+
+  /**
+   * The one place a launched server's states become reports (core/contracts/server-events.ts),
+   * each once, as its only writer makes them: 'ready' is ServerReady; 'exited' is ServerStopped
+   * after a stop (or a port another program took), else ServerExited with its classification.
+   * The other states report nothing, and a warm spare's own life never comes here: it has no
+   * launch until one adopts it, and then it is this model's 'loading'. ServerSpawned is no
+   * change of state (a process now holds memory: launch.ts says so at its 'spawn').
+   */
+  transitioned(server: ServerProcess, state: ServerState): void {
+    const base = { modelId: this.modelId, level: server.level, pid: server.pid };
+    if (state.kind === 'ready') this.ctx.emit({ type: 'ServerReady', ...base, at: state.at });
+    if (state.kind !== 'exited') return;
+    const at = this.ctx.clock.now();
+    if (state.failure === null) this.ctx.emit({ type: 'ServerStopped', ...base, at });
+    else this.ctx.emit({ type: 'ServerExited', ...base, at, ...state.failure, wasReady: state.readyAt !== null, ...state.exit });
   }
 
   /** A launch that failed before any process ran: reported once, returned for the launch to reject with. */

@@ -1,4 +1,6 @@
-// One model server process: spawned, its output cut into lines, its exit observed.
+// One model server process: spawned, its output cut into lines, its exit observed, its life one
+// state with one writer. A warm spare is one too, from its spawn (state 'spare'): the launch that
+// adopts it carries on with the same object, so there is one way to spawn, read and end a server.
 //
 // The supervisor decides; this only reports. It never restarts anything itself.
 import type { EngineKind } from '../../contracts/snapshot.js';
@@ -15,11 +17,12 @@ import type { LlamaServerSlots } from '../llama-server/saved-slots.js';
 /** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
 
-export type ServerPhase = 'loading' | 'ready' | 'stopping' | 'exited';
+export type ServerPhase = 'spare' | 'loading' | 'ready' | 'stopping' | 'exited';
 
 /**
  * Why the supervisor ended a server: 'requested' (an eviction, a cancelled load, a relaunch,
- * quit) makes its exit a stop, not a failure; 'load-timeout' and 'hung' make it a hang.
+ * quit, a warm spare no longer wanted) makes its exit a stop, not a failure; 'load-timeout' and
+ * 'hung' make it a hang.
  */
 export type EndedBy = { why: 'requested' } | { why: 'load-timeout' } | { why: 'hung'; reason: string };
 
@@ -31,31 +34,37 @@ export interface ProcessExit {
 /**
  * A server's whole life as one value; `ServerProcess.transition` is its only writer.
  *
- * - loading: started, not yet answering /health.
+ * - spare: a warm spare (warm-spare.ts), an embedded engine started with no model and no launch
+ *   yet: no port, no key, no claims. `runtimeReady`: it said its runtime has started. A launch
+ *   that adopts it moves it to 'loading' (`adopt`): the same process, the same object.
+ * - loading: started for a launch, not yet answering /health.
  * - ready: serving since `at` (epoch ms).
  * - stopping: the supervisor is ending it for `by`, marked before it signals the process, so
- *   that from then on it takes no claims. `killedByUs`: the supervisor sent it SIGKILL itself
- *   (a stop past its grace); any other SIGKILL came from elsewhere.
+ *   that from then on it takes no claims (and a spare is no longer adoptable). `killedByUs`: the
+ *   supervisor sent it SIGKILL itself (a stop past its grace); any other SIGKILL came from elsewhere.
  * - draining: the process has exited (or never started), its output still draining: its port is
  *   dead, so nothing may be sent there any more. `by` is null when it ended on its own.
- * - exited: drained and classified: `failure` says how it failed, null after a stop; `portTaken`:
- *   it ended while loading because another program had taken its port (a retry, not a failure).
+ * - exited: drained and classified: `failure` says how it failed, null after a stop (and for a
+ *   spare, whose death is its own policy's, not a model's); `portTaken`: it ended while loading
+ *   because another program had taken its port (a retry, not a failure).
  *
  * `readyAt` rides along after 'ready': whether it had been ready decides how its end is read.
  */
 export type ServerState =
+  | { kind: 'spare'; runtimeReady: boolean }
   | { kind: 'loading' }
   | { kind: 'ready'; at: number }
   | { kind: 'stopping'; by: EndedBy; readyAt: number | null; killedByUs: boolean }
-  | { kind: 'draining'; exit: ProcessExit; was: 'loading' | 'ready' | 'stopping'; by: EndedBy | null; readyAt: number | null; killedByUs: boolean }
+  | { kind: 'draining'; exit: ProcessExit; was: 'spare' | 'loading' | 'ready' | 'stopping'; by: EndedBy | null; readyAt: number | null; killedByUs: boolean }
   | { kind: 'exited'; exit: ProcessExit; readyAt: number | null; failure: FailureClassification | null; portTaken: boolean };
 
 /**
- * Which state may follow which. A stopping or draining server may be rewritten in place (the
- * supervisor's SIGKILL is learned while it stops, or while its output drains); nothing follows
- * 'exited'.
+ * Which state may follow which. A spare may be rewritten in place (its runtime became ready); a
+ * stopping or draining server too (the supervisor's SIGKILL is learned while it stops, or while
+ * its output drains); nothing follows 'exited', and nothing goes back to 'spare'.
  */
 const NEXT: Readonly<Record<ServerState['kind'], readonly ServerState['kind'][]>> = {
+  spare: ['spare', 'loading', 'stopping', 'draining'],
   loading: ['ready', 'stopping', 'draining'],
   ready: ['stopping', 'draining'],
   stopping: ['stopping', 'draining'],
@@ -78,7 +87,7 @@ export function endedByOf(state: ServerState): EndedBy | null {
 
 /** When the server became ready, if it ever did. */
 export function readyAtOf(state: ServerState): number | null {
-  return state.kind === 'loading' ? null : state.kind === 'ready' ? state.at : state.readyAt;
+  return state.kind === 'spare' || state.kind === 'loading' ? null : state.kind === 'ready' ? state.at : state.readyAt;
 }
 
 /** Lines kept per process for the failure classifier (the model's own ring keeps more, across launches). */
@@ -89,21 +98,42 @@ const TAIL_LINES = 200;
  */
 const DRAIN_MS = 250;
 
-/** What a server process is, however it came to run: spawned for the launch, or an adopted spare. */
-interface ServerParts {
+/**
+ * What a launch gives its server: known when the launch spawns one, and only when it adopts one
+ * for a warm spare, which was started before any launch chose a port or a key.
+ */
+export interface LaunchParts {
   port: number;
   apiKey: string;
   level: LaunchLevel;
-  /** Which engine it runs, for what its runtime costs beside the model. */
-  engine: EngineKind;
+  /** Epoch ms: when the launch started it (or adopted it), shown and recorded. */
   startedAt: number;
   onLine: (line: string) => void;
   /** Its claims went from none to some (true) or back (false). */
   onBusyChange: (busy: boolean) => void;
+  /**
+   * Each change of its state from now on, once made: where the launch's owner turns them into
+   * its reports (model-owner.ts). A spare has no launch, so its own life reports nothing.
+   */
+  onTransition: (state: ServerState, server: ServerProcess) => void;
+}
+
+/** How to spawn one: the program, its argv, environment and working directory. */
+interface SpawnParts {
+  spawn: SpawnFunction;
+  command: string;
+  args: readonly string[];
+  env: Record<string, string>;
+  cwd: string;
+  platform: NodeJS.Platform;
 }
 
 export class ServerProcess {
-  private current: ServerState = { kind: 'loading' };
+  private current: ServerState;
+  /** The launch's parts; null while it is a spare. */
+  private launch: LaunchParts | null;
+  private lineListener: (line: string) => void;
+  private started: number;
   loadProgress: number | null = null;
   /** Whether it serves Anthropic's Messages API itself: asked once it answers /health (served-apis.ts), before it is ready. */
   anthropicMessages = false;
@@ -115,6 +145,7 @@ export class ServerProcess {
   readonly claims: ServerClaims;
   /** Hang detection while it has claims; made at its first claim. */
   watch: HangWatch | null = null;
+  /** Its lines since its spawn: an adopted spare's own start comes first. */
   readonly tail = new LineRing(TAIL_LINES);
   readonly buffers = new BufferTally();
   readonly doorbell = new Doorbell();
@@ -129,26 +160,32 @@ export class ServerProcess {
   readonly ended: Promise<void>;
   /** Resolves when the process has started; rejects with the 'error' that comes instead of 'spawn'. */
   readonly spawned: Promise<void>;
+  readonly pid: number;
+  /** Its argv as /proc shows it, for engines.json: an adopted spare keeps the one it was started with. */
+  readonly commandLine: string;
 
   private constructor(
     readonly child: ChildProcess,
-    readonly pid: number,
-    readonly port: number,
-    readonly apiKey: string,
-    readonly level: LaunchLevel,
+    spawnParts: SpawnParts,
     readonly engine: EngineKind,
-    readonly startedAt: number,
+    initial: ServerState,
+    launch: LaunchParts | null,
+    startedAt: number,
     onLine: (line: string) => void,
-    onBusyChange: (busy: boolean) => void,
-    alreadySpawned: boolean,
   ) {
-    this.claims = new ServerClaims(onBusyChange);
+    this.current = initial;
+    this.launch = launch;
+    this.started = startedAt;
+    this.lineListener = onLine;
+    this.pid = child.pid ?? -1;
+    this.commandLine = [spawnParts.command, ...spawnParts.args].join(' ');
+    this.claims = new ServerClaims((busy) => this.launch?.onBusyChange(busy));
     const handleLine = (line: string): void => {
       this.tail.push(line);
       this.buffers.add(line);
       if (engine === 'embedded' && EMBEDDED_READY_LINE.test(line)) this.provenReady = true;
       if (READY_LINE.test(line)) this.doorbell.ring();
-      onLine(line);
+      this.lineListener(line);
     };
     for (const stream of [child.stdout, child.stderr]) {
       if (stream === null) continue;
@@ -157,17 +194,19 @@ export class ServerProcess {
       stream.on('data', (chunk: string) => splitter.write(chunk));
       stream.on('end', () => splitter.end());
     }
-    let started = alreadySpawned;
+    // A spare's stdin is where its launch's argv goes: EPIPE on one that died just before its
+    // adoption is said by its exit, and must not be thrown.
+    child.stdin?.on('error', () => {});
+    let started = false;
     this.spawned = new Promise((resolve, reject) => {
-      if (alreadySpawned) resolve();
-      else child.once('spawn', () => {
+      child.once('spawn', () => {
         started = true;
         resolve();
       });
       // Listened to for the whole life of the child: an 'error' without a listener (a failed
       // kill, say) would be thrown and take the daemon down.
       child.on('error', (error) => {
-        if (started) onLine(`── llmtray: process error: ${error.message}`);
+        if (started) this.lineListener(`── llmtray: process error: ${error.message}`);
         else reject(error);
       });
     });
@@ -204,36 +243,60 @@ export class ServerProcess {
   }
 
   /**
-   * Spawns the server. Throws what spawn throws synchronously (bad arguments); a command that
-   * cannot be started rejects `spawned` instead. Spawned detached on POSIX so that it leads its
-   * own process group and the supervisor can end its whole tree with one signal.
+   * Spawns a launch's server. Throws what spawn throws synchronously (bad arguments); a command
+   * that cannot be started rejects `spawned` instead. Spawned detached on POSIX so that it leads
+   * its own process group and the supervisor can end its whole tree with one signal.
    */
-  static start(options: ServerParts & { spawn: SpawnFunction; command: string; args: readonly string[]; env: Record<string, string>; cwd: string; platform: NodeJS.Platform }): ServerProcess {
-    const child = options.spawn(options.command, options.args, {
-      detached: options.platform !== 'win32',
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...options.env },
-      cwd: options.cwd,
-      windowsHide: true,
-    });
-    return ServerProcess.over(child, options, false);
+  static start(options: LaunchParts & SpawnParts & { engine: EngineKind }): ServerProcess {
+    const child = spawnChild(options, 'ignore');
+    return new ServerProcess(child, options, options.engine, { kind: 'loading' }, options, options.startedAt, options.onLine);
   }
 
   /**
-   * Takes over a process that is already running (a warm spare being adopted: warm-spare.ts) as
-   * this launch's server. The caller has detached its own listeners from the child's output
-   * and checked that it has not exited. Synchronous; `spawned` is already resolved. A spare is
-   * always the embedded engine; the caller says so in `engine`.
+   * Spawns a warm spare (warm-spare.ts): the embedded engine with no launch yet, in state
+   * 'spare', its stdin a pipe for the argv of the launch that adopts it. Throws and rejects as
+   * `start` does; `spawned` must be listened to.
    */
-  static adopt(options: ServerParts & { child: ChildProcess }): ServerProcess {
-    return ServerProcess.over(options.child, options, true);
+  static startSpare(options: SpawnParts & { startedAt: number; onLine: (line: string) => void }): ServerProcess {
+    const child = spawnChild(options, 'pipe');
+    return new ServerProcess(child, options, 'embedded', { kind: 'spare', runtimeReady: false }, null, options.startedAt, options.onLine);
   }
 
-  private static over(child: ChildProcess, parts: ServerParts, alreadySpawned: boolean): ServerProcess {
-    const { port, apiKey, level, engine, startedAt, onLine, onBusyChange } = parts;
-    return new ServerProcess(child, child.pid ?? -1, port, apiKey, level, engine, startedAt, onLine, onBusyChange, alreadySpawned);
+  /**
+   * A launch takes this spare as its server: its port, key and level are the launch's from now
+   * on, its lines go to the launch, and it is 'loading'. Throws IllegalTransition unless it is
+   * still a spare (one that is being ended, or has died, is never adopted). The caller sends it
+   * the launch's argv.
+   */
+  adopt(parts: LaunchParts): void {
+    this.transition({ kind: 'loading' });
+    this.launch = parts;
+    this.started = parts.startedAt;
+    this.lineListener = parts.onLine;
   }
 
+  /** The launch's parts; a spare has none yet, and whoever asks one for them is a bug. */
+  private parts(): LaunchParts {
+    if (this.launch === null) throw new Error(`pid ${this.pid} is a warm spare: it has no port, key or level until a launch adopts it`);
+    return this.launch;
+  }
+
+  get port(): number {
+    return this.parts().port;
+  }
+
+  get apiKey(): string {
+    return this.parts().apiKey;
+  }
+
+  get level(): LaunchLevel {
+    return this.parts().level;
+  }
+
+  /** Epoch ms: the launch's start (or adoption); a spare's own spawn until then. */
+  get startedAt(): number {
+    return this.started;
+  }
   get state(): ServerState {
     return this.current;
   }
@@ -242,10 +305,12 @@ export class ServerProcess {
    * The only writer of the server's state. Throws IllegalTransition for a change its life does
    * not have (NEXT), leaving the state as it was: every writer is the supervisor's, in this
    * folder, and the unit tests pin the table, so a throw is a bug found, never an engine's doing.
+   * The launch's `onTransition` hears the new state once it is set.
    */
   transition(next: ServerState): void {
     if (!NEXT[this.current.kind].includes(next.kind)) throw new IllegalTransition(this.current.kind, next.kind);
     this.current = next;
+    this.launch?.onTransition(next, this);
   }
 
   /** Ready and alive: the one test for "requests may be sent here". */
@@ -258,7 +323,7 @@ export class ServerProcess {
     return this.current.kind === 'draining' || this.current.kind === 'exited';
   }
 
-  /** Not yet drained and classified: loading, ready, stopping or draining. */
+  /** Not yet drained and classified: spare, loading, ready, stopping or draining. */
   get running(): boolean {
     return this.current.kind !== 'exited';
   }
@@ -275,4 +340,14 @@ export class ServerProcess {
     const stopping = state.kind === 'stopping' ? state : null;
     this.transition({ kind: 'draining', exit, was: state.kind, by: stopping?.by ?? null, readyAt: readyAtOf(state), killedByUs: stopping?.killedByUs ?? false });
   }
+}
+
+function spawnChild(options: SpawnParts, stdin: 'pipe' | 'ignore'): ChildProcess {
+  return options.spawn(options.command, options.args, {
+    detached: options.platform !== 'win32',
+    stdio: [stdin, 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
+    cwd: options.cwd,
+    windowsHide: true,
+  });
 }

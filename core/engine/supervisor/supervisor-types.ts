@@ -1,6 +1,5 @@
 // The supervisor's shared types: what it is given (SupervisorDeps), what it answers with, and
 // what its per-model owners share with it (OwnerContext). Types only, and the load timeout's default.
-import type { ChildProcess } from 'node:child_process';
 import type { ServerEvent } from '../../contracts/server-events.js';
 import type { RuntimeOverhead } from '../runtime-overhead.js';
 import type { LaunchSpec } from '../launch-spec.js';
@@ -8,7 +7,7 @@ import type { EngineIdentityOf } from '../../contracts/gpu-identity.js';
 import type { Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
 import type { EngineRegistry } from './engine-registry.js';
-import type { ServerPhase, SpawnFunction } from './server-process.js';
+import type { ServerPhase, ServerProcess, SpawnFunction } from './server-process.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { WarmSpare } from './warm-spare.js';
 import type { ServerMemory } from './server-memory.js';
@@ -139,14 +138,9 @@ export interface SpareStatus {
   residentBytes: number | null;
 }
 
-/** A spare handed to a launch: the running process, and the command line it was recorded under. */
+/** A spare handed to a launch: the very server it was, now the launch's and 'loading'. */
 export interface AdoptedSpare {
-  child: ChildProcess;
-  pid: number;
-  /** Its argv as /proc shows it, for engines.json (the adopted server keeps the spare's command line). */
-  commandLine: string;
-  /** Its lines so far, for the model's log. */
-  lines: string[];
+  server: ServerProcess;
   /** How long it has run, ms (monotonic), for the model's log. */
   ageMs: number;
 }

@@ -2,9 +2,12 @@
 // that the next launch adopts it instead of paying Node's start, node-llama-cpp's import and the
 // backend's initialisation again (core/engine/embedded/spare-mode.ts says what the process does).
 //
-// The supervisor owns it like every server (one owner of a process's life): it spawns it, hands
-// it to a launch, ends it, records it in engines.json so that a crashed run's spare is swept as
-// an orphan, and counts its pid as ours. Rules, each for a failure it prevents:
+// The supervisor owns it like every server (one owner of a process's life): the spare is a
+// ServerProcess from its spawn, in state 'spare' (server-process.ts: the spawning, its lines, its
+// exit and its one state are that file's); the launch that adopts it carries on with that very
+// object. This file is only the policy: when to keep, start, hold or end one, the retry after
+// deaths, and its record in engines.json so that a crashed run's spare is swept as an orphan; its
+// pid is counted as ours. Rules, each for a failure it prevents:
 // - Kept only while the daemon says there is room for it (`want`), and only on the CPU (the
 //   spare starts a CPU backend; see spare-mode.ts): it must never cost a model its place, so it
 //   lives in memory the plan leaves free, and gives it back first.
@@ -28,14 +31,12 @@
 //   it); one that keeps dying is retried with a growing delay, not in a hot loop.
 // - Its stdin is the parent's pipe: if the daemon is killed (kill -9), the spare reads the end
 //   of its stdin and exits by itself, before any sweep.
-import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
 import { commandLineHash, type EngineRegistry } from './engine-registry.js';
-import { LineRing, LineSplitter } from './log-ring.js';
 import { signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
-import type { SpawnFunction } from './server-process.js';
+import { ServerProcess, type LaunchParts, type SpawnFunction } from './server-process.js';
 import { errorMessage } from '../../contracts/error-message.js';
 import type { AdoptedSpare, SpareStatus } from './supervisor-types.js';
 
@@ -66,28 +67,17 @@ export interface WarmSpareDeps {
   launchHoldMs?: number;
 }
 
+/** The spare the policy holds: its process, and what the policy needs to know of it. */
 interface Spare {
-  child: ChildProcess;
-  pid: number;
+  server: ServerProcess;
   command: EngineCommand;
-  commandLine: string;
-  /** Epoch ms: shown and recorded in engines.json. */
-  startedAt: number;
   /** The clock's elapsed() at its start: its age. */
   startedElapsed: number;
-  phase: 'starting' | 'ready';
   residentBytes: number | null;
-  lines: LineRing;
-  /** Resolves when the process has exited. */
-  exited: Promise<void>;
-  /** Detaches the spare's own listeners from the child (before adoption). */
-  detach(): void;
-  /** Set when we end it or a launch adopts it: its exit is then no failure. */
-  released: boolean;
+  /** A launch took it: its life is that launch's owner's from then on, its exit too. */
+  adopted: boolean;
 }
 
-/** Lines a spare keeps before adoption: its start takes a handful. */
-const SPARE_LINES = 50;
 /** How long our own work must have been over before a spare starts (see the rules above). */
 const QUIET_MS = 1_000;
 const FIRST_RETRY_MS = 1_000;
@@ -109,7 +99,7 @@ export class WarmSpare {
   private deaths = 0;
   private retryAt = 0;
   /** The exits of spares being ended (see close()). */
-  private readonly ending = new Set<Promise<void>>();
+  private readonly ending = new Set<Promise<unknown>>();
   /** Before this, our own work was too recent for a spare to start. */
   private quietAt = 0;
   private retryTimer: unknown = null;
@@ -183,24 +173,27 @@ export class WarmSpare {
 
   /**
    * Hands the spare to a launch of `command` with its spec's `env` and the engine argv `args`, or returns
-   * null when there is none alive or it cannot run that launch (see the rules above). On
-   * success the spare has been sent the argv and is no longer the spare: its output and exit
-   * are the caller's from here on. Synchronous, so two launches cannot take the same spare.
+   * null when there is none still a spare (not dying, not being ended) or it cannot run that
+   * launch (see the rules above). On success the spare has been sent the argv and is that launch's
+   * server, 'loading' with the launch's `parts`: the same ServerProcess, its earlier lines in its
+   * tail, its exit the launch's owner's from here on. Synchronous, so two launches cannot take
+   * the same spare.
    */
-  adopt(command: EngineCommand, env: Record<string, string>, args: readonly string[]): AdoptedSpare | null {
+  adopt(command: EngineCommand, env: Record<string, string>, args: readonly string[], parts: LaunchParts): AdoptedSpare | null {
     // A launch came: whatever a hold was for is spent, adopted or not.
     this.heldUntil = 0;
     const spare = this.spare;
-    if (spare === null || spare.released || spare.child.exitCode !== null || spare.child.signalCode !== null) return null;
+    // By its state, not its child: a spare whose exit has been seen is 'draining', one being ended 'stopping'.
+    if (spare === null || spare.server.state.kind !== 'spare') return null;
     if (!sameCommand(spare.command, command) || !this.couldRun(env, args)) return null;
-    const stdin = spare.child.stdin;
+    const stdin = spare.server.child.stdin;
     if (stdin === null || !stdin.writable) return null;
-    spare.released = true;
-    spare.detach();
+    spare.adopted = true;
     this.spare = null;
+    spare.server.adopt(parts);
     stdin.end(`${JSON.stringify(args)}\n`);
     this.deps.changed();
-    return { child: spare.child, pid: spare.pid, commandLine: spare.commandLine, lines: spare.lines.toArray(), ageMs: this.deps.clock.elapsed() - spare.startedElapsed };
+    return { server: spare.server, ageMs: this.deps.clock.elapsed() - spare.startedElapsed };
   }
 
   /**
@@ -214,17 +207,18 @@ export class WarmSpare {
   status(): SpareStatus | null {
     const spare = this.spare;
     if (spare === null) return null;
-    return { pid: spare.pid, phase: spare.phase, startedAt: spare.startedAt, residentBytes: spare.residentBytes };
+    const state = spare.server.state;
+    return { pid: spare.server.pid, phase: state.kind === 'spare' && state.runtimeReady ? 'ready' : 'starting', startedAt: spare.server.startedAt, residentBytes: spare.residentBytes };
   }
 
   /** The spare's pid, while one runs: its memory is ours, not another program's. */
   pid(): number | null {
-    return this.spare?.pid ?? null;
+    return this.spare?.server.pid ?? null;
   }
 
   /** SIGKILLs the spare at once: for the daemon's exit hook, which cannot wait. */
   killNow(): void {
-    if (this.spare !== null) signalTree(this.spare.pid, [], 'SIGKILL');
+    if (this.spare !== null) signalTree(this.spare.server.pid, [], 'SIGKILL');
   }
 
   /** Ends the spare for good and waits for its exit. Idempotent. */
@@ -271,101 +265,90 @@ export class WarmSpare {
     // line this spare's own, so engines.json can never match another process, not even a later
     // spare of the same data dir that got a reused pid.
     const args = [...command.args, '--spare', '--spare-of', this.deps.owner, '--spare-id', randomBytes(8).toString('hex')];
-    let child: ChildProcess;
+    let spare: Spare | null = null;
+    let server: ServerProcess;
     try {
-      child = this.deps.spawn(command.command, args, {
-        detached: this.deps.platform !== 'win32',
-        stdio: ['pipe', 'pipe', 'pipe'],
-        env: { ...process.env, ...this.deps.env },
-        cwd: this.deps.cwd,
-        windowsHide: true,
+      server = ServerProcess.startSpare({
+        spawn: this.deps.spawn, command: command.command, args, env: this.deps.env, cwd: this.deps.cwd, platform: this.deps.platform,
+        startedAt: this.deps.clock.now(),
+        onLine: (line) => {
+          if (spare !== null) this.heard(spare, line);
+        },
       });
     } catch (error) {
       this.died(`could not start: ${errorMessage(error)}`);
       return;
     }
-    const lines = new LineRing(SPARE_LINES);
-    const commandLine = [command.command, ...args].join(' ');
-    const startedAt = this.deps.clock.now();
-    const startedElapsed = this.deps.clock.elapsed();
-    let onExit: () => void = () => {};
-    const exited = new Promise<void>((resolve) => {
-      onExit = resolve;
+    const held: Spare = { server, command, startedElapsed: this.deps.clock.elapsed(), residentBytes: null, adopted: false };
+    spare = held;
+    // Its start failing is its end (`ended`), said there.
+    server.spawned.catch(() => undefined);
+    void server.ended.then(() => this.gone(held));
+    void server.exited.then((exit) => {
+      // Its own end, never a model's: no failure to classify, nothing reported beyond the note.
+      if (!held.adopted) server.transition({ kind: 'exited', exit, readyAt: null, failure: null, portTaken: false });
     });
-    const spare: Spare = {
-      child, pid: child.pid ?? -1, command, commandLine, startedAt, startedElapsed, phase: 'starting', residentBytes: null, lines, exited, released: false,
-      detach: () => {},
-    };
-    const onLine = (line: string): void => {
-      lines.push(line);
-      if (spare.phase === 'starting' && READY_LINE.test(line)) {
-        spare.phase = 'ready';
-        this.deaths = 0;
-        void treeResidentBytes(spare.pid, this.deps.platform).then(
-          (bytes) => {
-            if (!spare.released && bytes > 0) {
-              spare.residentBytes = bytes;
-              this.deps.changed();
-            }
-          },
-          () => undefined,
-        );
-        this.deps.changed();
-      }
-    };
-    const listeners: [NodeJS.ReadableStream, (chunk: string) => void, LineSplitter][] = [];
-    for (const stream of [child.stdout, child.stderr]) {
-      if (stream === null) continue;
-      const splitter = new LineSplitter(onLine);
-      const listener = (chunk: string): void => splitter.write(chunk);
-      stream.setEncoding('utf8');
-      stream.on('data', listener);
-      listeners.push([stream, listener, splitter]);
-    }
-    // EPIPE on a spare that died just before its adoption: the exit says the rest.
-    child.stdin?.on('error', () => {});
-    const exitListener = (code: number | null, signal: NodeJS.Signals | null): void => {
-      onExit();
-      void this.deps.registry.remove(spare.pid).catch(() => undefined);
-      if (this.spare === spare) this.spare = null;
-      if (!spare.released) this.died(`ended on its own (${signal ?? `exit code ${code}`}): ${lines.toArray().slice(-3).join(' / ')}`);
-      this.deps.changed();
-      this.reconcile();
-    };
-    const errorListener = (error: Error): void => {
-      // No 'exit' follows an 'error' before 'spawn'.
-      if (child.pid === undefined) exitListener(null, null);
-      else lines.push(`── llmtray: process error: ${error.message}`);
-    };
-    child.once('exit', exitListener);
-    child.on('error', errorListener);
-    spare.detach = () => {
-      for (const [stream, listener, splitter] of listeners) {
-        stream.removeListener('data', listener);
-        splitter.end();
-      }
-      child.removeListener('exit', exitListener);
-      child.removeListener('error', errorListener);
-      // Its record stays: the adopting launch rewrites it under the model's id (same pid).
-    };
-    if (child.pid === undefined) return;
-    this.spare = spare;
+    if (server.pid === -1) return;
+    this.spare = held;
     this.deps.changed();
     await this.deps.registry
-      .add({ modelId: SPARE_RECORD_ID, pid: spare.pid, commandHash: commandLineHash(commandLine), startedAt })
-      .catch((error: Error) => this.deps.note(`could not record the warm spare (pid ${spare.pid}) in engines.json (${error.message}); an orphan of it would not be found`));
+      .add({ modelId: SPARE_RECORD_ID, pid: server.pid, commandHash: commandLineHash(server.commandLine), startedAt: server.startedAt })
+      .catch((error: Error) => this.deps.note(`could not record the warm spare (pid ${server.pid}) in engines.json (${error.message}); an orphan of it would not be found`));
+  }
+
+  /** A line of a spare's: the one that says its runtime is ready makes it one to count and show. */
+  private heard(spare: Spare, line: string): void {
+    const server = spare.server;
+    const state = server.state;
+    if (state.kind !== 'spare' || state.runtimeReady || !READY_LINE.test(line)) return;
+    server.transition({ kind: 'spare', runtimeReady: true });
+    this.deaths = 0;
+    void treeResidentBytes(server.pid, this.deps.platform).then(
+      (bytes) => {
+        if (server.state.kind === 'spare' && bytes > 0) {
+          spare.residentBytes = bytes;
+          this.deps.changed();
+        }
+      },
+      () => undefined,
+    );
+    this.deps.changed();
+  }
+
+  /** A spare's process exited (or never started). Unless a launch adopted it: then it is that launch's. */
+  private gone(spare: Spare): void {
+    if (spare.adopted) return;
+    const { server } = spare;
+    if (this.spare === spare) this.spare = null;
+    void this.deps.registry.remove(server.pid).catch(() => undefined);
+    const state = server.state;
+    // Not ended by us (that would have marked it 'stopping' first): it died on its own.
+    if (state.kind === 'draining' && state.was === 'spare') {
+      this.died(`ended on its own (${state.exit.signal ?? `exit code ${state.exit.exitCode}`}): ${server.tail.toArray().slice(-3).join(' / ')}`);
+    }
+    this.deps.changed();
+    this.reconcile();
   }
 
   private async end(spare: Spare): Promise<void> {
-    this.ending.add(spare.exited);
-    void spare.exited.then(() => this.ending.delete(spare.exited));
-    if (!spare.released) {
-      spare.released = true;
+    const { server } = spare;
+    this.ending.add(server.ended);
+    void server.ended.then(() => this.ending.delete(server.ended));
+    if (server.state.kind === 'spare') {
+      server.transition({ kind: 'stopping', by: { why: 'requested' }, readyAt: null, killedByUs: false });
       if (this.spare === spare) this.spare = null;
       this.deps.changed();
-      await terminateTree(spare.pid, { graceMs: this.deps.graceMs, leaderExited: spare.exited, platform: this.deps.platform });
+      await terminateTree(server.pid, {
+        graceMs: this.deps.graceMs,
+        leaderExited: server.ended,
+        platform: this.deps.platform,
+        onKill: () => {
+          const now = server.state;
+          if (now.kind === 'stopping' || now.kind === 'draining') server.transition({ ...now, killedByUs: true });
+        },
+      });
     }
-    await spare.exited;
+    await server.ended;
   }
 
   private died(why: string): void {

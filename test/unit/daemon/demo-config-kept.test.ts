@@ -18,7 +18,7 @@ describe('the demo config', () => {
   it('is written when absent, then kept with the edits across a restart; the demo sets only budget.limit', async () => {
     const first = await prepareDemo(dataDir);
     const written = await readFile(first.configPath, 'utf8');
-    expect(parse(written).models.map((m: { id: string }) => m.id)).toEqual(['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken']);
+    expect(parse(written).models.map((m: { id: string }) => m.id)).toEqual(['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken', 'demo-embed']);
 
     // What a person does when port 11435 is taken: sets another one, with a note to self.
     const edited = `${written}# moved off 11435, which another program uses\nlisten:\n  port: 18123\n`;
@@ -33,6 +33,6 @@ describe('the demo config', () => {
     expect(config.listen).toEqual({ port: 18123 });
     expect(config.budget).toEqual({ reserve: 0, limit: 123_456_789 });
     expect(text).toContain('# moved off 11435, which another program uses');
-    expect(config.models.map((m: { id: string }) => m.id)).toEqual(['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken']);
+    expect(config.models.map((m: { id: string }) => m.id)).toEqual(['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken', 'demo-embed']);
   });
 });

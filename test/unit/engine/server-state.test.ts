@@ -1,10 +1,11 @@
 // A server's life as one value: the changes it has are taken, those it has not are refused with
 // the state left as it was, and a real process's exit moves it to 'draining' on its own, keeping
 // what the supervisor had marked (why it was stopped, when it was ready) for the exit's reading.
+// A warm spare is the same object from its spawn: 'spare' until a launch adopts it, never after.
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { IllegalTransition, readyAtOf, ServerProcess, type ServerState } from '../../../core/engine/supervisor/server-process.js';
+import { IllegalTransition, readyAtOf, ServerProcess, type LaunchParts, type ServerState } from '../../../core/engine/supervisor/server-process.js';
 
 const started: ServerProcess[] = [];
 
@@ -24,6 +25,7 @@ function serverProcess(): ServerProcess {
     startedAt: 0,
     onLine: () => {},
     onBusyChange: () => {},
+    onTransition: () => {},
   });
   started.push(server);
   return server;
@@ -34,6 +36,20 @@ afterEach(async () => {
     if (server.running) server.child.kill('SIGKILL');
     await server.exited;
   }
+});
+
+/** A real process in the spare's state: it says its runtime is ready, then echoes what comes on stdin. */
+function spareProcess(lines: string[] = []): ServerProcess {
+  const script = "console.log('spare: runtime ready'); process.stdin.on('data', (d) => console.log('got ' + String(d).trim())); setInterval(() => {}, 1000)";
+  const server = ServerProcess.startSpare({
+    spawn, command: process.execPath, args: ['-e', script], env: {}, cwd: tmpdir(), platform: process.platform, startedAt: 0, onLine: (line) => lines.push(line),
+  });
+  started.push(server);
+  return server;
+}
+
+const launchParts = (onLine: (line: string) => void = () => {}, heard: ServerState[] = []): LaunchParts => ({
+  port: 1234, apiKey: 'key', level: 'minimal', startedAt: 99, onLine, onBusyChange: () => {}, onTransition: (state) => heard.push(state),
 });
 
 const exit = { exitCode: 0, signal: null };
@@ -108,4 +124,61 @@ describe('ServerProcess state', () => {
     expect(server.phase).toBe('loading');
     expect(server.serving()).toBe(false);
   });
+
+  it('a spare is a spare until adopted: then the same process is loading with the launch\'s port, and its earlier lines stay in its tail', async () => {
+    const spareLines: string[] = [];
+    const server = spareProcess(spareLines);
+    await server.spawned;
+    expect(server.state).toEqual({ kind: 'spare', runtimeReady: false });
+    expect(server.phase).toBe('spare');
+    expect(server.serving()).toBe(false);
+    // No launch yet: asking it for a port is a bug, said by name, not a 0 that looks like one.
+    expect(() => server.port).toThrow(/warm spare/);
+    server.transition({ kind: 'spare', runtimeReady: true });
+    expect(() => server.transition({ kind: 'ready', at: 1 })).toThrow(IllegalTransition);
+    expect(() => server.transition(exited)).toThrow(IllegalTransition);
+    expect(server.state).toEqual({ kind: 'spare', runtimeReady: true });
+    await eventually(() => spareLines.includes('spare: runtime ready'));
+
+    const pid = server.pid;
+    const launchLines: string[] = [];
+    const heard: ServerState[] = [];
+    server.adopt(launchParts((line) => launchLines.push(line), heard));
+    expect(server.state).toEqual({ kind: 'loading' });
+    expect([server.pid, server.port, server.level, server.startedAt]).toEqual([pid, 1234, 'minimal', 99]);
+    server.child.stdin?.write('argv\n');
+    await eventually(() => launchLines.includes('got argv'));
+    // The spare's line went to the spare's listener only; the launch's to the launch's; the tail has both, in order.
+    expect(spareLines).not.toContain('got argv');
+    expect(server.tail.toArray()).toEqual(['spare: runtime ready', 'got argv']);
+    // Adopted once: it is no spare any more, and nothing goes back to being one.
+    expect(() => server.adopt(launchParts())).toThrow(IllegalTransition);
+    expect(() => server.transition({ kind: 'spare', runtimeReady: true })).toThrow(IllegalTransition);
+    // The launch hears its states from the adoption on, none of the spare's own (its reports are the owner's).
+    expect(heard).toEqual([]);
+    server.transition({ kind: 'ready', at: 100 });
+    expect(heard).toEqual([{ kind: 'ready', at: 100 }]);
+  });
+
+  it('a spare that died, or is being ended, is never adopted, and drains as a spare', async () => {
+    const dead = spareProcess();
+    await dead.spawned;
+    dead.child.kill('SIGKILL');
+    await dead.ended;
+    expect(dead.state).toMatchObject({ kind: 'draining', was: 'spare', by: null, readyAt: null });
+    expect(() => dead.adopt(launchParts())).toThrow(IllegalTransition);
+    expect(dead.state.kind).toBe('draining');
+    expect(() => dead.port).toThrow(/warm spare/);
+
+    const ending = spareProcess();
+    await ending.spawned;
+    ending.transition({ kind: 'stopping', by: { why: 'requested' }, readyAt: null, killedByUs: false });
+    expect(() => ending.adopt(launchParts())).toThrow(IllegalTransition);
+    expect(ending.state.kind).toBe('stopping');
+  });
 });
+
+/** Waits until `done` holds: for a real process's output, which comes when it comes. */
+async function eventually(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((resolve) => setTimeout(resolve, 10));
+}
