@@ -44,6 +44,7 @@ import { createLogger } from './daemon/logger.js';
 import { memoryLessons } from './daemon/memory-lessons.js';
 import { PinPolicy } from './daemon/model-actions.js';
 import { serveEndpoint, type ServedEndpoint } from './daemon/serve-endpoint.js';
+import { conversationsDirOf, watchSavedConversations } from './daemon/saved-conversations-view.js';
 import { passOnSpareChanges, warmSpareSizing } from './daemon/warm-spare-sizing.js';
 import type { AdviceFace } from './daemon/startup-advice.js';
 
@@ -170,6 +171,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     // Where it listens is known once the port is bound; the snapshot says nothing of it before.
     const served = new Later<ServedEndpoint>('the endpoint');
     const endpoint = (): string => { const at = served.peek(); return at === null ? '' : `${at.origin}/v1`; };
+    const saved = watchSavedConversations({ root: conversationsDirOf(dataDir), subscribe: (listener) => supervisor.subscribe(listener) });
+    parts.add(() => saved.close());
     const adminWiring = openAdmin({
       snapshot: {
         startedAt,
@@ -192,10 +195,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         limitBytes: () => catalog.config().budget.limitBytes ?? null,
         configPath,
         lostOutputs: () => outputs.lostOutputs(),
+        savedConversations: saved,
       },
       catalog, controller, supervisor, budget, activity, pins, pinPolicy, outputs,
       wanted: (id) => desired.wanted(id),
-      changeSources: [(listener) => spareChanged.on(listener), (listener) => measuring.onChanged(listener)],
+      changeSources: [(listener) => spareChanged.on(listener), (listener) => measuring.onChanged(listener), (listener) => saved.onChanged(listener)],
       log,
     });
     const { admin } = adminWiring;

@@ -65,6 +65,11 @@ export interface ModelView {
   upstream: UpstreamEndpoint | null;
   /** Why the catalog could not read this model (corrupt GGUF, missing file), or null. */
   catalogError: string | null;
+  /**
+   * Its conversations kept on disk across evictions (the data dir's conversations folder), to
+   * be restored when a prompt shares their prefix: how many and their bytes; 0 and 0 for none.
+   */
+  savedConversations: { count: number; bytes: number };
 }
 
 /**
@@ -121,6 +126,8 @@ export interface BudgetView {
   holders: MemoryHolder[];
   hostTotalBytes: number;
   hostAvailableBytes: number;
+  /** What the saved conversations of every model take on disk, bytes (not memory: shown beside it); 0 for none. */
+  savedConversationsBytes: number;
   /** Epoch ms of the sample. */
   sampledAt: number;
 }

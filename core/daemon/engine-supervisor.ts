@@ -1,7 +1,6 @@
 // Start-up step: the supervisor, with what it asks of the rest: each model's launch spec, its
 // footprint and compute buffer for the budget's arithmetic, the memory probe it waits on after an
 // eviction, the driver's per-process figures, and the warm spare's engine.
-import { join } from 'node:path';
 import type { Log } from '../controller/effects.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { RuntimeOverhead } from '../engine/runtime-overhead.js';
@@ -11,6 +10,7 @@ import { engineIdentities } from '../gpu/engine-identity.js';
 import { estimateOnCpu, footprintAt } from '../policy/levels.js';
 import type { EnginesAndCatalog } from './engines-and-catalog.js';
 import { launchSpecFor } from './launch-specs.js';
+import { conversationsDirOf } from './saved-conversations-view.js';
 import type { MemoryBudget } from './memory-budget.js';
 
 export async function startSupervisor(deps: {
@@ -37,7 +37,7 @@ export async function startSupervisor(deps: {
         ...(deps.engineEnv === undefined ? {} : { engineEnv: deps.engineEnv }),
         ...(deps.threads === undefined ? {} : { threads: deps.threads }),
         // Saved on the embedded engine when a slot goes idle, restored when the model is back.
-        savedConversationsDir: join(deps.dataDir, 'conversations'),
+        savedConversationsDir: conversationsDirOf(deps.dataDir),
       }),
     engineCommand: defaultEngineCommand({ llamaServerPath }),
     footprint: (modelId: string, level: LaunchLevel): number => {

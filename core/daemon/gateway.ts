@@ -130,6 +130,7 @@ export function createGateway(parts: GatewayParts): ModelGateway {
         engine: claim.endpoint.engine,
         toolCalls: claim.endpoint.toolCalls,
         lost: claim.lost,
+        beforeChat: (body) => claim.beforeChat(body),
         progressed: () => {
           claim.progressed();
           if (answered) return;

@@ -13,6 +13,7 @@ import type { ModelActivity } from './activity.js';
 import { LAUNCH_LEVELS, type LaunchLevel } from '../contracts/launch-level.js';
 import { pricedEstimate } from './desired-state.js';
 import type { EngineKind } from '../contracts/snapshot.js';
+import type { SavedConversationsView } from './saved-conversations-view.js';
 
 export interface SnapshotParts {
   startedAt: number;
@@ -41,6 +42,8 @@ export interface SnapshotParts {
   configPath: string;
   /** The daemon's own outputs that failed (core/common/guarded-output.ts). */
   lostOutputs: () => LostOutput[];
+  /** What is saved on disk for a model file, and for all (core/daemon/saved-conversations-view.ts); default none. */
+  savedConversations?: Pick<SavedConversationsView, 'forModel' | 'totalBytes'>;
 }
 
 function idleStatus(modelId: string, since: number): ModelStatus {
@@ -135,6 +138,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       placement: parts.controller.placement(model.id),
       upstream: endpoint === null ? null : { baseUrl: `http://127.0.0.1:${endpoint.port}`, pid: endpoint.pid },
       catalogError: model.metadataError,
+      savedConversations: { ...(parts.savedConversations?.forModel(model.path) ?? { count: 0, bytes: 0 }) },
     });
   }
   residentHolders.sort((a, b) => b.bytes - a.bytes);
@@ -151,7 +155,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
     keysRequired: parts.networkListener || clientKeyNames.length > 0,
     clientKeyNames,
     models,
-    budget: budgetView(parts.budget(), residentHolders, perDevice, parts.limitBytes()),
+    budget: budgetView(parts.budget(), residentHolders, perDevice, parts.limitBytes(), parts.savedConversations?.totalBytes() ?? 0),
     plan: parts.controller.lastPlan(),
     configErrors: parts.catalog.problems(),
     configPath: parts.configPath,
@@ -161,10 +165,10 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
 }
 
 /** Per GPU, each model's bytes where its placement put them (a split shows on every card it uses). */
-function budgetView(sample: BudgetSample | null, holders: MemoryHolder[], perDevice: ReadonlyMap<number, MemoryHolder[]>, limitBytes: number | null): BudgetView {
+function budgetView(sample: BudgetSample | null, holders: MemoryHolder[], perDevice: ReadonlyMap<number, MemoryHolder[]>, limitBytes: number | null, savedConversationsBytes: number): BudgetView {
   const usedBytes = holders.reduce((sum, h) => sum + h.bytes, 0);
   if (sample === null) {
-    return { mode: 'cpu', budgetBytes: 0, usedBytes, limitBytes, gpus: [], holders, hostTotalBytes: 0, hostAvailableBytes: 0, sampledAt: 0 };
+    return { mode: 'cpu', budgetBytes: 0, usedBytes, limitBytes, gpus: [], holders, hostTotalBytes: 0, hostAvailableBytes: 0, savedConversationsBytes, sampledAt: 0 };
   }
   const gpus: GpuView[] = sample.perGpu.map((gpu) => {
     const own = [...(perDevice.get(gpu.index) ?? [])].sort((a, b) => b.bytes - a.bytes);
@@ -197,6 +201,7 @@ function budgetView(sample: BudgetSample | null, holders: MemoryHolder[], perDev
     holders,
     hostTotalBytes: sample.hostTotalBytes,
     hostAvailableBytes: sample.hostAvailableBytes,
+    savedConversationsBytes,
     sampledAt: sample.sampledAt,
   };
 }

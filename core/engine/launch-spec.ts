@@ -5,6 +5,7 @@
 import { degradedContext, partialLayers } from '../policy/levels.js';
 import type { EngineCapabilities } from './llama-server/capabilities.js';
 import { placementArgs, placementGpuLayers } from './placement-args.js';
+import { llamaServerStagingDir } from './saved-conversations/on-disk.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { Placement } from '../contracts/plan.js';
 import type { EngineIdentityOf } from '../contracts/gpu-identity.js';
@@ -52,9 +53,10 @@ export interface LaunchSpec {
   /** Expected footprint in bytes, to scale the load timeout with the model's size. */
   estimateBytes?: number;
   /**
-   * Where the embedded engine keeps idle slots' conversations so that they survive an eviction
-   * (`--slot-save-path`, core/engine/saved-conversations/). Absent: none kept. llama-server
-   * saves a slot only when asked over HTTP, which nothing does yet, so it is not given one.
+   * Where conversations are kept so that they survive an eviction (core/engine/saved-conversations/):
+   * the embedded engine's `--slot-save-path`, saving idle slots itself; a llama-server is given
+   * its staging folder under it and asked over HTTP (core/engine/llama-server/saved-slots.ts).
+   * Absent: none kept.
    */
   savedConversationsDir?: string;
 }
@@ -179,8 +181,8 @@ export function argvFor(
       argv.push('--pooling', 'mean');
     }
   }
-  if (spec.savedConversationsDir !== undefined && spec.engine === 'embedded' && capabilities.flags.has('--slot-save-path')) {
-    argv.push('--slot-save-path', spec.savedConversationsDir);
+  if (spec.savedConversationsDir !== undefined && capabilities.flags.has('--slot-save-path')) {
+    argv.push('--slot-save-path', spec.engine === 'embedded' ? spec.savedConversationsDir : llamaServerStagingDir(spec.savedConversationsDir));
   }
   if (spec.threads !== undefined) argv.push('-t', String(spec.threads));
   if (spec.parallel !== undefined) argv.push('-np', String(spec.parallel));

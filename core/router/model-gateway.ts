@@ -66,6 +66,12 @@ export interface EngineClaim {
   progressed(): void;
   /** The exchange is over (completed, failed, client gone, or this try is resent). Idempotent. */
   release(): void;
+  /**
+   * Before a chat completion is forwarded: the engine's saved conversation sharing the prompt's
+   * prefix is loaded, so the engine evaluates only the rest (a llama-server's saved slots; the
+   * embedded engine restores its own). Absent, or resolving at once, where there is none. Never rejects.
+   */
+  beforeChat?(body: Record<string, unknown>): Promise<void>;
 }
 
 /**

@@ -245,13 +245,15 @@ export function createRouter(options: RouterOptions): Router {
           return Promise.resolve({ kind: 'answered' });
         }
         const asEngineReadsIt = forEngine(parsed.body, claim.engine);
-        return forwardToEngine(agent, res, clientGone, claim, {
+        // A conversation kept across its model's eviction goes back into the engine first.
+        const restored = endpoint === 'chat.completions' && claim.beforeChat !== undefined ? claim.beforeChat(parsed.body) : Promise.resolve();
+        return restored.then(() => forwardToEngine(agent, res, clientGone, claim, {
           path,
           // Re-serialised only to name the fallback (the engine must be asked for the model it
           // serves) or to say what the client asked in the engine's words (engine-request.ts).
           body: fallingBack || asEngineReadsIt !== null ? Buffer.from(JSON.stringify({ ...(asEngineReadsIt ?? parsed.body), ...(fallingBack ? { model: claim.servedBy } : {}) })) : raw,
           shape: inSchemaShape(endpoint, openAIAnswer(fallingBack ? claim.servedBy : null, claim.servedBy, PROMPT_FIELD[endpoint], grammarFieldOf(parsed.body))),
-        });
+        }));
       },
     };
   }

@@ -135,6 +135,23 @@ describe('embedded engine: tool calls', () => {
     expect(weatherArgs.safeParse(JSON.parse(joined)).success).toBe(true);
   });
 
+  it.each(['required', 'auto'] as const)('counts the prompt the slot already holds as cached_tokens with tool_choice %s: a few tokens the first time, most of the prompt the second', async (choice) => {
+    // A system message of its own, at the prompt's start: no earlier test left this prompt in the slot.
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: `${choice === 'auto' ? 'Kestrel' : 'Marmot'} session: answer with a tool.` },
+      { role: 'user', content: 'Which city?' },
+    ];
+    const once = () => client.chat.completions.create({ model: 'tiny', messages, tools: [weather, note], tool_choice: choice, max_tokens: 24, temperature: 0 });
+    const first = await once();
+    const second = await once();
+    // Only the template's opening (the system turn's marker, a word or two) is shared with what ran before.
+    expect(first.usage?.prompt_tokens_details?.cached_tokens).toBeLessThan(24);
+    const cached = second.usage?.prompt_tokens_details?.cached_tokens ?? 0;
+    // The tools' declarations and the question: most of the prompt, never the whole of it.
+    expect(cached).toBeGreaterThan((second.usage?.prompt_tokens ?? 0) / 2);
+    expect(cached).toBeLessThanOrEqual(second.usage?.prompt_tokens ?? 0);
+  });
+
   it('renders a history of calls and their results through the template', async () => {
     const history: OpenAI.ChatCompletionMessageParam[] = [
       ...ask,

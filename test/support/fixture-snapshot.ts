@@ -64,6 +64,7 @@ export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
       ],
       hostTotalBytes: 64 * GiB,
       hostAvailableBytes: 40 * GiB,
+      savedConversationsBytes: 0,
       sampledAt: 1_700_000_000_000,
     },
     plan: null,

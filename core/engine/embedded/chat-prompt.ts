@@ -11,6 +11,11 @@ export interface ChatPrompt {
   /** Without the beginning-of-sequence token: node-llama-cpp's completion adds it. */
   tokens: Token[];
   stops: LlamaText[];
+  /**
+   * The rendering began with the beginning-of-sequence token (taken off `tokens`): LlamaChat,
+   * which evaluates the rendering as it is, holds it then, and otherwise holds none.
+   */
+  bosRendered: boolean;
 }
 
 /**
@@ -107,6 +112,7 @@ export function chatPromptText(model: LlamaModel, wrapper: ChatWrapper, messages
 export function chatPrompt(model: LlamaModel, wrapper: ChatWrapper, messages: readonly ChatMessage[], functions?: ChatModelFunctions): ChatPrompt {
   const state = wrapper.generateContextState(contextOptions(messages, functions));
   const tokens = state.contextText.tokenize(model.tokenizer);
-  if (tokens.length > 0 && tokens[0] === model.tokens.bos) tokens.shift();
-  return { tokens, stops: [...state.stopGenerationTriggers] };
+  const bosRendered = tokens.length > 0 && tokens[0] === model.tokens.bos;
+  if (bosRendered) tokens.shift();
+  return { tokens, stops: [...state.stopGenerationTriggers], bosRendered };
 }

@@ -57,7 +57,7 @@ const TEXT: Flavor = {
   deltaChoice: (text, finishReason, logprobs) => ({ index: 0, text: text ?? '', finish_reason: finishReason, logprobs: logprobs ? completionLogprobs(logprobs) : null }),
 };
 
-/** OpenAI's usage; `prompt_tokens_details.cached_tokens` where the path knows it (not yet with tools). */
+/** OpenAI's usage; `prompt_tokens_details.cached_tokens` where the path knows it (every generation path does). */
 function usageOf(r: Pick<GenerationResult, 'promptTokens' | 'completionTokens'> & { cachedTokens?: number }): Record<string, unknown> {
   return {
     prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens,

@@ -6,7 +6,7 @@ import { recordLogprobs, type TokenLogprob } from './logprobs.js';
 import type { SamplingParams } from './openai-requests.js';
 import { sharedPrefix } from '../saved-conversations/store.js';
 import type { SavedSlots } from './saved-slots.js';
-import type { SlotPool } from './slot-pool.js';
+import type { Slot, SlotPool } from './slot-pool.js';
 
 export type FinishReason = 'stop' | 'length';
 
@@ -44,9 +44,21 @@ export interface GenerationTarget {
   savedSlots?: SavedSlots | undefined;
 }
 
-/** The prompt as the slot's sequence holds it: with the beginning-of-sequence token node-llama-cpp adds. */
-function promptAsHeld(model: LlamaModel, tokens: readonly Token[]): Token[] {
+/** The prompt as the slot's sequence holds it after a completion: with the beginning-of-sequence token node-llama-cpp adds. */
+export function promptAsHeld(model: LlamaModel, tokens: readonly Token[]): Token[] {
   return model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? [model.tokens.bos, ...tokens] : [...tokens];
+}
+
+/**
+ * How many of the prompt's tokens `slot` already holds, once a saved conversation sharing more
+ * of it is restored there (saved-slots.ts): OpenAI's `cached_tokens`. `held`: the prompt as the
+ * sequence will hold it (promptAsHeld for a completion; LlamaChat holds its rendering as it is).
+ * The prompt's last token is evaluated even when held (its logits give the first answer
+ * token), so it never counts. Blocks for a restore's load.
+ */
+export async function cachedPrefix(target: Pick<GenerationTarget, 'savedSlots'>, slot: Slot, held: readonly Token[]): Promise<number> {
+  await target.savedSlots?.restoreInto(slot, held);
+  return Math.max(0, Math.min(sharedPrefix(slot.sequence.contextTokens, held), held.length - 1));
 }
 
 /**
@@ -83,10 +95,7 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
   // node-llama-cpp reads maxTokens 0 as "no limit"; OpenAI and llama-server mean "nothing".
   if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0, cachedTokens: 0, ...(input.logprobs === undefined ? {} : { logprobs: [] }) };
   const slot = await pool.acquire(promptTokens, input.signal);
-  const held = promptAsHeld(target.model, input.tokens);
-  await target.savedSlots?.restoreInto(slot, held);
-  // The prompt's last token is evaluated even when cached: its logits give the first answer token.
-  const cachedTokens = Math.min(sharedPrefix(slot.sequence.contextTokens, held), held.length - 1);
+  const cachedTokens = await cachedPrefix(target, slot, promptAsHeld(target.model, input.tokens));
   const logprobs = input.logprobs === undefined ? undefined : recordLogprobs(target.model, slot.sequence, input.logprobs);
   const onText = input.onText;
   try {

@@ -18,7 +18,7 @@
 // it goes on calling until the token limit on a model that never ends its turn.
 import { LlamaChat, LlamaText, type ChatWrapper, type LlamaGrammar, type Token } from 'node-llama-cpp';
 import { chatPrompt, toChatHistory } from './chat-prompt.js';
-import { fittingPromptTokens, generate, repeatPenaltyOf, type FinishReason, type GenerationTarget } from './generation.js';
+import { cachedPrefix, fittingPromptTokens, generate, repeatPenaltyOf, type FinishReason, type GenerationTarget } from './generation.js';
 import { HttpError } from './http-error.js';
 import { schemaGrammar } from './response-format.js';
 import type { ChatMessage, SamplingParams } from './openai-requests.js';
@@ -51,6 +51,8 @@ export interface ToolGenerationResult {
   finishReason: FinishReason | 'tool_calls';
   promptTokens: number;
   completionTokens: number;
+  /** Of promptTokens, those the slot already held (OpenAI's `cached_tokens`, generation.ts's cachedPrefix). */
+  cachedTokens: number;
 }
 
 export interface ToolGenerationTarget extends GenerationTarget {
@@ -127,8 +129,11 @@ export async function generateWithTools(target: ToolGenerationTarget, input: Too
   const functions = offeredFunctions(input.tools);
   const prompt = chatPrompt(target.model, target.chatWrapper, input.messages, functions);
   const promptTokens = fittingPromptTokens(target, prompt.tokens);
-  if (input.sampling.maxTokens === 0) return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens: 0 };
-  if (input.tools.choice.kind === 'auto') return generateMaybeCalling(target, input, promptTokens);
+  if (input.sampling.maxTokens === 0) return { text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens: 0, cachedTokens: 0 };
+  if (input.tools.choice.kind === 'auto') {
+    const bos = target.model.tokens.bos;
+    return generateMaybeCalling(target, input, prompt.bosRendered && bos !== null ? [bos, ...prompt.tokens] : prompt.tokens, promptTokens);
+  }
   return generateOneCall(target, input, prompt.tokens, promptTokens);
 }
 
@@ -158,13 +163,19 @@ async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerati
   const tokenize = (text: LlamaText): Token[] => text.tokenize(model.tokenizer, 'trimLeadingSpace');
   // A call is never cut by a stop string: the request's stops are for text.
   const sampling = { ...input.sampling, stop: [] };
-  const cutShort = (completionTokens: number): ToolGenerationResult => ({ text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens });
+  // What the slot held of the prompt, from the first of the generations: the later ones continue it.
+  let cachedTokens: number | null = null;
+  const cachedOf = (first: { cachedTokens: number }): void => {
+    cachedTokens ??= Math.min(first.cachedTokens, promptTokens);
+  };
+  const cutShort = (completionTokens: number): ToolGenerationResult => ({ text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens, cachedTokens: cachedTokens ?? 0 });
   let context = [...tokens, ...tokenize(LlamaText(syntax.prefix))];
   let completionTokens = 0;
   let name = names[0] ?? '';
   if (names.length > 1) {
     const nameGrammar = await model.llama.createGrammar({ grammar: `root ::= ${names.map((n) => `"${n}"`).join(' | ')}` });
     const chosen = await generate(target, { tokens: context, sampling, grammar: nameGrammar, signal: input.signal });
+    cachedOf(chosen);
     completionTokens += chosen.completionTokens;
     if (chosen.finishReason === 'length' || !names.includes(chosen.text)) return cutShort(completionTokens);
     name = chosen.text;
@@ -175,7 +186,8 @@ async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerati
   if (grammar === undefined) {
     call.arguments = '{}';
     input.onToolCall?.({ index: 0, arguments: call.arguments });
-    return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens };
+    // No generation at all (one function, no parameters): the prompt was never evaluated.
+    return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens, cachedTokens: cachedTokens ?? 0 };
   }
   context = [...context, ...tokenize(LlamaText(name)), ...tokenize(syntaxText(syntax.paramsPrefix, name))];
   const left = sampling.maxTokens === undefined ? undefined : sampling.maxTokens - completionTokens;
@@ -189,18 +201,24 @@ async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerati
       input.onToolCall?.({ index: 0, arguments: text });
     },
   });
+  cachedOf(args);
   completionTokens += args.completionTokens;
   if (args.finishReason === 'length') return cutShort(completionTokens);
-  return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens };
+  return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens, cachedTokens: cachedTokens ?? 0 };
 }
 
-async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGenerationInput, promptTokens: number): Promise<ToolGenerationResult> {
+/** `held`: the prompt as LlamaChat evaluates it, its rendering as it is (BOS only where the template writes one). */
+async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGenerationInput, held: readonly Token[], promptTokens: number): Promise<ToolGenerationResult> {
   const { pool, contextPerSlot } = target;
   const functions = offeredFunctions(input.tools);
   const s = input.sampling;
   const room = Math.max(1, contextPerSlot - promptTokens - CALL_SYNTAX_RESERVE);
   const maxTokens = Math.min(s.maxTokens ?? room, room);
   const slot = await pool.acquire(promptTokens, input.signal);
+  // LlamaChat renders the same prompt as chatPrompt (chat-prompt.ts), but adds no BOS of its own
+  // as a completion does: what the slot holds of `held` is what it does not evaluate again. (A
+  // restore never throws: the slot is released below.)
+  const cachedTokens = await cachedPrefix(target, slot, held);
   const chat = new LlamaChat({ contextSequence: slot.sequence, chatWrapper: target.chatWrapper });
   const collector = new CallCollector(input.onToolCall);
   let counted = 0;
@@ -243,7 +261,7 @@ async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGen
     // At the limit, LlamaChat generated exactly maxTokens.
     countProgress(stop === 'maxTokens' ? maxTokens : 0);
     const finishReason = stop === 'maxTokens' ? 'length' : collector.calls.length > 0 ? 'tool_calls' : 'stop';
-    return { text: response.response, toolCalls: collector.calls, finishReason, promptTokens, completionTokens: counted };
+    return { text: response.response, toolCalls: collector.calls, finishReason, promptTokens, completionTokens: counted, cachedTokens };
   } finally {
     chat.dispose({ disposeSequence: false });
     pool.release(slot);

@@ -13,6 +13,24 @@ const SEQ_MAGIC = 0x67677371;
 const SEQ_VERSIONS: readonly number[] = [2, 3];
 const HEAD_BYTES = 12;
 
+/**
+ * llama-server (since its multimodal prompts) stores its own packing in the state's token list:
+ * LLAMA_TOKEN_NULL (-1), its version (1), the count and the tokens, then the media chunks'
+ * positions and data (tools/server/server-common.cpp, server_tokens::serialize). The conversation
+ * is the tokens inside; node-llama-cpp writes them plain. Throws CorruptStateFile on a packing
+ * of another version or one cut short: its tokens cannot be known.
+ */
+const LLAMA_TOKEN_NULL = -1;
+const SERVER_TOKENS_VERSION = 1;
+
+function unpackedTokens(held: number[]): number[] {
+  if (held[0] !== LLAMA_TOKEN_NULL) return held;
+  if (held[1] !== SERVER_TOKENS_VERSION) throw new CorruptStateFile(`llama-server's token packing version ${String(held[1])}, this build reads ${SERVER_TOKENS_VERSION}`);
+  const n = held[2] ?? -1;
+  if (n < 0 || 3 + n > held.length) throw new CorruptStateFile(`llama-server's token packing claims ${n} tokens in ${held.length}`);
+  return held.slice(3, 3 + n);
+}
+
 export class CorruptStateFile extends Error {
   override name = 'CorruptStateFile';
 }
@@ -38,9 +56,9 @@ export async function readStateTokens(path: string): Promise<{ tokens: number[];
     if (HEAD_BYTES + tokenBytes >= size) throw new CorruptStateFile(`${count} tokens claimed in ${size} bytes, no room for their KV data`);
     const list = Buffer.alloc(tokenBytes);
     await file.read(list, 0, tokenBytes, HEAD_BYTES);
-    const tokens: number[] = [];
-    for (let i = 0; i < count; i++) tokens.push(list.readInt32LE(i * 4));
-    return { tokens, bytes: size };
+    const held: number[] = [];
+    for (let i = 0; i < count; i++) held.push(list.readInt32LE(i * 4));
+    return { tokens: unpackedTokens(held), bytes: size };
   } finally {
     await file.close();
   }

@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, stat, statfs, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage } from '../../contracts/error-message.js';
+import { IDENTITY_FILE, STATE_SUFFIX } from './on-disk.js';
 import { CorruptStateFile, fileDigest, readStateTokens } from './state-file.js';
 
 /** What a saved state depends on; any change makes it unusable. */
@@ -61,9 +62,7 @@ interface StateSum {
 export const DEFAULT_MIN_TOKENS = 256;
 export const DEFAULT_BUDGET_BYTES = 4 * 1024 ** 3;
 const DEFAULT_RESERVE_BYTES = 64 * 1024 ** 2;
-const STATE_SUFFIX = '.state';
 const SUM_SUFFIX = '.sum';
-const IDENTITY_FILE = 'identity.json';
 
 const MIB = 1024 ** 2;
 const mib = (bytes: number): string => `${(bytes / MIB).toFixed(1)} MiB`;

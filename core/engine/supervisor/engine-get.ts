@@ -20,12 +20,15 @@ export function engineGet(port: number, apiKey: string, path: string, timeoutMs:
   return engineRequest(port, apiKey, path, timeoutMs, null);
 }
 
-/** POST `body` as JSON to `path`, with the engine's key; otherwise as engineGet. */
-export function enginePost(port: number, apiKey: string, path: string, body: unknown, timeoutMs: number): Promise<EngineAnswer | null> {
-  return engineRequest(port, apiKey, path, timeoutMs, Buffer.from(JSON.stringify(body)));
+/**
+ * POST `body` as JSON to `path`, with the engine's key; otherwise as engineGet. `bodyLimit`: how
+ * much of the answer is kept (a rendered prompt can be longer than a probe's 64 KiB).
+ */
+export function enginePost(port: number, apiKey: string, path: string, body: unknown, timeoutMs: number, bodyLimit = BODY_LIMIT): Promise<EngineAnswer | null> {
+  return engineRequest(port, apiKey, path, timeoutMs, Buffer.from(JSON.stringify(body)), bodyLimit);
 }
 
-function engineRequest(port: number, apiKey: string, path: string, timeoutMs: number, body: Buffer | null): Promise<EngineAnswer | null> {
+function engineRequest(port: number, apiKey: string, path: string, timeoutMs: number, body: Buffer | null, bodyLimit = BODY_LIMIT): Promise<EngineAnswer | null> {
   const headers: Record<string, string | number> = { authorization: `Bearer ${apiKey}` };
   if (body !== null) Object.assign(headers, { 'content-type': 'application/json', 'content-length': body.length });
   return new Promise((resolve) => {
@@ -42,7 +45,7 @@ function engineRequest(port: number, apiKey: string, path: string, timeoutMs: nu
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
-          if (body.length < BODY_LIMIT) body += chunk;
+          if (body.length < bodyLimit) body += chunk;
         });
         res.on('end', () => finish({ status: res.statusCode ?? 0, body }));
         res.on('error', () => finish(null));

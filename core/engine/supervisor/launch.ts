@@ -3,10 +3,13 @@
 // ready, fails, times out or is cancelled. A port another program took is retried here, on a
 // fresh port; every other end is reported by the owner (model-owner.ts) and thrown.
 import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
 import { errorMessage } from '../../contracts/error-message.js';
 import { LaunchError } from '../failure-classifier.js';
 import { argvFor, readsApiKeyFile, type LaunchSpec } from '../launch-spec.js';
 import { placementEnv } from '../placement-args.js';
+import { LlamaServerSlots } from '../llama-server/saved-slots.js';
+import { llamaServerStagingDir } from '../saved-conversations/on-disk.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
 import { apiKeyDir, newApiKeyFilePath, removeApiKeyFile, writeApiKeyFile } from './api-key-file.js';
@@ -68,6 +71,12 @@ async function startOnce(
     return owner.failedBeforeStart(level, errorMessage(error));
   }
   const args = [...command.args, ...engineArgs];
+  // llama-server refuses a --slot-save-path that is not a folder already.
+  if (spec.engine === 'llama-server' && spec.savedConversationsDir !== undefined) {
+    await mkdir(llamaServerStagingDir(spec.savedConversationsDir), { recursive: true }).catch((error: Error) =>
+      owner.log.push(`── llmtray: could not make the folder for saved conversations: ${error.message}`),
+    );
+  }
   const env = { ...placementEnv(placement, spec.engine, ctx.deps.gpuIdentity), ...spec.env };
   if (keyFile !== null) {
     try {
@@ -160,6 +169,14 @@ async function startOnce(
     // would have a moment earlier. A process already gone whose output still drains is an exit.
     if (started.gone) waiting.abort('exited');
     waiting.signal.throwIfAborted();
+    if (spec.engine === 'llama-server' && spec.savedConversationsDir !== undefined && engineArgs.includes('--slot-save-path')) {
+      started.savedSlots = await LlamaServerSlots.open({
+        root: spec.savedConversationsDir, modelPath: spec.modelPath, buildVersion: command.capabilities.version, argv: engineArgs, port, apiKey,
+        log: (line) => owner.log.push(line),
+      });
+      if (started.gone) waiting.abort('exited');
+      waiting.signal.throwIfAborted();
+    }
     if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
     // Before the transition, whose report (ServerReady) its listeners may read it by.
     owner.lastLoadMs = Math.round(ctx.clock.elapsed() - launchedAt);

@@ -92,6 +92,12 @@ export class ModelOwner {
       const server = this.server;
       if (!server?.running) return 'stopped';
       if (server.serving() && server.claims.count > 0) return 'claimed';
+      if (server.serving() && server.savedSlots !== null) {
+        // Its conversations, before they go with it (llama-server/saved-slots.ts). A request
+        // that claimed it meanwhile keeps it: the eviction is answered as one of a busy server.
+        await server.savedSlots.saveAll();
+        if (server.serving() && server.claims.count > 0) return 'claimed';
+      }
       // The claims at the moment of stopping a live process, in its own log: the soak counts the
       // evictions this line shows with a request in flight (test/soak/server-log.ts). The check
       // above keeps it at 0; the line is what shows it if that ever stops being so.

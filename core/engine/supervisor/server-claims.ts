@@ -50,6 +50,11 @@ export interface Claim {
   progressed(): void;
   /** The exchange is over, for any reason. Idempotent; the first call counts. */
   release(): void;
+  /**
+   * Before a chat request is forwarded: loads a saved conversation sharing its prompt's prefix
+   * into the server (a llama-server's saved slots); resolves at once where there is none. Never rejects.
+   */
+  beforeChat(body: Record<string, unknown>): Promise<void>;
 }
 
 export class ServerClaims {
@@ -64,8 +69,8 @@ export class ServerClaims {
     return this.open.size;
   }
 
-  /** Adds a claim on `endpoint`. Non-blocking. */
-  add(endpoint: ClaimedEndpoint): Claim {
+  /** Adds a claim on `endpoint`; `beforeChat` as Claim's (default: nothing to do). Non-blocking. */
+  add(endpoint: ClaimedEndpoint, beforeChat: (body: Record<string, unknown>) => Promise<void> = () => Promise.resolve()): Claim {
     const lost = new Notice();
     this.open.add(lost);
     if (this.open.size === 1) this.onBusyChange(true);
@@ -73,6 +78,7 @@ export class ServerClaims {
     return {
       endpoint,
       lost,
+      beforeChat,
       progressed() {
         claims.progressMark++;
       },

@@ -13,6 +13,7 @@ import type { HangWatch } from './hang-watch.js';
 import type { FailureClassification } from '../failure-classifier.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
+import type { LlamaServerSlots } from '../llama-server/saved-slots.js';
 
 /** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
@@ -141,6 +142,8 @@ export class ServerProcess {
   toolCalls = true;
   /** Where its launch placed it (the plan's GPUs), for naming the card of a fault in its log. */
   placement: Placement | undefined = undefined;
+  /** A llama-server's saved conversations (llama-server/saved-slots.ts), opened once it answers; null for the embedded engine, which keeps its own. */
+  savedSlots: LlamaServerSlots | null = null;
   /** The requests it is answering; see server-claims.ts. */
   readonly claims: ServerClaims;
   /** Hang detection while it has claims; made at its first claim. */

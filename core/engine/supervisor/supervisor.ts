@@ -168,7 +168,11 @@ export class Supervisor {
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
     if (!server?.serving()) return null;
-    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages, engine: server.engine, toolCalls: server.toolCalls });
+    const slots = server.savedSlots;
+    return server.claims.add(
+      { port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages, engine: server.engine, toolCalls: server.toolCalls },
+      slots === null ? undefined : (body) => slots.restoreFor(body),
+    );
   }
 
   /** Requests claimed on the model's current server. Synchronous. */

@@ -50,6 +50,12 @@ describe('MemoryPanel', () => {
     expect(totals()).toEqual({ Used: '15.7 GiB', Budget: '31 GiB', Left: '15.3 GiB' });
   });
 
+  it('shows what the saved conversations take on disk beside the budget, not in it, and nothing when none is saved', () => {
+    const scenario = twoGpusWithOtherProgram();
+    renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, { ...scenario, budget: { ...scenario.budget, savedConversationsBytes: 300 * 1024 ** 2 } });
+    expect(totals()).toEqual({ Used: '15.7 GiB', Budget: '31 GiB', Left: '15.3 GiB', 'Saved conversations': '300 MiB on disk' });
+  });
+
   it('gives exact numbers on hover and on keyboard focus', async () => {
     const user = userEvent.setup();
     renderWithSnapshot(<MemoryPanel historyWindowMs={TEN_MINUTES} />, twoGpusWithOtherProgram());

@@ -63,6 +63,14 @@ function Totals({ budget }: { budget: BudgetView }) {
         <dt>{over ? 'Over budget' : 'Left'}</dt>
         <dd>{formatBytes(over ? budget.usedBytes - budget.budgetBytes : free)}</dd>
       </div>
+      {budget.savedConversationsBytes > 0 && (
+        // On disk, not in memory: beside the budget, never in it, so that what was kept on an eviction is seen to be kept.
+        <div>
+          <dt>Saved conversations</dt>
+          <dd>{formatBytes(budget.savedConversationsBytes)}</dd>
+          <dd className="totals-note">on disk</dd>
+        </div>
+      )}
     </dl>
   );
 }

@@ -202,6 +202,20 @@ describe('ModelsView', () => {
     expect(within(row('qwen-0.5b')).getByText('never')).toBeTruthy();
   });
 
+  it('shows the conversations a model keeps on disk, on its card only, and nothing for one that keeps none', () => {
+    renderWithSnapshot(
+      <ModelsView />,
+      snapshot({
+        models: [
+          model('evicted-chat', { savedConversations: { count: 2, bytes: 3 * 1024 ** 2 } }),
+          model('fresh', { savedConversations: { count: 0, bytes: 0 } }),
+        ],
+      }),
+    );
+    expect(within(row('evicted-chat')).getByText('Saved conversations').nextSibling?.textContent).toBe('2 conversations · 3 MiB on disk');
+    expect(within(row('fresh')).queryByText('Saved conversations')).toBeNull();
+  });
+
   it('shows a catalog error on the model it concerns', () => {
     renderWithSnapshot(
       <ModelsView />,

@@ -126,6 +126,13 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: Mod
           {model.fallbackId !== null && status.state !== 'fallback' && <Fact term="Fallback">{model.fallbackId}</Fact>}
           <Fact term="In flight">{model.inFlight}</Fact>
           <Fact term="Last used">{formatAgo(model.lastUsed, now)}</Fact>
+          {/* Only where there are some: kept on disk across evictions, restored when a prompt shares their start. */}
+          {model.savedConversations.count > 0 && (
+            <Fact term="Saved conversations">
+              {savedWords(model.savedConversations.count)}
+              <span className="muted"> · {formatBytes(model.savedConversations.bytes)} on disk</span>
+            </Fact>
+          )}
         </dl>
       </div>
 
@@ -189,6 +196,10 @@ function Fact({ term, children }: { term: string; children: ReactNode }) {
       <dd>{children}</dd>
     </div>
   );
+}
+
+function savedWords(count: number): string {
+  return count === 1 ? '1 conversation' : `${count} conversations`;
 }
 
 /** The bar's value: the fraction the words say (the engine's, or the estimate); none (indeterminate) without one. */

@@ -39,6 +39,7 @@ export function model(id: string, overrides: ModelOverrides = {}, sizeGiB = 4): 
     placement: null,
     upstream: null,
     catalogError: null,
+    savedConversations: { count: 0, bytes: 0 },
     ...rest,
     status: {
       modelId: id,
@@ -98,6 +99,7 @@ export function budget(gpus: GpuView[], overrides: Partial<BudgetView> = {}): Bu
       .sort((a, b) => b.bytes - a.bytes),
     hostTotalBytes: 64 * GiB,
     hostAvailableBytes: 40 * GiB,
+    savedConversationsBytes: 0,
     sampledAt: NOW,
     ...overrides,
   };

@@ -82,7 +82,7 @@ function daemonCore() {
     claim(modelId) {
       const release = server.claim(modelId);
       if (release === null) return null;
-      return { endpoint: { port: 1, apiKey: 'key', pid: 1, anthropicMessages: false, engine: 'embedded' as const, toolCalls: true }, lost: new Notice(), progressed: () => {}, release };
+      return { endpoint: { port: 1, apiKey: 'key', pid: 1, anthropicMessages: false, engine: 'embedded' as const, toolCalls: true }, lost: new Notice(), progressed: () => {}, release, beforeChat: () => Promise.resolve() };
     },
     inFlight: (modelId) => server.inFlight(modelId),
     status: () => null,

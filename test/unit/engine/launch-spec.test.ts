@@ -131,11 +131,12 @@ describe('argvFor', () => {
     expect(valueOf(argv, '-np')).toBe('2');
   });
 
-  it('gives the embedded engine the folder it keeps conversations in across evictions, and llama-server none (it saves only when asked)', () => {
+  it('gives the embedded engine the folder it keeps conversations in across evictions, and llama-server its staging folder there (it saves only when asked)', () => {
     const keeping = { ...spec, savedConversationsDir: '/data/conversations' };
     const embedded = argvFor({ ...keeping, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE);
     expect(valueOf(embedded, '--slot-save-path')).toBe('/data/conversations');
-    expect(argvFor(keeping, 'full', recent, 1, KEY_FILE)).not.toContain('--slot-save-path');
+    // Not the store's folder: that one is named by an identity known only once the server runs.
+    expect(valueOf(argvFor(keeping, 'full', recent, 1, KEY_FILE), '--slot-save-path')).toBe('/data/conversations/.llama-server');
     expect(argvFor({ ...spec, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE)).not.toContain('--slot-save-path');
   });
 

@@ -1,0 +1,100 @@
+// What the data dir's saved conversations hold, for the snapshot: per model file and in all.
+// The engines write them (an embedded engine when a slot goes idle, the llama-server adapter
+// before an eviction); the daemon only reads the folder, so that a model no engine runs still
+// shows what it kept. Read when a server ends (its last saves are then on disk) and on a slow
+// timer (an embedded engine saves while it runs), never per snapshot or per request: the
+// snapshot builder is synchronous and runs on every change.
+import { join } from 'node:path';
+import { Emitter } from '../common/emitter.js';
+import { readSavedTotals, type SavedTotals } from '../engine/saved-conversations/on-disk.js';
+import type { ServerEvent } from '../contracts/server-events.js';
+
+export interface SavedConversationsView {
+  /** A model file's saved conversations; none (0, 0) when it has none. O(1). */
+  forModel(modelPath: string): SavedTotals;
+  /** Every saved conversation's bytes, of any model. O(1). */
+  totalBytes(): number;
+  /** Reads the folder again now; resolves once the reading is in. */
+  refresh(): Promise<void>;
+  onChanged(listener: () => void): () => void;
+  close(): void;
+}
+
+/** The data dir's folder of saved conversations: the engines' `--slot-save-path`, the view's root. */
+export function conversationsDirOf(dataDir: string): string {
+  return join(dataDir, 'conversations');
+}
+
+const NONE: SavedTotals = { count: 0, bytes: 0 };
+/** How often the folder is read while servers run: saves while a model idles show within this. */
+const DEFAULT_INTERVAL_MS = 15_000;
+
+export interface SavedConversationsViewDeps {
+  /** The data dir's conversations folder (LaunchSpec.savedConversationsDir). */
+  root: string;
+  subscribe(listener: (event: ServerEvent) => void): () => void;
+  intervalMs?: number;
+}
+
+export function watchSavedConversations(deps: SavedConversationsViewDeps): SavedConversationsView {
+  const changed = new Emitter<[]>('the saved conversations');
+  let byModel = new Map<string, SavedTotals>();
+  let total: SavedTotals = NONE;
+  let reading: Promise<void> | null = null;
+  let again = false;
+  let closed = false;
+
+  const readOnce = async (): Promise<void> => {
+    const next = await readSavedTotals(deps.root);
+    if (closed) return;
+    const same = next.total.count === total.count && next.total.bytes === total.bytes && sameByModel(byModel, next.byModel);
+    byModel = next.byModel;
+    total = next.total;
+    if (!same) changed.emit();
+  };
+  // One reading at a time; a refresh asked for during one reads once more after it, so a save
+  // that landed mid-reading is not missed.
+  const refresh = (): Promise<void> => {
+    if (reading !== null) {
+      again = true;
+      return reading;
+    }
+    reading = (async () => {
+      do {
+        again = false;
+        await readOnce();
+      } while (again && !closed);
+    })().finally(() => {
+      reading = null;
+    });
+    return reading;
+  };
+
+  const unsubscribe = deps.subscribe((event) => {
+    if (event.type === 'ServerStopped' || event.type === 'ServerExited') void refresh();
+  });
+  const timer = setInterval(() => void refresh(), deps.intervalMs ?? DEFAULT_INTERVAL_MS);
+  timer.unref();
+  void refresh();
+
+  return {
+    forModel: (modelPath) => byModel.get(modelPath) ?? NONE,
+    totalBytes: () => total.bytes,
+    refresh,
+    onChanged: (listener) => changed.on(listener),
+    close: () => {
+      closed = true;
+      clearInterval(timer);
+      unsubscribe();
+    },
+  };
+}
+
+function sameByModel(a: ReadonlyMap<string, SavedTotals>, b: ReadonlyMap<string, SavedTotals>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [path, totals] of a) {
+    const other = b.get(path);
+    if (other === undefined || other.count !== totals.count || other.bytes !== totals.bytes) return false;
+  }
+  return true;
+}
