@@ -53,8 +53,17 @@ describe('waitUntilReady against a real HTTP server', () => {
     const port = (server.address() as AddressInfo).port;
     const doorbell = new Doorbell();
     const progress: (number | null)[] = [];
-    const done = waitUntilReady({ port, apiKey: 'sekret', doorbell, signal: new AbortController().signal, clock: realClock, onProgress: (p) => progress.push(p) });
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    let heardProgress = (): void => {};
+    const firstProgress = new Promise<void>((resolve) => (heardProgress = resolve));
+    const done = waitUntilReady({
+      port, apiKey: 'sekret', doorbell, signal: new AbortController().signal, clock: realClock,
+      onProgress: (p) => {
+        progress.push(p);
+        heardProgress();
+      },
+    });
+    // Ready only once a 503 body was read: a fixed wait lost that race on a loaded machine.
+    await firstProgress;
     ready = true;
     doorbell.ring();
     await done;
