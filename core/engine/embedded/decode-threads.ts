@@ -5,13 +5,12 @@
 // has fewer free cores than the engine has threads (other processes, or -t equal to the core
 // count with Node's own threads beside it), a spinning thread waits out whole scheduler slices
 // for a descheduled partner at every one of a graph's few hundred nodes: a one-token step of
-// demo-chat took ~500 ms on 2 threads against ~5 ms on 1 (a 2-core machine at load 6–11;
-// BENCHMARKS.md §12). llama-server, built with OpenMP, backs off instead, so it keeps its speed.
-// A prompt batch does enough work per node that the spin hardly matters, and a quiet machine
-// with a big model decodes much faster on all its threads, so neither "always 1" nor "always
-// -t" is right: small batches (the generation steps of all slots, drafts included) run on
-// whichever of 1 thread and -t threads has been faster lately, the other one re-tried now and
-// then, less often each time it loses (so a losing try costs little on average).
+// demo-chat took ~200–500 ms on 2 threads against ~5 ms on 1, and a 1,500-token prompt went
+// half as fast (a 2-core machine at load 6–11; BENCHMARKS.md §12). llama-server, built with
+// OpenMP, backs off instead. A quiet machine with a big model runs much faster on all its
+// threads, so neither "always 1" nor "always -t" is right: every batch runs on whichever of 1
+// thread and -t threads has been faster lately for batches of its size, the other re-tried now
+// and then, less often each time it loses (so a losing try costs little on average).
 import type { LlamaContext } from 'node-llama-cpp';
 
 /** The native context's calls this wraps (node-llama-cpp 3.21.1's AddonContext, internal). */
@@ -28,11 +27,11 @@ const FIRST_RETRY = 8;
 const LAST_RETRY = 1024;
 
 /**
- * Chooses between two thread counts for small batches by their measured decode time. Pure
- * bookkeeping (no clock of its own), so tests can drive it with any timings.
+ * Chooses between two thread counts for one size class of batches by their measured time per
+ * token. Pure bookkeeping (no clock of its own), so tests can drive it with any timings.
  */
 export class ThreadChooser {
-  /** Running mean of ms per small batch, per candidate; undefined until measured. */
+  /** Running mean of ms per token, per candidate; undefined until measured. */
   private readonly meanMs: [number | undefined, number | undefined] = [undefined, undefined];
   private current = 0;
   private sinceRetry = 0;
@@ -46,17 +45,17 @@ export class ThreadChooser {
     return i === 0 ? this.threads : 1;
   }
 
-  /** The thread count for the next small batch. */
+  /** The thread count for the next batch. */
   next(): number {
     if (this.threads <= 1) return 1;
     const other = 1 - this.current;
-    // The first two small batches measure both; later the loser is re-tried now and then.
+    // The first two batches measure both; later the loser is re-tried now and then.
     if (this.meanMs[this.current] === undefined) return this.candidate(this.current);
     if (this.meanMs[other] === undefined || this.sinceRetry >= this.retryEvery) return this.candidate(other);
     return this.candidate(this.current);
   }
 
-  /** Records that a small batch ran on `threads` threads in `ms`. */
+  /** Records that a batch ran on `threads` threads at `ms` per token. */
   record(threads: number, ms: number): void {
     if (this.threads <= 1) return;
     const i = threads === this.threads ? 0 : 1;
@@ -80,14 +79,21 @@ export class ThreadChooser {
   }
 }
 
+/** Batches of up to this many tokens (generation steps of all slots) are told apart by their exact size. */
+const EXACT_SIZES = 16;
+
+/** The size class a batch is measured in: exact for generation steps, a power of two for prompt batches. */
+export function sizeClassOf(tokens: number): number {
+  return tokens <= EXACT_SIZES ? tokens : 2 ** Math.ceil(Math.log2(tokens));
+}
+
 /**
- * Makes `context` run batches of at most `smallBatch` tokens on the thread count a
- * ThreadChooser for that size picks, and every larger batch on -t threads. Hooks
- * node-llama-cpp's native context (internal in 3.21.1, pinned in package.json): the only
- * point where a batch's size and its decode meet.
- * Throws at load when that shape is gone, so an upgrade fails loudly instead of silently slow.
+ * Makes every batch of `context` run on the thread count the ThreadChooser of its size class
+ * picks, timed per token. Hooks node-llama-cpp's native context (internal in 3.21.1, pinned in
+ * package.json): the only point where a batch's size and its decode meet. Throws at load when
+ * that shape is gone, so an upgrade fails loudly instead of silently slow.
  */
-export function chooseDecodeThreads(context: LlamaContext, threads: number, smallBatch: number): void {
+export function chooseDecodeThreads(context: LlamaContext, threads: number): void {
   const native = (context as unknown as { _ctx?: Partial<NativeContext> })._ctx;
   if (native === undefined || typeof native.initBatch !== 'function' || typeof native.setThreads !== 'function' || typeof native.decodeBatch !== 'function') {
     throw new Error('node-llama-cpp\'s context has no initBatch/setThreads/decodeBatch: decode-threads.ts needs updating for this version');
@@ -95,7 +101,6 @@ export function chooseDecodeThreads(context: LlamaContext, threads: number, smal
   const initBatch = native.initBatch.bind(native);
   const setThreads = native.setThreads.bind(native);
   const decodeBatch = native.decodeBatch.bind(native);
-  // One chooser per batch size: a 4-token step costs more than a 1-token one on either count.
   const choosers = new Map<number, ThreadChooser>();
   let batchSize = 0;
   // node-llama-cpp's thread splitter may give a context fewer threads while another (a
@@ -108,18 +113,16 @@ export function chooseDecodeThreads(context: LlamaContext, threads: number, smal
   replace('initBatch', (size: number) => { batchSize = size; initBatch(size); });
   replace('setThreads', (n: number) => { allotted = n; setThreads(n); });
   replace('decodeBatch', async () => {
-    if (batchSize > smallBatch) {
-      setThreads(allotted);
-      return decodeBatch();
-    }
-    let chooser = choosers.get(batchSize);
-    if (chooser === undefined) choosers.set(batchSize, chooser = new ThreadChooser(threads));
+    const size = batchSize;
+    const sizeClass = sizeClassOf(size);
+    let chooser = choosers.get(sizeClass);
+    if (chooser === undefined) choosers.set(sizeClass, chooser = new ThreadChooser(threads));
     const wanted = chooser.next();
     const use = Math.min(allotted, wanted);
     setThreads(use);
     const started = performance.now();
     await decodeBatch();
     // A batch cut short by the splitter measured neither candidate.
-    if (use === wanted) chooser.record(use, performance.now() - started);
+    if (use === wanted) chooser.record(use, (performance.now() - started) / Math.max(1, size));
   });
 }

@@ -119,9 +119,9 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
   const draftContext = draftModel
     ? await draftModel.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false })
     : undefined;
-  // Generation steps of all slots (a one-token draft each included) are the small batches.
-  chooseDecodeThreads(context, threads, 2 * opts.parallel);
-  if (draftContext) chooseDecodeThreads(draftContext, threads, 2 * opts.parallel);
+  // 1 thread or -t per batch, whichever is faster here and now (decode-threads.ts).
+  chooseDecodeThreads(context, threads);
+  if (draftContext) chooseDecodeThreads(draftContext, threads);
   onProgress(1);
 
   const slots: Slot[] = [];

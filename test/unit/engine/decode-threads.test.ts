@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ThreadChooser } from '../../../core/engine/embedded/decode-threads.js';
+import { sizeClassOf, ThreadChooser } from '../../../core/engine/embedded/decode-threads.js';
 
 /** Runs `batches` small batches through `chooser`, each costing what `costOf(threads)` says; returns the thread counts used. */
 function drive(chooser: ThreadChooser, batches: number, costOf: (threads: number) => number): number[] {
@@ -12,7 +12,7 @@ function drive(chooser: ThreadChooser, batches: number, costOf: (threads: number
   return used;
 }
 
-describe('ThreadChooser (small batches: -t threads or one, whichever is faster)', () => {
+describe('ThreadChooser (a size class of batches: -t threads or one, whichever is faster)', () => {
   it('leaves the spinning -t threads for one when they are slower (a contended machine)', () => {
     const chooser = new ThreadChooser(2);
     const used = drive(chooser, 2000, (t) => (t === 2 ? 500 : 5));
@@ -40,5 +40,12 @@ describe('ThreadChooser (small batches: -t threads or one, whichever is faster)'
   it('never leaves one thread when -t is one', () => {
     const chooser = new ThreadChooser(1);
     expect(drive(chooser, 50, () => 1).every((t) => t === 1)).toBe(true);
+  });
+});
+
+describe('sizeClassOf (which batches share a measurement)', () => {
+  it('tells generation steps apart by exact size and groups prompt batches by powers of two', () => {
+    expect([1, 4, 8, 16].map(sizeClassOf)).toEqual([1, 4, 8, 16]);
+    expect([17, 32, 300, 476, 512].map(sizeClassOf)).toEqual([32, 32, 512, 512, 512]);
   });
 });
