@@ -18,6 +18,7 @@ import {
   type ChatWrapper, type GgmlType, type Llama, type LlamaContext, type LlamaModel,
 } from 'node-llama-cpp';
 import { chatWrapperFor } from './chat-wrapper.js';
+import { chooseDecodeThreads } from './decode-threads.js';
 import { usesGpu, type EngineOptions, type GpuLayers, type KvCacheType } from './cli-args.js';
 import type { EngineLog } from './engine-log.js';
 import { SavedSlots } from './saved-slots.js';
@@ -118,6 +119,9 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
   const draftContext = draftModel
     ? await draftModel.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false })
     : undefined;
+  // 1 thread or -t per batch, whichever is faster here and now (decode-threads.ts).
+  chooseDecodeThreads(context, threads);
+  if (draftContext) chooseDecodeThreads(draftContext, threads);
   onProgress(1);
 
   const slots: Slot[] = [];
