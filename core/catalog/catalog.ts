@@ -333,6 +333,7 @@ export class Catalog {
         ...(e.fallbackId !== undefined ? { fallbackId: e.fallbackId } : {}),
         ...(e.configIndex !== undefined ? { configIndex: e.configIndex } : {}),
         vocabulary: factsOf(metadata[i])?.vocabulary ?? null,
+        embeds: e.embeddings !== undefined || factsOf(metadata[i])?.pooling === true,
       })),
       config.file,
     );

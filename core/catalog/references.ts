@@ -1,5 +1,8 @@
 // Checks that span models: drafts and fallbacks name models that exist, chains end, a draft
-// has no draft of its own, and a draft speaks its primary's vocabulary.
+// has no draft of its own, a draft speaks its primary's vocabulary, and a fallback can give the
+// answers its model gives: a model that writes falls back to one that writes, and an embedding
+// model to none, since another model's vectors are not comparable with its own (an index built
+// from both would be silently wrong).
 //
 // They run over the merged set (configured and discovered), because a config may name a
 // discovered model as a draft or fallback. Each error names the config field that made the
@@ -17,6 +20,8 @@ export interface ReferenceNode {
   configIndex?: number;
   /** null when the model's metadata could not be read: the vocabulary check is then skipped. */
   vocabulary: VocabularyFingerprint | null;
+  /** An embedding model (its GGUF names a pooling, or `embeddings: true`): it only embeds. */
+  embeds?: boolean;
 }
 
 export interface ReferenceProblem {
@@ -66,6 +71,15 @@ export function referenceProblems(nodes: readonly ReferenceNode[], file: string)
       } else if (node.vocabulary && draft.vocabulary) {
         const mismatch = vocabularyMismatch(node.vocabulary, draft.vocabulary);
         if (mismatch) say('draft', `expected a draft with the same vocabulary as "${node.id}"`, draft.id, mismatch);
+      }
+    }
+
+    const fallback = node.fallbackId === undefined ? undefined : byId.get(node.fallbackId);
+    if (fallback && fallback.id !== node.id) {
+      if (node.embeds === true) {
+        say('fallback', 'expected no fallback for an embedding model', fallback.id, "another model's vectors are not comparable with this one's, so an index would mix the two without a sign");
+      } else if (fallback.embeds === true) {
+        say('fallback', 'expected a fallback that writes text', fallback.id, 'it is an embedding model: it cannot answer the chats and completions it would stand in for');
       }
     }
 

@@ -12,6 +12,16 @@ describe('references between models', () => {
     expect(messages([node('big', 0, { draftId: 'small', fallbackId: 'mid' }), node('mid', 1, { fallbackId: 'small' }), node('small', 2)])).toEqual([]);
   });
 
+  test('a fallback gives the answers its model gives: one that writes for one that writes, none for an embedding model', () => {
+    expect(messages([node('chat', 0, { fallbackId: 'encoder' }), node('encoder', 1, { embeds: true })])).toEqual([
+      `${FILE}: models[0].fallback: expected a fallback that writes text, got "encoder" (it is an embedding model: it cannot answer the chats and completions it would stand in for)`,
+    ]);
+    expect(messages([node('encoder', 0, { embeds: true, fallbackId: 'other-encoder' }), node('other-encoder', 1, { embeds: true })])).toEqual([
+      `${FILE}: models[0].fallback: expected no fallback for an embedding model, got "other-encoder" (another model's vectors are not comparable with this one's, so an index would mix the two without a sign)`,
+    ]);
+    expect(messages([node('chat', 0, { fallbackId: 'small' }), node('small', 1, { embeds: false })])).toEqual([]);
+  });
+
   test('an unknown draft or fallback lists the ids that exist', () => {
     expect(messages([node('big', 0, { draftId: 'tiny' }), node('small', 1)])).toEqual([
       `${FILE}: models[0].draft: expected another model's id, got "tiny" (no model has that id; known ids: big, small)`,
