@@ -28,6 +28,7 @@ import { createLogger } from '../../core/daemon/logger.js';
 import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
 import { footprintAt } from '../../core/policy/levels.js';
 import { benchModels, scratchDir } from './bench-models.js';
+import { observeSpawns, recordLines } from './engine-process.js';
 import { chatBody, timedStream } from './http-client.js';
 import { fixed, median, printTable, signed, verdict } from './stats.js';
 
@@ -144,6 +145,10 @@ function streamChat(port: number, messages: Message[], maxTokens: number): Promi
 interface Round {
   /** A's last token → B's first token. */
   swapMs: number;
+  /** The save the engine reported inside that swap (its "saved … in N ms" line; embedded only), or NaN. */
+  saveMs: number;
+  /** The restore the engine reported for the returning conversation, or NaN. */
+  restoreMs: number;
   /** B's last token → A's first token (a short prompt). */
   swapBackMs: number;
   /** The returning conversation: request → first token. */
@@ -152,17 +157,48 @@ interface Round {
   cachedTokens: number;
 }
 
-async function oneRound(daemon: RunningDaemon, round: number): Promise<Round> {
+/** What the engines said about saves and restores, by the step of the round it came in. */
+interface EngineReport {
+  step: 'swap' | 'return' | 'other';
+  saveMs: number[];
+  restoreMs: number[];
+}
+
+/** Listens to every engine process this process starts: the embedded engine's lines on a save and a restore. */
+function listenToEngines(report: EngineReport): () => void {
+  return observeSpawns((child) =>
+    recordLines(child, ({ text }) => {
+      const saved = / conversations: slot \d+: saved \d+ tokens .* in (\d+) ms/.exec(text);
+      if (saved !== null && report.step === 'swap') report.saveMs.push(Number(saved[1]));
+      const restored = / conversations: slot \d+: restored \d+ of \d+ prompt tokens .* in (\d+) ms/.exec(text);
+      if (restored !== null && report.step === 'return') report.restoreMs.push(Number(restored[1]));
+    }),
+  );
+}
+
+const sum = (values: number[]): number => (values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0));
+
+async function oneRound(daemon: RunningDaemon, round: number, report: EngineReport): Promise<Round> {
   const port = daemon.port;
   const messages = conversation(round);
+  report.saveMs = [];
+  report.restoreMs = [];
+  report.step = 'other';
   const first = await streamChat(port, messages, 8);
+  // A's slot goes idle now: a save reported from here to B's answer is inside the swap.
+  report.step = 'swap';
   const toB = await timedStream(false, { port: daemon.port }, '/v1/chat/completions', chatBody(B, true, 4));
   // A budget that held both would measure no swap at all.
   if (daemon.admin.snapshot().models.find((m) => m.id === A)?.upstream != null) throw new Error(`${A} stayed resident beside ${B}: the limit holds both`);
+  report.step = 'other';
   const back = await timedStream(false, { port }, '/v1/chat/completions', chatBody(A, true));
+  report.step = 'return';
   const returning = await streamChat(port, [...messages, { role: 'assistant', content: first.text }, { role: 'user', content: 'Thank you. Now say it in one word.' }], 4);
+  report.step = 'other';
   return {
     swapMs: toB.firstTokenAt - first.endedAt,
+    saveMs: sum(report.saveMs),
+    restoreMs: sum(report.restoreMs),
     swapBackMs: back.firstTokenAt - toB.endedAt,
     returnMs: returning.firstTokenAt - returning.startedAt,
     promptTokens: returning.promptTokens,
@@ -202,12 +238,14 @@ async function benchEngine(engine: Engine, llamaServer: string | null): Promise<
   const models = await benchModels();
   const paths = { chat: models.chat.path, tiny: models.tiny.path };
   const daemons: Daemon[] = [];
+  const report: EngineReport = { step: 'other', saveMs: [], restoreMs: [] };
+  const stopListening = listenToEngines(report);
   try {
     for (const saving of [true, false]) daemons.push(await startOne(engine, saving, paths, llamaServer));
     for (let r = 0; r <= ROUNDS; r++) {
       const order = r % 2 === 0 ? daemons : [...daemons].reverse();
       for (const d of order) {
-        const round = await oneRound(d.daemon, r);
+        const round = await oneRound(d.daemon, r, report);
         // Round 0 warms the page cache and the engines' first allocations.
         if (r > 0) d.rounds.push(round);
       }
@@ -216,6 +254,7 @@ async function benchEngine(engine: Engine, llamaServer: string | null): Promise<
     for (const d of daemons) console.error(d.log.slice(-20).join('\n'));
     throw error;
   } finally {
+    stopListening();
     for (const d of daemons) await d.daemon.stop();
   }
   const [on, off] = daemons;
@@ -224,13 +263,14 @@ async function benchEngine(engine: Engine, llamaServer: string | null): Promise<
   const ratio = med(on, (r) => r.returnMs) / med(off, (r) => r.returnMs);
   const saveCost = med(on, (r) => r.swapMs) - med(off, (r) => r.swapMs);
   console.log(`### ${engine}: a returning conversation after a swap (demo-chat ⇄ demo-tiny, ctx ${CTX}, 1 thread, a budget that holds one; ${ROUNDS} rounds; ms)`);
+  console.log(`  save in it: the engine's own "saved … in N ms" for A's slot inside the swap; restore: its "restored … in N ms" before the return's prefill (embedded only; – where none)`);
   const rows = (d: Daemon): string[][] =>
-    d.rounds.map((r, i) => [d.saving ? 'saved' : 'not saved', String(i + 1), fixed(r.swapMs, 1), fixed(r.swapBackMs, 1), fixed(r.returnMs, 1), String(r.promptTokens), String(r.cachedTokens)]);
+    d.rounds.map((r, i) => [d.saving ? 'saved' : 'not saved', String(i + 1), fixed(r.swapMs, 1), fixed(r.saveMs, 0), fixed(r.swapBackMs, 1), fixed(r.restoreMs, 0), fixed(r.returnMs, 1), String(r.promptTokens), String(r.cachedTokens)]);
   const medianRow = (d: Daemon): string[] => [
-    `median, ${d.saving ? 'saved' : 'not saved'}`, '', fixed(med(d, (r) => r.swapMs), 1), fixed(med(d, (r) => r.swapBackMs), 1), fixed(med(d, (r) => r.returnMs), 1),
+    `median, ${d.saving ? 'saved' : 'not saved'}`, '', fixed(med(d, (r) => r.swapMs), 1), fixed(med(d, (r) => r.saveMs), 0), fixed(med(d, (r) => r.swapBackMs), 1), fixed(med(d, (r) => r.restoreMs), 0), fixed(med(d, (r) => r.returnMs), 1),
     fixed(med(d, (r) => r.promptTokens), 0), fixed(med(d, (r) => r.cachedTokens), 0),
   ];
-  printTable(['conversation', 'round', 'swap A → B', 'swap back', 'return: first token', 'prompt tokens', 'cached tokens'], [...rows(on), ...rows(off), medianRow(on), medianRow(off)]);
+  printTable(['conversation', 'round', 'swap A → B', 'save in it', 'swap back', 'restore', 'return: first token', 'prompt tokens', 'cached tokens'], [...rows(on), ...rows(off), medianRow(on), medianRow(off)]);
   console.log();
   console.log(`return's first token, saved / not saved: ${fixed(100 * ratio, 1)} % (target ≤ ${100 * TARGET_RATIO} %): ${verdict(ratio <= TARGET_RATIO)}`);
   console.log(`the save's cost in the swap A → B (median, saved − not saved): ${signed(saveCost, 1)} ms (target ≤ ${TARGET_SAVE_MS} ms): ${verdict(saveCost <= TARGET_SAVE_MS)}`);
