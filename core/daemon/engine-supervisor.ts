@@ -10,7 +10,7 @@ import { engineIdentities } from '../gpu/engine-identity.js';
 import { estimateOnCpu, footprintAt } from '../policy/levels.js';
 import type { EnginesAndCatalog } from './engines-and-catalog.js';
 import { launchSpecFor } from './launch-specs.js';
-import { conversationsDirOf } from './saved-conversations-view.js';
+import { savedConversationsDirFor } from './saved-conversations-view.js';
 import type { MemoryBudget } from './memory-budget.js';
 
 export async function startSupervisor(deps: {
@@ -36,8 +36,9 @@ export async function startSupervisor(deps: {
         ...(llamaServer.found ? {} : { noLlamaServer: llamaServer.reason }),
         ...(deps.engineEnv === undefined ? {} : { engineEnv: deps.engineEnv }),
         ...(deps.threads === undefined ? {} : { threads: deps.threads }),
-        // Saved on the embedded engine when a slot goes idle, restored when the model is back.
-        savedConversationsDir: conversationsDirOf(deps.dataDir),
+        // Saved on the embedded engine when a slot goes idle, restored when the model is back;
+        // read per launch, so a config change applies to the next launch.
+        savedConversationsDir: savedConversationsDirFor(catalog.config(), deps.dataDir),
       }),
     engineCommand: defaultEngineCommand({ llamaServerPath }),
     footprint: (modelId: string, level: LaunchLevel): number => {

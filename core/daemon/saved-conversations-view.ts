@@ -25,6 +25,14 @@ export function conversationsDirOf(dataDir: string): string {
   return join(dataDir, 'conversations');
 }
 
+/**
+ * The conversations folder a launch is given, or none when `engines.savedConversations` is
+ * false: an engine without one neither saves nor restores (no `--slot-save-path`, no adapter).
+ */
+export function savedConversationsDirFor(config: { savedConversations: boolean }, dataDir: string): string | undefined {
+  return config.savedConversations ? conversationsDirOf(dataDir) : undefined;
+}
+
 const NONE: SavedTotals = { count: 0, bytes: 0 };
 /** How often the folder is read while servers run: saves while a model idles show within this. */
 const DEFAULT_INTERVAL_MS = 15_000;

@@ -11,6 +11,7 @@ import { runIdleBench } from './idle-bench.js';
 import { runMemoryBench } from './memory-bench.js';
 import { runQueueingBench } from './queueing-bench.js';
 import { runReadinessBench } from './readiness-bench.js';
+import { runReturningConversationBench } from './returning-conversation-bench.js';
 import { runRouterBench } from './router-bench.js';
 import { runSwapBench } from './swap-bench.js';
 import { runPlaceBench, runScheduleBench } from './schedule-bench.js';
@@ -28,6 +29,7 @@ const benches: Record<string, () => Promise<void>> = {
   queueing: () => runQueueingBench(),
   grammar: runGrammarBench,
   'engine-race': runEngineRaceBench,
+  'returning-conversation': runReturningConversationBench,
 };
 
 const chosen = process.argv.slice(2);

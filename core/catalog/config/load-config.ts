@@ -72,6 +72,8 @@ export interface LlmtrayConfig {
   llamaServerPath?: string;
   /** Keep a warm spare embedded engine for the next launch (core/engine/supervisor/warm-spare.ts). */
   warmSpare: boolean;
+  /** `engines.savedConversations`: keep conversations across evictions (core/engine/saved-conversations). */
+  savedConversations: boolean;
   /** `engines.healthyAfter`: a failing model's relaunched server is healthy after this long ready; absent: the controller's default. */
   healthyAfterMs?: number;
   activationWaitMs: number;
@@ -223,6 +225,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
     modelDirs: raw.modelDirs ? raw.modelDirs.map(userPath) : defaultModelDirs(facts),
     ...(raw.engines.llamaServer ? { llamaServerPath: userPath(raw.engines.llamaServer) } : {}),
     warmSpare: raw.engines.warmSpare,
+    savedConversations: raw.engines.savedConversations,
     ...(raw.engines.healthyAfter !== undefined ? { healthyAfterMs: raw.engines.healthyAfter } : {}),
     activationWaitMs: raw.activationWait ?? DEFAULT_ACTIVATION_WAIT_MS,
     swapTurnMs: raw.swapTurn ?? DEFAULT_SWAP_TURN_MS,

@@ -122,9 +122,11 @@ export const configSchema = strict({
   engines: strict({
     llamaServer: nonEmptyText('expected the path of a llama-server executable').optional(),
     warmSpare: z.boolean({ error: 'expected true or false' }).default(true),
+    // Keep conversations across evictions (core/engine/saved-conversations); false: none saved or restored.
+    savedConversations: z.boolean({ error: 'expected true or false' }).default(true),
     // How long a relaunched server of a failing model must stay ready to count as healthy when it answers nothing meanwhile.
     healthyAfter: parsed(parseDuration, DURATION_EXPECTATION).optional(),
-  }).default({ warmSpare: true }),
+  }).default({ warmSpare: true, savedConversations: true }),
   activationWait: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   swapTurn: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   models: z.array(modelConfigSchema, { error: 'expected a list of models' }).default([]),

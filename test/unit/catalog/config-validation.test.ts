@@ -70,6 +70,7 @@ const table: [string, string, string][] = [
     `${FILE}: listen.corsOrigins[0]: expected an origin as a browser sends it (scheme://host[:port], no path), or "*" for any, got "http://localhost:3000/app"`],
   ['admin somewhere else', 'listen:\n  admin: everywhere\n', `${FILE}: listen.admin: expected loopback (the default) or network, got "everywhere"`],
   ['warmSpare as text', 'engines:\n  warmSpare: off\n', `${FILE}: engines.warmSpare: expected true or false, got "off"`],
+  ['savedConversations as text', 'engines:\n  savedConversations: no\n', `${FILE}: engines.savedConversations: expected true or false, got "no"`],
   ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
   ['a turn as long as the default wait', 'swapTurn: 45s\n',
     `${FILE}: swapTurn: expected a turn shorter than activationWait (45s, the default), so that a request waiting behind a busy model gets its model's turn before it times out, got "45s"`],
@@ -118,6 +119,7 @@ describe('config validation', () => {
     expect(config.budget).toEqual({ reserveBytes: DEFAULT_RESERVE_BYTES });
     expect(config.modelDirs).toContain('/home/ada/.cache/huggingface/hub');
     expect(config.warmSpare).toBe(true);
+    expect(config.savedConversations).toBe(true);
   });
 
   test('a turn shorter than the wait is accepted, down to 0 (first come, first served)', () => {
@@ -127,6 +129,10 @@ describe('config validation', () => {
 
   test('the warm spare can be turned off', () => {
     expect(accepted('engines:\n  warmSpare: false\n').warmSpare).toBe(false);
+  });
+
+  test('saved conversations can be turned off', () => {
+    expect(accepted('engines:\n  savedConversations: false\n').savedConversations).toBe(false);
   });
 
   test('the LAN fields are read as written, host names in lower case', () => {

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { launchSpecFor, type LaunchSpecSources } from '../../../core/daemon/launch-specs.js';
 import { argvFor, EMBEDDED_CAPABILITIES } from '../../../core/engine/launch-spec.js';
+import { savedConversationsDirFor } from '../../../core/daemon/saved-conversations-view.js';
 import { catalogModel } from './catalog-model.js';
 
 function sources(models: ReturnType<typeof catalogModel>[], overrides: Partial<LaunchSpecSources> = {}): LaunchSpecSources {
@@ -50,5 +51,15 @@ describe('launchSpecFor', () => {
     expect(() => launchSpecFor('a', sources([catalogModel('a', { metadataError: '/m/a.gguf: not a GGUF file' })]))).toThrow('/m/a.gguf: not a GGUF file');
     expect(() => launchSpecFor('a', sources([catalogModel('a', { draftId: 'gone' })]))).toThrow(/draft 'gone'/);
     expect(() => launchSpecFor('zzz', sources([]))).toThrow(/'zzz' is no longer in the catalog/);
+  });
+
+  it('gives the engine a conversations folder unless engines.savedConversations is false', () => {
+    const models = [catalogModel('a', { engine: 'embedded' })];
+    const argvWith = (savedConversations: boolean) =>
+      argvFor(launchSpecFor('a', sources(models, { savedConversationsDir: savedConversationsDirFor({ savedConversations }, '/data') })), 'full', EMBEDDED_CAPABILITIES, 1, { keyFile: '/k' });
+    const kept = argvWith(true);
+    expect(kept[kept.indexOf('--slot-save-path') + 1]).toBe('/data/conversations');
+    // No folder: the engine neither saves a slot nor restores one.
+    expect(argvWith(false)).not.toContain('--slot-save-path');
   });
 });
