@@ -17,7 +17,7 @@ import { isProcessAlive } from '../support/daemon-process.js';
 import { fileDaemon } from '../support/file-daemon.js';
 import { SERVING_STATES } from '../../core/contracts/model-status.js';
 
-const DEMO_IDS = ['demo-broken', 'demo-chat', 'demo-draft', 'demo-tiny'];
+const DEMO_IDS = ['demo-broken', 'demo-chat', 'demo-draft', 'demo-embed', 'demo-tiny'];
 
 const live = fileDaemon();
 
