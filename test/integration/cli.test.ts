@@ -41,7 +41,7 @@ describe('llmtray CLI against a running daemon', () => {
     expect(human.code).toBe(0);
     expect(human.stdout).toContain(`endpoint  ${daemon.endpoint}`);
     const expected = statesOf(await daemon.state());
-    expect(Object.keys(expected)).toHaveLength(4);
+    expect(Object.keys(expected)).toHaveLength(5);
     expect(statesInTable(human.stdout)).toEqual(expected);
 
     const json = await cli('status', '--json');
