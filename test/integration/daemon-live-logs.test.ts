@@ -143,7 +143,7 @@ describe('llmtray logs -f', () => {
   it('refuses an unknown model with the daemon\'s sentence, and -f anywhere but `logs` as a usage mistake', async () => {
     const unknown = await runCli(['logs', '-f', 'nope', '--data-dir', live.daemon.dataDir]);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain("Unknown model 'nope'; the models are: demo-broken, demo-chat, demo-draft, demo-tiny.");
+    expect(unknown.stderr).toContain("Unknown model 'nope'; the models are: demo-broken, demo-chat, demo-draft, demo-embed, demo-tiny.");
     const misplaced = await runCli(['status', '-f', '--data-dir', live.daemon.dataDir]);
     expect(misplaced.code).toBe(2);
     expect(misplaced.stderr).toContain('-f follows a log: llmtray logs -f ID');
