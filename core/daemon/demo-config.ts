@@ -9,6 +9,8 @@ export interface DemoConfigOptions {
   comment?: readonly string[];
   /** `engines.warmSpare`. A check of one engine's memory turns it off: an engine adopted from the spare holds another RSS than one started fresh. */
   warmSpare?: boolean;
+  /** `engines.savedConversations`. A check of a model's steady footprint turns it off: saving an idle slot holds memory for a while (see daemon-memory-truth). */
+  savedConversations?: boolean;
   /** `budget.reserve`, bytes. */
   reserveBytes?: number;
   /** `budget.limit`, bytes. */
@@ -40,7 +42,13 @@ export function demoConfigText(models: DemoModels, options: DemoConfigOptions): 
   const lines = [
     ...(options.comment ?? []).map((line) => `# ${line}`),
     'modelDirs: []',
-    ...(options.warmSpare === undefined ? [] : ['engines:', `  warmSpare: ${options.warmSpare}`]),
+    ...(options.warmSpare === undefined && options.savedConversations === undefined
+      ? []
+      : [
+          'engines:',
+          ...(options.warmSpare === undefined ? [] : [`  warmSpare: ${options.warmSpare}`]),
+          ...(options.savedConversations === undefined ? [] : [`  savedConversations: ${options.savedConversations}`]),
+        ]),
     ...(budget.length === 0 ? [] : ['budget:', ...budget]),
     'models:',
     '  - id: demo-chat',
