@@ -44,6 +44,7 @@ import { isModelLoadedLine, observeSpawns, recordLines, type TimedLine } from '.
 import { chatBody, timedStream } from './http-client.js';
 import { fixed, median, printTable, signed, verdict } from './stats.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
+import { llamaServerPath } from './bench-env.js';
 
 const MODEL_ID = 'bench-chat';
 const DRAFT_ID = 'bench-draft';
@@ -63,14 +64,6 @@ interface Overhead {
 const LOADING = /load_model: loading model/;
 const INITIALIZING = /load_model: initializing/;
 const SPARE_READY = /^spare: runtime ready\b/;
-
-/** llama-server for the comparison: LLMTRAY_LLAMA_SERVER, else the repo's own build (npm run build:llama-server). */
-function llamaServerPath(): string | null {
-  const named = process.env.LLMTRAY_LLAMA_SERVER;
-  if (named !== undefined && named !== '') return existsSync(named) ? named : null;
-  const built = resolve('.llama-server', 'build', 'bin', 'llama-server');
-  return existsSync(built) ? built : null;
-}
 
 /** An earlier build to compare with (LLMTRAY_BENCH_BASELINE=DIR, a checkout with dist/ built), or null. */
 function baselineDir(): string | null {

@@ -11,34 +11,19 @@
 // 2 threads, 8192 tokens of context over 4 slots. Only the ratios mean anything on a shared
 // machine; the rates move with whatever else runs.
 import { performance } from 'node:perf_hooks';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { llamaServerPath, roundsFromEnv } from './bench-env.js';
 import { benchModels } from './bench-models.js';
 import { benchSpec, startDirectEngine, type DirectEngine } from './engine-process.js';
 import { fixed, median, printTable } from './stats.js';
 
 /** LLMTRAY_RACE_ROUNDS shortens the run while iterating on the engine; the figures in BENCHMARKS.md use 5. */
-const ROUNDS = roundsFromEnv(process.env.LLMTRAY_RACE_ROUNDS);
+const ROUNDS = roundsFromEnv('LLMTRAY_RACE_ROUNDS', 5);
 const DECODE_TOKENS = 256;
 const THREADS = 2;
 const SLOTS = 4;
 const CONTEXT = 8192;
 /** About 1,500 tokens: the demo vocabulary spells nearly a token a character (the answer's prompt_tokens says exactly). */
 const LONG_PROMPT = 'the quick brown fox jumps over the lazy dog '.repeat(34);
-
-function roundsFromEnv(value: string | undefined): number {
-  if (value === undefined || value === '') return 5;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`LLMTRAY_RACE_ROUNDS must be a whole number of rounds, at least 1; got '${value}'`);
-  return n;
-}
-
-function llamaServerPath(): string | null {
-  const named = process.env.LLMTRAY_LLAMA_SERVER;
-  if (named !== undefined && named !== '') return existsSync(named) ? named : null;
-  const built = resolve('.llama-server', 'build', 'bin', 'llama-server');
-  return existsSync(built) ? built : null;
-}
 
 interface Timed {
   ms: number;

@@ -7,11 +7,10 @@
 // median rate over rounds. The schema is one of an agent's tool calls: an object with a string
 // enum, a boolean and an integer, so a random-weight model has choices to make at every step.
 import { performance } from 'node:perf_hooks';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { benchModels } from './bench-models.js';
 import { benchSpec, startDirectEngine, type DirectEngine } from './engine-process.js';
 import { fixed, median, printTable } from './stats.js';
+import { llamaServerPath } from './bench-env.js';
 
 const ROUNDS = 7;
 const MAX_TOKENS = 64;
@@ -21,14 +20,6 @@ const SCHEMA = {
   required: ['city', 'celsius', 'days', 'note'],
   additionalProperties: false,
 };
-
-/** llama-server for the comparison: LLMTRAY_LLAMA_SERVER, else the repo's own build (npm run build:llama-server). */
-function llamaServerPath(): string | null {
-  const named = process.env.LLMTRAY_LLAMA_SERVER;
-  if (named !== undefined && named !== '') return existsSync(named) ? named : null;
-  const built = resolve('.llama-server', 'build', 'bin', 'llama-server');
-  return existsSync(built) ? built : null;
-}
 
 /** One chat request; its completion tokens over its whole time, tokens/s; an engine's refusal as its message. */
 async function rate(engine: DirectEngine, grammar: boolean): Promise<number | string> {

@@ -17,10 +17,10 @@
 //      returning conversation's time to first token and its `cached_tokens`.
 // A returning user waits the swap back plus step 4; only step 4 differs with the cache.
 // Targets: step 4 with the cache ≤ 10 % of without; the swap with saving ≤ 20 ms over without.
-import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { llamaServerPath, roundsFromEnv } from './bench-env.js';
 import { performance } from 'node:perf_hooks';
 import { Catalog } from '../../core/catalog/catalog.js';
 import { startDaemon, type RunningDaemon } from '../../core/daemon.js';
@@ -36,24 +36,10 @@ const A = 'return-chat';
 const B = 'return-tiny';
 const CTX = 4096;
 /** LLMTRAY_RETURN_ROUNDS shortens or lengthens the run; one more runs first, unmeasured. */
-const ROUNDS = roundsFromEnv(process.env.LLMTRAY_RETURN_ROUNDS);
+const ROUNDS = roundsFromEnv('LLMTRAY_RETURN_ROUNDS', 3);
 const TARGET_RATIO = 0.1;
 const TARGET_SAVE_MS = 20;
 const MEASURED_RUNTIME_BYTES = 200 * 1024 * 1024;
-
-function roundsFromEnv(value: string | undefined): number {
-  if (value === undefined || value === '') return 3;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`LLMTRAY_RETURN_ROUNDS must be a whole number of rounds, at least 1; got '${value}'`);
-  return n;
-}
-
-function llamaServerPath(): string | null {
-  const named = process.env.LLMTRAY_LLAMA_SERVER;
-  if (named !== undefined && named !== '') return existsSync(named) ? named : null;
-  const built = resolve('.llama-server', 'build', 'bin', 'llama-server');
-  return existsSync(built) ? built : null;
-}
 
 type Engine = 'embedded' | 'llama-server';
 
