@@ -5,7 +5,8 @@
 // known only then and a fallback may be another kind of engine than the model asked for:
 // - an engine that serves /v1/messages itself (EngineClaim.anthropicMessages: recent
 //   llama-server builds) gets the request as it is, and its answer is relayed as it is — its
-//   errors, which it spells in OpenAI's shape, re-spelled in Anthropic's;
+//   errors, which it spells in OpenAI's shape, re-spelled in Anthropic's — unless that engine's
+//   own conversion would misread the request's tool choice (misreadByEngineConversion);
 // - any other engine gets the request translated to a chat completion (anthropic-translate.ts),
 //   its answer translated back (anthropic-stream.ts for a stream), and a token count from its
 //   chat template and tokenizer (count-tokens.ts).
@@ -20,6 +21,7 @@ import { countTokensByTemplate } from './count-tokens.js';
 import { refusedField, refusedTools } from './request-fields.js';
 import { sendError, type RouterError } from './errors.js';
 import { forwardToEngine, rewriteModelField, SseModelRewriter, type AnswerShape, type ModelRequest } from './upstream.js';
+import { inEngineWords } from './engine-request.js';
 import { isObject } from './validate-request.js';
 
 /** `POST /v1/messages`, checked; the refusal when the body is not a valid request. Pure until sent. */
@@ -34,7 +36,7 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
     send(claim, fallingBack, clientGone) {
       const { servedBy } = claim;
       const renamed = fallingBack ? servedBy : null;
-      if (claim.anthropicMessages) {
+      if (claim.anthropicMessages && !misreadByEngineConversion(body)) {
         return forwardToEngine(agent, res, clientGone, claim, {
           path: '/v1/messages',
           // Re-serialised only to name the fallback: the engine must be asked for the model it serves.
@@ -44,17 +46,31 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
       }
       const refusal = refusedField('messages', body, null, servedBy) ?? refusedTools(body, claim.toolCalls, servedBy);
       const chat = refusal === null ? toChatCompletionRequest(body, renamed ?? model, servedBy) : { ok: false as const, error: refusal };
-      if (!chat.ok) {
-        sendError(res, chat.error, anthropicErrorBody);
+      const sent = chat.ok ? inEngineWords({ ...chat.value }, claim.engine, servedBy) : chat;
+      if (!sent.ok) {
+        sendError(res, sent.error, anthropicErrorBody);
         return Promise.resolve({ kind: 'answered' });
       }
       return forwardToEngine(agent, res, clientGone, claim, {
         path: '/v1/chat/completions',
-        body: Buffer.from(JSON.stringify(chat.value)),
+        body: Buffer.from(JSON.stringify(sent.value)),
         shape: translatedAnswer(renamed, servedBy),
       });
     },
   };
+}
+
+/**
+ * A request whose tool choice a llama-server's own Messages conversion misreads
+ * (server-chat.cpp, b1-80fb11a, `server_chat_convert_anthropic_to_oai`): `{type: "tool", name}`
+ * becomes "required" of any tool, `{type: "none"}` is not carried (so "auto"), and
+ * `disable_parallel_tool_use` is dropped. Such a request takes the translated path, whose chat
+ * words that build reads as meant (engine-request.ts for the named tool). Pure.
+ */
+export function misreadByEngineConversion(body: Readonly<Record<string, unknown>>): boolean {
+  const choice = body['tool_choice'];
+  if (!isObject(choice)) return false;
+  return choice['type'] === 'tool' || choice['type'] === 'none' || choice['disable_parallel_tool_use'] === true;
 }
 
 /** `POST /v1/messages/count_tokens`, checked; the refusal when the body is not a valid request. */

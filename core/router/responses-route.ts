@@ -5,7 +5,7 @@
 // hang handling as for every generation route (router.ts). No engine is sent the request as it
 // is: none claims /v1/responses today (responses-translate.ts says why). A fallback's id is the
 // model the answer names, as on the other routes.
-import { forEngine } from './engine-request.js';
+import { inEngineWords } from './engine-request.js';
 import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import type { ServerResponse } from 'node:http';
@@ -36,10 +36,15 @@ export function responsesRequest(agent: http.Agent, res: ServerResponse, raw: Bu
         sendError(res, refusal);
         return Promise.resolve({ kind: 'answered' });
       }
+      const sent = inEngineWords({ model: fallingBack ? servedBy : model, ...chat }, claim.engine, servedBy);
+      if (!sent.ok) {
+        sendError(res, sent.error);
+        return Promise.resolve({ kind: 'answered' });
+      }
       const frame: ResponseFrame = { id: `resp_${randomBytes(16).toString('hex')}`, createdAt: nowSeconds(), model: fallingBack ? servedBy : null, request: body };
       return forwardToEngine(agent, res, clientGone, claim, {
         path: '/v1/chat/completions',
-        body: Buffer.from(JSON.stringify(forEngine({ model: fallingBack ? servedBy : model, ...chat }, claim.engine) ?? { model: fallingBack ? servedBy : model, ...chat })),
+        body: Buffer.from(JSON.stringify(sent.value)),
         shape: responsesAnswer(frame, servedBy, responsesGrammarField(chat)),
       });
     },

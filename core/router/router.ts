@@ -244,7 +244,12 @@ export function createRouter(options: RouterOptions): Router {
           sendError(res, late);
           return Promise.resolve({ kind: 'answered' });
         }
-        const asEngineReadsIt = forEngine(parsed.body, claim.engine);
+        const inEngineWords = forEngine(parsed.body, claim.engine, claim.servedBy);
+        if (!inEngineWords.ok) {
+          sendError(res, inEngineWords.error);
+          return Promise.resolve({ kind: 'answered' });
+        }
+        const asEngineReadsIt = inEngineWords.value;
         // A conversation kept across its model's eviction goes back into the engine first.
         const restored = endpoint === 'chat.completions' && claim.beforeChat !== undefined ? claim.beforeChat(parsed.body) : Promise.resolve();
         return restored.then(() => forwardToEngine(agent, res, clientGone, claim, {

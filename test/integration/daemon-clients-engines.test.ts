@@ -20,6 +20,7 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { generateObject, generateText, tool } from 'ai';
@@ -44,6 +45,12 @@ const ENGINES: { engine: EngineKind; skip: boolean }[] = [
   { engine: 'embedded', skip: false },
   { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
 ];
+
+/** The nudge as llama-server's own default sampling: `--logit-bias TOKEN+BIAS` per token. */
+function nudgeArgs(): string[] {
+  const vocab = spmVocab();
+  return ['--logit-bias', `${vocab.tokens.indexOf('<tool_call>')}+90`, '--logit-bias', `${vocab.eosId}+100`];
+}
 
 describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip }) => {
   let daemon: DaemonProcess | undefined;
@@ -71,6 +78,10 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
         `  - { id: tiny-embed, path: ${JSON.stringify(model)}, ctx: 512, engine: ${engine}, embeddings: true }`,
         // An embedding model by its GGUF's pooling, with no `embeddings:` in the config.
         `  - { id: encoder, path: ${JSON.stringify(encoder)}, ctx: 512, engine: ${engine} }`,
+        // Anthropic's API has no logit_bias to send the nudge (see the header) with, so on
+        // llama-server its tool requests go to the same file launched with the nudge as the
+        // server's own default (`--logit-bias`, which a request's logit_bias would replace).
+        ...(engine === 'llama-server' ? [`  - { id: tiny-nudged, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine}, args: ${JSON.stringify(nudgeArgs())} }`] : []),
         '',
       ].join('\n'),
     );
@@ -167,6 +178,8 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
 
   // The nudge (see the header): the marker first, then the end of text once the call is closed.
   const nudge = engine === 'llama-server' ? { logit_bias: { [spmVocab().tokens.indexOf('<tool_call>')]: 90, [spmVocab().eosId]: 100 } } : {};
+  /** For the APIs that have no logit_bias (Anthropic's, Responses): the model with the nudge as its server's default. */
+  const toolsModel = engine === 'llama-server' ? 'tiny-nudged' : 'tiny';
   const cityArgs = z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']), celsius: z.boolean() });
   const getWeather = {
     type: 'function' as const,
@@ -222,6 +235,90 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
     expect(message.tool_calls).toHaveLength(1);
     expect(message.tool_calls?.[0]?.name).toBe('get_weather');
     expect(cityArgs.safeParse(message.tool_calls?.[0]?.args).success).toBe(true);
+  });
+
+  it.skipIf(skip)('calls the function tool_choice names, of two, in both the chat and the Responses API', async () => {
+    const answer = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'What time is it?' }],
+      tools: [getWeather, getTime],
+      tool_choice: { type: 'function', function: { name: 'get_time' } },
+      max_tokens: 150,
+      ...nudge,
+    });
+    const calls = answer.choices[0]?.message.tool_calls ?? [];
+    expect(answer.choices[0]?.finish_reason, JSON.stringify(answer.choices[0])).toBe('tool_calls');
+    // That function only; more than one call of it is the client's to allow (parallel_tool_calls), as OpenAI's.
+    expect(calls.length).toBeGreaterThan(0);
+    expect(new Set(calls.map((call) => (call.type === 'function' ? call.function.name : call.type)))).toEqual(new Set(['get_time']));
+    const response = await client.responses.create({
+      model: toolsModel,
+      input: 'Weather in Oslo?',
+      tools: [{ type: 'function', name: 'get_time', parameters: getTime.function.parameters, strict: false }, { type: 'function', name: 'get_weather', parameters: getWeather.function.parameters, strict: false }],
+      tool_choice: { type: 'function', name: 'get_weather' },
+      max_output_tokens: 150,
+    });
+    expect(responseSchemaErrors(response).join('\n')).toBe('');
+    const named = response.output.filter((item) => item.type === 'function_call').map((item) => item.name);
+    expect(named.length).toBeGreaterThan(0);
+    expect(new Set(named)).toEqual(new Set(['get_weather']));
+  });
+
+  it.skipIf(skip)('refuses a tool_choice naming a function that is not among the tools, naming the field', async () => {
+    const refused = await client.chat.completions
+      .create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], tools: [getWeather], tool_choice: { type: 'function', function: { name: 'get_tide' } }, max_tokens: 4 })
+      .then(() => null, (error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('get_tide');
+  });
+
+  describe('@anthropic-ai/sdk’s tools', () => {
+    const anthropic = () => new Anthropic({ baseURL: running().origin, apiKey: 'any-key-works', maxRetries: 0 });
+    const anthropicTool = (fn: typeof getWeather | typeof getTime): Anthropic.Tool => ({ name: fn.function.name, description: fn.function.description, input_schema: fn.function.parameters as Anthropic.Tool.InputSchema });
+
+    it.skipIf(skip)('gets a tool_use block for the tool tool_choice names, of two, its input as the schema says', async () => {
+      const message = await anthropic().messages.create({
+        model: toolsModel,
+        max_tokens: 150,
+        tools: [anthropicTool(getWeather), anthropicTool(getTime)],
+        tool_choice: { type: 'tool', name: 'get_time' },
+        messages: [{ role: 'user', content: 'What is the weather in Oslo?' }],
+      });
+      expect(message.stop_reason, JSON.stringify(message.content)).toBe('tool_use');
+      const uses = message.content.filter((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use');
+      expect(uses.length).toBeGreaterThan(0);
+      expect(new Set(uses.map((use) => use.name))).toEqual(new Set(['get_time']));
+      expect(['UTC', 'CET']).toContain((uses[0]?.input as { zone?: string }).zone);
+    });
+
+    it.skipIf(skip)('streams a call for tool_choice any as content_block_start and input_json_delta events, which the SDK assembles', async () => {
+      const stream = anthropic().messages.stream({
+        model: toolsModel,
+        max_tokens: 150,
+        tools: [anthropicTool(getWeather)],
+        tool_choice: { type: 'any' },
+        messages: [{ role: 'user', content: 'Weather in Lima?' }],
+      });
+      const kinds: string[] = [];
+      stream.on('streamEvent', (event) => kinds.push(event.type === 'content_block_delta' ? `delta:${event.delta.type}` : event.type));
+      const message = await stream.finalMessage();
+      expect(kinds).toContain('delta:input_json_delta');
+      expect(message.stop_reason).toBe('tool_use');
+      const use = message.content.find((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use');
+      expect(use?.name).toBe('get_weather');
+      expect(cityArgs.safeParse(use?.input).success, JSON.stringify(use?.input)).toBe(true);
+    });
+
+    it.skipIf(skip)('continues after a tool_result, the history in the model’s template', async () => {
+      const history: Anthropic.MessageParam[] = [
+        { role: 'user', content: 'What is the weather in Oslo?' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo', celsius: true } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '-3 °C, snow' }] },
+      ];
+      const after = await anthropic().messages.create({ model: 'tiny', max_tokens: 8, tools: [anthropicTool(getWeather)], messages: history });
+      expect(after.role).toBe('assistant');
+      expect(['max_tokens', 'end_turn', 'tool_use']).toContain(after.stop_reason);
+    });
   });
 
   it.skipIf(skip)('answers responses.create in the shape of Response', async () => {

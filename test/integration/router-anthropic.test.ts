@@ -68,6 +68,7 @@ async function caught(promise: Promise<unknown>): Promise<APIError> {
 }
 
 const hello: Anthropic.MessageParam[] = [{ role: 'user', content: 'hello' }];
+const weather: Anthropic.Tool = { name: 'weather', description: 'The weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
 
 describe('an engine that speaks only chat completions: translated', () => {
   it('answers a message through the engine’s chat completions, with the settings under their chat names and the engine key', async () => {
@@ -157,10 +158,10 @@ describe('an engine that speaks only chat completions: translated', () => {
     await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
   });
 
-  const weather: Anthropic.Tool = { name: 'weather', description: 'The weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
 
   it('translates tools, tool_choice and tool turns to the chat API and the engine’s tool_calls back to tool_use blocks', async () => {
-    const { client } = await startRouter();
+    // The embedded engine takes a named function as it is (llama-server's words: the next describe).
+    const { client } = await startRouter({}, { small: { engine: 'embedded' } });
     const from = engine.requests.length;
     const message = await client.messages.create({
       model: 'small',
@@ -336,6 +337,35 @@ describe('an engine that serves the Messages API itself: passed through', () => 
     expect(seen.map((r) => r.path)).toEqual(['/v1/messages']);
     expect(seen[0]?.body).toEqual(request);
     expect(seen[0]?.authorization).toBe(`Bearer ${engineKey}`);
+  });
+
+  it('translates what the engine’s own conversion misreads — a named tool, none, no parallel calls — into chat words llama-server reads as meant', async () => {
+    const { client } = await startRouter({}, native);
+    const time = { name: 'time', description: 'The time now', input_schema: { type: 'object' as const, properties: {} } };
+    const from = engine.requests.length;
+    const named = await client.messages.create({ model: 'small', max_tokens: 32, tools: [weather, time], tool_choice: { type: 'tool', name: 'time' }, messages: hello });
+    expect(named.content).toMatchObject([{ type: 'tool_use', name: 'time' }]);
+    await client.messages.create({ model: 'small', max_tokens: 32, tools: [weather, time], tool_choice: { type: 'none' }, messages: hello });
+    await client.messages.create({ model: 'small', max_tokens: 32, tools: [weather, time], tool_choice: { type: 'any', disable_parallel_tool_use: true }, messages: hello });
+    const seen = engine.since(from);
+    expect(seen.map((r) => r.path)).toEqual(['/v1/chat/completions', '/v1/chat/completions', '/v1/chat/completions']);
+    expect(seen[0]?.body).toMatchObject({ tools: [{ function: { name: 'time' } }], tool_choice: 'required' });
+    expect(seen[0]?.body['tools']).toHaveLength(1);
+    expect(seen[1]?.body).toMatchObject({ tool_choice: 'none' });
+    expect(seen[2]?.body).toMatchObject({ tool_choice: 'required', parallel_tool_calls: false });
+    expect(seen[2]?.body['tools']).toHaveLength(2);
+    // What the conversion reads right still goes to the engine's own Messages API.
+    await client.messages.create({ model: 'small', max_tokens: 32, tools: [weather], tool_choice: { type: 'any' }, messages: hello });
+    expect(engine.since(from).at(-1)?.path).toBe('/v1/messages');
+  });
+
+  it('refuses a named tool that is not among the tools, in Anthropic’s shape, sending nothing', async () => {
+    const { client } = await startRouter({}, native);
+    const from = engine.requests.length;
+    const error = await caught(client.messages.create({ model: 'small', max_tokens: 32, tools: [weather], tool_choice: { type: 'tool', name: 'tide' }, messages: hello }));
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.message).toContain("'tide'");
+    expect(engine.since(from)).toEqual([]);
   });
 
   it('streams the engine’s own events through', async () => {
