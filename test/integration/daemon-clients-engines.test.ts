@@ -7,7 +7,8 @@
 // A compact set, one request per behaviour: a chat completion with logprobs, the same streamed
 // with usage (every chunk validated), json_schema from the openai SDK, the AI SDK's
 // generateObject and LangChain's withStructuredOutput, embeddings as floats and as the SDK's
-// default base64, and a Response. The models are the generated demo-tiny (random weights), so
+// default base64 (and the AI SDK's embed), a Response, tools through the openai SDK, the AI SDK,
+// LangChain and @anthropic-ai/sdk, a named tool of two. The models are the generated demo-tiny (random weights), so
 // what is checked is structure, never content.
 //
 // Tools too, with one nudge on llama-server: its grammar for `tool_choice: required` lets free
@@ -23,7 +24,7 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
-import { generateObject, generateText, tool } from 'ai';
+import { embed, generateObject, generateText, tool } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -148,7 +149,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
     expect(weather.safeParse(structured).success, JSON.stringify(structured)).toBe(true);
   });
 
-  it.skipIf(skip)('answers embeddings as floats in the shape of CreateEmbeddingResponse, and as the base64 the SDK and LangChain decode to the same', async () => {
+  it.skipIf(skip)('answers embeddings as floats in the shape of CreateEmbeddingResponse, and as the base64 the SDK, LangChain and the AI SDK decode to the same', async () => {
     const floats = await client.embeddings.create({ model: 'tiny-embed', input: ['hello', 'world'], encoding_format: 'float' });
     expect(embeddingsSchemaErrors(floats).join('\n')).toBe('');
     expect(floats.data.map((d) => d.embedding.length)).toEqual([WIDTH, WIDTH]);
@@ -162,6 +163,10 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
     const langchain = new OpenAIEmbeddings({ model: 'tiny-embed', apiKey: 'any-key-works', configuration: { baseURL: running().endpoint }, maxRetries: 0 });
     const query = await langchain.embedQuery('hello');
     query.forEach((v, k) => expect(v).toBeCloseTo(floats.data[0]?.embedding[k] ?? Number.NaN, 5));
+    const provider = createOpenAICompatible({ name: 'llmtray', baseURL: running().endpoint, apiKey: 'any-key-works' });
+    const viaAiSdk = await embed({ model: provider.textEmbeddingModel('tiny-embed'), value: 'hello', maxRetries: 0 });
+    expect(viaAiSdk.embedding).toHaveLength(WIDTH);
+    viaAiSdk.embedding.forEach((v, k) => expect(v).toBeCloseTo(floats.data[0]?.embedding[k] ?? Number.NaN, 5));
   });
 
   it.skipIf(skip)('serves a BERT-style encoder with mean pooling: vectors of its width, unit length, a batch as its texts one by one', async () => {
