@@ -48,6 +48,13 @@ const LOOK_MS = 5_000;
 const FILE_MS = 60_000;
 /** A whole rendered prompt, and its token list, come back: up to a long context's worth. */
 const PROMPT_BODY_LIMIT = 32 * 1024 ** 2;
+/**
+ * Long prompts in a row that share no saved conversation, after which this server stops asking
+ * (each ask is an /apply-template and a /tokenize of the whole prompt, some tens of ms for a
+ * coding agent's 30,000 tokens): by then the clients that come back have come back. The files
+ * stay for the model's next launch.
+ */
+export const RESTORE_MISSES_BEFORE_GIVING_UP = 8;
 
 function flagValue(argv: readonly string[], names: readonly string[], fallback: string): string {
   let value = fallback;
@@ -75,6 +82,8 @@ async function slotsOf(port: number, apiKey: string): Promise<SlotLook[] | strin
 export class LlamaServerSlots {
   /** Files restored into this server: it holds them now, and its own cache carries them on. */
   private readonly restored = new Set<string>();
+  /** Long prompts in a row that matched nothing saved; at RESTORE_MISSES_BEFORE_GIVING_UP, no more asking. */
+  private misses = 0;
 
   private constructor(
     private readonly store: SavedConversations,
@@ -150,16 +159,29 @@ export class LlamaServerSlots {
    * Before a chat prompt is forwarded: when a saved conversation not yet restored into this
    * server shares more than minTokens with the prompt (rendered and tokenized by the server
    * itself), loads it into an idle slot, the emptiest. Blocks for those round trips and the
-   * load; returns at once when nothing saved is left to restore. Never throws.
+   * load; returns at once when nothing saved is left to restore, or after
+   * RESTORE_MISSES_BEFORE_GIVING_UP long prompts in a row matched nothing; a prompt too short to
+   * share minTokens is not tokenized. Never throws.
    */
   async restoreFor(body: Record<string, unknown>): Promise<void> {
-    if (this.store.count <= this.restored.size) return;
+    if (this.store.count <= this.restored.size || this.misses >= RESTORE_MISSES_BEFORE_GIVING_UP) return;
     const { port, apiKey, log } = this.options;
     try {
-      const tokens = await this.promptTokens(body);
-      if (tokens === null) return;
+      const prompt = await this.renderedPrompt(body);
+      // Every token spells at least one byte, and the sequence start none: a prompt of n bytes is
+      // at most n + 1 tokens, and one that cannot share more than minTokens needs no /tokenize.
+      if (Buffer.byteLength(prompt) + 1 <= (this.options.minTokens ?? DEFAULT_MIN_TOKENS)) return;
+      const tokens = await this.tokenized(prompt);
       const best = this.store.bestFor(tokens);
-      if (best === undefined || this.restored.has(best.saved.path)) return;
+      if (best === undefined) {
+        this.misses++;
+        if (this.misses === RESTORE_MISSES_BEFORE_GIVING_UP) {
+          log(`srv  conversations: ${this.misses} prompts in a row shared nothing with the ${this.store.count - this.restored.size} saved conversation(s) not restored; not asking again while this server runs`);
+        }
+        return;
+      }
+      this.misses = 0;
+      if (this.restored.has(best.saved.path)) return;
       const slots = await slotsOf(port, apiKey);
       if (typeof slots === 'string') throw new Error(slots);
       const idle = slots.filter((s) => !s.is_processing).sort((a, b) => (a.n_prompt_tokens ?? 0) - (b.n_prompt_tokens ?? 0))[0];
@@ -194,13 +216,19 @@ export class LlamaServerSlots {
     }
   }
 
-  /** The prompt's tokens as the server will evaluate them (its template, BOS included), or null (logged) when it cannot say. */
-  private async promptTokens(body: Record<string, unknown>): Promise<number[] | null> {
+  /** The prompt as the server's template renders it; throws when the server cannot say. */
+  private async renderedPrompt(body: Record<string, unknown>): Promise<string> {
     const { port, apiKey } = this.options;
     const applied = await enginePost(port, apiKey, '/apply-template', body, LOOK_MS, PROMPT_BODY_LIMIT);
     if (applied === null || applied.status !== 200) throw new Error(`POST /apply-template ${applied === null ? 'did not answer' : `answered ${applied.status}`}`);
     const prompt = (JSON.parse(applied.body) as { prompt?: unknown }).prompt;
     if (typeof prompt !== 'string') throw new Error('POST /apply-template gave no prompt');
+    return prompt;
+  }
+
+  /** The rendered prompt's tokens as the server will evaluate them (BOS included); throws when the server cannot say. */
+  private async tokenized(prompt: string): Promise<number[]> {
+    const { port, apiKey } = this.options;
     const tokenized = await enginePost(port, apiKey, '/tokenize', { content: prompt, add_special: true, parse_special: true }, LOOK_MS, PROMPT_BODY_LIMIT);
     if (tokenized === null || tokenized.status !== 200) throw new Error(`POST /tokenize ${tokenized === null ? 'did not answer' : `answered ${tokenized.status}`}`);
     const tokens = (JSON.parse(tokenized.body) as { tokens?: unknown }).tokens;
