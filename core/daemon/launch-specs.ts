@@ -44,7 +44,7 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
   if (model === undefined) throw new Error(`'${modelId}' is no longer in the catalog`);
   if (model.metadataError !== null) throw new Error(model.metadataError);
   if (engineFor(model, sources.llamaServerPath) === 'llama-server' && sources.llamaServerPath === null && sources.noLlamaServer !== undefined) {
-    throw new Error(`'${model.id}' asks for llama-server, but ${sources.noLlamaServer}`);
+    throw new Error(`'${model.id}' asks for llama-server, but ${sources.noLlamaServer} (llmtray looks for llama-server when it starts: restart it once that is fixed)`);
   }
   const cpu = sources.cpuOnly();
   const spec: LaunchSpec = {

@@ -118,6 +118,9 @@ const MACHINE_IN_THE_WAY_LOG: readonly { pattern: RegExp; means: string }[] = [
 ];
 
 const UNUSABLE_DEFINITION = [
+  // An engine that was not found when the daemon started (launch-specs.ts): no relaunch finds it
+  // while the daemon runs, so its first request hears why at once rather than after four backoffs.
+  /^'[^']*' asks for llama-server, but /,
   // A path through a file: a mistake in the definition, which no drive coming back fixes.
   /: cannot read the model file: ENOTDIR: /,
   /: expected a \.gguf file, found a folder$/,

@@ -55,5 +55,8 @@ describe('a configured llama-server that cannot be run', () => {
     expect(error.message).toContain(llamaServer);
     expect(error.message).toContain('engines.llamaServer');
     expect(error.message).not.toContain('none was found');
+    // Said after one launch, not after four backoffs: no relaunch finds what the start did not.
+    expect(error.message).toContain('restart it');
+    expect(daemon.stderr().match(/launching needs-llama-server/g)).toHaveLength(1);
   }, 90_000);
 });

@@ -8,6 +8,8 @@ import { seededRandom } from '../../../core/catalog/demo/seeded-random.js';
 import { spmVocab } from '../../../core/catalog/demo/spm-vocab.js';
 import { referenceProblems } from '../../../core/catalog/references.js';
 import { vocabularyFingerprint } from '../../../core/catalog/vocabulary.js';
+import { errorMessage } from '../../../core/contracts/error-message.js';
+import { launchSpecFor, type LaunchSpecSources } from '../../../core/daemon/launch-specs.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureEvidence } from '../../../core/engine/failure-classifier.js';
 import { testModelDir, tinyModel } from '../../support/test-models.js';
 
@@ -280,6 +282,12 @@ describe("classifySetupFailure on the catalog's own sentences", () => {
     expect(classifySetupFailure(error)).toEqual({ kind: 'environment', reason: error });
   });
 
+  it("a llama-server not found at the daemon's start, in launchSpecFor's own sentence: invalid, since no relaunch finds it", () => {
+    const message = launchRefusal({ noLlamaServer: 'the configured llama-server /opt/no/llama-server is not an executable file; fix engines.llamaServer in the config or remove it to search PATH' });
+    expect(message).toContain('/opt/no/llama-server');
+    expect(classifySetupFailure(message)).toEqual({ kind: 'invalid', reason: message });
+  });
+
   it.each([
     ["the data dir's disk is full: 0 B free (/data): could not write its API key file /data/engine-keys/k: ENOSPC: no space left on device, open '/data/engine-keys/k'"],
     ["could not write its API key file /data/engine-keys/k: EROFS: read-only file system, open '/data/engine-keys/k'"],
@@ -334,3 +342,14 @@ describe("classifySetupFailure on the catalog's own sentences", () => {
     expect(classifySetupFailure(message)).toEqual({ kind: 'crash', reason: message });
   });
 });
+
+/** What launchSpecFor throws for a model that asks for llama-server where none was found. */
+function launchRefusal(sources: Pick<LaunchSpecSources, 'noLlamaServer'>): string {
+  const model = { id: 'needs', engine: 'llama-server', metadataError: null } as unknown as CatalogModel;
+  try {
+    launchSpecFor('needs', { resolve: () => model, cpuOnly: () => true, llamaServerPath: null, ...sources });
+  } catch (error) {
+    return errorMessage(error);
+  }
+  throw new Error('launchSpecFor started a model that asks for a llama-server there is none of');
+}
