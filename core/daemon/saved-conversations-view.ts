@@ -1,8 +1,8 @@
 // What the data dir's saved conversations hold, for the snapshot: per model file and in all.
 // The engines write them (an embedded engine when a slot goes idle, the llama-server adapter
-// before an eviction); the daemon only reads the folder, so that a model no engine runs still
-// shows what it kept. Read when a server ends (its last saves are then on disk) and on a slow
-// timer (an embedded engine saves while it runs), never per snapshot or per request: the
+// when its server idles and before an eviction); the daemon only reads the folder, so that a
+// model no engine runs still shows what it kept. Read when a server ends (its last saves are
+// then on disk) and on a slow timer (both save while their server runs), never per snapshot or per request: the
 // snapshot builder is synchronous and runs on every change.
 import { join } from 'node:path';
 import { Emitter } from '../common/emitter.js';

@@ -1,7 +1,7 @@
 // A conversation survives its llama-server's eviction: the real daemon with a real llama-server
 // (LLMTRAY_LLAMA_SERVER; unset, the suite is reported skipped), the openai client, a generated
-// tiny model. Before the eviction the daemon asks llama-server to save its slots
-// (`/slots/{id}?action=save`); once the model is back, the returning prompt's saved prefix is
+// tiny model. Once the server is idle a moment, the daemon asks llama-server to save its slots
+// (`/slots/{id}?action=save`), so the eviction after it saves nothing; once the model is back, the returning prompt's saved prefix is
 // restored (`?action=restore`) before the request goes on. The answer must be the one the server
 // that never left gives, at temperature 0, with the prefix counted as cached.
 import { existsSync } from 'node:fs';
@@ -82,7 +82,7 @@ describe.skipIf(LLAMA_SERVER === undefined)('a conversation on a real llama-serv
     await vi.waitFor(async () => expect((await running().model('tiny')).status.state).toBe('idle'), { timeout: 60_000, interval: 200 });
   }
 
-  it('is saved before the eviction, shown in /api/state, and restored: the same tokens at temperature 0 as one that never left, its prefix cached', async () => {
+  it('is saved while the server idles, so the eviction saves nothing, shown in /api/state, and restored: the same tokens at temperature 0 as one that never left, its prefix cached', async () => {
     const first = await turn(FIRST);
     expect(first.usage?.prompt_tokens ?? 0).toBeGreaterThan(256);
     second = secondTurn(first.text);
@@ -91,8 +91,13 @@ describe.skipIf(LLAMA_SERVER === undefined)('a conversation on a real llama-serv
     const stayed = await turn(second);
     expect(stayed.usage?.prompt_tokens_details?.cached_tokens ?? 0).toBeGreaterThan(0);
 
+    // Saved while the server is idle, before any eviction asks for it…
+    await vi.waitFor(async () => expect(await serverLog()).toMatch(/conversations: slot \d+: saved \d+ tokens/), { timeout: 30_000, interval: 200 });
+    // …so that the eviction has nothing left to save.
     await evicted();
-    expect(await serverLog()).toMatch(/conversations: slot \d+: saved \d+ tokens/);
+    const log = await serverLog();
+    expect(log).toMatch(/conversations: slot \d+: unchanged since it was saved, nothing to save before the eviction/);
+    expect(log.match(/conversations: slot \d+: saved \d+ tokens/g)).toHaveLength(1);
     await vi.waitFor(async () => expect((await running().model('tiny')).savedConversations.count).toBe(1), { timeout: 10_000, interval: 200 });
 
     // Back: a fresh server, whose slots hold nothing of it but what is restored.

@@ -1,5 +1,9 @@
-// A llama-server's conversations kept across its eviction: before the supervisor stops it,
-// each idle slot holding more than minTokens is written with `POST /slots/{id}?action=save`;
+// A llama-server's conversations kept across its eviction: once the server has been idle a
+// moment (IDLE_SAVE_DELAY_MS after its last request), each idle slot holding more than minTokens
+// that changed since its last save is written with `POST /slots/{id}?action=save`, and before
+// the supervisor stops it, what changed since is written the same way — so an eviction that
+// comes when the server has been idle, as evictions do, waits for no save (a save is a file of
+// the KV cache: hundreds of MiB for a real model, seconds, in the server's own task loop);
 // after a relaunch, a chat prompt that shares a saved prefix has that state loaded with
 // `POST /slots/{id}?action=restore` before it is forwarded, so llama-server evaluates only
 // the rest (and counts the prefix in `cached_tokens`). The store (which files, identity,
@@ -41,7 +45,15 @@ interface SlotLook {
   n_ctx: number;
   is_processing: boolean;
   n_prompt_tokens?: number;
+  /** The slot's last task: with n_prompt_tokens, what it holds (a save is no task of the slot's, so it leaves this as it was). */
+  id_task?: number;
 }
+
+/** How long a server has been without a request before its changed slots are saved. */
+export const IDLE_SAVE_DELAY_MS = 1_000;
+
+/** What a slot held when it was last saved (or found not worth saving): unchanged, it is not saved again. */
+const holding = (slot: SlotLook): string => `${slot.id_task ?? '-'}:${slot.n_prompt_tokens ?? 0}`;
 
 /** A look at /slots or /tokenize is quick; a save or load of a large KV cache is a file of some hundred MiB. */
 const LOOK_MS = 5_000;
@@ -84,6 +96,11 @@ export class LlamaServerSlots {
   private readonly restored = new Set<string>();
   /** Long prompts in a row that matched nothing saved; at RESTORE_MISSES_BEFORE_GIVING_UP, no more asking. */
   private misses = 0;
+  /** Per slot id, what it held when last saved (holding()). */
+  private readonly savedHolding = new Map<number, string>();
+  /** The save passes, one after another: an eviction's waits for an idle one in flight. */
+  private passes: Promise<void> = Promise.resolve();
+  private idleTimer: NodeJS.Timeout | null = null;
 
   private constructor(
     private readonly store: SavedConversations,
@@ -128,18 +145,54 @@ export class LlamaServerSlots {
     }
   }
 
-  /** Before an eviction: saves each idle slot holding more than minTokens. Resolves when done; never throws. */
-  async saveAll(): Promise<void> {
+  /**
+   * The server has no request: in IDLE_SAVE_DELAY_MS, if `stillIdle()` then, its changed slots
+   * are saved. A later call, or busy(), replaces or cancels the one before. Returns at once.
+   */
+  idle(stillIdle: () => boolean): void {
+    this.busy();
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (stillIdle()) this.queuePass('idle');
+    }, IDLE_SAVE_DELAY_MS);
+    this.idleTimer.unref();
+  }
+
+  /** A request came (or the server is going): no idle save is to start. One in flight finishes. */
+  busy(): void {
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+  }
+
+  /**
+   * Before an eviction: once any idle save in flight is done, saves each idle slot holding more
+   * than minTokens that changed since it was saved. Resolves when done; never throws.
+   */
+  saveAll(): Promise<void> {
+    this.busy();
+    return this.queuePass('eviction');
+  }
+
+  private queuePass(before: 'idle' | 'eviction'): Promise<void> {
+    this.passes = this.passes.then(() => this.savePass(before));
+    return this.passes;
+  }
+
+  private async savePass(before: 'idle' | 'eviction'): Promise<void> {
     const { port, apiKey, log } = this.options;
     const slots = await slotsOf(port, apiKey);
     if (typeof slots === 'string') {
-      log(`srv  conversations: not saving before the eviction: ${slots}`);
+      log(`srv  conversations: not saving ${before === 'idle' ? 'the idle server’s conversations' : 'before the eviction'}: ${slots}`);
       return;
     }
     const minTokens = this.options.minTokens ?? DEFAULT_MIN_TOKENS;
     for (const slot of slots) {
       const held = slot.n_prompt_tokens ?? 0;
       if (slot.is_processing || held <= minTokens) continue;
+      if (this.savedHolding.get(slot.id) === holding(slot)) {
+        if (before === 'eviction') log(`srv  conversations: slot ${slot.id}: unchanged since it was saved, nothing to save before the eviction`);
+        continue;
+      }
       const started = performance.now();
       const saved = await this.store.save(held, async (path) => {
         const name = `${randomBytes(9).toString('hex')}.bin`;
@@ -151,7 +204,10 @@ export class LlamaServerSlots {
         }
         await rename(staged, path);
       });
-      if (saved) log(`srv  conversations: slot ${slot.id}: saved ${saved.tokens.length} tokens (${(saved.bytes / 1024 ** 2).toFixed(1)} MiB) in ${Math.round(performance.now() - started)} ms`);
+      if (saved === undefined) continue;
+      // Not written again until it changes; a save skipped (a full disk) or failed is tried again next time.
+      this.savedHolding.set(slot.id, holding(slot));
+      log(`srv  conversations: slot ${slot.id}: saved ${saved.tokens.length} tokens (${(saved.bytes / 1024 ** 2).toFixed(1)} MiB) in ${Math.round(performance.now() - started)} ms`);
     }
   }
 

@@ -93,8 +93,9 @@ export class ModelOwner {
       if (!server?.running) return 'stopped';
       if (server.serving() && server.claims.count > 0) return 'claimed';
       if (server.serving() && server.savedSlots !== null) {
-        // Its conversations, before they go with it (llama-server/saved-slots.ts). A request
-        // that claimed it meanwhile keeps it: the eviction is answered as one of a busy server.
+        // What of its conversations changed since its idle save, before they go with it
+        // (llama-server/saved-slots.ts). A request that claimed it meanwhile keeps it: the
+        // eviction is answered as one of a busy server.
         await server.savedSlots.saveAll();
         if (server.serving() && server.claims.count > 0) return 'claimed';
       }
@@ -181,6 +182,9 @@ export class ModelOwner {
    */
   busyChanged(server: ServerProcess, spec: LaunchSpec, busy: boolean): void {
     if (!busy) this.ctx.spare?.workEnded();
+    // A llama-server's conversations are saved while it is idle, so that its eviction need not wait for them.
+    if (busy) server.savedSlots?.busy();
+    else if (server.serving()) server.savedSlots?.idle(() => server.serving() && server.claims.count === 0);
     if (!busy || !server.serving()) {
       server.watch?.stop();
       return;

@@ -6,8 +6,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kvTypeOf, LlamaServerSlots, RESTORE_MISSES_BEFORE_GIVING_UP } from '../../../core/engine/llama-server/saved-slots.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { IDLE_SAVE_DELAY_MS, kvTypeOf, LlamaServerSlots, RESTORE_MISSES_BEFORE_GIVING_UP } from '../../../core/engine/llama-server/saved-slots.js';
 import { llamaServerStagingDir } from '../../../core/engine/saved-conversations/on-disk.js';
 
 describe('kvTypeOf', () => {
@@ -46,7 +46,7 @@ describe('LlamaServerSlots.restoreFor against a stand-in llama-server', () => {
           res.writeHead(200, { 'content-type': 'application/json' });
           res.end(JSON.stringify(value));
         };
-        if (path === '/slots') return answer([{ id: 0, n_ctx: 2048, is_processing: false, n_prompt_tokens: SAVED.length }]);
+        if (path === '/slots') return answer([{ id: 0, n_ctx: 2048, is_processing: false, n_prompt_tokens: SAVED.length, id_task: slotTask }]);
         if (path === '/slots/0?action=save') {
           // LLAMA_TOKEN_NULL, packing version 1, the count, the tokens, no media; then KV bytes.
           const packed = [-1, 1, SAVED.length, ...SAVED, 0];
@@ -73,6 +73,8 @@ describe('LlamaServerSlots.restoreFor against a stand-in llama-server', () => {
     await rm(root, { recursive: true, force: true });
   });
 
+  /** The stand-in slot's last task, as /slots reports it: a new request is a new task. */
+  let slotTask = 1;
   /** The saved conversation: 300 tokens, "a" (97) repeated, over the 256 worth a file. */
   const SAVED = Array.from({ length: 300 }, () => 97);
   const chat = (text: string) => ({ messages: [{ role: 'user', content: text }] });
@@ -109,5 +111,30 @@ describe('LlamaServerSlots.restoreFor against a stand-in llama-server', () => {
     asked.length = 0;
     await slots.restoreFor(chat('a'.repeat(400)));
     expect(asked).toEqual([]);
+  });
+
+  it('saves an idle server’s changed slots a moment after its last request, so that the eviction then saves nothing; a busy server is not saved', async () => {
+    const slots = await LlamaServerSlots.open({ root, modelPath: join(root, 'model.gguf'), buildVersion: 'test', argv: [], port, apiKey: 'k', log: (line) => lines.push(line) });
+    if (slots === null) throw new Error(`no slots: ${lines.join('\n')}`);
+    const saves = () => asked.filter((p) => p === '/slots/0?action=save').length;
+    asked.length = 0;
+    slotTask = 7;
+    slots.idle(() => true);
+    await vi.waitFor(() => expect(saves()).toBe(1), { timeout: 20_000, interval: 50 });
+    // The eviction after it: the slot holds what was saved, so no second save.
+    await slots.saveAll();
+    expect(saves()).toBe(1);
+    expect(lines.at(-1)).toMatch(/slot 0: unchanged since it was saved, nothing to save before the eviction/);
+    // Another request (a new task) changed it: the eviction saves it.
+    slotTask = 8;
+    await slots.saveAll();
+    expect(saves()).toBe(2);
+    // A request that comes within the moment cancels the idle save; one still idle then is asked again.
+    slotTask = 9;
+    slots.idle(() => true);
+    slots.busy();
+    slots.idle(() => false);
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SAVE_DELAY_MS * 3));
+    expect(saves()).toBe(2);
   });
 });
