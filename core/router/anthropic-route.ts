@@ -16,7 +16,7 @@ import type { ServerResponse } from 'node:http';
 import { anthropicEngineError, anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
 import { parseCountTokensRequest, parseMessagesRequest } from './anthropic-request.js';
 import { ChatStreamToMessages } from './anthropic-stream.js';
-import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, toChatToolFields } from './anthropic-translate.js';
+import { NATIVE_HINT, toAnthropicMessage, toChatCompletionRequest, toChatMessages, toChatToolFields } from './anthropic-translate.js';
 import { countTokensByTemplate } from './count-tokens.js';
 import { refusedField, refusedTools } from './request-fields.js';
 import { sendError, type RouterError } from './errors.js';
@@ -48,7 +48,9 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
       const chat = refusal === null ? toChatCompletionRequest(body, renamed ?? model, servedBy) : { ok: false as const, error: refusal };
       const sent = chat.ok ? inEngineWords({ ...chat.value }, claim.engine, servedBy) : chat;
       if (!sent.ok) {
-        sendError(res, sent.error, anthropicErrorBody);
+        // On an engine that serves the API itself, the translation was chosen for the tool choice: said so, since the engine would have taken the rest.
+        const error = claim.anthropicMessages ? { ...sent.error, message: `${sent.error.message.replace(NATIVE_HINT, '')}${MISREAD_NOTE}` } : sent.error;
+        sendError(res, error, anthropicErrorBody);
         return Promise.resolve({ kind: 'answered' });
       }
       return forwardToEngine(agent, res, clientGone, claim, {
@@ -59,6 +61,10 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
     },
   };
 }
+
+/** Said after a refusal of a request the translation took for its tool choice, on an engine that serves the API itself. */
+const MISREAD_NOTE =
+  " The request went through llmtray's translation, not to the llama-server's own /v1/messages, because that server would misread its tool_choice (a named tool as any tool; none and disable_parallel_tool_use not at all): send it with tool_choice auto or any to have the server take the rest as it is.";
 
 /**
  * A request whose tool choice a llama-server's own Messages conversion misreads

@@ -154,12 +154,15 @@ function refused<T>(failure: Extract<Result<unknown>, { ok: false }>, servedBy: 
   return { ok: false, error: invalidRequest(param, message) };
 }
 
+/** The refusal's last sentence, which a request sent through the translation by choice (anthropic-route.ts) replaces. */
+export const NATIVE_HINT = ' A llama-server build that serves /v1/messages itself takes the request as it is.';
+
 function untranslatable<T>(param: string, what: string, servedBy: string): Translated<T> {
   return {
     ok: false,
     error: invalidRequest(
       param,
-      `'${param}' ${what}, which the model server for '${servedBy}' cannot take: it speaks only OpenAI's chat API, into which llmtray translates a system prompt, text turns, tools and tool turns only. A llama-server build that serves /v1/messages itself takes the request as it is.`,
+      `'${param}' ${what}, which the model server for '${servedBy}' cannot take: it speaks only OpenAI's chat API, into which llmtray translates a system prompt, text turns, tools and tool turns only.${NATIVE_HINT}`,
     ),
   };
 }

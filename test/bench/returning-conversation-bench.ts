@@ -4,13 +4,15 @@
 // Per engine (embedded always; llama-server when LLMTRAY_LLAMA_SERVER or .llama-server names a
 // built one), two real daemons in this process (startDaemon, as `serve` runs it), alike but for
 // `engines.savedConversations` (true: the default; false: the baseline "without it"), each with
-// demo-chat (A, ctx 4096) and demo-tiny (B) under a budget limit that holds one, no warm spare,
+// demo-chat (A, ctx 4096) and demo-tiny (B) under a budget limit that holds one (priced as the
+// daemon prices them once it has learned its engine's runtime), no warm spare,
 // 1 thread. Each round, on each daemon in turn (the order alternating between rounds):
 //   1. A: a conversation of about 1,500 prompt tokens, 8 tokens out (streamed). Each round's
 //      conversation opens with its own text, so no earlier round's saved state shares its prefix;
 //   2. B, the moment A's stream ends: the swap (A's last token → B's first token). With saving
-//      on, the save of A's idle slot (embedded: when the slot goes idle; llama-server: before
-//      the eviction) may fall inside it: the save's cost is this swap's difference between the daemons;
+//      on, the save of A's idle slot (embedded: when the slot goes idle; llama-server: once the
+//      server has idled a second, so here, asked at once, before the eviction) may fall inside
+//      it: the save's cost is this swap's difference between the daemons;
 //   3. A again with a short unrelated prompt: the swap back (B's last token → A's first token),
 //      the same work on both daemons, so that step 4 measures the cache alone;
 //   4. A with the conversation, A's answer and a new user turn (streamed, usage included): the
@@ -22,11 +24,8 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { llamaServerPath, roundsFromEnv } from './bench-env.js';
 import { performance } from 'node:perf_hooks';
-import { Catalog } from '../../core/catalog/catalog.js';
 import { startDaemon, type RunningDaemon } from '../../core/daemon.js';
 import { createLogger } from '../../core/daemon/logger.js';
-import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
-import { footprintAt } from '../../core/policy/levels.js';
 import { benchModels, scratchDir } from './bench-models.js';
 import { observeSpawns, recordLines } from './engine-process.js';
 import { chatBody, timedStream } from './http-client.js';
@@ -39,7 +38,8 @@ const CTX = 4096;
 const ROUNDS = roundsFromEnv('LLMTRAY_RETURN_ROUNDS', 3);
 const TARGET_RATIO = 0.1;
 const TARGET_SAVE_MS = 20;
-const MEASURED_RUNTIME_BYTES = 200 * 1024 * 1024;
+/** A limit above any machine's memory: none, while the daemon learns its engine's runtime. */
+const UNLIMITED_BYTES = 2 ** 50;
 
 type Engine = 'embedded' | 'llama-server';
 
@@ -202,21 +202,26 @@ interface Daemon {
 async function startOne(engine: Engine, saving: boolean, paths: { chat: string; tiny: string }, llamaServer: string | null): Promise<Daemon> {
   const dataDir = await scratchDir(`return-${engine}-${saving ? 'saving' : 'off'}`);
   const configPath = join(dataDir, 'config.yaml');
-  // The limit from the catalog's own estimates, as the swap benchmark's: each model fits alone, the two together do not.
-  await writeFile(configPath, configText(engine, saving, paths, 1, llamaServer));
-  const catalog = await Catalog.open({ configPath, dataDir: await scratchDir('return-catalog') });
-  // The engine's runtime as the daemon measures it once a model has loaded (an embedded engine
-  // here: about 170 MiB of RSS beyond the model, far over the prior), so that the limit still
-  // holds one model once the daemon has learned it.
+  // First without a limit: the daemon learns the engine's runtime from A's first server
+  // (runtime-overhead.ts), which reprices every model — far over the prior for the embedded
+  // engine (~170 MiB of RSS beyond the model), and for llama-server its own figure, which no
+  // constant here knows. The limit then comes from the prices the daemon shows: each model fits
+  // alone, the two together do not, as the daemon itself counts them.
+  await writeFile(configPath, configText(engine, saving, paths, UNLIMITED_BYTES, llamaServer));
+  const log: string[] = [];
+  const daemon = await startDaemon({ configPath, dataDir, port: 0, threads: 1, log: (subsystem) => createLogger(subsystem, (line) => log.push(line)) });
+  await streamChat(daemon.port, [{ role: 'user', content: 'hello' }], 1);
   const priced = (id: string): number => {
-    const estimate = catalog.resolve(id)?.estimate;
-    if (estimate == null) throw new Error(`no estimate for ${id}`);
-    return footprintAt('full', estimate).deviceBytes + Math.max(RUNTIME_PRIOR_BYTES.host[engine], MEASURED_RUNTIME_BYTES);
+    const model = daemon.admin.snapshot().models.find((m) => m.id === id);
+    if (model === undefined) throw new Error(`no model ${id}`);
+    return model.estimateBytes.full;
   };
   const limit = Math.max(priced(A), priced(B)) + Math.floor(Math.min(priced(A), priced(B)) / 2);
   await writeFile(configPath, configText(engine, saving, paths, limit, llamaServer));
-  const log: string[] = [];
-  const daemon = await startDaemon({ configPath, dataDir, port: 0, threads: 1, log: (subsystem) => createLogger(subsystem, (line) => log.push(line)) });
+  for (let waited = 0; daemon.admin.snapshot().budget.limitBytes !== limit; waited += 50) {
+    if (waited > 30_000) throw new Error(`the daemon did not take the limit of ${limit} bytes from its config`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   return { saving, daemon, log, rounds: [] };
 }
 

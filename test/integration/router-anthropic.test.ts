@@ -359,6 +359,19 @@ describe('an engine that serves the Messages API itself: passed through', () => 
     expect(engine.since(from).at(-1)?.path).toBe('/v1/messages');
   });
 
+  it('says, when the translation it took for the tool choice cannot carry a block, that the engine would have taken it with another choice', async () => {
+    const { client } = await startRouter({}, native);
+    const from = engine.requests.length;
+    const image = { type: 'image' as const, source: { type: 'url' as const, url: 'https://example.com/a.png' } };
+    const error = await caught(
+      client.messages.create({ model: 'small', max_tokens: 32, tools: [weather], tool_choice: { type: 'tool', name: 'weather' }, messages: [{ role: 'user', content: [{ type: 'text', text: 'see' }, image] }] }),
+    );
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error.message).toContain('would misread its tool_choice');
+    expect(error.message).not.toContain('A llama-server build that serves /v1/messages itself takes the request as it is');
+    expect(engine.since(from)).toEqual([]);
+  });
+
   it('refuses a named tool that is not among the tools, in Anthropic’s shape, sending nothing', async () => {
     const { client } = await startRouter({}, native);
     const from = engine.requests.length;
