@@ -141,6 +141,8 @@ interface Round {
   returnMs: number;
   promptTokens: number;
   cachedTokens: number;
+  /** Every `conversations:` line an engine wrote during the round, with its step: printed for a saved round whose return was not restored. */
+  said: string[];
 }
 
 /** What the engines said about saves and restores, by the step of the round it came in. */
@@ -148,12 +150,14 @@ interface EngineReport {
   step: 'swap' | 'return' | 'other';
   saveMs: number[];
   restoreMs: number[];
+  said: string[];
 }
 
 /** Listens to every engine process this process starts: the embedded engine's lines on a save and a restore. */
 function listenToEngines(report: EngineReport): () => void {
   return observeSpawns((child) =>
     recordLines(child, ({ text }) => {
+      if (/ conversations: /.test(text) || /SIGTERM received/.test(text)) report.said.push(`[${report.step}, pid ${child.pid ?? '?'}] ${text.trim()}`);
       const saved = / conversations: slot \d+: saved \d+ tokens .* in (\d+) ms/.exec(text);
       if (saved !== null && report.step === 'swap') report.saveMs.push(Number(saved[1]));
       const restored = / conversations: slot \d+: restored \d+ of \d+ prompt tokens .* in (\d+) ms/.exec(text);
@@ -169,6 +173,7 @@ async function oneRound(daemon: RunningDaemon, round: number, report: EngineRepo
   const messages = conversation(round);
   report.saveMs = [];
   report.restoreMs = [];
+  report.said = [];
   report.step = 'other';
   const first = await streamChat(port, messages, 8);
   // A's slot goes idle now: a save reported from here to B's answer is inside the swap.
@@ -189,6 +194,7 @@ async function oneRound(daemon: RunningDaemon, round: number, report: EngineRepo
     returnMs: returning.firstTokenAt - returning.startedAt,
     promptTokens: returning.promptTokens,
     cachedTokens: returning.cachedTokens,
+    said: [...report.said],
   };
 }
 
@@ -229,7 +235,7 @@ async function benchEngine(engine: Engine, llamaServer: string | null): Promise<
   const models = await benchModels();
   const paths = { chat: models.chat.path, tiny: models.tiny.path };
   const daemons: Daemon[] = [];
-  const report: EngineReport = { step: 'other', saveMs: [], restoreMs: [] };
+  const report: EngineReport = { step: 'other', saveMs: [], restoreMs: [], said: [] };
   const stopListening = listenToEngines(report);
   try {
     for (const saving of [true, false]) daemons.push(await startOne(engine, saving, paths, llamaServer));
@@ -265,6 +271,12 @@ async function benchEngine(engine: Engine, llamaServer: string | null): Promise<
   console.log();
   console.log(`return's first token, saved / not saved: ${fixed(100 * ratio, 1)} % (target ≤ ${100 * TARGET_RATIO} %): ${verdict(ratio <= TARGET_RATIO)}`);
   console.log(`the save's cost in the swap A → B (median, saved − not saved): ${signed(saveCost, 1)} ms (target ≤ ${TARGET_SAVE_MS} ms): ${verdict(saveCost <= TARGET_SAVE_MS)}`);
+  // A saved conversation that did not come back is silent to its user: what the engines said of it.
+  for (const [i, r] of on.rounds.entries()) {
+    if (r.cachedTokens > r.promptTokens / 2) continue;
+    console.log(`saved round ${i + 1} returned uncached (${r.cachedTokens} cached tokens); the engines said:`);
+    for (const line of r.said.length > 0 ? r.said : ['(nothing about conversations)']) console.log(`  ${line}`);
+  }
   console.log();
 }
 
