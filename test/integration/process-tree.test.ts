@@ -1,11 +1,12 @@
 // How a server's memory is measured on Linux: its process tree's RSS, with the tree's members
 // from a walk of /proc/PID/task/*/children that is reused for MEMBERS_FRESH_MS (the walk reads a
 // file per thread, and the controller measures every server several times a second under load).
-// Real processes: a parent that starts a child holding 96 MiB when told to.
+// Real processes: a parent that starts a child holding 96 MiB when told to; and how a tree is
+// stopped: one SIGTERM per process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { afterEach, describe, expect, it } from 'vitest';
-import { MEMBERS_FRESH_MS, treeResidentBytes } from '../../core/engine/supervisor/process-tree.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MEMBERS_FRESH_MS, signalTree, treeResidentBytes } from '../../core/engine/supervisor/process-tree.js';
 
 const MIB = 1024 * 1024;
 const CHILD_BYTES = 96 * MIB;
@@ -70,5 +71,36 @@ describe.runIf(process.platform === 'linux')('treeResidentBytes on Linux', () =>
     parent.kill('SIGKILL');
     await once(parent, 'exit');
     expect(await treeResidentBytes(pid, 'linux', t0 + 1)).toBe(0);
+  });
+});
+
+describe.runIf(process.platform === 'linux')('signalTree on Linux', () => {
+  it('signals the group once and no member of it again: each process hears one SIGTERM; one outside the group is signalled on its own', async () => {
+    // Each process counts the SIGTERMs it hears for a while after the first, then says how many
+    // and exits: a second one is what ended llama-server at once and the embedded engine mid-save.
+    const counting = (who: string) =>
+      `let n = 0; process.on('SIGTERM', () => { if (n++ === 0) setTimeout(() => { process.stdout.write('${who} ' + n + '\\n'); process.exit(0); }, 300); }); setInterval(() => {}, 1000);`;
+    const leaderCode = `
+      const { spawn } = require('node:child_process');
+      const child = spawn(process.execPath, ['-e', ${JSON.stringify(counting('child'))}], { stdio: ['ignore', 'inherit', 'ignore'] });
+      const own = spawn(process.execPath, ['-e', ${JSON.stringify(counting('own'))}], { stdio: ['ignore', 'inherit', 'ignore'], detached: true });
+      setTimeout(() => process.stdout.write('ready ' + child.pid + ' ' + own.pid + '\\n'), 200);
+      ${counting('leader')}`;
+    const leader = spawn(process.execPath, ['-e', leaderCode], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+    started.push(leader);
+    let out = '';
+    leader.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    await vi.waitFor(() => expect(out).toMatch(/ready \d+ \d+/), { timeout: 20_000, interval: 20 });
+    const [, child, own] = (/ready (\d+) (\d+)/.exec(out) ?? []).map(Number) as [number, number, number];
+    childPids.push(child, own);
+    const pid = leader.pid ?? -1;
+    const sent: [number, string][] = [];
+    signalTree(pid, [pid, child, own], 'SIGTERM', (target, signal) => {
+      sent.push([target, signal]);
+      process.kill(target, signal);
+    });
+    // The group (the leader and the child it started), then the process that left the group.
+    expect(sent).toEqual([[-pid, 'SIGTERM'], [own, 'SIGTERM']]);
+    await vi.waitFor(() => expect(out.match(/(leader|child|own) \d+\n/g)?.sort()).toEqual(['child 1\n', 'leader 1\n', 'own 1\n']), { timeout: 10_000, interval: 20 });
   });
 });

@@ -27,7 +27,13 @@ async function serve(opts: EngineOptions, apiKey: string | undefined, log: Engin
   let phase: EnginePhase = { phase: 'loading', progress: 0 };
   const server = createEngineServer({ apiKey, phase: () => phase, log: (l) => log.line(l) });
 
+  let stopping = false;
   const stop = (signal: string): void => {
+    // Every signal is heard, the first acted on: with no listener left (process.once), a second
+    // one would end the process by default, cutting a save in flight short. The supervisor's
+    // SIGKILL after its grace is what forces an engine that does not stop.
+    if (stopping) return;
+    stopping = true;
     log.line(`srv    operator(): ${signal} received, cleaning up before exit...`);
     server.close();
     server.closeAllConnections();
@@ -35,8 +41,8 @@ async function serve(opts: EngineOptions, apiKey: string | undefined, log: Engin
     const saves = phase.phase === 'ready' ? phase.engine.savedSlots?.settle(SAVES_AT_STOP_MS) : undefined;
     void (saves ?? Promise.resolve()).finally(() => process.exit(0));
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 
   server.on('error', (error) => {
     log.line(`main: couldn't bind HTTP server socket, hostname: ${opts.host}, port: ${opts.port}: ${error.message}`);

@@ -6,21 +6,45 @@
 // leaders, so on POSIX one kill(-pgid) reaches the whole group; descendants that made their own
 // group (setsid) are found through /proc or ps and signalled one by one.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
 /** Signals a tree: the process group led by `pid` and every listed member. Never throws. */
-export function signalTree(pid: number, members: readonly number[], signal: NodeJS.Signals): void {
+export function signalTree(pid: number, members: readonly number[], signal: NodeJS.Signals, kill: (pid: number, signal: NodeJS.Signals) => void = (p, s) => process.kill(p, s)): void {
+  let grouped = true;
   try {
-    process.kill(-pid, signal);
+    kill(-pid, signal);
   } catch {
     // ESRCH: the group is gone (or was never a group); the members below are still tried.
+    grouped = false;
   }
   for (const member of members) {
+    // A member of the group had it already, and must not have it twice: a second SIGTERM ends
+    // llama-server at once ("Received second interrupt, terminating immediately"), and one that
+    // came after the embedded engine had handled the first ended it mid-save (seen: one
+    // conversation in eight lost in BENCHMARKS §13, the save's file written, its record not).
+    if (grouped && inGroupOf(member, pid)) continue;
     try {
-      process.kill(member, signal);
+      kill(member, signal);
     } catch {
       // Already gone.
     }
+  }
+}
+
+/**
+ * Whether `member` is in the process group `leader` leads: the leader itself, or a process whose
+ * /proc stat names that group (Linux). Elsewhere only the leader is known to be: the others are
+ * signalled on their own, as before.
+ */
+function inGroupOf(member: number, leader: number): boolean {
+  if (member === leader) return true;
+  try {
+    const stat = readFileSync(`/proc/${member}/stat`, 'utf8');
+    // After the command's closing parenthesis: state, ppid, pgrp.
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) === leader;
+  } catch {
+    return false;
   }
 }
 
