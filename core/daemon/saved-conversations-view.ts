@@ -2,8 +2,8 @@
 // The engines write them (an embedded engine when a slot goes idle, the llama-server adapter
 // when its server idles and before an eviction); the daemon only reads the folder, so that a
 // model no engine runs still shows what it kept. Read when a server ends (its last saves are
-// then on disk) and on a slow timer (both save while their server runs), never per snapshot or per request: the
-// snapshot builder is synchronous and runs on every change.
+// then on disk) and on a slow timer (both save while their server runs), never per snapshot or
+// per request: the snapshot builder is synchronous and runs on every change.
 import { join } from 'node:path';
 import { Emitter } from '../common/emitter.js';
 import { readSavedTotals, type SavedTotals } from '../engine/saved-conversations/on-disk.js';

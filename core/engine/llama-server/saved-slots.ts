@@ -52,7 +52,7 @@ interface SlotLook {
 /** How long a server has been without a request before its changed slots are saved. */
 export const IDLE_SAVE_DELAY_MS = 1_000;
 
-/** What a slot held when it was last saved (or found not worth saving): unchanged, it is not saved again. */
+/** What a slot held when it was last saved: while it holds the same, it is not saved again. */
 const holding = (slot: SlotLook): string => `${slot.id_task ?? '-'}:${slot.n_prompt_tokens ?? 0}`;
 
 /** A look at /slots or /tokenize is quick; a save or load of a large KV cache is a file of some hundred MiB. */
