@@ -249,6 +249,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
       tools: [getWeather, getTime],
       tool_choice: { type: 'function', function: { name: 'get_time' } },
       max_tokens: 150,
+      temperature: 0,
       ...nudge,
     });
     const calls = answer.choices[0]?.message.tool_calls ?? [];
@@ -262,6 +263,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
       tools: [{ type: 'function', name: 'get_time', parameters: getTime.function.parameters, strict: false }, { type: 'function', name: 'get_weather', parameters: getWeather.function.parameters, strict: false }],
       tool_choice: { type: 'function', name: 'get_weather' },
       max_output_tokens: 150,
+      temperature: 0,
     });
     expect(responseSchemaErrors(response).join('\n')).toBe('');
     const named = response.output.filter((item) => item.type === 'function_call').map((item) => item.name);
@@ -285,6 +287,8 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
       const message = await anthropic().messages.create({
         model: toolsModel,
         max_tokens: 150,
+        // Greedy: a sampled run of the random-weight model now and then wrote the call's JSON to the token limit.
+        temperature: 0,
         tools: [anthropicTool(getWeather), anthropicTool(getTime)],
         tool_choice: { type: 'tool', name: 'get_time' },
         messages: [{ role: 'user', content: 'What is the weather in Oslo?' }],
@@ -300,6 +304,8 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
       const stream = anthropic().messages.stream({
         model: toolsModel,
         max_tokens: 150,
+        // Greedy: a sampled run of the random-weight model now and then wrote the call's JSON to the token limit.
+        temperature: 0,
         tools: [anthropicTool(getWeather)],
         tool_choice: { type: 'any' },
         messages: [{ role: 'user', content: 'Weather in Lima?' }],
