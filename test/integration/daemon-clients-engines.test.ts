@@ -281,14 +281,16 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
 
   describe('@anthropic-ai/sdk’s tools', () => {
     const anthropic = () => new Anthropic({ baseURL: running().origin, apiKey: 'any-key-works', maxRetries: 0 });
+    // Greedy: a sampled run of the random-weight model now and then wrote the call's JSON to the
+    // token limit. The Messages API takes `temperature`; the SDK's types (1.14) no longer list it.
+    const greedy: Record<string, unknown> = { temperature: 0 };
     const anthropicTool = (fn: typeof getWeather | typeof getTime): Anthropic.Tool => ({ name: fn.function.name, description: fn.function.description, input_schema: fn.function.parameters as Anthropic.Tool.InputSchema });
 
     it.skipIf(skip)('gets a tool_use block for the tool tool_choice names, of two, its input as the schema says', async () => {
       const message = await anthropic().messages.create({
         model: toolsModel,
         max_tokens: 150,
-        // Greedy: a sampled run of the random-weight model now and then wrote the call's JSON to the token limit.
-        temperature: 0,
+        ...greedy,
         tools: [anthropicTool(getWeather), anthropicTool(getTime)],
         tool_choice: { type: 'tool', name: 'get_time' },
         messages: [{ role: 'user', content: 'What is the weather in Oslo?' }],
@@ -304,8 +306,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
       const stream = anthropic().messages.stream({
         model: toolsModel,
         max_tokens: 150,
-        // Greedy: a sampled run of the random-weight model now and then wrote the call's JSON to the token limit.
-        temperature: 0,
+        ...greedy,
         tools: [anthropicTool(getWeather)],
         tool_choice: { type: 'any' },
         messages: [{ role: 'user', content: 'Weather in Lima?' }],
