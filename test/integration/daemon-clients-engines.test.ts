@@ -18,6 +18,8 @@
 // one-token `<tool_call>` marker and its end of text with `logit_bias` (TOOL_NUDGE), as a
 // model trained for tools would weigh them; the call's JSON is still llama.cpp's grammar's. The
 // embedded engine enforces the call itself and refuses `logit_bias` by name, so it gets none.
+// The tool requests are greedy (temperature 0): sampled, the random-weight model now and then
+// made a second call or wrote a call's JSON to the token limit (seen under load).
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -193,7 +195,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
   const getTime = { type: 'function' as const, function: { name: 'get_time', description: 'The time now', parameters: { type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET'] } }, required: ['zone'] } } };
 
   it.skipIf(skip)('answers the openai SDK’s required tool with one call matching its schema, in the shape of CreateChatCompletionResponse', async () => {
-    const answer = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools: [getWeather], tool_choice: 'required', max_tokens: 150, ...nudge });
+    const answer = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools: [getWeather], tool_choice: 'required', max_tokens: 150, temperature: 0, ...nudge });
     expect(chatCompletionSchemaErrors(answer).join('\n')).toBe('');
     const choice = answer.choices[0];
     expect(choice?.finish_reason, JSON.stringify(choice)).toBe('tool_calls');
@@ -205,7 +207,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
   });
 
   it.skipIf(skip)('streams a required call, each chunk in the shape of CreateChatCompletionStreamResponse, that the SDK reassembles', async () => {
-    const stream = client.chat.completions.stream({ model: 'tiny', messages: [{ role: 'user', content: 'What time is it?' }], tools: [getTime, getWeather], tool_choice: 'required', max_tokens: 150, ...nudge });
+    const stream = client.chat.completions.stream({ model: 'tiny', messages: [{ role: 'user', content: 'What time is it?' }], tools: [getTime, getWeather], tool_choice: 'required', max_tokens: 150, temperature: 0, ...nudge });
     const chunks: OpenAI.ChatCompletionChunk[] = [];
     stream.on('chunk', (chunk) => chunks.push(chunk));
     const done = await stream.finalChatCompletion();
@@ -228,6 +230,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
       toolChoice: 'required',
       prompt: 'What is the weather in Lima?',
       maxOutputTokens: 150,
+      temperature: 0,
       maxRetries: 0,
       providerOptions: { llmtray: nudge },
     });
@@ -235,7 +238,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
     expect(result.toolCalls[0]?.toolName).toBe('get_weather');
     expect(result.toolCalls[0]?.invalid ?? false).toBe(false);
     expect(cityArgs.safeParse(result.toolCalls[0]?.input).success).toBe(true);
-    const chat = new ChatOpenAI({ model: 'tiny', apiKey: 'any-key-works', configuration: { baseURL: running().endpoint }, maxTokens: 150, maxRetries: 0, ...(engine === 'llama-server' ? { logitBias: nudge.logit_bias } : {}) });
+    const chat = new ChatOpenAI({ model: 'tiny', apiKey: 'any-key-works', configuration: { baseURL: running().endpoint }, maxTokens: 150, temperature: 0, maxRetries: 0, ...(engine === 'llama-server' ? { logitBias: nudge.logit_bias } : {}) });
     const message = await chat.bindTools([getWeather], { tool_choice: 'required' }).invoke('Weather in Paris?');
     expect(message.tool_calls).toHaveLength(1);
     expect(message.tool_calls?.[0]?.name).toBe('get_weather');

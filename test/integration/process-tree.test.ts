@@ -78,8 +78,9 @@ describe.runIf(process.platform === 'linux')('signalTree on Linux', () => {
   it('signals the group once and no member of it again: each process hears one SIGTERM; one outside the group is signalled on its own', async () => {
     // Each process counts the SIGTERMs it hears for a while after the first, then says how many
     // and exits: a second one is what ended llama-server at once and the embedded engine mid-save.
+    // Each says 'armed' once its handler is in place: a signal before that would end it by default.
     const counting = (who: string) =>
-      `let n = 0; process.on('SIGTERM', () => { if (n++ === 0) setTimeout(() => { process.stdout.write('${who} ' + n + '\\n'); process.exit(0); }, 300); }); setInterval(() => {}, 1000);`;
+      `let n = 0; process.on('SIGTERM', () => { if (n++ === 0) setTimeout(() => { process.stdout.write('${who} ' + n + '\\n'); process.exit(0); }, 300); }); process.stdout.write('armed ${who}\\n'); setInterval(() => {}, 1000);`;
     const leaderCode = `
       const { spawn } = require('node:child_process');
       const child = spawn(process.execPath, ['-e', ${JSON.stringify(counting('child'))}], { stdio: ['ignore', 'inherit', 'ignore'] });
@@ -90,7 +91,8 @@ describe.runIf(process.platform === 'linux')('signalTree on Linux', () => {
     started.push(leader);
     let out = '';
     leader.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    await vi.waitFor(() => expect(out).toMatch(/ready \d+ \d+/), { timeout: 20_000, interval: 20 });
+    await vi.waitFor(() => expect(out).toMatch(/ready \d+ \d+/), { timeout: 30_000, interval: 20 });
+    await vi.waitFor(() => expect(['leader', 'child', 'own'].filter((who) => out.includes(`armed ${who}\n`))).toHaveLength(3), { timeout: 30_000, interval: 20 });
     const [, child, own] = (/ready (\d+) (\d+)/.exec(out) ?? []).map(Number) as [number, number, number];
     childPids.push(child, own);
     const pid = leader.pid ?? -1;
@@ -101,6 +103,6 @@ describe.runIf(process.platform === 'linux')('signalTree on Linux', () => {
     });
     // The group (the leader and the child it started), then the process that left the group.
     expect(sent).toEqual([[-pid, 'SIGTERM'], [own, 'SIGTERM']]);
-    await vi.waitFor(() => expect(out.match(/(leader|child|own) \d+\n/g)?.sort()).toEqual(['child 1\n', 'leader 1\n', 'own 1\n']), { timeout: 10_000, interval: 20 });
-  });
+    await vi.waitFor(() => expect(out.match(/(leader|child|own) \d+\n/g)?.sort()).toEqual(['child 1\n', 'leader 1\n', 'own 1\n']), { timeout: 30_000, interval: 20 });
+  }, 120_000);
 });
