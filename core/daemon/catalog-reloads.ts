@@ -87,7 +87,9 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
   const logDeletedConfig = (configuredBefore: readonly string[], runningBefore: ReadonlySet<string>): void => {
     const still = new Set(catalog.models().map((m) => m.id));
     const gone = configuredBefore.filter((id) => !still.has(id));
-    const unloaded = gone.filter((id) => runningBefore.has(id));
+    // Running when this reload began, or now: a reload that began before a model's load (an
+    // earlier edit's, finishing late under load) saw it idle, though it runs when the deletion is read.
+    const unloaded = gone.filter((id) => runningBefore.has(id) || options.isRunning(id));
     const models = gone.length === 0 ? 'it defined no model' : `the models it defined are gone: ${gone.join(', ')}`;
     const servers = unloaded.length === 0 ? '' : `; unloading ${unloaded.join(', ')}, which ${unloaded.length === 1 ? 'was' : 'were'} running`;
     log.warn(`${configPath} was deleted: running on the defaults (discovery only) now; ${models}${servers}. Restore the file to bring them back.`);
