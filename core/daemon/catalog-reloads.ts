@@ -12,7 +12,7 @@ export interface CatalogReloadsOptions {
   catalog: Catalog;
   configPath: string;
   log: Log;
-  /** Whether a model's server runs now: a deleted config names the ones it unloads. */
+  /** Whether a model's server runs now; asked as the catalog drops a model, so that a deleted config names the ones it unloads. */
   isRunning(modelId: string): boolean;
   /** After a reload that applied the config: `listen` or the budget may have changed with no model changing. */
   onApplied(): void;
@@ -36,6 +36,17 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
   // by the time this one notices the file is gone.
   const configuredIds = (): string[] => catalog.models().filter((m) => m.source === 'config').map((m) => m.id);
   let configuredWhilePresent = configuredIds();
+  // Which dropped models were running at the moment the catalog dropped them: the controller
+  // begins their unload on that change, so by the time a reload's result is read they may be
+  // stopping already, and a reload's start (queued behind others) may predate their load.
+  let listedIds = new Set(catalog.models().map((m) => m.id));
+  const runningWhenDropped = new Set<string>();
+  const unsubscribeChanges = catalog.onChanged((models) => {
+    const now = new Set(models.map((m) => m.id));
+    for (const id of listedIds) if (!now.has(id) && options.isRunning(id)) runningWhenDropped.add(id);
+    for (const id of now) runningWhenDropped.delete(id);
+    listedIds = now;
+  });
 
   // Re-armed only when the folders change: closing the watch drops the events it has pending,
   // and a config edit pending while a download's rescan changed the list would be lost.
@@ -54,7 +65,6 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
 
   const reload = (): void => {
     const configuredBefore = configuredWhilePresent;
-    const runningBefore = new Set(configuredBefore.filter((id) => options.isRunning(id)));
     // reload() resolves its failures; the catch is for a listener or a bug that throws anyway,
     // which must be a log line, not an unhandled rejection that ends the daemon.
     catalog
@@ -62,7 +72,7 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
       .then((result) => {
         if (closed) return;
         const present = existsSync(configPath);
-        if (configPresent && !present && result.ok) logDeletedConfig(configuredBefore, runningBefore);
+        if (configPresent && !present && result.ok) logDeletedConfig(configuredBefore);
         configPresent = present;
         if (present && result.ok) configuredWhilePresent = configuredIds();
         if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
@@ -84,12 +94,11 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
     recheck.unref();
   };
 
-  const logDeletedConfig = (configuredBefore: readonly string[], runningBefore: ReadonlySet<string>): void => {
+  const logDeletedConfig = (configuredBefore: readonly string[]): void => {
     const still = new Set(catalog.models().map((m) => m.id));
     const gone = configuredBefore.filter((id) => !still.has(id));
-    // Running when this reload began, or now: a reload that began before a model's load (an
-    // earlier edit's, finishing late under load) saw it idle, though it runs when the deletion is read.
-    const unloaded = gone.filter((id) => runningBefore.has(id) || options.isRunning(id));
+    const unloaded = gone.filter((id) => runningWhenDropped.has(id));
+    for (const id of gone) runningWhenDropped.delete(id);
     const models = gone.length === 0 ? 'it defined no model' : `the models it defined are gone: ${gone.join(', ')}`;
     const servers = unloaded.length === 0 ? '' : `; unloading ${unloaded.join(', ')}, which ${unloaded.length === 1 ? 'was' : 'were'} running`;
     log.warn(`${configPath} was deleted: running on the defaults (discovery only) now; ${models}${servers}. Restore the file to bring them back.`);
@@ -100,6 +109,7 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
   return {
     close() {
       closed = true;
+      unsubscribeChanges();
       clearTimeout(recheck);
       watcher?.close();
       watcher = null;
