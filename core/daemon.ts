@@ -215,7 +215,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
 
     // The loop, the samplers and the watchers.
     parts.add(runControlLoop(controller));
-    const cadence = sampleAtCadence(budget, budgetIntervalMs, () => supervisor.hasServers());
+    const cadence = sampleAtCadence(budget, budgetIntervalMs, () => supervisor.hasServers(), () => catalog.config().budget.idleSampleMs);
     parts.add(() => cadence.stop());
     parts.add(watchServers(supervisor, cadence.serverStarted, logFor('events')));
     parts.add(suspectFaultyGpus(supervisor, budget, logFor('gpu')));
@@ -227,8 +227,12 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         isRunning: (modelId) => supervisor.endpointFor(modelId) !== null,
         // The catalog announces a changed model list only; a reload that changed only `listen`
         // (an endpoint, a key revoked) or the budget must reach an open dashboard and the tray
-        // too, not wait for their next unrelated update.
-        onApplied: () => admin.changed(),
+        // too, not wait for their next unrelated update; an edited limit or reserve applies at
+        // once, not at the next sample (10 s away while idle).
+        onApplied: () => {
+          admin.changed();
+          budget.sampleNow().catch(() => undefined);
+        },
       });
       parts.add(() => reloads.close());
     }

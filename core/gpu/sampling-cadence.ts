@@ -7,6 +7,7 @@ import type { LiveBudget } from './live-budget.js';
  * stake then, so the picture may lag this much behind other programs; what a decision needs is
  * read fresh instead (a pass never plans on a sample older than the running cadence). Why it
  * matters: the 2 s sample was most of what an idle daemon cost (issue 14: at most 0.2 % CPU).
+ * The config's `budget.idleSample` sets another.
  */
 export const IDLE_BUDGET_INTERVAL_MS = 10_000;
 
@@ -17,14 +18,23 @@ export interface SamplingCadence {
   stop(): void;
 }
 
-/** Starts sampling `budget` at once, every `intervalMs` while `busy()` (read after each sample), else every IDLE_BUDGET_INTERVAL_MS. */
-export function sampleAtCadence(budget: Pick<LiveBudget, 'start' | 'stop'>, intervalMs: number, busy: () => boolean): SamplingCadence {
+/**
+ * Starts sampling `budget` at once, every `intervalMs` while `busy()` (read after each sample),
+ * else every `idleIntervalMs()` (read then too, so a reloaded config applies from the next
+ * sample; undefined: IDLE_BUDGET_INTERVAL_MS), never more often than `intervalMs`.
+ */
+export function sampleAtCadence(
+  budget: Pick<LiveBudget, 'start' | 'stop'>,
+  intervalMs: number,
+  busy: () => boolean,
+  idleIntervalMs: () => number | undefined = () => undefined,
+): SamplingCadence {
   /** Whether the sampler waits out the idle interval now (nothing of ours ran at its last sample). */
   let idle = false;
   const start = (): void =>
     budget.start(() => {
       idle = !busy();
-      return idle ? Math.max(intervalMs, IDLE_BUDGET_INTERVAL_MS) : intervalMs;
+      return idle ? Math.max(intervalMs, idleIntervalMs() ?? IDLE_BUDGET_INTERVAL_MS) : intervalMs;
     });
   start();
   return {

@@ -232,10 +232,15 @@ function modelEntry(id: string, path: string, priority: number, extra = ''): str
 ${extra}`;
 }
 
-/** The engines run on the CPU here: each process's cost on a GPU is set to 1 MiB, not the 512 MiB prior. */
+/**
+ * The engines run on the CPU here: each process's cost on a GPU is set to 1 MiB, not the 512 MiB
+ * prior. The driver's answers are read every 2 s whether a model runs or not: each case rewrites
+ * them and waits for a sample, most often with nothing loaded (the 10 s idle default's wait).
+ */
 const BUDGET_YAML = `budget:
   reserve: ${RESERVE_MIB}MiB
   engineOverhead: 1MiB
+  idleSample: 2s
 `;
 
 let workDir: string;

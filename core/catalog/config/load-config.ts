@@ -66,7 +66,7 @@ export interface LlmtrayConfig {
   /** The file this came from (whether or not it exists), for error messages. */
   file: string;
   listen: ListenConfig;
-  budget: { reserveBytes: number; limitBytes?: number; unifiedShare?: number; engineOverheadBytes?: number };
+  budget: { reserveBytes: number; limitBytes?: number; unifiedShare?: number; engineOverheadBytes?: number; idleSampleMs?: number };
   /** Absolute folders to discover GGUF files in: the configured list, else the defaults. */
   modelDirs: string[];
   llamaServerPath?: string;
@@ -221,6 +221,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
       ...(raw.budget.limit !== undefined ? { limitBytes: raw.budget.limit } : {}),
       ...(raw.budget.unifiedShare !== undefined ? { unifiedShare: raw.budget.unifiedShare } : {}),
       ...(raw.budget.engineOverhead !== undefined ? { engineOverheadBytes: raw.budget.engineOverhead } : {}),
+      ...(raw.budget.idleSample !== undefined ? { idleSampleMs: raw.budget.idleSample } : {}),
     },
     modelDirs: raw.modelDirs ? raw.modelDirs.map(userPath) : defaultModelDirs(facts),
     ...(raw.engines.llamaServer ? { llamaServerPath: userPath(raw.engines.llamaServer) } : {}),

@@ -117,6 +117,11 @@ export const configSchema = strict({
       .gt(0, { error: UNIFIED_SHARE_EXPECTATION })
       .lte(1, { error: UNIFIED_SHARE_EXPECTATION })
       .optional(),
+    // How often the GPUs' memory is read while no model of ours runs or loads (default 10s, at
+    // least 1s): while idle, the picture of what other programs hold lags this much.
+    idleSample: parsed(parseDuration, DURATION_EXPECTATION)
+      .refine((ms) => ms >= 1000, { error: 'expected a duration of at least 1s' })
+      .optional(),
   }).default({}),
   modelDirs: z.array(nonEmptyText('expected a folder path'), { error: 'expected a list of folders' }).optional(),
   engines: strict({

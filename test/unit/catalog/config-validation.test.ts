@@ -51,6 +51,7 @@ const table: [string, string, string][] = [
   ['budget reserve unit', 'budget:\n  reserve: 2G\n', `${FILE}: budget.reserve: expected a size like "2GiB", "512MB" or a number of bytes, got "2G"`],
   ['budget limit negative', 'budget:\n  limit: -1\n', `${FILE}: budget.limit: expected a size like "2GiB", "512MB" or a number of bytes, got -1`],
   ['budget engine overhead text', 'budget:\n  engineOverhead: lots\n', `${FILE}: budget.engineOverhead: expected a size like "2GiB", "512MB" or a number of bytes, got "lots"`],
+  ['budget idle sample too often', 'budget:\n  idleSample: 500ms\n', `${FILE}: budget.idleSample: expected a duration of at least 1s, got "500ms"`],
   ['budget unified share above 1', 'budget:\n  unifiedShare: 1.5\n', `${FILE}: budget.unifiedShare: expected a share of RAM above 0 and at most 1 (e.g. 0.75), got 1.5`],
   ['port out of range', 'listen:\n  port: 70000\n', `${FILE}: listen.port: expected a port number from 1 to 65535, got 70000`],
   ['client key too short', 'listen:\n  clientKeys:\n    - {name: laptop, key: hunter2}\n',
@@ -159,7 +160,7 @@ describe('config validation', () => {
       corsOrigins: ['http://localhost:3000'],
       admin: 'network',
     });
-    expect(config.budget).toEqual({ reserveBytes: 1.5 * 2 ** 30, limitBytes: 20_000_000_000, unifiedShare: 0.6, engineOverheadBytes: 300 * 2 ** 20 });
+    expect(config.budget).toEqual({ reserveBytes: 1.5 * 2 ** 30, limitBytes: 20_000_000_000, unifiedShare: 0.6, engineOverheadBytes: 300 * 2 ** 20, idleSampleMs: 30_000 });
     expect(config.modelDirs).toEqual(['/home/ada/models', '/home/ada/.config/llmtray/more-models']);
     expect(config.llamaServerPath).toBe('/opt/llama.cpp/bin/llama-server');
     expect(config.activationWaitMs).toBe(90_000);
