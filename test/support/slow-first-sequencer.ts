@@ -6,12 +6,14 @@
 // orders by file size, and the short soak, a 2 KB file that runs for 2–4 minutes, came 171st of
 // 193: it started when the other files were nearly done and ran alone at the end, with the
 // second worker idle for most of its run. Started first, it runs beside everything else. The
-// list decides only the order, never what runs, so a stale entry costs nothing but that.
+// soak is its own project now (vitest.config.ts); the placement file, two minutes of timers and
+// loads, is the longest of `npm test`. The list decides only the order, never what runs, so a
+// stale entry costs nothing but that.
 import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** Files that run for minutes, longest first (paths from the repository root). */
-export const SLOW_FILES: readonly string[] = ['test/integration/soak.test.ts'];
+export const SLOW_FILES: readonly string[] = ['test/integration/daemon-placement.test.ts', 'test/integration/daemon-machine-faults.test.ts'];
 
 export class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

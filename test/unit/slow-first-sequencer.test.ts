@@ -1,9 +1,9 @@
 // The suite's file order: on a first run (no durations known, vitest orders by file size) the
-// short soak, a small file that runs for minutes, comes first instead of near the end, and every
-// other file keeps vitest's order.
+// files that run for minutes come first, longest first, instead of where their size puts them,
+// and every other file keeps vitest's order.
 import { describe, expect, it } from 'vitest';
 import type { TestSpecification, Vitest } from 'vitest/node';
-import { SlowFirstSequencer } from '../support/slow-first-sequencer.js';
+import { SLOW_FILES, SlowFirstSequencer } from '../support/slow-first-sequencer.js';
 
 const ROOT = '/repo';
 const project = { name: 'unit+integration', config: { root: ROOT, isolate: true, sequence: { groupOrder: 0 } } };
@@ -24,11 +24,13 @@ function firstRun(sizes: Record<string, number>): Vitest {
 }
 
 describe('SlowFirstSequencer', () => {
-  it('starts the short soak first on a first run, the rest largest first as vitest orders them', async () => {
-    const sizes = { 'test/integration/supervisor.test.ts': 44_700, 'test/unit/a.test.ts': 3_000, 'test/integration/soak.test.ts': 2_213, 'test/unit/b.test.ts': 900 };
+  it('starts the slow files first on a first run, in their order, the rest largest first as vitest orders them', async () => {
+    const [longest, next] = SLOW_FILES as [string, string];
+    const sizes = { 'test/integration/supervisor.test.ts': 44_700, 'test/unit/a.test.ts': 3_000, [next]: 2_400, [longest]: 2_213, 'test/unit/b.test.ts': 900 };
     const order = await new SlowFirstSequencer(firstRun(sizes)).sort(Object.keys(sizes).reverse().map(spec));
     expect(order.map((s) => s.moduleId.slice(ROOT.length + 1))).toEqual([
-      'test/integration/soak.test.ts',
+      longest,
+      next,
       'test/integration/supervisor.test.ts',
       'test/unit/a.test.ts',
       'test/unit/b.test.ts',
