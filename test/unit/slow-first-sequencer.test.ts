@@ -6,7 +6,7 @@ import type { TestSpecification, Vitest } from 'vitest/node';
 import { SLOW_FILES, SlowFirstSequencer } from '../support/slow-first-sequencer.js';
 
 const ROOT = '/repo';
-const project = { name: 'unit+integration', config: { root: ROOT, isolate: true, sequence: { groupOrder: 0 } } };
+const project = { name: 'integration', config: { root: ROOT, isolate: true, sequence: { groupOrder: 0 } } };
 const spec = (path: string) => ({ project, moduleId: `${ROOT}/${path}` }) as unknown as TestSpecification;
 
 /** A vitest with no results from a last run, and these file sizes. */
