@@ -51,7 +51,7 @@ beforeEach(async () => {
     footprint: () => 0,
     dataDir,
     // Far below the default, so a slow prompt that were judged by its silence alone would be
-    // killed. The slow prompt's limit is three of its batches as this machine runs them now
+    // killed. The slow prompt's limit is two fifths of its time as this machine runs it now
     // (measured by the test), so a loaded machine stretches the limit with the batches.
     hangLimitMs: (spec) => (spec.modelId === 'slow-prompt' ? slowPromptLimitMs : 3_000),
   });
@@ -106,37 +106,41 @@ describe('Supervisor with the embedded engine', () => {
   });
 });
 
-/** A prompt of `n` words, about 6.8 tokens each on the generated vocabulary (75 words: one 512-token batch). */
+/** A prompt of `n` words, about 6.8 tokens each on the generated vocabulary (75 words: one 512-token batch; 760: ten). */
 const words = (n: number): string => Array.from({ length: n }, (_, i) => `word${i % 97}`).join(' ');
 
 describe('hang detection on the embedded engine', () => {
   it('takes a long prompt being processed for progress, though no byte reaches the client for several hang limits', async () => {
     if (!supervisor) throw new Error('no supervisor');
-    // One batch's time on this machine as loaded now: a prompt of about one batch (512 tokens)
-    // on the same file, through a server of its own (a hang watch reads its limit at its
-    // first claim). The slow prompt is about 10 batches, its limit 3: the client's silence
-    // outlasts the limit however fast or busy the machine is.
+    // The whole prompt's time on this machine as loaded now, through a server of its own (a
+    // hang watch reads its limit at its first claim; a server of its own keeps no cache of it).
+    // Its limit is two fifths of that: the client's silence, the whole prompt, outlasts it
+    // 2.5 times, and the engine's slowest step, the last of its ~10 batches of 512 tokens
+    // (attention grows with the position: about 2.5 times the first), stays near a third of it.
+    // A limit of three first batches, measured alone, was as short as that last batch and was
+    // struck with two busy processes beside the suite.
+    const prompt = words(760);
     await supervisor.launch('slow-prompt-calibration', 'full');
     const calibration = supervisor.claim('slow-prompt-calibration');
     if (calibration === null) throw new Error('slow-prompt-calibration is not ready');
-    const batchStarted = Date.now();
-    const batch = await fetch(`http://127.0.0.1:${calibration.endpoint.port}/v1/completions`, {
+    const calibrationStarted = Date.now();
+    const measured = await fetch(`http://127.0.0.1:${calibration.endpoint.port}/v1/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${calibration.endpoint.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ prompt: words(75), max_tokens: 1, temperature: 0 }),
+      body: JSON.stringify({ prompt, max_tokens: 1, temperature: 0 }),
     });
-    const batchMs = Date.now() - batchStarted;
+    expect(measured.status).toBe(200);
+    await measured.json();
+    const promptMs = Date.now() - calibrationStarted;
     calibration.release();
-    expect(((await batch.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens).toBeLessThanOrEqual(600);
     await supervisor.evict('slow-prompt-calibration');
-    slowPromptLimitMs = Math.max(3_000, 3 * batchMs);
+    slowPromptLimitMs = Math.max(3_000, Math.round(promptMs * 0.4));
 
     const events: ServerEvent[] = [];
     supervisor.subscribe((event) => events.push(event));
     await supervisor.launch('slow-prompt', 'full');
     const claim = supervisor.claim('slow-prompt');
     if (claim === null) throw new Error('slow-prompt is not ready');
-    const prompt = words(760);
     const started = Date.now();
     // The answer's bytes come only after the whole prompt: the claim hears of no progress until then.
     const response = await fetch(`http://127.0.0.1:${claim.endpoint.port}/v1/completions`, {
