@@ -10,7 +10,7 @@ import { engineIdentities } from '../gpu/engine-identity.js';
 import { estimateOnCpu, footprintAt } from '../policy/levels.js';
 import type { EnginesAndCatalog } from './engines-and-catalog.js';
 import { launchSpecFor } from './launch-specs.js';
-import { savedConversationsDirFor } from './saved-conversations-view.js';
+import { savedConversationsFor } from './saved-conversations-view.js';
 import type { MemoryBudget } from './memory-budget.js';
 
 export async function startSupervisor(deps: {
@@ -38,7 +38,7 @@ export async function startSupervisor(deps: {
         ...(deps.threads === undefined ? {} : { threads: deps.threads }),
         // Saved on the embedded engine when a slot goes idle, restored when the model is back;
         // read per launch, so a config change applies to the next launch.
-        savedConversationsDir: savedConversationsDirFor(catalog.config(), deps.dataDir),
+        savedConversations: savedConversationsFor(catalog.config(), deps.dataDir),
       }),
     engineCommand: defaultEngineCommand({ llamaServerPath }),
     footprint: (modelId: string, level: LaunchLevel): number => {

@@ -2,7 +2,7 @@
 // model and how many layers go to the GPU, so the argv and the budget cannot disagree.
 import { availableParallelism } from 'node:os';
 import type { CatalogModel } from '../catalog/catalog.js';
-import type { LaunchSpec } from '../engine/launch-spec.js';
+import type { LaunchSpec, SavedConversationsSpec } from '../engine/launch-spec.js';
 
 export interface LaunchSpecSources {
   resolve(id: string): CatalogModel | undefined;
@@ -19,8 +19,8 @@ export interface LaunchSpecSources {
   engineEnv?: Record<string, string>;
   /** Threads per engine; default half the cores, at least 1. */
   threads?: number;
-  /** Where the embedded engine keeps conversations across evictions (LaunchSpec.savedConversationsDir). */
-  savedConversationsDir?: string;
+  /** Where and which conversations are kept across evictions (LaunchSpec.savedConversations). */
+  savedConversations?: SavedConversationsSpec;
 }
 
 /**
@@ -65,7 +65,7 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
   if (model.projectorPath !== undefined) spec.projectorPath = model.projectorPath;
   if (model.embeddings !== undefined) spec.embeddings = model.embeddings;
   if (!model.repack) spec.noRepack = true;
-  if (sources.savedConversationsDir !== undefined) spec.savedConversationsDir = sources.savedConversationsDir;
+  if (sources.savedConversations !== undefined) spec.savedConversations = sources.savedConversations;
   if (model.draftId !== undefined) {
     const draft = sources.resolve(model.draftId);
     if (draft === undefined) throw new Error(`'${modelId}' names draft '${model.draftId}', which is not in the catalog`);

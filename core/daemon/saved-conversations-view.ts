@@ -6,7 +6,10 @@
 // per request: the snapshot builder is synchronous and runs on every change.
 import { join } from 'node:path';
 import { Emitter } from '../common/emitter.js';
+import type { LlmtrayConfig } from '../catalog/config/load-config.js';
+import type { SavedConversationsSpec } from '../engine/launch-spec.js';
 import { readSavedTotals, type SavedTotals } from '../engine/saved-conversations/on-disk.js';
+import { DEFAULT_BUDGET_BYTES, DEFAULT_MIN_TOKENS } from '../engine/saved-conversations/store.js';
 import type { ServerEvent } from '../contracts/server-events.js';
 
 export interface SavedConversationsView {
@@ -26,11 +29,20 @@ export function conversationsDirOf(dataDir: string): string {
 }
 
 /**
- * The conversations folder a launch is given, or none when `engines.savedConversations` is
- * false: an engine without one neither saves nor restores (no `--slot-save-path`, no adapter).
+ * The conversations folder a launch is given, with the config's limits, or none when
+ * `engines.savedConversations` is false: an engine without one neither saves nor restores (no
+ * `--slot-save-path`, no adapter).
  */
-export function savedConversationsDirFor(config: { savedConversations: boolean }, dataDir: string): string | undefined {
-  return config.savedConversations ? conversationsDirOf(dataDir) : undefined;
+export function savedConversationsFor(
+  config: Pick<LlmtrayConfig, 'savedConversations' | 'savedConversationsMinTokens' | 'savedConversationsBudgetBytes'>,
+  dataDir: string,
+): SavedConversationsSpec | undefined {
+  if (!config.savedConversations) return undefined;
+  return {
+    dir: conversationsDirOf(dataDir),
+    minTokens: config.savedConversationsMinTokens ?? DEFAULT_MIN_TOKENS,
+    budgetBytes: config.savedConversationsBudgetBytes ?? DEFAULT_BUDGET_BYTES,
+  };
 }
 
 const NONE: SavedTotals = { count: 0, bytes: 0 };
@@ -38,7 +50,7 @@ const NONE: SavedTotals = { count: 0, bytes: 0 };
 const DEFAULT_INTERVAL_MS = 15_000;
 
 export interface SavedConversationsViewDeps {
-  /** The data dir's conversations folder (LaunchSpec.savedConversationsDir). */
+  /** The data dir's conversations folder (LaunchSpec.savedConversations.dir). */
   root: string;
   subscribe(listener: (event: ServerEvent) => void): () => void;
   intervalMs?: number;

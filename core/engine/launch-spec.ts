@@ -58,7 +58,17 @@ export interface LaunchSpec {
    * its staging folder under it and asked over HTTP (core/engine/llama-server/saved-slots.ts).
    * Absent: none kept.
    */
-  savedConversationsDir?: string;
+  savedConversations?: SavedConversationsSpec;
+}
+
+/** Where and which conversations are kept across evictions (config: engines.savedConversations…). */
+export interface SavedConversationsSpec {
+  /** The data dir's conversations folder. */
+  dir: string;
+  /** Only conversations longer than this are saved, and restored for a prompt sharing more than this. */
+  minTokens: number;
+  /** All saved conversations under `dir` together, least recently used dropped first. */
+  budgetBytes: number;
 }
 
 /**
@@ -69,6 +79,7 @@ export const EMBEDDED_CAPABILITIES: EngineCapabilities = {
   version: null,
   flags: new Set([
     '-m', '-c', '-ngl', '-md', '-ngld', '-t', '-np', '--host', '--port', '--alias', '--no-mmap', '--api-key', '--api-key-file', '--slot-save-path',
+    '--slot-save-min-tokens', '--slot-save-budget-mib',
   ]),
   draftMaxFlag: null,
   specTypes: [],
@@ -181,8 +192,12 @@ export function argvFor(
       argv.push('--pooling', 'mean');
     }
   }
-  if (spec.savedConversationsDir !== undefined && capabilities.flags.has('--slot-save-path')) {
-    argv.push('--slot-save-path', spec.engine === 'embedded' ? spec.savedConversationsDir : llamaServerStagingDir(spec.savedConversationsDir));
+  const kept = spec.savedConversations;
+  if (kept !== undefined && capabilities.flags.has('--slot-save-path')) {
+    // llama-server saves only when asked: its limits are the adapter's (saved-slots.ts), not flags of its own.
+    if (spec.engine === 'embedded') {
+      argv.push('--slot-save-path', kept.dir, '--slot-save-min-tokens', String(kept.minTokens), '--slot-save-budget-mib', String(Math.floor(kept.budgetBytes / 1024 ** 2)));
+    } else argv.push('--slot-save-path', llamaServerStagingDir(kept.dir));
   }
   if (spec.threads !== undefined) argv.push('-t', String(spec.threads));
   if (spec.parallel !== undefined) argv.push('-np', String(spec.parallel));

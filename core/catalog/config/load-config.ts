@@ -74,6 +74,10 @@ export interface LlmtrayConfig {
   warmSpare: boolean;
   /** `engines.savedConversations`: keep conversations across evictions (core/engine/saved-conversations). */
   savedConversations: boolean;
+  /** `engines.savedConversationsMinTokens`; absent: the engines' default (256). */
+  savedConversationsMinTokens?: number;
+  /** `engines.savedConversationsDisk`, bytes; absent: the engines' default (4 GiB). */
+  savedConversationsBudgetBytes?: number;
   /** `engines.healthyAfter`: a failing model's relaunched server is healthy after this long ready; absent: the controller's default. */
   healthyAfterMs?: number;
   activationWaitMs: number;
@@ -227,6 +231,8 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
     ...(raw.engines.llamaServer ? { llamaServerPath: userPath(raw.engines.llamaServer) } : {}),
     warmSpare: raw.engines.warmSpare,
     savedConversations: raw.engines.savedConversations,
+    ...(raw.engines.savedConversationsMinTokens !== undefined ? { savedConversationsMinTokens: raw.engines.savedConversationsMinTokens } : {}),
+    ...(raw.engines.savedConversationsDisk !== undefined ? { savedConversationsBudgetBytes: raw.engines.savedConversationsDisk } : {}),
     ...(raw.engines.healthyAfter !== undefined ? { healthyAfterMs: raw.engines.healthyAfter } : {}),
     activationWaitMs: raw.activationWait ?? DEFAULT_ACTIVATION_WAIT_MS,
     swapTurnMs: raw.swapTurn ?? DEFAULT_SWAP_TURN_MS,

@@ -20,6 +20,7 @@ export const DEFAULT_IDLE_TTL_MS = 10 * 60_000;
 export { DEFAULT_HANG_LIMIT_MS } from '../../engine/hang-limit.js';
 /** How long a busy model keeps taking new requests while another waits for its memory; shorter than activationWait (load-config.ts refuses it otherwise). */
 export const DEFAULT_SWAP_TURN_MS = 2_000;
+const TOKEN_COUNT_EXPECTATION = 'expected a whole number of tokens, 0 or more';
 
 function strict<T extends z.core.$ZodLooseShape>(shape: T) {
   const known = Object.keys(shape).join(', ');
@@ -129,6 +130,10 @@ export const configSchema = strict({
     warmSpare: z.boolean({ error: 'expected true or false' }).default(true),
     // Keep conversations across evictions (core/engine/saved-conversations); false: none saved or restored.
     savedConversations: z.boolean({ error: 'expected true or false' }).default(true),
+    // Only conversations longer than this many tokens are kept (a short one costs little to evaluate again).
+    savedConversationsMinTokens: z.number({ error: TOKEN_COUNT_EXPECTATION }).int({ error: TOKEN_COUNT_EXPECTATION }).min(0, { error: TOKEN_COUNT_EXPECTATION }).optional(),
+    // What the kept conversations may take on disk together, least recently used dropped first.
+    savedConversationsDisk: parsed(parseSize, SIZE_EXPECTATION).optional(),
     // How long a relaunched server of a failing model must stay ready to count as healthy when it answers nothing meanwhile.
     healthyAfter: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   }).default({ warmSpare: true, savedConversations: true }),

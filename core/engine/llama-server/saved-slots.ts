@@ -26,7 +26,7 @@ import { DEFAULT_BUDGET_BYTES, DEFAULT_MIN_TOKENS, SavedConversations } from '..
 import { engineGet, enginePost } from '../supervisor/engine-get.js';
 
 export interface LlamaServerSlotsOptions {
-  /** The data dir's conversations folder (LaunchSpec.savedConversationsDir). */
+  /** The data dir's conversations folder (LaunchSpec.savedConversations.dir). */
   root: string;
   modelPath: string;
   /** The build's `version:` line, part of the identity: another build may read a state otherwise. */

@@ -72,8 +72,8 @@ async function startOnce(
   }
   const args = [...command.args, ...engineArgs];
   // llama-server refuses a --slot-save-path that is not a folder already.
-  if (spec.engine === 'llama-server' && spec.savedConversationsDir !== undefined) {
-    await mkdir(llamaServerStagingDir(spec.savedConversationsDir), { recursive: true }).catch((error: Error) =>
+  if (spec.engine === 'llama-server' && spec.savedConversations !== undefined) {
+    await mkdir(llamaServerStagingDir(spec.savedConversations.dir), { recursive: true }).catch((error: Error) =>
       owner.log.push(`── llmtray: could not make the folder for saved conversations: ${error.message}`),
     );
   }
@@ -169,9 +169,11 @@ async function startOnce(
     // would have a moment earlier. A process already gone whose output still drains is an exit.
     if (started.gone) waiting.abort('exited');
     waiting.signal.throwIfAborted();
-    if (spec.engine === 'llama-server' && spec.savedConversationsDir !== undefined && engineArgs.includes('--slot-save-path')) {
+    const kept = spec.savedConversations;
+    if (spec.engine === 'llama-server' && kept !== undefined && engineArgs.includes('--slot-save-path')) {
       started.savedSlots = await LlamaServerSlots.open({
-        root: spec.savedConversationsDir, modelPath: spec.modelPath, buildVersion: command.capabilities.version, argv: engineArgs, port, apiKey,
+        root: kept.dir, minTokens: kept.minTokens, budgetBytes: kept.budgetBytes,
+        modelPath: spec.modelPath, buildVersion: command.capabilities.version, argv: engineArgs, port, apiKey,
         log: (line) => owner.log.push(line),
       });
       if (started.gone) waiting.abort('exited');

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { launchSpecFor, type LaunchSpecSources } from '../../../core/daemon/launch-specs.js';
 import { argvFor, EMBEDDED_CAPABILITIES } from '../../../core/engine/launch-spec.js';
-import { savedConversationsDirFor } from '../../../core/daemon/saved-conversations-view.js';
+import { savedConversationsFor } from '../../../core/daemon/saved-conversations-view.js';
 import { catalogModel } from './catalog-model.js';
 
 function sources(models: ReturnType<typeof catalogModel>[], overrides: Partial<LaunchSpecSources> = {}): LaunchSpecSources {
@@ -53,13 +53,22 @@ describe('launchSpecFor', () => {
     expect(() => launchSpecFor('zzz', sources([]))).toThrow(/'zzz' is no longer in the catalog/);
   });
 
-  it('gives the engine a conversations folder unless engines.savedConversations is false', () => {
+  it("gives the engine a conversations folder and the config's limits unless engines.savedConversations is false", () => {
     const models = [catalogModel('a', { engine: 'embedded' })];
-    const argvWith = (savedConversations: boolean) =>
-      argvFor(launchSpecFor('a', sources(models, { savedConversationsDir: savedConversationsDirFor({ savedConversations }, '/data') })), 'full', EMBEDDED_CAPABILITIES, 1, { keyFile: '/k' });
-    const kept = argvWith(true);
-    expect(kept[kept.indexOf('--slot-save-path') + 1]).toBe('/data/conversations');
+    const argvWith = (config: Parameters<typeof savedConversationsFor>[0]) => {
+      const savedConversations = savedConversationsFor(config, '/data');
+      return argvFor(launchSpecFor('a', sources(models, savedConversations === undefined ? {} : { savedConversations })), 'full', EMBEDDED_CAPABILITIES, 1, { keyFile: '/k' });
+    };
+    const valueOf = (argv: string[], flag: string) => argv[argv.indexOf(flag) + 1];
+    const kept = argvWith({ savedConversations: true });
+    expect(valueOf(kept, '--slot-save-path')).toBe('/data/conversations');
+    // The defaults, said to the engine rather than left to it: one number for both engines.
+    expect(valueOf(kept, '--slot-save-min-tokens')).toBe('256');
+    expect(valueOf(kept, '--slot-save-budget-mib')).toBe('4096');
+    const tuned = argvWith({ savedConversations: true, savedConversationsMinTokens: 1000, savedConversationsBudgetBytes: 512 * 1024 ** 2 });
+    expect(valueOf(tuned, '--slot-save-min-tokens')).toBe('1000');
+    expect(valueOf(tuned, '--slot-save-budget-mib')).toBe('512');
     // No folder: the engine neither saves a slot nor restores one.
-    expect(argvWith(false)).not.toContain('--slot-save-path');
+    expect(argvWith({ savedConversations: false, savedConversationsMinTokens: 1000 })).not.toContain('--slot-save-path');
   });
 });

@@ -124,7 +124,8 @@ describe('argvFor', () => {
   });
 
   it('the embedded engine: its fixed flag set, no draft-length or spec-type flags', () => {
-    const argv = argvFor({ ...withDraft, engine: 'embedded', threads: 1, parallel: 2 }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE);
+    const savedConversations = { dir: '/data/conversations', minTokens: 256, budgetBytes: 1024 ** 3 };
+    const argv = argvFor({ ...withDraft, engine: 'embedded', threads: 1, parallel: 2, savedConversations }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE);
     const flags = argv.filter((a) => a.startsWith('-') && !spec.extraArgs.includes(a));
     for (const flag of flags) expect(EMBEDDED_CAPABILITIES.flags.has(flag), flag).toBe(true);
     expect(valueOf(argv, '-t')).toBe('1');
@@ -132,11 +133,16 @@ describe('argvFor', () => {
   });
 
   it('gives the embedded engine the folder it keeps conversations in across evictions, and llama-server its staging folder there (it saves only when asked)', () => {
-    const keeping = { ...spec, savedConversationsDir: '/data/conversations' };
+    const keeping = { ...spec, savedConversations: { dir: '/data/conversations', minTokens: 300, budgetBytes: 2 * 1024 ** 3 } };
     const embedded = argvFor({ ...keeping, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE);
     expect(valueOf(embedded, '--slot-save-path')).toBe('/data/conversations');
+    expect(valueOf(embedded, '--slot-save-min-tokens')).toBe('300');
+    expect(valueOf(embedded, '--slot-save-budget-mib')).toBe('2048');
     // Not the store's folder: that one is named by an identity known only once the server runs.
-    expect(valueOf(argvFor(keeping, 'full', recent, 1, KEY_FILE), '--slot-save-path')).toBe('/data/conversations/.llama-server');
+    const server = argvFor(keeping, 'full', recent, 1, KEY_FILE);
+    expect(valueOf(server, '--slot-save-path')).toBe('/data/conversations/.llama-server');
+    // llama-server has no such flags: its limits are the adapter's (saved-slots.ts).
+    expect(server).not.toContain('--slot-save-min-tokens');
     expect(argvFor({ ...spec, engine: 'embedded' }, 'full', EMBEDDED_CAPABILITIES, 1, KEY_FILE)).not.toContain('--slot-save-path');
   });
 
