@@ -71,6 +71,8 @@ const table: [string, string, string][] = [
     `${FILE}: listen.corsOrigins[0]: expected an origin as a browser sends it (scheme://host[:port], no path), or "*" for any, got "http://localhost:3000/app"`],
   ['admin somewhere else', 'listen:\n  admin: everywhere\n', `${FILE}: listen.admin: expected loopback (the default) or network, got "everywhere"`],
   ['warmSpare as text', 'engines:\n  warmSpare: off\n', `${FILE}: engines.warmSpare: expected true or false, got "off"`],
+  ['saved conversations floor below zero', 'engines:\n  savedConversationsMinTokens: -5\n', `${FILE}: engines.savedConversationsMinTokens: expected a whole number of tokens, 0 or more, got -5`],
+  ['saved conversations disk as text', 'engines:\n  savedConversationsDisk: plenty\n', `${FILE}: engines.savedConversationsDisk: expected a size like "2GiB", "512MB" or a number of bytes, got "plenty"`],
   ['savedConversations as text', 'engines:\n  savedConversations: no\n', `${FILE}: engines.savedConversations: expected true or false, got "no"`],
   ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
   ['a turn as long as the default wait', 'swapTurn: 45s\n',
@@ -132,8 +134,9 @@ describe('config validation', () => {
     expect(accepted('engines:\n  warmSpare: false\n').warmSpare).toBe(false);
   });
 
-  test('saved conversations can be turned off', () => {
+  test('saved conversations can be turned off, and their floor and disk budget set', () => {
     expect(accepted('engines:\n  savedConversations: false\n').savedConversations).toBe(false);
+    expect(accepted('engines:\n  savedConversationsMinTokens: 1024\n  savedConversationsDisk: 512MiB\n')).toMatchObject({ savedConversationsMinTokens: 1024, savedConversationsBudgetBytes: 512 * 2 ** 20 });
   });
 
   test('the LAN fields are read as written, host names in lower case', () => {
