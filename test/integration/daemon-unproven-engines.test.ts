@@ -34,8 +34,10 @@ beforeAll(async () => {
       '  warmSpare: false',
       'models:',
       model('dies-at-first-request', ['--fake-abort-at-first-request']),
-      // Pinned: wanted forever with no request, as a person's pinned model is.
-      model('exits-when-ready', ['--fake-exit-after', '50', '--fake-exit-with', '0'], '    pinned: true\n'),
+      // Pinned: wanted forever with no request, as a person's pinned model is. A second after
+      // it says it listens: 50 ms was, with two busy processes beside the suite, sometimes
+      // before the daemon's own checks of a new server had ended, a death while loading.
+      model('exits-when-ready', ['--fake-exit-after', '1000', '--fake-exit-with', '0'], '    pinned: true\n'),
       model('healthy', []),
     ].join('\n'),
   );
