@@ -16,7 +16,7 @@ import type { ServerResponse } from 'node:http';
 import { anthropicEngineError, anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
 import { parseCountTokensRequest, parseMessagesRequest } from './anthropic-request.js';
 import { ChatStreamToMessages } from './anthropic-stream.js';
-import { NATIVE_HINT, toAnthropicMessage, toChatCompletionRequest, toChatMessages, toChatToolFields } from './anthropic-translate.js';
+import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, toChatToolFields } from './anthropic-translate.js';
 import { countTokensByTemplate } from './count-tokens.js';
 import { refusedField, refusedTools } from './request-fields.js';
 import { sendError, type RouterError } from './errors.js';
@@ -45,11 +45,12 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
         });
       }
       const refusal = refusedField('messages', body, null, servedBy) ?? refusedTools(body, claim.toolCalls, servedBy);
-      const chat = refusal === null ? toChatCompletionRequest(body, renamed ?? model, servedBy) : { ok: false as const, error: refusal };
+      const target = { servedBy, servesMessages: claim.anthropicMessages };
+      const chat = refusal === null ? toChatCompletionRequest(body, renamed ?? model, target) : { ok: false as const, error: refusal };
       const sent = chat.ok ? inEngineWords({ ...chat.value }, claim.engine, servedBy) : chat;
       if (!sent.ok) {
         // On an engine that serves the API itself, the translation was chosen for the tool choice: said so, since the engine would have taken the rest.
-        const error = claim.anthropicMessages ? { ...sent.error, message: `${sent.error.message.replace(NATIVE_HINT, '')}${MISREAD_NOTE}` } : sent.error;
+        const error = claim.anthropicMessages ? { ...sent.error, message: `${sent.error.message}${MISREAD_NOTE}` } : sent.error;
         sendError(res, error, anthropicErrorBody);
         return Promise.resolve({ kind: 'answered' });
       }
@@ -93,12 +94,13 @@ export function countTokensRequest(agent: http.Agent, res: ServerResponse, raw: 
       if (claim.anthropicMessages) {
         return forwardToEngine(agent, res, clientGone, claim, { path: '/v1/messages/count_tokens', body: raw, shape: nativeAnswer(null, claim.servedBy) });
       }
-      const messages = toChatMessages(body, claim.servedBy);
+      const target = { servedBy: claim.servedBy, servesMessages: false };
+      const messages = toChatMessages(body, target);
       if (!messages.ok) {
         sendError(res, messages.error, anthropicErrorBody);
         return Promise.resolve({ kind: 'answered' });
       }
-      const tools = toChatToolFields(body, claim.servedBy);
+      const tools = toChatToolFields(body, target);
       if (!tools.ok) {
         sendError(res, tools.error, anthropicErrorBody);
         return Promise.resolve({ kind: 'answered' });

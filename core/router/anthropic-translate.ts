@@ -23,13 +23,24 @@ import { isObject } from './validate-request.js';
 
 export type Translated<T> = { ok: true; value: T } | { ok: false; error: RouterError };
 
+/** Whom a translation is for, as its refusals name it. */
+export interface TranslationTarget {
+  /** The model server's name for the model. */
+  servedBy: string;
+  /**
+   * Whether that server serves /v1/messages itself, and the translation was chosen for the
+   * request's tool choice (anthropic-route.ts): a refusal then does not point at such a build.
+   */
+  servesMessages: boolean;
+}
+
 /**
  * The chat messages that say the same prompt: the system prompt first (text blocks joined by a
  * blank line, as separate paragraphs), then each turn: text blocks as OpenAI text parts, tool
  * blocks as anthropic-tools.ts says. Refuses the first block the chat API cannot say, naming
- * it. `servedBy` names the engine in the refusal.
+ * it; `target` names the engine in the refusal.
  */
-export function toChatMessages(request: AnthropicCountTokensRequest, servedBy: string): Translated<OpenAIChatMessage[]> {
+export function toChatMessages(request: AnthropicCountTokensRequest, target: TranslationTarget): Translated<OpenAIChatMessage[]> {
   const out: OpenAIChatMessage[] = [];
   if (request.system !== undefined && request.system !== null) {
     const text = typeof request.system === 'string' ? request.system : request.system.map((block) => block.text).join('\n\n');
@@ -41,35 +52,35 @@ export function toChatMessages(request: AnthropicCountTokensRequest, servedBy: s
       continue;
     }
     const turn = toChatTurn(message.role, message.content, `messages[${index}].content`);
-    if (!turn.ok) return refused(turn, servedBy);
+    if (!turn.ok) return refused(turn, target);
     out.push(...turn.value);
   }
   return { ok: true, value: out };
 }
 
 /** The request's tools and tool choice in chat words (nothing when it has none). */
-export function toChatToolFields(request: AnthropicCountTokensRequest, servedBy: string): Translated<Record<string, unknown>> {
+export function toChatToolFields(request: AnthropicCountTokensRequest, target: TranslationTarget): Translated<Record<string, unknown>> {
   const fields: Record<string, unknown> = {};
   const tools = request['tools'];
   if (Array.isArray(tools) && tools.length > 0) {
     const translated = toChatTools(tools);
-    if (!translated.ok) return refused(translated, servedBy);
+    if (!translated.ok) return refused(translated, target);
     fields['tools'] = translated.value;
   }
   const choice = request['tool_choice'];
   if (choice !== undefined && choice !== null) {
     const translated = toChatToolChoice(choice);
-    if (!translated.ok) return refused(translated, servedBy);
+    if (!translated.ok) return refused(translated, target);
     Object.assign(fields, translated.value);
   }
   return { ok: true, value: fields };
 }
 
 /** A Messages request as a chat completion request asking `model` (the engine's name for it). */
-export function toChatCompletionRequest(request: AnthropicMessagesRequest, model: string, servedBy: string): Translated<OpenAIChatCompletionRequest> {
-  const messages = toChatMessages(request, servedBy);
+export function toChatCompletionRequest(request: AnthropicMessagesRequest, model: string, target: TranslationTarget): Translated<OpenAIChatCompletionRequest> {
+  const messages = toChatMessages(request, target);
   if (!messages.ok) return messages;
-  const tools = toChatToolFields(request, servedBy);
+  const tools = toChatToolFields(request, target);
   if (!tools.ok) return tools;
 
   const chat: OpenAIChatCompletionRequest = { model, messages: messages.value, max_tokens: request.max_tokens, ...tools.value };
@@ -148,21 +159,16 @@ function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
 }
 
-function refused<T>(failure: Extract<Result<unknown>, { ok: false }>, servedBy: string): Translated<T> {
+function refused<T>(failure: Extract<Result<unknown>, { ok: false }>, target: TranslationTarget): Translated<T> {
   const { param, message } = failure.problem;
-  if (failure.untranslatable === true) return untranslatable(param, message, servedBy);
+  if (failure.untranslatable === true) return untranslatable(param, message, target);
   return { ok: false, error: invalidRequest(param, message) };
 }
 
-/** The refusal's last sentence, which a request sent through the translation by choice (anthropic-route.ts) replaces. */
-export const NATIVE_HINT = ' A llama-server build that serves /v1/messages itself takes the request as it is.';
-
-function untranslatable<T>(param: string, what: string, servedBy: string): Translated<T> {
-  return {
-    ok: false,
-    error: invalidRequest(
-      param,
-      `'${param}' ${what}, which the model server for '${servedBy}' cannot take: it speaks only OpenAI's chat API, into which llmtray translates a system prompt, text turns, tools and tool turns only.${NATIVE_HINT}`,
-    ),
-  };
+function untranslatable<T>(param: string, what: string, { servedBy, servesMessages }: TranslationTarget): Translated<T> {
+  const says = 'a system prompt, text turns, tools and tool turns only';
+  const message = servesMessages
+    ? `'${param}' ${what}, which llmtray's translation for '${servedBy}' cannot carry: it says ${says}.`
+    : `'${param}' ${what}, which the model server for '${servedBy}' cannot take: it speaks only OpenAI's chat API, into which llmtray translates ${says}. A llama-server build that serves /v1/messages itself takes the request as it is.`;
+  return { ok: false, error: invalidRequest(param, message) };
 }

@@ -369,6 +369,9 @@ describe('an engine that serves the Messages API itself: passed through', () => 
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.message).toContain('would misread its tool_choice');
     expect(error.message).not.toContain('A llama-server build that serves /v1/messages itself takes the request as it is');
+    // That server does serve the Messages API: the refusal does not say it speaks only the chat API.
+    expect(error.message).not.toContain("speaks only OpenAI's chat API");
+    expect(error.message).toContain('cannot carry');
     expect(engine.since(from)).toEqual([]);
   });
 

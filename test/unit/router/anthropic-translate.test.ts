@@ -1,17 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import type { AnthropicMessagesRequest } from '../../../core/contracts/anthropic.js';
-import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, usageOf } from '../../../core/router/anthropic-translate.js';
+import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, usageOf, type TranslationTarget } from '../../../core/router/anthropic-translate.js';
+
+/** A model server that speaks only OpenAI's chat API (the embedded engine, an older llama-server). */
+const CHAT_ONLY: TranslationTarget = { servedBy: 'demo-chat', servesMessages: false };
 
 const base: AnthropicMessagesRequest = { model: 'chat', max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] };
 
 function translated(request: AnthropicMessagesRequest, model = 'chat'): Record<string, unknown> {
-  const result = toChatCompletionRequest(request, model, 'demo-chat');
+  const result = toChatCompletionRequest(request, model, CHAT_ONLY);
   if (!result.ok) throw new Error(`refused: ${result.error.message}`);
   return result.value;
 }
 
 function refusal(request: AnthropicMessagesRequest): { param: string | null; message: string; status: number } {
-  const result = toChatCompletionRequest(request, 'chat', 'demo-chat');
+  const result = toChatCompletionRequest(request, 'chat', CHAT_ONLY);
   if (result.ok) throw new Error('expected a refusal');
   return result.error;
 }
@@ -79,6 +82,16 @@ describe('toChatCompletionRequest', () => {
     expect(error.message).toContain('/v1/messages');
   });
 
+  it('does not say the server speaks only the chat API when it serves /v1/messages and the translation was chosen', () => {
+    const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } };
+    const result = toChatCompletionRequest({ ...base, messages: [{ role: 'user', content: [image] }] } as unknown as AnthropicMessagesRequest, 'chat', { servedBy: 'demo-chat', servesMessages: true });
+    if (result.ok) throw new Error('expected a refusal');
+    expect(result.error.param).toBe('messages[0].content[0]');
+    expect(result.error.message).toContain("llmtray's translation for 'demo-chat' cannot carry");
+    expect(result.error.message).not.toContain("speaks only OpenAI's chat API");
+    expect(result.error.message).not.toContain('A llama-server build that serves /v1/messages itself');
+  });
+
   it.each([
     [{ type: 'auto' }, { tool_choice: 'auto' }],
     [{ type: 'any', disable_parallel_tool_use: true }, { tool_choice: 'required', parallel_tool_calls: false }],
@@ -114,7 +127,7 @@ describe('toChatCompletionRequest', () => {
 
 describe('toChatMessages', () => {
   it('is the prompt alone, for counting: no generation settings', () => {
-    const result = toChatMessages({ model: 'chat', system: 'S', messages: [{ role: 'user', content: 'u' }] }, 'demo-chat');
+    const result = toChatMessages({ model: 'chat', system: 'S', messages: [{ role: 'user', content: 'u' }] }, CHAT_ONLY);
     expect(result).toEqual({ ok: true, value: [{ role: 'system', content: 'S' }, { role: 'user', content: 'u' }] });
   });
 });
