@@ -219,23 +219,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     parts.add(() => cadence.stop());
     parts.add(watchServers(supervisor, cadence.serverStarted, logFor('events')));
     parts.add(suspectFaultyGpus(supervisor, budget, logFor('gpu')));
-    if (demo === null) {
-      const reloads = startCatalogReloads({
-        catalog,
-        configPath,
-        log,
-        isRunning: (modelId) => supervisor.endpointFor(modelId) !== null,
-        // The catalog announces a changed model list only; a reload that changed only `listen`
-        // (an endpoint, a key revoked) or the budget must reach an open dashboard and the tray
-        // too, not wait for their next unrelated update; an edited limit or reserve applies at
-        // once, not at the next sample (10 s away while idle).
-        onApplied: () => {
-          admin.changed();
-          budget.sampleNow().catch(() => undefined);
-        },
-      });
-      parts.add(() => reloads.close());
-    }
+    if (demo === null) parts.add(reloadOnEdits({ catalog, configPath, log, supervisor, admin, budget }));
 
     await writeDaemonInfo(dataDir, { pid: process.pid, port: at.port, endpoint: endpoint(), origin: at.origin, startedAt });
     parts.add(() => rm(join(dataDir, DAEMON_INFO_FILE), { force: true }));
@@ -271,6 +255,26 @@ function lookAgainOnChanges(parts: { budget: LiveBudget; catalog: Catalog; contr
   return () => {
     for (const unsubscribe of unsubscribes) unsubscribe();
   };
+}
+
+/** The catalog reloaded on every edit of the config and the model dirs. Returns the stop. */
+function reloadOnEdits(parts: { catalog: Catalog; configPath: string; log: Log; supervisor: Supervisor; admin: { changed(): void }; budget: LiveBudget }): () => void {
+  const { catalog, configPath, log, supervisor, admin, budget } = parts;
+  const reloads = startCatalogReloads({
+    catalog,
+    configPath,
+    log,
+    isRunning: (modelId) => supervisor.endpointFor(modelId) !== null,
+    // The catalog announces a changed model list only; a reload that changed only `listen` (an
+    // endpoint, a key revoked) or the budget must reach an open dashboard and the tray too, not
+    // wait for their next unrelated update; an edited limit or reserve applies at once, not at
+    // the next sample (10 s away while idle).
+    onApplied: () => {
+      admin.changed();
+      budget.sampleNow().catch(() => undefined);
+    },
+  });
+  return () => reloads.close();
 }
 
 /** The first server of an idle daemon wakes the budget's sampler; a ready server that ended on its own is said. Returns the unsubscribe. */
