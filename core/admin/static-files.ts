@@ -65,11 +65,15 @@ export function contentTypeFor(path: string): string {
  * dashboard is not built and how to build it.
  */
 export async function serveStatic(req: IncomingMessage, res: ServerResponse, path: string, staticDir: string | undefined): Promise<void> {
-  if (req.method !== 'GET' && req.method !== 'HEAD') {
-    return sendAdminError(res, 405, 'method_not_allowed', `${path} accepts GET only.`, { allow: 'GET, HEAD' });
-  }
   const relative = path === '/' ? '/index.html' : path;
   const file = staticDir === undefined ? null : await containedFile(staticDir, relative);
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    // Only a dashboard file that is there "accepts GET only": a POST elsewhere is almost always
+    // an API call that forgot its /v1 (a base URL of http://127.0.0.1:11435), and a 405 would
+    // say the path exists.
+    if (file === null && relative !== '/index.html') return sendAdminError(res, 404, 'not_found', missingApiPath(path));
+    return sendAdminError(res, 405, 'method_not_allowed', `${path} accepts GET only.`, { allow: 'GET, HEAD' });
+  }
   if (file === 'outside') {
     return sendAdminError(res, 403, 'forbidden', `The path ${path} leaves the dashboard's folder; only files inside it are served.`);
   }
@@ -90,6 +94,11 @@ export async function serveStatic(req: IncomingMessage, res: ServerResponse, pat
   const stream = createReadStream(file.path);
   stream.on('error', () => res.destroy());
   stream.pipe(res);
+}
+
+/** What a request with a body for a path that is not llmtray's gets told: where the API is. */
+function missingApiPath(path: string): string {
+  return `Nothing is served at ${path}. The OpenAI-compatible API is under /v1 (did you mean /v1${path}?); set the client's base URL to http://HOST:PORT/v1.`;
 }
 
 /**

@@ -358,6 +358,11 @@ describe('dashboard files', () => {
     expect((await request('/missing.js')).status).toBe(404);
     const post = await request('/', { method: 'POST' });
     expect(post.status).toBe(405);
+    expect((await request('/app.js', { method: 'POST' })).status).toBe(405);
+    // An API call that forgot its /v1 is told where the API is, not that the path takes GET.
+    const forgotV1 = await request('/chat/completions', { method: 'POST' });
+    expect(forgotV1.status).toBe(404);
+    expect(forgotV1.body).toContain('did you mean /v1/chat/completions?');
   });
 
   it.each(['/../secret.txt', '/%2e%2e/secret.txt', '/..%2fsecret.txt', '/..%5csecret.txt', '/linked.txt', '/%00index.html'])(
