@@ -52,6 +52,13 @@ describe('without the token', () => {
     expect(await signIn.innerText()).toContain('llmtray dashboard');
     expect(await page.getByRole('list', { name: 'Models' }).count()).toBe(0);
     await screenshot(page, 'sign-in-needed');
+
+    // The printed URL pasted into this same tab differs from it only by its #token= fragment,
+    // which the browser takes without loading anything: the dashboard must still open.
+    await page.goto(daemon.dashboardUrl);
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await modelRow(page, 'demo-chat').waitFor();
+    expect(page.url()).toBe(`${daemon.origin}/`);
   });
 });
 
