@@ -785,4 +785,60 @@ ${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(TINY, demo.tiny.path, 1)}`);
     expect(launchOf(movedPid)).toEqual({ visible: '0', ngl: 'all' });
     expect(find(s, CHAT).status.next).toBeNull();
   });
+
+});
+
+describe('moving a model up once the busy model that displaced it has gone idle, on the desktop with an RTX 4070', () => {
+  const CHAT = 'chat';
+  const TINY = 'tiny';
+  let rig: Rig;
+
+  beforeAll(async () => {
+    rig = new Rig('igpu-4070', join(workDir, 'move-up-busy'));
+    await mkdir(rig.workDir, { recursive: true });
+    await rig.start(`modelDirs: []
+${BUDGET_YAML}models:
+${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(TINY, demo.tiny.path, 1)}`);
+  });
+
+  afterAll(async () => {
+    await rig?.stop();
+  });
+
+  it('runs chat partly in host RAM while tiny streams, and moves it whole onto the GPU once tiny has gone idle, stopping tiny', async () => {
+    const start = await rig.daemon.state();
+    // Room for chat alone, not for chat beside tiny.
+    await rig.budgets([Math.floor((find(start, CHAT).estimateBytes.full + find(start, TINY).estimateBytes.full / 2) / MiB)]);
+    const client = new OpenAI({ baseURL: rig.daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
+    await client.chat.completions.create({ model: TINY, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    await rig.ready(TINY, 'whole on the 4070', (p) => p.kind === 'gpu');
+
+    // tiny kept busy, a stream after a stream, until chat has come up beside it.
+    let busy = true;
+    let streamed = 0;
+    const streaming = (async () => {
+      while (busy) {
+        const stream = await client.chat.completions.create({ model: TINY, messages: [{ role: 'user', content: 'go on' }], max_tokens: 64, stream: true });
+        for await (const chunk of stream) if (chunk.choices[0]?.delta.content) streamed += 1;
+      }
+    })();
+    await eventually('tiny streams', async () => (streamed > 0 ? true : undefined), LOAD_MS);
+    await client.chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    const s = await rig.ready(CHAT, 'partly on the 4070 beside a busy tiny', (p) => p.kind === 'partial');
+    const partialPid = find(s, CHAT).upstream!.pid;
+    const tinyPid = find(s, TINY).upstream!.pid;
+    busy = false;
+    await streaming;
+    // Meanwhile its status says what it waits for (issue 36 asked why a slowed chat stayed slow).
+    await eventually(
+      'chat saying it moves up once tiny has been idle',
+      async () => (/moving up to GPU 0 when tiny has been idle/.test(find(await rig.daemon.state(), CHAT).status.next ?? '') ? true : undefined),
+      LOAD_MS,
+    );
+
+    // tiny is idle now, of lower priority and unpinned: once it has been idle the settle time, chat moves up.
+    const moved = await rig.ready(CHAT, 'whole on the 4070', (p) => p.kind === 'gpu');
+    expect(find(moved, CHAT).upstream!.pid).not.toBe(partialPid);
+    expect(isProcessAlive(tinyPid)).toBe(false);
+  }, 4 * LOAD_MS);
 });
