@@ -8,7 +8,8 @@
 // Electron's userData (the Chromium profile: caches, local storage, the single-instance lock)
 // goes in the data dir too, not in the config folder Electron would pick (~/.config/llmtray,
 // where config.yaml lives and which people keep in git): one data dir, one app instance.
-import { isAbsolute, join, resolve } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 
 export interface DesktopSettings {
   dataDir: string;
@@ -30,4 +31,29 @@ export function desktopSettings(env: Readonly<Record<string, string | undefined>
   const parsed = Number(port);
   if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65535) throw new Error(`LLMTRAY_PORT must be a port number from 0 to 65535, got '${port}'`);
   return { ...settings, port: parsed };
+}
+
+/**
+ * Makes the app's userData folder (and so the data dir), or says in one sentence why it cannot:
+ * a data dir on a read-only or full disk, or under a file. Electron's setPath throws for a folder
+ * that does not exist, and a throw at the main script's top level leaves Electron running with
+ * no tray and no window behind its own "A JavaScript error occurred" box.
+ */
+export function makeUserDataDir(userDataDir: string): string | null {
+  // Level by level, not `recursive: true`: that reports ENOENT for a parent it could not make on
+  // a read-only disk, where the person needs to read EROFS.
+  const missing: string[] = [];
+  for (let at = resolve(userDataDir); !existsSync(at); at = dirname(at)) {
+    missing.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  for (const level of missing) {
+    try {
+      mkdirSync(level, { mode: 0o700 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      return `llmtray cannot create its data folder ${userDataDir}: ${(error as Error).message}. Make the folder writable (or free space on its disk), or set LLMTRAY_DATA_DIR to another folder, then start llmtray again.`;
+    }
+  }
+  return null;
 }

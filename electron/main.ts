@@ -26,7 +26,6 @@ import {
   shell,
   Tray,
 } from 'electron';
-import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -39,7 +38,7 @@ import { assertNever } from '../core/contracts/assert-never.js';
 import type { DesktopDaemon, StartDaemon } from './daemon-port.js';
 import { forwardAdminEvents, registerIpcHandlers } from './ipc-main-handlers.js';
 import { createClockWordsTicker } from './clock-words-ticker.js';
-import { desktopSettings } from './desktop-settings.js';
+import { desktopSettings, makeUserDataDir, type DesktopSettings } from './desktop-settings.js';
 import { FLAGS_RELAUNCH_MARKER, flagsRelaunch } from './flags-relaunch.js';
 import { createLoginItem, relaunchCommand } from './login-item.js';
 import { toMenuTemplate } from './menu-template.js';
@@ -96,38 +95,62 @@ async function loadStartDaemon(): Promise<StartDaemon> {
     });
 }
 
-const settings = desktopSettings(process.env, defaultDataDir(currentPlatform()));
-// Before anything reads a path, and before the single-instance lock, which Chromium keeps in
-// userData: the lock is then per data dir, as the daemon's own is.
-// Electron's setPath throws for a folder that does not exist.
-mkdirSync(settings.userDataDir, { recursive: true, mode: 0o700 });
-app.setPath('userData', settings.userDataDir);
-if (process.platform === 'win32') app.setAppUserModelId(APP_USER_MODEL_ID);
+// Settings that cannot be read, or a data dir that cannot be made, end here with one box and
+// exit 1, as every other start-up failure does: a throw at this top level would leave Electron
+// running with no tray and no window.
+const settings = desktopSettingsOrRefusal();
+if (settings !== null) start(settings);
 
-// Must happen before 'ready': only a standard, secure scheme gets an origin of its own.
-protocol.registerSchemesAsPrivileged([
-  { scheme: DASHBOARD_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true } },
-]);
-
-// Before the lock and before anything shows: an app started from Finder, the Dock or the Start
-// menu has no --js-flags, and only a command line gives them to this process's V8.
-const relaunch = flagsRelaunch({ jsFlags: app.commandLine.getSwitchValue('js-flags'), argv: process.argv, env: process.env });
-delete process.env[FLAGS_RELAUNCH_MARKER];
-if (relaunch.kind === 'relaunch') {
-  // The relaunched app inherits this environment; the marker stops a second round. An AppImage
-  // is started again as the AppImage: execPath lies in its mount, which ends with this process.
-  process.env[FLAGS_RELAUNCH_MARKER] = '1';
-  app.relaunch({ args: relaunch.args, ...(process.env.APPIMAGE ? { execPath: process.env.APPIMAGE } : {}) });
-  app.exit(0);
-} else if (!app.requestSingleInstanceLock()) {
-  // Another llmtray owns the tray, the port and the engines; it shows its dashboard instead.
-  app.exit(0);
-} else {
-  if (relaunch.kind === 'give-up') console.error(`llmtray: ${relaunch.warning}`);
-  run();
+function desktopSettingsOrRefusal(): DesktopSettings | null {
+  let problem: string | null;
+  let settings: DesktopSettings | null = null;
+  try {
+    settings = desktopSettings(process.env, defaultDataDir(currentPlatform()));
+    // Before anything reads a path, and before the single-instance lock, which Chromium keeps in
+    // userData: the lock is then per data dir, as the daemon's own is.
+    problem = makeUserDataDir(settings.userDataDir);
+  } catch (error) {
+    problem = errorMessage(error);
+  }
+  if (problem === null) return settings;
+  const refusal = problem;
+  console.error(`llmtray: ${refusal}`);
+  void app.whenReady().then(() => {
+    dialog.showErrorBox('llmtray could not start', refusal);
+    app.exit(1);
+  });
+  return null;
 }
 
-function run(): void {
+function start(settings: DesktopSettings): void {
+  app.setPath('userData', settings.userDataDir);
+  if (process.platform === 'win32') app.setAppUserModelId(APP_USER_MODEL_ID);
+
+  // Must happen before 'ready': only a standard, secure scheme gets an origin of its own.
+  protocol.registerSchemesAsPrivileged([
+    { scheme: DASHBOARD_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true } },
+  ]);
+
+  // Before the lock and before anything shows: an app started from Finder, the Dock or the Start
+  // menu has no --js-flags, and only a command line gives them to this process's V8.
+  const relaunch = flagsRelaunch({ jsFlags: app.commandLine.getSwitchValue('js-flags'), argv: process.argv, env: process.env });
+  delete process.env[FLAGS_RELAUNCH_MARKER];
+  if (relaunch.kind === 'relaunch') {
+    // The relaunched app inherits this environment; the marker stops a second round. An AppImage
+    // is started again as the AppImage: execPath lies in its mount, which ends with this process.
+    process.env[FLAGS_RELAUNCH_MARKER] = '1';
+    app.relaunch({ args: relaunch.args, ...(process.env.APPIMAGE ? { execPath: process.env.APPIMAGE } : {}) });
+    app.exit(0);
+  } else if (!app.requestSingleInstanceLock()) {
+    // Another llmtray owns the tray, the port and the engines; it shows its dashboard instead.
+    app.exit(0);
+  } else {
+    if (relaunch.kind === 'give-up') console.error(`llmtray: ${relaunch.warning}`);
+    run(settings);
+  }
+}
+
+function run(settings: DesktopSettings): void {
   let dashboard: BrowserWindow | null = null;
   const liveDashboard = (): BrowserWindow | null => (dashboard !== null && !dashboard.isDestroyed() ? dashboard : null);
 

@@ -4,6 +4,7 @@
 // tray clicks checked against the daemon's admin API, the dashboard window's flags and page,
 // the llmtray:// protocol, IPC from the dashboard and from frames that must be refused, the
 // quit paths (no engine may be left), a second launch, and each way start-up can fail.
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -288,6 +289,25 @@ describe('the desktop main process cannot start, and says what its user can do, 
     } finally {
       await other.stop();
       await removeDataDir(otherDir);
+    }
+  }, 120_000);
+
+  // A read-only disk is a real one, a read-only tmpfs; mounting it needs root (CAP_SYS_ADMIN),
+  // which CI has: without it vitest reports this case skipped. (Root ignores a folder's mode
+  // bits, so a chmod would not make it read-only for this test.)
+  it.runIf(process.getuid?.() === 0)('its data dir is on a read-only disk: the box names the folder and what to do', async () => {
+    const readOnly = await mkdtemp(join(tmpdir(), 'llmtray-readonly-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', readOnly]);
+    try {
+      const app = launch({ dataDir: join(readOnly, 'data') });
+      const box = await failure(app);
+      expect(box.title).toBe('llmtray could not start');
+      expect(box.content).toContain(`cannot create its data folder ${join(readOnly, 'data', 'electron')}`);
+      expect(box.content).toContain('read-only file system');
+      expect(box.content).toContain('LLMTRAY_DATA_DIR');
+    } finally {
+      execFileSync('umount', ['-l', readOnly]);
+      await rm(readOnly, { recursive: true, force: true });
     }
   }, 120_000);
 
