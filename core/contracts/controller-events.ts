@@ -39,10 +39,12 @@ export type ControllerEvent =
 export type ControllerEventType = ControllerEvent['type'];
 
 /** The machine code of a model that will not come, as the router's 503 `error.code`. */
-export type UnservableCode = 'model_quarantined' | 'model_unschedulable';
+export type UnservableCode = 'model_quarantined' | 'model_unschedulable' | 'model_environment_failure';
 
 export interface Unservable {
   code: UnservableCode;
   /** A sentence a person can act on, with the numbers in it. */
   reason: string;
+  /** Where it may come soon (the machine in the way, retried on a backoff): when to ask again, s. */
+  retryAfterSeconds?: number;
 }

@@ -71,7 +71,9 @@ export class ReadModel {
     if (record.leftOut !== null) return `${subject === 'it' ? '' : `${subject}: `}${failed}it is waiting for memory: ${record.leftOut.reason}`;
     const status = record.status;
     if (status === null) return `${subject} is waiting for its first pass`;
-    return `${subject} is ${status.state}${status.next === null ? '' : ` (${status.next})`}`;
+    // Every refusal carries the last failure's words: "failed (retrying in 2 s)" alone hid a full disk.
+    const lastFailure = record.recovery.attempts > 0 ? `; its last launch failed (${record.recovery.kind}: ${record.lastError ?? 'no reason given'})` : '';
+    return `${subject} is ${status.state}${status.next === null ? '' : ` (${status.next})`}${lastFailure}`;
   }
 
   /**
@@ -123,6 +125,12 @@ export class ReadModel {
     const demands = this.store.demands;
     if (verdictOf(record, demands) === 'quarantine') return { code: 'model_quarantined', reason: quarantineReason(record, demands) };
     if (record.leftOut?.strict === true) return { code: 'model_unschedulable', reason: record.leftOut.reason };
+    // The machine in the way (its file missing, the data dir's disk full): the model waits and is
+    // retried, never quarantined, but a request is not held through backoffs that may last until
+    // a person plugs a drive back in. Not while a retry runs or its server is up: the condition may have cleared.
+    if (record.recovery.kind === 'environment' && record.op === null && record.server === null && record.retry !== null && record.lastError !== null) {
+      return { code: 'model_environment_failure', reason: record.lastError, retryAfterSeconds: Math.max(1, Math.ceil(record.retry.delayMs / 1000)) };
+    }
     return null;
   }
 }

@@ -94,6 +94,21 @@ function ended(signal: AbortSignal, gateway: ModelGateway, modelId: string, opti
 }
 
 function refuse(modelId: string, why: Unservable): Activation {
+  if (why.code === 'model_environment_failure') {
+    const retryAfter = why.retryAfterSeconds ?? 1;
+    return {
+      kind: 'refused',
+      error: {
+        status: 503,
+        source: 'router',
+        type: 'unavailable_error',
+        code: why.code,
+        param: 'model',
+        message: `Model '${modelId}' cannot be loaded now, for a reason of this machine, not of the model: ${why.reason}. llmtray keeps trying it and serves it once that is fixed; retry in ${retryAfter} s.`,
+        headers: { 'retry-after': String(retryAfter) },
+      },
+    };
+  }
   const message =
     why.code === 'model_quarantined'
       ? `Model '${modelId}' is quarantined and will not be loaded until it is retried (tray, dashboard or \`llmtray retry ${modelId}\`): ${why.reason}`

@@ -14,7 +14,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
 import type { ModelView } from '../../core/contracts/snapshot.js';
-import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { eventually, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 let workDir: string;
 let models: DemoModels;
@@ -34,9 +34,14 @@ async function configFor(name: string, modelPath: string): Promise<string> {
   return path;
 }
 
-async function until(daemon: DaemonProcess, test: (model: ModelView) => boolean, what: string, withinMs = 60_000): Promise<ModelView> {
+/**
+ * `keepAsking`: a request for tiny at each look, as a client that keeps coming back would send:
+ * each is refused at once while the machine is in the way, and only wanted models are retried.
+ */
+async function until(daemon: DaemonProcess, test: (model: ModelView) => boolean, what: string, withinMs = 60_000, keepAsking?: OpenAI): Promise<ModelView> {
   const end = Date.now() + withinMs;
   for (;;) {
+    if (keepAsking !== undefined) await ask(keepAsking).catch(() => undefined);
     const model = await daemon.model('tiny');
     if (test(model)) return model;
     if (Date.now() > end) throw new Error(`tiny never ${what}; its status: ${JSON.stringify(model.status)}`);
@@ -78,9 +83,10 @@ describe.runIf(isRoot)('a data dir on a disk that is full (a real 16 MiB tmpfs, 
     } catch {
       // dd exits 1 on ENOSPC, which is the point.
     }
-    const answer = ask(client);
+    // Refused at once with the disk's words (daemon-machine-refusals.test.ts), it is still wanted and retried.
+    await expect(ask(client)).rejects.toThrow(/the data dir's disk is full/);
     // Past the five failures that used to quarantine it.
-    const waiting = await until(daemon, (m) => m.status.recovery.kind === 'environment' && m.status.recovery.attempts >= 7, 'failed for the full disk seven times');
+    const waiting = await until(daemon, (m) => m.status.recovery.kind === 'environment' && m.status.recovery.attempts >= 7, 'failed for the full disk seven times', 60_000, client);
     expect(waiting.status.state).toBe('failed');
     expect(waiting.status.recovery.nextAction).toBe('retry');
     expect(waiting.status.recovery.lastError).toMatch(new RegExp(`^the data dir's disk is full: \\d+(\\.\\d+)? \\w?B free \\(${dataDir.replaceAll('/', '\\/')}\\)`));
@@ -88,7 +94,7 @@ describe.runIf(isRoot)('a data dir on a disk that is full (a real 16 MiB tmpfs, 
     expect(daemon.stderr().split('\n').filter((line) => /tiny failed to launch; retrying in 2 s/.test(line))).toHaveLength(1);
 
     await rm(filler);
-    expect(await answer).toBe('length');
+    expect(await eventually('tiny served once the disk has room', () => ask(client), 90_000, 500)).toBe('length');
     // Its answer proved it healthy: the streak is over.
     expect((await daemon.model('tiny')).status.recovery).toMatchObject({ kind: 'none', attempts: 0 });
   }, 180_000);
@@ -129,13 +135,13 @@ describe('a model file moved away (its drive unplugged) and back', () => {
     daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: await configFor('moved', path) });
     const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0, timeout: 180_000 });
     await rename(drive, `${drive}.unplugged`);
-    const answer = ask(client);
-    const waiting = await until(daemon, (m) => m.status.recovery.kind === 'environment' && m.status.recovery.attempts >= 7, 'failed for the missing file seven times');
+    await expect(ask(client)).rejects.toThrow(/the model file is missing|ENOENT/);
+    const waiting = await until(daemon, (m) => m.status.recovery.kind === 'environment' && m.status.recovery.attempts >= 7, 'failed for the missing file seven times', 60_000, client);
     expect(waiting.status.state).toBe('failed');
     // The catalog's word for it, or the engine's, whichever met the missing file first.
     expect(waiting.status.recovery.lastError).toMatch(/cannot read the model file: ENOENT|ENOENT: no such file or directory, open .*\(the model file is missing/);
     await rename(`${drive}.unplugged`, drive);
-    expect(await answer).toBe('length');
+    expect(await eventually('tiny served from the file put back', () => ask(client), 90_000, 500)).toBe('length');
     expect((await daemon.model('tiny')).status.recovery).toMatchObject({ kind: 'none', attempts: 0 });
   }, 180_000);
 });

@@ -559,11 +559,14 @@ describe('the recovery ladder, end to end', () => {
     expect(w.server.launches()).toHaveLength(40);
     expect(w.state('a')).toBe('failed');
     expect(w.controller.status('a')?.recovery).toMatchObject({ kind: 'environment', attempts: 40, nextAction: 'retry', lastError: "the data dir's disk is full: 0 B free (/data)" });
-    expect(w.controller.whyUnservable('a')).toBeNull();
+    // Not quarantined, but a request is refused at once with the machine's words and when to come back.
+    expect(w.controller.whyUnservable('a')).toEqual({ code: 'model_environment_failure', reason: "the data dir's disk is full: 0 B free (/data)", retryAfterSeconds: 2 });
+    expect(w.controller.waitReason('a')).toContain("its last launch failed (environment: the data dir's disk is full: 0 B free (/data))");
     expect(w.log.count(/^a failed to launch; retrying in 2 s$/)).toBe(1);
     // There is room again: the next look launches it.
     await w.clock.advance(ENVIRONMENT_RECHECK_MS);
     expect(w.state('a')).toBe('ready');
+    expect(w.controller.whyUnservable('a')).toBeNull();
     expect(w.ofType('ModelQuarantined')).toEqual([]);
   });
 
