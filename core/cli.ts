@@ -26,10 +26,10 @@ Usage:
   llmtray serve [--demo] [--config FILE] [--port N] [--host H] [--data-dir DIR]
   llmtray status [--json]            what is resident, the memory budget, what is failing
   llmtray models [--json]            every model in the catalog
-  llmtray pin|unpin ID               keep a model resident, or let it go when idle
+  llmtray pin|unpin ID               keep a model resident, or let it go once unused for its idle time
   llmtray load ID [--timeout S]      load now and wait until it is ready (or says why not)
   llmtray unload ID                  stop it (unpins it too)
-  llmtray retry ID                   lift a quarantine and try again
+  llmtray retry ID                   forget a failing model's failures (a quarantine too) and try again
   llmtray logs ID [-n N] [-f]        the model server's last N log lines (default ${DEFAULT_LOG_LINES}); -f follows it until Ctrl-C
   llmtray dashboard                  print the dashboard URL
 

@@ -71,7 +71,11 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
     await parts.pins.setPinned(m.id, pinned);
     parts.controller.trigger();
     if (was === pinned) return { ok: true, message: `${m.id} was already ${pinned ? 'pinned' : 'unpinned'}` };
-    if (pinned) return { ok: true, message: isServing(stateOf(m.id)) ? `${m.id} pinned: it is loaded and stays resident` : `${m.id} pinned: it loads now and stays resident` };
+    if (pinned) {
+      // A pin does not lift a quarantine: "it loads now" would not come true until a retry.
+      if (stateOf(m.id) === 'quarantined') return { ok: true, message: `${m.id} pinned, but it is quarantined: it loads once retried (llmtray retry ${m.id}), then stays resident` };
+      return { ok: true, message: isServing(stateOf(m.id)) ? `${m.id} pinned: it is loaded and stays resident` : `${m.id} pinned: it loads now and stays resident` };
+    }
     const defaultNote = m.pinnedByDefault ? ' (pinned again at the next start by the config file; set pinned: false there to keep it off)' : '';
     return { ok: true, message: `${m.id} unpinned: ${unpinnedFate(m)}${defaultNote}` };
   };
@@ -84,7 +88,7 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
     const answering = parts.answersFor?.(m.id) ?? [];
     if (answering.length > 0) return `it stays loaded while it answers for ${answering.join(' and ')}, in fallback`;
     if (!isResident(stateOf(m.id))) return 'it was not loaded and is no longer wanted';
-    if (keptByUse(m)) return `it stays while in use and is evicted after ${idleTime(m)} without use`;
+    if (keptByUse(m)) return `it stays while used and is evicted once unused for ${idleTime(m)}`;
     return `nothing has used it within its idle time (${idleTime(m)}), so it is being evicted now`;
   };
   return {

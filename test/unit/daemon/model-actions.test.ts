@@ -161,11 +161,17 @@ describe('model actions', () => {
 
     await s.actions.pin('a');
     await s.actions.load('a');
-    expect((await s.actions.unpin('a')).message).toBe('a unpinned: it stays while in use and is evicted after 600 s without use');
+    expect((await s.actions.unpin('a')).message).toBe('a unpinned: it stays while used and is evicted once unused for 600 s');
 
     s.states.set('a', { state: 'idle' });
     await s.actions.pin('a');
     expect((await s.actions.unpin('a')).message).toBe('a unpinned: it was not loaded and is no longer wanted');
+  });
+
+  it('pin of a quarantined model says a retry must come first', async () => {
+    const s = setup();
+    s.states.set('a', { state: 'quarantined', failure: 'invalid' });
+    expect((await s.actions.pin('a')).message).toBe('a pinned, but it is quarantined: it loads once retried (llmtray retry a), then stays resident');
   });
 
   it('pin and load of a model already serving say it is loaded, not that it loads now', async () => {
