@@ -14,7 +14,7 @@ import {
   placementWords,
   reasonLines,
   residentCount,
-  spareWords,
+  SPARE_WORDS,
 } from '../contracts/snapshot-words.js';
 import { isResident } from '../contracts/model-status.js';
 import { formatBytes as bytes } from '../contracts/format-bytes.js';
@@ -51,10 +51,10 @@ function note(model: ModelView, now: number): string {
 }
 
 /**
- * The memory line, then what holds it, so the numbers add up: each model and its draft, and the
- * warm spare (once counted in "used" but named nowhere in the CLI, issue 35). With GPUs each card
- * has its own lines (gpuLines); without, the whole budget's holders are listed here. Over the
- * budget, the dashboard's words.
+ * The memory line, then what holds it, a line each so the numbers add up: each model, its draft,
+ * and the warm spare (counted in "used" but named nowhere in the CLI, issue 35). With GPUs each
+ * card lists its own holders (gpuLines) and only a spare is listed here. Over the budget, the
+ * dashboard's words.
  */
 function memoryLines(budget: BudgetView, models: readonly ModelView[]): string[] {
   const where = budget.mode === 'cpu' ? 'host RAM, no GPU' : budget.mode === 'unified' ? 'unified memory' : `${budget.gpus.length} GPU${budget.gpus.length === 1 ? '' : 's'}`;
@@ -62,10 +62,15 @@ function memoryLines(budget: BudgetView, models: readonly ModelView[]): string[]
   const lines = [`memory    ${bytes(budget.usedBytes)} of ${bytes(budget.budgetBytes)} budget (${where}${limit === null ? '' : `; ${limit}`})`];
   const over = overBudgetWords(budget);
   if (over !== null) lines.push(`          ${over}`);
-  const held = budget.gpus.length === 0 ? heldParts(budget.holders, models).map(heldPartWords) : [];
+  const rows: string[][] = [];
+  if (budget.gpus.length === 0) {
+    for (const part of heldParts(budget.holders, models)) {
+      rows.push([part.modelId, bytes(part.bytes), part.kind === 'model' ? '' : part.draftOf === null ? 'draft' : `draft of ${part.draftOf}, in its engine`]);
+    }
+  }
   const spare = budget.holders.filter((h) => h.kind === 'spare').reduce((sum, h) => sum + h.bytes, 0);
-  if (spare > 0) held.push(spareWords(spare));
-  if (held.length > 0) lines.push(`          held by ${held.join(', ')}`);
+  if (spare > 0) rows.push(['warm spare', bytes(spare), SPARE_WORDS]);
+  if (rows.length > 0) lines.push(...table(['', '', ''], rows).split('\n').slice(1).map((row) => `          ${row}`));
   return lines;
 }
 

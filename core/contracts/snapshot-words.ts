@@ -220,7 +220,5 @@ export function overBudgetWords(budget: Pick<BudgetView, 'usedBytes' | 'budgetBy
   return budget.usedBytes > budget.budgetBytes ? `Over budget ${formatBytes(budget.usedBytes - budget.budgetBytes)}` : null;
 }
 
-/** "warm spare 87.8 MiB": the engine started ahead with no model, which the next launch adopts. */
-export function spareWords(bytes: number): string {
-  return `warm spare ${formatBytes(bytes)} (an engine with no model yet; the next launch adopts it)`;
-}
+/** What the warm spare is, beside its bytes: the engine started ahead with no model, which the next launch adopts. */
+export const SPARE_WORDS = 'an engine with no model yet; the next launch adopts it';

@@ -90,6 +90,11 @@ describe('statusText on GPUs', () => {
   );
   const lines = text.split('\n');
 
+  it('lists a warm spare on GPUs too, a line of its own under the memory line', () => {
+    const withSpare = statusText(snapshot({ budget: budget([gpu(0, { totalGiB: 24 })], { usedBytes: 90 * MiB, holders: [{ kind: 'spare', modelId: null, bytes: 90 * MiB }] }) }));
+    expect(withSpare.split('\n')[2]).toBe('          warm spare  90 MiB  an engine with no model yet; the next launch adopts it');
+  });
+
   it('says per GPU what our models hold and who holds it, each draft after its model', () => {
     expect(lines.slice(1, 6)).toEqual([
       "memory    15.5 GiB of 32 GiB budget (2 GPUs; set by the config's limit)",
@@ -145,7 +150,10 @@ describe('statusText: the memory adds up', () => {
 
   it('names the warm spare on a line of its own when nothing else holds memory', () => {
     const text = cpu([model('demo-chat'), model('demo-tiny')], [spare]);
-    expect(text).toContain("memory    93.9 MiB of 260 MiB budget (host RAM, no GPU; set by the config's limit)\n          held by warm spare 93.9 MiB (an engine with no model yet");
+    expect(text.split('\n').slice(1, 3)).toEqual([
+      "memory    93.9 MiB of 260 MiB budget (host RAM, no GPU; set by the config's limit)",
+      '          warm spare  93.9 MiB  an engine with no model yet; the next launch adopts it',
+    ]);
     expect(text).toContain('0 of 2 resident');
     expect(row(text, 'demo-tiny')).toMatch(/idle\s+needs 4 GiB$/);
   });
@@ -157,8 +165,11 @@ describe('statusText: the memory adds up', () => {
       model('demo-tiny'),
     ];
     const text = cpu(models, [holder('model', 'demo-chat', 155 * MiB), holder('draft', 'demo-draft', 16 * MiB)]);
-    expect(text).toContain('memory    171 MiB of 260 MiB budget');
-    expect(text).toContain('          held by demo-chat 155 MiB, demo-draft 16 MiB (draft of demo-chat)');
+    expect(text.split('\n').slice(1, 4)).toEqual([
+      "memory    171 MiB of 260 MiB budget (host RAM, no GPU; set by the config's limit)",
+      '          demo-chat   155 MiB',
+      '          demo-draft  16 MiB   draft of demo-chat, in its engine',
+    ]);
     expect(text).toContain('1 of 3 resident');
     expect(row(text, 'demo-chat')).toMatch(/^demo-chat\s+active\s+full\s+2\s+155 MiB$/);
     expect(row(text, 'demo-draft')).toMatch(/^demo-draft\s+drafting\s+2\s+16 MiB\s+for demo-chat, in its engine; in use now$/);
@@ -169,10 +180,11 @@ describe('statusText: the memory adds up', () => {
 
   it('flags a budget held past its end in the dashboard\'s words, and says nothing of it within', () => {
     const over = cpu([model('demo-chat', { status: { state: 'ready', level: 'full' } })], [holder('model', 'demo-chat', 163 * MiB), spare], 241 * MiB);
-    expect(over.split('\n').slice(1, 4)).toEqual([
+    expect(over.split('\n').slice(1, 5)).toEqual([
       "memory    257 MiB of 241 MiB budget (host RAM, no GPU; set by the config's limit)",
       '          Over budget 15.9 MiB',
-      '          held by demo-chat 163 MiB, warm spare 93.9 MiB (an engine with no model yet; the next launch adopts it)',
+      '          demo-chat   163 MiB',
+      '          warm spare  93.9 MiB  an engine with no model yet; the next launch adopts it',
     ]);
     expect(cpu([], [spare])).not.toContain('Over budget');
   });
