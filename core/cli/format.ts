@@ -117,9 +117,11 @@ function endpointLines(snapshot: Snapshot): string[] {
  * "serving 0 model(s)", issue 35) and `llmtray status`.
  */
 export function noModelsText(snapshot: Pick<Snapshot, 'modelDirs' | 'configPath'>): string {
-  const dirs = snapshot.modelDirs.join(', ');
-  const where = dirs === '' ? `list them under models: in ${snapshot.configPath}` : `put GGUF files in ${dirs} (picked up while it runs) or list them in ${snapshot.configPath}`;
-  return `No models yet: ${where}. To try llmtray with small generated models: llmtray serve --demo`;
+  const lines =
+    snapshot.modelDirs.length === 0
+      ? [`No models yet. List them under models: in ${snapshot.configPath}`]
+      : ['No models yet. Put GGUF files in one of these folders (picked up while llmtray runs):', ...snapshot.modelDirs.map((dir) => `  ${dir}`), `or list them in ${snapshot.configPath}`];
+  return [...lines, 'To try llmtray with small generated models: llmtray serve --demo'].join('\n');
 }
 
 /**

@@ -304,7 +304,8 @@ describe('llmtray serve on a machine with no models and no config', () => {
     try {
       const printed = await own.untilStdout('Press Ctrl-C', 100_000);
       expect(printed).toContain(`  config:     no config file at ${missing}; using the defaults\n`);
-      expect(printed).toContain(`No models yet: put GGUF files in ${join(home, 'models')}, `);
+      expect(printed).toContain(`No models yet. Put GGUF files in one of these folders (picked up while llmtray runs):\n  ${join(home, 'models')}\n`);
+      expect(printed).toContain(`or list them in ${missing}\n`);
       expect(printed).toContain('To try llmtray with small generated models: llmtray serve --demo');
       expect((await own.state()).models).toEqual([]);
     } finally {

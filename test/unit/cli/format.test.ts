@@ -192,8 +192,14 @@ describe('statusText: the memory adds up', () => {
 
 describe('statusText without models', () => {
   it('says where GGUF files go and how to try the demo', () => {
-    expect(statusText(snapshot())).toContain(
-      'No models yet: put GGUF files in /home/ada/models (picked up while it runs) or list them in /home/ada/.config/llmtray/config.yaml. To try llmtray with small generated models: llmtray serve --demo',
-    );
+    const text = statusText(snapshot({ modelDirs: ['/home/ada/models', '/home/ada/.cache/lm-studio/models'] }));
+    expect(text.split('\n').slice(-5)).toEqual([
+      'No models yet. Put GGUF files in one of these folders (picked up while llmtray runs):',
+      '  /home/ada/models',
+      '  /home/ada/.cache/lm-studio/models',
+      'or list them in /home/ada/.config/llmtray/config.yaml',
+      'To try llmtray with small generated models: llmtray serve --demo',
+    ]);
+    expect(statusText(snapshot({ modelDirs: [] }))).toContain('No models yet. List them under models: in /home/ada/.config/llmtray/config.yaml\n');
   });
 });
