@@ -2,6 +2,7 @@
 // The flags above are core/daemon/node-flags.ts's (a shebang cannot import them; a test checks they agree).
 // `llmtray`: the headless daemon (`serve`) and a small client over its admin API.
 import { parseArgs } from 'node:util';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { readAdminToken } from './admin/admin-token.js';
 import { guardedProcessOutputs } from './common/guarded-output.js';
@@ -11,10 +12,13 @@ import { findModelByName } from './contracts/model-names.js';
 import { isServing } from './contracts/model-status.js';
 import { createCliAdmin, type CliAdmin } from './cli/admin-client.js';
 import { followLogs } from './cli/follow-logs.js';
-import { modelsText, statusText } from './cli/format.js';
+import { modelsText, noModelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
 import { errorMessage } from './contracts/error-message.js';
+
+/** What `llmtray logs ID` prints without -n: a screenful, not llama.cpp's hundreds of metadata lines (issue 35). */
+const DEFAULT_LOG_LINES = 50;
 
 const USAGE = `llmtray — keeps local LLMs resident in GPU memory and serves them on one OpenAI endpoint
 
@@ -22,11 +26,11 @@ Usage:
   llmtray serve [--demo] [--config FILE] [--port N] [--host H] [--data-dir DIR]
   llmtray status [--json]            what is resident, the memory budget, what is failing
   llmtray models [--json]            every model in the catalog
-  llmtray pin|unpin ID               keep a model resident, or let it go when idle
+  llmtray pin|unpin ID               keep a model resident, or let it go once unused for its idle time
   llmtray load ID [--timeout S]      load now and wait until it is ready (or says why not)
   llmtray unload ID                  stop it (unpins it too)
-  llmtray retry ID                   lift a quarantine and try again
-  llmtray logs ID [-f]               the model server's log tail; -f follows it until Ctrl-C
+  llmtray retry ID                   forget a failing model's failures (a quarantine too) and try again
+  llmtray logs ID [-n N] [-f]        the model server's last N log lines (default ${DEFAULT_LOG_LINES}); -f follows it until Ctrl-C
   llmtray dashboard                  print the dashboard URL
 
 Options:
@@ -46,6 +50,7 @@ interface Flags {
   help: boolean;
   timeout?: string;
   follow: boolean;
+  lines?: string;
 }
 
 class UsageError extends Error {}
@@ -68,12 +73,21 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
         help: { type: 'boolean', short: 'h', default: false },
         timeout: { type: 'string' },
         follow: { type: 'boolean', short: 'f', default: false },
+        lines: { type: 'string', short: 'n' },
       },
     });
     return { command: positionals[0], rest: positionals.slice(1), flags: values as Flags };
   } catch (error) {
     throw new UsageError(errorMessage(error));
   }
+}
+
+/** `-n N`: how many of the log's last lines to print; a count, or the usage. */
+function tailLinesOf(flags: Flags): number {
+  if (flags.lines === undefined) return DEFAULT_LOG_LINES;
+  const count = Number(flags.lines);
+  if (flags.lines.trim() === '' || !Number.isInteger(count) || count < 0) throw new UsageError(`-n: expected a number of lines (0 or more), got '${flags.lines}'`);
+  return count;
 }
 
 function dataDirOf(flags: Flags): string {
@@ -99,15 +113,18 @@ async function serve(flags: Flags): Promise<void> {
     ...(flags.host === undefined ? {} : { host: flags.host }),
   });
   const outputs = guardedProcessOutputs();
+  const snapshot = await daemon.admin.getSnapshot();
   outputs.write(
     'stdout',
     [
       `llmtray is serving at ${daemon.endpoint}`,
       ...daemon.networkEndpoints.map((url) => `  network:    ${url}  (clients send one of listen.clientKeys)`),
       `  dashboard:  ${daemon.dashboardUrl}`,
-      `  config:     ${daemon.configPath}`,
+      // A path printed alone reads as "this file was read"; on a new machine it does not exist yet (issue 35).
+      `  config:     ${existsSync(daemon.configPath) ? daemon.configPath : `no config file at ${daemon.configPath}; using the defaults`}`,
       `  data dir:   ${daemon.dataDir}`,
       `  try:        curl ${daemon.endpoint}/models`,
+      ...(snapshot.models.length === 0 ? [noModelsText(snapshot)] : []),
       'Press Ctrl-C to stop every model server and exit.',
       '',
     ].join('\n'),
@@ -180,14 +197,45 @@ async function loadAndWait(admin: CliAdmin, name: string, flags: Flags): Promise
   return outcome.code;
 }
 
+/** "no log yet: demo-tiny has not started": said of a model that exists and never logged, instead of printing nothing. */
+function noLogYet(modelId: string): string {
+  return `no log yet: ${modelId} has not started`;
+}
+
+/**
+ * `llmtray logs ID`: the last `count` lines of the model server's log. A model never started has
+ * none, which is said (to stderr, exit 0: the model exists and nothing failed); how many earlier
+ * lines were left out is said too, so a person knows -n is there. An unknown id is the daemon's
+ * refusal naming the models (exit 1).
+ */
+async function printLogTail(admin: CliAdmin, name: string, count: number, json: boolean): Promise<number> {
+  const tail = await admin.getLogs({ id: name });
+  const shown = count === 0 ? [] : tail.lines.slice(-count);
+  if (json) {
+    process.stdout.write(`${JSON.stringify(shown)}\n`);
+    return 0;
+  }
+  if (tail.next === 0) {
+    process.stderr.write(`${noLogYet(tail.modelId)}\n`);
+    return 0;
+  }
+  process.stdout.write(shown.map((line) => `${line}\n`).join(''));
+  if (shown.length < tail.lines.length) process.stderr.write(`(the last ${shown.length} of ${tail.next} lines; llmtray logs -n N ${tail.modelId} for more, -f to follow)\n`);
+  return 0;
+}
+
 /** `logs -f`: follows until Ctrl-C or SIGTERM (exit 0, a person's way to stop), or until the daemon goes (exit 1). */
-async function followUntilStopped(admin: CliAdmin, name: string): Promise<number> {
+async function followUntilStopped(admin: CliAdmin, name: string, tailLines: number): Promise<number> {
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const end = await followLogs(admin, name, (line) => process.stdout.write(`${line}\n`), stop.signal);
+    const end = await followLogs(admin, name, (line) => process.stdout.write(`${line}\n`), stop.signal, {
+      tailLines,
+      // To stderr: stdout is the log itself, for a pipe or a file.
+      onNoLogYet: (modelId) => process.stderr.write(`${noLogYet(modelId)}; following: its lines appear here once it starts\n`),
+    });
     if (end === 'stopped') return 0;
     process.stderr.write('llmtray: the daemon\'s event stream ended (the daemon stopped); no more lines.\n');
     return 1;
@@ -213,6 +261,8 @@ async function main(argv: string[]): Promise<number> {
   const id = rest[0] ?? '';
   if ((command === 'logs' || isModelCommand(command)) && id === '') throw new UsageError(`${command}: which model? (llmtray ${command} ID)`);
   if (flags.follow && command !== 'logs') throw new UsageError(`-f follows a log: llmtray logs -f ID`);
+  if (flags.lines !== undefined && command !== 'logs') throw new UsageError(`-n counts a log's lines: llmtray logs -n N ID`);
+  const tailLines = tailLinesOf(flags);
   if (flags.follow && flags.json) throw new UsageError('logs -f prints lines as they come; drop --json');
   if (flags.timeout !== undefined && !(Number(flags.timeout) > 0)) throw new UsageError(`--timeout: expected a number of seconds above 0, got '${flags.timeout}'`);
   const dataDir = dataDirOf(flags);
@@ -234,12 +284,8 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${flags.json ? JSON.stringify(snapshot.models, null, 2) : modelsText(snapshot)}\n`);
       return 0;
     }
-    case 'logs': {
-      if (flags.follow) return followUntilStopped(admin, id);
-      const { lines } = await admin.getLogs({ id });
-      process.stdout.write(flags.json ? `${JSON.stringify(lines)}\n` : lines.map((l) => `${l}\n`).join(''));
-      return 0;
-    }
+    case 'logs':
+      return flags.follow ? followUntilStopped(admin, id, tailLines) : printLogTail(admin, id, tailLines, flags.json);
     default: {
       const modelCommand = command as ModelCommand;
       if (modelCommand === 'load') return loadAndWait(admin, id, flags);

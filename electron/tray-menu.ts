@@ -8,6 +8,7 @@ import type { ModelCommand } from '../core/contracts/commands.js';
 import { isResident, isServing, RECOVERY_STATES, type ModelStateName } from '../core/contracts/model-status.js';
 import type { BudgetView, GpuView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
 import {
+  draftingFor,
   gpuSummaryWords,
   heldPartWords,
   heldParts,
@@ -149,7 +150,10 @@ function modelItem(model: ModelView, snapshot: Snapshot, actions: TrayActions, n
   });
   const command = primaryCommand(state);
   submenu.push({ type: 'normal', label: COMMAND_LABELS[command], enabled: true, click: () => actions.runCommand(command, model.id) });
-  return { type: 'submenu', label: `${model.id} — ${modelStateWords(model, now)}`, submenu, toolTip: model.path };
+  // A draft in its target's engine has no state of its own: "idle" was said of one decoding every answer (issue 35).
+  const targets = draftingFor(model, snapshot).map((target) => target.id);
+  const words = targets.length > 0 ? `drafting for ${targets.join(' and ')}` : modelStateWords(model, now);
+  return { type: 'submenu', label: `${model.id} — ${words}`, submenu, toolTip: model.path };
 }
 
 const COMMAND_LABELS: Readonly<Record<'load' | 'unload' | 'retry', string>> = {

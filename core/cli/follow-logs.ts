@@ -18,12 +18,19 @@ type LogAppended = Extract<AdminEvent, { type: 'LogAppended' }>;
  */
 export type FollowEnd = 'stopped' | 'daemon-gone';
 
+export interface FollowOptions {
+  /** How many of the tail's last lines to write before the live ones (default: all the daemon keeps). */
+  tailLines?: number;
+  /** Called once, with the model's id, when its log is empty because it has never started. */
+  onNoLogYet?: (modelId: string) => void;
+}
+
 /**
  * Writes the log of the model named `name` (id or alias) through `write`, a line at a time,
  * until `signal` aborts or the daemon closes the stream. Rejects when the model does not exist
  * (the daemon's sentence) or the daemon cannot be reached.
  */
-export async function followLogs(admin: CliAdmin, name: string, write: (line: string) => void, signal: AbortSignal): Promise<FollowEnd> {
+export async function followLogs(admin: CliAdmin, name: string, write: (line: string) => void, signal: AbortSignal, options: FollowOptions = {}): Promise<FollowEnd> {
   const held: LogAppended[] = [];
   let modelId: string | null = null;
   let next: number | null = null;
@@ -41,7 +48,9 @@ export async function followLogs(admin: CliAdmin, name: string, write: (line: st
     try {
       const tail = await admin.getLogs({ id: name });
       modelId = tail.modelId;
-      for (const line of tail.lines) write(line);
+      if (tail.next === 0) options.onNoLogYet?.(tail.modelId);
+      const count = options.tailLines ?? tail.lines.length;
+      for (const line of count === 0 ? [] : tail.lines.slice(-count)) write(line);
       next = tail.next;
       for (const batch of held.splice(0)) place(batch);
     } catch (error) {

@@ -2,7 +2,21 @@
 // progress, placement, holders and reasons are the tray's and the dashboard's own
 // (core/contracts/snapshot-words.ts), so `llmtray status` reads like the other two.
 import type { BudgetView, GpuView, ModelView, Snapshot } from '../contracts/snapshot.js';
-import { gpuSummaryWords, heldPartWords, heldParts, limitWords, loadProgressWords, placementWords, reasonLines, residentCount } from '../contracts/snapshot-words.js';
+import {
+  draftingFor,
+  gpuSummaryWords,
+  heldBytes,
+  heldPartWords,
+  heldParts,
+  limitWords,
+  loadProgressWords,
+  overBudgetWords,
+  placementWords,
+  reasonLines,
+  residentCount,
+  SPARE_WORDS,
+} from '../contracts/snapshot-words.js';
+import { isResident } from '../contracts/model-status.js';
 import { formatBytes as bytes } from '../contracts/format-bytes.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 
@@ -36,10 +50,28 @@ function note(model: ModelView, now: number): string {
   return s.next ?? '';
 }
 
-function memoryLine(budget: BudgetView): string {
+/**
+ * The memory line, then what holds it, a line each so the numbers add up: each model, its draft,
+ * and the warm spare (counted in "used" but named nowhere in the CLI, issue 35). With GPUs each
+ * card lists its own holders (gpuLines) and only a spare is listed here. Over the budget, the
+ * dashboard's words.
+ */
+function memoryLines(budget: BudgetView, models: readonly ModelView[]): string[] {
   const where = budget.mode === 'cpu' ? 'host RAM, no GPU' : budget.mode === 'unified' ? 'unified memory' : `${budget.gpus.length} GPU${budget.gpus.length === 1 ? '' : 's'}`;
   const limit = limitWords(budget);
-  return `memory    ${bytes(budget.usedBytes)} of ${bytes(budget.budgetBytes)} budget (${where}${limit === null ? '' : `; ${limit}`})`;
+  const lines = [`memory    ${bytes(budget.usedBytes)} of ${bytes(budget.budgetBytes)} budget (${where}${limit === null ? '' : `; ${limit}`})`];
+  const over = overBudgetWords(budget);
+  if (over !== null) lines.push(`          ${over}`);
+  const rows: string[][] = [];
+  if (budget.gpus.length === 0) {
+    for (const part of heldParts(budget.holders, models)) {
+      rows.push([part.modelId, bytes(part.bytes), part.kind === 'model' ? '' : part.draftOf === null ? 'draft' : `draft of ${part.draftOf}, in its engine`]);
+    }
+  }
+  const spare = budget.holders.filter((h) => h.kind === 'spare').reduce((sum, h) => sum + h.bytes, 0);
+  if (spare > 0) rows.push(['warm spare', bytes(spare), SPARE_WORDS]);
+  if (rows.length > 0) lines.push(...table(['', '', ''], rows).split('\n').slice(1).map((row) => `          ${row}`));
+  return lines;
 }
 
 /** Two lines per GPU: what our models hold of its budget, and who holds it (each draft after its model). */
@@ -80,34 +112,67 @@ function endpointLines(snapshot: Snapshot): string[] {
   return lines;
 }
 
+/**
+ * What to do when there is no model: the same words from `llmtray serve` (which once printed only
+ * "serving 0 model(s)", issue 35) and `llmtray status`.
+ */
+export function noModelsText(snapshot: Pick<Snapshot, 'modelDirs' | 'configPath'>): string {
+  const lines =
+    snapshot.modelDirs.length === 0
+      ? [`No models yet. List them under models: in ${snapshot.configPath}`]
+      : ['No models yet. Put GGUF files in one of these folders (picked up while llmtray runs):', ...snapshot.modelDirs.map((dir) => `  ${dir}`), `or list them in ${snapshot.configPath}`];
+  return [...lines, 'To try llmtray with small generated models: llmtray serve --demo'].join('\n');
+}
+
+/**
+ * One model's row. MEMORY is what it holds of the budget now (the figures the memory lines add
+ * up), or what it would need when it holds nothing. A draft running in its target's engine is
+ * "drafting", in flight with its target: "idle" was said of one that decoded every answer (issue 35).
+ */
+function modelRow(m: ModelView, snapshot: Snapshot, placement: ((m: ModelView) => string) | null, now: number): string[] {
+  const targets = draftingFor(m, snapshot);
+  if (targets.length > 0) {
+    const inFlight = targets.reduce((sum, t) => sum + t.inFlight, 0);
+    const names = targets.map((t) => t.id).join(' and ');
+    return [
+      m.id,
+      'drafting',
+      '',
+      m.pinned ? 'yes' : '',
+      inFlight > 0 ? String(inFlight) : '',
+      bytes(heldBytes(snapshot.budget.holders, m.id, 'draft')),
+      ...(placement === null ? [] : ['']),
+      `for ${names}, in ${targets.length === 1 ? 'its' : 'their'} engine${inFlight > 0 ? '; in use now' : ''}`,
+    ];
+  }
+  const held = heldBytes(snapshot.budget.holders, m.id, 'model');
+  const memory = isResident(m.status.state) && held > 0 ? bytes(held) : `needs ${bytes(m.estimateBytes[m.status.level ?? 'full'])}`;
+  return [
+    m.id,
+    m.status.state,
+    levelWords(m),
+    m.pinned ? 'yes' : '',
+    m.inFlight > 0 ? String(m.inFlight) : '',
+    memory,
+    ...(placement === null ? [] : [placement(m)]),
+    note(m, now),
+  ];
+}
+
 /** `llmtray status`. `now` (epoch ms) is for a load's elapsed time. */
 export function statusText(snapshot: Snapshot, now = Date.now()): string {
   const b = snapshot.budget;
   const gone = (b.goneGpus ?? []).map((gpu) => `          gone: ${gpu.reason}`);
-  const lines = [...endpointLines(snapshot), memoryLine(b), ...b.gpus.flatMap((gpu) => gpuLines(gpu, snapshot.models)), ...gone, ''];
+  const lines = [...endpointLines(snapshot), ...memoryLines(b, snapshot.models), ...b.gpus.flatMap((gpu) => gpuLines(gpu, snapshot.models)), ...gone, ''];
   if (snapshot.models.length === 0) {
-    lines.push(`No models yet. Put GGUF files in ${snapshot.modelDirs.join(', ') || 'a model folder'} or list them in ${snapshot.configPath}.`);
+    lines.push(noModelsText(snapshot));
   } else {
     // Without a GPU every model is on the CPU (the memory line says so): no column for that.
     const placed = b.mode !== 'cpu';
-    const placement = (m: ModelView): string => (m.placement === null ? '' : placementWords(m.placement, { mode: b.mode, layerCount: m.layerCount }));
+    const placement = placed ? (m: ModelView): string => (m.placement === null ? '' : placementWords(m.placement, { mode: b.mode, layerCount: m.layerCount })) : null;
     // The count the dashboard's header and the tray's tooltip show, in their words.
     lines.push(`${residentCount(snapshot.models)} of ${snapshot.models.length} resident`);
-    lines.push(
-      table(
-        ['MODEL', 'STATE', 'LEVEL', 'PINNED', 'IN FLIGHT', 'MEMORY', ...(placed ? ['PLACEMENT'] : []), 'NOTE'],
-        snapshot.models.map((m) => [
-          m.id,
-          m.status.state,
-          levelWords(m),
-          m.pinned ? 'yes' : '',
-          m.inFlight > 0 ? String(m.inFlight) : '',
-          bytes(m.measuredBytes ?? m.estimateBytes[m.status.level ?? 'full']),
-          ...(placed ? [placement(m)] : []),
-          note(m, now),
-        ]),
-      ),
-    );
+    lines.push(table(['MODEL', 'STATE', 'LEVEL', 'PINNED', 'IN FLIGHT', 'MEMORY', ...(placed ? ['PLACEMENT'] : []), 'NOTE'], snapshot.models.map((m) => modelRow(m, snapshot, placement, now))));
     lines.push(...leftOutLines(snapshot));
   }
   for (const error of snapshot.configErrors) lines.push(`config: ${error}`);

@@ -196,3 +196,29 @@ export function shorten(text: string, max: number): string {
   const atWord = cut.lastIndexOf(' ');
   return `${(atWord > max / 2 ? cut.slice(0, atWord) : cut).trimEnd()}…`;
 }
+
+/**
+ * The resident models whose engines run `model` as their draft now; empty when none does. A
+ * draft is loaded inside its target's engine (llama.cpp's speculative decoding): it has no server
+ * and no state of its own, so its card and its `llmtray status` row said "idle", "last used
+ * never" while it decoded every token of its target's answers (issue 35). Only while the budget
+ * counts its bytes as a draft: a target launched without it (a level that drops it) does not.
+ */
+export function draftingFor(model: ModelView, snapshot: { models: readonly ModelView[]; budget: Pick<BudgetView, 'holders'> }): ModelView[] {
+  if (isResident(model.status.state)) return [];
+  if (!snapshot.budget.holders.some((holder) => holder.kind === 'draft' && holder.modelId === model.id)) return [];
+  return snapshot.models.filter((target) => target.draftId === model.id && isResident(target.status.state));
+}
+
+/** The bytes `holders` count for `modelId` as `kind` (a model's own share, or a draft's in its target's engine). */
+export function heldBytes(holders: readonly MemoryHolder[], modelId: string, kind: 'model' | 'draft'): number {
+  return holders.filter((holder) => holder.kind === kind && holder.modelId === modelId).reduce((sum, holder) => sum + holder.bytes, 0);
+}
+
+/** "Over budget 15.4 MiB" when the budget's holders hold more than it, else null: the dashboard's words, on every surface. */
+export function overBudgetWords(budget: Pick<BudgetView, 'usedBytes' | 'budgetBytes'>): string | null {
+  return budget.usedBytes > budget.budgetBytes ? `Over budget ${formatBytes(budget.usedBytes - budget.budgetBytes)}` : null;
+}
+
+/** What the warm spare is, beside its bytes: the engine started ahead with no model, which the next launch adopts. */
+export const SPARE_WORDS = 'an engine with no model yet; the next launch adopts it';

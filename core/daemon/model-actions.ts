@@ -3,6 +3,7 @@
 // a server itself, so the controller stays the single owner of what runs.
 import type { CatalogModel } from '../catalog/catalog.js';
 import type { CommandResult } from '../contracts/commands.js';
+import { isRecovering, isResident, isServing, type ModelStatus } from '../contracts/model-status.js';
 import type { ModelActions } from '../admin/admin-service.js';
 import type { PinStore } from '../admin/pin-store.js';
 import type { ModelActivity } from './activity.js';
@@ -13,7 +14,13 @@ export interface ActionParts {
   activity: ModelActivity;
   /** Requests claimed on the model's server now. */
   inFlight(modelId: string): number;
-  controller: { trigger(): void; retry(modelId: string): boolean; whyUnservable(modelId: string): { code: string; reason: string } | null };
+  controller: {
+    trigger(): void;
+    retry(modelId: string): boolean;
+    whyUnservable(modelId: string): { code: string; reason: string } | null;
+    /** The model's state as the last pass left it; a reply says what a command did from it (undefined: never seen). */
+    status(modelId: string): ModelStatus | undefined;
+  };
   /**
    * The wanted models in fallback that `modelId` answers for. A model in fallback hands its want
    * to the model that serves for it (core/controller/policy-inputs.ts), so unloading that one
@@ -49,6 +56,14 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
     if (found === undefined) throw new Error(`'${id}' is not in the catalog`);
     return found;
   };
+  const stateOf = (id: string): ModelStatus['state'] => parts.controller.status(id)?.state ?? 'idle';
+  /**
+   * What keeps a model resident once no pin does: a request in flight or waiting, or use within
+   * its idle time; the same test the desired state makes on its next pass (desired-state.ts), so
+   * the reply predicts that pass instead of hoping.
+   */
+  const keptByUse = (m: CatalogModel): boolean => parts.inFlight(m.id) > 0 || parts.activity.recentlyUsed(m.id, m.idleTtlMs);
+  const idleTime = (m: CatalogModel): string => `${Math.round(m.idleTtlMs / 1000)} s`;
   const setPinned = async (id: string, pinned: boolean): Promise<CommandResult> => {
     const m = model(id);
     const was = pinPolicy.isPinned(m);
@@ -56,8 +71,25 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
     await parts.pins.setPinned(m.id, pinned);
     parts.controller.trigger();
     if (was === pinned) return { ok: true, message: `${m.id} was already ${pinned ? 'pinned' : 'unpinned'}` };
-    const defaultNote = !pinned && m.pinnedByDefault ? ' (pinned again at the next start by the config file; set pinned: false there to keep it off)' : '';
-    return { ok: true, message: pinned ? `${m.id} pinned: it loads now and stays resident` : `${m.id} unpinned: it may be evicted when idle${defaultNote}` };
+    if (pinned) {
+      // A pin does not lift a quarantine: "it loads now" would not come true until a retry.
+      if (stateOf(m.id) === 'quarantined') return { ok: true, message: `${m.id} pinned, but it is quarantined: it loads once retried (llmtray retry ${m.id}), then stays resident` };
+      return { ok: true, message: isServing(stateOf(m.id)) ? `${m.id} pinned: it is loaded and stays resident` : `${m.id} pinned: it loads now and stays resident` };
+    }
+    const defaultNote = m.pinnedByDefault ? ' (pinned again at the next start by the config file; set pinned: false there to keep it off)' : '';
+    return { ok: true, message: `${m.id} unpinned: ${unpinnedFate(m)}${defaultNote}` };
+  };
+  /**
+   * What happens to a model that lost its pin, as the next pass will do it: a resident model
+   * nobody uses is evicted at once (the plan keeps only wanted models, core/policy/schedule.ts);
+   * "it may be evicted when idle" was said of one evicted half a second later (issue 35).
+   */
+  const unpinnedFate = (m: CatalogModel): string => {
+    const answering = parts.answersFor?.(m.id) ?? [];
+    if (answering.length > 0) return `it stays loaded while it answers for ${answering.join(' and ')}, in fallback`;
+    if (!isResident(stateOf(m.id))) return 'it was not loaded and is no longer wanted';
+    if (keptByUse(m)) return `it stays while used and is evicted once unused for ${idleTime(m)}`;
+    return `nothing has used it within its idle time (${idleTime(m)}), so it is being evicted now`;
   };
   return {
     pin: (id) => setPinned(id, true),
@@ -72,10 +104,12 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
       }
       parts.activity.use(m.id);
       parts.controller.trigger();
-      return { ok: true, message: `${m.id} requested: it loads now and stays for its idle time (${Math.round(m.idleTtlMs / 1000)} s)` };
+      if (isServing(stateOf(m.id))) return { ok: true, message: `${m.id} is already loaded: it stays for its idle time (${idleTime(m)}) from now` };
+      return { ok: true, message: `${m.id} requested: it loads now and stays for its idle time (${idleTime(m)})` };
     },
     async unload(id) {
       const m = model(id);
+      const state = stateOf(m.id);
       const wasPinned = pinPolicy.isPinned(m);
       if (wasPinned) {
         pinPolicy.overrideDefault(m.id, false);
@@ -93,15 +127,24 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
           message: `${m.id} stays loaded${unpinned}: it answers for ${them}, in fallback and still wanted; it unloads once ${them} ${kept.length === 1 ? 'is' : 'are'} unloaded or retried`,
         };
       }
+      // "demo-tiny unloads now" was said of a model that was not loaded (issue 35).
+      if (state === 'fallback') return { ok: true, message: `${m.id} was not loaded (${parts.controller.status(m.id)?.servedBy ?? 'its fallback'} answered for it): it is no longer wanted${unpinned}` };
+      if (state === 'queued') return { ok: true, message: `${m.id} was not loaded yet: it no longer waits to load${unpinned}` };
+      if (!isResident(state)) return { ok: true, message: `${m.id} was not loaded: nothing to unload${unpinned}` };
       const busy = parts.inFlight(m.id);
       const when = busy > 0 ? `after its ${busy} request(s) in flight finish` : 'now';
       return { ok: true, message: `${m.id} unloads ${when}${unpinned}` };
     },
     async retry(id) {
       const m = model(id);
+      // A healthy model has no failures to forget: "recovery starts over" said of one was not true (issue 35).
+      const status = parts.controller.status(m.id);
+      if (status === undefined || (!isRecovering(status.state) && status.recovery.kind === 'none')) {
+        return { ok: true, message: `${m.id} has not failed: nothing needed retrying` };
+      }
       const known = parts.controller.retry(m.id);
       if (!known) parts.controller.trigger();
-      return { ok: true, message: `${m.id}: recovery starts over; it loads when next wanted` };
+      return { ok: true, message: `${m.id}: its failures are forgotten and recovery starts over; it loads when next wanted` };
     },
   };
 }

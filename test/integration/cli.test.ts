@@ -6,8 +6,10 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVING_STATES } from '../../core/contracts/model-status.js';
+import { formatBytes } from '../../core/contracts/format-bytes.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
-import { makeDataDir, removeDataDir, runCli, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { isResident, isServing } from '../../core/contracts/model-status.js';
+import { eventually, makeDataDir, removeDataDir, runCli, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 let daemon: DaemonProcess;
 const cli = (...args: string[]) => runCli([...args, '--data-dir', daemon.dataDir]);
@@ -33,6 +35,9 @@ function statesInTable(text: string): Record<string, string> {
   return states;
 }
 
+/** `text` for a RegExp, matched as written (a size's dot). */
+const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 const statesOf = (snapshot: Snapshot) => Object.fromEntries(snapshot.models.map((m) => [m.id, m.status.state]));
 
 describe('llmtray CLI against a running daemon', () => {
@@ -51,6 +56,34 @@ describe('llmtray CLI against a running daemon', () => {
     expect(snapshot.endpoint).toBe(daemon.endpoint);
   });
 
+  it('`status` names the warm spare with its bytes, which are what "used" counts while no model is loaded', async () => {
+    // The demo starts a spare engine a moment after it serves, and its figure is a measurement:
+    // read the state, then the CLI, until both saw the same spare (a wait for what is expected).
+    const status = await eventually(
+      'status naming the warm spare /api/state holds',
+      async () => {
+        const spare = (await daemon.state()).budget.holders.find((h) => h.kind === 'spare');
+        if (spare === undefined) return undefined;
+        const text = (await cli('status')).stdout;
+        return new RegExp(`^ {10}warm spare  ${escaped(formatBytes(spare.bytes))}  an engine with no model yet; the next launch adopts it$`, 'm').test(text) ? { text, spare } : undefined;
+      },
+      100_000,
+    );
+    expect(status.text).toContain('0 of 5 resident');
+    expect(status.text).toContain(`memory    ${formatBytes(status.spare.bytes)} of `);
+  }, 120_000);
+
+  it('`logs` of a model never started says so instead of printing nothing; of an unknown one, names the models', async () => {
+    const never = await cli('logs', 'demo-embed');
+    expect(never.code).toBe(0);
+    expect(never.stdout).toBe('');
+    expect(never.stderr).toBe('no log yet: demo-embed has not started\n');
+    const unknown = await cli('logs', 'no-such-model');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("Unknown model 'no-such-model'");
+    expect(unknown.stderr).toContain('demo-chat, demo-draft, demo-embed, demo-tiny');
+  });
+
   it('`load` prints progress and exits 0 once the model is ready, and `status` then says so', async () => {
     const result = await cli('load', 'tiny');
     expect(result.code, result.stderr).toBe(0);
@@ -66,12 +99,26 @@ describe('llmtray CLI against a running daemon', () => {
     expect(statesOf(json)).toEqual(statesOf(await daemon.state()));
   });
 
-  it('`logs` prints the model server\'s log lines', async () => {
-    const result = await cli('logs', 'demo-tiny');
-    expect(result.code).toBe(0);
-    const lines = result.stdout.trim().split('\n');
-    expect(lines.length).toBeGreaterThan(1);
-    expect(result.stdout).toContain("starting 'demo-tiny'");
+  it('`logs` prints the last 50 lines of the model server\'s log, `-n N` the last N, and says how many it left out', async () => {
+    // demo-tiny is loaded and idle: its log does not grow while this reads it.
+    const { lines } = (await (await daemon.api('/api/models/demo-tiny/logs')).json()) as { lines: string[] };
+    expect(lines.join('\n')).toContain("starting 'demo-tiny'");
+    expect(lines.length).toBeGreaterThan(50);
+    const tail = await cli('logs', 'demo-tiny');
+    expect(tail.code).toBe(0);
+    expect(tail.stdout).toBe(lines.slice(-50).map((line) => `${line}\n`).join(''));
+    expect(tail.stderr).toContain(`(the last 50 of ${lines.length} lines; llmtray logs -n N demo-tiny for more, -f to follow)`);
+
+    const three = await cli('logs', '-n', '3', 'tiny');
+    expect(three.code).toBe(0);
+    expect(three.stdout.split('\n').slice(0, -1)).toEqual(lines.slice(-3));
+    const all = await cli('logs', '-n', String(lines.length), 'demo-tiny');
+    expect(all.stdout).toContain("starting 'demo-tiny'");
+    expect(all.stderr).toBe('');
+
+    const wrong = await cli('logs', '-n', 'many', 'demo-tiny');
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("-n: expected a number of lines (0 or more), got 'many'");
   });
 
   it('no engine key leaves the router: not in the snapshot, the events, /metrics, the CLI or the logs', async () => {
@@ -98,7 +145,8 @@ describe('llmtray CLI against a running daemon', () => {
   it('`pin`, `unpin` and `retry` print the daemon\'s sentence and exit 0', async () => {
     const pin = await cli('pin', 'demo-tiny');
     expect(pin.code).toBe(0);
-    expect(pin.stdout.trim()).toBe('demo-tiny pinned: it loads now and stays resident');
+    // `load` made it ready a moment ago: pinning keeps it, and says it is loaded rather than that it loads now.
+    expect(pin.stdout.trim()).toBe('demo-tiny pinned: it is loaded and stays resident');
     expect((await daemon.model('demo-tiny')).pinned).toBe(true);
 
     const again = await cli('pin', 'tiny');
@@ -111,12 +159,15 @@ describe('llmtray CLI against a running daemon', () => {
 
     const unpin = await cli('unpin', 'demo-tiny');
     expect(unpin.code).toBe(0);
-    expect(unpin.stdout).toContain('demo-tiny unpinned');
     expect((await daemon.model('demo-tiny')).pinned).toBe(false);
+    // It was loaded by `load` a moment ago: its use keeps it for its idle time, and the reply says so.
+    expect(unpin.stdout.trim()).toBe('demo-tiny unpinned: it stays while used and is evicted once unused for 600 s');
+    expect(isServing((await daemon.model('demo-tiny')).status.state)).toBe(true);
 
+    // Nothing failed: a retry has nothing to forget, and says so instead of "recovery starts over".
     const retry = await cli('retry', 'demo-tiny');
     expect(retry.code).toBe(0);
-    expect(retry.stdout).toContain('demo-tiny: recovery starts over');
+    expect(retry.stdout.trim()).toBe('demo-tiny has not failed: nothing needed retrying');
   });
 
   it('`load` of a model that cannot fit exits 1 at once with the reason, instead of waiting', async () => {
@@ -127,11 +178,52 @@ describe('llmtray CLI against a running daemon', () => {
     expect(result.stderr).toContain('demo-chat does not fit');
     expect(result.stderr).toContain('pinned demo-tiny');
 
+    // It never loaded: the reply says so, not "demo-chat unloads now".
     const unload = await cli('unload', 'chat');
     expect(unload.code).toBe(0);
-    expect(unload.stdout).toContain('demo-chat unloads now');
+    expect(unload.stdout).toMatch(/^demo-chat was not loaded/);
     expect((await cli('unpin', 'demo-tiny')).code).toBe(0);
   });
+
+  it('a draft in its target\'s engine shows as drafting, its bytes on a memory line of its own; unpinning a model nobody used evicts it, as the reply says', async () => {
+    // Pinned, never used: once unpinned nothing keeps demo-chat (issue 35 saw "it may be evicted when idle", then the eviction half a second later).
+    expect((await cli('unload', 'demo-tiny')).stdout.trim()).toBe('demo-tiny unloads now');
+    expect((await cli('pin', 'demo-chat')).code).toBe(0);
+    await eventually(
+      'demo-chat serving with its draft counted',
+      async () => {
+        const snapshot = await daemon.state();
+        const chat = snapshot.models.find((m) => m.id === 'demo-chat');
+        const draftHeld = snapshot.budget.holders.some((h) => h.kind === 'draft' && h.modelId === 'demo-draft');
+        return chat !== undefined && isServing(chat.status.state) && draftHeld ? true : undefined;
+      },
+      100_000,
+    );
+    // The bytes are the engine's measured figure, split by the draft's share: read the state, then the CLI, until both saw the same.
+    const status = await eventually(
+      'status showing the draft as /api/state counts it',
+      async () => {
+        const draftHolder = (await daemon.state()).budget.holders.find((h) => h.kind === 'draft' && h.modelId === 'demo-draft');
+        if (draftHolder === undefined) return undefined;
+        const result = await cli('status');
+        const line = new RegExp(`^ {10}demo-draft\\s+${escaped(formatBytes(draftHolder.bytes))}\\s+draft of demo-chat, in its engine$`, 'm');
+        return line.test(result.stdout) ? { stdout: result.stdout, draftBytes: draftHolder.bytes } : undefined;
+      },
+      100_000,
+    );
+    expect(statesInTable(status.stdout)['demo-draft']).toBe('drafting');
+    expect(status.stdout).toMatch(new RegExp(`^demo-draft\\s+drafting\\s+${escaped(formatBytes(status.draftBytes))}\\s+for demo-chat, in its engine$`, 'm'));
+    expect(status.stdout).toMatch(/^ {10}demo-chat\s+\d/m);
+
+    const unpin = await cli('unpin', 'demo-chat');
+    expect(unpin.code).toBe(0);
+    expect(unpin.stdout.trim()).toBe('demo-chat unpinned: nothing has used it within its idle time (600 s), so it is being evicted now');
+    // And it is: what the reply said is what the daemon does.
+    await eventually('demo-chat evicted', async () => (isResident((await daemon.model('demo-chat')).status.state) ? undefined : true), 100_000);
+    const gone = await cli('unload', 'demo-chat');
+    expect(gone.stdout.trim()).toBe('demo-chat was not loaded: nothing to unload');
+    expect(statesInTable((await cli('status')).stdout)['demo-draft']).toBe('idle');
+  }, 240_000);
 
   it('a command for a model that does not exist exits 1 naming the models', async () => {
     const result = await cli('pin', 'no-such-model');
@@ -197,6 +289,35 @@ describe('llmtray serve', () => {
     } finally {
       await removeDataDir(dir);
     }
+  });
+});
+
+describe('llmtray serve on a machine with no models and no config', () => {
+  it('prints where to put GGUF files and how to try the demo, and says the config file it names does not exist', async () => {
+    const home = await makeDataDir();
+    const missing = join(home, 'config', 'llmtray', 'config.yaml');
+    // A fresh home: every default model folder is under it, and empty.
+    const own = await startDaemonProcess({
+      config: missing,
+      env: { HOME: home, XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache'), HF_HUB_CACHE: join(home, 'hf'), LLAMA_CACHE: join(home, 'llama') },
+    });
+    try {
+      const printed = await own.untilStdout('Press Ctrl-C', 100_000);
+      expect(printed).toContain(`  config:     no config file at ${missing}; using the defaults\n`);
+      expect(printed).toContain(`No models yet. Put GGUF files in one of these folders (picked up while llmtray runs):\n  ${join(home, 'models')}\n`);
+      expect(printed).toContain(`or list them in ${missing}\n`);
+      expect(printed).toContain('To try llmtray with small generated models: llmtray serve --demo');
+      expect((await own.state()).models).toEqual([]);
+    } finally {
+      await own.stop();
+      await removeDataDir(own.dataDir);
+      await removeDataDir(home);
+    }
+  }, 120_000);
+
+  it('prints the config file it read without the hint when models are served', () => {
+    expect(daemon.stdout()).toContain(`  config:     ${join(daemon.dataDir, 'demo', 'config.yaml')}\n`);
+    expect(daemon.stdout()).not.toContain('No models yet');
   });
 });
 

@@ -118,7 +118,8 @@ describe('llmtray logs -f', () => {
     await command('unload', 'demo-tiny');
     await eventually('demo-tiny is gone', async () => ((await live.daemon.model('demo-tiny')).upstream === null ? true : undefined));
     const before = await logTail('demo-tiny');
-    follower = follow('demo-tiny');
+    // -n with the whole log: -f prints the last 50 lines by default, and this checks every line.
+    follower = follow('demo-tiny', ['-n', String(before.lines.length)]);
     await eventually('the tail is printed', async () => (follower!.lines().length >= before.lines.length ? true : undefined));
     expect(follower.lines().slice(0, before.lines.length)).toEqual(before.lines);
 
@@ -149,6 +150,25 @@ describe('llmtray logs -f', () => {
     expect(misplaced.stderr).toContain('-f follows a log: llmtray logs -f ID');
   });
 
+  it('prints only the last 50 lines of the tail by default, then follows', async () => {
+    const tail = await logTail('demo-tiny');
+    expect(tail.lines.length).toBeGreaterThan(50);
+    follower = follow('tiny');
+    await eventually('the tail is printed', async () => (follower!.lines().length >= 50 ? true : undefined));
+    expect(follower.lines().slice(0, 50)).toEqual(tail.lines.slice(-50));
+    follower.child.kill('SIGINT');
+    expect(await follower.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it('says a model never started has no log yet, and follows it all the same', async () => {
+    follower = follow('demo-embed');
+    await eventually('the no-log line', async () => (follower!.stderr().includes('\n') ? true : undefined));
+    expect(follower.stderr()).toBe('no log yet: demo-embed has not started; following: its lines appear here once it starts\n');
+    expect(follower.lines()).toEqual([]);
+    follower.child.kill('SIGINT');
+    expect(await follower.exited).toEqual({ code: 0, signal: null });
+  });
+
   it('says so and exits 1 when the daemon stops under it', async () => {
     follower = follow('tiny');
     await eventually('the tail is printed', async () => (follower!.lines().length > 0 ? true : undefined));
@@ -167,8 +187,8 @@ interface Follower {
   exited: Promise<DaemonExit>;
 }
 
-function follow(model: string): Follower {
-  const child = spawn(process.execPath, [CLI_ENTRY, 'logs', '-f', model, '--data-dir', live.daemon.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+function follow(model: string, args: readonly string[] = []): Follower {
+  const child = spawn(process.execPath, [CLI_ENTRY, 'logs', '-f', ...args, model, '--data-dir', live.daemon.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout?.setEncoding('utf8').on('data', (text: string) => (stdout += text));

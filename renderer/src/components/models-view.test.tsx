@@ -17,7 +17,7 @@ import {
   UNKNOWN_ARCH_ERROR,
 } from '../test-fixtures/scenarios.js';
 import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { budget, model, NOW, snapshot } from '../test-fixtures/snapshot-builder.js';
+import { budget, holder, MiB, model, NOW, snapshot } from '../test-fixtures/snapshot-builder.js';
 import { ModelsView } from './models-view.js';
 
 afterEach(cleanup);
@@ -199,7 +199,35 @@ describe('ModelsView', () => {
     expect(within(qwen).getByText('Draft').nextSibling?.textContent).toBe('qwen-0.5b');
     expect(within(qwen).getByText('Footprint').nextSibling?.textContent).toBe('9.2 GiB · measured 9.6 GiB');
     expect(within(row('llama-8b')).getByText('1 min ago')).toBeTruthy();
+    // qwen-14b itself was never used: its draft, in its engine, neither.
     expect(within(row('qwen-0.5b')).getByText('never')).toBeTruthy();
+  });
+
+  it('shows a draft loaded in its target\'s engine as drafting for it, busy and last used with it, not idle', () => {
+    const chat = model('demo-chat', { draftId: 'demo-draft', inFlight: 1, lastUsed: NOW - 2_000, status: { state: 'active', level: 'full' } }, 0.15);
+    const draftModel = model('demo-draft', {}, 0.1);
+    renderWithSnapshot(
+      <ModelsView />,
+      snapshot({
+        models: [chat, draftModel],
+        budget: budget([], { holders: [holder('model', 'demo-chat', 155 * MiB), holder('draft', 'demo-draft', 16 * MiB)], usedBytes: 171 * MiB }),
+      }),
+    );
+    const draft = row('demo-draft');
+    expect(within(draft).queryByText('Idle')).toBeNull();
+    expect(within(draft).getByText('Drafting').getAttribute('data-state')).toBe('drafting');
+    expect(within(draft).getByText("Drafting for demo-chat, inside its engine: in use whenever demo-chat is")).toBeTruthy();
+    expect(within(draft).getByText('Footprint').nextSibling?.textContent).toBe('16 MiB in the engine of demo-chat');
+    expect(within(draft).getByText('In flight').nextSibling?.textContent).toBe('1');
+    expect(within(draft).getByText('Last used').nextSibling?.textContent).toBe('2 s ago');
+  });
+
+  it('shows a draft whose target is not loaded as idle, with its own figures', () => {
+    renderWithSnapshot(<ModelsView />, snapshot({ models: [model('demo-chat', { draftId: 'demo-draft' }), model('demo-draft', {}, 0.1)], budget: budget([]) }));
+    const draft = row('demo-draft');
+    expect(within(draft).getByText('Idle')).toBeTruthy();
+    expect(within(draft).queryByText('Drafting')).toBeNull();
+    expect(within(draft).getByText('Last used').nextSibling?.textContent).toBe('never');
   });
 
   it('shows the conversations a model keeps on disk, on its card only, and nothing for one that keeps none', () => {

@@ -4,8 +4,8 @@
 // says why and offers the fix (issue 13: both were a tab away). The row shows the snapshot's
 // words (status.next, unschedulableReason, lastError) as they are; it decides nothing.
 import { memo, type ReactNode } from 'react';
-import type { BudgetView, ModelView } from '../../../core/contracts/snapshot.js';
-import { loadFractionAt, loadProgressWords, placementWords } from '../../../core/contracts/snapshot-words.js';
+import type { BudgetView, ModelView, Snapshot } from '../../../core/contracts/snapshot.js';
+import { draftingFor, heldBytes, loadFractionAt, loadProgressWords, placementWords } from '../../../core/contracts/snapshot-words.js';
 import { formatAgo, formatBytes } from '../format/format.js';
 import { FAILURE_LABEL, LEVEL_LABEL } from '../format/labels.js';
 import { isRecovering, isResident } from '../../../core/contracts/model-status.js';
@@ -21,17 +21,48 @@ import { StateBadge } from './state-badge.js';
 const CARD_REASON_CHARS = 160;
 
 export function ModelsView() {
-  const models = useDashboard((state) => state.snapshot?.models);
-  const mode = useDashboard((state) => state.snapshot?.budget.mode);
-  if (models === undefined || mode === undefined) return null;
+  const snapshot = useDashboard((state) => state.snapshot);
+  if (snapshot === null || snapshot === undefined) return null;
+  const { models } = snapshot;
   if (models.length === 0) return <EmptyCatalog />;
   return (
     <ul className="model-list" aria-label="Models">
       {models.map((model) => (
-        <ModelRow key={model.id} model={model} series={seriesOf(model.id, models)} mode={mode} answersFor={answersFor(model, models)} />
+        <ModelRow
+          key={model.id}
+          model={model}
+          series={seriesOf(model.id, models)}
+          mode={snapshot.budget.mode}
+          answersFor={answersFor(model, models)}
+          drafting={draftingOf(model, snapshot)}
+        />
       ))}
     </ul>
   );
+}
+
+/**
+ * A draft running inside its target's engine, as its card shows it: for whom, the bytes it holds
+ * there, and its target's traffic (it decodes with every answer of its target); null when it is not.
+ * Compared field by field by the memoised row (sameDrafting), since each snapshot makes a new one.
+ */
+interface Drafting {
+  targets: string;
+  bytes: number;
+  inFlight: number;
+  lastUsed: number | null;
+}
+
+function draftingOf(model: ModelView, snapshot: Snapshot): Drafting | null {
+  const targets = draftingFor(model, snapshot);
+  if (targets.length === 0) return null;
+  const used = targets.map((t) => t.lastUsed).filter((at): at is number => at !== null);
+  return {
+    targets: targets.map((t) => t.id).join(' and '),
+    bytes: heldBytes(snapshot.budget.holders, model.id, 'draft'),
+    inFlight: targets.reduce((sum, t) => sum + t.inFlight, 0),
+    lastUsed: used.length === 0 ? null : Math.max(...used),
+  };
 }
 
 /** The models in fallback this one answers for, joined for display ("" when none): a string, so the memoised row compares it by value. */
@@ -47,9 +78,15 @@ interface ModelRowProps {
   series: number;
   mode: BudgetView['mode'];
   answersFor: string;
+  drafting: Drafting | null;
 }
 
-const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: ModelRowProps) {
+function sameDrafting(a: Drafting | null, b: Drafting | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.targets === b.targets && a.bytes === b.bytes && a.inFlight === b.inFlight && a.lastUsed === b.lastUsed;
+}
+
+const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, drafting }: ModelRowProps) {
   const { status } = model;
   const pending = useDashboard((state) => state.pending[model.id]);
   const now = useNow();
@@ -68,7 +105,15 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: Mod
         <div className="model-title">
           <span className={`model-swatch series-${series}`} aria-hidden="true" />
           <h3 id={headingId}>{model.id}</h3>
-          <StateBadge state={status.state} />
+          {drafting === null ? (
+            <StateBadge state={status.state} />
+          ) : (
+            // Not a state of its own: its target's engine runs it, so it is as busy as its target.
+            <span className={`badge tone-${drafting.inFlight > 0 ? 'live' : 'good'}`} data-state="drafting">
+              <span className="badge-dot" aria-hidden="true" />
+              Drafting
+            </span>
+          )}
           {level !== null && <span className={`chip level-${level}`}>{LEVEL_LABEL[level]}</span>}
           {model.pinned && <span className="chip chip-pinned">Pinned</span>}
         </div>
@@ -98,6 +143,11 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: Mod
         {answersFor !== '' && (
           <p className="model-note tone-alt-text">Answers for {answersFor}, in fallback: it stays loaded while {answersFor} is wanted</p>
         )}
+        {drafting !== null && (
+          <p className="model-note">
+            Drafting for {drafting.targets}, inside {drafting.targets.includes(' and ') ? 'their engines' : 'its engine'}: in use whenever {drafting.targets} is
+          </p>
+        )}
         {status.state !== 'loading' && status.next !== null && <p className="model-note">{status.next}</p>}
         {status.unschedulableReason !== null && (
           <div className="model-note tone-warn-text">
@@ -109,13 +159,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: Mod
 
         <dl className="model-facts">
           <Fact term="Footprint">
-            {/* The estimate is device bytes: 0 at 'minimal' by definition, only the GPU's share at 'partial'. */}
-            {level === 'minimal'
-              ? 'in RAM, not on the GPU'
-              : level === 'partial'
-                ? `${formatBytes(model.estimateBytes.partial)} on the GPU, the rest in RAM`
-                : formatBytes(model.estimateBytes[level ?? 'full'])}
-            {model.measuredBytes !== null && <span className="muted"> · measured {formatBytes(model.measuredBytes)}</span>}
+            {drafting !== null ? `${formatBytes(drafting.bytes)} in the engine of ${drafting.targets}` : <OwnFootprint model={model} />}
           </Fact>
           {/* Without a GPU every model is on the CPU, which the memory panel already says. */}
           {mode !== 'cpu' && model.placement !== null && resident && (
@@ -124,8 +168,9 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: Mod
           <Fact term="Context">{model.contextTokens.toLocaleString('en-US')} tokens</Fact>
           {model.draftId !== null && <Fact term="Draft">{model.draftId}</Fact>}
           {model.fallbackId !== null && status.state !== 'fallback' && <Fact term="Fallback">{model.fallbackId}</Fact>}
-          <Fact term="In flight">{model.inFlight}</Fact>
-          <Fact term="Last used">{formatAgo(model.lastUsed, now)}</Fact>
+          {/* A draft decodes with its target's every answer: its target's traffic is its own. */}
+          <Fact term="In flight">{drafting?.inFlight ?? model.inFlight}</Fact>
+          <Fact term="Last used">{formatAgo(drafting === null ? model.lastUsed : drafting.lastUsed, now)}</Fact>
           {/* Only where there are some: kept on disk across evictions, restored when a prompt shares their start. */}
           {model.savedConversations.count > 0 && (
             <Fact term="Saved conversations">
@@ -187,7 +232,23 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor }: Mod
       </div>
     </li>
   );
-});
+}, (a, b) => a.model === b.model && a.series === b.series && a.mode === b.mode && a.answersFor === b.answersFor && sameDrafting(a.drafting, b.drafting));
+
+/** A model's own footprint: the estimate at its level, and what its server measured. */
+function OwnFootprint({ model }: { model: ModelView }) {
+  const level = model.status.level;
+  return (
+    <>
+      {/* The estimate is device bytes: 0 at 'minimal' by definition, only the GPU's share at 'partial'. */}
+      {level === 'minimal'
+        ? 'in RAM, not on the GPU'
+        : level === 'partial'
+          ? `${formatBytes(model.estimateBytes.partial)} on the GPU, the rest in RAM`
+          : formatBytes(model.estimateBytes[level ?? 'full'])}
+      {model.measuredBytes !== null && <span className="muted"> · measured {formatBytes(model.measuredBytes)}</span>}
+    </>
+  );
+}
 
 function Fact({ term, children }: { term: string; children: ReactNode }) {
   return (

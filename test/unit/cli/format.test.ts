@@ -2,6 +2,7 @@
 // each model's placement, and each left-out model's reason a line per GPU.
 import { describe, expect, it } from 'vitest';
 import { statusText } from '../../../core/cli/format.js';
+import type { MemoryHolder, ModelView } from '../../../core/contracts/snapshot.js';
 import { budget, GiB, gpu, holder, MiB, model, NOW, plan, snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
 
 /** The LEVEL column of `statusText`, by model id (columns are two spaces apart; words inside one space). */
@@ -89,6 +90,11 @@ describe('statusText on GPUs', () => {
   );
   const lines = text.split('\n');
 
+  it('lists a warm spare on GPUs too, a line of its own under the memory line', () => {
+    const withSpare = statusText(snapshot({ budget: budget([gpu(0, { totalGiB: 24 })], { usedBytes: 90 * MiB, holders: [{ kind: 'spare', modelId: null, bytes: 90 * MiB }] }) }));
+    expect(withSpare.split('\n')[2]).toBe('          warm spare  90 MiB  an engine with no model yet; the next launch adopts it');
+  });
+
   it('says per GPU what our models hold and who holds it, each draft after its model', () => {
     expect(lines.slice(1, 6)).toEqual([
       "memory    15.5 GiB of 32 GiB budget (2 GPUs; set by the config's limit)",
@@ -125,5 +131,75 @@ describe('statusText on GPUs', () => {
     );
     expect(cpu).toContain("memory    205 MiB of 260 MiB budget (host RAM, no GPU; set by the config's limit)\n");
     expect(cpu).not.toContain('PLACEMENT');
+  });
+});
+
+describe('statusText: the memory adds up', () => {
+  // The demo as a person saw it (issue 35): "0 of 5 resident" beside 93.9 MiB used, the warm
+  // spare named nowhere; 257 MiB of 241 MiB with no word; the draft in demo-chat's engine "idle".
+  const cpu = (models: ModelView[], holders: MemoryHolder[], budgetBytes = 260 * MiB) =>
+    statusText(
+      snapshot({
+        models,
+        budget: budget([], { budgetBytes, limitBytes: budgetBytes, usedBytes: holders.reduce((sum, h) => sum + h.bytes, 0), holders }),
+      }),
+      NOW,
+    );
+  const spare: MemoryHolder = { kind: 'spare', modelId: null, bytes: 93.9 * MiB };
+  const row = (text: string, id: string) => text.split('\n').find((line) => line.startsWith(`${id} `)) ?? '';
+
+  it('names the warm spare on a line of its own when nothing else holds memory', () => {
+    const text = cpu([model('demo-chat'), model('demo-tiny')], [spare]);
+    expect(text.split('\n').slice(1, 3)).toEqual([
+      "memory    93.9 MiB of 260 MiB budget (host RAM, no GPU; set by the config's limit)",
+      '          warm spare  93.9 MiB  an engine with no model yet; the next launch adopts it',
+    ]);
+    expect(text).toContain('0 of 2 resident');
+    expect(row(text, 'demo-tiny')).toMatch(/idle\s+needs 4 GiB$/);
+  });
+
+  it('lists each model and its draft with the bytes that make up "used", and shows the draft drafting for its model', () => {
+    const models = [
+      model('demo-chat', { draftId: 'demo-draft', inFlight: 2, status: { state: 'active', level: 'full' } }),
+      model('demo-draft'),
+      model('demo-tiny'),
+    ];
+    const text = cpu(models, [holder('model', 'demo-chat', 155 * MiB), holder('draft', 'demo-draft', 16 * MiB)]);
+    expect(text.split('\n').slice(1, 4)).toEqual([
+      "memory    171 MiB of 260 MiB budget (host RAM, no GPU; set by the config's limit)",
+      '          demo-chat   155 MiB',
+      '          demo-draft  16 MiB   draft of demo-chat, in its engine',
+    ]);
+    expect(text).toContain('1 of 3 resident');
+    expect(row(text, 'demo-chat')).toMatch(/^demo-chat\s+active\s+full\s+2\s+155 MiB$/);
+    expect(row(text, 'demo-draft')).toMatch(/^demo-draft\s+drafting\s+2\s+16 MiB\s+for demo-chat, in its engine; in use now$/);
+    // Its target gone, the draft is idle again: nothing of it is held.
+    const alone = cpu([model('demo-chat', { draftId: 'demo-draft' }), model('demo-draft')], [spare]);
+    expect(row(alone, 'demo-draft')).toMatch(/^demo-draft\s+idle\s+needs 4 GiB$/);
+  });
+
+  it('flags a budget held past its end in the dashboard\'s words, and says nothing of it within', () => {
+    const over = cpu([model('demo-chat', { status: { state: 'ready', level: 'full' } })], [holder('model', 'demo-chat', 163 * MiB), spare], 241 * MiB);
+    expect(over.split('\n').slice(1, 5)).toEqual([
+      "memory    257 MiB of 241 MiB budget (host RAM, no GPU; set by the config's limit)",
+      '          Over budget 15.9 MiB',
+      '          demo-chat   163 MiB',
+      '          warm spare  93.9 MiB  an engine with no model yet; the next launch adopts it',
+    ]);
+    expect(cpu([], [spare])).not.toContain('Over budget');
+  });
+});
+
+describe('statusText without models', () => {
+  it('says where GGUF files go and how to try the demo', () => {
+    const text = statusText(snapshot({ modelDirs: ['/home/ada/models', '/home/ada/.cache/lm-studio/models'] }));
+    expect(text.split('\n').slice(-5)).toEqual([
+      'No models yet. Put GGUF files in one of these folders (picked up while llmtray runs):',
+      '  /home/ada/models',
+      '  /home/ada/.cache/lm-studio/models',
+      'or list them in /home/ada/.config/llmtray/config.yaml',
+      'To try llmtray with small generated models: llmtray serve --demo',
+    ]);
+    expect(statusText(snapshot({ modelDirs: [] }))).toContain('No models yet. List them under models: in /home/ada/.config/llmtray/config.yaml\n');
   });
 });

@@ -2,6 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { ModelActivity } from '../../../core/daemon/activity.js';
 import { createModelActions, PinPolicy } from '../../../core/daemon/model-actions.js';
+import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-status.js';
+import type { FailureKind } from '../../../core/contracts/recovery.js';
 import { catalogModel } from './catalog-model.js';
 
 function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault: true })]) {
@@ -19,7 +21,23 @@ function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault:
   const activity = new ModelActivity(clock);
   const calls: string[] = [];
   const quarantined = new Map<string, string>();
+  // Each model's state as the controller's last pass left it; idle and never failed unless a test says so.
+  const states = new Map<string, { state: ModelStateName; failure?: FailureKind; servedBy?: string }>();
+  const status = (id: string): ModelStatus => {
+    const s = states.get(id) ?? { state: 'idle' };
+    return {
+      modelId: id,
+      state: s.state,
+      level: null,
+      recovery: { kind: s.failure ?? 'none', attempts: s.failure === undefined ? 0 : 1, nextAction: null, nextAttemptAt: null, lastError: null },
+      servedBy: s.servedBy ?? null,
+      unschedulableReason: null,
+      next: null,
+      since: 0,
+    };
+  };
   const controller = {
+    status,
     trigger: () => calls.push('trigger'),
     retry: (id: string) => (calls.push(`retry ${id}`), true),
     whyUnservable: (id: string) => (quarantined.has(id) ? { code: 'model_quarantined', reason: quarantined.get(id) ?? '' } : null),
@@ -41,7 +59,7 @@ function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault:
     policy,
   );
   const model = (id: string) => models.find((m) => m.id === id)!;
-  return { actions, pinned, activity, calls, policy, model, quarantined, claimed, answering };
+  return { actions, pinned, activity, calls, policy, model, quarantined, claimed, answering, states };
 }
 
 describe('model actions', () => {
@@ -64,6 +82,7 @@ describe('model actions', () => {
 
   it('load counts as use; unload forgets it and unpins', async () => {
     const s = setup();
+    s.states.set('a', { state: 'ready' });
     await s.actions.load('a');
     expect(s.activity.recentlyUsed('a', 600_000)).toBe(true);
     await s.actions.pin('a');
@@ -84,6 +103,7 @@ describe('model actions', () => {
 
   it('unload of a busy model says it waits for its requests, counted where they are claimed', async () => {
     const s = setup();
+    s.states.set('a', { state: 'active' });
     s.claimed.set('a', 2);
     // A request waiting for the model is not in flight: only claims on its server are.
     s.activity.wait('a');
@@ -94,6 +114,7 @@ describe('model actions', () => {
 
   it("unload of a model that answers for another in fallback says it stays, and what lets it go", async () => {
     const s = setup();
+    s.states.set('a', { state: 'ready' });
     await s.actions.pin('a');
     s.answering.set('a', ['p']);
     const result = await s.actions.unload('a');
@@ -105,9 +126,58 @@ describe('model actions', () => {
     expect((await s.actions.unload('a')).message).toBe('a unloads now');
   });
 
-  it('retry asks the controller to start the ladder over', async () => {
+  it('retry of a failing model asks the controller to start the ladder over', async () => {
     const s = setup();
-    await s.actions.retry('a');
+    s.states.set('a', { state: 'failed', failure: 'crash' });
+    expect((await s.actions.retry('a')).message).toBe('a: its failures are forgotten and recovery starts over; it loads when next wanted');
     expect(s.calls).toContain('retry a');
+    // Degraded (serving, smaller) is a failure to forget too: its full level is tried again.
+    s.states.set('a', { state: 'degraded', failure: 'oom' });
+    expect((await s.actions.retry('a')).message).toMatch(/recovery starts over/);
+  });
+
+  it('retry of a healthy model says nothing needed retrying, and leaves the controller alone', async () => {
+    const s = setup();
+    s.states.set('a', { state: 'ready' });
+    expect(await s.actions.retry('a')).toEqual({ ok: true, message: 'a has not failed: nothing needed retrying' });
+    expect(s.calls).not.toContain('retry a');
+  });
+
+  it('unload of a model that is not loaded says so instead of "unloads now"', async () => {
+    const s = setup();
+    expect((await s.actions.unload('a')).message).toBe('a was not loaded: nothing to unload');
+    await s.actions.pin('a');
+    s.states.set('a', { state: 'queued' });
+    expect((await s.actions.unload('a')).message).toBe('a was not loaded yet: it no longer waits to load (and is no longer pinned)');
+    s.states.set('a', { state: 'fallback', servedBy: 'p' });
+    expect((await s.actions.unload('a')).message).toBe('a was not loaded (p answered for it): it is no longer wanted');
+  });
+
+  it('unpin says what the next pass does: evict a resident model nobody uses now, keep one in use', async () => {
+    const s = setup();
+    s.states.set('a', { state: 'ready' });
+    await s.actions.pin('a');
+    expect((await s.actions.unpin('a')).message).toBe('a unpinned: nothing has used it within its idle time (600 s), so it is being evicted now');
+
+    await s.actions.pin('a');
+    await s.actions.load('a');
+    expect((await s.actions.unpin('a')).message).toBe('a unpinned: it stays while used and is evicted once unused for 600 s');
+
+    s.states.set('a', { state: 'idle' });
+    await s.actions.pin('a');
+    expect((await s.actions.unpin('a')).message).toBe('a unpinned: it was not loaded and is no longer wanted');
+  });
+
+  it('pin of a quarantined model says a retry must come first', async () => {
+    const s = setup();
+    s.states.set('a', { state: 'quarantined', failure: 'invalid' });
+    expect((await s.actions.pin('a')).message).toBe('a pinned, but it is quarantined: it loads once retried (llmtray retry a), then stays resident');
+  });
+
+  it('pin and load of a model already serving say it is loaded, not that it loads now', async () => {
+    const s = setup();
+    s.states.set('a', { state: 'ready' });
+    expect((await s.actions.pin('a')).message).toBe('a pinned: it is loaded and stays resident');
+    expect((await s.actions.load('a')).message).toBe('a is already loaded: it stays for its idle time (600 s) from now');
   });
 });

@@ -302,6 +302,16 @@ describe('buildTrayMenu', () => {
     expect(items.slice(1, 4).map(labelOf)).toEqual([labelOf(items[1]!), labelOf(first), labelOf(second)]);
   });
 
+  it('labels a draft in its target\'s engine "drafting for" its target, not idle; idle again once its target is gone', () => {
+    const holders = [holder('model', 'qwen-14b', 9.6 * GiB), holder('draft', 'qwen-0.5b', 600 * MiB)];
+    const drafting = [model('qwen-14b', { state: 'ready', level: 'full' }, { draftId: 'qwen-0.5b' }), model('qwen-0.5b')];
+    const items = buildTrayMenu(snapshot(drafting, { budget: budget([gpu(0, { totalGiB: 24, holders })]) }), recordingActions().actions, { startAtLogin: false, now: NOW });
+    expect(labelOf(find(items, /^qwen-0\.5b — /))).toBe('qwen-0.5b — drafting for qwen-14b');
+    const alone = [model('qwen-14b', {}, { draftId: 'qwen-0.5b' }), model('qwen-0.5b')];
+    const idle = buildTrayMenu(snapshot(alone, { budget: budget([gpu(0, { totalGiB: 24 })]) }), recordingActions().actions, { startAtLogin: false, now: NOW });
+    expect(labelOf(find(idle, /^qwen-0\.5b — /))).toBe('qwen-0.5b — idle');
+  });
+
   it('tells how to add models when the catalog is empty', () => {
     const items = buildTrayMenu(snapshot([]), recordingActions().actions, { startAtLogin: false, now: NOW });
     expect(find(items, 'No models yet')).toMatchObject({ enabled: false });
