@@ -43,10 +43,20 @@ export interface Discovery {
   problems: string[];
 }
 
-const MAX_DEPTH = 8;
+/** How deep below a model dir models are searched for (and watched: watch-catalog.ts). */
+export const MAX_DEPTH = 8;
 const GGUF = /\.gguf$/i;
 const SPLIT = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i;
 const PROJECTOR = /(^|[-_.])mmproj([-_.]|$)/i;
+
+/**
+ * Whether a folder's contents are searched: Hugging Face's datasets and spaces never hold
+ * models, its `blobs` holds them nameless (the snapshots name them), and hidden folders are
+ * caches and tools' own.
+ */
+export function isSearchedFolder(name: string): boolean {
+  return !/^(datasets|spaces)--/.test(name) && name !== 'blobs' && !name.startsWith('.');
+}
 
 export function isProjectorFile(name: string): boolean {
   return GGUF.test(name) && PROJECTOR.test(name);
@@ -145,10 +155,7 @@ async function walk(dir: string, depth: number, out: Found[], problems: string[]
   for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
     const path = join(dir, entry.name);
     if (await isDirectory(entry, path)) {
-      // Hugging Face's datasets and spaces never hold models; `blobs` holds them nameless.
-      if (!/^(datasets|spaces)--/.test(entry.name) && entry.name !== 'blobs' && !entry.name.startsWith('.')) {
-        await walk(path, depth + 1, out, problems, visited);
-      }
+      if (isSearchedFolder(entry.name)) await walk(path, depth + 1, out, problems, visited);
     } else if (GGUF.test(entry.name)) names.push(entry.name);
   }
   if (names.length > 0) out.push({ folder: dir, names });
