@@ -261,7 +261,7 @@ export class Catalog {
 
   private async assemble(config: LlmtrayConfig): Promise<Assembly> {
     const discovery = await discoverModels(config.modelDirs);
-    const { settled, recheckInMs } = this.settling.check(discovery.files);
+    const { settled, standingIn, recheckInMs } = this.settling.check(discovery.files);
     const configured = await Promise.all(config.models.map(async (model): Promise<Entry> => {
       const identity = await fileIdentity(model.path);
       const fromArgs = projectorFromArgs(model.args);
@@ -344,7 +344,7 @@ export class Catalog {
       return entry.configuredCtx ?? (trained !== null ? Math.min(trained, DEFAULT_CONTEXT_CAP) : UNKNOWN_CONTEXT);
     };
 
-    const models = entries.map((entry, i): CatalogModel => {
+    const built = entries.map((entry, i): CatalogModel => {
       const ctx = ctxOf(i);
       const draftIndex = entry.draftId === undefined ? undefined : byId.get(entry.draftId);
       const draft = draftIndex === undefined ? undefined : entries[draftIndex];
@@ -401,6 +401,10 @@ export class Catalog {
         source: entry.source,
       };
     });
+    // A file being replaced stays listed as it was (settling.ts), header facts included: the new
+    // file's (a context read from it) would change the definition twice, once now and again
+    // when it settles, and a header still being written may not read at all.
+    const models = built.map((m) => (standingIn.has(m.path) ? (this.assembly.models.find((p) => p.id === m.id && p.path === m.path) ?? m) : m));
     const discoveredIds = new Map(discoveredFiles.map((f) => [f.realPath, ids.get(f.path)!]));
     return { models, references, problems: discovery.problems, settleRecheckInMs: recheckInMs, discoveredIds };
   }

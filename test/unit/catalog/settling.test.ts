@@ -43,6 +43,29 @@ describe('Settling', () => {
   });
 });
 
+describe('a listed file replaced under its name', () => {
+  // Before: the replacement was "growing", so the model left the list for the settle time (its
+  // running engine evicted, a request meanwhile told the model does not exist).
+  test('stands as it last settled until the new file settles, then is the new file', () => {
+    const { settling, step } = rig();
+    const old = file(10, WALL - 5000);
+    settling.check([old]);
+    step(100);
+    expect(settling.check([file(99, WALL + 100)])).toMatchObject({ settled: [old], growing: [], standingIn: new Set(['/models/m.gguf']), recheckInMs: 1000 });
+    step(1000);
+    expect(settling.check([file(99, WALL + 100)])).toMatchObject({ settled: [{ sizeBytes: 99 }], growing: [], standingIn: new Set(), recheckInMs: null });
+  });
+
+  test('a file deleted and written again under the name is new: nothing stands for it', () => {
+    const { settling, step } = rig();
+    settling.check([file(10, WALL - 5000)]);
+    step(100);
+    settling.check([]);
+    step(100);
+    expect(settling.check([file(5, WALL + 200)])).toMatchObject({ settled: [], growing: [{ sizeBytes: 5 }] });
+  });
+});
+
 describe("discovery's last write", () => {
   test('is the latest mtime of any part of a split model', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'llmtray-settling-'));
