@@ -58,6 +58,10 @@ async function readyView(notPid?: number): Promise<ModelView & { upstream: { pid
  */
 async function replaceWith(source: string, isNew: (view: ModelView) => boolean): Promise<string[][]> {
   await copyFile(source, `${modelFile}.part`);
+  // Written "just now" at the first look however loaded the machine (a time ahead of the clock
+  // counts as just written), so the new file must settle while the model is listed.
+  const justNow = new Date(Date.now() + 60_000);
+  await utimes(`${modelFile}.part`, justNow, justNow);
   await rename(`${modelFile}.part`, modelFile);
   const lists: string[][] = [];
   for (;;) {
