@@ -30,6 +30,11 @@ export interface DiscoveredFile {
   mtimeMs: number;
   /** The latest modification time of any part, epoch ms: a later part still being written makes it recent. */
   lastWriteMs: number;
+  /**
+   * The first part's device and inode: another file renamed over the name gets another, a file
+   * rewritten in place keeps its own (settling.ts tells the two apart).
+   */
+  fileId: string;
   projectorPath?: string;
   /** Why it cannot be loaded as found (a missing split part), as a sentence; absent when fine. */
   problem?: string;
@@ -225,6 +230,7 @@ async function modelsInFolder(found: Found, dirIndex: number, problems: string[]
         sizeBytes,
         mtimeMs: first.mtimeMs,
         lastWriteMs,
+        fileId: `${first.dev}:${first.ino}`,
         ...(projectorPath ? { projectorPath } : {}),
         ...(problem ? { problem } : {}),
         dirIndex,

@@ -8,11 +8,14 @@
 // copy whose tool set the original's mtime once it finished) is settled at once, so a start or a
 // rescan never hides a library for a moment.
 //
-// A file replaced under a listed name (a re-download or a new quantisation renamed over it, a
-// file rewritten in place) keeps its last settled facts until the new one settles: its model
-// stays listed as it was, so a running engine serves on and a request meanwhile is not told the
-// model does not exist; once settled, the new facts change its definition (definition-hash.ts)
-// and the controller relaunches it from the new file when idle, as for any edited definition.
+// A file renamed over a listed name (a re-download or a new quantisation, written beside it and
+// renamed, as downloaders do) keeps its last settled facts until the new one settles: its model
+// stays listed as it was, so a running engine serves on from the old file (still open, under no
+// name) and a request meanwhile is not told the model does not exist; once settled, the new
+// facts change its definition (definition-hash.ts) and the controller relaunches it from the
+// new file when idle, as for any edited definition. A file rewritten in place (`cp` over it: the
+// same inode) is growing like a new one instead: the engine mapping it must stop, as its pages
+// are overwritten under it, and no launch may read it half written.
 //
 // Why a monotonic clock between checks: a wall-clock step (NTP, resume from sleep) must neither
 // settle a growing file early nor hold a finished one back; wall time is only compared with the
@@ -89,7 +92,7 @@ export class Settling {
             lastWriteMs: file.lastWriteMs,
             seenAt: now,
             settled: this.wallNow() - file.lastWriteMs >= this.settleMs,
-            lastSettled: previous?.lastSettled,
+            lastSettled: previous?.lastSettled?.fileId === file.fileId ? undefined : previous?.lastSettled,
           };
       if (now - observation.seenAt >= this.settleMs) observation.settled = true;
       if (observation.settled) observation.lastSettled = file;

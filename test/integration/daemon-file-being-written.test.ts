@@ -80,17 +80,44 @@ describe('a model file still being written', () => {
     writing = false;
     await writer;
     await appendFile(growing, model.subarray(written));
-    const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
-    for (;;) {
-      try {
-        const answer = await client.chat.completions.create({ model: 'grow', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
-        expect(answer.choices[0]?.finish_reason).toBe('length');
-        break;
-      } catch (error) {
-        // Until the rescan sees it settled: still "being written", never anything else.
-        expect((error as { code?: string }).code).toBe('model_being_written');
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-    }
+    await answered();
   }, 120_000);
 });
+
+// `cp new.gguf grow.gguf` over a listed model writes the same inode in place: the engine that
+// maps it must stop, and no launch may read it half written; said as being written too.
+describe('a listed model file rewritten in place', () => {
+  it('is answered the same 503 while it grows, then served again once written', async () => {
+    await writeFile(growing, model.subarray(0, 4096));
+    written = 4096;
+    writing = true;
+    writer = keepWriting();
+    for (;;) {
+      const chat = await post('/v1/chat/completions', { model: 'grow', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+      const body = (await chat.json()) as { error?: { code: string } };
+      // The rescan that sees the rewrite comes a moment after it began: answered until then.
+      if (chat.status === 503 && body.error?.code === 'model_being_written') break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    writing = false;
+    await writer;
+    await appendFile(growing, model.subarray(written));
+    await answered();
+  }, 120_000);
+});
+
+/** Resolves once a chat for grow is answered; until then each refusal must be "being written". */
+async function answered(): Promise<void> {
+  const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
+  for (;;) {
+    try {
+      const answer = await client.chat.completions.create({ model: 'grow', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+      expect(answer.choices[0]?.finish_reason).toBe('length');
+      return;
+    } catch (error) {
+      // Until the rescan sees it settled: still "being written", never anything else.
+      expect((error as { code?: string }).code).toBe('model_being_written');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
