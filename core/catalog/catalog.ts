@@ -28,6 +28,7 @@ import { assignUniqueIds } from './model-ids.js';
 import { currentPlatform, type PlatformFacts } from './paths.js';
 import { referenceProblems, type ReferenceProblem } from './references.js';
 import { Settling } from './settling.js';
+import { filesBeingWritten, type FileBeingWritten } from './being-written.js';
 import { Emitter } from '../common/emitter.js';
 
 export type ModelSource = 'config' | 'discovered';
@@ -116,6 +117,7 @@ interface Assembly {
   settleRecheckInMs: number | null;
   /** Each discovered model's resolved file → its id, for the id store. */
   discoveredIds: Map<string, string>;
+  beingWritten: FileBeingWritten[];
 }
 
 /** A model while the catalog assembles it: the fields it keeps as they are, and what it still works out. */
@@ -133,7 +135,7 @@ interface Entry
 }
 
 export class Catalog {
-  private assembly: Assembly = { models: [], references: [], problems: [], settleRecheckInMs: null, discoveredIds: new Map() };
+  private assembly: Assembly = { models: [], references: [], problems: [], settleRecheckInMs: null, discoveredIds: new Map(), beingWritten: [] };
   private lastChecked: { config: LlmtrayConfig; assembly: Assembly } | undefined;
   private readonly changes = new Emitter<[readonly CatalogModel[]]>('the catalog');
   private readonly store: ConfigStore;
@@ -192,6 +194,14 @@ export class Catalog {
    */
   settleRecheckInMs(): number | null {
     return this.assembly.settleRecheckInMs;
+  }
+
+  /**
+   * The discovered file still being written that `name` will mean once it settles (by the id it
+   * will get), for a request that must hear so rather than "does not exist". Non-blocking.
+   */
+  beingWritten(name: string): FileBeingWritten | undefined {
+    return findModelByName(this.assembly.beingWritten, name);
   }
 
   /** Config errors of the last reload, then discovery's notes (unreadable folders, incomplete splits). Non-blocking. */
@@ -261,7 +271,7 @@ export class Catalog {
 
   private async assemble(config: LlmtrayConfig): Promise<Assembly> {
     const discovery = await discoverModels(config.modelDirs);
-    const { settled, recheckInMs } = this.settling.check(discovery.files);
+    const { settled, growing, standingIn, recheckInMs } = this.settling.check(discovery.files);
     const configured = await Promise.all(config.models.map(async (model): Promise<Entry> => {
       const identity = await fileIdentity(model.path);
       const fromArgs = projectorFromArgs(model.args);
@@ -296,6 +306,7 @@ export class Catalog {
     const discoveredFiles = settled.filter((f) => !configuredFiles.has(f.realPath) && !configuredFiles.has(f.path));
     const taken = new Set(config.models.flatMap((m) => [m.id, ...m.aliases]).map((name) => name.toLowerCase()));
     const ids = assignUniqueIds(discoveredFiles, taken, this.ids.remembered());
+    const beingWritten = filesBeingWritten(growing, configuredFiles, new Set([...taken, ...ids.values()]), this.ids.remembered());
     const discovered: Entry[] = discoveredFiles
       .map((f): Entry => ({
         id: ids.get(f.path)!,
@@ -344,7 +355,7 @@ export class Catalog {
       return entry.configuredCtx ?? (trained !== null ? Math.min(trained, DEFAULT_CONTEXT_CAP) : UNKNOWN_CONTEXT);
     };
 
-    const models = entries.map((entry, i): CatalogModel => {
+    const built = entries.map((entry, i): CatalogModel => {
       const ctx = ctxOf(i);
       const draftIndex = entry.draftId === undefined ? undefined : byId.get(entry.draftId);
       const draft = draftIndex === undefined ? undefined : entries[draftIndex];
@@ -401,8 +412,12 @@ export class Catalog {
         source: entry.source,
       };
     });
+    // A file being replaced stays listed as it was (settling.ts), header facts included: the new
+    // file's (a context read from it) would change the definition twice, once now and again
+    // when it settles, and a header still being written may not read at all.
+    const models = built.map((m) => (standingIn.has(m.path) ? (this.assembly.models.find((p) => p.id === m.id && p.path === m.path) ?? m) : m));
     const discoveredIds = new Map(discoveredFiles.map((f) => [f.realPath, ids.get(f.path)!]));
-    return { models, references, problems: discovery.problems, settleRecheckInMs: recheckInMs, discoveredIds };
+    return { models, references, problems: discovery.problems, settleRecheckInMs: recheckInMs, discoveredIds, beingWritten };
   }
 }
 

@@ -30,6 +30,11 @@ export interface DiscoveredFile {
   mtimeMs: number;
   /** The latest modification time of any part, epoch ms: a later part still being written makes it recent. */
   lastWriteMs: number;
+  /**
+   * The first part's device and inode: another file renamed over the name gets another, a file
+   * rewritten in place keeps its own (settling.ts tells the two apart).
+   */
+  fileId: string;
   projectorPath?: string;
   /** Why it cannot be loaded as found (a missing split part), as a sentence; absent when fine. */
   problem?: string;
@@ -43,10 +48,20 @@ export interface Discovery {
   problems: string[];
 }
 
-const MAX_DEPTH = 8;
+/** How deep below a model dir models are searched for (and watched: watch-catalog.ts). */
+export const MAX_DEPTH = 8;
 const GGUF = /\.gguf$/i;
 const SPLIT = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i;
 const PROJECTOR = /(^|[-_.])mmproj([-_.]|$)/i;
+
+/**
+ * Whether a folder's contents are searched: Hugging Face's datasets and spaces never hold
+ * models, its `blobs` holds them nameless (the snapshots name them), and hidden folders are
+ * caches and tools' own.
+ */
+export function isSearchedFolder(name: string): boolean {
+  return !/^(datasets|spaces)--/.test(name) && name !== 'blobs' && !name.startsWith('.');
+}
 
 export function isProjectorFile(name: string): boolean {
   return GGUF.test(name) && PROJECTOR.test(name);
@@ -145,10 +160,7 @@ async function walk(dir: string, depth: number, out: Found[], problems: string[]
   for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
     const path = join(dir, entry.name);
     if (await isDirectory(entry, path)) {
-      // Hugging Face's datasets and spaces never hold models; `blobs` holds them nameless.
-      if (!/^(datasets|spaces)--/.test(entry.name) && entry.name !== 'blobs' && !entry.name.startsWith('.')) {
-        await walk(path, depth + 1, out, problems, visited);
-      }
+      if (isSearchedFolder(entry.name)) await walk(path, depth + 1, out, problems, visited);
     } else if (GGUF.test(entry.name)) names.push(entry.name);
   }
   if (names.length > 0) out.push({ folder: dir, names });
@@ -218,6 +230,7 @@ async function modelsInFolder(found: Found, dirIndex: number, problems: string[]
         sizeBytes,
         mtimeMs: first.mtimeMs,
         lastWriteMs,
+        fileId: `${first.dev}:${first.ino}`,
         ...(projectorPath ? { projectorPath } : {}),
         ...(problem ? { problem } : {}),
         dirIndex,

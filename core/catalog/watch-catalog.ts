@@ -12,8 +12,15 @@
 // is not offered as a model (the catalog's settling.ts), so reloading during one is harmless.
 // A folder that does not exist yet (no ~/models on a new machine) is watched through its
 // nearest existing parent, and the watches are re-armed once it appears.
-import { existsSync, watch, type FSWatcher } from 'node:fs';
-import { basename, dirname, relative, sep } from 'node:path';
+// Why each folder is watched on its own on Linux: Linux has no recursive watch, Node emulates
+// `recursive` in JavaScript, and its emulation (Node 20 and 22) also watches each file's inode
+// and reports a file renamed over a watched one once and never again: the watch stays on the
+// old inode, and the folder's events for the name count as already known. A re-download or a
+// new quantisation renamed over a model went unseen from the second time on. A folder's own
+// watch sees every name in it, whatever inode the name points to now.
+import { existsSync, readdirSync, realpathSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
+import { basename, dirname, join, relative, sep } from 'node:path';
+import { isSearchedFolder, MAX_DEPTH } from './discovery.js';
 
 export interface CatalogWatchOptions {
   configPath: string;
@@ -57,6 +64,41 @@ interface Target {
   /** For the config: only events about this file name matter. */
   fileName?: string;
   recursive: boolean;
+}
+
+/** Linux: Node's `recursive` loses files renamed over (see the top of the file). */
+const WATCH_EACH_FOLDER = process.platform === 'linux';
+
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** `root` and the folders below it that discovery searches, as they are now. Blocks on directory reads. */
+function foldersUnder(root: string): string[] {
+  const out: string[] = [];
+  const visited = new Set<string>();
+  const visit = (dir: string, depth: number): void => {
+    let entries: Dirent[];
+    try {
+      const real = realpathSync(dir);
+      if (visited.has(real) || depth > MAX_DEPTH) return;
+      visited.add(real);
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return; // gone or unreadable: discovery reports it; the next burst looks again
+    }
+    out.push(dir);
+    for (const entry of entries) {
+      const path = join(dir, entry.name);
+      if (isSearchedFolder(entry.name) && (entry.isDirectory() || (entry.isSymbolicLink() && isFolder(path)))) visit(path, depth + 1);
+    }
+  };
+  visit(root, 0);
+  return out;
 }
 
 function nearestExisting(path: string): string {
@@ -114,6 +156,8 @@ export function watchCatalog(options: CatalogWatchOptions): CatalogWatcher {
     ...options.modelDirs.map((path) => ({ path, recursive: true })),
   ];
   let watchers: FSWatcher[] = [];
+  /** Linux: one watch per folder of the existing model dirs, kept in step with the folders at every burst. */
+  const folderWatches = new Map<string, FSWatcher>();
   let armedExistence = '';
   let closed = false;
 
@@ -122,13 +166,46 @@ export function watchCatalog(options: CatalogWatchOptions): CatalogWatcher {
   const fire = (paths: string[]) => {
     if (closed) return;
     if (existence() !== armedExistence) arm();
+    else followFolders();
     options.onChange({ paths });
   };
   const configBurst = new Burst(debounceMs, maxWaitMs, fire);
   const modelDirBurst = new Burst(debounceMs, maxWaitMs, fire);
 
+  function watchFolder(folder: string): void {
+    try {
+      const watcher = watch(folder, { persistent: false }, (event, name) => {
+        const file = name === null ? null : name.toString();
+        const path = file === null ? folder : join(folder, file);
+        // A new folder (whatever its name) must be watched too: the burst follows the folders.
+        if (isModelDirEvent(file) || (event === 'rename' && isFolder(path))) modelDirBurst.note(path);
+      });
+      watcher.on('error', (error) => {
+        watcher.close();
+        folderWatches.delete(folder);
+        options.onError?.(new Error(`Stopped watching ${folder}: ${error.message}`));
+      });
+      folderWatches.set(folder, watcher);
+    } catch (error) {
+      options.onError?.(new Error(`Cannot watch ${folder}: ${(error as Error).message}`));
+    }
+  }
+
+  /** Watches the model dirs' folders that appeared since the last look, and stops watching those gone. */
+  function followFolders(): void {
+    if (!WATCH_EACH_FOLDER) return;
+    const wanted = new Set(targets.filter((t) => t.recursive && existsSync(t.path)).flatMap((t) => foldersUnder(t.path)));
+    for (const [folder, watcher] of folderWatches) {
+      if (wanted.has(folder)) continue;
+      watcher.close();
+      folderWatches.delete(folder);
+    }
+    for (const folder of wanted) if (!folderWatches.has(folder)) watchFolder(folder);
+  }
+
   function watchOne(target: Target): void {
     const exists = existsSync(target.path);
+    if (exists && target.recursive && WATCH_EACH_FOLDER) return; // followFolders watches it
     const watched = exists ? target.path : nearestExisting(target.path);
     // Watching a missing folder's ancestor: only the next path component toward it matters.
     const awaited = exists ? undefined : relative(watched, target.path).split(sep)[0];
@@ -155,10 +232,16 @@ export function watchCatalog(options: CatalogWatchOptions): CatalogWatcher {
   }
 
   function arm(): void {
-    for (const watcher of watchers) watcher.close();
-    watchers = [];
+    closeAll();
     armedExistence = existence();
     for (const target of targets) watchOne(target);
+    followFolders();
+  }
+
+  function closeAll(): void {
+    for (const watcher of [...watchers, ...folderWatches.values()]) watcher.close();
+    watchers = [];
+    folderWatches.clear();
   }
 
   arm();
@@ -167,8 +250,7 @@ export function watchCatalog(options: CatalogWatchOptions): CatalogWatcher {
       closed = true;
       configBurst.cancel();
       modelDirBurst.cancel();
-      for (const watcher of watchers) watcher.close();
-      watchers = [];
+      closeAll();
     },
   };
 }

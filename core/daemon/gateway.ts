@@ -19,7 +19,8 @@ import { waitProgressOf } from './wait-progress.js';
 import { Emitter } from '../common/emitter.js';
 
 export interface GatewayParts {
-  catalog: Pick<Catalog, 'models' | 'resolve'>;
+  /** Without `beingWritten`, a file still being written is a 404 like any unknown name. */
+  catalog: Pick<Catalog, 'models' | 'resolve'> & Partial<Pick<Catalog, 'beingWritten'>>;
   controller: Pick<
     Controller,
     'status' | 'whyUnservable' | 'waitReason' | 'reconcileNow' | 'trigger' | 'refreshSoon' | 'servingModel' | 'onEvent' | 'hasStopped' | 'served' | 'definitionPending'
@@ -69,6 +70,10 @@ export function createGateway(parts: GatewayParts): ModelGateway {
       const model = catalog.resolve(name);
       if (model === undefined) return undefined;
       return { modelId: model.id, embeddingsOnly: model.embeddings === undefined ? null : model.embeddings.modelPools ? 'pooling' : 'config' };
+    },
+    beingWritten(name) {
+      const file = catalog.beingWritten?.(name);
+      return file === undefined ? undefined : { modelId: file.id, path: file.path, sizeBytes: file.sizeBytes };
     },
     modelIds: () => catalog.models().map((m) => m.id),
     listModels(): RouterModelEntry[] {

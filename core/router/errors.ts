@@ -9,6 +9,7 @@
 // 'engine_error' in its error event instead.
 import type { ServerResponse } from 'node:http';
 import type { OpenAIErrorBody, OpenAIErrorSource } from '../contracts/openai.js';
+import { formatBytes } from '../contracts/format-bytes.js';
 import { endOpenedStream } from './opened-stream.js';
 
 export const ERROR_SOURCE_HEADER = 'x-llmtray-error-source';
@@ -83,6 +84,23 @@ export function embeddingModelAsked(modelId: string, why: 'pooling' | 'config'):
     code: 'model_only_embeds',
     param: 'model',
     message: `'${modelId}' is an embedding model (${because}): it answers /v1/embeddings only. Send chats and completions to a model that writes text.`,
+  };
+}
+
+/**
+ * A request for a model whose file is still being written (a download, a copy) under the name
+ * it will have: 503 with Retry-After, not 404, because it is coming. Settling (the catalog's
+ * settling.ts) lists it once it has stopped growing.
+ */
+export function modelBeingWritten(file: { modelId: string; path: string; sizeBytes: number }, retryAfterSeconds: number): RouterError {
+  return {
+    status: 503,
+    source: 'router',
+    type: 'unavailable_error',
+    code: 'model_being_written',
+    param: 'model',
+    message: `Model '${file.modelId}' is a file still being written (${formatBytes(file.sizeBytes)} so far): ${file.path}. It is served once the file stops growing; retry in ${retryAfterSeconds} s.`,
+    headers: { 'retry-after': String(retryAfterSeconds) },
   };
 }
 

@@ -105,6 +105,13 @@ export interface ModelGateway {
    */
   resolve(name: string): { modelId: string; embeddingsOnly: EmbeddingsOnly | null } | undefined;
 
+  /**
+   * The file still being written that `name` will mean once it stops growing (a download under
+   * way), for a 503 instead of the 404; undefined when none. Optional: without it every unknown
+   * name is a 404. Non-blocking, pure.
+   */
+  beingWritten?(name: string): { modelId: string; path: string; sizeBytes: number } | undefined;
+
   /** Every catalog id, for the 404's message. Non-blocking, pure. */
   modelIds(): string[];
 

@@ -13,7 +13,7 @@ import type { OpenAIModelList } from '../contracts/openai.js';
 import { activate } from './activation.js';
 import { anthropicErrorBody } from './anthropic-errors.js';
 import { countTokensRequest, messagesRequest } from './anthropic-route.js';
-import { embeddingModelAsked, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
+import { embeddingModelAsked, errorBody, modelBeingWritten, sendError, type ErrorShape, type RouterError } from './errors.js';
 import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
 import { lingerOnClose } from './lingering-close.js';
 import { answerProtocolErrors } from './protocol-errors.js';
@@ -133,6 +133,11 @@ export function createRouter(options: RouterOptions): Router {
     retryAfterSeconds: options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS,
   };
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  /** A name no model answers to: a file still being written under it is coming (503), anything else does not exist (404). */
+  const noSuchModel = (name: string): RouterError => {
+    const file = gateway.beingWritten?.(name);
+    return file === undefined ? unknownModel(name, gateway.modelIds()) : modelBeingWritten(file, activation.retryAfterSeconds);
+  };
   // Keep-alive to the engines: a chat front end sends a request per keystroke-pause, and a new
   // TCP handshake per request is latency for nothing on the hot path.
   const agent = new http.Agent({ keepAlive: true });
@@ -203,7 +208,7 @@ export function createRouter(options: RouterOptions): Router {
             if (read.kind === 'aborted') return;
             if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, bodyLimitBytes));
             const resolve = (name: string): string | undefined => gateway.resolve(name)?.modelId;
-            return runModelCommand(res, read.body, command, options.modelCommands, resolve, (name) => unknownModel(name, gateway.modelIds()));
+            return runModelCommand(res, read.body, command, options.modelCommands, resolve, noSuchModel);
           })
           .catch((error: unknown) => refuse(internal(error)));
         return;
@@ -276,7 +281,7 @@ export function createRouter(options: RouterOptions): Router {
     const request = build(read.body);
     if (!('send' in request)) return sendError(res, request, shape);
     const resolved = gateway.resolve(request.model);
-    if (resolved === undefined) return sendError(res, unknownModel(request.model, gateway.modelIds()), shape);
+    if (resolved === undefined) return sendError(res, noSuchModel(request.model), shape);
     if (request.generates && resolved.embeddingsOnly !== null) return sendError(res, embeddingModelAsked(resolved.modelId, resolved.embeddingsOnly), shape);
     // A streamed request that has to wait hears why, as SSE comments, from the moment it waits.
     const { streamError } = request;
@@ -317,7 +322,7 @@ export function createRouter(options: RouterOptions): Router {
     if (modelName === null) return sendJson(res, { object: 'list', data: entries } satisfies OpenAIModelList<RouterModelEntry>);
     const id = gateway.resolve(modelName)?.modelId;
     const entry = entries.find((candidate) => candidate.id === id);
-    if (entry === undefined) return sendError(res, unknownModel(modelName, gateway.modelIds()));
+    if (entry === undefined) return sendError(res, noSuchModel(modelName));
     sendJson(res, entry);
   }
 

@@ -71,6 +71,28 @@ describe('watchCatalog', () => {
     for (let i = 0; i < 5; i++) expect(paths).toContain(join(root, `models/nested/m${i}.gguf`));
   });
 
+  // Before, on Linux under Node 20 and 22 (whose `recursive` watches each file's inode): the
+  // first rename over a model was seen, the later ones never were.
+  test('a model file replaced by a rename over it is seen every time', async () => {
+    const model = join(root, 'models/nested/rep.gguf');
+    await writeFile(model, 'first');
+    start({ configPath: join(root, 'config/config.yaml'), modelDirs: [join(root, 'models')], debounceMs: 100 });
+    for (let i = 0; i < 3; i++) {
+      await writeFile(`${model}.part`, `replacement ${i}`);
+      await rename(`${model}.part`, model);
+      expect(await nextChange(i)).toContain(model);
+    }
+  });
+
+  test('a folder made after the start, whatever its name, is watched: a model renamed into it is seen', async () => {
+    start({ configPath: join(root, 'config/config.yaml'), modelDirs: [join(root, 'models')], debounceMs: 100 });
+    await mkdir(join(root, 'models/Qwen2.5-7B'));
+    expect(await nextChange(0)).toContain(join(root, 'models/Qwen2.5-7B'));
+    await writeFile(join(root, 'models/Qwen2.5-7B/q.gguf.part'), 'x');
+    await rename(join(root, 'models/Qwen2.5-7B/q.gguf.part'), join(root, 'models/Qwen2.5-7B/q.gguf'));
+    expect(await nextChange(1)).toContain(join(root, 'models/Qwen2.5-7B/q.gguf'));
+  });
+
   test('a model dir that does not exist yet is picked up when it appears, and watched from then on', async () => {
     const later = join(root, 'later/models');
     start({ configPath: join(root, 'config/config.yaml'), modelDirs: [later], debounceMs: 100 });

@@ -7,8 +7,8 @@ import { discoverModels, type DiscoveredFile } from '../../../core/catalog/disco
 import { Settling } from '../../../core/catalog/settling.js';
 
 const WALL = 1_000_000;
-const file = (sizeBytes: number, lastWriteMs: number): DiscoveredFile => ({
-  baseId: 'm', path: '/models/m.gguf', realPath: '/models/m.gguf', parts: ['/models/m.gguf'], sizeBytes, mtimeMs: 0, lastWriteMs, dirIndex: 0,
+const file = (sizeBytes: number, lastWriteMs: number, fileId = '1:1'): DiscoveredFile => ({
+  baseId: 'm', path: '/models/m.gguf', realPath: '/models/m.gguf', parts: ['/models/m.gguf'], sizeBytes, mtimeMs: 0, lastWriteMs, fileId, dirIndex: 0,
 });
 
 function rig() {
@@ -40,6 +40,38 @@ describe('Settling', () => {
     const { settling } = rig();
     // lastWriteMs is the latest of every part's mtime (discovery.ts).
     expect(settling.check([{ ...file(30, WALL), mtimeMs: WALL - 60_000 }]).settled).toEqual([]);
+  });
+});
+
+describe('a listed file replaced under its name', () => {
+  // Before: the replacement was "growing", so the model left the list for the settle time (its
+  // running engine evicted, a request meanwhile told the model does not exist).
+  test('by another file renamed over it: stands as it last settled until the new file settles, then is the new file', () => {
+    const { settling, step } = rig();
+    const old = file(10, WALL - 5000);
+    settling.check([old]);
+    step(100);
+    expect(settling.check([file(99, WALL + 100, '1:2')])).toMatchObject({ settled: [old], growing: [], standingIn: new Set(['/models/m.gguf']), recheckInMs: 1000 });
+    step(1000);
+    expect(settling.check([file(99, WALL + 100, '1:2')])).toMatchObject({ settled: [{ sizeBytes: 99 }], growing: [], standingIn: new Set(), recheckInMs: null });
+  });
+
+  test('rewritten in place (the same inode): growing like a new file, nothing stands for it', () => {
+    const { settling, step } = rig();
+    settling.check([file(10, WALL - 5000)]);
+    step(100);
+    expect(settling.check([file(4, WALL + 100)])).toMatchObject({ settled: [], growing: [{ sizeBytes: 4 }], standingIn: new Set() });
+    step(100);
+    expect(settling.check([file(8, WALL + 200)])).toMatchObject({ settled: [], growing: [{ sizeBytes: 8 }] });
+  });
+
+  test('a file deleted and written again under the name is new: nothing stands for it', () => {
+    const { settling, step } = rig();
+    settling.check([file(10, WALL - 5000)]);
+    step(100);
+    settling.check([]);
+    step(100);
+    expect(settling.check([file(5, WALL + 200)])).toMatchObject({ settled: [], growing: [{ sizeBytes: 5 }] });
   });
 });
 

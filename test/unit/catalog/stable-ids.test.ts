@@ -1,7 +1,8 @@
 // Ids of discovered models stay with their files, through the real Catalog on real folders.
 // Before, two folders each holding `same.gguf` gave `same` and `same-<hash>`, and deleting the
 // first file renamed the second to `same` under the clients using `same-<hash>` (404).
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, realpath, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
@@ -61,5 +62,29 @@ describe('ids of discovered models', () => {
     await catalog.reload();
     expect(idOf(catalog, second())).toBe('same');
     expect(idOf(catalog, first())).toMatch(/^same-[0-9a-f]{6}$/);
+  });
+
+  test('a file still being written is known by the id it will have once it settles, and only by it', async () => {
+    const longAgo = new Date(Date.now() - 60_000);
+    await utimes(first(), longAgo, longAgo);
+    // second/same.gguf written "now" as far as the first look can tell, however slow the machine
+    // (a modification time ahead of the clock counts as just written): still being written.
+    const justNow = new Date(Date.now() + 60_000);
+    await utimes(second(), justNow, justNow);
+    const catalog = await Catalog.open({ configPath, dataDir, facts: { platform: 'linux', env: {}, homeDir: root }, settleMs: 500 });
+    expect(catalog.models().map((m) => m.path)).toEqual([first()]);
+    // 'same' is the first folder's, listed: a request for it is served, never told "being written".
+    expect(catalog.beingWritten('same')).toBeUndefined();
+    // The file being written will get the suffixed id once settled (model-ids.ts), so that is its name now.
+    const beingWrittenId = `same-${createHash('sha256').update(await realpath(second())).digest('hex').slice(0, 6)}`;
+    expect(catalog.beingWritten(beingWrittenId)).toMatchObject({ id: beingWrittenId, path: second(), sizeBytes: expect.any(Number) });
+    expect(catalog.beingWritten(beingWrittenId.toUpperCase())?.path).toBe(second());
+
+    while (idOf(catalog, second()) === undefined) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await catalog.reload();
+    }
+    expect(idOf(catalog, second())).toBe(beingWrittenId);
+    expect(catalog.beingWritten(beingWrittenId)).toBeUndefined();
   });
 });
