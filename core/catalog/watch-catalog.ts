@@ -25,6 +25,12 @@ import { isSearchedFolder, MAX_DEPTH } from './discovery.js';
 export interface CatalogWatchOptions {
   configPath: string;
   modelDirs: readonly string[];
+  /**
+   * The config's own model files: a file named there that is missing (its drive unplugged, not
+   * downloaded yet) is read again once it appears, however its folder comes back; without a
+   * watch the catalog kept saying "cannot read the model file" after it was there.
+   */
+  modelFiles?: readonly string[];
   /** Called once per settled burst with the paths that changed (best effort; null names dropped). */
   onChange: (change: { paths: string[] }) => void;
   /** Quiet time before onChange, ms. */
@@ -61,9 +67,11 @@ export function isModelDirEvent(name: string | null): boolean {
 
 interface Target {
   path: string;
-  /** For the config: only events about this file name matter. */
+  /** For the config and a configured model file: only events about this file name matter. */
   fileName?: string;
   recursive: boolean;
+  /** Which debounce it feeds: a config edit is not held up by a download (see the top of the file). */
+  burst: 'config' | 'models';
 }
 
 /** Linux: Node's `recursive` loses files renamed over (see the top of the file). */
@@ -152,8 +160,9 @@ export function watchCatalog(options: CatalogWatchOptions): CatalogWatcher {
   const debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
   const maxWaitMs = Math.max(debounceMs, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
   const targets: Target[] = [
-    { path: dirname(options.configPath), fileName: basename(options.configPath), recursive: false },
-    ...options.modelDirs.map((path) => ({ path, recursive: true })),
+    { path: dirname(options.configPath), fileName: basename(options.configPath), recursive: false, burst: 'config' },
+    ...options.modelDirs.map((path): Target => ({ path, recursive: true, burst: 'models' })),
+    ...(options.modelFiles ?? []).map((path): Target => ({ path: dirname(path), fileName: basename(path), recursive: false, burst: 'models' })),
   ];
   let watchers: FSWatcher[] = [];
   /** Linux: one watch per folder of the existing model dirs, kept in step with the folders at every burst. */
@@ -210,7 +219,7 @@ export function watchCatalog(options: CatalogWatchOptions): CatalogWatcher {
     // Watching a missing folder's ancestor: only the next path component toward it matters.
     const awaited = exists ? undefined : relative(watched, target.path).split(sep)[0];
     try {
-      const burst = target.fileName !== undefined ? configBurst : modelDirBurst;
+      const burst = target.burst === 'config' ? configBurst : modelDirBurst;
       const watcher = watch(watched, { recursive: exists && target.recursive, persistent: false }, (_event, name) => {
         const file = name === null ? null : name.toString();
         if (awaited !== undefined) {

@@ -27,7 +27,7 @@ export interface CatalogReloads {
 export function startCatalogReloads(options: CatalogReloadsOptions): CatalogReloads {
   const { catalog, configPath, log } = options;
   let watcher: CatalogWatcher | null = null;
-  let watchedDirs = '';
+  let watchedPaths = '';
   let recheck: NodeJS.Timeout | undefined;
   let closed = false;
   let configPresent = existsSync(configPath);
@@ -48,16 +48,18 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
     listedIds = now;
   });
 
-  // Re-armed only when the folders change: closing the watch drops the events it has pending,
+  // Re-armed only when the folders or the configured model files change: closing the watch drops the events it has pending,
   // and a config edit pending while a download's rescan changed the list would be lost.
   const watchDirs = (): void => {
     const dirs = catalog.config().modelDirs;
-    if (closed || JSON.stringify(dirs) === watchedDirs) return;
-    watchedDirs = JSON.stringify(dirs);
+    const files = catalog.config().models.map((model) => model.path);
+    if (closed || JSON.stringify([dirs, files]) === watchedPaths) return;
+    watchedPaths = JSON.stringify([dirs, files]);
     watcher?.close();
     watcher = watchCatalog({
       configPath,
       modelDirs: dirs,
+      modelFiles: files,
       onChange: () => reload(),
       onError: (error) => log.warn(`watching models and config: ${error.message}`),
     });

@@ -86,6 +86,31 @@ describe('a model file moved away (its drive unplugged) and back', () => {
   }, 120_000);
 });
 
+describe('a configured model whose file is not there yet, in a folder not there yet', () => {
+  let daemon: DaemonProcess | undefined;
+
+  afterAll(async () => {
+    await daemon?.stop();
+    if (daemon) await removeDataDir(daemon.dataDir);
+  });
+
+  it('is refused at once naming the path, and served from the file once it is there', async () => {
+    const drive = join(workDir, 'not-yet');
+    const path = join(drive, 'tiny.gguf');
+    daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: await configFor('missing', path) });
+    const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0, timeout: 100_000 });
+    expectMachineRefusal(await refusalOf(client), /cannot read the model file: ENOENT/);
+    expect((await refusalOf(client))!.message).toContain(path);
+    expect((await daemon.model('tiny')).status.recovery).toMatchObject({ kind: 'environment', nextAction: 'retry' });
+
+    // The folder and the file appear (a drive mounted, a download finished): the catalog reads it again.
+    await mkdir(drive);
+    await copyFile(models.tiny.path, `${path}.part`);
+    await rename(`${path}.part`, path);
+    await eventually('tiny served from the file once it is there', served(client), 90_000, 500);
+  }, 120_000);
+});
+
 describe.runIf(process.getuid?.() === 0)('a data dir on a disk that is full (a real 16 MiB tmpfs, filled)', () => {
   let mountPoint: string;
   let daemon: DaemonProcess | undefined;
