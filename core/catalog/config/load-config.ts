@@ -6,6 +6,7 @@ import { dirname } from 'node:path';
 import { parseDocument } from 'yaml';
 import { defaultModelDirs, resolveUserPath, type PlatformFacts } from '../paths.js';
 import { configError, describeValue, fieldPath, valueAt } from './config-errors.js';
+import { unknownFieldError } from './unknown-fields.js';
 import {
   configSchema,
   DEFAULT_ACTIVATION_WAIT_MS,
@@ -135,12 +136,13 @@ export function parseConfigText(text: string, file: string, facts: PlatformFacts
   if (!result.success) {
     return {
       ok: false,
-      errors: result.error.issues.map((issue) =>
+      // One sentence per misspelt field, each naming its own path and value.
+      errors: result.error.issues.flatMap((issue) =>
         issue.code === 'unrecognized_keys'
-          ? `${file}: ${fieldPath(issue.path)}: ${issue.message}`
+          ? issue.keys.map((key) => unknownFieldError(file, issue.path, key, valueAt(raw, [...issue.path, key]), !isUnderClientKeys(issue.path)))
           : isClientKeySecret(issue.path)
-            ? `${file}: ${fieldPath(issue.path)}: ${issue.message}, got a secret that is not shown here`
-            : configError(file, issue.path, issue.message, valueAt(raw, issue.path)),
+            ? [`${file}: ${fieldPath(issue.path)}: ${issue.message}, got a secret that is not shown here`]
+            : [configError(file, issue.path, issue.message, valueAt(raw, issue.path))],
       ),
     };
   }
@@ -151,6 +153,11 @@ export function parseConfigText(text: string, file: string, facts: PlatformFacts
 /** Config errors are logged and shown on the dashboard: a client key's text never is, even a bad one. */
 function isClientKeySecret(path: readonly PropertyKey[]): boolean {
   return path[0] === 'listen' && path[1] === 'clientKeys' && path[3] === 'key';
+}
+
+/** Inside a client key's entry, a misspelt `key:` holds the secret: its value is not shown either. */
+function isUnderClientKeys(path: readonly PropertyKey[]): boolean {
+  return path[0] === 'listen' && path[1] === 'clientKeys';
 }
 
 /**
