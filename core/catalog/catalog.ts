@@ -194,6 +194,11 @@ export class Catalog {
     return this.assembly.settleRecheckInMs;
   }
 
+  /** Why the config file's last reload was not applied (file, field, value); empty after a good one. Non-blocking. */
+  configErrors(): readonly string[] {
+    return this.store.errors();
+  }
+
   /** Config errors of the last reload, then discovery's notes (unreadable folders, incomplete splits). Non-blocking. */
   problems(): string[] {
     return [...this.store.errors(), ...this.assembly.problems];

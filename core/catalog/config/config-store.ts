@@ -2,7 +2,8 @@
 //
 // A person saving config.yaml with a typo must not lose the models that are serving: a reload
 // that fails validation keeps the last good config and returns why. A file that was never
-// valid leaves the defaults (discovery only) running, with the errors shown.
+// valid leaves the defaults (discovery only) in force here, with the errors; the daemon refuses
+// to start on it (core/daemon.ts), since there is no last good config to keep running.
 import type { PlatformFacts } from '../paths.js';
 import { SerialQueue } from '../../common/serial-queue.js';
 import { defaultConfig, loadConfigFile, type LlmtrayConfig } from './load-config.js';
