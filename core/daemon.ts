@@ -221,7 +221,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     parts.add(() => cadence.stop());
     parts.add(watchServers(supervisor, cadence.serverStarted, logFor('events')));
     parts.add(suspectFaultyGpus(supervisor, budget, logFor('gpu')));
-    if (demo === null) parts.add(reloadOnEdits({ catalog, configPath, log, supervisor, admin, budget }));
+    // The demo's config too: it is the person's file once written, and an edit applies while running as any config's does.
+    parts.add(reloadOnEdits({ catalog, configPath, log, supervisor, admin, budget }));
 
     await writeDaemonInfo(dataDir, { pid: process.pid, port: at.port, endpoint: endpoint(), origin: at.origin, startedAt });
     parts.add(() => rm(join(dataDir, DAEMON_INFO_FILE), { force: true }));
