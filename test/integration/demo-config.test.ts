@@ -129,6 +129,7 @@ describe('the demo config while the demo runs, and its budget limit across start
     );
     const state = await running.state();
     expect(state.configErrors.some((line) => line.startsWith(error))).toBe(true);
+    expect(state.configInForce).toBe('file');
     // The last good config: demo-chat still listed, with the alias the good edit gave it.
     expect(state.models.find((m) => m.id === 'demo-chat')?.aliases).toEqual(['chat', 'talk']);
   }, 120_000);

@@ -86,7 +86,8 @@ export interface LlmtrayConfig {
   models: ModelConfig[];
 }
 
-export type ConfigLoad = { ok: true; config: LlmtrayConfig } | { ok: false; errors: string[] };
+/** `fromFile` false: the file is absent and the config is the defaults, which is not an error. */
+export type ConfigLoad = { ok: true; config: LlmtrayConfig; fromFile: boolean } | { ok: false; errors: string[] };
 
 /** The config of an absent file: defaults and discovery only. */
 export function defaultConfig(file: string, facts: PlatformFacts): LlmtrayConfig {
@@ -104,7 +105,7 @@ export async function loadConfigFile(file: string, facts: PlatformFacts): Promis
     text = await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { ok: true, config: defaultConfig(file, facts) };
+    if (code === 'ENOENT') return { ok: true, config: defaultConfig(file, facts), fromFile: false };
     return { ok: false, errors: [`${file}: cannot read the config file: ${(error as Error).message}`] };
   }
   return parseConfigText(text, file, facts);
@@ -147,7 +148,7 @@ export function parseConfigText(text: string, file: string, facts: PlatformFacts
     };
   }
   const errors = [...clientKeyErrors(result.data, file), ...duplicateNameErrors(result.data, file), ...turnErrors(result.data, raw, file)];
-  return errors.length > 0 ? { ok: false, errors } : { ok: true, config: toConfig(result.data, file, facts) };
+  return errors.length > 0 ? { ok: false, errors } : { ok: true, config: toConfig(result.data, file, facts), fromFile: true };
 }
 
 /** Config errors are logged and shown on the dashboard: a client key's text never is, even a bad one. */
