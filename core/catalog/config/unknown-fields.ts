@@ -58,10 +58,10 @@ export function nearestField(key: string, known: readonly string[]): string | un
   const plain = (name: string) => name.toLowerCase().replace(/[_-]/g, '');
   const same = known.find((name) => plain(name) === plain(key));
   if (same !== undefined) return same;
-  const allowed = key.length <= 5 ? 1 : 2;
   let nearest: { name: string; distance: number } | undefined;
   for (const name of known) {
     const distance = editDistance(plain(key), plain(name));
+    const allowed = Math.max(key.length, name.length) <= 5 ? 1 : 2;
     if (distance <= allowed && (nearest === undefined || distance < nearest.distance)) nearest = { name, distance };
   }
   return nearest?.name;
@@ -72,10 +72,12 @@ export function nearestField(key: string, known: readonly string[]): string | un
  * `shownValue` false keeps the value out (a client key's secret under a misspelt name).
  */
 export function unknownFieldError(file: string, path: readonly PropertyKey[], key: string, value: unknown, shownValue = true): string {
+  // Every strict object of the schema has fields; the empty list is a schema this walk cannot read.
   const known = knownFieldsAt(path) ?? [];
   const near = nearestField(key, known);
   const setTo = shownValue ? describeValue(value) : 'a value not shown here';
-  const guess = near === undefined ? '' : `did you mean "${near}"? `;
-  const list = known.length === 0 ? '' : `${near === undefined ? 'expected' : 'Expected'} one of: ${known.join(', ')}`;
-  return `${file}: ${fieldPath([...path, key])}: unknown field, set to ${setTo}; ${guess}${list}`.replace(/[;?] $/, (end) => end.trim());
+  const what = `${file}: ${fieldPath([...path, key])}: unknown field, set to ${setTo}`;
+  const list = `one of: ${known.join(', ')}`;
+  if (near !== undefined) return `${what}; did you mean "${near}"? Expected ${list}`;
+  return known.length === 0 ? what : `${what}; expected ${list}`;
 }
