@@ -46,7 +46,7 @@ import { PinPolicy } from './daemon/model-actions.js';
 import { serveEndpoint, type ServedEndpoint } from './daemon/serve-endpoint.js';
 import { conversationsDirOf, watchSavedConversations } from './daemon/saved-conversations-view.js';
 import { passOnSpareChanges, warmSpareSizing } from './daemon/warm-spare-sizing.js';
-import type { AdviceFace } from './daemon/startup-advice.js';
+import { badConfigAtStartMessage, type AdviceFace } from './daemon/startup-advice.js';
 
 export interface DaemonOptions {
   /** The config file; default the platform's config dir (or the demo's own with `demo`). */
@@ -120,6 +120,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const configPath = demo?.configPath ?? options.configPath ?? configFilePath(facts);
     const engines = await openEnginesAndCatalog({ configPath, dataDir, facts, log });
     const { catalog, llamaServerPath } = engines;
+    // No good config was ever read: refused here, before the demo sizes its budget or anything listens.
+    if (catalog.configErrors().length > 0) throw new Error(badConfigAtStartMessage(face, { configPath, errors: catalog.configErrors(), demo: demo !== null }));
     const runtime = new RuntimeOverhead(() => catalog.config().budget.engineOverheadBytes);
     // With a llama-server, its own device list names every card llama.cpp can use (Vulkan,
     // Intel, AMD without ROCm's tools), in the engines' own environment and device order.
@@ -219,7 +221,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     parts.add(() => cadence.stop());
     parts.add(watchServers(supervisor, cadence.serverStarted, logFor('events')));
     parts.add(suspectFaultyGpus(supervisor, budget, logFor('gpu')));
-    if (demo === null) parts.add(reloadOnEdits({ catalog, configPath, log, supervisor, admin, budget }));
+    // The demo's config too: it is the person's file once written, and an edit applies while running as any config's does.
+    parts.add(reloadOnEdits({ catalog, configPath, log, supervisor, admin, budget }));
 
     await writeDaemonInfo(dataDir, { pid: process.pid, port: at.port, endpoint: endpoint(), origin: at.origin, startedAt });
     parts.add(() => rm(join(dataDir, DAEMON_INFO_FILE), { force: true }));

@@ -100,7 +100,7 @@ function metricFamilies(snapshot: Snapshot): Family[] {
       help: "A GPU its vendor tool can no longer reach (fallen off the bus, not back from a suspend): no budget, its models run elsewhere (the snapshot's goneGpus says why); 1 while gone, absent otherwise.",
       samples: (budget.goneGpus ?? []).map((gpu) => ({ labels: { gpu: String(gpu.index), name: gpu.name }, value: 1 })),
     },
-    { name: 'llmtray_config_errors', help: 'Config problems that kept the last good config running; 0 when the config is fine.', samples: [{ labels: {}, value: snapshot.configErrors.length }] },
+    { name: 'llmtray_config_errors', help: 'Config problems that kept the config in force running (the last good content of the file, or the defaults); 0 when the config is fine.', samples: [{ labels: {}, value: snapshot.configErrors.length }] },
     { name: 'llmtray_start_time_seconds', help: 'When the daemon started, seconds since the Unix epoch.', samples: [{ labels: {}, value: snapshot.startedAt / 1000 }] },
   ];
 }

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { FootprintEstimate } from '../policy/levels.js';
 import { SerialQueue } from '../common/serial-queue.js';
 import { findModelByName } from '../contracts/model-names.js';
-import { ConfigStore, type ReloadResult } from './config/config-store.js';
+import { ConfigStore, type ConfigInForce, type ReloadResult } from './config/config-store.js';
 import type { LlmtrayConfig } from './config/load-config.js';
 import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
 import { definitionHash, type FileIdentity } from './definition-hash.js';
@@ -202,6 +202,16 @@ export class Catalog {
    */
   beingWritten(name: string): FileBeingWritten | undefined {
     return findModelByName(this.assembly.beingWritten, name);
+  }
+
+  /** Whether the config in force is the file's last good content or the defaults (see ConfigStore.inForce). Non-blocking. */
+  configInForce(): ConfigInForce {
+    return this.store.inForce();
+  }
+
+  /** Why the config file's last reload was not applied (file, field, value); empty after a good one. Non-blocking. */
+  configErrors(): readonly string[] {
+    return this.store.errors();
   }
 
   /** Config errors of the last reload, then discovery's notes (unreadable folders, incomplete splits). Non-blocking. */

@@ -179,8 +179,14 @@ export interface Snapshot {
   models: ModelView[];
   budget: BudgetView;
   plan: PlanView | null;
-  /** Config problems that kept the last good config running; empty when the config is fine. */
+  /** Config problems that kept the config in force running (see configInForce); empty when the config is fine. */
   configErrors: string[];
+  /**
+   * What the daemon runs on: the config file's last good content, or the defaults (discovery
+   * only: the file is absent, was deleted, or has had no good content since). A surface says
+   * "the last good config keeps running" only for 'file'.
+   */
+  configInForce: 'file' | 'defaults';
   /** Where models come from, for the dashboard's empty state. */
   configPath: string;
   modelDirs: string[];

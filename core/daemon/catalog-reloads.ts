@@ -77,7 +77,9 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
         if (configPresent && !present && result.ok) logDeletedConfig(configuredBefore);
         configPresent = present;
         if (present && result.ok) configuredWhilePresent = configuredIds();
-        if (!result.ok) for (const error of result.errors) log.warn(`config not applied, the last good one stays: ${error}`);
+        // "The last good one" only where one was read: after no file, or a deleted one, the defaults stay.
+        const stays = catalog.configInForce() === 'file' ? 'the last good one stays' : 'the defaults stay (no good config was read from the file)';
+        if (!result.ok) for (const error of result.errors) log.warn(`config not applied, ${stays}: ${error}`);
         else options.onApplied();
         watchDirs();
         scheduleRecheck();

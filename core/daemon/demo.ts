@@ -54,13 +54,25 @@ export async function prepareDemo(dataDir: string): Promise<DemoSetup> {
   return { configPath, models };
 }
 
+const MIB = 2 ** 20;
+/** The demo writes its limit in whole steps of this: "260MiB" reads at a glance, 272193280 does not. */
+const LIMIT_STEP = 10 * MIB;
+
 /**
- * The demo's budget limit from the catalog's own estimates: room for demo-chat with its draft
- * plus half of demo-tiny, so the two never sit together and asking for one evicts the other.
+ * Where the demo's budget limit may lie, from the catalog's own estimates: `wanted` is room for
+ * demo-chat with its draft plus half of demo-tiny, so the two never sit together and asking for
+ * one evicts the other; any limit from `low` to `high` (the middle half between demo-chat alone
+ * and demo-chat beside demo-tiny) shows that too, with a margin either side for the estimates.
  * `runtimeBytes` is what each engine process itself costs where it counts (its runtime in host
  * RAM, its backend's context on a GPU), since every model's footprint includes it.
  */
-export function demoBudgetLimit(models: readonly CatalogModel[], runtimeBytes = 0, weightsOnCpu = false): number | null {
+export interface DemoLimitRange {
+  wanted: number;
+  low: number;
+  high: number;
+}
+
+export function demoLimitRange(models: readonly CatalogModel[], runtimeBytes = 0, weightsOnCpu = false): DemoLimitRange | null {
   const bytes = (id: string) => {
     const estimate = models.find((m) => m.id === id)?.estimate;
     return estimate == null ? null : footprintAt('full', weightsOnCpu ? estimateOnCpu(estimate) : estimate).deviceBytes + runtimeBytes;
@@ -68,7 +80,25 @@ export function demoBudgetLimit(models: readonly CatalogModel[], runtimeBytes = 
   const chat = bytes('demo-chat');
   const tiny = bytes('demo-tiny');
   if (chat === null || tiny === null) return null;
-  return chat + Math.floor(tiny / 2);
+  return { wanted: chat + Math.floor(tiny / 2), low: chat + Math.ceil(tiny / 4), high: chat + Math.floor((3 * tiny) / 4) };
+}
+
+/**
+ * The limit to write, or null to leave the file's as it is. A limit already in the range, in
+ * whole MiB, stays: the engine's runtime is first a prior, then measured (and measured again
+ * each start), and a limit that followed every figure changed between starts for nothing a
+ * person could see. Otherwise `wanted` rounded up to a step, or to a whole MiB where the step
+ * would leave the range.
+ */
+export function demoLimitToWrite(range: DemoLimitRange, current: number | undefined): number | null {
+  if (current !== undefined && current % MIB === 0 && current >= range.low && current <= range.high) return null;
+  const stepped = Math.ceil(range.wanted / LIMIT_STEP) * LIMIT_STEP;
+  return stepped <= range.high ? stepped : Math.ceil(range.wanted / MIB) * MIB;
+}
+
+/** "260MiB" for a whole number of MiB, the bytes otherwise: the size as the config file spells it. */
+export function demoLimitText(limitBytes: number): string | number {
+  return limitBytes % MIB === 0 ? `${limitBytes / MIB}MiB` : limitBytes;
 }
 
 /**
@@ -79,7 +109,7 @@ export function demoBudgetLimit(models: readonly CatalogModel[], runtimeBytes = 
 export async function writeDemoLimit(setup: DemoSetup, limitBytes: number): Promise<void> {
   const document = parseDocument(await readFile(setup.configPath, 'utf8'));
   if (document.errors.length > 0) return;
-  document.setIn(['budget', 'limit'], limitBytes);
+  document.setIn(['budget', 'limit'], demoLimitText(limitBytes));
   await writeFile(setup.configPath, document.toString());
 }
 
@@ -104,8 +134,9 @@ export async function fitDemoBudget(deps: {
   let fitting: Promise<void> = Promise.resolve();
   const fit = (): Promise<void> =>
     (fitting = fitting.then(async () => {
-      const limit = demoBudgetLimit(catalog.models(), runtime.bytes(engine, place), place === 'host');
-      if (limit === null || limit === catalog.config().budget.limitBytes) return;
+      const range = demoLimitRange(catalog.models(), runtime.bytes(engine, place), place === 'host');
+      const limit = range === null ? null : demoLimitToWrite(range, catalog.config().budget.limitBytes);
+      if (limit === null) return;
       await writeDemoLimit(setup, limit);
       await catalog.reload();
     }));

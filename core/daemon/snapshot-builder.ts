@@ -22,7 +22,7 @@ export interface SnapshotParts {
   networkEndpoints: () => string[];
   /** listen.host is a network address: /v1 then needs a key even while none is configured (the router's RouterAccess.keysRequired). */
   networkListener: boolean;
-  catalog: Pick<Catalog, 'models' | 'problems' | 'config'>;
+  catalog: Pick<Catalog, 'models' | 'problems' | 'config' | 'configInForce'>;
   controller: Pick<Controller, 'status' | 'lastPlan' | 'placement' | 'held'>;
   supervisor: Pick<Supervisor, 'status' | 'endpointFor' | 'inFlight'>;
   activity: ModelActivity;
@@ -158,6 +158,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
     budget: budgetView(parts.budget(), residentHolders, perDevice, parts.limitBytes(), parts.savedConversations?.totalBytes() ?? 0),
     plan: parts.controller.lastPlan(),
     configErrors: parts.catalog.problems(),
+    configInForce: parts.catalog.configInForce(),
     configPath: parts.configPath,
     modelDirs: config.modelDirs,
     lostOutputs: parts.lostOutputs(),

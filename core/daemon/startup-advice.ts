@@ -19,3 +19,20 @@ export function dataDirTakenMessage(face: AdviceFace, holder: { pid: number; loc
   if (face === 'cli') return `another llmtray daemon (pid ${holder.pid}) already uses this data dir; stop it first, or pass another --data-dir (lock: ${holder.lockPath})`;
   return `another llmtray (pid ${holder.pid}) is already running on this data dir. Quit the other llmtray (Quit in its tray menu, or Ctrl-C where \`llmtray serve\` runs), then start this one again. (lock: ${holder.lockPath})`;
 }
+
+/**
+ * A config file that no check passed at start: nothing good was ever read, so there is no last
+ * good config to keep running, and serving the defaults instead would answer "no such model"
+ * for every model the file meant to define. The refusal lists each error (file, field, value;
+ * or file, line and column) and says what to do.
+ */
+export function badConfigAtStartMessage(face: AdviceFace, where: { configPath: string; errors: readonly string[]; demo: boolean }): string {
+  const count = where.errors.length === 1 ? 'an error' : `${where.errors.length} errors`;
+  const lines = [`the config file ${where.configPath} has ${count}, so llmtray does not start:`, ...where.errors.map((error) => `  ${error}`)];
+  // The demo writes its config only when absent: deleting it is the other way out of a broken one.
+  const fresh = where.demo ? ', or delete it and the demo writes a fresh one' : '';
+  // Said in a terminal that `llmtray serve`, `npm run serve` or `npm start` (headless) opened: "start", not one of their commands.
+  if (face === 'cli') lines.push(`Fix the file${fresh}, then start llmtray again. (Once it runs, an edit with an error is reported and the last good config keeps running.)`);
+  else lines.push(`Fix the file (llmtray keeps it)${fresh}, then start llmtray again.`);
+  return lines.join('\n');
+}

@@ -123,4 +123,15 @@ describe('the config file deleted under the running daemon', () => {
     expect(line).toContain('unloading doomed, which was running');
     expect(await listed()).not.toContain('doomed');
   }, 60_000);
+
+  it('written again with an error: the defaults stay, and no surface speaks of a last good config', async () => {
+    // Runs after the deletion above: the defaults are in force, and nothing good was read from the file since.
+    await writeFile(configPath, `modelDirs: [${JSON.stringify(modelsDir)}]\nmodels:\n  - { id: back, path: ${JSON.stringify(models.tiny.path)}, cxt: 512 }\n`);
+    const error = `${configPath}: models[0].cxt: unknown field, set to 512; did you mean "ctx"?`;
+    while (!daemon.stderr().includes(`config not applied, the defaults stay (no good config was read from the file): ${error}`)) await sleep(100);
+    const state = await daemon.state();
+    expect(state.configInForce).toBe('defaults');
+    expect(state.configErrors.some((line) => line.startsWith(error))).toBe(true);
+    expect(state.models.map((m) => m.id)).not.toContain('back');
+  }, 60_000);
 });

@@ -5,7 +5,7 @@
 // the llmtray:// protocol, IPC from the dashboard and from frames that must be refused, the
 // quit paths (no engine may be left), a second launch, and each way start-up can fail.
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { unwrapInvokeReply } from '../../electron/ipc-contract.js';
 import { createPreloadBridge } from '../../electron/preload-bridge.js';
 import { STARTING_TOOLTIP } from '../../electron/tray-menu.js';
+import { prepareDemo } from '../../core/daemon/demo.js';
 import { enginesUsing, eventually, isProcessAlive, removeDataDir, startDaemonProcess } from '../support/daemon-process.js';
 import { launchElectronMain, MAIN_ENTRY, type ElectronMainProcess, type InvokeSender, type RecordedMenuItem, type StandInRecord } from '../support/electron-main-process.js';
 import { DAEMON_JS_FLAGS_SWITCH } from '../../electron/launch-mode.js';
@@ -308,6 +309,24 @@ describe('the desktop main process cannot start, and says what its user can do, 
     } finally {
       execFileSync('umount', ['-l', readOnly]);
       await rm(readOnly, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('its demo config has a misspelt field: the box names the file, the field, its value and the field meant, not a flag', async () => {
+    const typoDir = join(base, 'typo');
+    const { configPath } = await prepareDemo(typoDir);
+    const text = await readFile(configPath, 'utf8');
+    expect(text).toContain('    ctx: 4096\n');
+    await writeFile(configPath, text.replace('    ctx: 4096\n', '    cxt: 4096\n'));
+    try {
+      const box = await failure(launch({ dataDir: typoDir }));
+      expect(box.title).toBe('llmtray could not start');
+      expect(box.content).toContain(`the config file ${configPath} has an error, so llmtray does not start:`);
+      expect(box.content).toContain(`${configPath}: models[0].cxt: unknown field, set to 4096; did you mean "ctx"?`);
+      expect(box.content).toContain('Fix the file (llmtray keeps it), or delete it and the demo writes a fresh one, then start llmtray again.');
+      expect(box.content).not.toMatch(CLI_FLAG);
+    } finally {
+      await removeDataDir(typoDir);
     }
   }, 120_000);
 

@@ -69,6 +69,7 @@ export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
     },
     plan: null,
     configErrors: [],
+    configInForce: 'file',
     configPath: '/home/me/.config/llmtray/config.yaml',
     modelDirs: ['/models'],
     lostOutputs: [],

@@ -2,7 +2,8 @@
 //
 // A person saving config.yaml with a typo must not lose the models that are serving: a reload
 // that fails validation keeps the last good config and returns why. A file that was never
-// valid leaves the defaults (discovery only) running, with the errors shown.
+// valid leaves the defaults (discovery only) in force here, with the errors; the daemon refuses
+// to start on it (core/daemon.ts), since there is no last good config to keep running.
 import type { PlatformFacts } from '../paths.js';
 import { SerialQueue } from '../../common/serial-queue.js';
 import { defaultConfig, loadConfigFile, type LlmtrayConfig } from './load-config.js';
@@ -22,9 +23,13 @@ export interface ConfigStoreOptions {
 
 export type ConfigChangedListener = (config: LlmtrayConfig) => void;
 
+/** What the config in force came from: the file's last good content, or the defaults (no file, or none good read yet). */
+export type ConfigInForce = 'file' | 'defaults';
+
 export class ConfigStore {
   private config: LlmtrayConfig;
   private lastErrors: string[] = [];
+  private source: ConfigInForce = 'defaults';
   private readonly changes = new Emitter<[LlmtrayConfig]>('the config');
   private readonly reloads = new SerialQueue();
 
@@ -35,6 +40,15 @@ export class ConfigStore {
   /** The config in force: the last one that passed every check, or the defaults. Non-blocking. */
   current(): LlmtrayConfig {
     return this.config;
+  }
+
+  /**
+   * Whether the config in force is the file's (its last good content) or the defaults: a bad
+   * edit keeps "the last good config" only where one was read; after the file was absent or
+   * deleted, it keeps the defaults. Non-blocking.
+   */
+  inForce(): ConfigInForce {
+    return this.source;
   }
 
   /** The errors of the last reload; empty after a good one. Non-blocking. */
@@ -79,6 +93,7 @@ export class ConfigStore {
     if (!loaded.ok || errors.length > 0) return { ok: false, errors };
     const changed = JSON.stringify(loaded.config) !== JSON.stringify(this.config);
     this.config = loaded.config;
+    this.source = loaded.fromFile ? 'file' : 'defaults';
     if (changed) {
       // One faulty subscriber must not make the reload look failed to the others (Emitter's rule).
       this.changes.emit(loaded.config);

@@ -6,6 +6,7 @@ import { dirname } from 'node:path';
 import { parseDocument } from 'yaml';
 import { defaultModelDirs, resolveUserPath, type PlatformFacts } from '../paths.js';
 import { configError, describeValue, fieldPath, valueAt } from './config-errors.js';
+import { unknownFieldError } from './unknown-fields.js';
 import {
   configSchema,
   DEFAULT_ACTIVATION_WAIT_MS,
@@ -85,7 +86,8 @@ export interface LlmtrayConfig {
   models: ModelConfig[];
 }
 
-export type ConfigLoad = { ok: true; config: LlmtrayConfig } | { ok: false; errors: string[] };
+/** `fromFile` false: the file is absent and the config is the defaults, which is not an error. */
+export type ConfigLoad = { ok: true; config: LlmtrayConfig; fromFile: boolean } | { ok: false; errors: string[] };
 
 /** The config of an absent file: defaults and discovery only. */
 export function defaultConfig(file: string, facts: PlatformFacts): LlmtrayConfig {
@@ -103,7 +105,7 @@ export async function loadConfigFile(file: string, facts: PlatformFacts): Promis
     text = await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { ok: true, config: defaultConfig(file, facts) };
+    if (code === 'ENOENT') return { ok: true, config: defaultConfig(file, facts), fromFile: false };
     return { ok: false, errors: [`${file}: cannot read the config file: ${(error as Error).message}`] };
   }
   return parseConfigText(text, file, facts);
@@ -135,22 +137,28 @@ export function parseConfigText(text: string, file: string, facts: PlatformFacts
   if (!result.success) {
     return {
       ok: false,
-      errors: result.error.issues.map((issue) =>
+      // One sentence per misspelt field, each naming its own path and value.
+      errors: result.error.issues.flatMap((issue) =>
         issue.code === 'unrecognized_keys'
-          ? `${file}: ${fieldPath(issue.path)}: ${issue.message}`
+          ? issue.keys.map((key) => unknownFieldError(file, issue.path, key, valueAt(raw, [...issue.path, key]), !isUnderClientKeys(issue.path)))
           : isClientKeySecret(issue.path)
-            ? `${file}: ${fieldPath(issue.path)}: ${issue.message}, got a secret that is not shown here`
-            : configError(file, issue.path, issue.message, valueAt(raw, issue.path)),
+            ? [`${file}: ${fieldPath(issue.path)}: ${issue.message}, got a secret that is not shown here`]
+            : [configError(file, issue.path, issue.message, valueAt(raw, issue.path))],
       ),
     };
   }
   const errors = [...clientKeyErrors(result.data, file), ...duplicateNameErrors(result.data, file), ...turnErrors(result.data, raw, file)];
-  return errors.length > 0 ? { ok: false, errors } : { ok: true, config: toConfig(result.data, file, facts) };
+  return errors.length > 0 ? { ok: false, errors } : { ok: true, config: toConfig(result.data, file, facts), fromFile: true };
 }
 
 /** Config errors are logged and shown on the dashboard: a client key's text never is, even a bad one. */
 function isClientKeySecret(path: readonly PropertyKey[]): boolean {
   return path[0] === 'listen' && path[1] === 'clientKeys' && path[3] === 'key';
+}
+
+/** Inside a client key's entry, a misspelt `key:` holds the secret: its value is not shown either. */
+function isUnderClientKeys(path: readonly PropertyKey[]): boolean {
+  return path[0] === 'listen' && path[1] === 'clientKeys';
 }
 
 /**

@@ -38,6 +38,12 @@ describe('App', () => {
     expect(within(banner).getByText('File: /home/ada/.config/llmtray/config.yaml')).toBeTruthy();
   });
 
+  it('says the defaults keep running, not a last good config, where none was read from the file', () => {
+    renderWithSnapshot(<App />, snapshot({ configErrors: ['models[0].cxt: unknown field, set to 4096; did you mean "ctx"?'], configInForce: 'defaults' }));
+    const banner = screen.getByRole('alert', { name: 'The config file has an error; llmtray runs on the defaults (only the models found in the model folders) until it is fixed.' });
+    expect(banner.textContent).not.toContain('last good');
+  });
+
   it('tells the person how to open the dashboard when the daemon refuses the page, saying each thing once', () => {
     const { store } = renderWithSnapshot(<App />, null);
     expect(screen.getByRole('heading', { name: 'Connecting to llmtray…' })).toBeTruthy();

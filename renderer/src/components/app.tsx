@@ -97,11 +97,15 @@ function ConnectionBanner() {
 function ConfigErrors() {
   const errors = useDashboard((state) => state.snapshot?.configErrors);
   const configPath = useDashboard((state) => state.snapshot?.configPath);
+  const inForce = useDashboard((state) => state.snapshot?.configInForce);
   if (errors === undefined || errors.length === 0) return null;
+  // "The last good config" only where one was read from the file: after no file, or a deleted
+  // one, what keeps running is the defaults, and the models the file defines are not served.
+  const running = inForce === 'defaults' ? 'llmtray runs on the defaults (only the models found in the model folders) until it is fixed' : 'the last good config keeps running';
   return (
     <div className="banner banner-bad" role="alert" aria-labelledby="config-errors-heading">
       <strong id="config-errors-heading">
-        The config file has {errors.length === 1 ? 'an error' : `${errors.length} errors`}; the last good config keeps running.
+        The config file has {errors.length === 1 ? 'an error' : `${errors.length} errors`}; {running}.
       </strong>
       <ul>
         {errors.map((error) => (

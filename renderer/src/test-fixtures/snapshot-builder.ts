@@ -122,6 +122,7 @@ export function snapshot(overrides: Partial<Snapshot> = {}): Snapshot {
     budget: budget([gpu(0, { totalGiB: 24 })]),
     plan: null,
     configErrors: [],
+    configInForce: 'file',
     configPath: '/home/ada/.config/llmtray/config.yaml',
     modelDirs: ['/home/ada/models'],
     lostOutputs: [],

@@ -28,6 +28,27 @@ describe('ConfigStore', () => {
     expect(store.current().modelDirs[0]).toBe(join(dir, 'models'));
   });
 
+  test('says whether the config in force is the file\'s last good content or the defaults, through a bad edit and a deletion', async () => {
+    const store = new ConfigStore({ file, facts });
+    await store.reload();
+    expect(store.inForce()).toBe('defaults');
+    await writeFile(file, 'models:\n  - {id: a, path: /m/a.gguf}\n');
+    await store.reload();
+    expect(store.inForce()).toBe('file');
+    // A bad edit keeps the file's last good content: there is a last good config.
+    await writeFile(file, 'models:\n  - {id: a, path: /m/a.gguf, cxt: 1}\n');
+    expect((await store.reload()).ok).toBe(false);
+    expect(store.inForce()).toBe('file');
+    // Deleted, then written again with an error: what keeps running is the defaults, not a last good config.
+    await rm(file);
+    await store.reload();
+    expect(store.inForce()).toBe('defaults');
+    await writeFile(file, 'models:\n  - {id: a, path: /m/a.gguf, cxt: 1}\n');
+    expect((await store.reload()).ok).toBe(false);
+    expect(store.inForce()).toBe('defaults');
+    expect(store.current().models).toEqual([]);
+  });
+
   test('a bad edit keeps the last good config running and says why; fixing it takes effect', async () => {
     const store = new ConfigStore({ file, facts });
     const seen: LlmtrayConfig[] = [];

@@ -27,11 +27,12 @@ describe('the demo config', () => {
     const again = await prepareDemo(dataDir);
     expect(await readFile(again.configPath, 'utf8')).toBe(edited);
 
-    await writeDemoLimit(again, 123_456_789);
+    await writeDemoLimit(again, 260 * 2 ** 20);
     const text = await readFile(again.configPath, 'utf8');
     const config = parse(text);
     expect(config.listen).toEqual({ port: 18123 });
-    expect(config.budget).toEqual({ reserve: 0, limit: 123_456_789 });
+    // A size a person reads, as they would write it.
+    expect(config.budget).toEqual({ reserve: 0, limit: '260MiB' });
     expect(text).toContain('# moved off 11435, which another program uses');
     expect(config.models.map((m: { id: string }) => m.id)).toEqual(['demo-chat', 'demo-draft', 'demo-tiny', 'demo-broken', 'demo-embed']);
   });

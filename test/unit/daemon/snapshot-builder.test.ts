@@ -40,7 +40,7 @@ function counted(bytes: number, level: 'full' | 'partial' = 'full'): SnapshotPar
 /** The catalog part: `models`, and a config whose listen.clientKeys are `clientKeys`. */
 function catalogOf(models: CatalogModel[], clientKeys: ClientKeyConfig[] = []): SnapshotParts['catalog'] {
   const listen = { host: '127.0.0.1', port: 11435, clientKeys, allowedHosts: [], corsOrigins: [], admin: 'loopback' };
-  return { models: () => models, problems: () => [], config: () => ({ modelDirs: ['/models'], listen }) as never };
+  return { models: () => models, problems: () => [], configInForce: () => 'file', config: () => ({ modelDirs: ['/models'], listen }) as never };
 }
 
 function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | null = null): SnapshotParts {
