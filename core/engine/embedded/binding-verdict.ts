@@ -6,10 +6,11 @@
 // fork is a Node start plus the binding's load: 0.4 s of wall clock and half a CPU-second
 // measured on a 2-core EPYC, in every engine start, warm spares included, and the same answer
 // every time as long as nothing it depends on changed. The verdict is kept with what it
-// depends on (the binding file itself, the CPU's flags, which decide the ggml CPU variant the
-// binding loads, the kernel, glibc, Node's ABI, the library search path); any change and the
-// test runs again. Only a passed test is kept; a failed one is node-llama-cpp's to report.
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+// depends on (the binding and every library beside it, node-llama-cpp's version, the CPU's
+// flags, which decide the ggml CPU variant the binding loads, the kernel, glibc, Node's ABI, the
+// library search path); any change and the test runs again. Only a passed test is kept; a
+// failed one is node-llama-cpp's to report.
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, relative, isAbsolute, sep } from 'node:path';
 import { writeFileAtomic } from '../../common/atomic-file.js';
@@ -24,6 +25,8 @@ export interface TestedBinding {
 
 /** What, besides the binding's files, decides whether it loads. */
 export interface BindingEnvironment {
+  /** node-llama-cpp's version: its JS chooses and drives the binding. */
+  library: string;
   cpu: string;
   kernel: string;
   glibc: string;
@@ -50,18 +53,26 @@ function fileIdentity(path: string): string {
   return `${path}:${s.size}:${s.mtimeMs}:${s.ino}`;
 }
 
+/** A file, or a folder and every entry in it (not deeper), sorted. */
+function identities(path: string): string[] {
+  if (!statSync(path).isDirectory()) return [fileIdentity(path)];
+  return [fileIdentity(path), ...readdirSync(path).sort().map((name) => fileIdentity(join(path, name)))];
+}
+
 /**
- * The verdict's key: the binding's files by path, size, modification time and inode (an npm
- * install or update replaces them) and the environment. Throws when a file is gone.
+ * The verdict's key: the binding's folder (the binding and the ggml libraries it loads, one per
+ * CPU variant, beside it) and its backends folder, each file by path, size, modification time
+ * and inode (an npm install or update replaces them), and the environment. Throws when a file
+ * is gone.
  */
 export function verdictKey(binding: Pick<TestedBinding, 'bindingPath' | 'extBackendsPath'>, environment: BindingEnvironment): string {
-  const files = [binding.bindingPath, ...(binding.extBackendsPath === undefined ? [] : [binding.extBackendsPath])];
-  const { cpu, kernel, glibc, node, libraryPath } = environment;
-  return JSON.stringify({ files: files.map(fileIdentity), cpu, kernel, glibc, node, libraryPath });
+  const folders = [dirname(binding.bindingPath), ...(binding.extBackendsPath === undefined ? [] : [binding.extBackendsPath])];
+  const { library, cpu, kernel, glibc, node, libraryPath } = environment;
+  return JSON.stringify({ binding: fileIdentity(binding.bindingPath), files: folders.flatMap(identities), library, cpu, kernel, glibc, node, libraryPath });
 }
 
 /** This process's BindingEnvironment. About 5 ms (Node's report is how glibc's version is read). */
-export function currentEnvironment(cpu: string): BindingEnvironment {
+export function currentEnvironment(cpu: string, library: string): BindingEnvironment {
   // excludeNetwork (Node ≥ 20.13, not in @types/node 20's ProcessReport) skips the report's
   // socket listing, most of its cost.
   const report = process.report as NodeJS.ProcessReport & { excludeNetwork?: boolean };
@@ -74,6 +85,7 @@ export function currentEnvironment(cpu: string): BindingEnvironment {
     if (typeof excluded === 'boolean') report.excludeNetwork = excluded;
   }
   return {
+    library,
     cpu,
     kernel: header.osRelease ?? 'unknown',
     glibc: header.glibcVersionRuntime ?? 'none',
@@ -115,7 +127,7 @@ export function readVerdict(file: string, bindingHomes: readonly string[], envir
   } catch (error) {
     return { unusable: `its binding is gone (${(error as NodeJS.ErrnoException).code ?? 'unreadable'})` };
   }
-  return key === kept.key ? tested : { unusable: 'the binding, the CPU, the kernel, glibc or Node changed since it was tested' };
+  return key === kept.key ? tested : { unusable: 'the binding, node-llama-cpp, the CPU, the kernel, glibc or Node changed since it was tested' };
 }
 
 /** Keeps a passed test's verdict; atomic, so concurrent engine starts read a whole file. */

@@ -7,7 +7,9 @@
 // `Llama._create` with what getLlama itself would pass, the way getLlama's own "lastBuild"
 // path does. Those are node-llama-cpp 3.21.1's internals (the version is pinned): if they are
 // not found as expected, getLlama runs as before and the log says so, so an update of the
-// library can make starts slower, never wrong.
+// library can make starts slower, never wrong. Nor is the test skipped where node-llama-cpp has
+// a local build or a clone of llama.cpp: getLlama may then load another binding than the kept one.
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -45,6 +47,10 @@ interface Internals {
   debug: boolean;
   /** Where node-llama-cpp's bindings may live: its package and the `@node-llama-cpp` scope beside it. */
   bindingHomes: string[];
+  /** node-llama-cpp's version, from its package.json. */
+  version: string;
+  /** A local build or llama.cpp clone of node-llama-cpp's that getLlama would consider before a prebuilt binding, if any. */
+  localBuild: string | undefined;
 }
 
 /** node-llama-cpp's internals this file needs, or why they are not there. */
@@ -59,12 +65,17 @@ async function findInternals(): Promise<Internals | string> {
   const { defaultLlamaVramPadding, defaultLlamaRamPadding } = getLlamaModule;
   if (typeof defaultLlamaVramPadding !== 'function' || typeof defaultLlamaRamPadding !== 'function') return 'its default paddings are not there';
   if (typeof config.defaultLlamaCppDebugMode !== 'boolean') return 'its debug default is not there';
+  const { version } = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version?: unknown };
+  if (typeof version !== 'string') return 'its package.json has no version';
   return {
     llamaClass: llamaClass as { _create: CreateLlama },
     vramPadding: defaultLlamaVramPadding,
     ramPadding: defaultLlamaRamPadding,
     debug: config.defaultLlamaCppDebugMode,
     bindingHomes: [packageDir, join(dirname(packageDir), '@node-llama-cpp')],
+    version,
+    // Where node-llama-cpp 3.21.1 keeps them (its dist/config.js: llamaLocalBuildBinsDirectory, llamaCppDirectory).
+    localBuild: [join(packageDir, 'llama', 'localBuilds'), join(packageDir, 'llama', 'llama.cpp')].find((path) => existsSync(path)),
   };
 }
 
@@ -85,25 +96,21 @@ export async function startCpuRuntime(options: CpuRuntimeOptions, note: (line: s
     note(`runtime: testing the binding as node-llama-cpp does: its internals differ from 3.21.1's (${internals})`);
     return startWithTest(options);
   }
-  const environment = currentEnvironment(thisCpu());
+  if (internals.localBuild !== undefined) {
+    note(`runtime: testing the binding as node-llama-cpp does: it may choose its local build over the prebuilt one (${internals.localBuild})`);
+    return startWithTest(options);
+  }
+  const environment = currentEnvironment(thisCpu(), `node-llama-cpp ${internals.version}`);
   const verdict = readVerdict(file, internals.bindingHomes, environment);
   if (!('unusable' in verdict)) {
-    note(`runtime: loading ${verdict.bindingPath} without its test: it passed on this machine (${file})`);
-    const bindings = createRequire(import.meta.url)(verdict.bindingPath) as unknown;
-    return internals.llamaClass._create({
-      ...options,
-      bindings,
-      bindingPath: verdict.bindingPath,
-      ...(verdict.extBackendsPath === undefined ? {} : { extBackendsPath: verdict.extBackendsPath }),
-      buildType: 'prebuilt',
-      buildMetadata: verdict.buildMetadata,
-      vramPadding: internals.vramPadding,
-      ramPadding: internals.ramPadding,
-      skipLlamaInit: false,
-      debug: internals.debug,
-      numa: false,
-      tempDir: false,
-    });
+    try {
+      const llama = await startTested(internals, verdict, options);
+      note(`runtime: loaded ${verdict.bindingPath} without its test: it passed on this machine (${file})`);
+      return llama;
+    } catch (error) {
+      note(`runtime: loading ${verdict.bindingPath} without its test failed (${errorMessage(error)}); testing it as node-llama-cpp does`);
+      return startWithTest(options);
+    }
   }
   const loaded = await startWatchingCreate(internals.llamaClass, options);
   if (loaded.binding === undefined) {
@@ -113,10 +120,30 @@ export async function startCpuRuntime(options: CpuRuntimeOptions, note: (line: s
       await keepVerdict(file, loaded.binding, environment);
       note(`runtime: tested the binding (no verdict: ${verdict.unusable}); verdict kept in ${file}`);
     } catch (error) {
-      note(`runtime: tested the binding (no verdict: ${verdict.unusable}); keeping the verdict failed (${errorMessage(error)})`);
+      // Not in error words (failure-classifier.ts): a line of a healthy start, not a cause.
+      note(`runtime: tested the binding (no verdict: ${verdict.unusable}); the verdict was not kept (${errorMessage(error)})`);
     }
   }
   return loaded.llama;
+}
+
+/** The runtime from a binding that passed its test, as getLlama's prebuilt path creates it after the test. */
+async function startTested(internals: Internals, verdict: TestedBinding, options: CpuRuntimeOptions): Promise<Llama> {
+  const bindings = createRequire(import.meta.url)(verdict.bindingPath) as unknown;
+  return internals.llamaClass._create({
+    ...options,
+    bindings,
+    bindingPath: verdict.bindingPath,
+    ...(verdict.extBackendsPath === undefined ? {} : { extBackendsPath: verdict.extBackendsPath }),
+    buildType: 'prebuilt',
+    buildMetadata: verdict.buildMetadata,
+    vramPadding: internals.vramPadding,
+    ramPadding: internals.ramPadding,
+    skipLlamaInit: false,
+    debug: internals.debug,
+    numa: false,
+    tempDir: false,
+  });
 }
 
 /** getLlama, noting the prebuilt binding it loads (it calls `Llama._create` once, after the test passed). */

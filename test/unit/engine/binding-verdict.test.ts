@@ -9,7 +9,7 @@ import {
   currentEnvironment, keepVerdict, readVerdict, verdictFile, type BindingEnvironment, type TestedBinding,
 } from '../../../core/engine/embedded/binding-verdict.js';
 
-const ENVIRONMENT: BindingEnvironment = { cpu: 'AMD EPYC (flags abc)', kernel: '6.1.0', glibc: '2.36', node: '20.19.0 abi 115 x64', libraryPath: '|' };
+const ENVIRONMENT: BindingEnvironment = { library: 'node-llama-cpp 3.21.1', cpu: 'AMD EPYC (flags abc)', kernel: '6.1.0', glibc: '2.36', node: '20.19.0 abi 115 x64', libraryPath: '|' };
 
 let dir: string;
 let home: string;
@@ -52,6 +52,7 @@ describe('a kept verdict', () => {
   });
 
   it.each([
+    ['node-llama-cpp version', { library: 'node-llama-cpp 3.22.0' }],
     ['CPU', { cpu: 'Intel Xeon (flags def)' }],
     ['kernel', { kernel: '6.12.0' }],
     ['glibc', { glibc: '2.41' }],
@@ -65,6 +66,29 @@ describe('a kept verdict', () => {
   it('no longer holds when the binding file was replaced (an npm update)', async () => {
     await keepVerdict(file, binding, ENVIRONMENT);
     utimesSync(binding.bindingPath, new Date(), new Date(Date.now() + 60_000));
+    expect(readVerdict(file, [home], ENVIRONMENT)).toEqual({ unusable: expect.stringContaining('changed since it was tested') });
+  });
+
+  it('no longer holds when a library beside the binding was replaced, added or removed (ggml loads one per CPU variant from there)', async () => {
+    const bins = join(home, 'linux-x64', 'bins');
+    const variant = join(bins, 'libggml-cpu-haswell.so');
+    writeFileSync(variant, 'a CPU variant');
+    await keepVerdict(file, binding, ENVIRONMENT);
+    expect(readVerdict(file, [home], ENVIRONMENT)).not.toHaveProperty('unusable');
+    utimesSync(variant, new Date(), new Date(Date.now() + 60_000));
+    expect(readVerdict(file, [home], ENVIRONMENT)).toEqual({ unusable: expect.stringContaining('changed since it was tested') });
+
+    await keepVerdict(file, binding, ENVIRONMENT);
+    writeFileSync(join(bins, 'libggml-cpu-icelake.so'), 'another variant');
+    expect(readVerdict(file, [home], ENVIRONMENT)).toEqual({ unusable: expect.stringContaining('changed since it was tested') });
+
+    await keepVerdict(file, binding, ENVIRONMENT);
+    rmSync(variant);
+    expect(readVerdict(file, [home], ENVIRONMENT)).toEqual({ unusable: expect.stringContaining('changed since it was tested') });
+  });
+
+  it("no longer holds when the file's key was written for another machine (a copied cache folder)", async () => {
+    await keepVerdict(file, binding, { ...ENVIRONMENT, cpu: 'another CPU' });
     expect(readVerdict(file, [home], ENVIRONMENT)).toEqual({ unusable: expect.stringContaining('changed since it was tested') });
   });
 
@@ -110,8 +134,9 @@ describe('currentEnvironment', () => {
   it("reads this machine's kernel, glibc and Node, and leaves Node's report settings as they were", () => {
     const report = process.report as NodeJS.ProcessReport & { excludeNetwork?: boolean };
     const before = report.excludeNetwork;
-    const environment = currentEnvironment('this CPU');
+    const environment = currentEnvironment('this CPU', 'node-llama-cpp 3.21.1');
     expect(environment.cpu).toBe('this CPU');
+    expect(environment.library).toBe('node-llama-cpp 3.21.1');
     expect(environment.kernel).toMatch(/^\d+\.\d+/);
     expect(environment.glibc).toMatch(/^\d+\.\d+$/);
     expect(environment.node).toBe(`${process.versions.node} abi ${process.versions.modules} ${process.arch}`);
