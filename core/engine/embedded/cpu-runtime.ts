@@ -11,7 +11,7 @@
 // a local build or a clone of llama.cpp: getLlama may then load another binding than the kept one.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { getLlama, Llama, type LlamaLogLevel } from 'node-llama-cpp';
 import { errorMessage } from '../../contracts/error-message.js';
@@ -72,11 +72,21 @@ async function findInternals(): Promise<Internals | string> {
     vramPadding: defaultLlamaVramPadding,
     ramPadding: defaultLlamaRamPadding,
     debug: config.defaultLlamaCppDebugMode,
-    bindingHomes: [packageDir, join(dirname(packageDir), '@node-llama-cpp')],
+    bindingHomes: withUnpacked([packageDir, join(dirname(packageDir), '@node-llama-cpp')]),
     version,
     // Where node-llama-cpp 3.21.1 keeps them (its dist/config.js: llamaLocalBuildBinsDirectory, llamaCppDirectory).
     localBuild: [join(packageDir, 'llama', 'localBuilds'), join(packageDir, 'llama', 'llama.cpp')].find((path) => existsSync(path)),
   };
+}
+
+/**
+ * The folders, and in the packaged app (the engine's JS inside resources/app.asar) their
+ * counterparts in app.asar.unpacked, where electron-builder's asarUnpack puts the native files
+ * node-llama-cpp loads (build/electron-builder.yml).
+ */
+function withUnpacked(folders: string[]): string[] {
+  const packed = `${sep}app.asar${sep}`;
+  return folders.flatMap((folder) => (folder.includes(packed) ? [folder, folder.replace(packed, `${sep}app.asar.unpacked${sep}`)] : [folder]));
 }
 
 function startWithTest(options: CpuRuntimeOptions): Promise<Llama> {
