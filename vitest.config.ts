@@ -25,6 +25,7 @@ import { SlowFirstSequencer } from './test/support/slow-first-sequencer.js';
 // half of one worker and a sixth of the suite's CPU time on its own, and `npm test` is the
 // check a person runs between edits, on 2 cores, in under 5 minutes.
 const SHORT_SOAK = 'test/integration/soak.test.ts';
+const RUN_CACHE_SETUP = 'test/support/run-cache-dir.ts';
 const UNIT_FILES = ['test/unit/**/*.test.ts', 'renderer/**/*.test.tsx'];
 /**
  * Unit files that load node-llama-cpp's native binding in the test process: it is one per
@@ -40,6 +41,8 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 3,
     execArgv: ['--unhandled-rejections=strict'],
+    // XDG_CACHE_HOME is a folder of the run's own (test/support/run-cache-dir.ts).
+    globalSetup: [RUN_CACHE_SETUP],
     projects: [
       {
         extends: true,
@@ -75,7 +78,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.e2e.test.ts'],
-          globalSetup: ['test/e2e/support/global-setup.ts'],
+          globalSetup: [RUN_CACHE_SETUP, 'test/e2e/support/global-setup.ts'],
           testTimeout: 90_000,
           hookTimeout: 90_000,
         },

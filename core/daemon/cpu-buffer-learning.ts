@@ -1,10 +1,8 @@
 // Which (engine build, CPU) a model's weights run on, and what its load log teaches about the
 // CPU's extra weight buffers (core/catalog/cpu-buffers.ts).
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { cpus } from 'node:os';
 import type { CatalogModel } from '../catalog/catalog.js';
 import { isCpuExtraBuffer, type BufferSize } from '../engine/supervisor/memory-measure.js';
 
@@ -28,21 +26,6 @@ export function embeddedEngineBuild(): string {
     // not installed where the daemon can see it
   }
   return 'node-llama-cpp unknown';
-}
-
-/**
- * This CPU: its model name and a digest of its instruction-set flags (AMX, AVX2, SVE… are what
- * decide the extra buffers; the same model name can come with some of them turned off in a VM).
- */
-export function thisCpu(): string {
-  const model = cpus()[0]?.model.trim() || 'unknown CPU';
-  let flags = '';
-  try {
-    flags = /^(?:flags|Features)\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '';
-  } catch {
-    // not Linux: the model name alone
-  }
-  return flags === '' ? model : `${model} (flags ${createHash('sha256').update(flags.trim()).digest('hex').slice(0, 12)})`;
 }
 
 /**

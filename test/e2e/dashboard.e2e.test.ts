@@ -78,7 +78,7 @@ describe('a person at the dashboard', () => {
 
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
     const names = page.getByRole('list', { name: 'Models' }).getByRole('heading', { level: 3 });
-    await expect.poll(() => names.allInnerTexts(), { timeout: 10_000 }).toEqual(DEMO_MODELS);
+    await expect.poll(() => names.allInnerTexts(), { timeout: 45_000 }).toEqual(DEMO_MODELS);
     for (const id of DEMO_MODELS) await modelRow(page, id).getByRole('switch', { name: `Pin ${id}` }).waitFor();
     // page.url() includes any fragment: the token must be gone from the address bar and the history entry.
     expect(page.url()).toBe(`${daemon.origin}/`);
@@ -109,7 +109,7 @@ describe('a person at the dashboard', () => {
     const memory = page.getByRole('region', { name: 'Memory' });
     await memory.getByRole('img', { name: /^demo-chat: / }).waitFor();
     await memory.getByRole('img', { name: /^demo-draft, draft of demo-chat: / }).waitFor();
-    await expect.poll(() => memoryFigure(page, 'Used'), { timeout: 10_000 }).toBeGreaterThan(usedBefore);
+    await expect.poll(() => memoryFigure(page, 'Used'), { timeout: 45_000 }).toBeGreaterThan(usedBefore);
     expect((await daemon.state()).models.find((m) => m.id === 'demo-chat')?.pinned).toBe(true);
     await screenshot(page, 'pinned-demo-chat');
   });
@@ -138,13 +138,13 @@ describe('a person at the dashboard', () => {
     await page.getByRole('tab', { name: /^Why/ }).click();
     const unfit = page.getByRole('region', { name: 'Did not fit' }).getByRole('listitem', { name: 'demo-tiny', exact: true });
     const whyLines = unfit.getByRole('list', { name: 'Why demo-tiny did not fit' }).getByRole('listitem');
-    await expect.poll(() => whyLines.allInnerTexts(), { timeout: 10_000 }).toEqual(lines);
+    await expect.poll(() => whyLines.allInnerTexts(), { timeout: 45_000 }).toEqual(lines);
     await screenshot(page, 'why-demo-tiny');
 
     // demo-tiny's own card says the same, so the Models tab alone explains the queue.
     await page.getByRole('tab', { name: 'Models' }).click();
     const cardLines = modelRow(page, 'demo-tiny').getByRole('list', { name: 'Why demo-tiny was left out' }).getByRole('listitem');
-    await expect.poll(() => cardLines.allInnerTexts(), { timeout: 10_000 }).toEqual(lines);
+    await expect.poll(() => cardLines.allInnerTexts(), { timeout: 45_000 }).toEqual(lines);
     await screenshot(page, 'dashboard-demo');
   });
 });

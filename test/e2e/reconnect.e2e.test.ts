@@ -58,7 +58,7 @@ it('shows Reconnecting while the daemon is down and comes back live by itself af
   // The same tab, never reloaded, still holds a working token: a command goes through.
   const pin = modelRow(page, 'demo-tiny').getByRole('switch', { name: 'Pin demo-tiny' });
   await pin.click();
-  await expect.poll(() => pin.isChecked(), { timeout: 10_000 }).toBe(true);
+  await expect.poll(() => pin.isChecked(), { timeout: 45_000 }).toBe(true);
   expect((await second.state()).models.find((m) => m.id === 'demo-tiny')?.pinned).toBe(true);
   expect(problems).toEqual([]);
 });

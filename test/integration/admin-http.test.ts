@@ -266,8 +266,9 @@ describe('admin event stream', () => {
     expect(clock.pendingDelays()).toHaveLength(1); // the next heartbeat
 
     events.close();
-    for (let i = 0; i < 100 && clock.pendingDelays().length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(clock.pendingDelays()).toEqual([]);
+    // Until the close reaches the server, however long a busy machine takes (100 looks 10 ms
+    // apart were a deadline); a heartbeat left pending after the close never clears and times out.
+    while (clock.pendingDelays().length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
     await settle();
   });
 });

@@ -131,7 +131,7 @@ describe('Ctrl-C under npm start (the launcher and the headless daemon in one pr
 
     expect(await run.exited).toEqual({ code: 130, signal: null });
     expect(run.output()).toContain('SIGINT again: exiting now');
-    await eventually('the forced exit killed the engine', async () => (isProcessAlive(engine) ? undefined : true), 10_000);
+    await eventually('the forced exit killed the engine', async () => (isProcessAlive(engine) ? undefined : true), 45_000);
     expect(await enginesUsing(run.dataDir)).toEqual([]);
   });
 });

@@ -42,17 +42,32 @@ afterAll(async () => {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const listed = async (): Promise<string[]> => (await daemon.state()).models.map((m) => m.id);
 
-/** Copies `source` to `target` in CHUNKS pieces, one every CHUNK_INTERVAL_MS, as a download writes. */
-async function writeSlowly(source: string, target: string): Promise<void> {
+/**
+ * Copies `source` to `target` in CHUNKS pieces, one every CHUNK_INTERVAL_MS, as a download
+ * writes. Before the last piece, while `holdLast()` says so, it writes the piece before it again
+ * at its place (a new mtime: the file still changes, as one being written does): the download
+ * lasts until the test has seen what it waits for, however long a busy machine takes to show it,
+ * and does not end on its own after a fixed 6 s.
+ */
+async function writeSlowly(source: string, target: string, holdLast: () => boolean): Promise<void> {
   const bytes = await readFile(source);
   const chunk = Math.ceil(bytes.length / CHUNKS);
   const file = await open(target, 'w');
   try {
-    for (let offset = 0; offset < bytes.length; offset += chunk) {
+    let offset = 0;
+    for (; offset + chunk < bytes.length; offset += chunk) {
       await file.write(bytes.subarray(offset, offset + chunk));
       await file.sync();
       await sleep(CHUNK_INTERVAL_MS);
     }
+    const before = offset - chunk;
+    while (holdLast()) {
+      await file.write(bytes.subarray(before, offset), 0, chunk, before);
+      await file.sync();
+      await sleep(CHUNK_INTERVAL_MS);
+    }
+    await file.write(bytes.subarray(offset), 0, bytes.length - offset, offset);
+    await file.sync();
   } finally {
     await file.close();
   }
@@ -61,7 +76,14 @@ async function writeSlowly(source: string, target: string): Promise<void> {
 describe('a config edit while a model file is being written into a model folder', () => {
   it('applies while the file still grows, and the file is listed only once it has stopped growing', async () => {
     let writing = true;
-    const written = writeSlowly(models.chat.path, join(modelsDir, 'growing.gguf')).finally(() => (writing = false));
+    let addedWhileWriting = false;
+    let keysWhileWriting = false;
+    // The download ends once the edit was seen applied. An edit that waits for the download to
+    // end is never seen: the download gives up 40 s in, so the expectations below say so
+    // before the test's timeout would.
+    const giveUpAt = Date.now() + 40_000;
+    const holdLast = () => !(addedWhileWriting && keysWhileWriting) && Date.now() < giveUpAt;
+    const written = writeSlowly(models.chat.path, join(modelsDir, 'growing.gguf'), holdLast).finally(() => (writing = false));
     // Let the download get going: the folder's events are what kept the edit from applying.
     await sleep(1000);
     await writeFile(
@@ -78,8 +100,6 @@ describe('a config edit while a model file is being written into a model folder'
       ].join('\n'),
     );
 
-    let addedWhileWriting = false;
-    let keysWhileWriting = false;
     const listedWhileWriting: string[][] = [];
     while (writing) {
       const ids = await listed();

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
-import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { eventually, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 let workDir: string;
 let models: DemoModels;
@@ -67,6 +67,8 @@ describe('editing a running model’s context', () => {
     const answer = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
     expect(answer.choices[0]?.finish_reason).toBe('length');
     expect((await engine()).ctx).toBe('2048');
-    expect(daemon.stderr()).toMatch(/tiny: its definition changed since it was launched; relaunching it with the new one/);
+    // The log comes on the daemon's stderr pipe, apart from the HTTP answers: read once it has come.
+    const relaunched = /tiny: its definition changed since it was launched; relaunching it with the new one/;
+    expect(await eventually('the daemon logged the relaunch', async () => (relaunched.test(daemon.stderr()) ? daemon.stderr() : undefined))).toMatch(relaunched);
   }, 120_000);
 });

@@ -130,7 +130,10 @@ describe('one daemon per data dir', () => {
 
     const next = await start();
     expect(readFileSync(join(dataDir, 'daemon.lock'), 'utf8').trim()).toBe(String(next.pid));
-    expect(next.stderr()).toContain('ended 1 model server(s) left by an earlier run');
+    // Logged before daemon.json is written, but on the stderr pipe, which this process may read after the file.
+    expect(await eventually('the orphan sweep is logged', async () => (next.stderr().includes('model server(s) left by an earlier run') ? next.stderr() : undefined))).toContain(
+      'ended 1 model server(s) left by an earlier run',
+    );
     expect(isProcessAlive(orphanPid)).toBe(false);
     const pid = await servingPid(next, 'demo-tiny');
     expect((await modelServersUsing(dataDir)).map((e) => e.pid)).toEqual([pid]);

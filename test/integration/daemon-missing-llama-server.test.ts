@@ -8,7 +8,19 @@ import { join } from 'node:path';
 import OpenAI, { APIError } from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateDemoModels } from '../../core/catalog/demo/demo-models.js';
-import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { eventually, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+
+/**
+ * The test's own bound, and its waits': the daemon's log reaches this process on its stderr pipe,
+ * apart from its stdout and its HTTP answers, so a line is read when it has come, however late a
+ * busy machine delivers it (seen: the count read before the line was there, `expected null`).
+ */
+const TEST_TIMEOUT_MS = 90_000;
+const WAIT_MS = TEST_TIMEOUT_MS - 10_000;
+
+function untilLogged(daemon: DaemonProcess, pattern: RegExp, what: string): Promise<string> {
+  return eventually(`the daemon logged ${what}`, async () => (pattern.test(daemon.stderr()) ? daemon.stderr() : undefined), WAIT_MS);
+}
 
 let workDir: string | undefined;
 let daemon: DaemonProcess | undefined;
@@ -42,8 +54,8 @@ describe('a configured llama-server that cannot be run', () => {
       `modelDirs: []\nengines:\n  llamaServer: ${JSON.stringify(llamaServer)}\n  warmSpare: false\nmodels:\n  - { id: needs-llama-server, path: ${JSON.stringify(models.tiny.path)}, ctx: 512, engine: llama-server }\n`,
     );
     daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: configPath });
-    await daemon.untilStdout('http://');
-    expect(daemon.stderr()).toContain(llamaServer);
+    await daemon.untilStdout('http://', WAIT_MS);
+    expect(await untilLogged(daemon, /configured llama-server .* is not an executable file/, 'the configured llama-server\'s fault')).toContain(llamaServer);
 
     const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0 });
     const error = await client.chat.completions.create({ model: 'needs-llama-server', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }).then(
@@ -57,6 +69,9 @@ describe('a configured llama-server that cannot be run', () => {
     expect(error.message).not.toContain('none was found');
     // Said after one launch, not after four backoffs: no relaunch finds what the start did not.
     expect(error.message).toContain('restart it');
-    expect(daemon.stderr().match(/launching needs-llama-server/g)).toHaveLength(1);
-  }, 90_000);
+    // Counted once the launches have ended in their verdict: quarantined after one launch, or,
+    // were the backoffs back, after several, each logged before that line.
+    const log = await untilLogged(daemon, /needs-llama-server is quarantined/, 'the model quarantined');
+    expect(log.match(/launching needs-llama-server/g)).toHaveLength(1);
+  }, TEST_TIMEOUT_MS);
 });

@@ -710,7 +710,9 @@ ${modelEntry(FAULTY, demo.chat.path, 5, `${ON_LLAMA_SERVER}    args: ${JSON.stri
     const said = await eventually('the daemon suspects GPU 1', async () => (/GPU 1 NVIDIA RTX A4000 \(0000:03:00\.0\) is suspect: faulty's engine said: CUDA error: unspecified launch failure/.test(rig.daemon.stderr()) ? true : undefined));
     expect(said).toBe(true);
     // Its ladder counts a crash (an engine that faults at every request is still parked after five), in words that name the device.
-    expect(rig.daemon.stderr()).toContain("faulty's server ended on its own (crash): CUDA error: unspecified launch failure (on CUDA device 1: a fault of the card or of the engine)");
+    // Its own line, written apart from the suspicion's: read once it has come.
+    const crashLine = "faulty's server ended on its own (crash): CUDA error: unspecified launch failure (on CUDA device 1: a fault of the card or of the engine)";
+    await eventually('the daemon counts the crash', async () => (rig.daemon.stderr().includes(crashLine) ? true : undefined));
     const relaunched = await rig.ready(FAULTY, 'again, on a fresh server', (_p, m) => m.upstream !== null && m.upstream.pid !== before);
     expect(find(relaunched, FAULTY).status.state).not.toBe('quarantined');
     // Healthy by nvidia-smi's next measurement: offered again.

@@ -52,7 +52,7 @@ describe('saved conversations in /api/state', () => {
     await converseThenUnload(daemon, 'demo-tiny');
 
     // Read when the server stopped: no wait for the slow timer.
-    await vi.waitFor(async () => expect(saved(await daemon.model('demo-tiny')).count).toBe(1), { timeout: 10_000, interval: 200 });
+    await vi.waitFor(async () => expect(saved(await daemon.model('demo-tiny')).count).toBe(1), { timeout: 45_000, interval: 200 });
     const after = await daemon.state();
     const tiny = after.models.find((m) => m.id === 'demo-tiny');
     expect(tiny?.upstream).toBeNull();

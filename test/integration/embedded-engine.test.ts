@@ -196,13 +196,14 @@ describe('embedded engine serving a tiny model with two slots', () => {
     const reader = r.body!.getReader();
     await reader.read();
     controller.abort();
-    let slots: { is_processing: boolean; n_decoded: number }[] = [];
-    for (let i = 0; i < 200; i++) {
+    // Looked at until the slots are idle, however long a busy machine takes: an engine that
+    // ignored the disconnect is idle too once it has decoded all 1500, which the count tells.
+    let slots: { is_processing: boolean; n_decoded: number }[];
+    for (;;) {
       slots = (await (await fetch(`${base}/slots`, { headers: auth })).json()) as typeof slots;
       if (slots.every((s) => !s.is_processing)) break;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
-    expect(slots.every((s) => !s.is_processing)).toBe(true);
     expect(Math.max(...slots.map((s) => s.n_decoded))).toBeLessThan(1500);
   });
 

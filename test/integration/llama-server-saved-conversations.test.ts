@@ -98,7 +98,7 @@ describe.skipIf(LLAMA_SERVER === undefined)('a conversation on a real llama-serv
     const log = await serverLog();
     expect(log).toMatch(/conversations: slot \d+: unchanged since it was saved, nothing to save before the eviction/);
     expect(log.match(/conversations: slot \d+: saved \d+ tokens/g)).toHaveLength(1);
-    await vi.waitFor(async () => expect((await running().model('tiny')).savedConversations.count).toBe(1), { timeout: 10_000, interval: 200 });
+    await vi.waitFor(async () => expect((await running().model('tiny')).savedConversations.count).toBe(1), { timeout: 45_000, interval: 200 });
 
     // Back: a fresh server, whose slots hold nothing of it but what is restored.
     const returned = await turn(second);

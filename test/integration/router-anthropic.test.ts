@@ -21,6 +21,7 @@ import { LOOPBACK_ONLY_ACCESS, type RouterOptions } from '../../core/router/rout
 import { ENGINE_MODEL_NAME, fakeTokens, renderTemplate, startDyingEngine } from '../support/router-fake-engine.js';
 import type { ScriptedGateway, ScriptedModel } from '../support/scripted-gateway.js';
 import { scriptedRouterHarness } from '../support/scripted-router.js';
+import { UNTIL_SEEN } from '../support/wait-bounds.js';
 
 const routers = scriptedRouterHarness();
 const { engine, engineKey } = routers;
@@ -97,7 +98,7 @@ describe('an engine that speaks only chat completions: translated', () => {
       top_p: 0.8,
       top_k: 7,
     });
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal), UNTIL_SEEN);
   });
 
   it('streams Anthropic’s event sequence as the engine’s chunks arrive: the first text before the engine writes the second', async () => {
@@ -155,7 +156,7 @@ describe('an engine that speaks only chat completions: translated', () => {
     expect(error.apiMessage).toContain('messages[0].content[0]');
     expect(error.apiMessage).toContain("'small'");
     expect(engine.since(from)).toEqual([]);
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal), UNTIL_SEEN);
   });
 
 
@@ -269,7 +270,7 @@ describe('an engine that speaks only chat completions: translated', () => {
     expect(failure).toBeInstanceOf(APIError);
     expect((failure as APIError).errorCode).toBe('engine_stream_interrupted');
     expect((failure as APIError).apiMessage).toContain("'small'");
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal), UNTIL_SEEN);
   });
 
   it('counts tokens with the engine’s own template and tokenizer: /apply-template, then /tokenize with the sequence start', async () => {
@@ -316,7 +317,7 @@ describe('an engine that speaks only chat completions: translated', () => {
     expect(message.content).toEqual([{ type: 'text', text: 'echo: hello' }]);
     expect(dying.connections()).toBeGreaterThan(before);
     expect(gateway.calls).toContain(`engineUnreachable:small@${dying.url}`);
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal), UNTIL_SEEN);
   });
 });
 

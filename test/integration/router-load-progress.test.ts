@@ -11,6 +11,7 @@ import type { RouterOptions } from '../../core/router/router.js';
 import type { ScriptedModel } from '../support/scripted-gateway.js';
 import { scriptedRouterHarness } from '../support/scripted-router.js';
 import { postForLines, withoutComments, type SseAnswer } from '../support/sse-lines.js';
+import { UNTIL_SEEN } from '../support/wait-bounds.js';
 
 const LOAD_MS = 3_500;
 /**
@@ -80,8 +81,13 @@ describe('a streamed request that waits for its model', () => {
 
   it('says what the wait is for while it waits for memory, and for a completion', async () => {
     const { url, gateway } = await startRouter({ blocked: { progress: { kind: 'memory', servedBy: 'blocked' } } });
+    const answering = postForLines(`${url}/completions`, { model: 'blocked', prompt: 'once upon', stream: true });
+    // Counted from the wait's start, not the request's: a request that reached the router late
+    // on a busy machine got one comment before a timer started with it made the model ready.
+    // The router's 500 ms comment timer is due before this one, so it writes its second first.
+    await vi.waitFor(() => expect(gateway.waiting.get('blocked')).toBe(1), UNTIL_SEEN);
     setTimeout(() => gateway.setState('blocked', 'ready'), 1_200);
-    const answer = await postForLines(`${url}/completions`, { model: 'blocked', prompt: 'once upon', stream: true });
+    const answer = await answering;
     const comments = answer.lines.filter((l) => l.text.startsWith(':'));
     expect(comments.length).toBeGreaterThanOrEqual(2);
     for (const comment of comments) expect(comment.text).toMatch(/^: llmtray: waiting for memory for blocked, \d+\.\d s$/);
@@ -201,6 +207,6 @@ describe('a stream that fails after its comments went out', () => {
     const reader = response.body!.getReader();
     expect(new TextDecoder().decode((await reader.read()).value)).toMatch(/^: llmtray: /);
     abort.abort();
-    await vi.waitFor(() => expect(gateway.waiting.get('never')).toBe(0));
+    await vi.waitFor(() => expect(gateway.waiting.get('never')).toBe(0), UNTIL_SEEN);
   });
 });

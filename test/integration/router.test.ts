@@ -13,6 +13,7 @@ import { ENGINE_MODEL_NAME, startDyingEngine } from '../support/router-fake-engi
 import { scriptedModels, type ScriptedClaim, type ScriptedGateway } from '../support/scripted-gateway.js';
 import { scriptedRouterHarness } from '../support/scripted-router.js';
 import { rawExchange, type RawAnswer } from '../support/raw-http.js';
+import { UNTIL_SEEN } from '../support/wait-bounds.js';
 
 const routers = scriptedRouterHarness();
 const { engine, engineKey } = routers;
@@ -85,7 +86,7 @@ describe('routing and answering', () => {
     expect(seen).toHaveLength(1);
     expect(seen[0]?.authorization).toBe(`Bearer ${engineKey}`);
     expect(gateway.calls).toEqual([]);
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal), UNTIL_SEEN);
     expect(gateway.startedTotal).toBe(1);
   });
 
@@ -120,8 +121,8 @@ describe('routing and answering', () => {
     await client.chat.completions.create({ model: 'small', messages: hello });
     const stream = await client.chat.completions.create({ model: 'small', messages: hello, stream: true });
     for await (const chunk of stream) expect(chunk.model).toBeDefined();
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2));
-    await vi.waitFor(() => expect(listening.size).toBe(0));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2), UNTIL_SEEN);
+    await vi.waitFor(() => expect(listening.size).toBe(0), UNTIL_SEEN);
   });
 
   it('routes an alias to its model', async () => {
@@ -209,7 +210,7 @@ describe('request fields an engine cannot honour (request-fields.ts)', () => {
     expect(error.param).toBe('logit_bias');
     expect(error.message).toContain("'small'");
     expect(engine.since(from)).toEqual([]);
-    await vi.waitFor(() => expect(embedded.gateway.finishedTotal).toBe(embedded.gateway.startedTotal));
+    await vi.waitFor(() => expect(embedded.gateway.finishedTotal).toBe(embedded.gateway.startedTotal), UNTIL_SEEN);
 
     const llamaServer = await startRouter();
     await llamaServer.client.chat.completions.create(biased);
@@ -269,11 +270,11 @@ describe('on-demand activation', () => {
   it('waits for a model kept out only by a busy one, looking again at each change, and serves it once it can be claimed', async () => {
     const { client, gateway } = await startRouter();
     const answer = client.chat.completions.create({ model: 'blocked', messages: hello });
-    await vi.waitFor(() => expect(gateway.parked).toBe(1));
+    await vi.waitFor(() => expect(gateway.parked).toBe(1), UNTIL_SEEN);
     expect(gateway.waiting.get('blocked')).toBe(1);
     // A change that makes no room (another model's state, say): the request asks again and waits on.
     gateway.changed();
-    await vi.waitFor(() => expect(gateway.nextChanges).toBe(2));
+    await vi.waitFor(() => expect(gateway.nextChanges).toBe(2), UNTIL_SEEN);
     expect(gateway.parked).toBe(1);
     expect(gateway.startedTotal).toBe(0);
     gateway.setState('blocked', 'ready');
@@ -287,7 +288,7 @@ describe('on-demand activation', () => {
     const { client, gateway } = await startRouter({}, { small: { turnOver: true } });
     const before = engine.requests.length;
     const answer = client.chat.completions.create({ model: 'small', messages: hello });
-    await vi.waitFor(() => expect(gateway.parked).toBe(1));
+    await vi.waitFor(() => expect(gateway.parked).toBe(1), UNTIL_SEEN);
     expect(engine.requests.length).toBe(before);
     expect(gateway.startedTotal).toBe(0);
     gateway.setTurnOver('small', false);
@@ -302,13 +303,13 @@ describe('on-demand activation', () => {
     const answers = Promise.all(
       [1, 2, 3, 4].map((n) => client.chat.completions.create({ model: 'never', messages: [{ role: 'user', content: `request ${n}` }] })),
     );
-    await vi.waitFor(() => expect(gateway.parked).toBe(4));
+    await vi.waitFor(() => expect(gateway.parked).toBe(4), UNTIL_SEEN);
     gateway.setState('never', 'ready');
     expect((await answers).map((a) => a.choices[0]?.message.content)).toEqual(['echo: request 1', 'echo: request 2', 'echo: request 3', 'echo: request 4']);
     expect(gateway.calls.filter((call) => call === 'demand:never')).toHaveLength(4);
     expect(gateway.loadsStarted.get('never')).toBe(1);
     expect(gateway.waiting.get('never')).toBe(0);
-    await vi.waitFor(() => expect(gateway.inFlight('never')).toBe(0));
+    await vi.waitFor(() => expect(gateway.inFlight('never')).toBe(0), UNTIL_SEEN);
   });
 
   it('answers 503 model_loading with Retry-After and the gateway’s reason when the model is not ready within the wait', async () => {
@@ -328,7 +329,7 @@ describe('on-demand activation', () => {
   it('refuses a waiting request as soon as its model is quarantined, with the reason', async () => {
     const { client, gateway } = await startRouter();
     const pending = caught(client.chat.completions.create({ model: 'never', messages: hello }));
-    await vi.waitFor(() => expect(gateway.parked).toBe(1));
+    await vi.waitFor(() => expect(gateway.parked).toBe(1), UNTIL_SEEN);
     gateway.setState('never', 'quarantined', 'Out of memory at every level, and no fallback is configured.');
     const error = await pending;
     expect(error.code).toBe('model_quarantined');
@@ -340,7 +341,7 @@ describe('on-demand activation', () => {
   it('refuses a waiting request with 503 when the controller stops, since nothing will be loaded', async () => {
     const { client, gateway } = await startRouter();
     const pending = caught(client.chat.completions.create({ model: 'never', messages: hello }));
-    await vi.waitFor(() => expect(gateway.parked).toBe(1));
+    await vi.waitFor(() => expect(gateway.parked).toBe(1), UNTIL_SEEN);
     gateway.stop();
     const error = await pending;
     expect(error.status).toBe(503);
@@ -396,20 +397,20 @@ describe('broken connections', () => {
     const first = await stream[Symbol.asyncIterator]().next();
     expect(first.value?.choices[0]?.delta.content).toBe('first ');
     abort.abort();
-    await vi.waitFor(() => expect(engine.closedEarly).toBe(closedBefore + 1));
-    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0));
+    await vi.waitFor(() => expect(engine.closedEarly).toBe(closedBefore + 1), UNTIL_SEEN);
+    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0), UNTIL_SEEN);
   });
 
   it('ends the wait when the client disconnects while its model loads, and claims nothing for it', async () => {
     const { client, gateway } = await startRouter();
     const abort = new AbortController();
     const pending = client.chat.completions.create({ model: 'never', messages: hello }, { signal: abort.signal }).catch((e: unknown) => e);
-    await vi.waitFor(() => expect(gateway.parked).toBe(1));
+    await vi.waitFor(() => expect(gateway.parked).toBe(1), UNTIL_SEEN);
     expect(gateway.waiting.get('never')).toBe(1);
     abort.abort();
     await pending;
     // The router hears the disconnect: it stops waiting for a change and ends its wait.
-    await vi.waitFor(() => expect(gateway.waiting.get('never')).toBe(0));
+    await vi.waitFor(() => expect(gateway.waiting.get('never')).toBe(0), UNTIL_SEEN);
     expect(gateway.parked).toBe(0);
     gateway.setState('never', 'ready');
     await new Promise((resolve) => setImmediate(resolve));
@@ -429,7 +430,7 @@ describe('broken connections', () => {
     expect(received.join('')).toBe('first second');
     expect(error.code).toBe('engine_stream_interrupted');
     expect(error.type).toBe('engine_error');
-    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0));
+    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0), UNTIL_SEEN);
     expect(engine.requests.length - before).toBe(1);
     expect(gateway.calls).toEqual([]);
   });
@@ -443,7 +444,7 @@ describe('broken connections', () => {
     expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
     expect(engine.requests.length - before).toBe(2);
     expect(gateway.calls).toEqual([`engineUnreachable:small@${routers.engineUrl}`]);
-    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0));
+    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0), UNTIL_SEEN);
     expect(gateway.finishedTotal).toBe(2);
   });
 
@@ -457,7 +458,7 @@ describe('broken connections', () => {
     // The retry asked for the model like any cold request, after the gateway learned of the death.
     expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`, 'demand:small', 'wait:small']);
     expect(gateway.loadsStarted.get('small')).toBe(1);
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2), UNTIL_SEEN);
     expect(gateway.startedTotal).toBe(2);
     expect(gateway.inFlight('small')).toBe(0);
   });
@@ -471,7 +472,7 @@ describe('broken connections', () => {
     expect(error.message).toContain("'small'");
     expect(dying.connections() - resets).toBe(2);
     expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`]);
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(2), UNTIL_SEEN);
     expect(gateway.startedTotal).toBe(2);
     expect(gateway.inFlight('small')).toBe(0);
   });
@@ -481,10 +482,10 @@ describe('broken connections', () => {
     const resets = dying.connections();
     const abort = new AbortController();
     const pending = client.chat.completions.create({ model: 'small', messages: hello }, { signal: abort.signal }).catch((e: unknown) => e);
-    await vi.waitFor(() => expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`]));
+    await vi.waitFor(() => expect(gateway.calls).toEqual([`engineUnreachable:small@${dying.url}`]), UNTIL_SEEN);
     abort.abort();
     await pending;
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1), UNTIL_SEEN);
     expect(gateway.startedTotal).toBe(1);
     expect(dying.connections() - resets).toBe(1);
     expect(gateway.calls).toHaveLength(1);
@@ -499,7 +500,7 @@ describe('an engine found hung', () => {
     const before = engine.requests.length;
     const closedBefore = engine.closedEarly;
     const pending = caught(client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:silent' }] }));
-    await vi.waitFor(() => expect(engine.requests.length).toBe(before + 1));
+    await vi.waitFor(() => expect(engine.requests.length).toBe(before + 1), UNTIL_SEEN);
     expect(gateway.inFlight('small')).toBe(1);
     gateway.loseEngine('small', HANG);
     const error = await pending;
@@ -510,8 +511,8 @@ describe('an engine found hung', () => {
     expect(error.message).toContain(HANG);
     expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
     // The engine's request is cut (it is about to be killed), and nothing is sent again.
-    await vi.waitFor(() => expect(engine.closedEarly).toBe(closedBefore + 1));
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1));
+    await vi.waitFor(() => expect(engine.closedEarly).toBe(closedBefore + 1), UNTIL_SEEN);
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1), UNTIL_SEEN);
     expect(gateway.claims.map((c) => c.releases)).toEqual([1]);
     expect(engine.requests.length).toBe(before + 1);
     expect(gateway.calls).toEqual([]);
@@ -529,7 +530,7 @@ describe('an engine found hung', () => {
     expect(error.code).toBe('engine_hung');
     expect(error.type).toBe('engine_error');
     expect(error.message).toContain(HANG);
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1), UNTIL_SEEN);
     expect(gateway.claims.map((c) => c.releases)).toEqual([1]);
     expect(engine.requests.length - before).toBe(1);
   });
@@ -547,7 +548,7 @@ describe('an engine found hung', () => {
     answer.setEncoding('utf8');
     const ended = new Promise<void>((resolve) => answer.on('end', resolve));
     answer.on('data', (chunk: string) => (text += chunk));
-    await vi.waitFor(() => expect(text).toContain('first '));
+    await vi.waitFor(() => expect(text).toContain('first '), UNTIL_SEEN);
     gateway.loseEngine('small', HANG);
     await ended;
     const events = text.split('\n\n').filter((e) => e !== '');
@@ -567,7 +568,7 @@ describe('an engine found hung', () => {
     expect(error.status).toBe(504);
     expect(error.code).toBe('engine_hung');
     expect(engine.requests.length).toBe(before);
-    await vi.waitFor(() => expect(gateway.claims.map((c) => c.releases)).toEqual([1]));
+    await vi.waitFor(() => expect(gateway.claims.map((c) => c.releases)).toEqual([1]), UNTIL_SEEN);
     // The router still answers (an unhandled 'error' from the destroyed upstream request would have ended the process).
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect((await client.models.list()).data.length).toBeGreaterThan(0);
@@ -591,12 +592,12 @@ describe('an engine found hung', () => {
       answer.on('error', () => resolve('cut'));
     });
     answer.on('data', (chunk: string) => (text += chunk));
-    await vi.waitFor(() => expect(text).toContain('"id":"cmpl-1"'));
+    await vi.waitFor(() => expect(text).toContain('"id":"cmpl-1"'), UNTIL_SEEN);
     gateway.loseEngine('small', HANG);
     // The README's rule for a JSON answer already under way: cutting the connection is the only honest signal.
     expect(await outcome).toBe('cut');
     expect(text).not.toContain('data:');
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(1), UNTIL_SEEN);
   });
 });
 
@@ -618,7 +619,7 @@ describe('progress for hang detection', () => {
     engine.release();
     for (let next = await iterator.next(); next.done !== true; next = await iterator.next());
     expect(claim().progress).toBeGreaterThan(afterSecond);
-    await vi.waitFor(() => expect(claim().releases).toBe(1));
+    await vi.waitFor(() => expect(claim().releases).toBe(1), UNTIL_SEEN);
   });
 
   it('reports progress for a plain JSON answer and for a fallback’s rewritten one', async () => {
@@ -733,7 +734,7 @@ describe('security and request checks', () => {
       client.completions.create({ model: 'small', prompt: 'p' }),
     ]);
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled']);
-    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal));
+    await vi.waitFor(() => expect(gateway.finishedTotal).toBe(gateway.startedTotal), UNTIL_SEEN);
     expect(gateway.startedTotal).toBe(6); // the engine that died before answering was tried twice
     expect(gateway.claims.map((c) => c.releases)).toEqual([1, 1, 1, 1, 1, 1]);
   });

@@ -92,8 +92,14 @@ function printed(supervisor: Supervisor, modelId: string, label: string): number
   return Number(line.slice(`fake-engine: ${label} `.length));
 }
 
+/**
+ * Waits for `condition`, looking every 20 ms. Bounded in time, not in looks: 500 looks were 10 s
+ * idle and could be less than a busy machine takes to start or end a fake engine; the bound is
+ * just under the test's (60 s), so a failure names what was not seen.
+ */
 async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
+  const giveUpAt = Date.now() + 45_000;
+  while (Date.now() < giveUpAt) {
     if (await condition()) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -150,7 +150,7 @@ describe('the warm spare', () => {
     supervisor.setSpareWanted(true);
     const first = await readySpare(supervisor);
     supervisor.setSpareWanted(false);
-    await eventually('the unwanted spare is gone', async () => ((await isRunning(first)) ? undefined : true), 10_000, 20);
+    await eventually('the unwanted spare is gone', async () => ((await isRunning(first)) ? undefined : true), 45_000, 20);
     expect(supervisor.spareStatus()).toBeNull();
 
     supervisor.setSpareWanted(true);
@@ -178,7 +178,7 @@ describe('a spare started for a launch that waits for an eviction', () => {
     await supervisor.launch('tiny', 'minimal');
     const evictedPid = supervisor.endpointFor('tiny')?.pid;
     expect(await supervisor.prepareLaunch('next', 'minimal')).toBe(true);
-    const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 10_000, 5);
+    const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 45_000, 5);
     // Its runtime starts while the evicted server stops: started before the eviction, not after.
     expect(await isRunning(evictedPid ?? -1)).toBe(true);
     expect(await supervisor.evict('tiny')).toBe('stopped');
@@ -197,7 +197,7 @@ describe('a spare started for a launch that waits for an eviction', () => {
     const { supervisor } = await supervisorWithSpare({ launchHoldMs: 1_500 });
     supervisor.setSpareWanted(false);
     expect(await supervisor.prepareLaunch('tiny', 'minimal')).toBe(true);
-    const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 10_000, 5);
+    const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 45_000, 5);
     await eventually('the unused spare ended', async () => (supervisor.spareStatus() === null && !(await isRunning(sparePid)) ? true : undefined), 30_000, 50);
   });
 
@@ -210,7 +210,7 @@ describe('a spare started for a launch that waits for an eviction', () => {
     const { supervisor } = await supervisorWithSpare({ launchHoldMs: 1_500, clock: lagging });
     supervisor.setSpareWanted(false);
     expect(await supervisor.prepareLaunch('tiny', 'minimal')).toBe(true);
-    const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 10_000, 5);
+    const sparePid = await eventually('a spare started for the launch', async () => supervisor.spareStatus()?.pid, 45_000, 5);
     await eventually('the unused spare ended', async () => (supervisor.spareStatus() === null && !(await isRunning(sparePid)) ? true : undefined), 30_000, 50);
   });
 

@@ -195,7 +195,7 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
     dataDir,
     stderr: () => stderr,
     stdout: () => stdout,
-    untilStdout(text, timeoutMs = 10_000) {
+    untilStdout(text, timeoutMs = 45_000) {
       return new Promise((resolve, reject) => {
         if (stdout.includes(text)) return resolve(stdout);
         const onData = (): void => {

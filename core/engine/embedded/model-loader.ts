@@ -18,6 +18,7 @@ import {
   type ChatWrapper, type GgmlType, type Llama, type LlamaContext, type LlamaModel,
 } from 'node-llama-cpp';
 import { chatWrapperFor } from './chat-wrapper.js';
+import { startCpuRuntime } from './cpu-runtime.js';
 import { chooseDecodeThreads } from './decode-threads.js';
 import { usesGpu, type EngineOptions, type GpuLayers, type KvCacheType } from './cli-args.js';
 import type { EngineLog } from './engine-log.js';
@@ -49,19 +50,20 @@ function toNodeLlamaGpuLayers(layers: GpuLayers): number | 'auto' | 'max' {
 }
 
 /**
- * node-llama-cpp's runtime: its native binding loaded and tested, the backend initialised (a
- * GPU one only when `gpu`), llama.cpp's log routed to `log`. The slow half of a cold start
- * that does not depend on the model (see warm-spare.ts). Blocks for it (about a second on a
- * loaded 2-core machine); rejects with node-llama-cpp's error when no binary fits.
+ * node-llama-cpp's runtime: its native binding loaded, the backend initialised (a GPU one only
+ * when `gpu`), llama.cpp's log routed to `log`. The slow half of a cold start that does not
+ * depend on the model (see warm-spare.ts). Blocks for it (about a second on a loaded 2-core
+ * machine; the CPU runtime skips the binding's test where it already passed, cpu-runtime.ts);
+ * rejects with node-llama-cpp's error when no binary fits.
  */
 export function startRuntime(runtime: { gpu: boolean; threads: number }, log: EngineLog): Promise<Llama> {
-  return getLlama({
-    build: 'never',
-    gpu: runtime.gpu ? 'auto' : false,
+  const options = {
     maxThreads: runtime.threads,
     logLevel: LlamaLogLevel.info,
-    logger: (level, message) => log.llamaLogger(level, message),
-  });
+    logger: (level: LlamaLogLevel, message: string) => log.llamaLogger(level, message),
+  };
+  if (!runtime.gpu) return startCpuRuntime(options, (line) => log.line(line));
+  return getLlama({ build: 'never', gpu: 'auto', ...options });
 }
 
 /** Why `draft` cannot draft for `target`, or undefined when it can (llama.cpp's own checks). */
