@@ -75,24 +75,27 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
         if (closed) return;
         const present = existsSync(configPath);
         if (configPresent && !present && result.ok) logDeletedConfig(configuredBefore);
-        configPresent = present;
+        // A deleted file's config stays through its grace (a failed reload): the deletion is logged when it applies.
+        if (result.ok || present) configPresent = present;
         if (present && result.ok) configuredWhilePresent = configuredIds();
         // "The last good one" only where one was read: after no file, or a deleted one, the defaults stay.
         const stays = catalog.configInForce() === 'file' ? 'the last good one stays' : 'the defaults stay (no good config was read from the file)';
         if (!result.ok) for (const error of result.errors) log.warn(`config not applied, ${stays}: ${error}`);
         else options.onApplied();
         watchDirs();
-        scheduleRecheck();
+        scheduleRecheck(result.ok ? null : (result.recheckInMs ?? null));
       })
       .catch((error: unknown) => log.error(`reloading the catalog failed: ${errorMessage(error)}`));
   };
 
   // A file being written sends events until its last write, and nothing after: the rescan that
-  // lists it once it has stopped growing is ours to schedule.
-  const scheduleRecheck = (): void => {
+  // lists it once it has stopped growing is ours to schedule. So is the one that ends a deleted
+  // config's grace (`configInMs`).
+  const scheduleRecheck = (configInMs: number | null = null): void => {
     clearTimeout(recheck);
     recheck = undefined;
-    const inMs = catalog.settleRecheckInMs();
+    const settleInMs = catalog.settleRecheckInMs();
+    const inMs = settleInMs === null ? configInMs : configInMs === null ? settleInMs : Math.min(settleInMs, configInMs);
     if (inMs === null) return;
     recheck = setTimeout(reload, inMs);
     recheck.unref();

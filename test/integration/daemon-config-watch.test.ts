@@ -129,13 +129,24 @@ describe('the config file deleted under the running daemon', () => {
   it('says so in the log, naming the models that went with it and the one it unloads', async () => {
     await writeFile(
       configPath,
-      `modelDirs: [${JSON.stringify(modelsDir)}]\nengines:\n  warmSpare: false\nmodels:\n  - { id: doomed, path: ${JSON.stringify(models.tiny.path)}, ctx: 512 }\n  - { id: idle, path: ${JSON.stringify(models.draft.path)}, ctx: 512 }\n`,
+      `modelDirs: [${JSON.stringify(modelsDir)}]\nengines:\n  warmSpare: false\ndeletedConfigGrace: 1m\nmodels:\n  - { id: doomed, path: ${JSON.stringify(models.tiny.path)}, ctx: 512 }\n  - { id: idle, path: ${JSON.stringify(models.draft.path)}, ctx: 512 }\n`,
     );
     while (!(await listed()).includes('doomed')) await sleep(100);
     const load = await daemon.api('/api/models/doomed/load', { method: 'POST' });
     expect(load.status, await load.text()).toBe(200);
     while (!isServing((await daemon.model('doomed')).status.state)) await sleep(100);
 
+    // Deleted and put back, as an editor that saves by delete-and-rename does: nothing is unloaded.
+    const text = await readFile(configPath, 'utf8');
+    await rm(configPath);
+    while (!daemon.stderr().includes(`${configPath}: the file is gone; the config read from it keeps running`)) await sleep(100);
+    expect(isServing((await daemon.model('doomed')).status.state)).toBe(true);
+    await writeFile(configPath, text.replace('deletedConfigGrace: 1m', 'deletedConfigGrace: 1s'));
+    while ((await daemon.state()).configErrors.length > 0) await sleep(100);
+    expect(daemon.stderr()).not.toContain(`${configPath} was deleted`);
+    expect(isServing((await daemon.model('doomed')).status.state)).toBe(true);
+
+    // Deleted for good: once its grace (now 1 s) is over, the defaults apply and the log says what went.
     await rm(configPath);
     while (!daemon.stderr().includes(`${configPath} was deleted`)) await sleep(100);
     const line = daemon.stderr().split('\n').find((l) => l.includes(`${configPath} was deleted`));

@@ -4,12 +4,18 @@
 // that fails validation keeps the last good config and returns why. A file that was never
 // valid leaves the defaults (discovery only) in force here, with the errors; the daemon refuses
 // to start on it (core/daemon.ts), since there is no last good config to keep running.
+//
+// A file that disappears is not at once a wish to run on the defaults: an editor saving by
+// writing a temporary, deleting and renaming, or a deletion undone, would otherwise unload every
+// configured model. The config in force stays for its own `deletedConfigGrace` (30 s by
+// default), said as the reload's error; a reload once it has passed applies the defaults.
 import type { PlatformFacts } from '../paths.js';
 import { SerialQueue } from '../../common/serial-queue.js';
 import { defaultConfig, loadConfigFile, type LlmtrayConfig } from './load-config.js';
 import { Emitter } from '../../common/emitter.js';
 
-export type ReloadResult = { ok: true } | { ok: false; errors: string[] };
+/** `recheckInMs`: a reload then changes the outcome with nothing else changing (a deleted file's grace ending). */
+export type ReloadResult = { ok: true } | { ok: false; errors: string[]; recheckInMs?: number };
 
 export interface ConfigStoreOptions {
   file: string;
@@ -19,6 +25,8 @@ export interface ConfigStoreOptions {
    * Returns error sentences; any error rejects the candidate like a schema error would.
    */
   check?: (candidate: LlmtrayConfig) => Promise<string[]>;
+  /** Monotonic ms, for a deleted file's grace; default performance.now. */
+  monotonicNow?: () => number;
 }
 
 export type ConfigChangedListener = (config: LlmtrayConfig) => void;
@@ -30,6 +38,8 @@ export class ConfigStore {
   private config: LlmtrayConfig;
   private lastErrors: string[] = [];
   private source: ConfigInForce = 'defaults';
+  /** When (monotonic ms) a reload first found the file of the config in force gone; null while it is there. */
+  private goneSince: number | null = null;
   private readonly changes = new Emitter<[LlmtrayConfig]>('the config');
   private readonly reloads = new SerialQueue();
 
@@ -81,6 +91,18 @@ export class ConfigStore {
 
   private async reloadNow(): Promise<ReloadResult> {
     const loaded = await loadConfigFile(this.options.file, this.options.facts);
+    if (loaded.ok && !loaded.fromFile && this.source === 'file') {
+      const now = (this.options.monotonicNow ?? (() => performance.now()))();
+      this.goneSince ??= now;
+      const leftMs = this.goneSince + this.config.deletedConfigGraceMs - now;
+      if (leftMs > 0) {
+        this.lastErrors = [
+          `${this.options.file}: the file is gone; the config read from it keeps running for ${Math.ceil(leftMs / 1000)} s more (deletedConfigGrace) in case it comes back, as an editor's save puts it back, then the defaults apply`,
+        ];
+        return { ok: false, errors: this.lastErrors, recheckInMs: Math.ceil(leftMs) };
+      }
+    }
+    this.goneSince = null;
     let errors = loaded.ok ? [] : loaded.errors;
     if (loaded.ok && this.options.check) {
       try {

@@ -13,6 +13,7 @@ import {
   DEFAULT_HANG_LIMIT_MS,
   DEFAULT_IDLE_TTL_MS,
   DEFAULT_SWAP_TURN_MS,
+  DEFAULT_DELETED_CONFIG_GRACE_MS,
   DEFAULT_RESERVE_BYTES,
   type EngineChoice,
   type GpuLayers,
@@ -83,6 +84,8 @@ export interface LlmtrayConfig {
   healthyAfterMs?: number;
   activationWaitMs: number;
   swapTurnMs: number;
+  /** `deletedConfigGrace`: how long this config stays in force once its file is deleted (ConfigStore). */
+  deletedConfigGraceMs: number;
   models: ModelConfig[];
 }
 
@@ -244,6 +247,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
     ...(raw.engines.healthyAfter !== undefined ? { healthyAfterMs: raw.engines.healthyAfter } : {}),
     activationWaitMs: raw.activationWait ?? DEFAULT_ACTIVATION_WAIT_MS,
     swapTurnMs: raw.swapTurn ?? DEFAULT_SWAP_TURN_MS,
+    deletedConfigGraceMs: raw.deletedConfigGrace ?? DEFAULT_DELETED_CONFIG_GRACE_MS,
     models: raw.models.map((model, index) => ({
       id: model.id,
       path: userPath(model.path),

@@ -20,6 +20,11 @@ export const DEFAULT_IDLE_TTL_MS = 10 * 60_000;
 export { DEFAULT_HANG_LIMIT_MS } from '../../engine/hang-limit.js';
 /** How long a busy model keeps taking new requests while another waits for its memory; shorter than activationWait (load-config.ts refuses it otherwise). */
 export const DEFAULT_SWAP_TURN_MS = 2_000;
+/**
+ * How long the config in force outlives its file's deletion: an editor that saves by writing a
+ * temporary, deleting and renaming, or a deletion undone, must not unload every configured model.
+ */
+export const DEFAULT_DELETED_CONFIG_GRACE_MS = 30_000;
 const TOKEN_COUNT_EXPECTATION = 'expected a whole number of tokens, 0 or more';
 
 function strict<T extends z.core.$ZodLooseShape>(shape: T) {
@@ -139,6 +144,7 @@ export const configSchema = strict({
   }).default({ warmSpare: true, savedConversations: true }),
   activationWait: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   swapTurn: parsed(parseDuration, DURATION_EXPECTATION).optional(),
+  deletedConfigGrace: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   models: z.array(modelConfigSchema, { error: 'expected a list of models' }).default([]),
 });
 

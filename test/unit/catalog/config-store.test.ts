@@ -32,7 +32,7 @@ describe('ConfigStore', () => {
     const store = new ConfigStore({ file, facts });
     await store.reload();
     expect(store.inForce()).toBe('defaults');
-    await writeFile(file, 'models:\n  - {id: a, path: /m/a.gguf}\n');
+    await writeFile(file, 'deletedConfigGrace: 0s\nmodels:\n  - {id: a, path: /m/a.gguf}\n');
     await store.reload();
     expect(store.inForce()).toBe('file');
     // A bad edit keeps the file's last good content: there is a last good config.
@@ -47,6 +47,41 @@ describe('ConfigStore', () => {
     expect((await store.reload()).ok).toBe(false);
     expect(store.inForce()).toBe('defaults');
     expect(store.current().models).toEqual([]);
+  });
+
+  test('a deleted file keeps its config in force for deletedConfigGrace, saying so and when to look again; put back, nothing changed; still gone, the defaults apply', async () => {
+    let now = 0;
+    const store = new ConfigStore({ file, facts, monotonicNow: () => now });
+    const changes: LlmtrayConfig[] = [];
+    store.onChanged((config) => changes.push(config));
+    await writeFile(file, 'deletedConfigGrace: 10s\nmodels:\n  - {id: a, path: /m/a.gguf}\n');
+    expect(await store.reload()).toEqual({ ok: true });
+    changes.length = 0;
+
+    await rm(file);
+    const gone = await store.reload();
+    expect(gone).toMatchObject({ ok: false, recheckInMs: 10_000 });
+    expect(store.errors()[0]).toContain(`${file}: the file is gone; the config read from it keeps running for 10 s more (deletedConfigGrace)`);
+    expect(store.current().models.map((m) => m.id)).toEqual(['a']);
+    expect(store.inForce()).toBe('file');
+    // An editor's save puts it back within the grace: nothing changed, nothing said.
+    now = 4_000;
+    await writeFile(file, 'deletedConfigGrace: 10s\nmodels:\n  - {id: a, path: /m/a.gguf}\n');
+    expect(await store.reload()).toEqual({ ok: true });
+    expect(changes).toEqual([]);
+    expect(store.errors()).toEqual([]);
+
+    // Deleted again: a grace of its own, counted from this deletion.
+    await rm(file);
+    now = 20_000;
+    expect(await store.reload()).toMatchObject({ ok: false, recheckInMs: 10_000 });
+    now = 26_000;
+    expect(await store.reload()).toMatchObject({ ok: false, recheckInMs: 4_000 });
+    now = 30_000;
+    expect(await store.reload()).toEqual({ ok: true });
+    expect(store.inForce()).toBe('defaults');
+    expect(store.current().models).toEqual([]);
+    expect(changes).toHaveLength(1);
   });
 
   test('a bad edit keeps the last good config running and says why; fixing it takes effect', async () => {

@@ -47,7 +47,7 @@ const table: [string, string, string][] = [
   ['a misspelt key name beside a client key keeps its secret out', 'listen:\n  clientKeys:\n    - {name: laptop, key: 0123456789abcdef0123, kye: 0123456789abcdef0123}\n',
     `${FILE}: listen.clientKeys[0].kye: unknown field, set to a value not shown here; did you mean "key"? Expected one of: name, key`],
   ['unknown top-level field', 'modeldirs: [/x]\n',
-    `${FILE}: modeldirs: unknown field, set to a list (1 item); did you mean "modelDirs"? Expected one of: listen, budget, modelDirs, engines, activationWait, swapTurn, models`],
+    `${FILE}: modeldirs: unknown field, set to a list (1 item); did you mean "modelDirs"? Expected one of: listen, budget, modelDirs, engines, activationWait, swapTurn, deletedConfigGrace, models`],
   ['gpuLayers word', one('    gpuLayers: most\n'), `${FILE}: models[0].gpuLayers: expected "all" or a whole number of layers (0 or more), got "most"`],
   ['gpuLayers negative', one('    gpuLayers: -1\n'), `${FILE}: models[0].gpuLayers: expected "all" or a whole number of layers (0 or more), got -1`],
   ['engine unknown', one('    engine: vllm\n'), `${FILE}: models[0].engine: expected one of: auto, embedded, llama-server, got "vllm"`],

@@ -21,7 +21,7 @@ function heldCatalog(initial: CatalogModel[]) {
   const pending: Array<(next: CatalogModel[]) => void> = [];
   const catalog = {
     models: () => models,
-    config: () => ({ modelDirs: [] as string[] }),
+    config: () => ({ modelDirs: [] as string[], models: [] as { path: string }[] }),
     settleRecheckInMs: () => null,
     onChanged: (listener: (m: readonly CatalogModel[]) => void) => changes.on(listener),
     reload: () =>
