@@ -31,8 +31,12 @@ const ENGINES: { engine: EngineKind; skip: boolean }[] = [
   { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
 ];
 
-/** Few enough that no call's free string can end, enough that it has begun (the demo vocabulary spells `{"city": "` in ~10 tokens). */
-const LIMIT = 24;
+/**
+ * Few enough that no call's free string can end, enough that it has begun: the demo vocabulary
+ * spells JSON nearly a character a token, and on llama-server the model writes the call's name
+ * too (`<tool_call>{"name" : "get_weather" ,"arguments":{"city": "`, ~50 tokens).
+ */
+const LIMIT = 64;
 const question = 'What is the weather in Oslo?';
 const cityParameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
 const weather = { type: 'function' as const, function: { name: 'get_weather', description: 'The weather in a city', parameters: cityParameters } };
@@ -110,8 +114,8 @@ describe.each(ENGINES)('answers cut by the token limit on the $engine engine', (
     const call = functionCall(choice?.message.tool_calls?.[0]);
     expect(call.id).not.toBe('');
     expect(call.function.name).toBe('get_weather');
-    // The arguments as far as they were written: a JSON object begun, not ended.
-    expect(call.function.arguments.trimStart()).toMatch(/^\{/);
+    // The arguments as far as they were written: the free string begun, never ended.
+    expect(call.function.arguments.replaceAll(' ', '')).toMatch(/^\{"city":"/);
     expect(() => JSON.parse(call.function.arguments), call.function.arguments).toThrow();
     expect(answer.usage?.completion_tokens).toBe(LIMIT);
 
@@ -126,12 +130,20 @@ describe.each(ENGINES)('answers cut by the token limit on the $engine engine', (
     expect(streamedCall.function).toEqual(call.function);
   });
 
-  it.skipIf(skip || engine === 'llama-server')('returns a call cut inside its name, of two tools, as the name so far and no arguments', async () => {
-    // One token: on the embedded engine, which writes the name under a grammar of the offered
-    // names, not even `get_` of either name is complete in the demo vocabulary.
-    const answer = await client.chat.completions.create({ ...namedCall, tools: [weather, clock], tool_choice: 'required', max_tokens: 1 });
+  it.skipIf(skip)('never answers a call cut inside its name with nothing: the name so far on the embedded engine, the text so far on llama-server', async () => {
+    const answer = await client.chat.completions.create({ ...namedCall, tools: [weather, clock], tool_choice: 'required', max_tokens: engine === 'embedded' ? 1 : 12 });
     const choice = answer.choices[0];
     expect(choice?.finish_reason, JSON.stringify(choice)).toBe('length');
+    if (engine === 'llama-server') {
+      // llama-server (b1-80fb11a) holds a call back until its name is whole; a whole answer cut
+      // before then carries what the model wrote as its text (its stream carries nothing: the
+      // router has no text to give, a gap its README names).
+      expect(choice?.message.tool_calls ?? [], JSON.stringify(choice)).toHaveLength(0);
+      expect((choice?.message.content ?? '').replaceAll(' ', ''), JSON.stringify(choice)).toMatch(/^<tool_call>\{"name/);
+      return;
+    }
+    // One token: the embedded engine writes the name under a grammar of the offered names, and
+    // not even `get_` of either name is one token in the demo vocabulary.
     expect(choice?.message.tool_calls, JSON.stringify(choice)).toHaveLength(1);
     const call = functionCall(choice?.message.tool_calls?.[0]);
     expect(call.function.name).not.toBe('');
@@ -170,7 +182,8 @@ describe.each(ENGINES)('answers cut by the token limit on the $engine engine', (
     if (last?.type !== 'tool_use') throw new Error(`the last block is not a tool_use: ${JSON.stringify(message.content)}`);
     expect(last.name).toBe('get_weather');
     expect(last.id).not.toBe('');
-    expect(typeof last.input).toBe('object');
+    // The input as far as it was written: the string begun, read as it stands.
+    expect(typeof (last.input as { city?: unknown }).city, JSON.stringify(last.input)).toBe('string');
     expect(message.usage.output_tokens).toBe(LIMIT);
 
     // The stream carries the same call: its partial_json, read as far as it goes, is the whole
@@ -205,7 +218,7 @@ describe.each(ENGINES)('answers cut by the token limit on the $engine engine', (
     const calls = response.output.filter((item) => item.type === 'function_call');
     expect(calls, JSON.stringify(response.output)).toHaveLength(1);
     expect(calls[0]).toMatchObject({ name: 'get_weather', status: 'incomplete' });
-    expect(calls[0]?.arguments.trimStart()).toMatch(/^\{/);
+    expect(calls[0]?.arguments.replaceAll(' ', '')).toMatch(/^\{"city":"/);
 
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
     for await (const event of await client.responses.create({ ...request, stream: true })) {
