@@ -201,6 +201,13 @@ describe.each(ENGINES)('answers cut by the token limit on the $engine engine', (
     expect(streamedLast.name).toBe('get_weather');
     expect(partialJson.trimStart()).toMatch(/^\{/);
     expect(parsePartialJson(partialJson), partialJson).toEqual(last.input);
+
+    // `any`: a choice llama-server's own /v1/messages reads as meant, so there the request goes to
+    // it untranslated (anthropic-route.ts); it too ends the cut call's tool_use with max_tokens
+    // (its whole answer's input is {}: it does not read cut arguments).
+    const any = await anthropic.messages.create({ ...request, tool_choice: { type: 'any' } });
+    expect(any.stop_reason, JSON.stringify(any)).toBe('max_tokens');
+    expect(any.content.at(-1), JSON.stringify(any.content)).toMatchObject({ type: 'tool_use', name: 'get_weather' });
   });
 
   it.skipIf(skip)('answers an incomplete Response with the cut function_call item incomplete, streamed the same', async () => {
