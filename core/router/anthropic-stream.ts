@@ -13,7 +13,7 @@
 // and message_stop would say it was). Pure apart from its own state.
 import type { AnthropicContentBlock, AnthropicErrorBody, AnthropicStreamEvent } from '../contracts/anthropic.js';
 import { anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
-import { stopReasonOf, usageOf } from './anthropic-translate.js';
+import { stopReasonWithCalls, usageOf } from './anthropic-translate.js';
 import { EngineChatEvents, type EngineChatEvent } from './engine-chat-events.js';
 import { isObject } from './validate-request.js';
 
@@ -152,8 +152,9 @@ export class ChatStreamToMessages {
     const usage = usageOf(this.usage, this.pieces);
     out += event({
       type: 'message_delta',
-      // As for a whole answer (anthropic-translate.ts): calls made are what the client acts on.
-      delta: { stop_reason: this.toolUsed ? 'tool_use' : stopReasonOf(this.finishReason), stop_sequence: null },
+      // As for a whole answer (anthropic-translate.ts): calls made are what the client acts on,
+      // unless the token limit cut them.
+      delta: { stop_reason: stopReasonWithCalls(this.finishReason, this.toolUsed), stop_sequence: null },
       // Anthropic's input_tokens leaves out the tokens read from the cache, which come beside it.
       usage: {
         output_tokens: usage.output_tokens,

@@ -12,6 +12,7 @@
 // before its text, since the chat API has no flag for it and the model must still be told. Pure.
 import type { AnthropicContentBlock } from '../contracts/anthropic.js';
 import type { OpenAIChatMessage } from '../contracts/openai.js';
+import { parsePartialJson } from './partial-json.js';
 import { describe, isObject, type Problem } from './validate-request.js';
 
 export interface ChatTool {
@@ -130,19 +131,27 @@ function toolResultMessage(block: AnthropicContentBlock, param: string): Result<
 
 /**
  * The chat answer's `tool_calls` as `tool_use` blocks; null when one is not a function call
- * with JSON-object arguments (an answer that is not what the chat API promises).
+ * with JSON-object arguments (an answer that is not what the chat API promises). `cut`: the
+ * token limit ended the answer, so its last call's arguments may stop midway; they are read as
+ * far as they go (partial-json.ts), as the Messages API returns an incomplete tool_use with
+ * stop_reason `max_tokens`.
  */
-export function toToolUseBlocks(calls: unknown[]): AnthropicContentBlock[] | null {
+export function toToolUseBlocks(calls: unknown[], cut = false): AnthropicContentBlock[] | null {
   const blocks: AnthropicContentBlock[] = [];
-  for (const call of calls) {
+  for (const [index, call] of calls.entries()) {
     if (!isObject(call) || !isObject(call['function'])) return null;
     const { name, arguments: args } = call['function'];
     if (typeof name !== 'string') return null;
+    const text = typeof args === 'string' ? args.trim() : '';
     let input: unknown;
-    try {
-      input = typeof args === 'string' && args.trim() !== '' ? JSON.parse(args) : {};
-    } catch {
-      return null;
+    if (text === '') input = {};
+    else if (cut && index === calls.length - 1) input = parsePartialJson(text) ?? {};
+    else {
+      try {
+        input = JSON.parse(text);
+      } catch {
+        return null;
+      }
     }
     if (!isObject(input)) return null;
     blocks.push({ type: 'tool_use', id: typeof call['id'] === 'string' ? call['id'] : `toolu_${blocks.length}`, name, input });

@@ -111,8 +111,9 @@ export function toAnthropicMessage(text: string, model: string | null): Anthropi
   const content = message['content'];
   const blocks: AnthropicContentBlock[] = typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
   const calls = message['tool_calls'];
+  const cut = choice['finish_reason'] === 'length';
   if (Array.isArray(calls) && calls.length > 0) {
-    const uses = toToolUseBlocks(calls);
+    const uses = toToolUseBlocks(calls, cut);
     if (uses === null) return null;
     blocks.push(...uses);
   }
@@ -122,16 +123,25 @@ export function toAnthropicMessage(text: string, model: string | null): Anthropi
     role: 'assistant',
     content: blocks,
     model: model ?? (typeof completion['model'] === 'string' ? completion['model'] : ''),
-    // An engine may end a tool call with 'stop' (llama-server does without --jinja's parser):
-    // the calls are what the client must act on either way.
-    stop_reason: Array.isArray(calls) && calls.length > 0 ? 'tool_use' : stopReasonOf(choice['finish_reason']),
+    stop_reason: stopReasonWithCalls(choice['finish_reason'], Array.isArray(calls) && calls.length > 0),
     stop_sequence: null,
     usage: usageOf(completion['usage'], null),
   };
 }
 
+/**
+ * The stop_reason of an answer that may hold calls. An engine may end a tool call with 'stop'
+ * (llama-server does without --jinja's parser): the calls are what the client must act on
+ * either way, so they make it tool_use; but calls the token limit cut are not to be run, and
+ * max_tokens says so, as the Messages API ends an incomplete tool_use block.
+ */
+export function stopReasonWithCalls(finishReason: unknown, hasCalls: boolean): AnthropicStopReason {
+  if (finishReason === 'length') return 'max_tokens';
+  return hasCalls ? 'tool_use' : stopReasonOf(finishReason);
+}
+
 /** OpenAI's finish_reason as Anthropic's stop_reason ('length' is max_tokens; 'stop' cannot tell a stop sequence from the end of a turn). */
-export function stopReasonOf(finishReason: unknown): AnthropicStopReason {
+function stopReasonOf(finishReason: unknown): AnthropicStopReason {
   if (finishReason === 'length') return 'max_tokens';
   if (finishReason === 'tool_calls') return 'tool_use';
   return 'end_turn';

@@ -223,7 +223,8 @@ export class ChatStreamToResponses implements StreamRewriter {
       out += this.event({ type: 'response.output_item.done', output_index: outputIndex, item });
       this.output.push(item);
     } else {
-      const item: ResponseFunctionCall = { ...open.item, status: 'completed' };
+      // `incomplete`: the token limit cut the call, its arguments stop midway.
+      const item: ResponseFunctionCall = { ...open.item, status };
       out += this.event({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments });
       out += this.event({ type: 'response.output_item.done', output_index: outputIndex, item });
       this.output.push(item);

@@ -384,7 +384,8 @@ export function toResponse(text: string, frame: ResponseFrame, completedAt: numb
     output.push({ type: 'message', id: messageItemId(frame.id), status, role: 'assistant', content: [{ type: 'output_text', text: answer, annotations: [], logprobs }] });
   }
   for (const [index, call] of calls.entries()) {
-    const item = functionCallItem(call, callItemId(frame.id, index));
+    // The token limit cuts the last call only: its arguments stop midway.
+    const item = functionCallItem(call, callItemId(frame.id, index), index === calls.length - 1 ? status : 'completed');
     if (item === null) return null;
     output.push(item);
   }
@@ -393,10 +394,10 @@ export function toResponse(text: string, frame: ResponseFrame, completedAt: numb
   return finishedResponse(shell, output, finishReason, responseUsageOf(completion['usage']), completedAt);
 }
 
-function functionCallItem(call: unknown, id: string): ResponseFunctionCall | null {
+function functionCallItem(call: unknown, id: string, status: 'completed' | 'incomplete'): ResponseFunctionCall | null {
   if (!isObject(call) || !isObject(call['function']) || typeof call['function']['name'] !== 'string') return null;
   const args = call['function']['arguments'];
-  return { type: 'function_call', id, call_id: typeof call['id'] === 'string' ? call['id'] : id, name: call['function']['name'], arguments: typeof args === 'string' ? args : '', status: 'completed' };
+  return { type: 'function_call', id, call_id: typeof call['id'] === 'string' ? call['id'] : id, name: call['function']['name'], arguments: typeof args === 'string' ? args : '', status };
 }
 
 /**

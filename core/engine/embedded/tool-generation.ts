@@ -46,7 +46,11 @@ export interface ToolGenerationInput {
 
 export interface ToolGenerationResult {
   text: string;
-  /** The complete calls; a call cut short by the token limit is left out. */
+  /**
+   * The calls, in order. With finishReason `length` the last one may be cut short: its arguments
+   * (or its name) as far as they were written, as OpenAI returns a call the token limit cut, so
+   * the client sees what the model began rather than an empty answer.
+   */
   toolCalls: ToolCall[];
   finishReason: FinishReason | 'tool_calls';
   promptTokens: number;
@@ -98,6 +102,16 @@ class CallCollector {
     }
     this.calls.push({ id: call.id, name: call.name, arguments: call.args });
     this.current = undefined;
+  }
+
+  /**
+   * The calls when the token limit stopped the generation: the complete ones and the one being
+   * written, if any, with its arguments so far (held newlines are the end marker's or JSON
+   * whitespace, never inside a string, where a newline is escaped).
+   */
+  cutShort(): ToolCall[] {
+    const call = this.current;
+    return call === undefined ? this.calls : [...this.calls, { id: call.id, name: call.name, arguments: call.args }];
   }
 
   private start(name: string): { id: string; name: string; args: string; held: string } {
@@ -168,7 +182,8 @@ async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerati
   const cachedOf = (first: { cachedTokens: number }): void => {
     cachedTokens ??= Math.min(first.cachedTokens, promptTokens);
   };
-  const cutShort = (completionTokens: number): ToolGenerationResult => ({ text: '', toolCalls: [], finishReason: 'length', promptTokens, completionTokens, cachedTokens: cachedTokens ?? 0 });
+  // The token limit cut the call: it is returned as far as it was written, never dropped.
+  const cutShort = (call: ToolCall, completionTokens: number): ToolGenerationResult => ({ text: '', toolCalls: [call], finishReason: 'length', promptTokens, completionTokens, cachedTokens: cachedTokens ?? 0 });
   let context = [...tokens, ...tokenize(LlamaText(syntax.prefix))];
   let completionTokens = 0;
   let name = names[0] ?? '';
@@ -177,7 +192,13 @@ async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerati
     const chosen = await generate(target, { tokens: context, sampling, grammar: nameGrammar, signal: input.signal });
     cachedOf(chosen);
     completionTokens += chosen.completionTokens;
-    if (chosen.finishReason === 'length' || !names.includes(chosen.text)) return cutShort(completionTokens);
+    if (chosen.finishReason === 'length') {
+      // Cut inside the name: the call carries the name as far as it was written, no arguments.
+      const partial: ToolCall = { id: toolCallId(), name: chosen.text, arguments: '' };
+      input.onToolCall?.({ index: 0, id: partial.id, name: partial.name, arguments: '' });
+      return cutShort(partial, completionTokens);
+    }
+    if (!names.includes(chosen.text)) throw new HttpError(500, `the name grammar gave '${chosen.text}', which is not among the tools: ${names.join(', ')}`, 'server_error');
     name = chosen.text;
   }
   const call: ToolCall = { id: toolCallId(), name, arguments: '' };
@@ -191,7 +212,7 @@ async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerati
   }
   context = [...context, ...tokenize(LlamaText(name)), ...tokenize(syntaxText(syntax.paramsPrefix, name))];
   const left = sampling.maxTokens === undefined ? undefined : sampling.maxTokens - completionTokens;
-  if (left !== undefined && left <= 0) return cutShort(completionTokens);
+  if (left !== undefined && left <= 0) return cutShort(call, completionTokens);
   // The arguments are what was streamed, so a stream joins to exactly what a whole answer carries.
   const args = await generate(target, {
     tokens: context, sampling: { ...sampling, maxTokens: left }, grammar, signal: input.signal,
@@ -203,7 +224,7 @@ async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerati
   });
   cachedOf(args);
   completionTokens += args.completionTokens;
-  if (args.finishReason === 'length') return cutShort(completionTokens);
+  if (args.finishReason === 'length') return cutShort(call, completionTokens);
   return { text: '', toolCalls: [call], finishReason: 'tool_calls', promptTokens, completionTokens, cachedTokens: cachedTokens ?? 0 };
 }
 
@@ -260,7 +281,8 @@ async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGen
     const stop = response.metadata.stopReason;
     // At the limit, LlamaChat generated exactly maxTokens.
     countProgress(stop === 'maxTokens' ? maxTokens : 0);
-    const finishReason = stop === 'maxTokens' ? 'length' : collector.calls.length > 0 ? 'tool_calls' : 'stop';
+    if (stop === 'maxTokens') return { text: response.response, toolCalls: collector.cutShort(), finishReason: 'length', promptTokens, completionTokens: counted, cachedTokens };
+    const finishReason = collector.calls.length > 0 ? 'tool_calls' : 'stop';
     return { text: response.response, toolCalls: collector.calls, finishReason, promptTokens, completionTokens: counted, cachedTokens };
   } finally {
     chat.dispose({ disposeSequence: false });

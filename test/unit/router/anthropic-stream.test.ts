@@ -72,6 +72,19 @@ describe('ChatStreamToMessages', () => {
     );
   });
 
+  it('ends a stream whose call the token limit cut with max_tokens, not tool_use, its partial_json as written', () => {
+    const stream =
+      chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'read', arguments: '' } }] }) +
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"path":"/b/lo' } }] }) +
+      chunk({}, 'length', { usage: { prompt_tokens: 5, completion_tokens: 9, total_tokens: 14 } }) +
+      'data: [DONE]\n\n';
+    const events = eventsOf(translate(stream));
+    const json = events.map((e) => (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta' ? String(e.delta['partial_json']) : '')).join('');
+    expect(json).toBe('{"path":"/b/lo');
+    expect(events.find((e) => e.type === 'content_block_start')).toMatchObject({ content_block: { type: 'tool_use', id: 'call_a', name: 'read' } });
+    expect(events.find((e) => e.type === 'message_delta')).toMatchObject({ delta: { stop_reason: 'max_tokens' } });
+  });
+
   it('tells a chat stream as Anthropic’s event sequence, with the stop reason and the usage at the end', () => {
     const events = eventsOf(translate(openAIStream(['Hel', 'lo'], 'length')));
     expect(events.map((e) => e.type)).toEqual([

@@ -190,6 +190,20 @@ describe('toAnthropicMessage', () => {
     expect(toAnthropicMessage(withCalls('[1]', 'tool_calls'), null)).toBeNull();
   });
 
+  it('tells a call the token limit cut as its tool_use, last, with the input written so far, and stop_reason max_tokens', () => {
+    const calls = [
+      { id: 'call_1', type: 'function', function: { name: 'read', arguments: '{"path":"/a"}' } },
+      { id: 'call_2', type: 'function', function: { name: 'read', arguments: '{"path":"/b/lo' } },
+    ];
+    const cut = JSON.stringify({ id: 'c', model: 'm', choices: [{ index: 0, finish_reason: 'length', message: { role: 'assistant', content: null, tool_calls: calls } }] });
+    const message = toAnthropicMessage(cut, null);
+    expect(message?.stop_reason).toBe('max_tokens');
+    expect(message?.content).toEqual([
+      { type: 'tool_use', id: 'call_1', name: 'read', input: { path: '/a' } },
+      { type: 'tool_use', id: 'call_2', name: 'read', input: { path: '/b/lo' } },
+    ]);
+  });
+
   it('is null for what is not a chat completion', () => {
     for (const text of ['{"error":{"message":"x"}}', '[]', 'not json', '{"choices":[]}', '{"choices":[{"text":"legacy"}]}']) {
       expect(toAnthropicMessage(text, null), text).toBeNull();

@@ -88,6 +88,23 @@ describe('a chat stream as a Responses stream', () => {
     expect(events.find((e) => e.type === 'response.output_item.done')).toMatchObject({ item: { status: 'incomplete' } });
   });
 
+  it('ends a stream whose call the token limit cut with response.incomplete, the call incomplete, its arguments as written', () => {
+    const sse =
+      chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] }) +
+      chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{"city":' } }] }) +
+      chunk({ tool_calls: [{ index: 1, function: { arguments: '"Ro' } }] }) +
+      chunk({}, 'length') +
+      usageChunk +
+      'data: [DONE]\n\n';
+    const events = eventsOf(translate(sse));
+    expectWellFormed(events);
+    expect(events.flatMap((e) => (e.type === 'response.output_item.done' ? [e.item] : []))).toMatchObject([
+      { type: 'function_call', call_id: 'call_a', arguments: '{"city":"Oslo"}', status: 'completed' },
+      { type: 'function_call', call_id: 'call_b', arguments: '{"city":"Ro', status: 'incomplete' },
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: 'response.incomplete', response: { status: 'incomplete', output: [{ status: 'completed' }, { status: 'incomplete' }] } });
+  });
+
   it('tells each tool call as a function_call item, its arguments in pieces, after the text before it', () => {
     const sse =
       chunk({ role: 'assistant', content: 'Calling.' }) +

@@ -243,6 +243,20 @@ describe('a chat answer as a Response', () => {
     expect(response).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, model: 'fallback', output: [{ status: 'incomplete' }] });
   });
 
+  it('has the call the token limit cut as its function_call item, incomplete, its arguments as written; the calls before it complete', () => {
+    const calls = [
+      { id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } },
+      { id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{"city":"Ro' } },
+    ];
+    const response = toResponse(completion({ content: null, tool_calls: calls }, 'length'), FRAME, 101);
+    expect(responseSchemaErrors(response)).toEqual([]);
+    expect(response).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
+    expect(response?.output).toEqual([
+      { type: 'function_call', id: 'fc_abc_0', call_id: 'call_a', name: 'weather', arguments: '{"city":"Oslo"}', status: 'completed' },
+      { type: 'function_call', id: 'fc_abc_1', call_id: 'call_b', name: 'weather', arguments: '{"city":"Ro', status: 'incomplete' },
+    ]);
+  });
+
   it('has a function_call item per tool call, and repeats the request’s tools and settings as OpenAI’s answer does', () => {
     const request: ResponsesRequest = {
       model: 'tiny',
