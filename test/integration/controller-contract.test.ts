@@ -21,25 +21,29 @@ import { Controller } from '../../core/controller/controller.js';
 import type { Log, ModelDemand, ServerControl } from '../../core/controller/effects.js';
 import { LaunchError } from '../../core/engine/failure-classifier.js';
 import { EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch-spec.js';
-import { embeddedEntryPath } from '../../core/engine/supervisor/engine-command.js';
+import { EMBEDDED_ENGINE_NODE_FLAGS, embeddedEntryPath } from '../../core/engine/supervisor/engine-command.js';
 import { isRunning } from '../../core/engine/supervisor/process-tree.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
 import { degradedContext, footprintAt, type FootprintEstimate } from '../../core/policy/levels.js';
 import { RecordingServer, ScriptedLaunchError } from '../support/recording-server.js';
 import { demoModels } from '../support/test-models.js';
+import { embeddedEngineAddressSpace } from '../soak/engine-address-space.js';
 import { isServing } from '../../core/contracts/model-status.js';
 
 const GIB = 1024 ** 3;
 /** demo-chat's KV cache per token: 8 layers × K and V × 4 KV heads × 64 × 2 bytes (f16). */
 const DEMO_CHAT_KV_BYTES_PER_TOKEN = 8 * 2 * 4 * 64 * 2;
 /**
- * The address space the OOM model's engine runs under, and a context that does not fit it at
- * 'full' but does at 'degraded'. Measured: Node with node-llama-cpp and demo-chat loaded peaks
- * at ~1.40 GB of address space at 512 tokens and ~2.03 GB at 65536 (a 512 MiB cache), so the
- * full launch needs ~3.55 GB (a 2 GiB cache) and the degraded one ~2.03 GB: 2.75 GB misses the
- * first by ~0.8 GB and clears the second by ~0.7 GB, both far past run-to-run noise.
+ * The address space the OOM model's engine runs under, above what its engine holds with
+ * demo-chat at 512 tokens on the Node that runs this file (measured in beforeAll: ~1.40 GB on
+ * Node 20, more on 22 and 24, whose reservations differ), and a context that does not fit it at
+ * 'full' but does at 'degraded'. Measured on Node 20: ~2.03 GB at 65536 tokens (a 512 MiB
+ * cache), so the full launch needs ~3.55 GB (a 2 GiB cache) and the degraded one ~2.03 GB: the
+ * base + 1.35 GB misses the first by ~0.8 GB and clears the second by ~0.7 GB, both far past
+ * run-to-run noise. A limit fixed from the Node 20 base failed the degraded launch on Node 22.
  */
-const ADDRESS_SPACE_BYTES = 2_750_000_000;
+const ADDRESS_SPACE_ABOVE_BASE_BYTES = 1_350_000_000;
+let addressSpaceBytes = 0;
 const OOM_CONTEXT = 262_144;
 /** llama.cpp's own words for the failed KV allocation; the fake reports the same. */
 const KV_OOM = /failed to allocate buffer for kv cache/;
@@ -75,7 +79,8 @@ const cleanups: (() => Promise<void>)[] = [];
 beforeAll(async () => {
   if (!existsSync(embeddedEntryPath())) throw new Error(`${embeddedEntryPath()} is missing: run npm run build first (npm test does)`);
   demoChat = (await demoModels()).chat.path;
-});
+  addressSpaceBytes = (await embeddedEngineAddressSpace(demoChat, 512)) + ADDRESS_SPACE_ABOVE_BASE_BYTES;
+}, 120_000);
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -141,8 +146,8 @@ const realWorld: World = {
       }),
       engineCommand: (spec) =>
         spec.modelId === BIG
-          ? { command: 'prlimit', args: [`--as=${ADDRESS_SPACE_BYTES}`, process.execPath, embeddedEntryPath()], capabilities: EMBEDDED_CAPABILITIES }
-          : { command: process.execPath, args: [embeddedEntryPath()], capabilities: EMBEDDED_CAPABILITIES },
+          ? { command: 'prlimit', args: [`--as=${addressSpaceBytes}`, process.execPath, ...EMBEDDED_ENGINE_NODE_FLAGS, embeddedEntryPath()], capabilities: EMBEDDED_CAPABILITIES }
+          : { command: process.execPath, args: [...EMBEDDED_ENGINE_NODE_FLAGS, embeddedEntryPath()], capabilities: EMBEDDED_CAPABILITIES },
       footprint: (modelId, level) => footprintAt(level, estimateOf(modelId)).deviceBytes,
       dataDir,
       stopGraceMs: 2_000,

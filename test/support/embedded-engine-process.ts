@@ -3,6 +3,7 @@
 // from its "model loaded" line. Shared by every test file that runs the engine bare.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { EMBEDDED_ENGINE_NODE_FLAGS } from '../../core/engine/supervisor/engine-command.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/core/engine/embedded/main.js', import.meta.url));
 export interface Engine {
@@ -14,9 +15,10 @@ export interface Engine {
 }
 
 export function startEngine(args: string[], addressSpaceLimit?: number): Engine {
-  const argv = ['node', MAIN, ...args];
+  // The Node and the flags the supervisor starts it with (engine-command.ts).
+  const argv = [process.execPath, ...EMBEDDED_ENGINE_NODE_FLAGS, MAIN, ...args];
   const [cmd, ...rest] = addressSpaceLimit ? ['prlimit', `--as=${addressSpaceLimit}`, ...argv] : argv;
-  const child = spawn(cmd ?? 'node', rest, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(cmd ?? process.execPath, rest, { stdio: ['ignore', 'ignore', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
   child.stderr?.on('data', (d: Buffer) => {

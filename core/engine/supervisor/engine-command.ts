@@ -24,12 +24,25 @@ export function embeddedEntryPath(): string {
 }
 
 /**
+ * Node's own flags for the embedded engine. `--disable-wasm-trap-handler` (Node 22.2 and
+ * later): V8 otherwise reserves about 10 GB of address space for each WebAssembly instance as
+ * guard regions, and Node 22's bundled HTTP client parses with WebAssembly once it loads; under
+ * an address-space limit (`ulimit -v`, prlimit) the engine died of "Cannot allocate Wasm memory"
+ * instead of saying that llama.cpp's allocation failed, a crash where it was out of memory. The
+ * engine's own WebAssembly is only that parser, so the bounds checks it costs are nothing. A Node
+ * that does not know the flag (20) gets none.
+ */
+export const EMBEDDED_ENGINE_NODE_FLAGS: readonly string[] = process.allowedNodeEnvironmentFlags.has('--disable-wasm-trap-handler')
+  ? ['--disable-wasm-trap-handler']
+  : [];
+
+/**
  * The embedded engine under this very Node (process.execPath, so it runs inside Electron's
  * Node too). Throws when its entry is not built, saying so.
  */
 export function embeddedEngineCommand(entry: string = embeddedEntryPath()): EngineCommand {
   if (!existsSync(entry)) throw new Error(`the embedded engine is not built: ${entry} is missing (run npm run build)`);
-  return { command: process.execPath, args: [entry], capabilities: EMBEDDED_CAPABILITIES };
+  return { command: process.execPath, args: [...EMBEDDED_ENGINE_NODE_FLAGS, entry], capabilities: EMBEDDED_CAPABILITIES };
 }
 
 /**
