@@ -4,7 +4,8 @@ import { userEvent } from '@testing-library/user-event';
 import { afterEach, describe, expect, it } from 'vitest';
 import { renderWithSnapshot } from '../test-fixtures/render.js';
 import { model, snapshot } from '../test-fixtures/snapshot-builder.js';
-import { CLIENT_KEY_PLACEHOLDER, ConnectView } from './connect-view.js';
+import { CLIENT_KEY_PLACEHOLDER } from './connect-examples.js';
+import { ConnectView } from './connect-view.js';
 
 afterEach(cleanup);
 
@@ -23,10 +24,14 @@ describe('ConnectView on a loopback listener with no client key', () => {
     expect(screen.queryByRole('note')).toBeNull();
     expect(screen.queryByRole('combobox', { name: 'Base URL for the example' })).toBeNull();
     expect(exampleText('curl')).toBe(
-      `curl ${LOCAL}/chat/completions \\\n  -H 'Content-Type: application/json' \\\n  -d '{"model": "qwen-14b", "messages": [{"role": "user", "content": "Hello!"}]}'`,
+      `curl ${LOCAL}/chat/completions \\\n  -H 'Content-Type: application/json' \\\n  -d '{"model": "qwen-14b", "max_tokens": 64, "messages": [{"role": "user", "content": "Hello!"}]}'`,
     );
     await user.click(screen.getByRole('button', { name: 'OpenAI SDK (JavaScript)' }));
     expect(exampleText('OpenAI SDK (JavaScript)')).toContain(`new OpenAI({ baseURL: '${LOCAL}', apiKey: 'llmtray' })`);
+    // Bounded, as the curl one: an unbounded answer from a model that never ends its turn is a minute of noise.
+    expect(exampleText('OpenAI SDK (JavaScript)')).toContain('max_tokens: 64,');
+    await user.click(screen.getByRole('button', { name: 'OpenAI SDK (Python)' }));
+    expect(exampleText('OpenAI SDK (Python)')).toContain('max_tokens=64,');
     await user.click(screen.getByRole('button', { name: 'Copy base URL' }));
     expect(await navigator.clipboard.readText()).toBe(LOCAL);
   });
@@ -61,7 +66,7 @@ describe('ConnectView in LAN mode (listen.host on the network, listen.clientKeys
     const user = userEvent.setup();
     renderWithSnapshot(<ConnectView />, lan());
     expect(exampleText('curl')).toBe(
-      `curl ${LOCAL}/chat/completions \\\n  -H 'Content-Type: application/json' \\\n  -H 'Authorization: Bearer ${CLIENT_KEY_PLACEHOLDER}' \\\n  -d '{"model": "qwen-14b", "messages": [{"role": "user", "content": "Hello!"}]}'`,
+      `curl ${LOCAL}/chat/completions \\\n  -H 'Content-Type: application/json' \\\n  -H 'Authorization: Bearer ${CLIENT_KEY_PLACEHOLDER}' \\\n  -d '{"model": "qwen-14b", "max_tokens": 64, "messages": [{"role": "user", "content": "Hello!"}]}'`,
     );
     await user.click(screen.getByRole('button', { name: 'OpenAI SDK (JavaScript)' }));
     expect(exampleText('OpenAI SDK (JavaScript)')).toContain(`apiKey: '${CLIENT_KEY_PLACEHOLDER}'`);

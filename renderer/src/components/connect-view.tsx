@@ -1,64 +1,9 @@
 // How an app talks to llmtray: the base URLs it can use, whether it needs a client key, and
-// examples ready to paste for the models that exist. The examples are built from the
-// snapshot's endpoints, ids and keysRequired, so they are right for this machine's port,
-// catalog and listen settings: with client keys configured an example without one gets 401.
+// examples ready to paste for the models that exist (connect-examples.ts writes them).
 import { useState } from 'react';
 import { useDashboard } from '../store/store-context.js';
+import { exampleFor, EXAMPLE_LABEL, type Example } from './connect-examples.js';
 import { CopyButton } from './copy-button.js';
-
-type Example = 'curl' | 'javascript' | 'python';
-
-const EXAMPLE_LABEL: Record<Example, string> = { curl: 'curl', javascript: 'OpenAI SDK (JavaScript)', python: 'OpenAI SDK (Python)' };
-
-/**
- * What the examples send as the key once one is required. A placeholder rather than a real key:
- * the snapshot carries none (a key shown here would be one read away from /v1), and it says
- * where the person's own key lives.
- */
-export const CLIENT_KEY_PLACEHOLDER = '<your client key from listen.clientKeys>';
-
-/** What the SDK examples send while no key is required: the SDKs refuse to start without one, and the router ignores it. */
-const UNCHECKED_KEY = 'llmtray';
-
-export interface ExampleTarget {
-  /** The /v1 base URL. */
-  endpoint: string;
-  model: string;
-  /** The router refuses a request without one of listen.clientKeys (Snapshot.keysRequired). */
-  keysRequired: boolean;
-}
-
-/** The example program for `target.model` against `target.endpoint`. */
-export function exampleFor(kind: Example, { endpoint, model, keysRequired }: ExampleTarget): string {
-  const apiKey = keysRequired ? CLIENT_KEY_PLACEHOLDER : UNCHECKED_KEY;
-  switch (kind) {
-    case 'curl':
-      return [
-        `curl ${endpoint}/chat/completions`,
-        `  -H 'Content-Type: application/json'`,
-        ...(keysRequired ? [`  -H 'Authorization: Bearer ${CLIENT_KEY_PLACEHOLDER}'`] : []),
-        `  -d '{"model": "${model}", "messages": [{"role": "user", "content": "Hello!"}]}'`,
-      ].join(' \\\n');
-    case 'javascript':
-      return `import OpenAI from 'openai';
-
-const client = new OpenAI({ baseURL: '${endpoint}', apiKey: '${apiKey}' });
-const reply = await client.chat.completions.create({
-  model: '${model}',
-  messages: [{ role: 'user', content: 'Hello!' }],
-});
-console.log(reply.choices[0].message.content);`;
-    case 'python':
-      return `from openai import OpenAI
-
-client = OpenAI(base_url="${endpoint}", api_key="${apiKey}")
-reply = client.chat.completions.create(
-    model="${model}",
-    messages=[{"role": "user", "content": "Hello!"}],
-)
-print(reply.choices[0].message.content)`;
-  }
-}
 
 export function ConnectView() {
   const endpoint = useDashboard((state) => state.snapshot?.endpoint);
