@@ -13,6 +13,7 @@ import { createCliAdmin, type CliAdmin } from './cli/admin-client.js';
 import { followLogs } from './cli/follow-logs.js';
 import { modelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
+import { takeParentPid, watchParent } from './common/parent-watch.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
 import { errorMessage } from './contracts/error-message.js';
 
@@ -91,6 +92,8 @@ async function serve(flags: Flags): Promise<void> {
   const { startDaemon } = await import('./daemon.js');
   if (flags.demo && flags.config !== undefined) throw new UsageError('--demo uses its own generated config; drop --config, or drop --demo to use yours');
   const port = portOf(flags);
+  // Read before the daemon starts its engines, which must not inherit it.
+  const parentPid = takeParentPid(process.env);
   const daemon = await startDaemon({
     demo: flags.demo,
     dataDir: dataDirOf(flags),
@@ -112,13 +115,18 @@ async function serve(flags: Flags): Promise<void> {
       '',
     ].join('\n'),
   );
-  stopOnSignals({
+  const stopFor = stopOnSignals({
     stop: () => daemon.stop(),
     signals: process,
     now: () => performance.now(),
     say: (line) => outputs.write('stderr', `${line}\n`),
     exit: (code) => process.exit(code),
   });
+  // Started by the launcher or by `npm run serve`: a daemon orphaned by its starter's end (a
+  // SIGKILL, npm's shell killed by a forwarded signal) stops, instead of serving under PID 1.
+  if (parentPid !== null) {
+    watchParent({ parentPid, currentParent: () => process.ppid, onGone: () => stopFor(`the process that started llmtray serve (pid ${parentPid}) has ended`) });
+  }
 }
 
 /** `load` waits and narrates: loading (with progress) → ready, or the reason it will not come. */
