@@ -102,6 +102,20 @@ async function serve(flags: Flags): Promise<void> {
     ...(flags.host === undefined ? {} : { host: flags.host }),
   });
   const outputs = guardedProcessOutputs();
+  // Before the banner: a signal sent on reading it must find the handlers, not Node's default
+  // action, which ended the daemon at once and left its engines orphaned.
+  const stopFor = stopOnSignals({
+    stop: () => daemon.stop(),
+    signals: process,
+    now: () => performance.now(),
+    say: (line) => outputs.write('stderr', `${line}\n`),
+    exit: (code) => process.exit(code),
+  });
+  // Started by the launcher or by `npm run serve`: a daemon orphaned by its starter's end (a
+  // SIGKILL, npm's shell killed by a forwarded signal) stops, instead of serving under PID 1.
+  if (parentPid !== null) {
+    watchParent({ parentPid, currentParent: () => process.ppid, onGone: () => stopFor(`the process that started llmtray serve (pid ${parentPid}) has ended`) });
+  }
   outputs.write(
     'stdout',
     [
@@ -115,18 +129,6 @@ async function serve(flags: Flags): Promise<void> {
       '',
     ].join('\n'),
   );
-  const stopFor = stopOnSignals({
-    stop: () => daemon.stop(),
-    signals: process,
-    now: () => performance.now(),
-    say: (line) => outputs.write('stderr', `${line}\n`),
-    exit: (code) => process.exit(code),
-  });
-  // Started by the launcher or by `npm run serve`: a daemon orphaned by its starter's end (a
-  // SIGKILL, npm's shell killed by a forwarded signal) stops, instead of serving under PID 1.
-  if (parentPid !== null) {
-    watchParent({ parentPid, currentParent: () => process.ppid, onGone: () => stopFor(`the process that started llmtray serve (pid ${parentPid}) has ended`) });
-  }
 }
 
 /** `load` waits and narrates: loading (with progress) → ready, or the reason it will not come. */
