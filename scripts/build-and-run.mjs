@@ -55,6 +55,9 @@ await import(pathToFileURL(entry).href);
  * `npm run build`, with our stdio. A stop signal, or our parent's end, stops the build and
  * this script: nothing is started after a stop was asked for. Resolves to the exit code to
  * leave with (0: built).
+ *
+ * The build runs in a process group of its own, ended whole: a SIGTERM to the build's npm
+ * alone reaches its shell, which dies of it and leaves the compiler it runs going on.
  * @returns {Promise<number>}
  */
 function build() {
@@ -62,11 +65,17 @@ function build() {
   const npmCli = process.env.npm_execpath;
   const [program, buildArgs, shell] =
     npmCli !== undefined && npmCli.endsWith('.js') ? [process.execPath, [npmCli, 'run', 'build'], false] : ['npm', ['run', 'build'], process.platform === 'win32'];
-  const child = spawn(program, buildArgs, { cwd: root, stdio: 'inherit', shell });
+  const ownGroup = process.platform !== 'win32';
+  const child = spawn(program, buildArgs, { cwd: root, stdio: 'inherit', shell, detached: ownGroup });
   let stoppedBy = null;
   const stop = (signal) => {
     stoppedBy ??= signal;
-    child.kill('SIGTERM');
+    try {
+      if (ownGroup && child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
+      else child.kill('SIGTERM');
+    } catch {
+      // The build has ended already.
+    }
   };
   for (const signal of STOP_SIGNALS) process.on(signal, stop);
   const watch = setInterval(() => {
