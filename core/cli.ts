@@ -15,6 +15,7 @@ import { modelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { takeParentPid, watchParent } from './common/parent-watch.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
+import type { RunningDaemon } from './daemon.js';
 import { errorMessage } from './contracts/error-message.js';
 
 const USAGE = `llmtray — keeps local LLMs resident in GPU memory and serves them on one OpenAI endpoint
@@ -89,23 +90,30 @@ function portOf(flags: Flags): number | undefined {
 }
 
 async function serve(flags: Flags): Promise<void> {
-  const { startDaemon } = await import('./daemon.js');
   if (flags.demo && flags.config !== undefined) throw new UsageError('--demo uses its own generated config; drop --config, or drop --demo to use yours');
   const port = portOf(flags);
   // Read before the daemon starts its engines, which must not inherit it.
   const parentPid = takeParentPid(process.env);
-  const daemon = await startDaemon({
-    demo: flags.demo,
-    dataDir: dataDirOf(flags),
-    ...(flags.config === undefined ? {} : { configPath: resolve(flags.config) }),
-    ...(port === undefined ? {} : { port }),
-    ...(flags.host === undefined ? {} : { host: flags.host }),
-  });
+  const starting: Promise<RunningDaemon> = import('./daemon.js').then(({ startDaemon }) =>
+    startDaemon({
+      demo: flags.demo,
+      dataDir: dataDirOf(flags),
+      ...(flags.config === undefined ? {} : { configPath: resolve(flags.config) }),
+      ...(port === undefined ? {} : { port }),
+      ...(flags.host === undefined ? {} : { host: flags.host }),
+    }),
+  );
   const outputs = guardedProcessOutputs();
-  // Before the banner: a signal sent on reading it must find the handlers, not Node's default
-  // action, which ended the daemon at once and left its engines orphaned.
+  // From the first moment, not once serving: a signal during start-up (a warm spare may run
+  // already), or one sent on reading the banner below, met Node's default action, which ended
+  // the daemon at once and left its engines orphaned. A stop asked for while starting stops
+  // what started, once it has.
+  let stopAsked = false;
   const stopFor = stopOnSignals({
-    stop: () => daemon.stop(),
+    stop: async () => {
+      stopAsked = true;
+      return (await starting).stop();
+    },
     signals: process,
     now: () => performance.now(),
     say: (line) => outputs.write('stderr', `${line}\n`),
@@ -116,6 +124,8 @@ async function serve(flags: Flags): Promise<void> {
   if (parentPid !== null) {
     watchParent({ parentPid, currentParent: () => process.ppid, onGone: () => stopFor(`the process that started llmtray serve (pid ${parentPid}) has ended`) });
   }
+  const daemon = await starting;
+  if (stopAsked) return; // stopping already: no "serving" banner after the stop's line
   outputs.write(
     'stdout',
     [

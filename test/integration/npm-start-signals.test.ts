@@ -189,6 +189,19 @@ describe('one signal stops everything npm start started', { timeout: STOP_TIMEOU
     expect(run.output()).not.toContain('exiting now');
   });
 
+  it('SIGTERM to npm while the daemon starts stops it gracefully once started, and it never says it serves', async () => {
+    const run = await startInClone('start', await makeClone({ withDist: true }));
+    // A line the daemon logs from inside its start-up, before it serves.
+    await waitForOutput(run, /I daemon: memory budget/);
+
+    process.kill(run.npmPid, 'SIGTERM');
+
+    await allEnded(run);
+    expect(await processesNaming(run.dataDir)).toEqual([]);
+    expect(run.output()).toContain('SIGTERM: stopping every model server');
+    expect(run.output()).not.toContain('llmtray is serving');
+  });
+
   it('a SIGKILL of npm, which no one can pass on, stops the launcher and the daemon by their parent ending', async () => {
     const run = await startServing();
 
