@@ -7,9 +7,9 @@
 // LLMTRAY_PARENT_PID names the process to end with (default: our parent; see below).
 //
 // One signal stops everything: the launcher ends with its parent (core/common/parent-watch.ts),
-// so `kill -TERM` of `npm start`'s pid, whose shell dies without passing the signal on, or a
-// SIGKILL of npm, stops the app instead of leaving it serving under PID 1; and the headless
-// daemon is told to end with the launcher, in case the launcher itself is SIGKILLed.
+// so a SIGKILL of npm, or a shell between npm and the launcher dying of a signal it does not
+// pass on, stops the app instead of leaving it serving under PID 1; and the headless daemon is
+// told to end with the launcher, in case the launcher itself is SIGKILLed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -65,7 +65,7 @@ function runToCompletion(child: ChildProcess, onSpawnError: (error: Error) => vo
     parentPid,
     currentParent: () => process.ppid,
     onGone: () => {
-      console.error(`llmtray: the process that started it (pid ${parentPid}) has ended; stopping llmtray`);
+      console.error(`llmtray: the process that started the launcher (pid ${parentPid}) has ended; stopping llmtray`);
       child.kill('SIGTERM');
     },
   });

@@ -40,7 +40,7 @@ if (holder !== null) {
 const built = await build();
 if (built !== 0) process.exit(built);
 if (process.ppid !== parentPid) {
-  console.error(`llmtray: the process that started it (pid ${parentPid}) ended during the build; not starting`);
+  console.error(`llmtray: the process that started scripts/build-and-run.mjs (pid ${parentPid}) ended during the build; not starting`);
   process.exit(1);
 }
 

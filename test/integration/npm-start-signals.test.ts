@@ -208,7 +208,7 @@ describe('one signal stops everything npm start started', { timeout: STOP_TIMEOU
     process.kill(run.npmPid, 'SIGKILL');
 
     await expectNothingLeft(run);
-    expect(run.output()).toContain(`llmtray: the process that started it (pid ${run.npmPid}) has ended; stopping llmtray`);
+    expect(run.output()).toContain(`llmtray: the process that started the launcher (pid ${run.npmPid}) has ended; stopping llmtray`);
     expect(run.output()).toContain('SIGTERM: stopping every model server');
   });
 
