@@ -202,6 +202,17 @@ describe('one signal stops everything npm start started', { timeout: STOP_TIMEOU
     expect(run.output()).not.toContain('llmtray is serving');
   });
 
+  it.each(['the launcher', 'the daemon'] as const)('SIGTERM to %s alone stops everything, npm included', async (target) => {
+    const run = await startServing();
+    const pid = target === 'the launcher' ? await launcherOf(run) : (JSON.parse(await readFile(join(run.dataDir, 'daemon.json'), 'utf8')) as { pid: number }).pid;
+
+    process.kill(pid, 'SIGTERM');
+
+    await expectNothingLeft(run);
+    expect(run.output()).toContain('SIGTERM: stopping every model server');
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+  });
+
   it('a SIGKILL of npm, which no one can pass on, stops the launcher and the daemon by their parent ending', async () => {
     const run = await startServing();
 
