@@ -14,7 +14,9 @@ import { createCliAdmin, type CliAdmin } from './cli/admin-client.js';
 import { followLogs } from './cli/follow-logs.js';
 import { modelsText, noModelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
+import { takeParentPid, watchParent } from './common/parent-watch.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
+import type { RunningDaemon } from './daemon.js';
 import { errorMessage } from './contracts/error-message.js';
 
 /** What `llmtray logs ID` prints without -n: a screenful, not llama.cpp's hundreds of metadata lines (issue 35). */
@@ -102,17 +104,42 @@ function portOf(flags: Flags): number | undefined {
 }
 
 async function serve(flags: Flags): Promise<void> {
-  const { startDaemon } = await import('./daemon.js');
   if (flags.demo && flags.config !== undefined) throw new UsageError('--demo uses its own generated config; drop --config, or drop --demo to use yours');
   const port = portOf(flags);
-  const daemon = await startDaemon({
-    demo: flags.demo,
-    dataDir: dataDirOf(flags),
-    ...(flags.config === undefined ? {} : { configPath: resolve(flags.config) }),
-    ...(port === undefined ? {} : { port }),
-    ...(flags.host === undefined ? {} : { host: flags.host }),
-  });
+  // Read before the daemon starts its engines, which must not inherit it.
+  const parentPid = takeParentPid(process.env);
+  const starting: Promise<RunningDaemon> = import('./daemon.js').then(({ startDaemon }) =>
+    startDaemon({
+      demo: flags.demo,
+      dataDir: dataDirOf(flags),
+      ...(flags.config === undefined ? {} : { configPath: resolve(flags.config) }),
+      ...(port === undefined ? {} : { port }),
+      ...(flags.host === undefined ? {} : { host: flags.host }),
+    }),
+  );
   const outputs = guardedProcessOutputs();
+  // From the first moment, not once serving: a signal during start-up (a warm spare may run
+  // already), or one sent on reading the banner below, met Node's default action, which ended
+  // the daemon at once and left its engines orphaned. A stop asked for while starting stops
+  // what started, once it has.
+  let stopAsked = false;
+  const stopFor = stopOnSignals({
+    stop: async () => {
+      stopAsked = true;
+      return (await starting).stop();
+    },
+    signals: process,
+    now: () => performance.now(),
+    say: (line) => outputs.write('stderr', `${line}\n`),
+    exit: (code) => process.exit(code),
+  });
+  // Started by the launcher or by `npm run serve`: a daemon orphaned by its starter's end (a
+  // SIGKILL, npm's shell killed by a forwarded signal) stops, instead of serving under PID 1.
+  if (parentPid !== null) {
+    watchParent({ parentPid, currentParent: () => process.ppid, onGone: () => stopFor(`the process that started llmtray serve (pid ${parentPid}) has ended`) });
+  }
+  const daemon = await starting;
+  if (stopAsked) return; // stopping already: no "serving" banner after the stop's line
   const snapshot = await daemon.admin.getSnapshot();
   outputs.write(
     'stdout',
@@ -129,13 +156,6 @@ async function serve(flags: Flags): Promise<void> {
       '',
     ].join('\n'),
   );
-  stopOnSignals({
-    stop: () => daemon.stop(),
-    signals: process,
-    now: () => performance.now(),
-    say: (line) => outputs.write('stderr', `${line}\n`),
-    exit: (code) => process.exit(code),
-  });
 }
 
 /** `load` waits and narrates: loading (with progress) → ready, or the reason it will not come. */

@@ -52,20 +52,17 @@ export interface StopOnSignalsOptions {
   exit(code: number): void;
 }
 
-/** Listens for SIGINT, SIGTERM and SIGHUP: the first stops gracefully, a later press forces. Never blocks. */
-export function stopOnSignals(options: StopOnSignalsOptions): void {
+/**
+ * Listens for SIGINT, SIGTERM and SIGHUP: the first stops gracefully, a later press forces. Never
+ * blocks. Returns a function that starts the same graceful stop for another reason (the process
+ * that started the daemon has ended), saying `why`; it does nothing once a stop has begun, and a
+ * signal after it is a press that forces.
+ */
+export function stopOnSignals(options: StopOnSignalsOptions): (why: string) => void {
   let firstAt: number | null = null;
-  const onSignal = (signal: StopSignal): void => {
-    const now = options.now();
-    const verdict = judgeStopSignal(firstAt, now);
-    if (verdict === 'same-request') return;
-    if (verdict === 'force') {
-      options.say(`${signal} again: exiting now; model servers are killed with the process`);
-      options.exit(130);
-      return;
-    }
-    firstAt = now;
-    options.say(`${signal}: stopping every model server (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to force)`);
+  const beginStop = (line: string): void => {
+    firstAt = options.now();
+    options.say(line);
     void options.stop().then(
       () => options.exit(0),
       (error: unknown) => {
@@ -74,5 +71,18 @@ export function stopOnSignals(options: StopOnSignalsOptions): void {
       },
     );
   };
+  const onSignal = (signal: StopSignal): void => {
+    const verdict = judgeStopSignal(firstAt, options.now());
+    if (verdict === 'same-request') return;
+    if (verdict === 'force') {
+      options.say(`${signal} again: exiting now; model servers are killed with the process`);
+      options.exit(130);
+      return;
+    }
+    beginStop(`${signal}: stopping every model server (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to force)`);
+  };
   for (const signal of STOP_SIGNALS) options.signals.on(signal, onSignal);
+  return (why) => {
+    if (firstAt === null) beginStop(`${why}: stopping every model server`);
+  };
 }

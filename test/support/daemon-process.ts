@@ -130,7 +130,7 @@ export interface RunningProcess {
  * on Linux and macOS alike, prints each whole command line when its output is not a terminal
  * (procps and BSD ps both), and fails loudly where it is missing.
  */
-function processesNaming(text: string): Promise<RunningProcess[]> {
+export function processesNaming(text: string): Promise<RunningProcess[]> {
   return new Promise((done, fail) => {
     execFile('ps', ['-eo', 'pid=,ppid=,stat=,args='], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
       if (error !== null) return fail(error);

@@ -33,7 +33,7 @@ describe('stopOnSignals', () => {
     const said: string[] = [];
     const exits: number[] = [];
     let stops = 0;
-    stopOnSignals({
+    const stopFor = stopOnSignals({
       stop: () => {
         stops++;
         return stopOutcome();
@@ -44,7 +44,7 @@ describe('stopOnSignals', () => {
       exit: (code) => exits.push(code),
     });
     const send = (signal: StopSignal) => signals.emit(signal, signal);
-    return { clock, send, said, exits, stops: () => stops };
+    return { clock, send, stopFor, said, exits, stops: () => stops };
   }
 
   it('stops gracefully on the first signal and takes its copies as the same press', async () => {
@@ -92,5 +92,32 @@ describe('stopOnSignals', () => {
     await settle();
     expect(run.said.at(-1)).toBe('stopping failed: engines.json is read-only');
     expect(run.exits).toEqual([1]);
+  });
+
+  it('stops gracefully once when asked for another reason, saying it, and exits 0', async () => {
+    const run = setUp(() => Promise.resolve());
+    run.stopFor('the process that started llmtray (pid 41) has ended');
+    run.stopFor('the process that started llmtray (pid 41) has ended');
+    await settle();
+    expect(run.stops()).toBe(1);
+    expect(run.said).toEqual(['the process that started llmtray (pid 41) has ended: stopping every model server']);
+    expect(run.exits).toEqual([0]);
+  });
+
+  it('after a stop asked for another reason, a signal a second later forces and a signal stop is not started twice', async () => {
+    const run = setUp();
+    run.stopFor('the parent has ended');
+    await run.clock.advance(1000);
+    run.send('SIGTERM');
+    expect(run.stops()).toBe(1);
+    expect(run.exits).toEqual([130]);
+  });
+
+  it('asked for another reason while a signal stop runs, does nothing', () => {
+    const run = setUp();
+    run.send('SIGINT');
+    run.stopFor('the parent has ended');
+    expect(run.stops()).toBe(1);
+    expect(run.said).toEqual(['SIGINT: stopping every model server (Ctrl-C again to force)']);
   });
 });

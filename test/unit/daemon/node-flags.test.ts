@@ -34,6 +34,7 @@ describe('the daemon’s Node flags', () => {
 describe('every launch of the daemon passes them', () => {
   it('npm run serve runs the CLI under Node with them', () => {
     const scripts = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).scripts as Record<string, string>;
-    expect(scripts.serve).toContain(`node ${DAEMON_NODE_FLAGS.join(' ')} dist/core/cli.js serve`);
+    // scripts/build-and-run.mjs runs the CLI in its own process, so the flags go to its Node.
+    expect(scripts.serve).toContain(`node ${DAEMON_NODE_FLAGS.join(' ')} scripts/build-and-run.mjs serve`);
   });
 });
