@@ -96,44 +96,32 @@ function ended(signal: AbortSignal, gateway: ModelGateway, modelId: string, opti
 function refuse(modelId: string, why: Unservable): Activation {
   if (why.code === 'model_environment_failure') {
     const retryAfter = why.retryAfterSeconds ?? 1;
-    return {
-      kind: 'refused',
-      error: {
-        status: 503,
-        source: 'router',
-        type: 'unavailable_error',
-        code: why.code,
-        param: 'model',
-        message: `Model '${modelId}' cannot be loaded now, for a reason of this machine, not of the model: ${why.reason}. llmtray keeps trying it and serves it once that is fixed; retry in ${retryAfter} s.`,
-        headers: { 'retry-after': String(retryAfter) },
-      },
-    };
+    return unavailable(
+      why.code,
+      `Model '${modelId}' cannot be loaded now, for a reason of this machine, not of the model: ${why.reason}. llmtray keeps trying it and serves it once that is fixed; retry in ${retryAfter} s.`,
+      { 'retry-after': String(retryAfter) },
+    );
   }
   const message =
     why.code === 'model_quarantined'
       ? `Model '${modelId}' is quarantined and will not be loaded until it is retried (tray, dashboard or \`llmtray retry ${modelId}\`): ${why.reason}`
       : `Model '${modelId}' cannot be loaded even with every other model unloaded: ${why.reason}`;
-  return {
-    kind: 'refused',
-    // x-should-retry: OpenAI's SDKs retry every 5xx unless told not to; retrying cannot help here.
-    error: { status: 503, source: 'router', type: 'unavailable_error', code: why.code, param: 'model', message, headers: { 'x-should-retry': 'false' } },
-  };
+  // x-should-retry: OpenAI's SDKs retry every 5xx unless told not to; retrying cannot help here.
+  return unavailable(why.code, message, { 'x-should-retry': 'false' });
 }
 
 function tooSlow(modelId: string, options: ActivationOptions, reason: string): Activation {
   const waited = (options.waitMs / 1000).toFixed(options.waitMs % 1000 === 0 ? 0 : 1);
-  return {
-    kind: 'refused',
-    error: {
-      status: 503,
-      source: 'router',
-      type: 'unavailable_error',
-      code: 'model_loading',
-      param: 'model',
-      message: `Model '${modelId}' is not ready after ${waited} s: ${reason}. It is still coming; retry in ${options.retryAfterSeconds} s.`,
-      headers: { 'retry-after': String(options.retryAfterSeconds) },
-    },
-  };
+  return unavailable(
+    'model_loading',
+    `Model '${modelId}' is not ready after ${waited} s: ${reason}. It is still coming; retry in ${options.retryAfterSeconds} s.`,
+    { 'retry-after': String(options.retryAfterSeconds) },
+  );
+}
+
+/** The router's 503 for a model that is not served now, with the headers that say whether and when to come back. */
+function unavailable(code: string, message: string, headers: Record<string, string>): Activation {
+  return { kind: 'refused', error: { status: 503, source: 'router', type: 'unavailable_error', code, param: 'model', message, headers } };
 }
 
 /** Waits for `work` (ignoring its failure: the caller asks the gateway what it decided) or the abort. */

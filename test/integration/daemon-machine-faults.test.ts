@@ -2,15 +2,17 @@
 // none of them may quarantine a good model. Before, a full data dir failed the engine's key
 // file five times in 15 s and quarantined the model for good; an engine started from a folder
 // deleted since failed its load (`ENOENT … uv_cwd`) and was quarantined; a model file moved
-// away was `invalid`, and when it came back, unchanged, the quarantine never lifted.
+// away was `invalid`, and when it came back, unchanged, the quarantine never lifted. And a
+// request for such a model is answered at once, with the machine's words and a Retry-After: it
+// used to be held for the whole activationWait and then told only "it is failed (retrying in 2 s)".
 //
 // The full disk is a real one: a 16 MiB tmpfs as the data dir, filled by a file. Mounting it
 // needs root (CAP_SYS_ADMIN), which CI has; without it vitest reports that block skipped.
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import OpenAI from 'openai';
+import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
 import type { ModelView } from '../../core/contracts/snapshot.js';
@@ -63,6 +65,18 @@ function ask(client: OpenAI): Promise<string | null> {
   return client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }).then((answer) => answer.choices[0]?.finish_reason ?? null);
 }
 
+/** A request for tiny refused at once for the machine: its code, a Retry-After, and the failure's words. */
+async function expectMachineRefusal(client: OpenAI, words: RegExp): Promise<void> {
+  const refusal = await ask(client).then(
+    () => null,
+    (error: unknown) => error,
+  );
+  expect(refusal).toBeInstanceOf(APIError);
+  expect(refusal).toMatchObject({ status: 503, code: 'model_environment_failure' });
+  expect((refusal as APIError).message).toMatch(words);
+  expect(Number((refusal as APIError).headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
+}
+
 const isRoot = process.getuid?.() === 0;
 
 describe.runIf(isRoot)('a data dir on a disk that is full (a real 16 MiB tmpfs, filled)', () => {
@@ -93,8 +107,8 @@ describe.runIf(isRoot)('a data dir on a disk that is full (a real 16 MiB tmpfs, 
     } catch {
       // dd exits 1 on ENOSPC, which is the point.
     }
-    // Refused at once with the disk's words (daemon-machine-refusals.test.ts), it is still wanted and retried.
-    await expect(ask(client)).rejects.toThrow(/the data dir's disk is full/);
+    // Refused at once with the disk's words; it is still wanted and retried.
+    await expectMachineRefusal(client, /the data dir's disk is full/);
     // Past the five failures that used to quarantine it.
     const waiting = await until(daemon, (m) => m.status.recovery.kind === 'environment' && m.status.recovery.attempts >= 7, 'failed for the full disk seven times', WAIT_MS, client);
     expect(waiting.status.state).toBe('failed');
@@ -145,7 +159,7 @@ describe('a model file moved away (its drive unplugged) and back', () => {
     daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: await configFor('moved', path) });
     const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0, timeout: FAULT_TEST_TIMEOUT_MS });
     await rename(drive, `${drive}.unplugged`);
-    await expect(ask(client)).rejects.toThrow(/the model file is missing|ENOENT/);
+    await expectMachineRefusal(client, new RegExp(`${path.replaceAll('/', '\\/')}.*(the model file is missing|ENOENT)|ENOENT.*${path.replaceAll('/', '\\/')}`));
     const waiting = await until(daemon, (m) => m.status.recovery.kind === 'environment' && m.status.recovery.attempts >= 7, 'failed for the missing file seven times', WAIT_MS, client);
     expect(waiting.status.state).toBe('failed');
     // The catalog's word for it, or the engine's, whichever met the missing file first.
@@ -153,5 +167,29 @@ describe('a model file moved away (its drive unplugged) and back', () => {
     await rename(`${drive}.unplugged`, drive);
     expect(await eventually('tiny served from the file put back', () => ask(client), WAIT_MS, 500)).toBe('length');
     expect((await daemon.model('tiny')).status.recovery).toMatchObject({ kind: 'none', attempts: 0 });
+  }, FAULT_TEST_TIMEOUT_MS);
+});
+
+describe('a configured model whose file, and its folder, are not there yet', () => {
+  let daemon: DaemonProcess | undefined;
+
+  afterAll(async () => {
+    await daemon?.stop();
+    if (daemon) await removeDataDir(daemon.dataDir);
+  });
+
+  it('is refused at once naming the path, and served from the file once it is there', async () => {
+    const drive = join(workDir, 'not-yet');
+    const path = join(drive, 'tiny.gguf');
+    daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: await configFor('not-yet', path) });
+    const client = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'unused', maxRetries: 0, timeout: FAULT_TEST_TIMEOUT_MS });
+    await expectMachineRefusal(client, new RegExp(`${path.replaceAll('/', '\\/')}: cannot read the model file: ENOENT`));
+    expect((await daemon.model('tiny')).status.recovery).toMatchObject({ kind: 'environment', nextAction: 'retry' });
+
+    // The folder and the file appear (a drive mounted, a download finished): the catalog reads it again.
+    await mkdir(drive);
+    await copyFile(models.tiny.path, `${path}.part`);
+    await rename(`${path}.part`, path);
+    expect(await eventually('tiny served from the file once it is there', () => ask(client), WAIT_MS, 500)).toBe('length');
   }, FAULT_TEST_TIMEOUT_MS);
 });

@@ -738,17 +738,23 @@ ${modelEntry(FAULTY, demo.chat.path, 5, `${ON_LLAMA_SERVER}    args: ${JSON.stri
   });
 });
 
+/** The RTX 4070 desktop serving `chat` (priority 5) and `tiny` (priority 1): the move-up cases' daemon, in its own folder. */
+async function chatOverTinyOn4070(folder: string): Promise<Rig> {
+  const rig = new Rig('igpu-4070', join(workDir, folder));
+  await mkdir(rig.workDir, { recursive: true });
+  await rig.start(`modelDirs: []
+${BUDGET_YAML}models:
+${modelEntry('chat', demo.chat.path, 5)}${modelEntry('tiny', demo.tiny.path, 1)}`);
+  return rig;
+}
+
 describe('moving a model back up on the desktop with an RTX 4070, once what displaced it has gone', () => {
   const CHAT = 'chat';
   const TINY = 'tiny';
   let rig: Rig;
 
   beforeAll(async () => {
-    rig = new Rig('igpu-4070', join(workDir, 'move-up'));
-    await mkdir(rig.workDir, { recursive: true });
-    await rig.start(`modelDirs: []
-${BUDGET_YAML}models:
-${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(TINY, demo.tiny.path, 1)}`);
+    rig = await chatOverTinyOn4070('move-up');
   });
 
   afterAll(async () => {
@@ -796,11 +802,7 @@ describe('moving a model up once the busy model that displaced it has gone idle,
   let rig: Rig;
 
   beforeAll(async () => {
-    rig = new Rig('igpu-4070', join(workDir, 'move-up-busy'));
-    await mkdir(rig.workDir, { recursive: true });
-    await rig.start(`modelDirs: []
-${BUDGET_YAML}models:
-${modelEntry(CHAT, demo.chat.path, 5)}${modelEntry(TINY, demo.tiny.path, 1)}`);
+    rig = await chatOverTinyOn4070('move-up-busy');
   });
 
   afterAll(async () => {
