@@ -16,6 +16,7 @@ import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { enginesUsing, eventually, isProcessAlive, sleep, startDaemonProcess, type DaemonExit, type DaemonProcess } from '../support/daemon-process.js';
+import { EMBEDDED_ENGINE_NODE_FLAGS } from '../../core/engine/supervisor/engine-command.js';
 import { DaemonLogRecorder } from './daemon-log.js';
 import type { FaultRecord } from './explain.js';
 import { EPISODES, type FaultWorld } from './faults.js';
@@ -96,7 +97,10 @@ export async function runSoak(options: SoakOptions, say: (line: string) => void 
       config: setup.configPath,
       launcher: ['prlimit', `--as=${setup.addressSpaceBytes}`],
       startTimeoutMs: 60_000,
-      nodeFlags: [INSPECT_FLAG],
+      // Under the address-space limit the daemon's Node needs what its engines get: without it,
+      // Node 22 died of "Cannot allocate Wasm memory" at its first fetch to an engine
+      // (engine-command.ts says why).
+      nodeFlags: [INSPECT_FLAG, ...EMBEDDED_ENGINE_NODE_FLAGS],
       ...(port === undefined ? {} : { port }),
     });
     log.attach(started.child, life, started.stderr());
