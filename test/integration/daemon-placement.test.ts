@@ -739,12 +739,12 @@ ${modelEntry(FAULTY, demo.chat.path, 5, `${ON_LLAMA_SERVER}    args: ${JSON.stri
 });
 
 /** The RTX 4070 desktop serving `chat` (priority 5) and `tiny` (priority 1): the move-up cases' daemon, in its own folder. */
-async function chatOverTinyOn4070(folder: string): Promise<Rig> {
+async function chatOverTinyOn4070(folder: string, tinyExtra = ''): Promise<Rig> {
   const rig = new Rig('igpu-4070', join(workDir, folder));
   await mkdir(rig.workDir, { recursive: true });
   await rig.start(`modelDirs: []
 ${BUDGET_YAML}models:
-${modelEntry('chat', demo.chat.path, 5)}${modelEntry('tiny', demo.tiny.path, 1)}`);
+${modelEntry('chat', demo.chat.path, 5)}${modelEntry('tiny', demo.tiny.path, 1, tinyExtra)}`);
   return rig;
 }
 
@@ -802,7 +802,8 @@ describe('moving a model up once the busy model that displaced it has gone idle,
   let rig: Rig;
 
   beforeAll(async () => {
-    rig = await chatOverTinyOn4070('move-up-busy');
+    // tiny is held busy by stopping its engine mid-answer (below): no hang may be called meanwhile.
+    rig = await chatOverTinyOn4070('move-up-busy', '    hangLimit: 10m\n');
   });
 
   afterAll(async () => {
@@ -817,22 +818,23 @@ describe('moving a model up once the busy model that displaced it has gone idle,
     await client.chat.completions.create({ model: TINY, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
     await rig.ready(TINY, 'whole on the 4070', (p) => p.kind === 'gpu');
 
-    // tiny kept busy, a stream after a stream, until chat has come up beside it.
-    let busy = true;
-    let streamed = 0;
-    const streaming = (async () => {
-      while (busy) {
-        const stream = await client.chat.completions.create({ model: TINY, messages: [{ role: 'user', content: 'go on' }], max_tokens: 64, stream: true });
-        for await (const chunk of stream) if (chunk.choices[0]?.delta.content) streamed += 1;
-      }
-    })();
-    await eventually('tiny streams', async () => (streamed > 0 ? true : undefined), LOAD_MS);
-    await client.chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
-    const s = await rig.ready(CHAT, 'partly on the 4070 beside a busy tiny', (p) => p.kind === 'partial');
-    const partialPid = find(s, CHAT).upstream!.pid;
-    const tinyPid = find(s, TINY).upstream!.pid;
-    busy = false;
-    await streaming;
+    // tiny busy for as long as the test needs: its engine stopped (SIGSTOP) after the first chunk
+    // of a stream, so its request stays in flight. Streams one after another left gaps between
+    // them, and a pass in a gap evicted the idle tiny for chat at once (seen beside busy loops).
+    const tinyPid = find(await rig.daemon.state(), TINY).upstream!.pid;
+    const stream = await client.chat.completions.create({ model: TINY, messages: [{ role: 'user', content: 'go on' }], max_tokens: 64, stream: true });
+    const chunks = stream[Symbol.asyncIterator]();
+    await chunks.next();
+    process.kill(tinyPid, 'SIGSTOP');
+    let partialPid: number;
+    try {
+      await client.chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+      const s = await rig.ready(CHAT, 'partly on the 4070 beside a busy tiny', (p) => p.kind === 'partial');
+      partialPid = find(s, CHAT).upstream!.pid;
+    } finally {
+      process.kill(tinyPid, 'SIGCONT');
+    }
+    for (let next = await chunks.next(); next.done !== true; next = await chunks.next());
     // Meanwhile its status says what it waits for (issue 36 asked why a slowed chat stayed slow).
     await eventually(
       'chat saying it moves up once tiny has been idle',
