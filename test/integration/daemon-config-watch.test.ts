@@ -4,7 +4,7 @@
 // fired while the file grew: a config edit (a new model, new client keys) waited for the
 // download to end, though the docs say it applies at once. And a config file deleted under the
 // running daemon unloaded its models with no line saying why.
-import { open, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { open, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -141,7 +141,10 @@ describe('the config file deleted under the running daemon', () => {
     await rm(configPath);
     while (!daemon.stderr().includes(`${configPath}: the file is gone; the config read from it keeps running`)) await sleep(100);
     expect(isServing((await daemon.model('doomed')).status.state)).toBe(true);
-    await writeFile(configPath, text.replace('deletedConfigGrace: 1m', 'deletedConfigGrace: 1s'));
+    // Put back whole, as an editor's rename does: a watch that fired between writeFile's truncate
+    // and its write read an empty config, which defines no model (seen beside busy loops).
+    await writeFile(`${configPath}.next`, text.replace('deletedConfigGrace: 1m', 'deletedConfigGrace: 1s'));
+    await rename(`${configPath}.next`, configPath);
     while ((await daemon.state()).configErrors.length > 0) await sleep(100);
     expect(daemon.stderr()).not.toContain(`${configPath} was deleted`);
     expect(isServing((await daemon.model('doomed')).status.state)).toBe(true);
