@@ -80,7 +80,20 @@ export function demoLimitRange(models: readonly CatalogModel[], runtimeBytes = 0
   const chat = bytes('demo-chat');
   const tiny = bytes('demo-tiny');
   if (chat === null || tiny === null) return null;
-  return { wanted: chat + Math.floor(tiny / 2), low: chat + Math.ceil(tiny / 4), high: chat + Math.floor((3 * tiny) / 4) };
+  return demoLimitRangeOf({ chat, tiny, draft: bytes('demo-draft') });
+}
+
+/**
+ * The range from the models' footprints, bytes (each with its engine's runtime). Its low end is
+ * also where demo-tiny and demo-draft fit side by side, as the demo's config promises ("or the
+ * smaller models"): a limit kept from an earlier runtime figure near chat + tiny/4 left them
+ * 3.4 MiB short, and the concurrency case that serves both at once lost its premise.
+ */
+export function demoLimitRangeOf(sizes: { chat: number; tiny: number; draft: number | null }): DemoLimitRange {
+  const { chat, tiny, draft } = sizes;
+  const high = chat + Math.floor((3 * tiny) / 4);
+  const low = Math.max(chat + Math.ceil(tiny / 4), draft === null ? 0 : tiny + draft);
+  return { wanted: Math.max(chat + Math.floor(tiny / 2), low), low, high };
 }
 
 /**

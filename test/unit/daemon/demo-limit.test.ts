@@ -3,7 +3,7 @@
 // (before, 252926464 at one start and 272193280 at the next).
 import { describe, expect, it } from 'vitest';
 import { parseSize } from '../../../core/catalog/config/units.js';
-import { demoLimitText, demoLimitToWrite, type DemoLimitRange } from '../../../core/daemon/demo.js';
+import { demoLimitRangeOf, demoLimitText, demoLimitToWrite, type DemoLimitRange } from '../../../core/daemon/demo.js';
 
 const MIB = 2 ** 20;
 /** demo-chat 205 MiB and demo-tiny 110 MiB with their runtime, as the embedded engine on a CPU prices them. */
@@ -43,5 +43,19 @@ describe("the demo's budget limit", () => {
     expect(limit).toBe(205 * MIB);
     expect(limit).toBeLessThanOrEqual(small.high);
     expect(limit).toBeGreaterThanOrEqual(small.low);
+  });
+
+  it('keeps room for demo-tiny beside demo-draft: a limit kept from an earlier runtime figure below that is written anew', () => {
+    // As a fresh clone's CI priced them: the middle half reached down to 232 MiB, tiny + draft needs 263.4.
+    const sizes = { chat: 204.6 * MIB, tiny: 110 * MIB, draft: 153.4 * MIB };
+    const r = demoLimitRangeOf(sizes);
+    expect(r.low).toBe(sizes.tiny + sizes.draft);
+    expect(r.high).toBe(sizes.chat + Math.floor((3 * sizes.tiny) / 4));
+    const written = demoLimitToWrite(r, 260 * MIB)!;
+    expect(written).toBeGreaterThanOrEqual(sizes.tiny + sizes.draft);
+    expect(written).toBeLessThanOrEqual(r.high);
+    expect(written % MIB).toBe(0);
+    // Without a draft the range is the middle half alone.
+    expect(demoLimitRangeOf({ ...sizes, draft: null }).low).toBe(sizes.chat + Math.ceil(sizes.tiny / 4));
   });
 });
