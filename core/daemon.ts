@@ -27,8 +27,8 @@ import { sampleAtCadence } from './gpu/sampling-cadence.js';
 import type { Catalog } from './catalog/catalog.js';
 import type { Controller } from './controller/controller.js';
 import type { LiveBudget } from './gpu/live-budget.js';
-import { ModelActivity } from './daemon/activity.js';
-import { openMemoryBudget } from './daemon/memory-budget.js';
+import { ModelActivity } from './demand/activity.js';
+import { openMemoryBudget } from './daemon/memory/memory-budget.js';
 import { openAdmin } from './daemon/admin-wiring.js';
 import { startCatalogReloads } from './daemon/catalog-reloads.js';
 import { suspectFaultyGpus } from './daemon/gpu-fault-watch.js';
@@ -41,11 +41,11 @@ import { acquireInstanceLock, processProbe } from './daemon/instance-lock.js';
 import { Later } from './daemon/later.js';
 import { listenRefusal, planListen } from './daemon/listen-plan.js';
 import { createLogger } from './daemon/logger.js';
-import { memoryLessons } from './daemon/memory-lessons.js';
-import { PinPolicy } from './daemon/model-actions.js';
+import { memoryLessons } from './daemon/memory/memory-lessons.js';
+import { PinPolicy } from './demand/model-actions.js';
 import { serveEndpoint, type ServedEndpoint } from './daemon/serve-endpoint.js';
 import { conversationsDirOf, watchSavedConversations } from './daemon/saved-conversations-view.js';
-import { passOnSpareChanges, warmSpareSizing } from './daemon/warm-spare-sizing.js';
+import { passOnSpareChanges, warmSpareSizing } from './daemon/memory/warm-spare-sizing.js';
 import { badConfigAtStartMessage, type AdviceFace } from './daemon/startup-advice.js';
 
 export interface DaemonOptions {

@@ -48,6 +48,22 @@ export function violations(file, source) {
       else if (file.startsWith('core/policy/') && !(to.startsWith('core/policy/') || to.startsWith('core/contracts/'))) say('core/policy depends on nothing but core/contracts');
       else if (file.startsWith('core/contracts/') && !to.startsWith('core/contracts/')) say('core/contracts imports nothing outside itself');
     }
+    // core/admin-client is the admin API's client (HTTP calls, the event stream's reader) that the
+    // CLI and the browser's dashboard share: it runs in a browser, so no package and no Node, and
+    // it speaks in core/contracts' words only.
+    if (file.startsWith('core/admin-client/')) {
+      if (!spec.startsWith('.')) say('core/admin-client runs in a browser too: no packages, Node, Electron or React');
+      else if (!(to.startsWith('core/admin-client/') || to.startsWith('core/contracts/'))) say('core/admin-client depends on nothing but core/contracts');
+    }
+    // core/daemon.ts and core/daemon/ are the composition root: they make and wire the parts, and
+    // no part below imports them back (the CLI, which starts the daemon or finds a running one,
+    // sits above it). core/demand holds the request side's decisions the root wires between the
+    // router, the controller and the supervisor: only the root imports it, and it never the root.
+    const isRoot = file === 'core/daemon.ts' || file.startsWith('core/daemon/');
+    const toRoot = to === 'core/daemon.js' || to === 'core/daemon.ts' || to.startsWith('core/daemon/');
+    const startsDaemon = isRoot || file === 'core/cli.ts' || file.startsWith('core/cli/');
+    if (file.startsWith('core/') && toRoot && !startsDaemon) say('core/daemon is the composition root: only it and the CLI import it');
+    if (file.startsWith('core/') && to.startsWith('core/demand/') && !isRoot && !file.startsWith('core/demand/')) say('core/demand is wired by the composition root: only core/daemon.ts and core/daemon/ import it');
     if (file.startsWith('core/') && (spec === 'electron' || spec.startsWith('electron/'))) say('nothing under core/ may import electron');
     // node-llama-cpp costs ~40 MB of memory in any process that loads it; only the embedded
     // engine's own process needs it (the catalog reads GGUF headers with core/catalog/gguf-reader.ts).
@@ -60,8 +76,9 @@ export function violations(file, source) {
       if (NODE_BUILTIN.test(spec) && !isTest) say('the renderer runs in a browser: no Node built-ins');
       if (spec === 'electron') say('the renderer talks to main through the preload bridge only');
       // DESIGN: the renderer imports from core/contracts (types, and the few pure helpers it
-      // re-exports), never runtime code from elsewhere in core/.
-      if (to.startsWith('core/') && !to.startsWith('core/contracts/')) say('the renderer may import only from core/contracts');
+      // re-exports) and the admin API's client (core/admin-client, its HTTP bridge's calls and
+      // event stream), never runtime code from elsewhere in core/.
+      if (to.startsWith('core/') && !to.startsWith('core/contracts/') && !to.startsWith('core/admin-client/')) say('the renderer may import only from core/contracts and core/admin-client');
       if (to.startsWith('electron/')) say('the renderer must not import electron/ code');
     }
   }

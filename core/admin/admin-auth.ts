@@ -5,7 +5,7 @@
 // whatever its port, so a dev server, another user's app or anything else listening on
 // loopback would receive a credential for this API (the session cookie we once had did exactly
 // that). And the reason we had one, "EventSource cannot set headers", is gone: the dashboard
-// and the CLI read the event stream over fetch (core/contracts/event-stream-reader.ts), which
+// and the CLI read the event stream over fetch (core/admin-client/event-stream-reader.ts), which
 // sends the header like any request.
 //
 // How the browser gets the token, and where the tab keeps it:

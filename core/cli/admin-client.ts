@@ -1,10 +1,10 @@
 // The CLI's side of the admin API: the route table's calls over HTTP through the same client
-// the dashboard's bridge uses (core/contracts/admin-http-client.ts), with the token from
+// the dashboard's bridge uses (core/admin-client/admin-http-client.ts), with the token from
 // DATA_DIR/admin-token, plus reading the event stream until the CLI has seen what it waits for.
 import type { AdminEvent } from '../contracts/admin-events.js';
-import { createAdminHttpApi, openAdminEvents, type AdminHttpOptions } from '../contracts/admin-http-client.js';
+import { createAdminHttpApi, openAdminEvents, type AdminHttpOptions } from '../admin-client/admin-http-client.js';
 import type { AdminApi } from '../contracts/admin-routes.js';
-import { readEventStream } from '../contracts/event-stream-reader.js';
+import { readEventStream } from '../admin-client/event-stream-reader.js';
 
 export interface CliAdmin extends AdminApi {
   /**

@@ -1,5 +1,5 @@
 // Which CPU this process runs on, as one string: what decides both the extra weight buffers
-// llama.cpp adds (core/daemon/cpu-buffer-learning.ts) and whether a tested native binding still
+// llama.cpp adds (core/daemon/memory/cpu-buffer-learning.ts) and whether a tested native binding still
 // fits (core/engine/embedded/binding-verdict.ts).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';

@@ -3,7 +3,7 @@
 // Everything that speaks the admin API derives from this table (GitHub Desktop's one-map IPC
 // contract, applied to HTTP as well): the daemon's HTTP routes (core/admin/admin-http.ts), the
 // service that answers them (AdminService implements AdminApi), the dashboard's HTTP bridge
-// and the CLI (admin-http-client.ts), and the Electron IPC channels, their argument checks and
+// and the CLI (core/admin-client/admin-http-client.ts), and the Electron IPC channels, their argument checks and
 // the preload (electron/ipc-contract.ts). So a new call is one entry here plus its answer in
 // AdminService; every transport then carries it, and forgetting the answer is a compile error.
 //

@@ -26,7 +26,7 @@ export interface ModelDemand {
   inFlight: number;
   /**
    * Its turn holds it though idle: it served a request moments ago and its client is likely to
-   * send the next (core/daemon/turns.ts). The policy treats it as active, as while it decodes.
+   * send the next (core/demand/turns.ts). The policy treats it as active, as while it decodes.
    */
   heldForTurn?: boolean;
   /** The last request, on the clock's elapsed() (an order, so not the wall clock); a waiting request stamps it, so on-demand swaps win ties. */

@@ -14,7 +14,7 @@
 //   it loads (the controller's launch in flight, or a spawned server not ready yet): a load is
 //   finished before it is judged, never evicted halfway (that would waste the load and race
 //   the supervisor); and while its turn holds it idle for its client's next request
-//   (`heldForTurn`, core/daemon/turns.ts), so a waiting model does not evict it in that moment;
+//   (`heldForTurn`, core/demand/turns.ts), so a waiting model does not evict it in that moment;
 // - a model that failed since its last success is `retrying`: admitted last and not forced by
 //   its pin, so its retries never push out a model that is wanted. One exception: a model whose
 //   server died after it had been ready (killed, crashed or hung while serving) while requests

@@ -1,5 +1,5 @@
 // Who would make way for whom if busy models were idle (the router's turns end a busy model's
-// turn with it; see core/daemon/turns.ts).
+// turn with it; see core/demand/turns.ts).
 import { place, type Device, type PlacePlan } from '../policy/place.js';
 import type { PolicyInputs } from './policy-inputs.js';
 

@@ -9,9 +9,9 @@ import type { Controller } from '../controller/controller.js';
 import type { Log } from '../controller/effects.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { LiveBudget } from '../gpu/live-budget.js';
-import type { ModelActivity } from './activity.js';
+import type { ModelActivity } from '../demand/activity.js';
 import { feedLoadProgress } from './load-progress-feed.js';
-import { createModelActions, type PinPolicy } from './model-actions.js';
+import { createModelActions, type PinPolicy } from '../demand/model-actions.js';
 import { buildSnapshot, type SnapshotParts } from './snapshot-builder.js';
 
 export interface AdminWiring {

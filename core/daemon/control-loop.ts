@@ -9,11 +9,11 @@ import type { Log } from '../controller/effects.js';
 import { LaunchError } from '../engine/failure-classifier.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { LiveBudget } from '../gpu/live-budget.js';
-import type { ModelActivity } from './activity.js';
-import { DaemonDesiredState } from './desired-state.js';
+import type { ModelActivity } from '../demand/activity.js';
+import { DaemonDesiredState } from '../demand/desired-state.js';
 import { Later } from './later.js';
-import type { PinPolicy } from './model-actions.js';
-import { ModelTurns } from './turns.js';
+import type { PinPolicy } from '../demand/model-actions.js';
+import { ModelTurns } from '../demand/turns.js';
 
 export interface ControlLoop {
   controller: Controller;

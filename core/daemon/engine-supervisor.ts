@@ -11,7 +11,7 @@ import { estimateOnCpu, footprintAt } from '../policy/levels.js';
 import type { EnginesAndCatalog } from './engines-and-catalog.js';
 import { launchSpecFor } from './launch-specs.js';
 import { savedConversationsFor } from './saved-conversations-view.js';
-import type { MemoryBudget } from './memory-budget.js';
+import type { MemoryBudget } from './memory/memory-budget.js';
 
 export async function startSupervisor(deps: {
   dataDir: string;

@@ -12,7 +12,7 @@ import type { Log } from '../controller/effects.js';
 import type { LaunchSpec } from '../engine/launch-spec.js';
 import { probeCapabilities } from '../engine/llama-server/capabilities.js';
 import { findLlamaServer, type LlamaServerSearch } from '../engine/llama-server/find-binary.js';
-import { embeddedEngineBuild } from './cpu-buffer-learning.js';
+import { embeddedEngineBuild } from './memory/cpu-buffer-learning.js';
 import { thisCpu } from '../common/this-cpu.js';
 import { engineFor } from './launch-specs.js';
 

@@ -8,11 +8,11 @@ import type { LlmtrayConfig } from '../catalog/config/load-config.js';
 import type { Controller } from '../controller/controller.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import { createRouter, type RouterAccess } from '../router/router.js';
-import type { ModelActivity } from './activity.js';
-import { createGateway } from './gateway.js';
+import type { ModelActivity } from '../demand/activity.js';
+import { createGateway } from '../demand/gateway.js';
 import { localOrigin, networkEndpoints, type ListenPlan } from './listen-plan.js';
 import { portTakenMessage, type AdviceFace } from './startup-advice.js';
-import type { ModelTurns } from './turns.js';
+import type { ModelTurns } from '../demand/turns.js';
 
 export interface ServedEndpoint {
   port: number;

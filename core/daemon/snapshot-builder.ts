@@ -9,9 +9,9 @@ import type { BudgetSample } from '../gpu/live-budget.js';
 import { engineDeviceName } from '../gpu/engine-identity.js';
 import { goneWords } from '../gpu/compute-budget.js';
 import { footprintAt, type FootprintEstimate } from '../policy/levels.js';
-import type { ModelActivity } from './activity.js';
+import type { ModelActivity } from '../demand/activity.js';
 import { LAUNCH_LEVELS, type LaunchLevel } from '../contracts/launch-level.js';
-import { pricedEstimate } from './desired-state.js';
+import { pricedEstimate } from '../demand/desired-state.js';
 import type { EngineKind } from '../contracts/snapshot.js';
 import type { SavedConversationsView } from './saved-conversations-view.js';
 

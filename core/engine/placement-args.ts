@@ -94,7 +94,7 @@ export function placementArgs(placement: Placement | undefined, capabilities: En
  * variable, in that backend's numbers; a backend that does not number every one of them is not
  * told (its variable would name another card). It is never given a split: node-llama-cpp 3.21
  * takes no tensorSplit, so llama.cpp would share the layers by free memory, not by the plan;
- * its models are planned on one GPU at most (`oneGpu`, core/daemon/desired-state.ts). Pure.
+ * its models are planned on one GPU at most (`oneGpu`, core/demand/desired-state.ts). Pure.
  */
 export function placementEnv(placement: Placement | undefined, engine: EngineKind, identityOf: EngineIdentityOf = PLAN_INDEX): Record<string, string> {
   if (placement === undefined || placement.kind === 'cpu' || placement.devices.length === 0) return {};

@@ -6,7 +6,7 @@
 // router decides each refusal once (a RouterError) and spells it per API; the engine's own
 // errors, which a llama-server answers in OpenAI's shape even on its /v1/messages, are
 // re-spelled here too, keeping their message and status. Pure.
-import type { AnthropicErrorBody, AnthropicErrorType } from '../contracts/anthropic.js';
+import type { AnthropicErrorBody, AnthropicErrorType } from '../contracts/protocols/anthropic.js';
 import { engineErrorOf } from './engine-errors.js';
 import type { RouterError } from './errors.js';
 

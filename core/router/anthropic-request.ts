@@ -5,7 +5,7 @@
 // rules (`max_tokens` is required; roles are only user and assistant; the system prompt is its
 // own field). Whether a block can be translated is not decided here: an engine that serves the
 // API takes images and tools as they are, so that refusal comes only when translating. Pure.
-import type { AnthropicCountTokensRequest, AnthropicMessagesRequest } from '../contracts/anthropic.js';
+import type { AnthropicCountTokensRequest, AnthropicMessagesRequest } from '../contracts/protocols/anthropic.js';
 import type { RouterError } from './errors.js';
 import { boolean, describe, finiteNumber, isObject, object, parseBody, positiveInteger, rule, type Check, type Problem } from './validate-request.js';
 

@@ -11,7 +11,7 @@
 // way during a long prompt. An engine's mid-stream error becomes an `error` event and ends the
 // translation; so does a stream that ends without a finish_reason (the answer is not complete,
 // and message_stop would say it was). Pure apart from its own state.
-import type { AnthropicContentBlock, AnthropicErrorBody, AnthropicStreamEvent } from '../contracts/anthropic.js';
+import type { AnthropicContentBlock, AnthropicErrorBody, AnthropicStreamEvent } from '../contracts/protocols/anthropic.js';
 import { anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
 import { stopReasonWithCalls, usageOf } from './anthropic-translate.js';
 import { EngineChatEvents, type EngineChatEvent } from './engine-chat-events.js';

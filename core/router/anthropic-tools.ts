@@ -10,8 +10,8 @@
 // tool's or block's `cache_control` is not carried: it steers Anthropic's prompt cache, and an
 // engine caches its prompt prefix by itself whatever is marked. A tool result marked `is_error` keeps that as words
 // before its text, since the chat API has no flag for it and the model must still be told. Pure.
-import type { AnthropicContentBlock } from '../contracts/anthropic.js';
-import type { OpenAIChatMessage } from '../contracts/openai.js';
+import type { AnthropicContentBlock } from '../contracts/protocols/anthropic.js';
+import type { OpenAIChatMessage } from '../contracts/protocols/openai.js';
 import { parsePartialJson } from './partial-json.js';
 import { describe, isObject, type Problem } from './validate-request.js';
 

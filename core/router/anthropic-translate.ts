@@ -15,8 +15,8 @@
 // ended it: a stop sequence and the model's own end of turn both read 'end_turn' here. A
 // llama-server that serves /v1/messages itself reports 'stop_sequence' and the sequence. Pure.
 import { readChatCompletion } from './chat-completion-answer.js';
-import type { AnthropicContentBlock, AnthropicCountTokensRequest, AnthropicMessage, AnthropicMessagesRequest, AnthropicStopReason, AnthropicUsage } from '../contracts/anthropic.js';
-import type { OpenAIChatCompletionRequest, OpenAIChatMessage } from '../contracts/openai.js';
+import type { AnthropicContentBlock, AnthropicCountTokensRequest, AnthropicMessage, AnthropicMessagesRequest, AnthropicStopReason, AnthropicUsage } from '../contracts/protocols/anthropic.js';
+import type { OpenAIChatCompletionRequest, OpenAIChatMessage } from '../contracts/protocols/openai.js';
 import { invalidRequest, type RouterError } from './errors.js';
 import { toChatToolChoice, toChatTools, toChatTurn, toToolUseBlocks, type Result } from './anthropic-tools.js';
 import { isObject } from './validate-request.js';

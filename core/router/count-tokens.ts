@@ -11,8 +11,8 @@
 // with a 501 that names what it lacks.
 import type http from 'node:http';
 import type { ServerResponse } from 'node:http';
-import type { AnthropicTokenCount } from '../contracts/anthropic.js';
-import type { OpenAIChatMessage } from '../contracts/openai.js';
+import type { AnthropicTokenCount } from '../contracts/protocols/anthropic.js';
+import type { OpenAIChatMessage } from '../contracts/protocols/openai.js';
 import type { AbortNotice } from '../common/notice.js';
 import { anthropicEngineError, anthropicErrorBody } from './anthropic-errors.js';
 import { callEngine } from './engine-call.js';

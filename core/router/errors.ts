@@ -8,7 +8,7 @@
 // one place without headers, an SSE stream that already answered 200, uses the type
 // 'engine_error' in its error event instead.
 import type { ServerResponse } from 'node:http';
-import type { OpenAIErrorBody, OpenAIErrorSource } from '../contracts/openai.js';
+import type { OpenAIErrorBody, OpenAIErrorSource } from '../contracts/protocols/openai.js';
 import { formatBytes } from '../contracts/format-bytes.js';
 import { endOpenedStream } from './opened-stream.js';
 

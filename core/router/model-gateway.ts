@@ -9,7 +9,7 @@
 //
 // Every method is called on the request path, so every synchronous one must be cheap (a map
 // lookup), and none may throw for an ordinary "no" — absence is `undefined` / `null`.
-import type { OpenAIModel } from '../contracts/openai.js';
+import type { OpenAIModel } from '../contracts/protocols/openai.js';
 import type { ModelStateName } from '../contracts/model-status.js';
 
 // One definition of "this model will not come", shared with the controller that raises it.

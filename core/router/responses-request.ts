@@ -4,7 +4,7 @@
 // here too: an input item or tool the chat API cannot say is refused before the load, and the
 // claim only adds the model's name. A field outside the field table is refused by name, because
 // the translation would leave it out: that is the silence the table exists to prevent. Pure.
-import type { ResponsesRequest } from '../contracts/openai-responses.js';
+import type { ResponsesRequest } from '../contracts/protocols/openai-responses.js';
 import { invalidRequest, type RouterError } from './errors.js';
 import { REQUEST_FIELDS, refusedField } from './request-fields.js';
 import { toChatRequest, type ChatRequestBody } from './responses-translate.js';

@@ -24,7 +24,7 @@ import type {
   ResponseReasoningItem,
   ResponseStreamEvent,
   ResponseTokenLogprob,
-} from '../contracts/openai-responses.js';
+} from '../contracts/protocols/openai-responses.js';
 import { EngineChatEvents, type EngineChatEvent } from './engine-chat-events.js';
 import type { RouterError } from './errors.js';
 import type { StreamRewriter } from './upstream.js';

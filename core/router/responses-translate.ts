@@ -22,7 +22,7 @@
 // `status: 'incomplete'` with `incomplete_details.reason: 'max_output_tokens'` when the engine
 // stopped at the length limit. Pure.
 import { readChatCompletion } from './chat-completion-answer.js';
-import type { OpenAIChatMessage } from '../contracts/openai.js';
+import type { OpenAIChatMessage } from '../contracts/protocols/openai.js';
 import type {
   ResponseFunctionCall,
   ResponseFunctionTool,
@@ -31,7 +31,7 @@ import type {
   ResponsesRequest,
   ResponseTokenLogprob,
   ResponseUsage,
-} from '../contracts/openai-responses.js';
+} from '../contracts/protocols/openai-responses.js';
 import type { ChatTool, ChatToolCall, ChatToolChoice } from './anthropic-tools.js';
 import type { Translated } from './anthropic-translate.js';
 import type { EngineKind } from '../contracts/snapshot.js';

@@ -9,7 +9,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { OpenAIModelList } from '../contracts/openai.js';
+import type { OpenAIModelList } from '../contracts/protocols/openai.js';
 import { activate } from './activation.js';
 import { anthropicErrorBody } from './anthropic-errors.js';
 import { countTokensRequest, messagesRequest } from './anthropic-route.js';

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createAdminHttpApi } from '../../core/contracts/admin-http-client.js';
+import { createAdminHttpApi } from '../../core/admin-client/admin-http-client.js';
 import type { AdminApi } from '../../core/contracts/admin-routes.js';
 import type { ModelView, Snapshot } from '../../core/contracts/snapshot.js';
 import { DAEMON_NODE_FLAGS } from '../../core/daemon/node-flags.js';

@@ -1,7 +1,7 @@
 // The budget limit under which the daemon places a model a given way on this machine: a split
 // over two cards of one class, or part of it in host RAM. `npm run gpu-check` needs both on
 // cards far bigger than the demo models, and the config's `budget.limit` is the one knob that
-// shrinks them: it caps every GPU in proportion (core/daemon/desired-state.ts, devicesToPlanOn).
+// shrinks them: it caps every GPU in proportion (core/demand/desired-state.ts, devicesToPlanOn).
 //
 // Why ask `place` rather than work the limit out by formula: the window is narrow (a demo-chat
 // split holds where each card is short of the whole model by less than its compute buffers) and
@@ -11,8 +11,8 @@
 // cards' free memory moves a little between this probe and the daemon's.
 import type { CatalogModel } from '../../core/catalog/catalog.js';
 import { policyInputs } from '../../core/controller/policy-inputs.js';
-import { ModelActivity } from '../../core/daemon/activity.js';
-import { demandOf, devicesToPlanOn } from '../../core/daemon/desired-state.js';
+import { ModelActivity } from '../../core/demand/activity.js';
+import { demandOf, devicesToPlanOn } from '../../core/demand/desired-state.js';
 import type { Budget } from '../../core/gpu/compute-budget.js';
 import { place, type PlacedDesired } from '../../core/policy/place.js';
 import type { Placement } from '../../core/contracts/plan.js';

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminEvent } from '../../core/contracts/admin-events.js';
 import type { ModelLogsResponse } from '../../core/contracts/commands.js';
-import { readEventStream } from '../../core/contracts/event-stream-reader.js';
+import { readEventStream } from '../../core/admin-client/event-stream-reader.js';
 import { CLI_ENTRY, eventually, runCli, type DaemonExit, type DaemonProcess } from '../support/daemon-process.js';
 import { fileDaemon } from '../support/file-daemon.js';
 

@@ -4,7 +4,7 @@
 // every recovery kind the dashboard showed. The servers' log lines on the same stream go to
 // `onLogBatch` (the soak reads evictions from them: server-log.ts), so one connection serves both.
 import type { Snapshot } from '../../core/contracts/snapshot.js';
-import { readEventStream } from '../../core/contracts/event-stream-reader.js';
+import { readEventStream } from '../../core/admin-client/event-stream-reader.js';
 import type { DaemonProcess } from '../support/daemon-process.js';
 import type { LogBatch } from './server-log.js';
 

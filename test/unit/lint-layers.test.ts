@@ -19,6 +19,11 @@ describe('lint-layers', () => {
     ['renderer/src/app.tsx', "const m = await import('electron');", /preload bridge only/],
     ['core/catalog/gguf-metadata.ts', "import { readGgufFileInfo } from 'node-llama-cpp';", /only the embedded engine \(core\/engine\/embedded\) may import node-llama-cpp/],
     ['electron/main.ts', "const { getLlama } = await import('node-llama-cpp');", /only the embedded engine/],
+    ['core/admin-client/admin-http-client.ts', "import { request } from 'node:http';", /runs in a browser too/],
+    ['core/admin-client/admin-http-client.ts', "import type { Catalog } from '../catalog/catalog.js';", /depends on nothing but core\/contracts/],
+    ['core/router/router.ts', "import { ModelActivity } from '../demand/activity.js';", /only core\/daemon.ts and core\/daemon\/ import it/],
+    ['core/controller/controller.ts', "import { Later } from '../daemon/later.js';", /composition root: only it and the CLI/],
+    ['core/demand/gateway.ts', "import type { RunningDaemon } from '../daemon.js';", /composition root: only it and the CLI/],
   ])('%s: %s is refused', (file, source, why) => {
     const found = check(file, source);
     expect(found).toHaveLength(1);
@@ -36,6 +41,11 @@ describe('lint-layers', () => {
     ['renderer/src/format/format.ts', "export { formatBytes } from '../../../core/contracts/format-bytes.js';"],
     ['renderer/src/transport/http-bridge.test.tsx', "import http from 'node:http';"],
     ['core/engine/embedded/model-loader.ts', "import { getLlama } from 'node-llama-cpp';"],
+    ['renderer/src/transport/http-bridge.ts', "import { readEventStream } from '../../../core/admin-client/event-stream-reader.js';"],
+    ['core/admin-client/admin-http-client.ts', "import type { AdminApi } from '../contracts/admin-routes.js';"],
+    ['core/daemon/control-loop.ts', "import { ModelTurns } from '../demand/turns.js';"],
+    ['core/daemon.ts', "import { ModelActivity } from './demand/activity.js';"],
+    ['core/cli.ts', "import { readDaemonInfo } from './daemon/daemon-info.js';"],
   ])('%s: %s is allowed', (file, source) => {
     expect(check(file, source)).toEqual([]);
   });

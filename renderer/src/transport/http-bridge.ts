@@ -1,7 +1,7 @@
 // The dashboard bridge over HTTP + SSE, for the headless daemon (`llmtray serve`) in a browser.
 //
 // Every call of the route table goes through the admin HTTP client that the CLI uses too
-// (core/contracts/admin-http-client.ts), with the admin token as `Authorization: Bearer` on
+// (core/admin-client/admin-http-client.ts), with the admin token as `Authorization: Bearer` on
 // each request, the event stream's included. No cookie: core/admin/admin-auth.ts says why, and
 // why the token comes from the address's fragment and stays in this tab's sessionStorage.
 //
@@ -10,10 +10,10 @@
 // reports `onAuthRequired`; the dashboard tells the person to open the URL `llmtray serve`
 // prints, or to run `llmtray dashboard`.
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
-import { createAdminHttpApi, openAdminEvents, type AdminHttpOptions } from '../../../core/contracts/admin-http-client.js';
+import { createAdminHttpApi, openAdminEvents, type AdminHttpOptions } from '../../../core/admin-client/admin-http-client.js';
 import { ADMIN_CALL_NAMES, AdminRefusal, type AdminApi } from '../../../core/contracts/admin-routes.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
-import { readEventStream } from '../../../core/contracts/event-stream-reader.js';
+import { readEventStream } from '../../../core/admin-client/event-stream-reader.js';
 
 /** The sentence the dashboard shows when the daemon refuses this page. */
 export const AUTH_REQUIRED_MESSAGE =

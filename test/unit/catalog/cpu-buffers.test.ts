@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cpuBufferLesson } from '../../../core/daemon/cpu-buffer-learning.js';
+import { cpuBufferLesson } from '../../../core/daemon/memory/cpu-buffer-learning.js';
 import { CpuBufferStore, learnCpuBufferRatios, totalMatrixBytes } from '../../../core/catalog/cpu-buffers.js';
 import { DEMO_SHAPES } from '../../../core/catalog/demo/demo-models.js';
 import { estimateFootprint } from '../../../core/catalog/footprint.js';

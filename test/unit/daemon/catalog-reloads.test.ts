@@ -12,7 +12,7 @@ import type { ReloadResult } from '../../../core/catalog/config/config-store.js'
 import type { Log } from '../../../core/controller/effects.js';
 import { Emitter } from '../../../core/common/emitter.js';
 import { startCatalogReloads, type CatalogReloads } from '../../../core/daemon/catalog-reloads.js';
-import { catalogModel } from './catalog-model.js';
+import { catalogModel } from '../../support/catalog-model.js';
 
 /** A catalog whose reloads wait for the test: each `reload()` is one pending `finish`. */
 function heldCatalog(initial: CatalogModel[]) {

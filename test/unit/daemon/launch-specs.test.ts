@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { launchSpecFor, type LaunchSpecSources } from '../../../core/daemon/launch-specs.js';
 import { argvFor, EMBEDDED_CAPABILITIES } from '../../../core/engine/launch-spec.js';
 import { savedConversationsFor } from '../../../core/daemon/saved-conversations-view.js';
-import { catalogModel } from './catalog-model.js';
+import { catalogModel } from '../../support/catalog-model.js';
 
 function sources(models: ReturnType<typeof catalogModel>[], overrides: Partial<LaunchSpecSources> = {}): LaunchSpecSources {
   return { resolve: (id) => models.find((m) => m.id === id), cpuOnly: () => false, llamaServerPath: null, threads: 1, ...overrides };

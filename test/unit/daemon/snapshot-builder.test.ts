@@ -2,11 +2,11 @@
 import { describe, expect, it } from 'vitest';
 import type { CatalogModel } from '../../../core/catalog/catalog.js';
 import type { ClientKeyConfig } from '../../../core/catalog/config/load-config.js';
-import { ModelActivity } from '../../../core/daemon/activity.js';
+import { ModelActivity } from '../../../core/demand/activity.js';
 import { buildSnapshot, type SnapshotParts } from '../../../core/daemon/snapshot-builder.js';
 import type { BudgetSample } from '../../../core/gpu/live-budget.js';
 import { footprintAt } from '../../../core/policy/levels.js';
-import { catalogModel } from './catalog-model.js';
+import { catalogModel } from '../../support/catalog-model.js';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;

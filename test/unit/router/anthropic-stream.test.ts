@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AnthropicStreamEvent } from '../../../core/contracts/anthropic.js';
+import type { AnthropicStreamEvent } from '../../../core/contracts/protocols/anthropic.js';
 import { ChatStreamToMessages, type ChatStreamOptions } from '../../../core/router/anthropic-stream.js';
 
 const ENGINE = 'engine.gguf';

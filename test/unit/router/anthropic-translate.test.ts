@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AnthropicMessagesRequest } from '../../../core/contracts/anthropic.js';
+import type { AnthropicMessagesRequest } from '../../../core/contracts/protocols/anthropic.js';
 import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, usageOf, type TranslationTarget } from '../../../core/router/anthropic-translate.js';
 
 /** A model server that speaks only OpenAI's chat API (the embedded engine, an older llama-server). */

@@ -4,7 +4,7 @@
 // the engine's bytes are cut, and an error event where the engine's stream fails.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ResponseObject, ResponseStreamEvent } from '../../../core/contracts/openai-responses.js';
+import type { ResponseObject, ResponseStreamEvent } from '../../../core/contracts/protocols/openai-responses.js';
 import { ChatStreamToResponses } from '../../../core/router/responses-stream.js';
 import type { ResponseFrame } from '../../../core/router/responses-translate.js';
 import { responseSchemaErrors, streamEventSchemaErrors } from '../../support/openai-response-schemas.js';

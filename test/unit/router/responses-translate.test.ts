@@ -3,7 +3,7 @@
 // becomes, what is refused by name, and that the answer is a Response by OpenAI's own schema
 // (test/fixtures/openai-openapi/response-schemas.json).
 import { describe, expect, it } from 'vitest';
-import type { ResponsesRequest } from '../../../core/contracts/openai-responses.js';
+import type { ResponsesRequest } from '../../../core/contracts/protocols/openai-responses.js';
 import { parseResponsesRequest } from '../../../core/router/responses-request.js';
 import { refusedReasoning, toChatRequest, toResponse, type ResponseFrame } from '../../../core/router/responses-translate.js';
 import { responseSchemaErrors } from '../../support/openai-response-schemas.js';

@@ -13,8 +13,8 @@
 //
 // Where the figure is llama.cpp's buffer lines instead of the driver's, the runtime was not in
 // it: taking it off under-learns, which is safe, as learning only ever raises the estimate.
-import type { LaunchLevel } from '../contracts/launch-level.js';
-import type { Placement } from '../contracts/plan.js';
+import type { LaunchLevel } from '../../contracts/launch-level.js';
+import type { Placement } from '../../contracts/plan.js';
 
 /**
  * The bytes to learn as the model's own full-level footprint, or null when this measurement

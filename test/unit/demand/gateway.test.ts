@@ -6,12 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import type { ControllerEvent, Unservable } from '../../../core/contracts/controller-events.js';
 import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-status.js';
-import { ModelActivity } from '../../../core/daemon/activity.js';
-import { createGateway, type GatewayParts } from '../../../core/daemon/gateway.js';
-import { ModelTurns } from '../../../core/daemon/turns.js';
+import { ModelActivity } from '../../../core/demand/activity.js';
+import { createGateway, type GatewayParts } from '../../../core/demand/gateway.js';
+import { ModelTurns } from '../../../core/demand/turns.js';
 import { ServerClaims, type Claim } from '../../../core/engine/supervisor/server-claims.js';
 import type { ServerStatus } from '../../../core/engine/supervisor/supervisor.js';
-import { catalogModel } from './catalog-model.js';
+import { catalogModel } from '../../support/catalog-model.js';
 
 type ControllerSide = GatewayParts['controller'];
 type SupervisorSide = GatewayParts['supervisor'];

@@ -1,5 +1,5 @@
 // A catalog model for the daemon's unit tests, with every field a real one has.
-import type { CatalogModel } from '../../../core/catalog/catalog.js';
+import type { CatalogModel } from '../../core/catalog/catalog.js';
 
 const MiB = 1024 ** 2;
 

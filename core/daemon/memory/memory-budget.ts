@@ -1,14 +1,14 @@
 // Start-up step: the live memory budget, sampled once before anything plans on it.
-import type { Log } from '../controller/effects.js';
-import { realClock } from '../common/clock.js';
-import { errorMessage } from '../contracts/error-message.js';
-import { formatBytes } from '../contracts/format-bytes.js';
-import type { Catalog } from '../catalog/catalog.js';
-import { queryComputeApps, sharedComputeAppsReader, type ComputeAppsReader } from '../gpu/compute-apps.js';
-import { execFileText } from '../gpu/exec-file.js';
-import type { GpuProbe } from '../gpu/gpu-probe.js';
-import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample, type LiveBudget } from '../gpu/live-budget.js';
-import { createOwnUsageProvider } from '../gpu/own-usage.js';
+import type { Log } from '../../controller/effects.js';
+import { realClock } from '../../common/clock.js';
+import { errorMessage } from '../../contracts/error-message.js';
+import { formatBytes } from '../../contracts/format-bytes.js';
+import type { Catalog } from '../../catalog/catalog.js';
+import { queryComputeApps, sharedComputeAppsReader, type ComputeAppsReader } from '../../gpu/compute-apps.js';
+import { execFileText } from '../../gpu/exec-file.js';
+import type { GpuProbe } from '../../gpu/gpu-probe.js';
+import { createLiveBudget, DEFAULT_BUDGET_CONFIG, type BudgetSample, type LiveBudget } from '../../gpu/live-budget.js';
+import { createOwnUsageProvider } from '../../gpu/own-usage.js';
 
 export interface MemoryBudget {
   budget: LiveBudget;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { footprintToLearn } from '../../../core/daemon/learned-footprint.js';
-import type { Placement } from '../../../core/contracts/plan.js';
+import { footprintToLearn } from '../../../../core/daemon/memory/learned-footprint.js';
+import type { Placement } from '../../../../core/contracts/plan.js';
 
 const MiB = 1024 ** 2;
 const onGpu1: Placement = { kind: 'gpu', devices: [{ index: 1, layers: 8, bytes: 600 * MiB }], cpuMoeLayers: 0, hostBytes: 0 };

@@ -1,8 +1,8 @@
 // Turns on a fake clock: when a model's turn is over, and when its turn holds it idle for its
 // client's next request (so that a waiting model does not evict it in that moment).
 import { describe, expect, it } from 'vitest';
-import { ModelActivity } from '../../../core/daemon/activity.js';
-import { ModelTurns, TURN_LINGER_MS } from '../../../core/daemon/turns.js';
+import { ModelActivity } from '../../../core/demand/activity.js';
+import { ModelTurns, TURN_LINGER_MS } from '../../../core/demand/turns.js';
 
 function turnsWith(options: { turnMs?: number; rivals?: Record<string, string[]> } = {}) {
   const timers: { at: number; fn: () => void; cancelled: boolean }[] = [];

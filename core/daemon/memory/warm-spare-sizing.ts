@@ -2,10 +2,10 @@
 // the pass's verdict (core/controller/spare-verdict.ts), handed to the supervisor through
 // ServerControl.setSpareWanted; the root only says what a spare holds, and asks for a pass when
 // the spare itself changes (its measured size may not fit where the expected one did).
-import type { Catalog } from '../catalog/catalog.js';
-import type { Controller } from '../controller/controller.js';
-import type { RuntimeOverhead } from '../engine/runtime-overhead.js';
-import type { Supervisor } from '../engine/supervisor/supervisor.js';
+import type { Catalog } from '../../catalog/catalog.js';
+import type { Controller } from '../../controller/controller.js';
+import type { RuntimeOverhead } from '../../engine/runtime-overhead.js';
+import type { Supervisor } from '../../engine/supervisor/supervisor.js';
 
 export interface WarmSpareSizing {
   /** What a spare holds or would (measured once it runs, else the embedded engine's runtime), while the config allows one; null when it does not. */

@@ -3,12 +3,12 @@
 // it fits is the controller's); and each model's engine: node-llama-cpp 3.21 takes no
 // tensorSplit, so a model on the embedded engine is planned on one GPU at most (issue 23, item 5).
 import { describe, expect, it } from 'vitest';
-import { DaemonDesiredState, demandOf } from '../../../core/daemon/desired-state.js';
-import { ModelActivity } from '../../../core/daemon/activity.js';
+import { DaemonDesiredState, demandOf } from '../../../core/demand/desired-state.js';
+import { ModelActivity } from '../../../core/demand/activity.js';
 import type { BudgetSample } from '../../../core/gpu/live-budget.js';
 import { oneGpuBudget } from '../../bench/one-gpu-budget.js';
 import { FakeClock } from '../../support/fake-clock.js';
-import { catalogModel } from './catalog-model.js';
+import { catalogModel } from '../../support/catalog-model.js';
 
 const MiB = 1024 ** 2;
 const onCpu: BudgetSample = { mode: 'cpu', totalBytes: 400 * MiB, perGpu: [], hostTotalBytes: 800 * MiB, hostAvailableBytes: 400 * MiB, sampledAt: 0 };

@@ -1,14 +1,15 @@
 // The admin API over HTTP, as its clients call it: the dashboard's HTTP bridge in a browser
 // and the CLI in Node. Built from the route table (admin-routes.ts), so both ask for the same
-// paths with the same method and read the answers the same way. Pure: globals only (fetch,
-// Headers), no imports outside core/contracts.
+// paths with the same method and read the answers the same way. Globals only (fetch, Headers)
+// and core/contracts' words, so a browser, Electron and Node run it alike; here and not in
+// core/contracts because it does I/O, and the contracts are words, not code that talks.
 //
 // The admin token travels in `Authorization: Bearer` on every request, the event stream's
 // included, and in nothing else: no cookie, since a browser sends a cookie for 127.0.0.1 to
 // every port on it, so any other local server would receive it (core/admin/admin-auth.ts).
-import type { AdminErrorBody } from './commands.js';
-import { ADMIN_EVENTS_PATH, ADMIN_ROUTES, AdminRefusal, pathFor, type AdminApi, type AdminArgs, type AdminCallName, type AdminAnswer } from './admin-routes.js';
-import { errorMessage } from './error-message.js';
+import type { AdminErrorBody } from '../contracts/commands.js';
+import { ADMIN_EVENTS_PATH, ADMIN_ROUTES, AdminRefusal, pathFor, type AdminApi, type AdminArgs, type AdminCallName, type AdminAnswer } from '../contracts/admin-routes.js';
+import { errorMessage } from '../contracts/error-message.js';
 
 export interface AdminHttpOptions {
   /** Where the daemon is: '' for the page's own origin, or an origin like http://127.0.0.1:11435. */

@@ -1,10 +1,10 @@
 // A person's commands change the desired state's inputs and ask the controller to look again.
 import { describe, expect, it } from 'vitest';
-import { ModelActivity } from '../../../core/daemon/activity.js';
-import { createModelActions, PinPolicy } from '../../../core/daemon/model-actions.js';
+import { ModelActivity } from '../../../core/demand/activity.js';
+import { createModelActions, PinPolicy } from '../../../core/demand/model-actions.js';
 import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-status.js';
 import type { FailureKind } from '../../../core/contracts/recovery.js';
-import { catalogModel } from './catalog-model.js';
+import { catalogModel } from '../../support/catalog-model.js';
 
 function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault: true })]) {
   const pinned = new Set<string>();

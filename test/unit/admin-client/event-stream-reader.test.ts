@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSseParser, readEventStream, type SseMessage } from '../../../core/contracts/event-stream-reader.js';
+import { createSseParser, readEventStream, type SseMessage } from '../../../core/admin-client/event-stream-reader.js';
 
 function parseAll(chunks: string[]): SseMessage[] {
   const out: SseMessage[] = [];

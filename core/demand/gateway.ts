@@ -7,7 +7,7 @@
 // claim its server (ready, alive, not stopping), asked at the moment of the claim; whether it
 // will come is the controller's decision. A wait ends at any change and simply asks both again.
 //
-// Turns (core/daemon/turns.ts): a busy model stops taking new requests once a model it stands
+// Turns (core/demand/turns.ts): a busy model stops taking new requests once a model it stands
 // in the way of has waited its turn, so waiting requests are served grouped by model.
 import type { Catalog } from '../catalog/catalog.js';
 import type { Controller } from '../controller/controller.js';

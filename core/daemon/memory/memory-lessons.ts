@@ -3,14 +3,14 @@
 // buffers from the first load wholly on the CPU (cpu-buffer-learning.ts). Here at the root,
 // because a lesson joins the engine's figures to the catalog's store, and neither layer knows
 // the other.
-import type { Catalog, CatalogModel } from '../catalog/catalog.js';
-import type { CpuBufferStore } from '../catalog/cpu-buffers.js';
-import type { Log } from '../controller/effects.js';
-import type { Controller } from '../controller/controller.js';
-import { errorMessage } from '../contracts/error-message.js';
-import { formatBytes } from '../contracts/format-bytes.js';
-import type { Supervisor } from '../engine/supervisor/supervisor.js';
-import type { Endpoint, Measurement } from '../engine/supervisor/supervisor-types.js';
+import type { Catalog, CatalogModel } from '../../catalog/catalog.js';
+import type { CpuBufferStore } from '../../catalog/cpu-buffers.js';
+import type { Log } from '../../controller/effects.js';
+import type { Controller } from '../../controller/controller.js';
+import { errorMessage } from '../../contracts/error-message.js';
+import { formatBytes } from '../../contracts/format-bytes.js';
+import type { Supervisor } from '../../engine/supervisor/supervisor.js';
+import type { Endpoint, Measurement } from '../../engine/supervisor/supervisor-types.js';
 import { cpuBufferLesson } from './cpu-buffer-learning.js';
 import { footprintToLearn } from './learned-footprint.js';
 

@@ -2,7 +2,7 @@
 // request served (the idle TTL runs) and a request refused (a short grace, then nothing); and
 // the order in which waiting requests arrived, which decides whose turn it is.
 import { describe, expect, it } from 'vitest';
-import { DEMAND_GRACE_MS, ModelActivity } from '../../../core/daemon/activity.js';
+import { DEMAND_GRACE_MS, ModelActivity } from '../../../core/demand/activity.js';
 
 /** `t` is the monotonic reading; `wall` steps the wall clock alone, as NTP or a resume does. */
 function activityAt(start = 1_000_000) {

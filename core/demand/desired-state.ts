@@ -14,7 +14,7 @@ export interface DesiredSources {
   activity: ModelActivity;
   /** Requests claimed on the model's server now (the supervisor's count). */
   inFlight(modelId: string): number;
-  /** Whether its turn holds the idle model for its client's next request (core/daemon/turns.ts); default false. */
+  /** Whether its turn holds the idle model for its client's next request (core/demand/turns.ts); default false. */
   heldForTurn?(modelId: string): boolean;
   /**
    * What the model's engine process itself costs where it counts against the budget: its

@@ -12,16 +12,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { activate } from '../../../core/router/activation.js';
 import { Controller } from '../../../core/controller/index.js';
-import { ModelActivity } from '../../../core/daemon/activity.js';
-import { DaemonDesiredState } from '../../../core/daemon/desired-state.js';
-import { createGateway, type GatewayParts } from '../../../core/daemon/gateway.js';
-import { ModelTurns } from '../../../core/daemon/turns.js';
+import { ModelActivity } from '../../../core/demand/activity.js';
+import { DaemonDesiredState } from '../../../core/demand/desired-state.js';
+import { createGateway, type GatewayParts } from '../../../core/demand/gateway.js';
+import { ModelTurns } from '../../../core/demand/turns.js';
 import { Notice } from '../../../core/common/notice.js';
 import { footprintAt } from '../../../core/policy/levels.js';
 import { oneGpuBudget } from '../../bench/one-gpu-budget.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { RecordingServer } from '../../support/recording-server.js';
-import { catalogModel } from './catalog-model.js';
+import { catalogModel } from '../../support/catalog-model.js';
 
 const MiB = 1024 ** 2;
 /** Fake time an engine takes to load, and to answer one request. */
