@@ -66,29 +66,3 @@ export class Emitter<T> {
     return this.listeners.size;
   }
 }
-
-/** Teardowns of one owner, run once, in reverse order of adding (the last made, the first undone). */
-export class DisposableStore {
-  private readonly teardowns: (() => void)[] = [];
-  private disposed = false;
-
-  /** Adds a teardown; after dispose() it runs at once. Returns it. */
-  add<T extends () => void>(teardown: T): T {
-    if (this.disposed) teardown();
-    else this.teardowns.push(teardown);
-    return teardown;
-  }
-
-  /** Runs every teardown once; a throwing one does not stop the others. Idempotent. */
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
-    for (const teardown of this.teardowns.splice(0).reverse()) {
-      try {
-        teardown();
-      } catch (error) {
-        process.emitWarning(`a teardown threw: ${errorMessage(error)}`);
-      }
-    }
-  }
-}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DisposableStore, Emitter } from '../../../core/common/emitter.js';
+import { Emitter } from '../../../core/common/emitter.js';
 
 describe('Emitter', () => {
   it('calls every listener in order; a throw is reported with the source’s name and the others still hear', () => {
@@ -46,22 +46,5 @@ describe('Emitter', () => {
     emitter.event(() => heard.push('after'));
     expect(() => emitter.fire()).not.toThrow();
     expect(heard).toEqual(['after']);
-  });
-});
-
-describe('DisposableStore', () => {
-  it('runs each teardown once, last added first, past one that throws; one added after dispose runs at once', () => {
-    const store = new DisposableStore();
-    const ran: string[] = [];
-    store.add(() => ran.push('first'));
-    store.add(() => {
-      throw new Error('x');
-    });
-    store.add(() => ran.push('third'));
-    store.dispose();
-    store.dispose();
-    expect(ran).toEqual(['third', 'first']);
-    store.add(() => ran.push('late'));
-    expect(ran).toEqual(['third', 'first', 'late']);
   });
 });
