@@ -145,9 +145,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const supervisorLater = new Later<Supervisor>('the supervisor');
     const memory = await openMemoryBudget({ probe: gpuProbe, catalog, enginePids: () => supervisorLater.peek()?.runningPids() ?? [], log });
     const { budget, cpuOnly } = memory;
-    const spareChanged = new Emitter<[]>('the warm spare', (source, error) => log.warn(`a listener of ${source} threw: ${errorMessage(error)}`));
+    const spareChanged = new Emitter<void>('the warm spare', (source, error) => log.warn(`a listener of ${source} threw: ${errorMessage(error)}`));
     const supervisor = supervisorLater.set(
-      await startSupervisor({ dataDir, engines, memory, runtime, engineEnv: options.engineEnv, threads: options.threads, spareChanged: () => spareChanged.emit(), log }),
+      await startSupervisor({ dataDir, engines, memory, runtime, engineEnv: options.engineEnv, threads: options.threads, spareChanged: () => spareChanged.fire(), log }),
     );
     parts.add(() => supervisor.close());
 
@@ -162,7 +162,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       warmSpareBytes: () => spare.allowedBytes(), splitsOverGpus: (model) => engines.engineOf(model) === 'llama-server', log: logFor('controller'),
     });
     parts.add(() => turns.close());
-    parts.add(passOnSpareChanges(controller, (listener) => spareChanged.on(listener)));
+    parts.add(passOnSpareChanges(controller, spareChanged.event));
     const measuring = startMemoryLoop({
       supervisor,
       modelIds: () => catalog.models().map((model) => model.id),
@@ -173,7 +173,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     // Where it listens is known once the port is bound; the snapshot says nothing of it before.
     const served = new Later<ServedEndpoint>('the endpoint');
     const endpoint = (): string => { const at = served.peek(); return at === null ? '' : `${at.origin}/v1`; };
-    const saved = watchSavedConversations({ root: conversationsDirOf(dataDir), subscribe: (listener) => supervisor.subscribe(listener) });
+    const saved = watchSavedConversations({ root: conversationsDirOf(dataDir), onServerEvent: supervisor.onServerEvent });
     parts.add(() => saved.close());
     const adminWiring = openAdmin({
       snapshot: {
@@ -201,7 +201,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       },
       catalog, controller, supervisor, budget, activity, pins, pinPolicy, outputs,
       wanted: (id) => desired.wanted(id),
-      changeSources: [(listener) => spareChanged.on(listener), (listener) => measuring.onChanged(listener), (listener) => saved.onChanged(listener)],
+      changeSources: [spareChanged.event, measuring.onDidChange, saved.onDidChange],
       log,
     });
     const { admin } = adminWiring;
@@ -248,8 +248,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
 function lookAgainOnChanges(parts: { budget: LiveBudget; catalog: Catalog; controller: Controller }): () => void {
   const { budget, catalog, controller } = parts;
   const unsubscribes = [
-    budget.onChange(() => controller.trigger()),
-    catalog.onChanged(() => {
+    budget.onDidChange(() => controller.trigger()),
+    catalog.onDidChange(() => {
       controller.trigger();
       // A reload may have changed the limit or reserve: the budget applies it now, not at the next (idle: slow) sample.
       budget.sampleNow().catch(() => undefined);
@@ -282,7 +282,7 @@ function reloadOnEdits(parts: { catalog: Catalog; configPath: string; log: Log; 
 
 /** The first server of an idle daemon wakes the budget's sampler; a ready server that ended on its own is said. Returns the unsubscribe. */
 function watchServers(supervisor: Supervisor, serverStarted: () => void, log: Log): () => void {
-  return supervisor.subscribe((event) => {
+  return supervisor.onServerEvent((event) => {
     if (event.type === 'ServerSpawned') serverStarted();
     if (event.type === 'ServerExited' && event.wasReady) log.warn(`${event.modelId}'s server ended on its own (${event.kind}): ${event.reason}`);
   });

@@ -29,7 +29,7 @@ import { currentPlatform, type PlatformFacts } from './paths.js';
 import { referenceProblems, type ReferenceProblem } from './references.js';
 import { Settling } from './settling.js';
 import { filesBeingWritten, type FileBeingWritten } from './being-written.js';
-import { Emitter } from '../common/emitter.js';
+import { Emitter, type Event } from '../common/emitter.js';
 
 export type ModelSource = 'config' | 'discovered';
 
@@ -107,8 +107,6 @@ export interface CatalogOptions {
   cpuBufferRatios?: (model: { engine: EngineChoice }) => CpuBufferRatios;
 }
 
-export type CatalogChangedListener = (models: readonly CatalogModel[]) => void;
-
 interface Assembly {
   models: CatalogModel[];
   references: ReferenceProblem[];
@@ -137,7 +135,7 @@ interface Entry
 export class Catalog {
   private assembly: Assembly = { models: [], references: [], problems: [], settleRecheckInMs: null, discoveredIds: new Map(), beingWritten: [] };
   private lastChecked: { config: LlmtrayConfig; assembly: Assembly } | undefined;
-  private readonly changes = new Emitter<[readonly CatalogModel[]]>('the catalog');
+  private readonly changes = new Emitter<readonly CatalogModel[]>('the catalog');
   private readonly store: ConfigStore;
   private readonly readMetadata: MetadataReader;
   private readonly cpuBufferRatios: NonNullable<CatalogOptions['cpuBufferRatios']>;
@@ -247,10 +245,8 @@ export class Catalog {
     });
   }
 
-  /** Subscribes to CatalogChanged; returns the unsubscribe function. */
-  onChanged(listener: CatalogChangedListener): () => void {
-    return this.changes.on(listener);
-  }
+  /** Fires with the models each time the list changes (CatalogChanged). */
+  readonly onDidChange: Event<readonly CatalogModel[]> = this.changes.event;
 
   /**
    * Remembers what a running model really took on the device (the whole process: model, draft,
@@ -276,7 +272,7 @@ export class Catalog {
     const changed = JSON.stringify(next.models) !== JSON.stringify(this.assembly.models);
     this.assembly = next;
     if (!changed) return;
-    this.changes.emit(next.models);
+    this.changes.fire(next.models);
   }
 
   private async assemble(config: LlmtrayConfig): Promise<Assembly> {

@@ -1,6 +1,6 @@
 // The catalog's public surface, for the daemon and the CLI.
-export { Catalog, DEFAULT_CONTEXT_CAP, type CatalogChangedListener, type CatalogModel, type CatalogOptions, type ModelSource } from './catalog.js';
-export { ConfigStore, type ConfigChangedListener, type ConfigStoreOptions, type ReloadResult } from './config/config-store.js';
+export { Catalog, DEFAULT_CONTEXT_CAP, type CatalogModel, type CatalogOptions, type ModelSource } from './catalog.js';
+export { ConfigStore, type ConfigStoreOptions, type ReloadResult } from './config/config-store.js';
 export { defaultConfig, loadConfigFile, parseConfigText, type ConfigLoad, type LlmtrayConfig, type ModelConfig } from './config/load-config.js';
 export type { EngineChoice, GpuLayers } from './config/schema.js';
 export { parseDuration, parseSize } from './config/units.js';

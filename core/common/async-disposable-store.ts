@@ -1,7 +1,7 @@
-// DisposableStore's rule (emitter.ts) for teardowns that take time: the daemon's parts stop in
+// Teardowns that take time, as VS Code's DisposableStore runs its own: the daemon's parts stop in
 // the reverse order of their making, each awaited before the next (the engines are gone before
 // the port is released, the port before the instance lock), and a throwing one is reported and
-// does not stop the others. A separate class, because awaiting is the point: a synchronous store
+// does not stop the others. Asynchronous, because awaiting is the point: a synchronous store
 // would release the lock while the engines still run.
 
 /** What a step of start-up hands back: undoes it. May take time; should not throw. */

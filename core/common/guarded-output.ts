@@ -11,6 +11,7 @@
 // and keep everything.
 
 import type { LostOutput } from '../contracts/snapshot.js';
+import { Emitter, type Event } from './emitter.js';
 
 export type OutputName = LostOutput['stream'];
 
@@ -21,7 +22,12 @@ interface Writable {
 
 export class GuardedOutputs {
   private readonly lost = new Map<OutputName, LostOutput>();
-  private readonly watchers = new Set<(lost: LostOutput) => void>();
+  // A watcher's throw is dropped, not warned of: the warning would go to the very stream that
+  // may be the one lost, and telling of a lost terminal must not lose anything else.
+  private readonly losses = new Emitter<LostOutput>('the lost outputs', () => undefined);
+
+  /** Tells each listener of each stream lost from now on, once per stream. */
+  readonly onLost: Event<LostOutput> = this.losses.event;
 
   constructor(private readonly streams: Readonly<Record<OutputName, Writable>>) {
     for (const name of ['stdout', 'stderr'] as const) streams[name].on('error', (error) => this.fail(name, error));
@@ -44,27 +50,12 @@ export class GuardedOutputs {
     return [...this.lost.values()];
   }
 
-  /**
-   * Calls `watcher` once for each stream lost from now on. Returns the unsubscribe. A watcher
-   * that throws is ignored: telling of a lost terminal must not lose anything else.
-   */
-  onLost(watcher: (lost: LostOutput) => void): () => void {
-    this.watchers.add(watcher);
-    return () => this.watchers.delete(watcher);
-  }
-
   private fail(name: OutputName, error: unknown): void {
     if (this.lost.has(name)) return;
     const e = error instanceof Error ? (error as NodeJS.ErrnoException) : new Error(String(error));
     const lost: LostOutput = { stream: name, code: (e as NodeJS.ErrnoException).code ?? e.name, message: e.message, at: Date.now() };
     this.lost.set(name, lost);
-    for (const watcher of [...this.watchers]) {
-      try {
-        watcher(lost);
-      } catch {
-        // see onLost
-      }
-    }
+    this.losses.fire(lost);
   }
 }
 

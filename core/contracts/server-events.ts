@@ -62,5 +62,3 @@ export type ServerEvent =
     }
   /** The model's server ended because it was asked to (eviction, cancelled load, relaunch, quit). Not a failure. */
   | { type: 'ServerStopped'; modelId: string; level: LaunchLevel; pid: number; at: number };
-
-export type ServerEventListener = (event: ServerEvent) => void;

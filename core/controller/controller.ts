@@ -20,7 +20,7 @@ import type { ModelStatus } from '../contracts/model-status.js';
 import type { PlanView } from '../contracts/snapshot.js';
 import type { ControllerEvent, Unservable } from '../contracts/controller-events.js';
 import type { Placement } from '../contracts/plan.js';
-import { Emitter } from '../common/emitter.js';
+import { Emitter, type Event } from '../common/emitter.js';
 import { errorMessage } from '../contracts/error-message.js';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 import { seconds } from './derive-status.js';
@@ -70,7 +70,9 @@ export class Controller {
   private readonly resyncMs: number;
   private readonly backoff: BackoffOptions;
 
-  private readonly events: Emitter<[ControllerEvent]>;
+  private readonly events: Emitter<ControllerEvent>;
+  /** The controller's events. Listeners run synchronously and must not throw (a throw is logged and ignored). */
+  readonly onEvent: Event<ControllerEvent>;
   private readonly store: RecordStore;
   private readonly view: ReadModel;
   private readonly ladder: RecoveryLadder;
@@ -95,7 +97,8 @@ export class Controller {
     this.resync = new OneShotTimer(this.clock);
     this.passRetry = new OneShotTimer(this.clock);
     this.activityRefresh = new OneShotTimer(this.clock);
-    this.events = new Emitter<[ControllerEvent]>('the controller', (source, error) => this.log.error(`a listener of ${source} threw; ignored`, { error: errorMessage(error) }));
+    this.events = new Emitter<ControllerEvent>('the controller', (source, error) => this.log.error(`a listener of ${source} threw; ignored`, { error: errorMessage(error) }));
+    this.onEvent = this.events.event;
     this.store = new RecordStore(this.clock, this.events);
     this.view = new ReadModel(this.store);
     const trigger = (): void => this.loop.trigger();
@@ -123,7 +126,7 @@ export class Controller {
       observed: () => this.reviewSpare(),
     });
     // From construction on, so that no server's life is missed, however early it starts.
-    this.server.subscribe((event) => {
+    this.server.onServerEvent((event) => {
       foldServerEvent(event, { store: this.store, ladder: this.ladder, log: this.log, trigger });
       this.reviewSpare();
     });
@@ -251,11 +254,6 @@ export class Controller {
   /** Whether a run() has ended (quit) and no other has started: nothing will be launched any more. */
   hasStopped(): boolean {
     return this.stopped;
-  }
-
-  /** Subscribes to the controller's events; returns the unsubscribe. Listeners run synchronously and must not throw (a throw is logged and ignored). */
-  onEvent(listener: (event: ControllerEvent) => void): () => void {
-    return this.events.on(listener);
   }
 
   /** One pass with its failure turned into a backoff; never throws (PassLoop's contract). */

@@ -6,7 +6,8 @@
 // GPU probe, the router's counters and the engine supervisor behind these; the controller
 // never learns about processes, HTTP or files.
 import type { FootprintEstimate } from '../policy/levels.js';
-import type { ServerEventListener } from '../contracts/server-events.js';
+import type { ServerEvent } from '../contracts/server-events.js';
+import type { Event } from '../common/emitter.js';
 import type { Device } from '../policy/place.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { Placement } from '../contracts/plan.js';
@@ -101,9 +102,8 @@ export interface ServerControl {
    * Every server's lifecycle events (core/contracts/server-events.ts), in order per model,
    * delivered synchronously. The controller subscribes once, before its first pass, and folds
    * them into its records: what is resident is what these events say, never a snapshot.
-   * Returns the unsubscribe.
    */
-  subscribe(listener: ServerEventListener): () => void;
+  readonly onServerEvent: Event<ServerEvent>;
   /**
    * What each running server holds on the device now, bytes, by model id (measured where
    * possible, else estimated). Called once per pass to price the residents; may run a driver

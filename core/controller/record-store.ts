@@ -25,7 +25,7 @@ export class RecordStore {
 
   constructor(
     private readonly clock: Clock,
-    private readonly events: Emitter<[ControllerEvent]>,
+    private readonly events: Emitter<ControllerEvent>,
   ) {}
 
   /** The model's record, made on first sight (a demand, or a server event for a model no pass has read yet). */
@@ -54,6 +54,6 @@ export class RecordStore {
   }
 
   emit(event: ControllerEvent): void {
-    this.events.emit(event);
+    this.events.fire(event);
   }
 }

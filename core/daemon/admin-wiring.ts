@@ -5,6 +5,7 @@ import { AdminService, LogFeed, type PinStore } from '../admin/index.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { realClock } from '../common/clock.js';
 import type { GuardedOutputs } from '../common/guarded-output.js';
+import type { Event } from '../common/emitter.js';
 import type { Controller } from '../controller/controller.js';
 import type { Log } from '../controller/effects.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
@@ -31,8 +32,8 @@ export function openAdmin(deps: {
   pinPolicy: PinPolicy;
   wanted: (modelId: string) => boolean;
   outputs: GuardedOutputs;
-  /** More parts whose change the snapshot shows (the warm spare, the measured figures): each subscribes and returns the unsubscribe. */
-  changeSources: readonly ((listener: () => void) => () => void)[];
+  /** More parts whose change the snapshot shows (the warm spare, the measured figures, the saved conversations). */
+  changeSources: readonly Event<void>[];
   log: Log;
 }): AdminWiring {
   const { catalog, controller, supervisor, log } = deps;
@@ -62,18 +63,18 @@ export function openAdmin(deps: {
       log.warn(`the daemon's ${lost.stream} failed (${lost.code}: ${lost.message}); it is no longer written, serving goes on`);
       admin.changed();
     }),
-    supervisor.subscribeLog((modelId, line, position) => logFeed.append(modelId, line, position)),
+    supervisor.onLog(({ modelId, line, position }) => logFeed.append(modelId, line, position)),
     // A loading engine's fraction onto the snapshot (the dashboard's card, the tray), at most twice a second, only while one changes.
     feedLoadProgress({ supervisor, changed, clock: realClock }),
-    ...deps.changeSources.map((subscribe) => subscribe(changed)),
+    ...deps.changeSources.map((onDidChange) => onDidChange(changed)),
     controller.onEvent((event) => {
       admin.changed();
       if (event.type === 'ModelQuarantined') admin.publish({ type: 'ModelQuarantined', modelId: event.modelId, reason: event.reason, at: event.at });
       if (event.type === 'ModelFellBack') admin.publish({ type: 'ModelFellBack', modelId: event.modelId, fallbackId: event.fallbackId, reason: event.reason, at: event.at });
     }),
-    deps.activity.onChange(changed),
-    deps.budget.onChange(changed),
-    catalog.onChanged(changed),
+    deps.activity.onDidChange(changed),
+    deps.budget.onDidChange(changed),
+    catalog.onDidChange(changed),
   ];
   return {
     admin,

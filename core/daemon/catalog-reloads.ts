@@ -41,7 +41,7 @@ export function startCatalogReloads(options: CatalogReloadsOptions): CatalogRelo
   // stopping already, and a reload's start (queued behind others) may predate their load.
   let listedIds = new Set(catalog.models().map((m) => m.id));
   const runningWhenDropped = new Set<string>();
-  const unsubscribeChanges = catalog.onChanged((models) => {
+  const unsubscribeChanges = catalog.onDidChange((models) => {
     const now = new Set(models.map((m) => m.id));
     for (const id of listedIds) if (!now.has(id) && options.isRunning(id)) runningWhenDropped.add(id);
     for (const id of now) runningWhenDropped.delete(id);

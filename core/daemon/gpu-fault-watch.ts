@@ -8,8 +8,8 @@ import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { LiveBudget } from '../gpu/live-budget.js';
 
 /** Suspects the card of every fault reported in a ServerExited. Returns the unsubscribe. */
-export function suspectFaultyGpus(supervisor: Pick<Supervisor, 'subscribe'>, budget: Pick<LiveBudget, 'current' | 'suspect'>, log: Log): () => void {
-  return supervisor.subscribe((event) => {
+export function suspectFaultyGpus(supervisor: Pick<Supervisor, 'onServerEvent'>, budget: Pick<LiveBudget, 'current' | 'suspect'>, log: Log): () => void {
+  return supervisor.onServerEvent((event) => {
     if (event.type !== 'ServerExited' || event.gpuFault === undefined) return;
     const { gpuFault } = event;
     const gpus = budget.current()?.perGpu ?? [];

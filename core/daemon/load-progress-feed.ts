@@ -20,7 +20,7 @@ import type { Supervisor } from '../engine/supervisor/supervisor.js';
 export const LOAD_PROGRESS_REPUBLISH_MS = 500;
 
 export interface LoadProgressFeedParts {
-  supervisor: Pick<Supervisor, 'subscribeLoadProgress'>;
+  supervisor: Pick<Supervisor, 'onLoadProgress'>;
   /** The admin service's "look again" (AdminService.changed): never blocks. */
   changed(): void;
   clock: Clock;
@@ -33,7 +33,7 @@ export interface LoadProgressFeedParts {
  */
 export function feedLoadProgress(parts: LoadProgressFeedParts): () => void {
   const republish = createThrottle(() => parts.changed(), LOAD_PROGRESS_REPUBLISH_MS, parts.clock);
-  const unsubscribe = parts.supervisor.subscribeLoadProgress(() => republish.request());
+  const unsubscribe = parts.supervisor.onLoadProgress(() => republish.request());
   return () => {
     unsubscribe();
     republish.cancel();

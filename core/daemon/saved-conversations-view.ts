@@ -5,7 +5,7 @@
 // then on disk) and on a slow timer (both save while their server runs), never per snapshot or
 // per request: the snapshot builder is synchronous and runs on every change.
 import { join } from 'node:path';
-import { Emitter } from '../common/emitter.js';
+import { Emitter, type Event } from '../common/emitter.js';
 import type { LlmtrayConfig } from '../catalog/config/load-config.js';
 import type { SavedConversationsSpec } from '../engine/launch-spec.js';
 import { readSavedTotals, type SavedTotals } from '../engine/saved-conversations/on-disk.js';
@@ -19,7 +19,7 @@ export interface SavedConversationsView {
   totalBytes(): number;
   /** Reads the folder again now; resolves once the reading is in. */
   refresh(): Promise<void>;
-  onChanged(listener: () => void): () => void;
+  readonly onDidChange: Event<void>;
   close(): void;
 }
 
@@ -52,12 +52,13 @@ const DEFAULT_INTERVAL_MS = 15_000;
 export interface SavedConversationsViewDeps {
   /** The data dir's conversations folder (LaunchSpec.savedConversations.dir). */
   root: string;
-  subscribe(listener: (event: ServerEvent) => void): () => void;
+  /** The servers' lifecycle events: a server's end is when its last saves are on disk. */
+  onServerEvent: Event<ServerEvent>;
   intervalMs?: number;
 }
 
 export function watchSavedConversations(deps: SavedConversationsViewDeps): SavedConversationsView {
-  const changed = new Emitter<[]>('the saved conversations');
+  const changed = new Emitter<void>('the saved conversations');
   let byModel = new Map<string, SavedTotals>();
   let total: SavedTotals = NONE;
   let reading: Promise<void> | null = null;
@@ -70,7 +71,7 @@ export function watchSavedConversations(deps: SavedConversationsViewDeps): Saved
     const same = next.total.count === total.count && next.total.bytes === total.bytes && sameByModel(byModel, next.byModel);
     byModel = next.byModel;
     total = next.total;
-    if (!same) changed.emit();
+    if (!same) changed.fire();
   };
   // One reading at a time; a refresh asked for during one reads once more after it, so a save
   // that landed mid-reading is not missed.
@@ -90,7 +91,7 @@ export function watchSavedConversations(deps: SavedConversationsViewDeps): Saved
     return reading;
   };
 
-  const unsubscribe = deps.subscribe((event) => {
+  const unsubscribe = deps.onServerEvent((event) => {
     if (event.type === 'ServerStopped' || event.type === 'ServerExited') void refresh();
   });
   const timer = setInterval(() => void refresh(), deps.intervalMs ?? DEFAULT_INTERVAL_MS);
@@ -101,7 +102,7 @@ export function watchSavedConversations(deps: SavedConversationsViewDeps): Saved
     forModel: (modelPath) => byModel.get(modelPath) ?? NONE,
     totalBytes: () => total.bytes,
     refresh,
-    onChanged: (listener) => changed.on(listener),
+    onDidChange: changed.event,
     close: () => {
       closed = true;
       clearInterval(timer);

@@ -14,7 +14,7 @@
 // the refusal as use would load the model minutes later, when nobody is asking any more.
 
 import type { Clock } from '../common/clock.js';
-import { Emitter } from '../common/emitter.js';
+import { Emitter, type Event } from '../common/emitter.js';
 
 /**
  * Every stamp here is the clock's elapsed() (the idle TTL, the demand grace and the turns are
@@ -36,7 +36,7 @@ export class ModelActivity {
   /** Real use (served, or loaded by a person): the idle TTL runs from here. */
   private readonly keptAtById = new Map<string, number>();
   private readonly demandedAtById = new Map<string, number>();
-  private readonly changes = new Emitter<[]>('the activity');
+  private readonly changes = new Emitter<void>('the activity');
 
   constructor(private readonly clock: ActivityClock) {}
 
@@ -118,10 +118,8 @@ export class ModelActivity {
     return kept !== undefined && now - kept < idleTtlMs;
   }
 
-  /** Called after every change; the daemon refreshes the snapshot from it. Returns an unsubscribe. */
-  onChange(listener: () => void): () => void {
-    return this.changes.on(listener);
-  }
+  /** Fires after every change; the daemon refreshes the snapshot from it. */
+  readonly onDidChange: Event<void> = this.changes.event;
 
   private stampUse(modelId: string, elapsed: number): void {
     this.lastUsedById.set(modelId, elapsed);
@@ -129,6 +127,6 @@ export class ModelActivity {
   }
 
   private changed(): void {
-    this.changes.emit();
+    this.changes.fire();
   }
 }

@@ -48,8 +48,8 @@ export function createGateway(parts: GatewayParts): ModelGateway {
 
   // Every wait ends at the next change: a controller event, or a change in who waits (a
   // request that gave up may end another model's claim on the turn).
-  const waits = new Emitter<[]>("the gateway's waits");
-  const wakeAll = (): void => waits.emit();
+  const waits = new Emitter<void>("the gateway's waits");
+  const wakeAll = (): void => waits.fire();
   controller.onEvent(wakeAll);
 
   const turnIsOver = (serving: string): boolean => parts.turns.isOver(serving);
@@ -172,7 +172,7 @@ export function createGateway(parts: GatewayParts): ModelGateway {
           done();
           reject(signal.reason);
         };
-        stopListening = waits.on(wake);
+        stopListening = waits.event(wake);
         signal.addEventListener('abort', onAbort, { once: true });
       });
     },

@@ -20,7 +20,7 @@
 // range above: pricing a model too high leaves it out until the first measurement corrects
 // the figure; pricing it too low is an out-of-memory launch.
 
-import { Emitter } from '../common/emitter.js';
+import { Emitter, type Event } from '../common/emitter.js';
 import type { EngineKind } from '../contracts/snapshot.js';
 
 const MIB = 1024 * 1024;
@@ -36,7 +36,7 @@ export const RUNTIME_PRIOR_BYTES: Readonly<Record<RuntimePlace, Readonly<Record<
 /** The engines' runtime figures as measured so far, priors where none was yet. */
 export class RuntimeOverhead {
   private readonly measured = new Map<string, number>();
-  private readonly learned = new Emitter<[]>('the runtime figures');
+  private readonly learned = new Emitter<void>('the runtime figures');
 
   /**
    * `configuredDeviceBytes`: what the person configured each engine process to hold on a GPU
@@ -57,7 +57,7 @@ export class RuntimeOverhead {
     const bytes = heldBytes - modelEstimateBytes;
     if (bytes <= 0) return;
     this.measured.set(key, bytes);
-    this.learned.emit();
+    this.learned.fire();
   }
 
   /** The runtime of an engine of this kind at `place`, bytes: measured, else the prior. */
@@ -72,8 +72,6 @@ export class RuntimeOverhead {
     return this.measured.has(`${place}:${engine}`);
   }
 
-  /** Hears each time a figure is learned (the demo sizes its limit with it). Returns the unsubscribe. */
-  onLearned(listener: () => void): () => void {
-    return this.learned.on(listener);
-  }
+  /** Fires each time a figure is learned (the demo sizes its limit with it). */
+  readonly onLearned: Event<void> = this.learned.event;
 }

@@ -24,7 +24,7 @@ import { FailedSample } from './failed-sample.js';
 import { NO_OWN_USAGE, type OwnUsage, type OwnUsageProvider } from './own-usage.js';
 import type { GpuProbe, ProbeResult } from './gpu-probe.js';
 import { realClock, type Clock } from '../common/clock.js';
-import { Emitter } from '../common/emitter.js';
+import { Emitter, type Event } from '../common/emitter.js';
 import { errorMessage } from '../contracts/error-message.js';
 
 export interface BudgetConfig {
@@ -64,8 +64,11 @@ export interface BudgetSample extends Budget {
   sampledAt: number;
 }
 
-/** `previous` is the sample that last fired, or null for the first one. */
-export type BudgetListener = (budget: BudgetSample, previous: BudgetSample | null) => void;
+/** A sample that fired; `previous` is the sample that last fired, or null for the first one. */
+export interface BudgetChange {
+  budget: BudgetSample;
+  previous: BudgetSample | null;
+}
 
 export type { Clock };
 
@@ -108,11 +111,11 @@ export interface LiveBudget {
    */
   fresh(maxAgeMs: number): Promise<BudgetSample>;
   /**
-   * Calls `listener` synchronously after each sample that differs from the last fired one
-   * by mode, by number of GPUs, by ≥ the threshold in total bytes, in its warnings (a sample
-   * becoming held, or measured again), or in the GPUs that are gone; the first sample always fires. Returns the unsubscribe function.
+   * Fires synchronously after each sample that differs from the last fired one by mode, by
+   * number of GPUs, by ≥ the threshold in total bytes, in its warnings (a sample becoming held,
+   * or measured again), or in the GPUs that are gone; the first sample always fires.
    */
-  onChange(listener: BudgetListener): () => void;
+  readonly onDidChange: Event<BudgetChange>;
   /**
    * Suspects the GPU at `busAddress` (see the header): the last sample stands again at once
    * without it, `why` naming it in `gone`, until a probe begun after this call lists it.
@@ -128,7 +131,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
   const threshold = deps.changeThresholdBytes ?? DEFAULT_CHANGE_THRESHOLD_BYTES;
   const onError = deps.onError ?? ((error: unknown) => console.error('[gpu] live budget:', error));
   const failuresBeforeWarning = deps.failuresBeforeWarning ?? DEFAULT_FAILURES_BEFORE_WARNING;
-  const changes = new Emitter<Parameters<BudgetListener>>('the live budget', (_source, error) => onError(error));
+  const changes = new Emitter<BudgetChange>('the live budget', (_source, error) => onError(error));
 
   let latest: BudgetSample | null = null;
   /** When `latest` was taken, on the clock's elapsed(): its age decides `fresh` (its sampledAt is the epoch people read). */
@@ -224,7 +227,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
     if (changedEnough(lastFired, sample, threshold)) {
       const previous = lastFired;
       lastFired = sample;
-      changes.emit(sample, previous);
+      changes.fire({ budget: sample, previous });
     }
   }
 
@@ -274,9 +277,7 @@ export function createLiveBudget(deps: LiveBudgetDeps): LiveBudget {
     current: () => latest,
     sampleNow,
     fresh: (maxAgeMs) => (latest !== null && clock.elapsed() - latestAt <= maxAgeMs ? Promise.resolve(latest) : sampleNow()),
-    onChange(listener) {
-      return changes.on(listener);
-    },
+    onDidChange: changes.event,
     suspect,
   };
 }

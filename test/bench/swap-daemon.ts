@@ -117,7 +117,7 @@ export async function startSwapDaemon(options: SwapDaemonOptions): Promise<SwapD
   });
   const counts: SwapCounts = { launches: 0, failures: 0, loadMs: [] };
   const spawnedAt = new Map<string, number>();
-  supervisor.subscribe((event) => {
+  supervisor.onServerEvent((event) => {
     if (event.type === 'ServerSpawned') {
       counts.launches++;
       spawnedAt.set(event.modelId, event.at);

@@ -115,7 +115,7 @@ const fakeWorld: World = {
       async duringLoad(modelId, during) {
         held = modelId;
         server.hold('launch', modelId);
-        await eventually((wake) => server.subscribe(wake), () => server.events.some((e) => e.type === 'ServerSpawned' && e.modelId === modelId));
+        await eventually((wake) => server.onServerEvent(wake), () => server.events.some((e) => e.type === 'ServerSpawned' && e.modelId === modelId));
         await during();
         server.release('launch', modelId);
         held = null;
@@ -165,7 +165,7 @@ const realWorld: World = {
       },
       async duringLoad(modelId, during) {
         // A real load takes long enough (node-llama-cpp's import, the model) for passes to run in it.
-        await eventually((wake) => supervisor.subscribe(wake), () => supervisor.status(modelId)?.phase === 'loading');
+        await eventually((wake) => supervisor.onServerEvent(wake), () => supervisor.status(modelId)?.phase === 'loading');
         await during();
       },
       pid: (modelId) => supervisor.status(modelId)?.pid ?? null,
@@ -210,7 +210,7 @@ async function rig(world: World, wanted: string[]): Promise<Rig> {
     events.push(event);
     for (const wake of [...wakers]) wake();
   });
-  servers.control.subscribe((event) => serverEvents.push(event));
+  servers.control.onServerEvent((event) => serverEvents.push(event));
   const stop = new AbortController();
   const running = controller.run(stop.signal);
   cleanups.push(async () => {

@@ -141,7 +141,7 @@ describe('hang detection on the embedded engine', () => {
     slowPromptLimitMs = Math.max(3_000, Math.round(promptMs * 0.4));
 
     const events: ServerEvent[] = [];
-    supervisor.subscribe((event) => events.push(event));
+    supervisor.onServerEvent((event) => events.push(event));
     await supervisor.launch('slow-prompt', 'full');
     const claim = supervisor.claim('slow-prompt');
     if (claim === null) throw new Error('slow-prompt is not ready');

@@ -76,7 +76,7 @@ async function supervisorWith(
 /** Every lifecycle event the supervisor reports, in order, as `type model` plus the rest. */
 function recordEvents(supervisor: Supervisor): ServerEvent[] {
   const events: ServerEvent[] = [];
-  supervisor.subscribe((event) => events.push(event));
+  supervisor.onServerEvent((event) => events.push(event));
   return events;
 }
 
@@ -200,7 +200,7 @@ describe('Supervisor with the fake engine', () => {
   it('tells its load-progress listeners each new fraction, only while loading, as status() says it from then on', async () => {
     const { supervisor } = await supervisorWith({ slow: ['--fake-progress', '--fake-ready-after', '1500'] });
     const heard: { modelId: string; fraction: number | null; status: number | null; phase: string | undefined }[] = [];
-    supervisor.subscribeLoadProgress((modelId, fraction) => {
+    supervisor.onLoadProgress(({ modelId, fraction }) => {
       const status = supervisor.status(modelId);
       heard.push({ modelId, fraction, status: status?.loadProgress ?? null, phase: status?.phase });
     });
@@ -212,7 +212,7 @@ describe('Supervisor with the fake engine', () => {
   it('tells its load-progress listeners nothing for an engine that reports no fraction (no news, though each check says so)', async () => {
     const { supervisor } = await supervisorWith({ plain: ['--fake-silent', '--fake-ready-after', '300'] });
     const heard: (number | null)[] = [];
-    supervisor.subscribeLoadProgress((_modelId, fraction) => heard.push(fraction));
+    supervisor.onLoadProgress(({ fraction }) => heard.push(fraction));
     await supervisor.launch('plain', 'full');
     expect(heard).toEqual([]);
   });
@@ -389,7 +389,7 @@ describe('Supervisor with the fake engine', () => {
       { logLines: 5 },
     );
     const heard: { line: string; position: number }[] = [];
-    supervisor.subscribeLog((modelId, line, position) => {
+    supervisor.onLog(({ modelId, line, position }) => {
       if (modelId === 'chatty') heard.push({ line, position });
     });
     for (let launch = 1; launch <= 2; launch++) {
@@ -457,7 +457,7 @@ describe('Supervisor with the fake engine', () => {
       },
     );
     const exits: string[] = [];
-    supervisor.subscribe((event) => {
+    supervisor.onServerEvent((event) => {
       if (event.type === 'ServerExited') exits.push(event.modelId);
     });
     await supervisor.launch('victim', 'full');
@@ -680,7 +680,7 @@ describe('claims', () => {
     const { supervisor } = await supervisorWith({});
     const open = new Map<number, Claim[]>();
     const violations: string[] = [];
-    supervisor.subscribe((event) => {
+    supervisor.onServerEvent((event) => {
       if (event.type === 'ServerStopped' && (open.get(event.pid)?.length ?? 0) > 0) violations.push(`pid ${event.pid} stopped with ${open.get(event.pid)?.length} claims`);
     });
     let rng = 12345;

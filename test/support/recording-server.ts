@@ -13,7 +13,8 @@
 // everything resolves on promise turns.
 import type { DesiredProvider, DesiredState, ModelDemand, ServerControl } from '../../core/controller/effects.js';
 import type { EvictOutcome } from '../../core/contracts/evict-outcome.js';
-import type { ServerEvent, ServerEventListener, ServerFailureKind } from '../../core/contracts/server-events.js';
+import type { ServerEvent, ServerFailureKind } from '../../core/contracts/server-events.js';
+import type { Event } from '../../core/common/emitter.js';
 import type { LaunchLevel } from '../../core/contracts/launch-level.js';
 import type { Placement } from '../../core/contracts/plan.js';
 
@@ -67,7 +68,7 @@ export class RecordingServer implements ServerControl {
   private readonly launchFailures = new Map<string, { failure: ScriptedFailure; times: number }>();
   private readonly evictFailures = new Map<string, { error: unknown; times: number }>();
   private readonly holds = new Map<string, Gate>();
-  private readonly listeners = new Set<ServerEventListener>();
+  private readonly listeners = new Set<(event: ServerEvent) => void>();
   private nextPid = 1000;
 
   /** `deviceBytesOf` says what a launched server reports holding. */
@@ -76,10 +77,10 @@ export class RecordingServer implements ServerControl {
     private readonly now: () => number = () => 0,
   ) {}
 
-  subscribe(listener: ServerEventListener): () => void {
+  readonly onServerEvent: Event<ServerEvent> = (listener) => {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
-  }
+  };
 
   /** Puts a ready server in place, as if an earlier launch had made it (spawned, then ready). */
   place(modelId: string, level: LaunchLevel = 'full', deviceBytes = this.deviceBytesOf(modelId, level)): void {

@@ -12,7 +12,7 @@
 import type { PlatformFacts } from '../paths.js';
 import { SerialQueue } from '../../common/serial-queue.js';
 import { defaultConfig, loadConfigFile, type LlmtrayConfig } from './load-config.js';
-import { Emitter } from '../../common/emitter.js';
+import { Emitter, type Event } from '../../common/emitter.js';
 
 /** `recheckInMs`: a reload then changes the outcome with nothing else changing (a deleted file's grace ending). */
 export type ReloadResult = { ok: true } | { ok: false; errors: string[]; recheckInMs?: number };
@@ -29,8 +29,6 @@ export interface ConfigStoreOptions {
   monotonicNow?: () => number;
 }
 
-export type ConfigChangedListener = (config: LlmtrayConfig) => void;
-
 /** What the config in force came from: the file's last good content, or the defaults (no file, or none good read yet). */
 export type ConfigInForce = 'file' | 'defaults';
 
@@ -40,7 +38,7 @@ export class ConfigStore {
   private source: ConfigInForce = 'defaults';
   /** When (monotonic ms) a reload first found the file of the config in force gone; null while it is there. */
   private goneSince: number | null = null;
-  private readonly changes = new Emitter<[LlmtrayConfig]>('the config');
+  private readonly changes = new Emitter<LlmtrayConfig>('the config');
   private readonly reloads = new SerialQueue();
 
   constructor(private readonly options: ConfigStoreOptions) {
@@ -84,10 +82,8 @@ export class ConfigStore {
     });
   }
 
-  /** Subscribes to ConfigChanged; returns the unsubscribe function. */
-  onChanged(listener: ConfigChangedListener): () => void {
-    return this.changes.on(listener);
-  }
+  /** Fires with the new config each time one in force changes (ConfigChanged). */
+  readonly onDidChange: Event<LlmtrayConfig> = this.changes.event;
 
   private async reloadNow(): Promise<ReloadResult> {
     const loaded = await loadConfigFile(this.options.file, this.options.facts);
@@ -118,7 +114,7 @@ export class ConfigStore {
     this.source = loaded.fromFile ? 'file' : 'defaults';
     if (changed) {
       // One faulty subscriber must not make the reload look failed to the others (Emitter's rule).
-      this.changes.emit(loaded.config);
+      this.changes.fire(loaded.config);
     }
     return { ok: true };
   }

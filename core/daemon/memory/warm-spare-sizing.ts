@@ -3,6 +3,7 @@
 // ServerControl.setSpareWanted; the root only says what a spare holds, and asks for a pass when
 // the spare itself changes (its measured size may not fit where the expected one did).
 import type { Catalog } from '../../catalog/catalog.js';
+import type { Event } from '../../common/emitter.js';
 import type { Controller } from '../../controller/controller.js';
 import type { RuntimeOverhead } from '../../engine/runtime-overhead.js';
 import type { Supervisor } from '../../engine/supervisor/supervisor.js';
@@ -23,6 +24,6 @@ export function warmSpareSizing(deps: { catalog: Catalog; supervisor: Supervisor
 }
 
 /** A pass at each change of the spare; returns the unsubscribe. */
-export function passOnSpareChanges(controller: Controller, onSpareChange: (listener: () => void) => () => void): () => void {
+export function passOnSpareChanges(controller: Controller, onSpareChange: Event<void>): () => void {
   return onSpareChange(() => controller.trigger());
 }

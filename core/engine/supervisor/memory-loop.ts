@@ -5,7 +5,7 @@
 // Why a loop apart from the controller's pass: a pass prices with measure(), which must be cheap
 // and answers at once with an estimate where there is no figure; this one asks for the figure
 // (the driver, llama.cpp's buffers, the process tree's RSS) and may take its time.
-import { Emitter } from '../../common/emitter.js';
+import { Emitter, type Event } from '../../common/emitter.js';
 import type { Endpoint, Measurement } from './supervisor-types.js';
 import type { Supervisor } from './supervisor.js';
 
@@ -13,7 +13,7 @@ import type { Supervisor } from './supervisor.js';
 export const MEASURE_INTERVAL_MS = 5_000;
 
 export interface MemoryLoopDeps {
-  supervisor: Pick<Supervisor, 'endpointFor' | 'measured' | 'subscribe'>;
+  supervisor: Pick<Supervisor, 'endpointFor' | 'measured' | 'onServerEvent'>;
   /** The models to look at, in order; read at every round. */
   modelIds: () => readonly string[];
   /** Each measurement of a ready server, in turn: awaited before the next model is measured. */
@@ -25,8 +25,8 @@ export interface MemoryLoopDeps {
 export interface MemoryLoop {
   /** The last figure measured for the model's server, bytes; null when none runs or none was measured yet. O(1). */
   measuredBytes(modelId: string): number | null;
-  /** Hears that a model's measured figure changed (the picture is out of date); returns the unsubscribe. */
-  onChanged(listener: () => void): () => void;
+  /** Fires when a model's measured figure changed (the picture is out of date). */
+  readonly onDidChange: Event<void>;
   /** Stops the timer and the subscription. Idempotent. */
   close(): void;
 }
@@ -34,9 +34,9 @@ export interface MemoryLoop {
 /** Starts measuring every MEASURE_INTERVAL_MS (the timer does not hold the process open). */
 export function startMemoryLoop(deps: MemoryLoopDeps): MemoryLoop {
   const measured = new Map<string, number>();
-  const changed = new Emitter<[]>('the memory loop');
+  const changed = new Emitter<void>('the memory loop');
   // A server that ended holds nothing: its figure goes with it, not at the next round.
-  const unsubscribe = deps.supervisor.subscribe((event) => {
+  const unsubscribe = deps.supervisor.onServerEvent((event) => {
     if (event.type === 'ServerExited' || event.type === 'ServerStopped') measured.delete(event.modelId);
   });
   const round = async (): Promise<void> => {
@@ -47,7 +47,7 @@ export function startMemoryLoop(deps: MemoryLoopDeps): MemoryLoop {
       if (measurement === null) continue;
       if (measured.get(modelId) !== measurement.bytes) {
         measured.set(modelId, measurement.bytes);
-        changed.emit();
+        changed.fire();
       }
       await deps.measuredOne(modelId, measurement, at);
     }
@@ -58,7 +58,7 @@ export function startMemoryLoop(deps: MemoryLoopDeps): MemoryLoop {
   timer.unref();
   return {
     measuredBytes: (modelId) => measured.get(modelId) ?? null,
-    onChanged: (listener) => changed.on(listener),
+    onDidChange: changed.event,
     close: () => {
       clearInterval(timer);
       unsubscribe();

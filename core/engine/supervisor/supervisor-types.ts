@@ -100,15 +100,21 @@ export interface ServerStatus {
   exit: { exitCode: number | null; signal: string | null } | null;
 }
 
-/** Hears each line added to a model's server log, with its position in that log (see log-ring.ts). Runs synchronously; must not throw. */
-export type LogListener = (modelId: string, line: string, position: number) => void;
+/** A line added to a model's server log, with its position in that log (see log-ring.ts). */
+export interface LoggedLine {
+  modelId: string;
+  line: string;
+  position: number;
+}
 
 /**
- * Hears that a loading server's own load fraction changed: `fraction` is what status().loadProgress
- * says from now on (0…1, or null where the engine's 503 body carries none). Runs synchronously;
- * must not throw.
+ * A loading server's own load fraction changed: `fraction` is what status().loadProgress says
+ * from now on (0…1, or null where the engine's 503 body carries none).
  */
-export type LoadProgressListener = (modelId: string, fraction: number | null) => void;
+export interface LoadFraction {
+  modelId: string;
+  fraction: number | null;
+}
 
 /** A running server's memory: a device figure (driver or llama.cpp's buffers), or host RSS. */
 export interface Measurement {

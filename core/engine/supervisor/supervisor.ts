@@ -9,7 +9,7 @@
 // (hang-watch.ts) and killed.
 import { spawn as nodeSpawn } from 'node:child_process';
 import { join } from 'node:path';
-import type { ServerEventListener } from '../../contracts/server-events.js';
+import type { ServerEvent } from '../../contracts/server-events.js';
 import type { LogTail } from '../../contracts/log-lines.js';
 import { argvFor } from '../launch-spec.js';
 import { clearApiKeyFiles, apiKeyDir } from './api-key-file.js';
@@ -23,22 +23,22 @@ import { readyAtOf, type SpawnFunction } from './server-process.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
 import { WarmSpare } from './warm-spare.js';
-import { Emitter } from '../../common/emitter.js';
+import { Emitter, type Event } from '../../common/emitter.js';
 import { ModelOwner } from './model-owner.js';
 import { ServerMemory } from './server-memory.js';
-import type { Endpoint, EvictOutcome, LoadProgressListener, LogListener, Measurement, OwnerContext, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
+import type { Endpoint, EvictOutcome, LoadFraction, LoggedLine, Measurement, OwnerContext, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
 
 export { defaultLoadTimeoutMs } from './supervisor-types.js';
-export type { Endpoint, EvictOutcome, LoadProgressListener, LogListener, Measurement, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
+export type { Endpoint, EvictOutcome, LoadFraction, LoggedLine, Measurement, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
 
 const DEFAULT_GRACE_MS = 5_000;
 const DEFAULT_LOG_LINES = 2_000;
 
 export class Supervisor {
   private readonly owners = new Map<string, ModelOwner>();
-  private readonly events = new Emitter<Parameters<ServerEventListener>>("the supervisor's lifecycle events");
-  private readonly logLines = new Emitter<Parameters<LogListener>>("the supervisor's log lines");
-  private readonly loadProgress = new Emitter<Parameters<LoadProgressListener>>("the supervisor's load progress");
+  private readonly events = new Emitter<ServerEvent>("the supervisor's lifecycle events");
+  private readonly logLines = new Emitter<LoggedLine>("the supervisor's log lines");
+  private readonly loadProgress = new Emitter<LoadFraction>("the supervisor's load progress");
   private readonly registry: EngineRegistry;
   private readonly spawn: SpawnFunction;
   private readonly clock: Clock;
@@ -99,8 +99,8 @@ export class Supervisor {
       registry: this.registry,
       spare: this.spare,
       memory: this.memory,
-      emit: (event) => this.events.emit(event),
-      loadProgress: (modelId, fraction) => this.loadProgress.emit(modelId, fraction),
+      emit: (event) => this.events.fire(event),
+      loadProgress: (modelId, fraction) => this.loadProgress.fire({ modelId, fraction }),
     };
   }
 
@@ -182,30 +182,25 @@ export class Supervisor {
   }
 
   /**
-   * Subscribes to every server's lifecycle events (see core/contracts/server-events.ts), in
-   * order per model. Listeners run synchronously; a throw is reported and the others still hear
-   * (core/common/emitter.ts). Returns the unsubscribe.
+   * Every server's lifecycle events (see core/contracts/server-events.ts), in order per model.
+   * Listeners run synchronously; a throw is reported and the others still hear
+   * (core/common/emitter.ts).
    */
-  subscribe(listener: ServerEventListener): () => void {
-    return this.events.on(listener);
-  }
+  readonly onServerEvent: Event<ServerEvent> = this.events.event;
 
   /**
-   * Subscribes to every model's log lines as they are added (llama.cpp's lines as the engine
-   * writes them, and llmtray's own `── llmtray:` lines), in order per model. The listener runs
-   * synchronously on the line's way into the ring, so it must be cheap and must not throw.
-   * Returns the unsubscribe.
+   * Every model's log lines as they are added (llama.cpp's lines as the engine writes them, and
+   * llmtray's own `── llmtray:` lines), in order per model. The listener runs synchronously on
+   * the line's way into the ring, so it must be cheap and must not throw.
    */
-  subscribeLog(listener: LogListener): () => void {
-    return this.logLines.on(listener);
-  }
+  readonly onLog: Event<LoggedLine> = this.logLines.event;
 
   /**
-   * Subscribes to each loading server's fraction as it changes (llama.cpp's loader progress, read
+   * Each loading server's fraction as it changes (llama.cpp's loader progress, read
    * from the 503 body of a /health check: only while a model loads, at most as often as readiness
    * asks, never the same value twice in a row). For the views that show it: the admin snapshot is
    * republished with it (core/daemon/load-progress-feed.ts). Listeners run synchronously and
-   * must not throw. Returns the unsubscribe.
+   * must not throw.
    *
    * Why not a ServerEvent: those are a server's life, which the controller folds into its
    * records, each transition exactly once (core/contracts/server-events.ts); a fraction decides
@@ -214,9 +209,7 @@ export class Supervisor {
    * the admin service, is made after the supervisor, and a subscription, as for the log lines,
    * needs no placeholder to forward through.
    */
-  subscribeLoadProgress(listener: LoadProgressListener): () => void {
-    return this.loadProgress.on(listener);
-  }
+  readonly onLoadProgress: Event<LoadFraction> = this.loadProgress.event;
 
   /** Whether any model's server runs (loading, ready or stopping), or a launch is on its way; the warm spare aside. Synchronous. */
   hasServers(): boolean {
@@ -372,7 +365,7 @@ export class Supervisor {
     let owner = this.owners.get(modelId);
     if (owner === undefined) {
       const heard = (line: string, position: number): void => {
-        this.logLines.emit(modelId, line, position);
+        this.logLines.fire({ modelId, line, position });
       };
       owner = new ModelOwner(modelId, new LineRing(this.deps.logLines ?? DEFAULT_LOG_LINES, undefined, heard), this.context);
       this.owners.set(modelId, owner);

@@ -109,7 +109,7 @@ describe('Catalog', () => {
     await writeFile(configPath, MAIN_CONFIG);
     const catalog = await open();
     const changes: (readonly CatalogModel[])[] = [];
-    catalog.onChanged((models) => changes.push(models));
+    catalog.onDidChange((models) => changes.push(models));
     await writeFile(configPath, MAIN_CONFIG.replace('ctx: 1024', 'ctx: -5').replace('tiny-draft-f16', 'nope'));
     const bad = await catalog.reload();
     expect(bad.ok).toBe(false);
@@ -176,7 +176,7 @@ describe('Catalog', () => {
     const catalog = await open();
     const estimated = footprintAt('full', byId(catalog, 'main').estimate!).deviceBytes;
     const changes: number[] = [];
-    catalog.onChanged(() => changes.push(1));
+    catalog.onDidChange(() => changes.push(1));
 
     await catalog.learnFromMeasurement('main', estimated - 1000);
     expect(footprintAt('full', byId(catalog, 'main').estimate!).deviceBytes).toBe(estimated);

@@ -53,7 +53,7 @@ describe('ConfigStore', () => {
     let now = 0;
     const store = new ConfigStore({ file, facts, monotonicNow: () => now });
     const changes: LlmtrayConfig[] = [];
-    store.onChanged((config) => changes.push(config));
+    store.onDidChange((config) => changes.push(config));
     await writeFile(file, 'deletedConfigGrace: 10s\nmodels:\n  - {id: a, path: /m/a.gguf}\n');
     expect(await store.reload()).toEqual({ ok: true });
     changes.length = 0;
@@ -87,7 +87,7 @@ describe('ConfigStore', () => {
   test('a bad edit keeps the last good config running and says why; fixing it takes effect', async () => {
     const store = new ConfigStore({ file, facts });
     const seen: LlmtrayConfig[] = [];
-    store.onChanged((config) => seen.push(config));
+    store.onDidChange((config) => seen.push(config));
 
     await writeFile(file, 'models:\n  - {id: a, path: /m/a.gguf, ctx: 4096}\n');
     expect(await store.reload()).toEqual({ ok: true });
@@ -111,7 +111,7 @@ describe('ConfigStore', () => {
     await writeFile(file, 'listen: {port: 9000}\n');
     const store = new ConfigStore({ file, facts });
     let changes = 0;
-    store.onChanged(() => changes++);
+    store.onDidChange(() => changes++);
     await store.reload();
     await store.reload();
     expect(changes).toBe(1);

@@ -1,67 +1,50 @@
 import { describe, expect, it } from 'vitest';
-import { DisposableStore, Emitter } from '../../../core/common/emitter.js';
+import { Emitter } from '../../../core/common/emitter.js';
 
 describe('Emitter', () => {
   it('calls every listener in order; a throw is reported with the source’s name and the others still hear', () => {
     const reports: string[] = [];
-    const emitter = new Emitter<[string, number]>('the test source', (source, error) => reports.push(`${source}: ${(error as Error).message}`));
+    const emitter = new Emitter<{ a: string; b: number }>('the test source', (source, error) => reports.push(`${source}: ${(error as Error).message}`));
     const heard: string[] = [];
-    emitter.on((a, b) => heard.push(`first ${a} ${b}`));
-    emitter.on(() => {
+    emitter.event(({ a, b }) => heard.push(`first ${a} ${b}`));
+    emitter.event(() => {
       throw new Error('boom');
     });
-    emitter.on((a, b) => heard.push(`third ${a} ${b}`));
-    emitter.emit('x', 1);
+    emitter.event(({ a, b }) => heard.push(`third ${a} ${b}`));
+    emitter.fire({ a: 'x', b: 1 });
     expect(heard).toEqual(['first x 1', 'third x 1']);
     expect(reports).toEqual(['the test source: boom']);
   });
 
   it('unsubscribes idempotently, and a listener that unsubscribes another mid-emit does not skip it this time', () => {
-    const emitter = new Emitter<[]>('s');
+    const emitter = new Emitter<void>('s');
     const heard: string[] = [];
     let offB: () => void = () => undefined;
-    const offA = emitter.on(() => {
+    const offA = emitter.event(() => {
       heard.push('a');
       offB();
     });
-    offB = emitter.on(() => heard.push('b'));
-    emitter.emit();
-    emitter.emit();
+    offB = emitter.event(() => heard.push('b'));
+    emitter.fire();
+    emitter.fire();
     expect(heard).toEqual(['a', 'b', 'a']);
     offA();
     offA();
-    emitter.emit();
+    emitter.fire();
     expect(heard).toEqual(['a', 'b', 'a']);
     expect(emitter.size).toBe(0);
   });
 
   it('survives a reporter that throws', () => {
-    const emitter = new Emitter<[]>('s', () => {
+    const emitter = new Emitter<void>('s', () => {
       throw new Error('reporter');
     });
     const heard: string[] = [];
-    emitter.on(() => {
+    emitter.event(() => {
       throw new Error('listener');
     });
-    emitter.on(() => heard.push('after'));
-    expect(() => emitter.emit()).not.toThrow();
+    emitter.event(() => heard.push('after'));
+    expect(() => emitter.fire()).not.toThrow();
     expect(heard).toEqual(['after']);
-  });
-});
-
-describe('DisposableStore', () => {
-  it('runs each teardown once, last added first, past one that throws; one added after dispose runs at once', () => {
-    const store = new DisposableStore();
-    const ran: string[] = [];
-    store.add(() => ran.push('first'));
-    store.add(() => {
-      throw new Error('x');
-    });
-    store.add(() => ran.push('third'));
-    store.dispose();
-    store.dispose();
-    expect(ran).toEqual(['third', 'first']);
-    store.add(() => ran.push('late'));
-    expect(ran).toEqual(['third', 'first', 'late']);
   });
 });

@@ -1157,7 +1157,7 @@ describe('claims', () => {
     const open = new Map<string, (() => void)[]>(ids.map((id) => [id, []]));
     const held = new Set<string>();
     const violations: string[] = [];
-    w.server.subscribe((event) => {
+    w.server.onServerEvent((event) => {
       if (event.type === 'ServerStopped' && (open.get(event.modelId)?.length ?? 0) > 0) violations.push(`stopped ${event.modelId} with claims`);
       const running = ids.filter((id) => w.server.isRunning(id)).length;
       if (event.type === 'ServerSpawned' && running > 1) violations.push(`${running} servers of 6 GiB in a 10 GiB budget after spawning ${event.modelId}`);

@@ -17,18 +17,18 @@ import { catalogModel } from '../../support/catalog-model.js';
 /** A catalog whose reloads wait for the test: each `reload()` is one pending `finish`. */
 function heldCatalog(initial: CatalogModel[]) {
   let models = initial;
-  const changes = new Emitter<[readonly CatalogModel[]]>('the test catalog');
+  const changes = new Emitter<readonly CatalogModel[]>('the test catalog');
   const pending: Array<(next: CatalogModel[]) => void> = [];
   const catalog = {
     models: () => models,
     config: () => ({ modelDirs: [] as string[], models: [] as { path: string }[] }),
     settleRecheckInMs: () => null,
-    onChanged: (listener: (m: readonly CatalogModel[]) => void) => changes.on(listener),
+    onDidChange: changes.event,
     reload: () =>
       new Promise<ReloadResult>((resolve) => {
         pending.push((next) => {
           models = next;
-          changes.emit(models);
+          changes.fire(models);
           resolve({ ok: true });
         });
       }),

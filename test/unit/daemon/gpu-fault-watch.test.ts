@@ -1,16 +1,16 @@
 // The daemon's step between an engine's fault and the budget: which card it suspects, and with what words.
 import { describe, expect, it } from 'vitest';
 import { suspectFaultyGpus } from '../../../core/daemon/gpu-fault-watch.js';
-import type { ServerEvent, ServerEventListener } from '../../../core/contracts/server-events.js';
+import type { ServerEvent } from '../../../core/contracts/server-events.js';
 import type { BudgetSample } from '../../../core/gpu/live-budget.js';
 
 function rig() {
-  let listener: ServerEventListener = () => {};
+  let listener: (event: ServerEvent) => void = () => {};
   const suspected: [string, string][] = [];
   const warnings: string[] = [];
   const sample = { perGpu: [{ index: 0, name: 'NVIDIA RTX A4000', busAddress: '0000:01:00.0' }, { index: 1, name: 'NVIDIA RTX A4000', busAddress: '0000:03:00.0' }] } as unknown as BudgetSample;
   suspectFaultyGpus(
-    { subscribe: (l) => ((listener = l), () => {}) },
+    { onServerEvent: (l) => ((listener = l), () => {}) },
     { current: () => sample, suspect: (bus, why) => (suspected.push([bus, why]), true) },
     { info: () => {}, warn: (m: string) => warnings.push(m), error: () => {} } as never,
   );

@@ -5,25 +5,22 @@ import { describe, expect, it } from 'vitest';
 import { AdminService } from '../../../core/admin/admin-service.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import { feedLoadProgress, LOAD_PROGRESS_REPUBLISH_MS } from '../../../core/daemon/load-progress-feed.js';
-import type { LoadProgressListener } from '../../../core/engine/supervisor/supervisor.js';
+import type { LoadFraction } from '../../../core/engine/supervisor/supervisor.js';
+import { Emitter } from '../../../core/common/emitter.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { fixtureModel, fixtureSnapshot } from '../../support/fixture-snapshot.js';
 
 /** One model's load as the supervisor reports it: its fraction while loading, null once ready. */
 class FakeLoad {
-  readonly listeners = new Set<LoadProgressListener>();
+  readonly progress = new Emitter<LoadFraction>("the fake supervisor's load progress");
+  readonly onLoadProgress = this.progress.event;
   fraction: number | null = null;
   loading = true;
-
-  subscribeLoadProgress(listener: LoadProgressListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
 
   /** The engine reported a new fraction: the supervisor stores it, then tells its listeners. */
   report(fraction: number): void {
     this.fraction = fraction;
-    for (const listener of this.listeners) listener('demo-chat', fraction);
+    this.progress.fire({ modelId: 'demo-chat', fraction });
   }
 }
 
@@ -112,7 +109,7 @@ describe('feedLoadProgress', () => {
     load.report(0.4);
     stop();
     stop();
-    expect(load.listeners.size).toBe(0);
+    expect(load.progress.size).toBe(0);
     await clock.advance(10_000);
     expect(sent.map((s) => s.fraction)).toEqual([0.2]);
   });

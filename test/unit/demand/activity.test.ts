@@ -106,7 +106,7 @@ describe('ModelActivity', () => {
   it('tells its listeners about every change', () => {
     const { activity } = activityAt();
     let changes = 0;
-    const unsubscribe = activity.onChange(() => changes++);
+    const unsubscribe = activity.onDidChange(() => changes++);
     const other = activity.wait('m');
     const done = activity.wait('m');
     done();

@@ -47,7 +47,7 @@ function daemonCore() {
   const budget = oneGpuBudget(budgetBytes, 1024 * MiB, 0);
   const server = new RecordingServer(() => footprint, () => clock.now());
   const happened: Happening[] = [];
-  server.subscribe((event) => {
+  server.onServerEvent((event) => {
     if (event.type === 'ServerStopped') happened.push({ kind: 'stopped', modelId: event.modelId });
     // Every load takes LOAD_MS: held from its spawn (the hold is read just after), released later.
     if (event.type === 'ServerSpawned') {
@@ -146,7 +146,7 @@ describe('a model swapped in for waiting requests', () => {
 
     // When b's load begins, which requests wait for it.
     let waitingAtLoad: string[] | null = null;
-    core.server.subscribe((event) => {
+    core.server.onServerEvent((event) => {
       if (event.type === 'ServerSpawned' && event.modelId === 'b' && waitingAtLoad === null) waitingAtLoad = [...core.waiting].filter((r) => r.startsWith('b@'));
     });
 

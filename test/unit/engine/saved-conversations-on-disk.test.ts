@@ -83,7 +83,7 @@ describe('readSavedTotals', () => {
 describe('watchSavedConversations', () => {
   it('reads the folder again when a server stops, and says it changed', async () => {
     let listener: ((event: ServerEvent) => void) | undefined;
-    const view = watchSavedConversations({ root, subscribe: (l) => { listener = l; return () => { listener = undefined; }; }, intervalMs: 3_600_000 });
+    const view = watchSavedConversations({ root, onServerEvent: (l) => { listener = l; return () => { listener = undefined; }; }, intervalMs: 3_600_000 });
     try {
       await view.refresh();
       expect(view.forModel('/models/a.gguf')).toEqual({ count: 0, bytes: 0 });
@@ -91,7 +91,7 @@ describe('watchSavedConversations', () => {
       const bytes = await saveOne(a, range(0, 20), 400);
       // Nothing read yet: the view reads on a server's end, not on each ask.
       expect(view.forModel('/models/a.gguf')).toEqual({ count: 0, bytes: 0 });
-      const changed = new Promise<void>((resolve) => view.onChanged(resolve));
+      const changed = new Promise<void>((resolve) => view.onDidChange(resolve));
       listener?.({ type: 'ServerStopped', modelId: 'a', level: 'full', pid: 1, at: 0 });
       await changed;
       expect(view.forModel('/models/a.gguf')).toEqual({ count: 1, bytes });

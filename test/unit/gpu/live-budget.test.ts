@@ -49,7 +49,7 @@ function setup(extra: Partial<LiveBudgetDeps> = {}) {
   const errors: unknown[] = [];
   const fired: [BudgetSample, BudgetSample | null][] = [];
   const live = createLiveBudget({ probe, clock, config: () => config, platform: 'linux', onError: (e) => errors.push(e), ...extra });
-  live.onChange((budget, previous) => fired.push([budget, previous]));
+  live.onDidChange(({ budget, previous }) => fired.push([budget, previous]));
   return { clock, probe, live, errors, fired };
 }
 
@@ -129,9 +129,9 @@ describe('LiveBudget: change detection', () => {
   it('keeps calling the other listeners when one throws, and stops calling an unsubscribed one', async () => {
     const { probe, live, errors, fired } = setup();
     const boom = new Error('listener broke');
-    live.onChange(() => { throw boom; });
+    live.onDidChange(() => { throw boom; });
     let late = 0;
-    const unsubscribe = live.onChange(() => { late++; });
+    const unsubscribe = live.onDidChange(() => { late++; });
     await live.sampleNow();
     unsubscribe();
     probe.gpus = [card(10 * GiB)];
