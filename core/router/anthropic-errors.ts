@@ -7,6 +7,7 @@
 // errors, which a llama-server answers in OpenAI's shape even on its /v1/messages, are
 // re-spelled here too, keeping their message and status. Pure.
 import type { AnthropicErrorBody, AnthropicErrorType } from '../contracts/anthropic.js';
+import { isObject } from '../common/is-object.js';
 import { engineErrorOf } from './engine-errors.js';
 import type { RouterError } from './errors.js';
 
@@ -70,8 +71,4 @@ function parseObject(text: string): Record<string, unknown> | null {
   } catch {
     return null;
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -7,7 +7,8 @@
 // API takes images and tools as they are, so that refusal comes only when translating. Pure.
 import type { AnthropicCountTokensRequest, AnthropicMessagesRequest } from '../contracts/anthropic.js';
 import type { RouterError } from './errors.js';
-import { boolean, describe, finiteNumber, isObject, object, parseBody, positiveInteger, rule, type Check, type Problem } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
+import { boolean, describe, finiteNumber, object, parseBody, positiveInteger, rule, type Check, type Problem } from './validate-request.js';
 
 export type ParsedMessages<Body> = { ok: true; body: Body; model: string } | { ok: false; error: RouterError };
 

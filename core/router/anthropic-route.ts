@@ -19,10 +19,11 @@ import { ChatStreamToMessages } from './anthropic-stream.js';
 import { toAnthropicMessage, toChatCompletionRequest, toChatMessages, toChatToolFields } from './anthropic-translate.js';
 import { countTokensByTemplate } from './count-tokens.js';
 import { refusedField, refusedTools } from './request-fields.js';
-import { sendError, type RouterError } from './errors.js';
+import { type RouterError } from './errors.js';
+import { sendError } from './send-error.js';
 import { forwardToEngine, rewriteModelField, SseModelRewriter, type AnswerShape, type ModelRequest } from './upstream.js';
 import { inEngineWords } from './engine-request.js';
-import { isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
 
 /** `POST /v1/messages`, checked; the refusal when the body is not a valid request. Pure until sent. */
 export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buffer): ModelRequest | RouterError {

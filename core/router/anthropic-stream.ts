@@ -15,7 +15,7 @@ import type { AnthropicContentBlock, AnthropicErrorBody, AnthropicStreamEvent } 
 import { anthropicErrorBody, anthropicErrorEvent } from './anthropic-errors.js';
 import { stopReasonWithCalls, usageOf } from './anthropic-translate.js';
 import { EngineChatEvents, type EngineChatEvent } from './engine-chat-events.js';
-import { isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
 
 export interface ChatStreamOptions {
   /** The model the message names: a fallback's id; null to keep the engine's own name. */

@@ -13,7 +13,8 @@
 import type { AnthropicContentBlock } from '../contracts/anthropic.js';
 import type { OpenAIChatMessage } from '../contracts/openai.js';
 import { parsePartialJson } from './partial-json.js';
-import { describe, isObject, type Problem } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
+import { describe, type Problem } from './validate-request.js';
 
 export interface ChatTool {
   type: 'function';

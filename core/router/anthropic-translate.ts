@@ -19,7 +19,7 @@ import type { AnthropicContentBlock, AnthropicCountTokensRequest, AnthropicMessa
 import type { OpenAIChatCompletionRequest, OpenAIChatMessage } from '../contracts/openai.js';
 import { invalidRequest, type RouterError } from './errors.js';
 import { toChatToolChoice, toChatTools, toChatTurn, toToolUseBlocks, type Result } from './anthropic-tools.js';
-import { isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
 
 export type Translated<T> = { ok: true; value: T } | { ok: false; error: RouterError };
 

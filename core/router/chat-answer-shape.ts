@@ -6,7 +6,7 @@
 // required field as malformed, whichever engine served it. Streamed chunks need none of them.
 // Pure.
 import type { AnswerShape } from './upstream.js';
-import { isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
 
 /**
  * `json`, an engine's chat completion, with the nulls the schema requires and the engine left

@@ -1,7 +1,7 @@
 // An engine's (non-streamed) chat completion, read once for the translators that re-tell it in
 // another API's shape (anthropic-translate.ts, responses-translate.ts): the completion and its
 // first choice's message, or null when the text is not a chat completion.
-import { isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
 
 export interface ChatCompletionAnswer {
   completion: Record<string, unknown>;

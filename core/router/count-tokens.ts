@@ -16,10 +16,11 @@ import type { OpenAIChatMessage } from '../contracts/openai.js';
 import type { AbortNotice } from '../common/notice.js';
 import { anthropicEngineError, anthropicErrorBody } from './anthropic-errors.js';
 import { callEngine } from './engine-call.js';
-import { ERROR_SOURCE_HEADER, engineBadAnswer, sendError } from './errors.js';
+import { ERROR_SOURCE_HEADER, engineBadAnswer } from './errors.js';
+import { sendError } from './send-error.js';
 import type { EngineClaim } from './model-gateway.js';
 import { hungError, SERVED_BY_HEADER, type ForwardOutcome } from './upstream.js';
-import { isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
 
 /**
  * Counts `messages` (already translated to OpenAI's chat shape) on the claimed engine and

@@ -4,7 +4,7 @@
 // joins `data:` lines, tells keep-alives and `[DONE]` apart and skips what is not a JSON object
 // the same way. An event split across network chunks waits only for its own end.
 import { StringDecoder } from 'node:string_decoder';
-import { isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
 
 export type EngineChatEvent =
   /** An event of comments only: the engine's keep-alive during a long prompt. */

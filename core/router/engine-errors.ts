@@ -9,8 +9,8 @@
 // and `type` as OpenAI's categories. So the engine's type is mapped to OpenAI's category and to
 // OpenAI's code where it has one, kept as the code otherwise; the counts llama.cpp adds go into
 // the message, where a person reads them. Pure.
-import type { RouterError } from './errors.js';
-import { isObject } from './validate-request.js';
+import { engineBadAnswer, type RouterError } from './errors.js';
+import { isObject } from '../common/is-object.js';
 
 /** OpenAI's error categories, which an engine's type is kept as when it already is one. */
 const OPENAI_TYPES = new Set(['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'rate_limit_error', 'server_error']);
@@ -92,4 +92,14 @@ export function errorObjectOf(text: string): Record<string, unknown> | null {
 function quote(text: string): string {
   const trimmed = text.trim();
   return trimmed === '' ? '(an empty body)' : JSON.stringify(trimmed.length > 200 ? `${trimmed.slice(0, 200)}…` : trimmed);
+}
+
+/**
+ * An engine's answer that cannot go into an early-opened stream as it is — an error status, or
+ * JSON though the request asked for a stream — as the error the stream ends with: the engine's
+ * own message and type where its body is OpenAI's or Anthropic's error shape.
+ */
+export function engineAnswerError(text: string, status: number, servedBy: string): RouterError {
+  if (status < 400) return engineBadAnswer(servedBy, 'answered a streamed request', text);
+  return engineErrorOf(text, status, servedBy, null);
 }

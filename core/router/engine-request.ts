@@ -15,7 +15,8 @@
 // Never a silent drop.
 import type { EngineKind } from '../contracts/snapshot.js';
 import { invalidRequest, type RouterError } from './errors.js';
-import { describe, isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
+import { describe } from './validate-request.js';
 
 const JSON_OBJECT_SCHEMA = { type: 'object' } as const;
 

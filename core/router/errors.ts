@@ -7,10 +7,12 @@
 // tells who refused. The
 // one place without headers, an SSE stream that already answered 200, uses the type
 // 'engine_error' in its error event instead.
-import type { ServerResponse } from 'node:http';
+//
+// Why writing them is another file (send-error.ts): this one only decides and spells, and so
+// imports no other router file; every part of the router imports it, and nothing it needs can
+// lead back here.
 import type { OpenAIErrorBody, OpenAIErrorSource } from '../contracts/openai.js';
 import { formatBytes } from '../contracts/format-bytes.js';
-import { endOpenedStream } from './opened-stream.js';
 
 export const ERROR_SOURCE_HEADER = 'x-llmtray-error-source';
 
@@ -36,24 +38,6 @@ export function errorBody(error: Pick<RouterError, 'message' | 'type' | 'param' 
  * whichever API the client speaks.
  */
 export type ErrorShape = (error: RouterError) => unknown;
-
-/**
- * Writes the error in `shape` unless a response is already under way (then there is no one to
- * tell) — but an event stream the router opened before the engine answered ends with the error
- * as an event instead (opened-stream.ts).
- */
-export function sendError(res: ServerResponse, error: RouterError, shape: ErrorShape = errorBody): void {
-  if (endOpenedStream(res, error)) return;
-  if (res.headersSent || res.destroyed) return;
-  const body = JSON.stringify(shape(error));
-  res.writeHead(error.status, {
-    ...error.headers,
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-    [ERROR_SOURCE_HEADER]: error.source,
-  });
-  res.end(body);
-}
 
 /**
  * An engine's 2xx answer that is not what its API promises (`what`: "answered /tokenize"): 502,

@@ -15,7 +15,8 @@ import type { ServerResponse } from 'node:http';
 import type { CommandResult } from '../contracts/commands.js';
 import type { ModelStateName } from '../contracts/model-status.js';
 import type { EngineKind } from '../contracts/snapshot.js';
-import { sendError, type RouterError } from './errors.js';
+import { type RouterError } from './errors.js';
+import { sendError } from './send-error.js';
 import { forwardToEngine, openAIAnswer, openAIErrorEvent, type ModelRequest } from './upstream.js';
 import { parseBody } from './validate-request.js';
 

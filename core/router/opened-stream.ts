@@ -10,12 +10,11 @@
 // with the message and the code.
 //
 // Why remembered per response rather than passed along: every path that refuses a request calls
-// sendError (errors.ts), and many of them (activation, the resend, the Anthropic translation,
+// sendError (send-error.ts), and many of them (activation, the resend, the Anthropic translation,
 // upstream's collected answers) run after the stream may have been opened; sendError asks here,
 // so none of them can leave such a client waiting on a stream that never ends.
 import type { ServerResponse } from 'node:http';
-import { engineErrorOf } from './engine-errors.js';
-import { engineBadAnswer, type RouterError } from './errors.js';
+import type { RouterError } from './errors.js';
 
 /** How a request's API spells an error event in its stream, e.g. OpenAI's `data: {"error":…}\n\n`. */
 export type ErrorEvent = (error: RouterError) => string;
@@ -50,14 +49,4 @@ export function endOpenedStream(res: ServerResponse, error: RouterError): boolea
   if (errorEvent === undefined) return false;
   if (!res.writableEnded && !res.destroyed) res.end(errorEvent(error));
   return true;
-}
-
-/**
- * An engine's answer that cannot go into an early-opened stream as it is — an error status, or
- * JSON though the request asked for a stream — as the error the stream ends with: the engine's
- * own message and type where its body is OpenAI's or Anthropic's error shape.
- */
-export function engineAnswerError(text: string, status: number, servedBy: string): RouterError {
-  if (status < 400) return engineBadAnswer(servedBy, 'answered a streamed request', text);
-  return engineErrorOf(text, status, servedBy, null);
 }

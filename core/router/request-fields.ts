@@ -14,7 +14,7 @@
 // to the engine, which judges them. To change a row, change it here: the README follows. Pure.
 import type { EngineKind } from '../contracts/snapshot.js';
 import { invalidRequest, type RouterError } from './errors.js';
-import { isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
 
 export type FieldEndpoint = 'chat.completions' | 'completions' | 'embeddings' | 'messages' | 'responses';
 

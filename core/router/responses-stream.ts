@@ -29,7 +29,7 @@ import { EngineChatEvents, type EngineChatEvent } from './engine-chat-events.js'
 import type { RouterError } from './errors.js';
 import type { StreamRewriter } from './upstream.js';
 import { callItemId, finishedResponse, messageItemId, reasoningItemId, responseLogprobsOf, responseShell, responseUsageOf, type ResponseFrame } from './responses-translate.js';
-import { isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
 
 type Event = ResponseStreamEvent extends infer E ? (E extends ResponseStreamEvent ? Omit<E, 'sequence_number'> : never) : never;
 

@@ -36,7 +36,8 @@ import type { ChatTool, ChatToolCall, ChatToolChoice } from './anthropic-tools.j
 import type { Translated } from './anthropic-translate.js';
 import type { EngineKind } from '../contracts/snapshot.js';
 import { invalidRequest, type RouterError } from './errors.js';
-import { describe, isObject } from './validate-request.js';
+import { isObject } from '../common/is-object.js';
+import { describe } from './validate-request.js';
 
 /** The chat request that asks what `request` asks, less its `model` (the claim decides that). */
 export type ChatRequestBody = Record<string, unknown> & { messages: OpenAIChatMessage[] };

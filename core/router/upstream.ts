@@ -15,10 +15,11 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { engineErrorOf } from './engine-errors.js';
-import { ERROR_SOURCE_HEADER, engineBadAnswer, errorBody, sendError, type ErrorShape, type RouterError } from './errors.js';
+import { engineAnswerError, engineErrorOf } from './engine-errors.js';
+import { ERROR_SOURCE_HEADER, engineBadAnswer, errorBody, type ErrorShape, type RouterError } from './errors.js';
+import { sendError } from './send-error.js';
 import type { EngineClaim, EngineLost } from './model-gateway.js';
-import { engineAnswerError, isOpenedEarly, type ErrorEvent } from './opened-stream.js';
+import { isOpenedEarly, type ErrorEvent } from './opened-stream.js';
 import type { AbortNotice } from '../common/notice.js';
 
 export const SERVED_BY_HEADER = 'x-llmtray-served-by';

@@ -6,6 +6,7 @@
 // are checked, each refusal naming the field (`param`) as OpenAI does; everything else is
 // carried through untouched for the engine to judge. The checks and `parseBody` serve
 // Anthropic's Messages API too (anthropic-request.ts), with that API's own field table.
+import { isObject } from '../common/is-object.js';
 import { invalidRequest, type RouterError } from './errors.js';
 
 export type OpenAIEndpoint = 'chat.completions' | 'completions' | 'embeddings';
@@ -121,10 +122,6 @@ export function describe(value: unknown): string {
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   if (typeof value === 'object') return 'an object';
   return `${typeof value} ${String(value)}`;
-}
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function fail(param: string | null, message: string): ParsedRequest {

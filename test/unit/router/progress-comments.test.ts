@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { engineAnswerError } from '../../../core/router/opened-stream.js';
+import { engineAnswerError } from '../../../core/router/engine-errors.js';
 import { progressComment, progressText } from '../../../core/router/progress-comments.js';
 
 describe('progressText', () => {
