@@ -177,7 +177,7 @@ describe('the Responses API on a llama-server-like engine', () => {
     expect(answer.tools).toMatchObject([{ type: 'function', name: 'weather', strict: true }]);
     expect(engine.since(from)[0]?.body).toMatchObject({
       tools: [{ type: 'function', function: { name: 'weather', description: 'The weather in a city', parameters: weather.parameters, strict: true } }],
-      // A named function in the words that llama-server build reads (engine-request.ts): required, that tool alone.
+      // A named function in the words that llama-server build reads (core/router/engine/request.ts): required, that tool alone.
       tool_choice: 'required',
       parallel_tool_calls: false,
     });
