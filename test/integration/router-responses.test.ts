@@ -4,7 +4,8 @@
 // scripted gateway (test/support/scripted-gateway.ts). Every request crosses the translation:
 // what the engine received shows the chat request it became, and every answer and stream event
 // is checked against OpenAI's published schemas. The activation, claims, resend and hang
-// handling are the chat endpoints' (router.test.ts); these tests prove the route rides on them.
+// handling are the chat endpoints' (router-activation.test.ts, router-engine-faults.test.ts);
+// these tests prove the route rides on them.
 import OpenAI, { APIError, BadRequestError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { RouterOptions } from '../../core/router/router.js';
