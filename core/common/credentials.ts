@@ -1,5 +1,5 @@
 // Reading a secret off a request and comparing it, shared by the admin token check
-// (core/admin/admin-auth.ts) and the router's client keys (core/router/client-keys.ts), so
+// (core/admin/admin-auth.ts) and the router's client keys (core/router/http/client-keys.ts), so
 // both accept the same header spellings and neither leaks a secret through timing.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';

@@ -3,7 +3,7 @@
 // Why: the snapshot is republished when something says "changed", and a loading engine's
 // fraction moves between the lifecycle events that say so. Without this, the dashboard's card and
 // the tray showed the fraction of the last unrelated event while a waiting stream's comments
-// (core/router/progress-comments.ts, every 500 ms) counted on: issue 13 asks that all three show
+// (core/router/http/progress-comments.ts, every 500 ms) counted on: issue 13 asks that all three show
 // the same progress.
 //
 // Driven by the supervisor's own notification of a changed fraction, not by a poll: an idle

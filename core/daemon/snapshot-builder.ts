@@ -151,7 +151,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
     startedAt: parts.startedAt,
     endpoint: parts.endpoint(),
     networkEndpoints: parts.networkEndpoints(),
-    // The router's rule (core/router/client-keys.ts): any configured key is asked of every client.
+    // The router's rule (core/router/http/client-keys.ts): any configured key is asked of every client.
     keysRequired: parts.networkListener || clientKeyNames.length > 0,
     clientKeyNames,
     models,

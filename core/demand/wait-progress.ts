@@ -1,5 +1,5 @@
 // What a request waiting for its model waits on, for the progress comments of a streamed request
-// (core/router/progress-comments.ts words them). Read from the one owner of each fact: the
+// (core/router/http/progress-comments.ts words them). Read from the one owner of each fact: the
 // supervisor for a server that is starting or stopping and its load progress, the controller for
 // why nothing is starting yet, the gateway for a turn that is over. Map lookups only: the router
 // asks every half second per waiting request.

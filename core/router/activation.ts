@@ -18,7 +18,7 @@
 // controller for one fresh pass that sees its demand, and refuses only with that pass's answer.
 import type { AbortNotice } from '../common/notice.js';
 import type { EngineClaim, ModelGateway, Unservable } from './model-gateway.js';
-import type { RouterError } from './errors.js';
+import type { RouterError } from './http/errors.js';
 
 export interface ActivationOptions {
   /** How long one request waits for its model, ms. */

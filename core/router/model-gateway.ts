@@ -53,10 +53,10 @@ export interface EngineClaim {
   /**
    * The engine serves Anthropic's `/v1/messages` and `/v1/messages/count_tokens` itself (recent
    * llama-server builds; asked of the engine when it became ready): those requests go to it as
-   * they are. False: the router translates them to chat completions (anthropic-route.ts).
+   * they are. False: the router translates them to chat completions (anthropic/route.ts).
    */
   anthropicMessages: boolean;
-  /** Which engine answers: what it cannot honour is refused by name (request-fields.ts). */
+  /** Which engine answers: what it cannot honour is refused by name (openai/request-fields.ts). */
   engine: EngineKind;
   /** The engine can call tools; false for a llama-server build that renders only its built-in templates (no --jinja). */
   toolCalls: boolean;

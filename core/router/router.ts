@@ -1,7 +1,9 @@
 // llmtray's OpenAI-compatible endpoint: local apps send `/v1/...` here with a `model` name,
 // and the router finds (or loads) the engine that serves it and streams the answer through.
-// Anthropic's Messages API (`/v1/messages`) is served on the same path, by the same activation:
-// only the last step, how the request reaches the engine, is its own (anthropic-route.ts).
+// Anthropic's Messages API (`/v1/messages`), OpenAI's Responses API and llama.cpp's own routes are
+// served on the same path, by the same activation: only the last step, how the request reaches
+// the engine, is each API's own, in its folder (openai/route.ts, anthropic/route.ts, responses/route.ts,
+// llama/routes.ts).
 //
 // The router owns the loopback listener, so its guards (Host, Origin) run for every request
 // on it; paths outside `/v1` go to `fallthrough` (the admin API, /metrics, the dashboard's
@@ -10,30 +12,26 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OpenAIModelList } from '../contracts/protocols/openai.js';
-import { activate } from './activation.js';
-import { anthropicErrorBody } from './anthropic-errors.js';
-import { countTokensRequest, messagesRequest } from './anthropic-route.js';
-import { embeddingModelAsked, errorBody, modelBeingWritten, sendError, type ErrorShape, type RouterError } from './errors.js';
-import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
-import { lingerOnClose } from './lingering-close.js';
-import { answerProtocolErrors } from './protocol-errors.js';
-import { readBody } from './read-body.js';
-import { responsesRequest } from './responses-route.js';
 import { arrivedOnLoopback } from '../common/loopback.js';
 import { Notice } from '../common/notice.js';
-import { checkClientKey, type ClientKey } from './client-keys.js';
-import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './request-guard.js';
-import { forEngine } from './engine-request.js';
-import { grammarFieldOf } from './engine-errors.js';
-import { forwardToEngine, openAIAnswer, openAIErrorEvent, unreachableError, type AnswerShape, type ModelRequest } from './upstream.js';
-import { completingChatAnswers } from './chat-answer-shape.js';
-import { ProgressComments } from './progress-comments.js';
-import { refusedField, refusedTools } from './request-fields.js';
-import { isLlamaCompatPath, llamaRouterStatus, llamaServerRouteRequest, MODEL_COMMAND_ROUTES, runModelCommand, type ModelCommands } from './llama-routes.js';
-import { parseRequest, type OpenAIEndpoint } from './validate-request.js';
 import { pathOf } from '../common/url-path.js';
-import { formatBytes } from '../contracts/format-bytes.js';
-import { errorMessage } from '../contracts/error-message.js';
+import { activate } from './activation.js';
+import type { ModelGateway, RouterModelEntry } from './model-gateway.js';
+import { embeddingModelAsked, errorBody, internal, modelBeingWritten, notFound, tooLarge, unknownModel, wrongMethod, type ErrorShape, type RouterError } from './http/errors.js';
+import { sendError } from './http/send-error.js';
+import { lingerOnClose } from './http/lingering-close.js';
+import { answerProtocolErrors } from './http/protocol-errors.js';
+import { readBody } from './http/read-body.js';
+import { checkClientKey, type ClientKey } from './http/client-keys.js';
+import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './http/request-guard.js';
+import { ProgressComments } from './http/progress-comments.js';
+import { unreachableError, type ModelRequest } from './engine/upstream.js';
+import { openAIRequest } from './openai/route.js';
+import type { OpenAIEndpoint } from './openai/validate-request.js';
+import { anthropicErrorBody } from './anthropic/errors.js';
+import { countTokensRequest, messagesRequest } from './anthropic/route.js';
+import { responsesRequest } from './responses/route.js';
+import { isLlamaCompatPath, llamaRouterStatus, llamaServerRouteRequest, MODEL_COMMAND_ROUTES, runModelCommand, type ModelCommands } from './llama/routes.js';
 
 export interface RouterOptions {
   gateway: ModelGateway;
@@ -51,12 +49,12 @@ export interface RouterOptions {
   access?: () => RouterAccess;
   /** Handles every request outside `/v1` once the guards passed. Default: 404. */
   fallthrough?: (req: IncomingMessage, res: ServerResponse) => void;
-  /** The tray's load and unload, for llama.cpp router mode's `POST /models/load` and `/models/unload` (llama-routes.ts). Absent: 501. */
+  /** The tray's load and unload, for llama.cpp router mode's `POST /models/load` and `/models/unload` (llama/routes.ts). Absent: 501. */
   modelCommands?: ModelCommands;
 }
 
 export interface RouterAccess extends GuardOptions {
-  /** Keys `/v1` requests must present once there is one (client-keys.ts). */
+  /** Keys `/v1` requests must present once there is one (http/client-keys.ts). */
   clientKeys: readonly ClientKey[];
   /** A network listener: `/v1` refuses everything while no key is configured. */
   keysRequired: boolean;
@@ -111,13 +109,13 @@ const GENERATION_ROUTES: Record<string, OpenAIEndpoint> = {
   '/v1/embeddings': 'embeddings',
 };
 
-/** Anthropic's Messages API: each path's request builder (anthropic-route.ts). */
+/** Anthropic's Messages API: each path's request builder (anthropic/route.ts). */
 const ANTHROPIC_ROUTES = {
   '/v1/messages': messagesRequest,
   '/v1/messages/count_tokens': countTokensRequest,
 } as const;
 
-/** OpenAI's Responses API, answered through chat completions (responses-route.ts). */
+/** OpenAI's Responses API, answered through chat completions (responses/route.ts). */
 const RESPONSES_PATH = '/v1/responses';
 
 /** Whose error shape a path's client reads: Anthropic's SDKs cannot read OpenAI's. */
@@ -183,7 +181,7 @@ export function createRouter(options: RouterOptions): Router {
 
     if (endpoint !== undefined) {
       if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
-      const build = (raw: Buffer): ModelRequest | RouterError => openAIRequest(res, endpoint, path, raw);
+      const build = (raw: Buffer): ModelRequest | RouterError => openAIRequest(agent, res, endpoint, path, raw);
       serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
@@ -224,48 +222,6 @@ export function createRouter(options: RouterOptions): Router {
     refuse(
       notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/models, and Anthropic's /v1/messages and /v1/messages/count_tokens.`),
     );
-  }
-
-  /** The field an engine's "prompt too long" is about, per endpoint (engine-errors.ts). */
-  const PROMPT_FIELD: Record<OpenAIEndpoint, string> = { 'chat.completions': 'messages', completions: 'prompt', embeddings: 'input' };
-
-  /** A chat completion answer with the nulls OpenAI's schema requires (chat-answer-shape.ts); the other endpoints' as they are. */
-  const inSchemaShape = (endpoint: OpenAIEndpoint, shape: AnswerShape): AnswerShape => (endpoint === 'chat.completions' ? completingChatAnswers(shape) : shape);
-
-  /** An OpenAI endpoint's request: the body as it came, re-serialised only to name a fallback. */
-  function openAIRequest(res: ServerResponse, endpoint: OpenAIEndpoint, path: string, raw: Buffer): ModelRequest | RouterError {
-    const parsed = parseRequest(endpoint, raw);
-    if (!parsed.ok) return parsed.error;
-    // What no engine can honour is refused before anything loads; what only some cannot, once the engine is known.
-    const refusal = refusedField(endpoint, parsed.body, null);
-    if (refusal !== null) return refusal;
-    return {
-      model: parsed.model,
-      streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
-      generates: endpoint !== 'embeddings',
-      send: (claim, fallingBack, clientGone) => {
-        const late = refusedField(endpoint, parsed.body, claim.engine, claim.servedBy) ?? refusedTools(parsed.body, claim.toolCalls, claim.servedBy);
-        if (late !== null) {
-          sendError(res, late);
-          return Promise.resolve({ kind: 'answered' });
-        }
-        const inEngineWords = forEngine(parsed.body, claim.engine, claim.servedBy);
-        if (!inEngineWords.ok) {
-          sendError(res, inEngineWords.error);
-          return Promise.resolve({ kind: 'answered' });
-        }
-        const asEngineReadsIt = inEngineWords.value;
-        // A conversation kept across its model's eviction goes back into the engine first.
-        const restored = endpoint === 'chat.completions' && claim.beforeChat !== undefined ? claim.beforeChat(parsed.body) : Promise.resolve();
-        return restored.then(() => forwardToEngine(agent, res, clientGone, claim, {
-          path,
-          // Re-serialised only to name the fallback (the engine must be asked for the model it
-          // serves) or to say what the client asked in the engine's words (engine-request.ts).
-          body: fallingBack || asEngineReadsIt !== null ? Buffer.from(JSON.stringify({ ...(asEngineReadsIt ?? parsed.body), ...(fallingBack ? { model: claim.servedBy } : {}) })) : raw,
-          shape: inSchemaShape(endpoint, openAIAnswer(fallingBack ? claim.servedBy : null, claim.servedBy, PROMPT_FIELD[endpoint], grammarFieldOf(parsed.body))),
-        }));
-      },
-    };
   }
 
   /**
@@ -403,47 +359,4 @@ function safeDecode(segment: string): string {
   } catch {
     return segment;
   }
-}
-
-function unknownModel(name: string, modelIds: readonly string[]): RouterError {
-  const known = modelIds.length === 0 ? 'no models are configured' : `the models are: ${[...modelIds].sort().join(', ')}`;
-  return { ...notFound(`Model '${name}' does not exist; ${known}.`), code: 'model_not_found', param: 'model' };
-}
-
-function notFound(message: string): RouterError {
-  return { status: 404, source: 'router', type: 'not_found_error', code: 'not_found', param: null, message };
-}
-
-function wrongMethod(path: string, allowed: 'GET' | 'POST'): RouterError {
-  return {
-    status: 405,
-    source: 'router',
-    type: 'invalid_request_error',
-    code: 'method_not_allowed',
-    param: null,
-    message: `${path} accepts ${allowed} only.`,
-    headers: { allow: allowed },
-  };
-}
-
-function tooLarge(receivedBytes: number, limitBytes: number): RouterError {
-  return {
-    status: 413,
-    source: 'router',
-    type: 'invalid_request_error',
-    code: 'request_too_large',
-    param: null,
-    message: `The request body is at least ${formatBytes(receivedBytes)} (${receivedBytes} bytes); this endpoint accepts at most ${formatBytes(limitBytes)} (${limitBytes} bytes, the bodyLimitBytes setting).`,
-  };
-}
-
-function internal(error: unknown): RouterError {
-  return {
-    status: 500,
-    source: 'router',
-    type: 'server_error',
-    code: 'internal_error',
-    param: null,
-    message: `llmtray's router failed on this request: ${errorMessage(error)}`,
-  };
 }

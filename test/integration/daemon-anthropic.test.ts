@@ -90,7 +90,7 @@ describe('demo-tiny through the Messages API', () => {
     const stop = free.slice(8, 10);
     const stopped = await client.messages.create({ ...request, stop_sequences: [stop] });
     expect(textOf(stopped)).toBe(free.slice(0, free.indexOf(stop)));
-    // The chat API does not say which stop ended an answer (see anthropic-translate.ts).
+    // The chat API does not say which stop ended an answer (see core/router/anthropic/translate.ts).
     expect(stopped.stop_reason).toBe('end_turn');
   });
 });

@@ -20,7 +20,7 @@ import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
 import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
 import { spmVocab } from '../../core/catalog/demo/spm-vocab.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
-import { parsePartialJson } from '../../core/router/partial-json.js';
+import { parsePartialJson } from '../../core/router/anthropic/partial-json.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { chatCompletionChunkSchemaErrors, chatCompletionSchemaErrors, responseSchemaErrors, streamEventSchemaErrors } from '../support/openai-response-schemas.js';
 
@@ -207,7 +207,7 @@ describe.each(ENGINES)('answers cut by the token limit on the $engine engine', (
     expect(parsePartialJson(partialJson), partialJson).toEqual(last.input);
 
     // `any`: a choice llama-server's own /v1/messages reads as meant, so there the request goes to
-    // it untranslated (anthropic-route.ts); it too ends the cut call's tool_use with max_tokens
+    // it untranslated (core/router/anthropic/route.ts); it too ends the cut call's tool_use with max_tokens
     // (its whole answer's input is {}: it does not read cut arguments).
     const any = await anthropic.messages.create({ ...request, tool_choice: { type: 'any' } });
     expect(any.stop_reason, JSON.stringify(any)).toBe('max_tokens');

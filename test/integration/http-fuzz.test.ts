@@ -171,7 +171,7 @@ const chatLike = fc
   )
   .map((value) => Buffer.from(JSON.stringify(value)));
 
-// Anthropic's Messages API: mostly a request its checks (anthropic-request.ts) accept, so that
+// Anthropic's Messages API: mostly a request its checks (core/router/anthropic/request.ts) accept, so that
 // it gets past them to the model (here refused: quarantined, or unknown); each field is bent on
 // its own now and then, so that every check is met too.
 const usually = (valid: fc.Arbitrary<unknown>, bent: fc.Arbitrary<unknown>) => fc.oneof({ weight: 9, arbitrary: valid }, { weight: 1, arbitrary: bent });
@@ -358,7 +358,7 @@ function isAnthropicError(body: unknown): boolean {
 /**
  * A refusal written before any path was read, so in OpenAI's shape whatever the target: bytes
  * Node's parser refused (a header block over its limit, a method it does not know) and CONNECT,
- * which Node never hands to the router (core/router/protocol-errors.ts).
+ * which Node never hands to the router (core/router/http/protocol-errors.ts).
  */
 function answeredBeforeRouting(request: FuzzRequest, error: { code?: unknown }): boolean {
   return request.method === 'CONNECT' || error.code === 'malformed_request' || error.code === 'headers_too_large' || error.code === 'request_timeout';

@@ -233,7 +233,7 @@ describe.skipIf(LLAMA_SERVER === undefined)('the daemon with a real llama-server
     expect(text.length).toBeGreaterThan(12);
 
     // Only llama-server's own Messages API names the stop sequence that ended an answer: the
-    // chat API the translation goes through cannot say it (anthropic-translate.ts).
+    // chat API the translation goes through cannot say it (core/router/anthropic/translate.ts).
     const stop = text.slice(8, 10);
     const stopped = await client.messages.create({ ...request, stop_sequences: [stop] });
     expect(stopped.stop_sequence).toBe(stop);

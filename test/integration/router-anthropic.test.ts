@@ -4,7 +4,8 @@
 // whether its engine serves the API itself (a recent llama-server: passed through) or speaks
 // only chat completions (the embedded engine, older builds: translated); what the engine
 // received shows which way the request went. The activation, claims, resend and hang handling
-// are the chat endpoints' (router.test.ts); these tests prove the Messages API rides on them.
+// are the chat endpoints' (router-activation.test.ts, router-engine-faults.test.ts); these tests
+// prove the Messages API rides on them.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Anthropic, {

@@ -4,7 +4,8 @@
 // scripted gateway (test/support/scripted-gateway.ts). Every request crosses the translation:
 // what the engine received shows the chat request it became, and every answer and stream event
 // is checked against OpenAI's published schemas. The activation, claims, resend and hang
-// handling are the chat endpoints' (router.test.ts); these tests prove the route rides on them.
+// handling are the chat endpoints' (router-activation.test.ts, router-engine-faults.test.ts);
+// these tests prove the route rides on them.
 import OpenAI, { APIError, BadRequestError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { RouterOptions } from '../../core/router/router.js';
@@ -177,7 +178,7 @@ describe('the Responses API on a llama-server-like engine', () => {
     expect(answer.tools).toMatchObject([{ type: 'function', name: 'weather', strict: true }]);
     expect(engine.since(from)[0]?.body).toMatchObject({
       tools: [{ type: 'function', function: { name: 'weather', description: 'The weather in a city', parameters: weather.parameters, strict: true } }],
-      // A named function in the words that llama-server build reads (engine-request.ts): required, that tool alone.
+      // A named function in the words that llama-server build reads (core/router/engine/request.ts): required, that tool alone.
       tool_choice: 'required',
       parallel_tool_calls: false,
     });

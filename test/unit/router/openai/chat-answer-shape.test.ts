@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { withRequiredNulls } from '../../../../core/router/openai/chat-answer-shape.js';
+import { chatCompletionSchemaErrors } from '../../../support/openai-response-schemas.js';
+
+// llama-server b1-80fb11a's answer to a chat completion, as it writes it (timings left out).
+const LLAMA_SERVER_ANSWER = {
+  choices: [{ finish_reason: 'length', index: 0, message: { role: 'assistant', content: 'b!{JY' } }],
+  created: 1796287317,
+  model: 'tiny',
+  system_fingerprint: 'b1-80fb11a',
+  object: 'chat.completion',
+  usage: { completion_tokens: 5, prompt_tokens: 22, total_tokens: 27 },
+  id: 'chatcmpl-FHwgmjkDUCYbAQebaenTrVIWa3gADel4',
+};
+const TOKEN = { token: 'b', logprob: -0.5, bytes: [98], top_logprobs: [{ token: 'b', logprob: -0.5, bytes: [98] }] };
+
+describe('withRequiredNulls', () => {
+  it('gives an engine’s chat completion the nulls OpenAI’s schema requires: the choice’s logprobs, the message’s refusal', () => {
+    expect(chatCompletionSchemaErrors(LLAMA_SERVER_ANSWER)).not.toEqual([]);
+    const completed = JSON.parse(withRequiredNulls(JSON.stringify(LLAMA_SERVER_ANSWER))) as typeof LLAMA_SERVER_ANSWER;
+    expect(chatCompletionSchemaErrors(completed)).toEqual([]);
+    expect(completed.choices[0]).toEqual({ ...LLAMA_SERVER_ANSWER.choices[0], logprobs: null, message: { role: 'assistant', content: 'b!{JY', refusal: null } });
+  });
+
+  it('adds refusal beside the content of logprobs, and keeps what is there', () => {
+    const answer = { ...LLAMA_SERVER_ANSWER, choices: [{ ...LLAMA_SERVER_ANSWER.choices[0], logprobs: { content: [TOKEN] } }] };
+    const completed = JSON.parse(withRequiredNulls(JSON.stringify(answer))) as { choices: { logprobs: unknown }[] };
+    expect(completed.choices[0]?.logprobs).toEqual({ content: [TOKEN], refusal: null });
+    expect(chatCompletionSchemaErrors(completed)).toEqual([]);
+  });
+
+  it('leaves an answer that has them, and one that is no chat completion, byte for byte', () => {
+    const whole = JSON.stringify({ ...LLAMA_SERVER_ANSWER, choices: [{ ...LLAMA_SERVER_ANSWER.choices[0], logprobs: null, message: { role: 'assistant', content: 'x', refusal: null } }] });
+    expect(withRequiredNulls(whole)).toBe(whole);
+    for (const other of ['not json', '{"object":"list","data":[]}', '[1,2]']) expect(withRequiredNulls(other)).toBe(other);
+  });
+});
