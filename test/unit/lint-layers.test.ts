@@ -34,7 +34,6 @@ describe('lint-layers', () => {
     ['renderer/src/app.tsx', "import type { Snapshot } from '../../core/contracts/snapshot.js';"],
     ['renderer/src/app.tsx', "import { create } from 'zustand';"],
     ['renderer/src/format/format.ts', "export { formatBytes } from '../../../core/contracts/format-bytes.js';"],
-    ['renderer/src/transport/http-bridge.test.tsx', "import http from 'node:http';"],
     ['core/engine/embedded/model-loader.ts', "import { getLlama } from 'node-llama-cpp';"],
   ])('%s: %s is allowed', (file, source) => {
     expect(check(file, source)).toEqual([]);
