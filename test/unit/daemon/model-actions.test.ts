@@ -4,6 +4,7 @@ import { ModelActivity } from '../../../core/daemon/activity.js';
 import { createModelActions, PinPolicy } from '../../../core/daemon/model-actions.js';
 import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-status.js';
 import type { FailureKind } from '../../../core/contracts/recovery.js';
+import { FakeClock } from '../../support/fake-clock.js';
 import { catalogModel } from './catalog-model.js';
 
 function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault: true })]) {
@@ -17,8 +18,7 @@ function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault:
       return changed;
     },
   };
-  const clock = { now: () => 1_000, elapsed: () => 1_000 };
-  const activity = new ModelActivity(clock);
+  const activity = new ModelActivity(new FakeClock());
   const calls: string[] = [];
   const quarantined = new Map<string, string>();
   // Each model's state as the controller's last pass left it; idle and never failed unless a test says so.
