@@ -26,7 +26,7 @@ import { SlowFirstSequencer } from './test/support/slow-first-sequencer.js';
 // check a person runs between edits, on 2 cores, in under 5 minutes.
 const SHORT_SOAK = 'test/integration/soak.test.ts';
 const RUN_CACHE_SETUP = 'test/support/run-cache-dir.ts';
-const UNIT_FILES = ['test/unit/**/*.test.ts', 'renderer/**/*.test.tsx'];
+const UNIT_FILES = ['test/unit/**/*.test.ts', 'test/renderer/**/*.test.tsx'];
 /**
  * Unit files that load node-llama-cpp's native binding in the test process: it is one per
  * process, with one log callback, so a file that shares a process with another gets none of

@@ -71,9 +71,8 @@ export function violations(file, source) {
       say('only the embedded engine (core/engine/embedded) may import node-llama-cpp');
     }
     if (file.startsWith('renderer/')) {
-      // Tests run under vitest in Node (a real loopback server for the HTTP bridge); the app itself runs in a browser.
-      const isTest = /\.test\.tsx?$/.test(file);
-      if (NODE_BUILTIN.test(spec) && !isTest) say('the renderer runs in a browser: no Node built-ins');
+      // Its tests live under test/renderer (they run in Node: a real loopback server for the HTTP bridge); the app itself runs in a browser.
+      if (NODE_BUILTIN.test(spec)) say('the renderer runs in a browser: no Node built-ins');
       if (spec === 'electron') say('the renderer talks to main through the preload bridge only');
       // DESIGN: the renderer imports from core/contracts (types, and the few pure helpers it
       // re-exports) and the admin API's client (core/admin-client, its HTTP bridge's calls and

@@ -1,6 +1,6 @@
 // Which CPU this process runs on, as one string: what decides both the extra weight buffers
 // llama.cpp adds (core/daemon/memory/cpu-buffer-learning.ts) and whether a tested native binding still
-// fits (core/engine/embedded/binding-verdict.ts).
+// fits (core/engine/embedded/runtime/binding-verdict.ts).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';

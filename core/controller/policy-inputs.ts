@@ -29,7 +29,7 @@
 import { footprintAt, layerCostAt, type FootprintEstimate } from '../policy/levels.js';
 import { launchLevelAfter } from '../policy/recover.js';
 import type { PlacedDesired, PlacedResident } from '../policy/place.js';
-import type { Draft } from '../policy/schedule.js';
+import type { Draft } from '../policy/plan-types.js';
 import type { ModelDemand, ResidentServer } from './effects.js';
 import { NO_FAILURE, servingModelOf, verdictOf, type Demands, type Records } from './model-record.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';

@@ -81,7 +81,7 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
   };
   /**
    * What happens to a model that lost its pin, as the next pass will do it: a resident model
-   * nobody uses is evicted at once (the plan keeps only wanted models, core/policy/schedule.ts);
+   * nobody uses is evicted at once (the plan keeps only wanted models, core/policy/place.ts);
    * "it may be evicted when idle" was said of one evicted half a second later (issue 35).
    */
   const unpinnedFate = (m: CatalogModel): string => {

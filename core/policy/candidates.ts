@@ -1,9 +1,9 @@
 // What the policy knows about each desired model while it decides, and the one order in which
-// it admits them: shared by `schedule` (one pool) and `place` (per GPU), so the two cannot rank
-// models differently.
+// it admits them: shared by `place` (per GPU) and its one-pool oracle `schedule`
+// (test/support/schedule-oracle.ts), so the two cannot rank models differently.
 import { nonNegative } from './non-negative.js';
 import type { HoldReason, Need } from './reasons.js';
-import type { Desired, Resident } from './schedule.js';
+import type { Desired, Resident } from './plan-types.js';
 
 export interface Candidate {
   modelId: string;

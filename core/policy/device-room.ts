@@ -1,47 +1,13 @@
 // The devices as one pass of `place` holds them: per GPU what is held and by whom (as the reasons
 // will tell it), what undecided residents still hold, and the room of each kind a placement may use.
+import type { DeviceRoom } from './device-room-shape.js';
 import { sealUndecided } from './eviction-choice.js';
 import { nonNegative } from './non-negative.js';
 import type { Device } from './place-types.js';
-import { reasonWriter, withHolder, type Holder, type HoldReason, type ReasonWriter, type Room } from './reasons.js';
+import { reasonWriter, withHolder, type HoldReason, type Room } from './reasons.js';
 import { classGroups } from './split.js';
 import { formatBytes } from '../contracts/format-bytes.js';
 import type { Placement } from '../contracts/plan.js';
-
-/** Per device: what is held, and by whom, as the reasons will tell it. */
-export interface DeviceRoom {
-  device: Device;
-  budget: number;
-  held: number;
-  named: readonly Holder[];
-  holderCount: number;
-  pinnedHeld: number;
-  pinnedNamed: readonly Holder[];
-  pinnedCount: number;
-  /** Held by residents not decided yet (evictable by a model that ranks above them). */
-  undecided: number;
-  /**
-   * Those residents in admission order (a larger rank is less important), with their bytes
-   * here. Models are decided in that same order, so the decided ones are always a prefix:
-   * `firstUndecided` skips it, and the least important are read from the end, no sort needed.
-   */
-  undecidedBy: { rank: number; bytes: number }[];
-  firstUndecided: number;
-  /**
-   * bytesFrom[i]: the bytes of undecidedBy[i] and every entry after it, filled once all are
-   * in (sealUndecided), so that mostImportantToGo can binary-search instead of summing from
-   * the end on every call (that scan made a crowded pass quadratic). exactSums: every entry is a
-   * whole number and their total a safe integer, so any order of adding them gives the same
-   * number (see mostImportantToGo).
-   */
-  bytesFrom: number[];
-  exactSums: boolean;
-  /** This device's sentences; its Room snapshots below are worded once each (see reasonWriter). */
-  writer: ReasonWriter;
-  /** What held it when a model was last turned away, until the next hold: shared by every model turned away meanwhile. */
-  heldRoom: Room | null;
-  pinnedRoom: Room | null;
-}
 
 /** The devices as one pass sees them: fixed for the pass, their rooms filled as models are held. */
 export interface Layout {

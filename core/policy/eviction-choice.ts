@@ -1,7 +1,7 @@
 // Which resident goes first when a model needs room on a device: the least important, read from
 // the end of the device's undecided residents (admission order), by a binary search over their
 // running sums once the pass has them all.
-import type { DeviceRoom } from './device-room.js';
+import type { DeviceRoom } from './device-room-shape.js';
 
 /** Sums `undecidedBy` from each entry to the end, once every running candidate is in it. */
 export function sealUndecided(room: DeviceRoom): void {

@@ -2,7 +2,8 @@
 // split, partial offload, the CPU), each tried in the room nobody holds before the room it would
 // have with lower-ranked models evicted; and where a pinned model that fits nowhere goes.
 import type { Candidate } from './candidates.js';
-import { available, type DeviceRoom, type Layout, type RoomKind } from './device-room.js';
+import type { DeviceRoom } from './device-room-shape.js';
+import { available, type Layout, type RoomKind } from './device-room.js';
 import { mostImportantToGo } from './eviction-choice.js';
 import { nonNegative } from './non-negative.js';
 import { partial } from './partial.js';

@@ -1,7 +1,7 @@
 // The policy's public API: pure decisions, no I/O. See README.md for the data flow and invariants.
 // The words it decides in (LaunchLevel, FailureKind, RecoveryAction, Placement, LeftOut) and
 // formatBytes are core/contracts', which every layer imports from directly.
-export { schedule, type Desired, type Draft, type Plan, type Resident } from './schedule.js';
+export type { Desired, Draft, Plan, Resident } from './plan-types.js';
 export {
   recover,
   launchLevelAfter,

@@ -1,6 +1,7 @@
 // Why a model was left out of `place`'s plan, and whether for good (`strict`).
 import { needOf, type Candidate } from './candidates.js';
-import { heldRoomOf, pinnedRoomOf, type DeviceRoom, type Layout } from './device-room.js';
+import type { DeviceRoom } from './device-room-shape.js';
+import { heldRoomOf, pinnedRoomOf, type Layout } from './device-room.js';
 import { placeOne, PINNED_ONLY } from './fastest-placement.js';
 import type { Device, LayerCost, PlacedDesired } from './place-types.js';
 import { needs } from './reasons.js';

@@ -1,7 +1,7 @@
 // The shapes `place` works in: a GPU as a budget, a model's cost by layers, the desired and
 // running models with where they are, and the plan. The public words of place.ts, re-exported there.
 import { nonNegative } from './non-negative.js';
-import type { Desired, Plan, Resident } from './schedule.js';
+import type { Desired, Plan, Resident } from './plan-types.js';
 import type { Placement } from '../contracts/plan.js';
 
 /** One GPU as a budget. */

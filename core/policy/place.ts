@@ -1,5 +1,6 @@
-// Which models stay resident, and where: `schedule` generalised to the workstation's GPUs, each
-// its own budget. Pure, like `schedule`, and called on every pass.
+// Which models stay resident, and where: `schedule` (the one-pool oracle the tests hold this to,
+// test/support/schedule-oracle.ts) generalised to the workstation's GPUs, each its own budget.
+// Pure, like `schedule`, and called on every pass.
 //
 // Why per GPU: a model "fits" in 24 + 12 GiB only if one card, or a split across cards, can
 // really hold it; the sum says nothing (seeds/003: filter on what each node can hold and name
@@ -27,7 +28,8 @@
 // eviction-choice.ts (who goes first for room), fastest-placement.ts (the tiers, per-GPU fit),
 // split.ts (a split over GPUs), partial.ts (part in host RAM), left-out.ts (the reasons).
 import { candidatesOf, leastRecentlyUsedFirst, type Candidate } from './candidates.js';
-import { createLayout, type DeviceRoom } from './device-room.js';
+import type { DeviceRoom } from './device-room-shape.js';
+import { createLayout } from './device-room.js';
 import { FREE_THEN_ROOM, overBudget, placeOne, ROOM_ONLY } from './fastest-placement.js';
 import { leftOutReason } from './left-out.js';
 import { nonNegative } from './non-negative.js';

@@ -1,12 +1,13 @@
 // How schedule's (one pool) and place's (per GPU) time grows with the number of models.
 //
-// Why it matters: the controller calls schedule on every reconcile pass, and a quadratic
+// Why it matters: the controller calls place on every reconcile pass, and a quadratic
 // scan that is invisible at 10 models stalls the loop at 10,000 (a catalog of every GGUF on a
 // disk plus their quantizations). The target is 10 ms at 10,000 models and growth no worse
 // than n log n, which is what one sort costs. A seeded generator keeps every run comparable.
 import { performance } from 'node:perf_hooks';
 import { seededRandom } from '../../core/catalog/demo/seeded-random.js';
-import { schedule, type Desired, type Resident } from '../../core/policy/index.js';
+import type { Desired, Resident } from '../../core/policy/index.js';
+import { schedule } from '../support/schedule-oracle.js';
 import { place, type Device, type PlacedDesired, type PlacedResident } from '../../core/policy/place.js';
 
 const SIZES = [100, 1_000, 10_000];

@@ -1,4 +1,4 @@
-// The kept verdict of node-llama-cpp's binding test (core/engine/embedded/binding-verdict.ts,
+// The kept verdict of node-llama-cpp's binding test (core/engine/embedded/runtime/binding-verdict.ts,
 // cpu-runtime.ts), through real embedded engine processes on the CPU: the first start tests the
 // binding and keeps the verdict, the next one loads the binding without the test and serves,
 // and a verdict that is not this machine's, not JSON, or that names a file outside

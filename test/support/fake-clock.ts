@@ -29,9 +29,13 @@ export class FakeClock {
   private nextId = 1;
   private timers: PendingTimer[] = [];
 
-  constructor(startMs = 1_700_000_000_000) {
+  /**
+   * `startMs`: the wall clock's first reading. `elapsedMs`: the monotonic one's, for a test
+   * whose expectations are written in monotonic stamps (a waiter's arrival at 1 000).
+   */
+  constructor(startMs = 1_700_000_000_000, elapsedMs = 5_000) {
     // A monotonic origin unlike the epoch, so a reading taken from the wrong one shows.
-    this.nowMs = 5_000;
+    this.nowMs = elapsedMs;
     this.wallOffsetMs = startMs - this.nowMs;
   }
 

@@ -2,7 +2,7 @@
 // XDG_CACHE_HOME, for the engines the tests start and everything else that caches there.
 //
 // Why: the embedded engine keeps node-llama-cpp's binding-test verdict in the user's cache
-// (core/engine/embedded/binding-verdict.ts). In a folder of the run's own, the run's first CPU
+// (core/engine/embedded/runtime/binding-verdict.ts). In a folder of the run's own, the run's first CPU
 // engine tests the binding and every later one skips the test (0.4 s and half a CPU-second per
 // engine start, ~170 of them), while a developer's ~/.cache is neither read nor written: no
 // verdict from the machine's past decides what the run's first start does.

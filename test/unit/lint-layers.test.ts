@@ -8,13 +8,13 @@ const check = violations as (file: string, source: string) => string[];
 
 describe('lint-layers', () => {
   it.each([
-    ['core/policy/schedule.ts', "import { readFileSync } from 'node:fs';", /must not import packages, Node/],
-    ['core/policy/schedule.ts', "import { x } from '../catalog/catalog.js';", /depends on nothing but core\/contracts/],
+    ['core/policy/place.ts', "import { readFileSync } from 'node:fs';", /must not import packages, Node/],
+    ['core/policy/place.ts', "import { x } from '../catalog/catalog.js';", /depends on nothing but core\/contracts/],
     ['core/contracts/snapshot.ts', "import type { Catalog } from '../catalog/catalog.js';", /imports nothing outside itself/],
     ['core/contracts/snapshot.ts', "import type { LaunchLevel } from '../policy/levels.js';", /imports nothing outside itself/],
     ['core/contracts/format-bytes.ts', "export { formatBytes } from '../policy/reasons.js';", /imports nothing outside itself/],
     ['core/router/router.ts', "import { app } from 'electron';", /nothing under core\/ may import electron/],
-    ['renderer/src/app.tsx', "import { schedule } from '../../core/policy/schedule.js';", /may import only from core\/contracts/],
+    ['renderer/src/app.tsx', "import { place } from '../../core/policy/place.js';", /may import only from core\/contracts/],
     ['renderer/src/app.tsx', "import { join } from 'node:path';", /no Node built-ins/],
     ['renderer/src/app.tsx', "const m = await import('electron');", /preload bridge only/],
     ['core/catalog/gguf-metadata.ts', "import { readGgufFileInfo } from 'node-llama-cpp';", /only the embedded engine \(core\/engine\/embedded\) may import node-llama-cpp/],
@@ -31,7 +31,7 @@ describe('lint-layers', () => {
   });
 
   it.each([
-    ['core/policy/schedule.ts', "import { footprintAt } from './levels.js';"],
+    ['core/policy/place.ts', "import { footprintAt } from './levels.js';"],
     ['core/contracts/snapshot.ts', "import type { LaunchLevel } from './launch-level.js';"],
     ['core/policy/levels.ts', "import type { LaunchLevel } from '../contracts/launch-level.js';"],
     ['core/policy/reasons.ts', "import { formatBytes } from '../contracts/format-bytes.js';"],
@@ -39,7 +39,6 @@ describe('lint-layers', () => {
     ['renderer/src/app.tsx', "import type { Snapshot } from '../../core/contracts/snapshot.js';"],
     ['renderer/src/app.tsx', "import { create } from 'zustand';"],
     ['renderer/src/format/format.ts', "export { formatBytes } from '../../../core/contracts/format-bytes.js';"],
-    ['renderer/src/transport/http-bridge.test.tsx', "import http from 'node:http';"],
     ['core/engine/embedded/model-loader.ts', "import { getLlama } from 'node-llama-cpp';"],
     ['renderer/src/transport/http-bridge.ts', "import { readEventStream } from '../../../core/admin-client/event-stream-reader.js';"],
     ['core/admin-client/admin-http-client.ts', "import type { AdminApi } from '../contracts/admin-routes.js';"],

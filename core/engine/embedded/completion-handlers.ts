@@ -3,16 +3,16 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ChatWrapper, LlamaGrammar, LlamaText, Token } from 'node-llama-cpp';
-import { chatPrompt } from './chat-prompt.js';
+import { chatPrompt } from './openai/chat-prompt.js';
 import { generate, type FinishReason, type GenerationResult, type GenerationTarget } from './generation.js';
 import { HttpError } from './http-error.js';
-import { chatLogprobs, completionLogprobs, type TokenLogprob } from './logprobs.js';
-import { readChatRequest, readCompletionRequest, type SamplingParams } from './openai-requests.js';
-import { schemaGrammar, type ResponseFormat } from './response-format.js';
+import { chatLogprobs, completionLogprobs, type TokenLogprob } from './openai/logprobs.js';
+import { readChatRequest, readCompletionRequest, type SamplingParams } from './openai/openai-requests.js';
+import { schemaGrammar, type ResponseFormat } from './openai/response-format.js';
 import { startSse } from './sse.js';
-import { toolCallsBody, type ToolRequest } from './tool-calls.js';
+import { toolCallsBody, type ToolRequest } from './openai/tool-calls.js';
 import { generateWithTools } from './tool-generation.js';
-import type { ChatMessage } from './openai-requests.js';
+import type { ChatMessage } from './openai/openai-requests.js';
 
 export interface CompletionEngine extends GenerationTarget {
   modelName: string;

@@ -7,7 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import type { LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
 import { badRequest } from './http-error.js';
-import { readEmbeddingRequest } from './openai-requests.js';
+import { readEmbeddingRequest } from './openai/openai-requests.js';
 
 /**
  * The vector scaled to length 1 (Euclidean), as llama-server answers /v1/embeddings (its

@@ -2,8 +2,8 @@
 // /v1/completions, so limits, stops, counting and cancellation behave the same for both.
 import type { LlamaGrammar, LlamaModel, LlamaText, Token } from 'node-llama-cpp';
 import { HttpError } from './http-error.js';
-import { recordLogprobs, type TokenLogprob } from './logprobs.js';
-import type { SamplingParams } from './openai-requests.js';
+import { recordLogprobs, type TokenLogprob } from './openai/logprobs.js';
+import type { SamplingParams } from './openai/openai-requests.js';
 import { sharedPrefix } from '../saved-conversations/store.js';
 import type { SavedSlots } from './saved-slots.js';
 import type { Slot, SlotPool } from './slot-pool.js';

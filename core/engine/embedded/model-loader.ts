@@ -18,8 +18,8 @@ import {
   type ChatWrapper, type GgmlType, type Llama, type LlamaContext, type LlamaModel,
 } from 'node-llama-cpp';
 import { chatWrapperFor } from './chat-wrapper.js';
-import { startCpuRuntime } from './cpu-runtime.js';
-import { chooseDecodeThreads } from './decode-threads.js';
+import { startCpuRuntime } from './runtime/cpu-runtime.js';
+import { chooseDecodeThreads } from './runtime/decode-threads.js';
 import { usesGpu, type EngineOptions, type GpuLayers, type KvCacheType } from './cli-args.js';
 import type { EngineLog } from './engine-log.js';
 import { SavedSlots } from './saved-slots.js';

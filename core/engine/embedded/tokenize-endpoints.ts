@@ -11,11 +11,11 @@
 // than a clear "not here".
 import type { ServerResponse } from 'node:http';
 import type { Token } from 'node-llama-cpp';
-import { chatPromptText } from './chat-prompt.js';
-import { offeredFunctions, readToolRequest } from './tool-calls.js';
+import { chatPromptText } from './openai/chat-prompt.js';
+import { offeredFunctions, readToolRequest } from './openai/tool-calls.js';
 import type { CompletionEngine } from './completion-handlers.js';
 import { badRequest } from './http-error.js';
-import { asObject, readChatMessages } from './openai-requests.js';
+import { asObject, readChatMessages } from './openai/openai-requests.js';
 
 /**
  * `{ content, add_special = false, parse_special = true }` → `{ tokens: [id, …] }`. `content` is

@@ -17,13 +17,13 @@
 // the arguments, a 500 (seen on the demo models for 2 seeds in 12); and forced into calling,
 // it goes on calling until the token limit on a model that never ends its turn.
 import { LlamaChat, LlamaText, type ChatWrapper, type LlamaGrammar, type Token } from 'node-llama-cpp';
-import { chatPrompt, toChatHistory } from './chat-prompt.js';
+import { chatPrompt, toChatHistory } from './openai/chat-prompt.js';
 import { cachedPrefix, fittingPromptTokens, generate, repeatPenaltyOf, type FinishReason, type GenerationTarget } from './generation.js';
 import { HttpError } from './http-error.js';
-import { schemaGrammar } from './response-format.js';
-import type { ChatMessage, SamplingParams } from './openai-requests.js';
+import { schemaGrammar } from './openai/response-format.js';
+import type { ChatMessage, SamplingParams } from './openai/openai-requests.js';
 import type { Slot } from './slot-pool.js';
-import { offeredFunctions, toolCallId, type ToolCall, type ToolRequest } from './tool-calls.js';
+import { offeredFunctions, toolCallId, type ToolCall, type ToolRequest } from './openai/tool-calls.js';
 
 /** A piece of a call as it streams: the first of each call has its id and name, and arguments ''. */
 export interface ToolCallDelta {

@@ -40,7 +40,7 @@ const identifier = inert('an identifier of the end user or request, for OpenAIâ€
 const promptCache = inert('the engine keeps its prompt prefix cache by itself, whatever is asked');
 const serviceTier = inert('a tier of OpenAIâ€™s servers; a local engine has one');
 const noLogitBias = refused('the embedded engine cannot bias tokens', isEmptyObject);
-// The embedded engine refuses these itself too (core/engine/embedded/openai-requests.ts), by
+// The embedded engine refuses these itself too (core/engine/embedded/openai/openai-requests.ts), by
 // name; the rows say so, so the table is what a client meets, engine by engine.
 
 const GENERATION: Record<string, FieldStatus> = {

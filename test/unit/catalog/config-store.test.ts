@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ConfigStore } from '../../../core/catalog/config/config-store.js';
 import type { LlmtrayConfig } from '../../../core/catalog/config/load-config.js';
 import type { PlatformFacts } from '../../../core/catalog/paths.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 let dir: string;
 let file: string;
@@ -50,8 +51,8 @@ describe('ConfigStore', () => {
   });
 
   test('a deleted file keeps its config in force for deletedConfigGrace, saying so and when to look again; put back, nothing changed; still gone, the defaults apply', async () => {
-    let now = 0;
-    const store = new ConfigStore({ file, facts, monotonicNow: () => now });
+    const clock = new FakeClock();
+    const store = new ConfigStore({ file, facts, monotonicNow: () => clock.elapsed() });
     const changes: LlmtrayConfig[] = [];
     store.onDidChange((config) => changes.push(config));
     await writeFile(file, 'deletedConfigGrace: 10s\nmodels:\n  - {id: a, path: /m/a.gguf}\n');
@@ -65,7 +66,7 @@ describe('ConfigStore', () => {
     expect(store.current().models.map((m) => m.id)).toEqual(['a']);
     expect(store.inForce()).toBe('file');
     // An editor's save puts it back within the grace: nothing changed, nothing said.
-    now = 4_000;
+    await clock.advance(4_000);
     await writeFile(file, 'deletedConfigGrace: 10s\nmodels:\n  - {id: a, path: /m/a.gguf}\n');
     expect(await store.reload()).toEqual({ ok: true });
     expect(changes).toEqual([]);
@@ -73,11 +74,11 @@ describe('ConfigStore', () => {
 
     // Deleted again: a grace of its own, counted from this deletion.
     await rm(file);
-    now = 20_000;
+    await clock.advance(16_000);
     expect(await store.reload()).toMatchObject({ ok: false, recheckInMs: 10_000 });
-    now = 26_000;
+    await clock.advance(6_000);
     expect(await store.reload()).toMatchObject({ ok: false, recheckInMs: 4_000 });
-    now = 30_000;
+    await clock.advance(4_000);
     expect(await store.reload()).toEqual({ ok: true });
     expect(store.inForce()).toBe('defaults');
     expect(store.current().models).toEqual([]);

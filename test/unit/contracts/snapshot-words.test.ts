@@ -14,7 +14,7 @@ import {
   shorten,
 } from '../../../core/contracts/snapshot-words.js';
 import { place, type Device, type PlacedDesired } from '../../../core/policy/place.js';
-import { schedule } from '../../../core/policy/schedule.js';
+import { schedule } from '../../support/schedule-oracle.js';
 import { GiB, MiB, gpu, holder, model } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
 
 describe('loadProgressWords', () => {

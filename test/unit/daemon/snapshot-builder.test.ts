@@ -6,6 +6,7 @@ import { ModelActivity } from '../../../core/demand/activity.js';
 import { buildSnapshot, type SnapshotParts } from '../../../core/daemon/snapshot-builder.js';
 import type { BudgetSample } from '../../../core/gpu/live-budget.js';
 import { footprintAt } from '../../../core/policy/levels.js';
+import { FakeClock } from '../../support/fake-clock.js';
 import { catalogModel } from '../../support/catalog-model.js';
 
 const GiB = 1024 ** 3;
@@ -56,7 +57,7 @@ function parts(overrides: Partial<SnapshotParts> = {}, sample: BudgetSample | nu
       endpointFor: (id: string) => (id === 'chat' ? { port: 40001, apiKey: 'engine-secret-77', pid: 77, level: 'full', startedAt: 1, readyAt: 2 } : null),
       inFlight: () => 0,
     },
-    activity: new ModelActivity({ now: () => 5, elapsed: () => 5 }),
+    activity: new ModelActivity(new FakeClock()),
     isPinned: () => false,
     wanted: (id) => id === 'chat',
     engineOf: () => 'embedded',
@@ -121,7 +122,7 @@ describe('buildSnapshot', () => {
   });
 
   it('shows each model’s requests in flight as the claims on its server, not the requests waiting for it', () => {
-    const activity = new ModelActivity({ now: () => 5, elapsed: () => 5 });
+    const activity = new ModelActivity(new FakeClock());
     activity.wait('idle');
     const base = parts().supervisor;
     const snapshot = buildSnapshot(parts({ activity, supervisor: { ...base, inFlight: (id) => (id === 'chat' ? 3 : 0) } }));

@@ -3,60 +3,61 @@
 // the order in which waiting requests arrived, which decides whose turn it is.
 import { describe, expect, it } from 'vitest';
 import { DEMAND_GRACE_MS, ModelActivity } from '../../../core/demand/activity.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
-/** `t` is the monotonic reading; `wall` steps the wall clock alone, as NTP or a resume does. */
+/** The activity on a fake clock whose monotonic reading starts at `start`; `jumpWall` steps the wall clock alone, as NTP or a resume does. */
 function activityAt(start = 1_000_000) {
-  const clock = { t: start, wall: 1_700_000_000_000, now: () => clock.wall + clock.t, elapsed: () => clock.t };
+  const clock = new FakeClock(undefined, start);
   return { clock, activity: new ModelActivity(clock) };
 }
 
 const TTL = 600_000;
 
 describe('ModelActivity', () => {
-  it('stamps the last use at each use (a claim and its release)', () => {
+  it('stamps the last use at each use (a claim and its release)', async () => {
     const { clock, activity } = activityAt();
     expect(activity.lastUsed('m')).toBeUndefined();
     activity.use('m');
-    const claimedAt = clock.t;
+    const claimedAt = clock.elapsed();
     expect(activity.lastUsed('m')).toBe(claimedAt);
-    clock.t += 5_000;
+    await clock.advance(5_000);
     activity.use('m');
     expect(activity.lastUsed('m')).toBe(claimedAt + 5_000);
     expect(activity.lastUsed('other')).toBeUndefined();
   });
 
-  it('keeps a served model wanted for its idle TTL and no longer', () => {
+  it('keeps a served model wanted for its idle TTL and no longer', async () => {
     const { clock, activity } = activityAt();
     activity.use('m');
-    clock.t += TTL - 1;
+    await clock.advance(TTL - 1);
     expect(activity.recentlyUsed('m', TTL)).toBe(true);
-    clock.t += 1;
+    await clock.advance(1);
     expect(activity.recentlyUsed('m', TTL)).toBe(false);
   });
 
-  it('a wall-clock step neither ends the idle TTL (forward: nothing unloads) nor stretches it (back)', () => {
+  it('a wall-clock step neither ends the idle TTL (forward: nothing unloads) nor stretches it (back)', async () => {
     const { clock, activity } = activityAt();
     activity.use('m');
-    clock.wall += 24 * 3_600_000;
+    clock.jumpWall(24 * 3_600_000);
     expect(activity.recentlyUsed('m', TTL)).toBe(true);
-    clock.wall -= 48 * 3_600_000;
-    clock.t += TTL;
+    clock.jumpWall(-48 * 3_600_000);
+    await clock.advance(TTL);
     expect(activity.recentlyUsed('m', TTL)).toBe(false);
   });
 
   it('a wall-clock step forward does not end a refused demand’s grace', () => {
     const { clock, activity } = activityAt();
     activity.demand('m');
-    clock.wall += 3_600_000;
+    clock.jumpWall(3_600_000);
     expect(activity.recentlyUsed('m', TTL)).toBe(true);
   });
 
-  it('shows the last use in wall time and orders by the monotonic one', () => {
+  it('shows the last use in wall time and orders by the monotonic one', async () => {
     const { clock, activity } = activityAt();
     activity.use('a');
     const shownA = clock.now();
-    clock.t += 1_000;
-    clock.wall -= 3_600_000; // the wall clock stepped back an hour: b is still the more recent
+    await clock.advance(1_000);
+    clock.jumpWall(-3_600_000); // the wall clock stepped back an hour: b is still the more recent
     activity.demand('b');
     expect(activity.lastUsedAt('a')).toBe(shownA);
     expect(activity.lastUsedAt('b')).toBe(clock.now());
@@ -65,30 +66,30 @@ describe('ModelActivity', () => {
     expect(activity.lastUsedAt('b')).toBeUndefined();
   });
 
-  it('keeps a refused demand wanted only for the short grace, however long the TTL', () => {
+  it('keeps a refused demand wanted only for the short grace, however long the TTL', async () => {
     const { clock, activity } = activityAt();
     activity.demand('m');
     expect(activity.recentlyUsed('m', TTL)).toBe(true);
-    expect(activity.lastUsed('m')).toBe(clock.t);
-    clock.t += DEMAND_GRACE_MS;
+    expect(activity.lastUsed('m')).toBe(clock.elapsed());
+    await clock.advance(DEMAND_GRACE_MS);
     expect(activity.recentlyUsed('m', TTL)).toBe(false);
   });
 
-  it('keeps a model wanted while a request waits for it, past the grace', () => {
+  it('keeps a model wanted while a request waits for it, past the grace', async () => {
     const { clock, activity } = activityAt();
     activity.demand('m');
     const done = activity.wait('m');
-    clock.t += DEMAND_GRACE_MS * 3;
+    await clock.advance(DEMAND_GRACE_MS * 3);
     expect(activity.recentlyUsed('m', TTL)).toBe(true);
     done();
     done();
     expect(activity.recentlyUsed('m', TTL)).toBe(false);
   });
 
-  it('a person’s Load keeps it for the TTL; Unload forgets every use', () => {
+  it('a person’s Load keeps it for the TTL; Unload forgets every use', async () => {
     const { clock, activity } = activityAt();
     activity.use('m');
-    clock.t += TTL / 2;
+    await clock.advance(TTL / 2);
     expect(activity.recentlyUsed('m', TTL)).toBe(true);
     activity.forget('m');
     expect(activity.recentlyUsed('m', TTL)).toBe(false);
@@ -121,15 +122,15 @@ describe('ModelActivity', () => {
 });
 
 describe('ModelActivity waiting order', () => {
-  it('gives the oldest arrival still waiting, moving on in arrival order as waits end out of order', () => {
+  it('gives the oldest arrival still waiting, moving on in arrival order as waits end out of order', async () => {
     const { clock, activity } = activityAt(1_000);
     expect(activity.waitingSince('m')).toBeUndefined();
     const first = activity.wait('m');
-    clock.t = 2_000;
+    await clock.advance(1_000);
     const second = activity.wait('m');
-    clock.t = 3_000;
+    await clock.advance(1_000);
     const third = activity.wait('m');
-    clock.t = 4_000;
+    await clock.advance(1_000);
     expect(activity.waitingSince('m')).toBe(1_000);
 
     second(); // a later arrival leaving changes nothing: the oldest still waits
@@ -141,10 +142,10 @@ describe('ModelActivity waiting order', () => {
     expect(activity.recentlyUsed('m', 0)).toBe(false);
   });
 
-  it('keeps each model’s waiters apart', () => {
+  it('keeps each model’s waiters apart', async () => {
     const { clock, activity } = activityAt(1_000);
     const a = activity.wait('a');
-    clock.t = 2_000;
+    await clock.advance(1_000);
     activity.wait('b');
     expect(activity.waitingSince('a')).toBe(1_000);
     expect(activity.waitingSince('b')).toBe(2_000);
@@ -153,10 +154,10 @@ describe('ModelActivity waiting order', () => {
     expect(activity.waitingSince('b')).toBe(2_000);
   });
 
-  it('ends a wait once however often its callback runs, never someone else’s', () => {
+  it('ends a wait once however often its callback runs, never someone else’s', async () => {
     const { clock, activity } = activityAt(1_000);
     const first = activity.wait('m');
-    clock.t = 2_000;
+    await clock.advance(1_000);
     const second = activity.wait('m');
     first();
     first();
@@ -166,7 +167,7 @@ describe('ModelActivity waiting order', () => {
     second();
     // A stale callback after the model's waiters are all gone, and a new arrival after it.
     first();
-    clock.t = 3_000;
+    await clock.advance(1_000);
     const third = activity.wait('m');
     second();
     expect(activity.waitingSince('m')).toBe(3_000);

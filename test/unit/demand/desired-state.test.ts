@@ -41,7 +41,7 @@ describe('the desired state\'s warm spare', () => {
 
 const sources = (splitsOverGpus: (id: string) => boolean) => ({
   isPinned: () => false,
-  activity: new ModelActivity({ now: () => 0, elapsed: () => 0 }),
+  activity: new ModelActivity(new FakeClock()),
   inFlight: () => 0,
   splitsOverGpus: (model: { id: string }) => splitsOverGpus(model.id),
 });

@@ -12,6 +12,7 @@ import { ModelTurns } from '../../../core/demand/turns.js';
 import { ServerClaims, type Claim } from '../../../core/engine/supervisor/server-claims.js';
 import type { ServerStatus } from '../../../core/engine/supervisor/supervisor.js';
 import { catalogModel } from '../../support/catalog-model.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 type ControllerSide = GatewayParts['controller'];
 type SupervisorSide = GatewayParts['supervisor'];
@@ -145,7 +146,7 @@ class ScriptedSupervisor implements SupervisorSide {
 }
 
 function gatewayWith(options: { turnMs?: number; models?: ReturnType<typeof catalogModel>[] } = {}) {
-  const clock = { t: 10_000, now: () => clock.t, elapsed: () => clock.t };
+  const clock = new FakeClock(undefined, 10_000);
   const controller = new ScriptedController();
   const supervisor = new ScriptedSupervisor();
   const activity = new ModelActivity(clock);
@@ -155,7 +156,7 @@ function gatewayWith(options: { turnMs?: number; models?: ReturnType<typeof cata
     activity,
     inFlight: (id) => supervisor.inFlight(id),
     turnMs: options.turnMs ?? 2_000,
-    clock: { now: clock.now, elapsed: clock.elapsed, setTimeout: () => null, clearTimeout: () => undefined },
+    clock,
   });
   const models = options.models ?? [];
   const gateway = createGateway({
@@ -165,7 +166,7 @@ function gatewayWith(options: { turnMs?: number; models?: ReturnType<typeof cata
     activity,
     startedAt: 1_700_000_000_500,
     turns,
-    now: clock.now,
+    now: () => clock.now(),
   });
   return { clock, controller, supervisor, activity, turns, gateway };
 }
@@ -184,7 +185,7 @@ async function settled(promise: Promise<unknown>): Promise<boolean> {
 }
 
 describe('the daemon gateway: claims', () => {
-  it('claims the engine of the model that serves, counts it there, and stamps both models used (fallback)', () => {
+  it('claims the engine of the model that serves, counts it there, and stamps both models used (fallback)', async () => {
     const { clock, controller, supervisor, activity, gateway } = gatewayWith();
     controller.fallbacks.set('big', 'small');
     supervisor.run('small', 4100);
@@ -193,12 +194,12 @@ describe('the daemon gateway: claims', () => {
     expect(claim?.endpoint).toEqual({ baseUrl: 'http://127.0.0.1:4100', apiKey: 'key-4100' });
     expect(supervisor.inFlight('small')).toBe(1);
     expect(supervisor.inFlight('big')).toBe(0);
-    expect(activity.lastUsed('big')).toBe(clock.t);
-    expect(activity.lastUsed('small')).toBe(clock.t);
-    clock.t += 3_000;
+    expect(activity.lastUsed('big')).toBe(clock.elapsed());
+    expect(activity.lastUsed('small')).toBe(clock.elapsed());
+    await clock.advance(3_000);
     claim?.release();
     expect(supervisor.inFlight('small')).toBe(0);
-    expect(activity.lastUsed('small')).toBe(clock.t); // the idle TTL runs from the end of the answer
+    expect(activity.lastUsed('small')).toBe(clock.elapsed()); // the idle TTL runs from the end of the answer
   });
 
   it('asks for a refresh only when the serving model turns busy or idle, and releases each claim once', () => {
@@ -312,13 +313,13 @@ describe('the daemon gateway: claims', () => {
     expect(controller.answered).toEqual(['small', 'small']);
   });
 
-  it('counts a waiting request as waiting from its arrival and asks for a pass; ending it twice ends it once', () => {
+  it('counts a waiting request as waiting from its arrival and asks for a pass; ending it twice ends it once', async () => {
     const { clock, controller, activity, gateway } = gatewayWith();
     const done = gateway.wait('m');
     expect(controller.triggers).toBe(1);
-    expect(activity.waitingSince('m')).toBe(clock.t);
-    const arrived = clock.t;
-    clock.t += 500;
+    expect(activity.waitingSince('m')).toBe(clock.elapsed());
+    const arrived = clock.elapsed();
+    await clock.advance(500);
     const later = gateway.wait('m');
     done();
     done();
@@ -329,18 +330,18 @@ describe('the daemon gateway: claims', () => {
 });
 
 describe('the daemon gateway: turns', () => {
-  it('ends a busy model’s turn once a model it is in the way of has waited turnMs, and ends it no longer than that wait', () => {
+  it('ends a busy model’s turn once a model it is in the way of has waited turnMs, and ends it no longer than that wait', async () => {
     const { clock, controller, supervisor, gateway } = gatewayWith({ turnMs: 2_000 });
     supervisor.run('a', 4100);
     const busy = gateway.claim('a');
     controller.yields.set('a', ['b']);
     const bWaits = gateway.wait('b');
 
-    clock.t += 1_999;
+    await clock.advance(1_999);
     const early = gateway.claim('a');
     expect(early).not.toBeNull();
     early?.release();
-    clock.t += 1;
+    await clock.advance(1);
     expect(gateway.claim('a')).toBeNull();
     expect(supervisor.inFlight('a')).toBe(1); // a refused claim counts nothing
 
@@ -352,12 +353,12 @@ describe('the daemon gateway: turns', () => {
     expect(supervisor.inFlight('a')).toBe(0);
   });
 
-  it('lets a busy model keep its turn however long a model it is not in the way of waits', () => {
+  it('lets a busy model keep its turn however long a model it is not in the way of waits', async () => {
     const { clock, controller, supervisor, gateway } = gatewayWith({ turnMs: 2_000 });
     supervisor.run('a', 4100);
     controller.yields.set('a', ['b']);
     gateway.wait('c');
-    clock.t += 60_000;
+    await clock.advance(60_000);
     expect(gateway.claim('a')).not.toBeNull();
   });
 
@@ -372,45 +373,45 @@ describe('the daemon gateway: turns', () => {
     expect(gateway.claim('a')).not.toBeNull();
   });
 
-  it('holds a model its client just finished with while its turn lasts: the next request claims it, the policy is told it is held', () => {
+  it('holds a model its client just finished with while its turn lasts: the next request claims it, the policy is told it is held', async () => {
     const { clock, controller, supervisor, turns, gateway } = gatewayWith({ turnMs: 2_000 });
     supervisor.run('a', 4100);
     controller.yields.set('a', ['b']);
     gateway.wait('b');
     gateway.claim('a')?.release();
     expect(turns.holds('a')).toBe(true);
-    clock.t += 50;
+    await clock.advance(50);
     const next = gateway.claim('a');
     expect(next).not.toBeNull();
     expect(turns.holds('a')).toBe(false); // busy again: active because it decodes
     next?.release();
-    clock.t += 100;
+    await clock.advance(100);
     expect(turns.holds('a')).toBe(false); // nobody came back in time
   });
 
-  it('judges the turn of the model that serves, for a request falling back to it', () => {
+  it('judges the turn of the model that serves, for a request falling back to it', async () => {
     const { clock, controller, supervisor, gateway } = gatewayWith({ turnMs: 1_000 });
     controller.fallbacks.set('big', 'small');
     supervisor.run('small', 4100);
     controller.yields.set('small', ['b']);
     gateway.wait('b');
-    clock.t += 1_000;
+    await clock.advance(1_000);
     expect(gateway.claim('big')).toBeNull();
     expect(gateway.claim('small')).toBeNull();
   });
 });
 
 describe('the daemon gateway: what a waiting request waits on', () => {
-  it("gives the engine's own load progress where it reports one, else an estimate from the model's last load, else none", () => {
+  it("gives the engine's own load progress where it reports one, else an estimate from the model's last load, else none", async () => {
     const { clock, supervisor, gateway } = gatewayWith();
-    supervisor.run('m', 4100, 'loading', { startedAt: clock.t - 1_200, loadProgress: 0.4, lastLoadMs: 2_000 });
+    supervisor.run('m', 4100, 'loading', { startedAt: clock.now() - 1_200, loadProgress: 0.4, lastLoadMs: 2_000 });
     expect(gateway.waitProgress?.('m')).toEqual({ kind: 'loading', servedBy: 'm', fraction: 0.4, estimated: false });
-    supervisor.run('m', 4100, 'loading', { startedAt: clock.t - 1_500, lastLoadMs: 2_000 });
+    supervisor.run('m', 4100, 'loading', { startedAt: clock.now() - 1_500, lastLoadMs: 2_000 });
     expect(gateway.waitProgress?.('m')).toEqual({ kind: 'loading', servedBy: 'm', fraction: 0.75, estimated: true });
     // Slower than last time: the estimate stops short of done.
-    clock.t += 10_000;
+    await clock.advance(10_000);
     expect(gateway.waitProgress?.('m')).toEqual({ kind: 'loading', servedBy: 'm', fraction: 0.99, estimated: true });
-    supervisor.run('m', 4100, 'loading', { startedAt: clock.t });
+    supervisor.run('m', 4100, 'loading', { startedAt: clock.now() });
     expect(gateway.waitProgress?.('m')).toEqual({ kind: 'loading', servedBy: 'm', fraction: null, estimated: false });
   });
 

@@ -5,6 +5,7 @@ import { createModelActions, PinPolicy } from '../../../core/demand/model-action
 import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-status.js';
 import type { FailureKind } from '../../../core/contracts/recovery.js';
 import { catalogModel } from '../../support/catalog-model.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault: true })]) {
   const pinned = new Set<string>();
@@ -17,8 +18,7 @@ function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault:
       return changed;
     },
   };
-  const clock = { now: () => 1_000, elapsed: () => 1_000 };
-  const activity = new ModelActivity(clock);
+  const activity = new ModelActivity(new FakeClock());
   const calls: string[] = [];
   const quarantined = new Map<string, string>();
   // Each model's state as the controller's last pass left it; idle and never failed unless a test says so.

@@ -3,31 +3,11 @@
 import { describe, expect, it } from 'vitest';
 import { ModelActivity } from '../../../core/demand/activity.js';
 import { ModelTurns, TURN_LINGER_MS } from '../../../core/demand/turns.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 function turnsWith(options: { turnMs?: number; rivals?: Record<string, string[]> } = {}) {
-  const timers: { at: number; fn: () => void; cancelled: boolean }[] = [];
-  const clock = {
-    t: 50_000,
-    /** Steps the wall clock alone (NTP, a resume); the turns must not see it. */
-    wall: 1_700_000_000_000,
-    now: () => clock.wall + clock.t,
-    elapsed: () => clock.t,
-    setTimeout: (fn: () => void, ms: number) => {
-      const timer = { at: clock.t + ms, fn, cancelled: false };
-      timers.push(timer);
-      return timer;
-    },
-    clearTimeout: (handle: unknown) => {
-      (handle as { cancelled: boolean }).cancelled = true;
-    },
-    advance(ms: number) {
-      clock.t += ms;
-      for (const timer of timers.filter((x) => !x.cancelled && x.at <= clock.t)) {
-        timer.cancelled = true;
-        timer.fn();
-      }
-    },
-  };
+  // Its monotonic reading starts at 50 000; `jumpWall` steps the wall clock alone (NTP, a resume), which the turns must not see.
+  const clock = new FakeClock(undefined, 50_000);
   const activity = new ModelActivity(clock);
   const inFlight = new Map<string, number>();
   const rivals = new Map(Object.entries(options.rivals ?? { a: ['b'] }));
@@ -44,26 +24,26 @@ function turnsWith(options: { turnMs?: number; rivals?: Record<string, string[]>
 }
 
 describe('turns: when a model must let another go first', () => {
-  it('is over once a model it stands in the way of has waited turnMs, not before, and never for a model nobody waits on', () => {
+  it('is over once a model it stands in the way of has waited turnMs, not before, and never for a model nobody waits on', async () => {
     const { clock, activity, turns } = turnsWith({ turnMs: 2_000, rivals: { a: ['b'] } });
     expect(turns.isOver('a')).toBe(false);
     const bWaits = activity.wait('b');
     activity.wait('c'); // a is not in c's way
-    clock.advance(1_999);
+    await clock.advance(1_999);
     expect(turns.isOver('a')).toBe(false);
-    clock.advance(1);
+    await clock.advance(1);
     expect(turns.isOver('a')).toBe(true);
     expect(turns.isOver('c')).toBe(false);
     bWaits();
     expect(turns.isOver('a')).toBe(false);
   });
 
-  it('is not over early when the wall clock steps forward while a rival waits', () => {
+  it('is not over early when the wall clock steps forward while a rival waits', async () => {
     const { clock, activity, turns } = turnsWith({ turnMs: 2_000, rivals: { a: ['b'] } });
     activity.wait('b');
-    clock.wall += 3_600_000;
+    clock.jumpWall(3_600_000);
     expect(turns.isOver('a')).toBe(false);
-    clock.advance(2_000);
+    await clock.advance(2_000);
     expect(turns.isOver('a')).toBe(true);
   });
 
@@ -75,14 +55,14 @@ describe('turns: when a model must let another go first', () => {
 });
 
 describe('turns: holding a model its client just finished with', () => {
-  it('holds it for the linger after its last request, while its turn lasts and a rival waits for its memory', () => {
+  it('holds it for the linger after its last request, while its turn lasts and a rival waits for its memory', async () => {
     const { clock, activity, turns } = turnsWith();
     activity.wait('b');
     turns.idled('a');
     expect(turns.holds('a')).toBe(true);
-    clock.advance(TURN_LINGER_MS - 1);
+    await clock.advance(TURN_LINGER_MS - 1);
     expect(turns.holds('a')).toBe(true);
-    clock.advance(1);
+    await clock.advance(1);
     expect(turns.holds('a')).toBe(false);
   });
 
@@ -90,17 +70,17 @@ describe('turns: holding a model its client just finished with', () => {
     const { clock, activity, turns } = turnsWith();
     activity.wait('b');
     turns.idled('a');
-    clock.wall += 3_600_000;
+    clock.jumpWall(3_600_000);
     expect(turns.holds('a')).toBe(true);
   });
 
-  it('does not hold it once its turn is over: the rival that waited its turn goes first', () => {
+  it('does not hold it once its turn is over: the rival that waited its turn goes first', async () => {
     const { clock, activity, turns } = turnsWith({ turnMs: 1_000 });
     activity.wait('b');
-    clock.advance(950);
+    await clock.advance(950);
     turns.idled('a');
     expect(turns.holds('a')).toBe(true);
-    clock.advance(50);
+    await clock.advance(50);
     expect(turns.holds('a')).toBe(false);
   });
 
@@ -125,27 +105,27 @@ describe('turns: holding a model its client just finished with', () => {
     expect(busy.turns.holds('a')).toBe(false);
   });
 
-  it('asks for a pass once the linger is over, when something waits: nothing else would come if its client does not', () => {
+  it('asks for a pass once the linger is over, when something waits: nothing else would come if its client does not', async () => {
     const { clock, activity, turns, passes } = turnsWith();
     turns.idled('a'); // nothing waits: no pass needed, the model simply stays
-    clock.advance(TURN_LINGER_MS + 1);
+    await clock.advance(TURN_LINGER_MS + 1);
     expect(passes()).toBe(0);
 
     activity.wait('b');
     turns.idled('a');
-    clock.advance(TURN_LINGER_MS);
+    await clock.advance(TURN_LINGER_MS);
     expect(passes()).toBe(0);
-    clock.advance(1);
+    await clock.advance(1);
     expect(passes()).toBe(1);
     expect(turns.holds('a')).toBe(false);
   });
 
-  it('leaves no pass pending once closed', () => {
+  it('leaves no pass pending once closed', async () => {
     const { clock, activity, turns, passes } = turnsWith();
     activity.wait('b');
     turns.idled('a');
     turns.close();
-    clock.advance(TURN_LINGER_MS + 1);
+    await clock.advance(TURN_LINGER_MS + 1);
     expect(passes()).toBe(0);
   });
 });

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   currentEnvironment, keepVerdict, readVerdict, verdictFile, type BindingEnvironment, type TestedBinding,
-} from '../../../core/engine/embedded/binding-verdict.js';
+} from '../../../core/engine/embedded/runtime/binding-verdict.js';
 
 const ENVIRONMENT: BindingEnvironment = { library: 'node-llama-cpp 3.21.1', cpu: 'AMD EPYC (flags abc)', kernel: '6.1.0', glibc: '2.36', node: '20.19.0 abi 115 x64', libraryPath: '|' };
 

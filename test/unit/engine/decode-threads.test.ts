@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sizeClassOf, ThreadChooser } from '../../../core/engine/embedded/decode-threads.js';
+import { sizeClassOf, ThreadChooser } from '../../../core/engine/embedded/runtime/decode-threads.js';
 
 /** Runs `batches` small batches through `chooser`, each costing what `costOf(threads)` says; returns the thread counts used. */
 function drive(chooser: ThreadChooser, batches: number, costOf: (threads: number) => number): number[] {

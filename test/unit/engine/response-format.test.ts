@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { grammarSchema, integerGrammarFixed, readResponseFormat } from '../../../core/engine/embedded/response-format.js';
+import { grammarSchema, integerGrammarFixed, readResponseFormat } from '../../../core/engine/embedded/openai/response-format.js';
 import { HttpError } from '../../../core/engine/embedded/http-error.js';
 
 const refusal = (f: () => unknown): string => {

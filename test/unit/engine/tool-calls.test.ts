@@ -1,10 +1,10 @@
 // How the embedded engine reads a request's tools and a history's calls (tool-calls.ts,
 // openai-requests.ts, chat-prompt.ts): pure functions, no model.
 import { describe, expect, it } from 'vitest';
-import { toChatHistory } from '../../../core/engine/embedded/chat-prompt.js';
+import { toChatHistory } from '../../../core/engine/embedded/openai/chat-prompt.js';
 import { HttpError } from '../../../core/engine/embedded/http-error.js';
-import { readChatRequest } from '../../../core/engine/embedded/openai-requests.js';
-import { offeredFunctions, readToolRequest } from '../../../core/engine/embedded/tool-calls.js';
+import { readChatRequest } from '../../../core/engine/embedded/openai/openai-requests.js';
+import { offeredFunctions, readToolRequest } from '../../../core/engine/embedded/openai/tool-calls.js';
 
 const weather = { type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', title: 'W', properties: { city: { type: 'string' } }, required: ['city'] } } };
 const clock = { type: 'function', function: { name: 'get_time' } };

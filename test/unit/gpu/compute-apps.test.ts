@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { COMPUTE_APPS_ARGS, parseComputeApps, queryComputeApps, sharedComputeAppsReader } from '../../../core/gpu/compute-apps.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 const MiB = 1024 ** 2;
 
@@ -48,20 +49,20 @@ describe('sharedComputeAppsReader', () => {
   const app = { busAddress: '0000:01:00.0', pid: 42, usedBytes: 1024 };
 
   it('answers every caller within the freshness window from one query, and asks again after it', async () => {
-    const clock = { t: 0, elapsed: () => clock.t };
+    const clock = new FakeClock();
     let queries = 0;
     const read = sharedComputeAppsReader(async () => (queries++, [app]), clock, 1_000);
     expect(await Promise.all([read(), read()])).toEqual([[app], [app]]);
-    clock.t = 999;
+    await clock.advance(999);
     await read();
     expect(queries).toBe(1);
-    clock.t = 1_000;
+    await clock.advance(1);
     await read();
     expect(queries).toBe(2);
   });
 
   it('does not keep a failed query: the next caller asks again', async () => {
-    const clock = { elapsed: () => 0 };
+    const clock = new FakeClock();
     let queries = 0;
     const read = sharedComputeAppsReader(async () => {
       queries++;

@@ -3,6 +3,7 @@ import { createGpuProbe, type SystemInformation } from '../../../core/gpu/gpu-pr
 import { parseListDevices } from '../../../core/gpu/llama-devices.js';
 import { FailedSample } from '../../../core/gpu/failed-sample.js';
 import type { NvidiaReading } from '../../../core/gpu/nvidia-memory.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 const MiB = 1024 ** 2;
 
@@ -80,23 +81,24 @@ describe('createGpuProbe with AMD tools and llama-server\'s list', () => {
 describe('createGpuProbe: the cards listed seldom, their figures sampled from the vendor tool (issue 24)', () => {
   it('lists the cards once per 5 minutes, since si runs xrandr and xdpyinfo with a DISPLAY, and takes each sample’s memory from nvidia-smi', async () => {
     const log: string[] = [];
-    let now = 0;
+    const clock = new FakeClock();
+    const start = clock.elapsed();
     let free = 23618;
-    const probe = createGpuProbe({ si: recordingSi(log), platform: 'linux', amd: null, clock: { elapsed: () => now }, nvidiaMemory: async () => nvidiaSays(log, free)() });
+    const probe = createGpuProbe({ si: recordingSi(log), platform: 'linux', amd: null, clock, nvidiaMemory: async () => nvidiaSays(log, free)() });
     const used: (number | null)[] = [];
     for (let i = 0; i < 5; i++) {
       used.push((await probe.probe()).gpus[0]?.usedBytes ?? null);
       free -= 1000;
-      now += 2_000;
+      await clock.advance(2_000);
     }
     expect(used).toEqual([946, 1946, 2946, 3946, 4946].map((mib) => mib * MiB));
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
     expect(log.filter((l) => l === 'nvidia-smi')).toHaveLength(5);
     expect(log.filter((l) => l === 'si.mem')).toHaveLength(5);
-    now = 299_999;
+    await clock.advance(start + 299_999 - clock.elapsed()); // 1 ms short of 5 minutes after the first listing
     await probe.probe();
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(1);
-    now = 300_000;
+    await clock.advance(1);
     await probe.probe();
     expect(log.filter((l) => l === 'si.graphics')).toHaveLength(2);
   });
@@ -108,7 +110,7 @@ describe('createGpuProbe: the cards listed seldom, their figures sampled from th
       si: { graphics: async () => { log.push('si.graphics'); return { controllers: listed }; }, mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
       platform: 'linux',
       amd: null,
-      clock: { elapsed: () => 0 },
+      clock: new FakeClock(),
       nvidiaMemory: async () => reading(listed.length > 1 ? [['0000:01:00.0', { totalBytes: 24564 * MiB, usedBytes: 946 * MiB }]] : []),
     });
     expect((await probe.probe()).gpus).toHaveLength(0);
@@ -121,13 +123,14 @@ describe('createGpuProbe: the cards listed seldom, their figures sampled from th
 describe('createGpuProbe when nvidia-smi fails after it answered (issue 23)', () => {
   it("fails the probe with nvidia-smi's own words, not a machine without GPUs, and has the card's figures at the first probe it answers, with no new listing", async () => {
     let failing: string | null = null;
-    let now = 0;
+    const clock = new FakeClock();
+    const start = clock.elapsed();
     const graphics: number[] = [];
     const probe = createGpuProbe({
-      si: { graphics: async () => { graphics.push(now); return { controllers }; }, mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
+      si: { graphics: async () => { graphics.push(clock.elapsed() - start); return { controllers }; }, mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
       platform: 'linux',
       amd: null,
-      clock: { elapsed: () => now },
+      clock,
       nvidiaMemory: async () => {
         if (failing !== null) throw new Error(failing);
         return nvidiaSays([])();
@@ -136,14 +139,14 @@ describe('createGpuProbe when nvidia-smi fails after it answered (issue 23)', ()
     expect((await probe.probe()).gpus).toHaveLength(1);
     failing = 'nvidia-smi --query-gpu=pci.bus_id,memory.total,memory.used,memory.free --format=csv,noheader,nounits failed: Command failed (it printed "Failed to initialize NVML: Driver/library version mismatch")';
     for (let i = 0; i < 3; i++) {
-      now += 2_000;
+      await clock.advance(2_000);
       const failure = await probe.probe().then(() => null, (error: unknown) => error);
       expect(failure).toBeInstanceOf(FailedSample);
       expect((failure as FailedSample).message).toMatch(/^nvidia-smi answered before and gives no figures now for GPU 0 NVIDIA GeForce RTX 4090 \(0000:01:00\.0\): .*Failed to initialize NVML: Driver\/library version mismatch/);
       expect((failure as FailedSample).busAddresses).toEqual(['0000:01:00.0']);
     }
     failing = null;
-    now += 2_000;
+    await clock.advance(2_000);
     expect((await probe.probe()).gpus.map((g) => g.measuredBy)).toEqual(['nvidia-smi']);
     expect(graphics).toEqual([0]);
   });
@@ -159,7 +162,7 @@ describe('createGpuProbe when a GPU is gone, not its tool failing (issue 23)', (
       si: { graphics: async () => ({ controllers: pair }), mem: async () => ({ total: 64 * 1024 * MiB, available: 40 * 1024 * MiB }) },
       platform: 'linux',
       amd: null,
-      clock: { elapsed: () => 0 },
+      clock: new FakeClock(),
       nvidiaMemory: async () => answer(),
     });
   }

@@ -3,6 +3,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngineDeviceReader, LIST_DEVICES_ARGS, parseListDevices } from '../../../core/gpu/llama-devices.js';
+import { FakeClock } from '../../support/fake-clock.js';
 import { toolOutput } from '../../support/gpu-tool-output.js';
 
 const MiB = 1024 ** 2;
@@ -68,7 +69,7 @@ describe('createEngineDeviceReader', () => {
   const listing = 'Available devices:\n  CUDA0: NVIDIA GeForce RTX 4090 (24080 MiB, 23700 MiB free)\n';
 
   it('runs the binary it was given with --list-devices, once per freshness window', async () => {
-    const clock = { t: 0, elapsed: () => clock.t };
+    const clock = new FakeClock();
     const calls: string[] = [];
     const read = createEngineDeviceReader('/opt/llama/bin/llama-server', {
       exec: async (file, args) => { calls.push([file, ...args].join(' ')); return listing; },
@@ -77,16 +78,16 @@ describe('createEngineDeviceReader', () => {
     });
     expect(LIST_DEVICES_ARGS).toEqual(['--list-devices']);
     await Promise.all([read(), read()]);
-    clock.t = 59_999;
+    await clock.advance(59_999);
     expect((await read()).devices.map((d) => d.name)).toEqual(['CUDA0']);
     expect(calls).toEqual(['/opt/llama/bin/llama-server --list-devices']);
-    clock.t = 60_000;
+    await clock.advance(1);
     await read();
     expect(calls).toHaveLength(2);
   });
 
   it('never rejects: a failed listing answers with the last good list and a note, and is kept for the window too', async () => {
-    const clock = { t: 0, elapsed: () => clock.t };
+    const clock = new FakeClock();
     let fail = false;
     let runs = 0;
     const read = createEngineDeviceReader('llama-server', {
@@ -96,7 +97,7 @@ describe('createEngineDeviceReader', () => {
     });
     await read();
     fail = true;
-    clock.t = 1_000;
+    await clock.advance(1_000);
     const stale = await read();
     expect(stale.devices.map((d) => d.name)).toEqual(['CUDA0']);
     expect(stale.notes).toEqual([expect.stringMatching(/device list could not be read \(llama-server --list-devices failed: timed out\); the last list is used/)]);

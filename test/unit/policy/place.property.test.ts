@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import { place, type Device, type LayerCost, type PlacedDesired, type PlacedResident, type PlacePlan } from '../../../core/policy/place.js';
-import { schedule } from '../../../core/policy/schedule.js';
+import { schedule } from '../../support/schedule-oracle.js';
 import type { Placement } from '../../../core/contracts/plan.js';
 import { atMost, equal, same } from '../../support/hot-expect.js';
 

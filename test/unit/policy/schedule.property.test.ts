@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { schedule, type Desired, type Plan, type Resident } from '../../../core/policy/index.js';
+import type { Desired, Plan, Resident } from '../../../core/policy/index.js';
+import { schedule } from '../../support/schedule-oracle.js';
 import { above, atMost, below, equal, same } from '../../support/hot-expect.js';
 
 // Small id pools so desired and resident overlap often; drafts have their own pool so that a

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { schedule, type Desired, type Resident } from '../../../core/policy/index.js';
+import type { Desired, Resident } from '../../../core/policy/index.js';
+import { schedule } from '../../support/schedule-oracle.js';
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;

@@ -2,10 +2,10 @@
 import { act, cleanup, screen, within } from '@testing-library/react';
 import { userEvent } from '@testing-library/user-event';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { CORRUPT_MODEL_ERROR, CUDA_OOM_ERROR, fallbackServing, quarantined, retrying, twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
-import { NOW } from '../test-fixtures/snapshot-builder.js';
-import { RecoveryView } from './recovery-view.js';
+import { renderWithSnapshot } from '../../../renderer/src/test-fixtures/render.js';
+import { CORRUPT_MODEL_ERROR, CUDA_OOM_ERROR, fallbackServing, quarantined, retrying, twoGpusWithOtherProgram } from '../../../renderer/src/test-fixtures/scenarios.js';
+import { NOW } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
+import { RecoveryView } from '../../../renderer/src/components/recovery-view.js';
 
 afterEach(() => {
   cleanup();

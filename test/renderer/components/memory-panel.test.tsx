@@ -2,10 +2,10 @@
 import { act, cleanup, screen, within } from '@testing-library/react';
 import { userEvent } from '@testing-library/user-event';
 import { afterEach, describe, expect, it } from 'vitest';
-import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
-import { budget, GiB, holder, model, NOW, snapshot } from '../test-fixtures/snapshot-builder.js';
-import { MemoryPanel } from './memory-panel.js';
+import { renderWithSnapshot } from '../../../renderer/src/test-fixtures/render.js';
+import { twoGpusWithOtherProgram } from '../../../renderer/src/test-fixtures/scenarios.js';
+import { budget, GiB, holder, model, NOW, snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
+import { MemoryPanel } from '../../../renderer/src/components/memory-panel.js';
 
 afterEach(cleanup);
 

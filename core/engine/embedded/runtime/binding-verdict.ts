@@ -13,7 +13,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, relative, isAbsolute, sep } from 'node:path';
-import { writeFileAtomic } from '../../common/atomic-file.js';
+import { writeFileAtomic } from '../../../common/atomic-file.js';
 
 /** A binding that passed the test, as node-llama-cpp's loader found it. */
 export interface TestedBinding {

@@ -2,11 +2,11 @@
 import { act, cleanup, screen, within } from '@testing-library/react';
 import { userEvent } from '@testing-library/user-event';
 import { afterEach, describe, expect, it } from 'vitest';
-import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { quarantined, showcase, twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
-import { snapshot } from '../test-fixtures/snapshot-builder.js';
-import { AUTH_REQUIRED_MESSAGE } from '../transport/http-bridge.js';
-import { App } from './app.js';
+import { renderWithSnapshot } from '../../../renderer/src/test-fixtures/render.js';
+import { quarantined, showcase, twoGpusWithOtherProgram } from '../../../renderer/src/test-fixtures/scenarios.js';
+import { snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
+import { AUTH_REQUIRED_MESSAGE } from '../../../renderer/src/transport/http-bridge.js';
+import { App } from '../../../renderer/src/components/app.js';
 
 afterEach(cleanup);
 

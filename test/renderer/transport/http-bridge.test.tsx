@@ -7,8 +7,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import { AdminRefusal } from '../../../core/contracts/admin-routes.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
-import { twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
-import { AuthRequiredError, createHttpBridge, TOKEN_STORAGE_KEY, tokenFromHash, type HttpBridgeEnvironment } from './http-bridge.js';
+import { twoGpusWithOtherProgram } from '../../../renderer/src/test-fixtures/scenarios.js';
+import { AuthRequiredError, createHttpBridge, TOKEN_STORAGE_KEY, tokenFromHash, type HttpBridgeEnvironment } from '../../../renderer/src/transport/http-bridge.js';
 
 const TOKEN = 'tok-3f9a';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RecordingBridge } from '../test-fixtures/recording-bridge.js';
-import { electronBridge } from './electron-bridge.js';
+import { RecordingBridge } from '../../../renderer/src/test-fixtures/recording-bridge.js';
+import { electronBridge } from '../../../renderer/src/transport/electron-bridge.js';
 
 describe('electronBridge', () => {
   it("uses the preload's window.llmtray when it is there, and says there is none otherwise", () => {

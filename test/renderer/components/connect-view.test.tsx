@@ -2,10 +2,10 @@
 import { act, cleanup, screen, within } from '@testing-library/react';
 import { userEvent } from '@testing-library/user-event';
 import { afterEach, describe, expect, it } from 'vitest';
-import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { model, snapshot } from '../test-fixtures/snapshot-builder.js';
-import { CLIENT_KEY_PLACEHOLDER } from './connect-examples.js';
-import { ConnectView } from './connect-view.js';
+import { renderWithSnapshot } from '../../../renderer/src/test-fixtures/render.js';
+import { model, snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
+import { CLIENT_KEY_PLACEHOLDER } from '../../../renderer/src/components/connect-examples.js';
+import { ConnectView } from '../../../renderer/src/components/connect-view.js';
 
 afterEach(cleanup);
 

@@ -14,8 +14,8 @@ import { createRequire } from 'node:module';
 import { dirname, join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { getLlama, Llama, type LlamaLogLevel } from 'node-llama-cpp';
-import { errorMessage } from '../../contracts/error-message.js';
-import { thisCpu } from '../../common/this-cpu.js';
+import { errorMessage } from '../../../contracts/error-message.js';
+import { thisCpu } from '../../../common/this-cpu.js';
 import { currentEnvironment, keepVerdict, readVerdict, verdictFile, type TestedBinding } from './binding-verdict.js';
 
 export interface CpuRuntimeOptions {

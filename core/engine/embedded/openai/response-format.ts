@@ -11,7 +11,7 @@
 // apart from schemaGrammar, which builds the grammar with the runtime; a tool's parameter
 // schema goes the same way (tool-calls.ts, tool-generation.ts).
 import type { Llama, LlamaGrammar } from 'node-llama-cpp';
-import { badRequest } from './http-error.js';
+import { badRequest } from '../http-error.js';
 
 export type ResponseFormat =
   | { kind: 'text' }

@@ -1,10 +1,10 @@
 // @vitest-environment jsdom
 import { cleanup, screen, within } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
-import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { placedOnTwoGpus, UNFIT_REASON, unschedulable } from '../test-fixtures/scenarios.js';
-import { plan, snapshot } from '../test-fixtures/snapshot-builder.js';
-import { WhyView } from './why-view.js';
+import { renderWithSnapshot } from '../../../renderer/src/test-fixtures/render.js';
+import { placedOnTwoGpus, UNFIT_REASON, unschedulable } from '../../../renderer/src/test-fixtures/scenarios.js';
+import { plan, snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
+import { WhyView } from '../../../renderer/src/components/why-view.js';
 
 afterEach(cleanup);
 

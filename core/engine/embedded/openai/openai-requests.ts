@@ -4,7 +4,7 @@
 // Defaults are llama-server's, not OpenAI's or node-llama-cpp's (temperature 0.8, top_k 40,
 // top_p 0.95, min_p 0.05, no repeat penalty, no token limit but the context), so a model
 // answers the same whichever engine serves it.
-import { badRequest } from './http-error.js';
+import { badRequest } from '../http-error.js';
 import { readChatLogprobs, readCompletionLogprobs } from './logprobs.js';
 import { readResponseFormat, type ResponseFormat } from './response-format.js';
 import { readToolRequest, type ToolRequest } from './tool-calls.js';

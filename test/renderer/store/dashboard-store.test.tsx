@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RecordingBridge } from '../test-fixtures/recording-bridge.js';
-import { twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
-import { GiB, NOW } from '../test-fixtures/snapshot-builder.js';
+import { RecordingBridge } from '../../../renderer/src/test-fixtures/recording-bridge.js';
+import { twoGpusWithOtherProgram } from '../../../renderer/src/test-fixtures/scenarios.js';
+import { GiB, NOW } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import type { LogTail } from '../../../core/contracts/log-lines.js';
-import { createDashboardStore, withSample } from './dashboard-store.js';
+import { createDashboardStore, withSample } from '../../../renderer/src/store/dashboard-store.js';
 
 function at(snapshot: Snapshot, sampledAt: number, usedGiB: number): Snapshot {
   return { ...snapshot, budget: { ...snapshot.budget, sampledAt, usedBytes: usedGiB * GiB } };

@@ -20,7 +20,7 @@
 // wants log probabilities, the slot's sequence answers that call through its own
 // `evaluateWithMetadata`, which yields the same tokens with their distribution.
 import type { LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
-import { badRequest } from './http-error.js';
+import { badRequest } from '../http-error.js';
 
 /** OpenAI's limits: 20 alternatives per token in chat, 5 in legacy completions. */
 const MAX_CHAT_TOP_LOGPROBS = 20;

@@ -8,7 +8,7 @@
 // validator rejects. Pure: no model, no I/O.
 import { randomUUID } from 'node:crypto';
 import type { ChatModelFunctions, GbnfJsonSchema } from 'node-llama-cpp';
-import { badRequest, HttpError } from './http-error.js';
+import { badRequest, HttpError } from '../http-error.js';
 import { grammarSchema } from './response-format.js';
 
 /**

@@ -1,79 +1,16 @@
-// Which models stay resident in the device-memory budget: one pure decision per reconcile pass.
+// `schedule`: which models stay resident in one pool of device memory, the policy's decision
+// before it had GPUs (core/policy/place.ts). Why it lives here, under test/support: nothing in
+// the daemon calls it (the controller calls `place` on every pass), but it is the oracle `place`
+// is held against, the one-device case of place.property.test.ts giving `schedule`'s answer,
+// and its own table and property tests (test/unit/policy/schedule*.test.ts) pin down the rules
+// both share: the candidates and their admission order (core/policy/candidates.ts) and the
+// reasons' words. Pure, like the policy: no I/O, no clock, no log.
 //
-// Why pure: the controller calls this on every pass, with whatever it just observed, and
-// applies the plan through its effects. Without I/O, a clock or a log here, every rule below
-// is a table test or a property test, and a converged set provably yields an empty plan, so a
-// steady state does no work and cannot thrash.
-//
-// Drafts. A speculative-decoding draft is loaded by its primary's process, so a pair is one
-// process: one Desired entry carrying `draft`, one Resident entry whose footprint is primary
-// plus draft. The draft's id is only a label for costing and for reasons; it is never
-// launched or evicted on its own. When the same id is also desired as a model in its own
-// right, that is a second, standalone process with its own entry and its own memory (a
-// llama-server cannot share a loaded draft with another server), and it is scheduled like
-// any other model.
-import { candidatesOf, leastRecentlyUsedFirst, needOf, type Candidate } from './candidates.js';
-import { nonNegative } from './non-negative.js';
-import { reasonWriter, withHolder, type Holder, type HoldReason, type Room } from './reasons.js';
-import type { LeftOut } from '../contracts/plan.js';
-
-/** The companion model a primary loads for speculative decoding. */
-export interface Draft {
-  modelId: string;
-  /** Device bytes the draft adds to its primary's process. Negative counts as zero. */
-  footprint: number;
-}
-
-/** A model the system wants resident now. */
-export interface Desired {
-  /** The catalog id, shared with the engines and the router. */
-  modelId: string;
-  /** Device bytes at the level it will launch at, without its draft. Negative counts as zero. */
-  footprint: number;
-  /** Higher is admitted first under memory pressure. */
-  priority: number;
-  /** Kept whatever the budget says: the person asked for it to stay hot. */
-  pinned: boolean;
-  draft?: Draft;
-  /** When a request last wanted it (any monotonic stamp); absent: its resident's, else never. */
-  lastUsed?: number;
-  /**
-   * When its oldest request still waiting for it arrived (same clock as lastUsed); absent: no
-   * request waits. Among models of one priority, those with requests waiting go first, the
-   * longest-waiting first: requests for several models are served a model at a time, in the
-   * order they came, and no model with waiting requests is passed over for ever.
-   */
-  waitingSince?: number;
-  /**
-   * It failed since its last success and is being tried again. It is admitted after every
-   * other desired model, and a pin does not force it: its retries may use free memory, or
-   * memory held by models nobody wants, but never push out a model that is wanted — a broken
-   * model retried on every backoff would otherwise evict a working one each time.
-   */
-  retrying?: boolean;
-}
-
-/** A model server running now, as the engines report it. */
-export interface Resident {
-  modelId: string;
-  /** Device bytes of the whole process: primary plus draft for a pair. Negative counts as zero. */
-  footprint: number;
-  /** Never evicted. */
-  pinned: boolean;
-  /** Decoding a request now; evicting it would drop in-flight work, so it is never evicted. */
-  active: boolean;
-  lastUsed: number;
-}
-
-/** What converges the resident set on the desired one. Empty launch and evict: converged. */
-export interface Plan {
-  /** Desired models to start, most important first; none of them is resident. */
-  launch: string[];
-  /** Resident models to stop, least recently used first; none is pinned or active. */
-  evict: string[];
-  /** Desired models left out, most important first, each with a sentence a person can act on. */
-  unschedulable: LeftOut[];
-}
+// Drafts are one process with their primary, as core/policy/plan-types.ts tells.
+import { candidatesOf, leastRecentlyUsedFirst, needOf, type Candidate } from '../../core/policy/candidates.js';
+import { nonNegative } from '../../core/policy/non-negative.js';
+import { reasonWriter, withHolder, type Holder, type HoldReason, type Room } from '../../core/policy/reasons.js';
+import type { Desired, Plan, Resident } from '../../core/policy/plan-types.js';
 
 /**
  * The launches and evictions that bring `resident` to the chosen set within `budget` bytes.

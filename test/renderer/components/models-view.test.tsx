@@ -15,10 +15,10 @@ import {
   twoGpusWithOtherProgram,
   UNFIT_TWO_GPUS_REASON,
   UNKNOWN_ARCH_ERROR,
-} from '../test-fixtures/scenarios.js';
-import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { budget, holder, MiB, model, NOW, snapshot } from '../test-fixtures/snapshot-builder.js';
-import { ModelsView } from './models-view.js';
+} from '../../../renderer/src/test-fixtures/scenarios.js';
+import { renderWithSnapshot } from '../../../renderer/src/test-fixtures/render.js';
+import { budget, holder, MiB, model, NOW, snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
+import { ModelsView } from '../../../renderer/src/components/models-view.js';
 
 afterEach(cleanup);
 

@@ -2,10 +2,10 @@
 import { act, cleanup, screen, waitFor } from '@testing-library/react';
 import { userEvent } from '@testing-library/user-event';
 import { afterEach, describe, expect, it } from 'vitest';
-import { renderWithSnapshot } from '../test-fixtures/render.js';
-import { twoGpusWithOtherProgram } from '../test-fixtures/scenarios.js';
-import { NOW } from '../test-fixtures/snapshot-builder.js';
-import { LogsView } from './logs-view.js';
+import { renderWithSnapshot } from '../../../renderer/src/test-fixtures/render.js';
+import { twoGpusWithOtherProgram } from '../../../renderer/src/test-fixtures/scenarios.js';
+import { NOW } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
+import { LogsView } from '../../../renderer/src/components/logs-view.js';
 
 afterEach(cleanup);
 
