@@ -4,13 +4,13 @@
 import type { ModelView } from '../../../core/contracts/snapshot.js';
 import { formatClock, formatDuration } from '../format/format.js';
 import { ACTION_LABEL, FAILURE_LABEL, LEVEL_LABEL } from '../format/labels.js';
-import { isRecovering } from '../../../core/contracts/model-status.js';
+import { needsAttention } from '../../../core/contracts/model-status.js';
 import { useActions, useDashboard, useNow } from '../store/store-context.js';
-import { StateBadge } from './state-badge.js';
+import { StatusBadges } from './state-badge.js';
 
-/** Whether the model belongs in the Recovery view: a failure on record or a state the ladder chose. */
+/** Whether the model belongs in the Recovery view: the contract's "needs attention", which the tray and the CLI count too. */
 export function needsRecovery(model: ModelView): boolean {
-  return isRecovering(model.status.state) || model.status.recovery.kind !== 'none';
+  return needsAttention(model.status);
 }
 
 export function RecoveryView() {
@@ -47,7 +47,7 @@ function RecoveryCard({ model }: { model: ModelView }) {
     <li className={`card recovery-card state-${status.state}`} aria-labelledby={headingId}>
       <div className="card-head">
         <h3 id={headingId}>{model.id}</h3>
-        <StateBadge state={status.state} />
+        <StatusBadges status={status} />
         {status.level !== null && <span className="chip">{LEVEL_LABEL[status.level]}</span>}
         {waitsForPerson && (
           <button
