@@ -60,8 +60,8 @@ export interface Resident {
   footprint: number;
   /** Never evicted. */
   pinned: boolean;
-  /** Decoding a request now; evicting it would drop in-flight work, so it is never evicted. */
-  active: boolean;
+  /** In use: loading, decoding, or held for its turn (core/controller/policy-inputs.ts); evicting it would drop that work, so it is never evicted. */
+  inUse: boolean;
   lastUsed: number;
 }
 
@@ -69,7 +69,7 @@ export interface Resident {
 export interface Plan {
   /** Desired models to start, most important first; none of them is resident. */
   launch: string[];
-  /** Resident models to stop, least recently used first; none is pinned or active. */
+  /** Resident models to stop, least recently used first; none is pinned or in use. */
   evict: string[];
   /** Desired models left out, most important first, each with a sentence a person can act on. */
   unschedulable: LeftOut[];
@@ -79,7 +79,7 @@ export interface Plan {
  * The launches and evictions that bring `resident` to the chosen set within `budget` bytes.
  *
  * 1. Forced models are kept first, whatever they cost: every pinned desired model (unless it
- *    is retrying after a failure), and every resident model that is pinned or active
+ *    is retrying after a failure), and every resident model that is pinned or in use
  *    (desired or not).
  * 2. The other desired models are admitted in order (models retrying after a failure last,
  *    then priority high first, then those with
