@@ -52,10 +52,6 @@ export function stateWord(phase: ModelPhase, level: LaunchLevel | null, busy: bo
   return level === null || level === 'full' ? 'ready' : 'degraded';
 }
 
-/** The phase a summary word says: ready, active and degraded are all serving. */
-export function phaseOfState(state: ModelStateName): ModelPhase {
-  return state === 'ready' || state === 'active' || state === 'degraded' ? 'serving' : state;
-}
 
 /**
  * The states in which a model's own server is up and answers its requests: ready, active
@@ -68,6 +64,11 @@ export type ServingState = (typeof SERVING_STATES)[number];
 
 export function isServing(state: ModelStateName): state is ServingState {
   return (SERVING_STATES as readonly ModelStateName[]).includes(state);
+}
+
+/** The phase a summary word says: ready, active and degraded are all serving. */
+export function phaseOfState(state: ModelStateName): ModelPhase {
+  return isServing(state) ? 'serving' : state;
 }
 
 /**
