@@ -8,13 +8,12 @@ import type { BudgetView, ModelView, Snapshot } from '../../../core/contracts/sn
 import { draftingFor, heldBytes, loadFractionAt, loadProgressWords, placementWords } from '../../../core/contracts/snapshot-words.js';
 import { formatAgo, formatBytes } from '../format/format.js';
 import { FAILURE_LABEL, LEVEL_LABEL } from '../format/labels.js';
-import { isResident } from '../../../core/contracts/model-status.js';
+import { isResident, needsAttention } from '../../../core/contracts/model-status.js';
 import { seriesOf } from '../memory/device-segments.js';
 import { useActions, useDashboard, useNow } from '../store/store-context.js';
 import { EmptyCatalog } from './empty-catalog.js';
 import { ExpandableText } from './expandable-text.js';
 import { ReasonLines } from './reason-lines.js';
-import { needsRecovery } from './recovery-view.js';
 import { StatusBadges } from './state-badge.js';
 
 /** How much of llama.cpp's reason a card shows before "More": about two lines of the card. */
@@ -131,7 +130,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
           </div>
         )}
 
-        {failure !== null && needsRecovery(model) && (
+        {failure !== null && needsAttention(status) && (
           <div className="model-reason tone-bad-text" role="group" aria-label={`Why ${model.id} ${quarantined ? 'is quarantined' : 'failed'}`}>
             <strong>{FAILURE_LABEL[status.recovery.kind === 'none' ? 'invalid' : status.recovery.kind]}:</strong>{' '}
             <ExpandableText text={failure} max={CARD_REASON_CHARS} what={`reason for ${model.id}`} />
@@ -211,7 +210,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
             Load
           </button>
         )}
-        {needsRecovery(model) && (
+        {needsAttention(status) && (
           // A retry forgets the failures: a quarantined or fallen-back model launches again, a
           // degraded one tries its full level, a backing-off one does not wait out its timer.
           <button
@@ -224,7 +223,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
             {pending === 'retry' ? 'Retrying…' : 'Retry'}
           </button>
         )}
-        {needsRecovery(model) && (
+        {needsAttention(status) && (
           <button type="button" className="button button-link" aria-label={`Recovery details for ${model.id}`} onClick={() => selectTab('recovery')}>
             Details
           </button>

@@ -8,15 +8,11 @@ import { needsAttention } from '../../../core/contracts/model-status.js';
 import { useActions, useDashboard, useNow } from '../store/store-context.js';
 import { StatusBadges } from './state-badge.js';
 
-/** Whether the model belongs in the Recovery view: the contract's "needs attention", which the tray and the CLI count too. */
-export function needsRecovery(model: ModelView): boolean {
-  return needsAttention(model.status);
-}
-
 export function RecoveryView() {
   const models = useDashboard((state) => state.snapshot?.models);
   if (models === undefined) return null;
-  const failing = models.filter(needsRecovery);
+  // The contract's one "needs attention", which the tray counts and the CLI names too.
+  const failing = models.filter((model) => needsAttention(model.status));
   if (failing.length === 0) {
     return (
       <div className="placeholder">
