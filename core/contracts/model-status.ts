@@ -52,7 +52,6 @@ export function stateWord(phase: ModelPhase, level: LaunchLevel | null, busy: bo
   return level === null || level === 'full' ? 'ready' : 'degraded';
 }
 
-
 /**
  * The states in which a model's own server is up and answers its requests: ready, active
  * (answering now) and degraded (answering at a smaller level). What "serving" means for
