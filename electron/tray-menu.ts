@@ -5,7 +5,7 @@
 // menu-template.ts turns these items into Electron's template in a few lines. Nothing here
 // reads a clock or the platform: `now` and the settings come in through the context.
 import type { ModelCommand } from '../core/contracts/commands.js';
-import { isResident, isServing, RECOVERY_STATES, type ModelStateName } from '../core/contracts/model-status.js';
+import { ATTENTION_WORDS, attentionWord, CHANGING_STATES, isResident, type ModelStateName } from '../core/contracts/model-status.js';
 import type { BudgetView, GpuView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
 import {
   draftingFor,
@@ -190,7 +190,7 @@ export function primaryCommand(state: ModelStateName): 'load' | 'unload' | 'retr
 /** What a model is doing, in the words of its menu label: "ready", "loading 42 %", "quarantined: …". */
 export function modelStateWords(model: ModelView, now: number): string {
   const { status } = model;
-  switch (status.state) {
+  switch (status.phase) {
     case 'idle':
       return 'idle';
     case 'queued':
@@ -198,10 +198,8 @@ export function modelStateWords(model: ModelView, now: number): string {
     case 'loading':
       // The dashboard's card says the same words (one formatter in core/contracts).
       return model.loading === null ? 'loading' : loadProgressWords(model.loading, now);
-    case 'ready':
-      return status.level === 'minimal' ? 'ready on CPU' : status.level === 'partial' ? 'ready, part on CPU' : 'ready';
-    case 'active':
-      return model.inFlight > 0 ? `answering ${model.inFlight} request${model.inFlight === 1 ? '' : 's'}` : 'active';
+    case 'serving':
+      return servingWords(model);
     case 'evicting':
       return 'unloading';
     case 'failed': {
@@ -213,15 +211,26 @@ export function modelStateWords(model: ModelView, now: number): string {
           : status.next;
       return ['failed', cause].filter(Boolean).join(': ') + (then ? `, ${then}` : '');
     }
-    case 'degraded':
-      return `degraded: ${LEVEL_WORDS[status.level ?? 'degraded']}`;
     case 'fallback':
       return status.servedBy !== null ? `answered by ${status.servedBy}` : 'fallback';
     case 'quarantined':
       return `quarantined: ${shorten(quarantineReason(model), LABEL_REASON_CHARS)}`;
     default:
-      return assertNever(status.state);
+      return assertNever(status.phase);
   }
+}
+
+/**
+ * A serving model's words: whether it answers now and, below the full level, how far the ladder
+ * shrank it; both at once for a degraded model that answers ("answering 1 request, degraded:
+ * part on CPU"), which the one state word cannot say.
+ */
+function servingWords(model: ModelView): string {
+  const { level, busy } = model.status;
+  const degraded = level !== null && level !== 'full' ? `degraded: ${LEVEL_WORDS[level]}` : null;
+  if (!busy) return degraded ?? 'ready';
+  const answering = model.inFlight > 0 ? `answering ${model.inFlight} request${model.inFlight === 1 ? '' : 's'}` : 'active';
+  return degraded === null ? answering : `${answering}, ${degraded}`;
 }
 
 /** How far the ladder shrank a resident model, in the words "degraded: …" and "Level: …" use. */
@@ -284,7 +293,7 @@ function detailItems(model: ModelView, snapshot: Snapshot, actions: TrayActions)
   if (isResident(status.state) && model.placement !== null && snapshot.budget.mode !== 'cpu') {
     items.push(disabled(`Placement: ${placementWords(model.placement, { mode: snapshot.budget.mode, layerCount: model.layerCount })}`));
   }
-  if (isServing(status.state) && status.level !== null && status.level !== 'full') items.push(disabled(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`));
+  if (status.phase === 'serving' && status.level !== null && status.level !== 'full') items.push(disabled(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`));
   return items;
 }
 
@@ -307,14 +316,15 @@ export function trayStatus(snapshot: Snapshot): { health: TrayHealth; tooltip: s
   const count = (states: readonly ModelStateName[]): number => snapshot.models.filter((m) => states.includes(m.status.state)).length;
   const resident = residentCount(snapshot.models);
   const problems: string[] = [];
-  for (const state of RECOVERY_STATES) {
-    const n = count([state]);
-    if (n > 0) problems.push(`${n} ${state}`);
+  const attention = snapshot.models.map((m) => attentionWord(m.status));
+  for (const word of ATTENTION_WORDS) {
+    const n = attention.filter((w) => w === word).length;
+    if (n > 0) problems.push(`${n} ${word}`);
   }
   const unreadable = snapshot.models.filter((m) => m.catalogError !== null).length;
   if (unreadable > 0) problems.push(`${unreadable} unreadable`);
   if (snapshot.configErrors.length > 0) problems.push('config problem');
-  const loading = count(['loading', 'queued', 'evicting']);
+  const loading = count(CHANGING_STATES);
   const health: TrayHealth = problems.length > 0 ? 'problem' : loading > 0 ? 'loading' : 'ok';
   const parts = [
     `llmtray — ${resident} model${resident === 1 ? '' : 's'} resident`,

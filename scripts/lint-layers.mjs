@@ -84,6 +84,29 @@ export function violations(file, source) {
   return out;
 }
 
+/** The visible state words, as core/contracts/model-status.ts lists them (test/unit/lint-layers.test.ts keeps the two equal). */
+export const STATE_NAMES = ['idle', 'queued', 'loading', 'ready', 'active', 'evicting', 'failed', 'degraded', 'fallback', 'quarantined'];
+
+/**
+ * Two or more state words listed by hand, as a union ('ready' | 'active') or an array literal
+ * (['loading', 'queued']), outside core/contracts. Such a list is a meaning of its own (what
+ * counts as serving, as a problem): the tray and the dashboard once disagreed about a degraded
+ * model from two such lists. Use the contract's lists and predicates instead. A Record keyed by
+ * ModelStateName is not a list by hand: the compiler makes it name every state.
+ */
+export function handListedStates(file, source) {
+  if (file.startsWith('core/contracts/') || /\.test\.tsx?$/.test(file)) return [];
+  const out = [];
+  const lists = [/(?:(['"])[a-z-]+\1\s*\|\s*)+(['"])[a-z-]+\2/g, /\[\s*(?:(['"])[a-z-]+\1\s*,\s*)+(['"])[a-z-]+\2\s*,?\s*\]/g];
+  for (const list of lists) {
+    for (const m of source.matchAll(list)) {
+      const words = [...m[0].matchAll(/['"]([a-z-]+)['"]/g)].map((w) => w[1]);
+      if (words.every((w) => STATE_NAMES.includes(w))) out.push(`${file}: lists states by hand (${words.join(', ')}) — use core/contracts/model-status.ts' lists and predicates`);
+    }
+  }
+  return out;
+}
+
 function* sourceFiles(dir) {
   for (const name of readdirSync(dir)) {
     if (name === 'node_modules' || name === 'dist') continue;
@@ -105,7 +128,8 @@ if (isMain) {
     for (const path of sourceFiles(join(root, top))) {
       count++;
       const file = relative(root, path).split(sep).join('/');
-      problems.push(...violations(file, readFileSync(path, 'utf8')));
+      const source = readFileSync(path, 'utf8');
+      problems.push(...violations(file, source), ...handListedStates(file, source));
     }
   }
   if (problems.length) {

@@ -16,7 +16,7 @@ import {
   residentCount,
   SPARE_WORDS,
 } from '../contracts/snapshot-words.js';
-import { isResident } from '../contracts/model-status.js';
+import { attentionWord, isResident } from '../contracts/model-status.js';
 import { formatBytes as bytes } from '../contracts/format-bytes.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 
@@ -159,6 +159,19 @@ function modelRow(m: ModelView, snapshot: Snapshot, placement: ((m: ModelView) =
   ];
 }
 
+/**
+ * "needs attention: big (quarantined), chat (degraded)": the models the tray counts as problems
+ * and the dashboard lists under Recovery, by the same predicate; null when none does. Its own
+ * line, since a busy degraded model's STATE column says only "active".
+ */
+function attentionLine(models: readonly ModelView[]): string | null {
+  const named = models.flatMap((m) => {
+    const word = attentionWord(m.status);
+    return word === null ? [] : [`${m.id} (${word})`];
+  });
+  return named.length === 0 ? null : `needs attention: ${named.join(', ')}`;
+}
+
 /** `llmtray status`. `now` (epoch ms) is for a load's elapsed time. */
 export function statusText(snapshot: Snapshot, now = Date.now()): string {
   const b = snapshot.budget;
@@ -172,6 +185,8 @@ export function statusText(snapshot: Snapshot, now = Date.now()): string {
     const placement = placed ? (m: ModelView): string => (m.placement === null ? '' : placementWords(m.placement, { mode: b.mode, layerCount: m.layerCount })) : null;
     // The count the dashboard's header and the tray's tooltip show, in their words.
     lines.push(`${residentCount(snapshot.models)} of ${snapshot.models.length} resident`);
+    const attention = attentionLine(snapshot.models);
+    if (attention !== null) lines.push(attention);
     lines.push(table(['MODEL', 'STATE', 'LEVEL', 'PINNED', 'IN FLIGHT', 'MEMORY', ...(placed ? ['PLACEMENT'] : []), 'NOTE'], snapshot.models.map((m) => modelRow(m, snapshot, placement, now))));
     lines.push(...leftOutLines(snapshot));
   }

@@ -4,7 +4,7 @@
 // its precedence is written (an operation in progress, then the ladder's verdict, then
 // residency, then want), and a status can never disagree with the facts it came from.
 import { launchLevelAfter } from '../policy/recover.js';
-import type { ModelStatus, ModelStateName } from '../contracts/model-status.js';
+import { stateWord, type ModelPhase, type ModelStatus } from '../contracts/model-status.js';
 import type { ModelDemand } from './effects.js';
 import { isOutdated, type ModelRecord } from './model-record.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
@@ -23,21 +23,28 @@ export type StatusBody = Omit<ModelStatus, 'since'>;
 
 export function deriveStatus({ record, demand, verdict, desired }: StatusFacts): StatusBody {
   const nextLevel = launchLevelAfter(record.recovery);
-  const body = (state: ModelStateName, level: LaunchLevel | null, next: string | null, servedBy: string | null = null): StatusBody => ({
-    modelId: record.modelId,
-    state,
-    level,
-    recovery: {
-      kind: record.recovery.kind,
-      attempts: record.recovery.attempts,
-      nextAction: verdict,
-      nextAttemptAt: record.retry?.at ?? null,
-      lastError: record.lastError,
-    },
-    servedBy,
-    unschedulableReason: record.leftOut?.reason ?? null,
-    next,
-  });
+  const decoding = (demand?.inFlight ?? 0) > 0;
+  const body = (phase: ModelPhase, level: LaunchLevel | null, next: string | null, servedBy: string | null = null): StatusBody => {
+    // Busy is a serving model's: requests that wait for a loading or failed one are not decoded.
+    const busy = phase === 'serving' && decoding;
+    return {
+      modelId: record.modelId,
+      state: stateWord(phase, level, busy),
+      phase,
+      level,
+      busy,
+      recovery: {
+        kind: record.recovery.kind,
+        attempts: record.recovery.attempts,
+        nextAction: verdict,
+        nextAttemptAt: record.retry?.at ?? null,
+        lastError: record.lastError,
+      },
+      servedBy,
+      unschedulableReason: record.leftOut?.reason ?? null,
+      next,
+    };
+  };
 
   if (record.op?.kind === 'evicting') return body('evicting', record.op.level, 'stopping; its memory is not back yet');
   const starting = record.op?.kind === 'loading' ? record.op.level : record.server?.ready === false ? record.server.level : null;
@@ -48,10 +55,8 @@ export function deriveStatus({ record, demand, verdict, desired }: StatusFacts):
     return body('fallback', null, `${fallbackId} answers until a retry or a changed definition`, fallbackId);
   }
   if (record.server?.ready === true) {
-    const level = record.server.level;
-    const state = (demand?.inFlight ?? 0) > 0 ? 'active' : level === 'full' ? 'ready' : 'degraded';
     const outdated = demand !== undefined && isOutdated(record, demand);
-    return body(state, level, outdated ? 'runs its old definition; relaunching with the new one once its requests finish' : record.movingUp);
+    return body('serving', record.server.level, outdated ? 'runs its old definition; relaunching with the new one once its requests finish' : record.movingUp);
   }
   if (verdict !== null) {
     if (!desired) return body('failed', nextLevel, `relaunching at the ${nextLevel} level when next wanted`);

@@ -23,11 +23,11 @@ export interface ModelDemand {
   pinned: boolean;
   /** Should be resident now: pinned, a request waiting or in flight, or used within its idle TTL. */
   wanted: boolean;
-  /** Requests decoding now; above zero the policy treats it as active and never evicts it. */
+  /** Requests decoding now; above zero the policy treats it as in use and never evicts it. */
   inFlight: number;
   /**
    * Its turn holds it though idle: it served a request moments ago and its client is likely to
-   * send the next (core/demand/turns.ts). The policy treats it as active, as while it decodes.
+   * send the next (core/demand/turns.ts). The policy treats it as in use, as while it decodes.
    */
   heldForTurn?: boolean;
   /** The last request, on the clock's elapsed() (an order, so not the wall clock); a waiting request stamps it, so on-demand swaps win ties. */

@@ -42,7 +42,7 @@ export interface MoveUpDecision {
 }
 
 export interface MoveUpHistory {
-  /** Per resident: since when (elapsed()) it has been idle; absent while it is active. */
+  /** Per resident: since when (elapsed()) it has been idle; absent while it is in use. */
   idleSince: ReadonlyMap<string, number>;
   /** Per model: when (elapsed()) a move-up last moved it, up or out. */
   movedAt: ReadonlyMap<string, number>;
@@ -65,13 +65,13 @@ export function moveUpOf(
   const desiredIds = new Set(inputs.desired.map((d) => d.modelId));
   // Busy models are counted idle here, so that a model waiting for one to idle can say so;
   // the settle time below keeps them, and models loading stay as they are.
-  const relaxed = inputs.resident.map((r) => (r.active && !inputs.loadingIds.has(r.modelId) ? { ...r, active: false } : r));
-  const activeIds = new Set(inputs.resident.filter((r) => r.active).map((r) => r.modelId));
+  const relaxed = inputs.resident.map((r) => (r.inUse && !inputs.loadingIds.has(r.modelId) ? { ...r, inUse: false } : r));
+  const inUseIds = new Set(inputs.resident.filter((r) => r.inUse).map((r) => r.modelId));
   for (const resident of inputs.resident) {
     const modelId = resident.modelId;
     const at = plan.placements[modelId];
     if (at === undefined || at.kind === 'gpu') continue;
-    if (resident.active || resident.pinned || !desiredIds.has(modelId)) continue;
+    if (resident.inUse || resident.pinned || !desiredIds.has(modelId)) continue;
     // Its host share is freed only once it has stopped: not counted back, as `place` does.
     const without = place(inputs.desired, relaxed.filter((r) => r.modelId !== modelId), devices, hostFreeBytes);
     const to = without.placements[modelId];
@@ -81,9 +81,9 @@ export function moveUpOf(
     if (without.launch.some((id) => id !== modelId && !evict.includes(id))) continue;
     const priority = priorityOf(modelId);
     if (evict.some((id) => priorityOf(id) >= priority)) continue;
-    const readyAt = Math.max(coolDownEnd([modelId, ...evict], history), ...evict.map((id) => settledAt(id, history, activeIds)));
+    const readyAt = Math.max(coolDownEnd([modelId, ...evict], history), ...evict.map((id) => settledAt(id, history, inUseIds)));
     if (readyAt <= now) return { move: { modelId, to, evict }, waiting, wakeAt };
-    waiting.set(modelId, waitingNote(modelId, to, evict, history, activeIds, now));
+    waiting.set(modelId, waitingNote(modelId, to, evict, history, inUseIds, now));
     if (Number.isFinite(readyAt)) wakeAt = wakeAt === null ? readyAt : Math.min(wakeAt, readyAt);
   }
   return { move: null, waiting, wakeAt };
@@ -95,20 +95,20 @@ function coolDownEnd(modelIds: readonly string[], history: MoveUpHistory): numbe
 }
 
 /** When the model will have been idle for the settle time; Infinity while it is busy. */
-function settledAt(modelId: string, history: MoveUpHistory, activeIds: ReadonlySet<string>): number {
-  const since = activeIds.has(modelId) ? undefined : history.idleSince.get(modelId);
+function settledAt(modelId: string, history: MoveUpHistory, inUseIds: ReadonlySet<string>): number {
+  const since = inUseIds.has(modelId) ? undefined : history.idleSince.get(modelId);
   return since === undefined ? Infinity : since + MOVE_UP_SETTLE_MS;
 }
 
 /** "moving up to GPU 0 when tiny has been idle 10 s": worded without a countdown, so it does not change every second. */
-function waitingNote(modelId: string, to: Placement, evict: readonly string[], history: MoveUpHistory, activeIds: ReadonlySet<string>, now: number): string {
+function waitingNote(modelId: string, to: Placement, evict: readonly string[], history: MoveUpHistory, inUseIds: ReadonlySet<string>, now: number): string {
   const where = `moving up to ${destination(to)}`;
   const cooling = [modelId, ...evict].filter((id) => (history.movedAt.get(id) ?? -Infinity) + MOVE_UP_COOL_DOWN_MS > now);
   if (cooling.length > 0) {
     const who = cooling.map((id) => (id === modelId ? 'its' : `${id}'s`));
     return `${where} when ${who.join(' and ')} last move is ${seconds(MOVE_UP_COOL_DOWN_MS)} old`;
   }
-  const unsettled = evict.filter((id) => settledAt(id, history, activeIds) > now);
+  const unsettled = evict.filter((id) => settledAt(id, history, inUseIds) > now);
   return `${where} when ${unsettled.join(' and ')} ${unsettled.length === 1 ? 'has' : 'have'} been idle ${seconds(MOVE_UP_SETTLE_MS)}`;
 }
 

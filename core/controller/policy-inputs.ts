@@ -10,7 +10,7 @@
 //   and degraded with its cost per layer too, so `place` may split it or keep part on the CPU;
 // - a model whose engine cannot be told a split's shares (`oneGpu`: the embedded engine) is
 //   never priced as a split, so that what runs is what was priced;
-// - a resident model costs what the server reports, and is active while it decodes or while
+// - a resident model costs what the server reports, and is in use (`inUse`) while it decodes or while
 //   it loads (the controller's launch in flight, or a spawned server not ready yet): a load is
 //   finished before it is judged, never evicted halfway (that would waste the load and race
 //   the supervisor); and while its turn holds it idle for its client's next request
@@ -73,7 +73,7 @@ function pick(choose: (a: number, b: number) => number, a: number | undefined, b
 export interface PolicyInputs {
   desired: PlacedDesired[];
   resident: PlacedResident[];
-  /** The residents that are active because they are loading (not because they decode). */
+  /** The residents that are in use because they are loading (not because they decode). */
   loadingIds: ReadonlySet<string>;
 }
 
@@ -150,7 +150,7 @@ function residentEntry(
     modelId,
     footprint: deviceBytes,
     pinned: want?.pinned ?? false,
-    active: loading || (demand?.inFlight ?? 0) > 0 || demand?.heldForTurn === true,
+    inUse: loading || (demand?.inFlight ?? 0) > 0 || demand?.heldForTurn === true,
     lastUsed: want?.lastUsed ?? demand?.lastUsed ?? 0,
   };
   if (placement !== undefined) entry.placement = placedAt(placement, deviceBytes);

@@ -5,7 +5,7 @@
 // Launches are started here but not awaited. Why: a load takes seconds to minutes, and a pass
 // that waited for it would hold every other decision hostage (the router's `reconcileNow`
 // promises "one pass, not a load"; a shrinking budget must be able to evict meanwhile). A
-// launch in flight counts as resident and active in later passes, so it is neither launched
+// launch in flight counts as resident and in use in later passes, so it is neither launched
 // twice nor evicted halfway; its end (ready or failed) triggers a pass.
 import { footprintAt } from '../policy/levels.js';
 import { hostMemoryReason } from '../policy/reasons.js';
@@ -134,7 +134,7 @@ export class ReconcilePass {
     const residentIds = new Set(inputs.resident.map((r) => r.modelId));
     for (const modelId of this.idleSince.keys()) if (!residentIds.has(modelId)) this.idleSince.delete(modelId);
     for (const r of inputs.resident) {
-      if (r.active) this.idleSince.delete(r.modelId);
+      if (r.inUse) this.idleSince.delete(r.modelId);
       else if (!this.idleSince.has(r.modelId)) this.idleSince.set(r.modelId, now);
     }
     for (const [modelId, at] of this.movedAt) if (at + MOVE_UP_COOL_DOWN_MS <= now) this.movedAt.delete(modelId);

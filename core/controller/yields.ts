@@ -11,7 +11,7 @@ import type { PolicyInputs } from './policy-inputs.js';
 export function yieldsOf(plan: PlacePlan, inputs: PolicyInputs, devices: readonly Device[], hostFreeBytes: number): Map<string, readonly string[]> {
   const out = new Map<string, readonly string[]>();
   if (!plan.unschedulable.some((u) => !u.strict)) return out;
-  const relaxed = inputs.resident.map((r) => (r.active && !inputs.loadingIds.has(r.modelId) ? { ...r, active: false } : r));
+  const relaxed = inputs.resident.map((r) => (r.inUse && !inputs.loadingIds.has(r.modelId) ? { ...r, inUse: false } : r));
   const ifIdle = place(inputs.desired, relaxed, devices, hostFreeBytes);
   if (ifIdle.launch.length === 0) return out;
   for (const modelId of ifIdle.evict) out.set(modelId, ifIdle.launch);

@@ -50,7 +50,9 @@ function idleStatus(modelId: string, since: number): ModelStatus {
   return {
     modelId,
     state: 'idle',
+    phase: 'idle',
     level: null,
+    busy: false,
     recovery: { kind: 'none', attempts: 0, nextAction: null, nextAttemptAt: null, lastError: null },
     servedBy: null,
     unschedulableReason: null,

@@ -3,7 +3,7 @@
 // a server itself, so the controller stays the single owner of what runs.
 import type { CatalogModel } from '../catalog/catalog.js';
 import type { CommandResult } from '../contracts/commands.js';
-import { isRecovering, isResident, isServing, type ModelStatus } from '../contracts/model-status.js';
+import { isResident, isServing, needsAttention, type ModelStatus } from '../contracts/model-status.js';
 import type { ModelActions } from '../admin/admin-service.js';
 import type { PinStore } from '../admin/pin-store.js';
 import type { ModelActivity } from './activity.js';
@@ -139,7 +139,7 @@ export function createModelActions(parts: ActionParts, pinPolicy: PinPolicy): Mo
       const m = model(id);
       // A healthy model has no failures to forget: "recovery starts over" said of one was not true (issue 35).
       const status = parts.controller.status(m.id);
-      if (status === undefined || (!isRecovering(status.state) && status.recovery.kind === 'none')) {
+      if (status === undefined || !needsAttention(status)) {
         return { ok: true, message: `${m.id} has not failed: nothing needed retrying` };
       }
       const known = parts.controller.retry(m.id);

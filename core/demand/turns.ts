@@ -13,7 +13,7 @@
 // two models swapped at nearly every request whatever the turn (BENCHMARKS §9): the turn only
 // ever helped where several clients kept one model busy between them. So for TURN_LINGER_MS
 // after its last request ended, while its turn lasts and something waits for its memory, the
-// policy counts the model as active; a pass at the end of that moment evicts it if nobody came
+// policy counts the model as in use; a pass at the end of that moment evicts it if nobody came
 // back. With turnMs 0 (first come, first served across models) there is no turn to hold.
 import { OneShotTimer } from '../controller/one-shot-timer.js';
 import type { Clock } from '../common/clock.js';
@@ -66,7 +66,7 @@ export class ModelTurns {
     if (this.parts.turnMs > 0 && this.parts.activity.anyWaiting()) this.lingerEnd.set(TURN_LINGER_MS + 1, () => this.parts.passSoon());
   }
 
-  /** Whether the policy should count the idle model as active: it served moments ago, something waits for its memory, and its turn is not over. */
+  /** Whether the policy should count the idle model as in use: it served moments ago, something waits for its memory, and its turn is not over. */
   holds(modelId: string): boolean {
     if (this.parts.turnMs <= 0 || this.parts.inFlight(modelId) > 0) return false;
     const since = this.idleSince.get(modelId);

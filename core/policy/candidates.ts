@@ -78,7 +78,7 @@ export function candidatesOf<R extends Resident>(who: string, desired: readonly 
       waitingSince: waitingSince === undefined || Number.isNaN(waitingSince) ? Infinity : waitingSince,
       retrying: isRetrying,
       // A retrying model's pin does not force its launch; a resident that is pinned stays pinned.
-      forcedBy: (pinned && !isRetrying) || running?.pinned ? 'pinned' : running?.active ? 'active' : null,
+      forcedBy: (pinned && !isRetrying) || running?.pinned ? 'pinned' : running?.inUse ? 'active' : null,
     });
   }
   candidates.sort(admissionOrder);
@@ -87,7 +87,7 @@ export function candidatesOf<R extends Resident>(who: string, desired: readonly 
   for (let i = 0; i < resident.length; i++) {
     if (desiredResident[i] === 1) continue;
     const r = resident[i] as R;
-    if (r.pinned || r.active) forced.push(r);
+    if (r.pinned || r.inUse) forced.push(r);
     else toEvict.push(r);
   }
   forced.sort((a, b) => compareIds(a.modelId, b.modelId));

@@ -56,8 +56,8 @@ export interface Resident {
   footprint: number;
   /** Never evicted. */
   pinned: boolean;
-  /** Decoding a request now; evicting it would drop in-flight work, so it is never evicted. */
-  active: boolean;
+  /** In use: loading, decoding, or held for its turn (core/controller/policy-inputs.ts); evicting it would drop that work, so it is never evicted. */
+  inUse: boolean;
   lastUsed: number;
 }
 
@@ -65,7 +65,7 @@ export interface Resident {
 export interface Plan {
   /** Desired models to start, most important first; none of them is resident. */
   launch: string[];
-  /** Resident models to stop, least recently used first; none is pinned or active. */
+  /** Resident models to stop, least recently used first; none is pinned or in use. */
   evict: string[];
   /** Desired models left out, most important first, each with a sentence a person can act on. */
   unschedulable: LeftOut[];

@@ -46,7 +46,7 @@ function workload(n: number, seed: number): Workload {
       desiredBytes += footprint + (draft?.footprint ?? 0);
     }
     if (chance(0.5)) {
-      resident.push({ modelId, footprint: footprint + (draft?.footprint ?? 0), pinned: chance(0.01), active: chance(0.05), lastUsed });
+      resident.push({ modelId, footprint: footprint + (draft?.footprint ?? 0), pinned: chance(0.01), inUse: chance(0.05), lastUsed });
     }
   }
   return { desired, resident, budget: Math.round(desiredBytes / 3) };

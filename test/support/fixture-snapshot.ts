@@ -22,7 +22,7 @@ export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
     desired: true,
     inFlight: 2,
     measuredBytes: 5.5 * GiB,
-    status: { ...fixtureModel('x').status, modelId: 'llama-3.1-8b', state: 'ready', level: 'full' },
+    status: { ...fixtureModel('x').status, modelId: 'llama-3.1-8b', state: 'ready', phase: 'serving', level: 'full' },
     upstream: { baseUrl: 'http://127.0.0.1:40001', pid: 4242 },
   });
   const quarantined = fixtureModel('kev-0.5b', {
@@ -31,6 +31,7 @@ export function fixtureSnapshot(): Omit<Snapshot, 'revision'> {
       ...fixtureModel('x').status,
       modelId: 'kev-0.5b',
       state: 'quarantined',
+      phase: 'quarantined',
       recovery: { kind: 'crash', attempts: 5, nextAction: 'quarantine', nextAttemptAt: null, lastError: "unknown model architecture: 'kev'" },
       unschedulableReason: null,
       next: 'waiting for a retry',
@@ -85,7 +86,7 @@ export function fixtureSnapshotDuringLoad(): Snapshot {
   const base = fixtureSnapshot();
   const loading = fixtureModel('qwen-7b', {
     desired: true,
-    status: { ...fixtureModel('x').status, modelId: 'qwen-7b', state: 'loading', level: 'full' },
+    status: { ...fixtureModel('x').status, modelId: 'qwen-7b', state: 'loading', phase: 'loading', level: 'full' },
     loading: { startedAt: 1_700_000_000_000, fraction: 0.4, expectedMs: null },
     upstream: { baseUrl: 'http://127.0.0.1:40002', pid: 4343 },
   });

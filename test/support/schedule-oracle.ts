@@ -16,7 +16,7 @@ import type { Desired, Plan, Resident } from '../../core/policy/plan-types.js';
  * The launches and evictions that bring `resident` to the chosen set within `budget` bytes.
  *
  * 1. Forced models are kept first, whatever they cost: every pinned desired model (unless it
- *    is retrying after a failure), and every resident model that is pinned or active
+ *    is retrying after a failure), and every resident model that is pinned or in use
  *    (desired or not).
  * 2. The other desired models are admitted in order (models retrying after a failure last,
  *    then priority high first, then those with

@@ -13,7 +13,7 @@
 import type http from 'node:http';
 import type { ServerResponse } from 'node:http';
 import type { CommandResult } from '../../contracts/commands.js';
-import type { ModelStateName } from '../../contracts/model-status.js';
+import { isServing, type ModelStateName } from '../../contracts/model-status.js';
 import type { EngineKind } from '../../contracts/snapshot.js';
 import type { RouterError } from '../http/errors.js';
 import { sendError } from '../http/send-error.js';
@@ -30,23 +30,12 @@ export interface LlamaRouterStatus {
   failed?: true;
 }
 
-const STATUS_VALUES: Record<ModelStateName, LlamaRouterStatusValue> = {
-  idle: 'unloaded',
-  queued: 'unloaded',
-  loading: 'loading',
-  ready: 'loaded',
-  active: 'loaded',
-  degraded: 'loaded',
-  // Its fallback answers; its own server is not up.
-  fallback: 'unloaded',
-  evicting: 'unloaded',
-  failed: 'unloaded',
-  quarantined: 'unloaded',
-};
-
-/** A model's llama.cpp router-mode status from llmtray's state. Pure. */
+/**
+ * A model's llama.cpp router-mode status from llmtray's state. Pure. Loaded is the contract's
+ * serving (not a list of its own); a model in fallback is unloaded, as its own server is not up.
+ */
 export function llamaRouterStatus(state: ModelStateName): LlamaRouterStatus {
-  const value = STATUS_VALUES[state];
+  const value: LlamaRouterStatusValue = isServing(state) ? 'loaded' : state === 'loading' ? 'loading' : 'unloaded';
   return state === 'failed' || state === 'quarantined' ? { value, failed: true } : { value };
 }
 

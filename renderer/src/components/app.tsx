@@ -4,6 +4,7 @@
 import { useEffect, type ReactNode } from 'react';
 import { formatBytes, formatClock } from '../format/format.js';
 import { residentCount } from '../../../core/contracts/snapshot-words.js';
+import { needsAttention } from '../../../core/contracts/model-status.js';
 import { DEFAULT_HISTORY_WINDOW_MS, type Tab } from '../store/dashboard-store.js';
 import { useActions, useDashboard } from '../store/store-context.js';
 import { ConnectView } from './connect-view.js';
@@ -11,7 +12,7 @@ import { CopyButton } from './copy-button.js';
 import { LogsView } from './logs-view.js';
 import { MemoryPanel } from './memory-panel.js';
 import { ModelsView } from './models-view.js';
-import { needsRecovery, RecoveryView } from './recovery-view.js';
+import { RecoveryView } from './recovery-view.js';
 import { Tabs, type TabSpec } from './tabs.js';
 import { WhyView } from './why-view.js';
 
@@ -141,7 +142,7 @@ function Notices() {
 
 function MainTabs() {
   const tab = useDashboard((state) => state.tab);
-  const failing = useDashboard((state) => state.snapshot?.models.filter(needsRecovery).length ?? 0);
+  const failing = useDashboard((state) => state.snapshot?.models.filter((model) => needsAttention(model.status)).length ?? 0);
   const unfit = useDashboard((state) => state.snapshot?.plan?.unschedulable.length ?? 0);
   const { selectTab } = useActions();
   const tabs: TabSpec<Tab>[] = [

@@ -8,14 +8,13 @@ import type { BudgetView, ModelView, Snapshot } from '../../../core/contracts/sn
 import { draftingFor, heldBytes, loadFractionAt, loadProgressWords, placementWords } from '../../../core/contracts/snapshot-words.js';
 import { formatAgo, formatBytes } from '../format/format.js';
 import { FAILURE_LABEL, LEVEL_LABEL } from '../format/labels.js';
-import { isRecovering, isResident } from '../../../core/contracts/model-status.js';
+import { isResident, needsAttention } from '../../../core/contracts/model-status.js';
 import { seriesOf } from '../memory/device-segments.js';
 import { useActions, useDashboard, useNow } from '../store/store-context.js';
 import { EmptyCatalog } from './empty-catalog.js';
 import { ExpandableText } from './expandable-text.js';
 import { ReasonLines } from './reason-lines.js';
-import { needsRecovery } from './recovery-view.js';
-import { StateBadge } from './state-badge.js';
+import { StatusBadges } from './state-badge.js';
 
 /** How much of llama.cpp's reason a card shows before "More": about two lines of the card. */
 const CARD_REASON_CHARS = 160;
@@ -106,7 +105,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
           <span className={`model-swatch series-${series}`} aria-hidden="true" />
           <h3 id={headingId}>{model.id}</h3>
           {drafting === null ? (
-            <StateBadge state={status.state} />
+            <StatusBadges status={status} />
           ) : (
             // Not a state of its own: its target's engine runs it, so it is as busy as its target.
             <span className={`badge tone-${drafting.inFlight > 0 ? 'live' : 'good'}`} data-state="drafting">
@@ -131,7 +130,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
           </div>
         )}
 
-        {failure !== null && needsRecovery(model) && (
+        {failure !== null && needsAttention(status) && (
           <div className="model-reason tone-bad-text" role="group" aria-label={`Why ${model.id} ${quarantined ? 'is quarantined' : 'failed'}`}>
             <strong>{FAILURE_LABEL[status.recovery.kind === 'none' ? 'invalid' : status.recovery.kind]}:</strong>{' '}
             <ExpandableText text={failure} max={CARD_REASON_CHARS} what={`reason for ${model.id}`} />
@@ -211,7 +210,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
             Load
           </button>
         )}
-        {needsRecovery(model) && (
+        {needsAttention(status) && (
           // A retry forgets the failures: a quarantined or fallen-back model launches again, a
           // degraded one tries its full level, a backing-off one does not wait out its timer.
           <button
@@ -224,7 +223,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
             {pending === 'retry' ? 'Retrying…' : 'Retry'}
           </button>
         )}
-        {isRecovering(status.state) && (
+        {needsAttention(status) && (
           <button type="button" className="button button-link" aria-label={`Recovery details for ${model.id}`} onClick={() => selectTab('recovery')}>
             Details
           </button>

@@ -4,19 +4,15 @@
 import type { ModelView } from '../../../core/contracts/snapshot.js';
 import { formatClock, formatDuration } from '../format/format.js';
 import { ACTION_LABEL, FAILURE_LABEL, LEVEL_LABEL } from '../format/labels.js';
-import { isRecovering } from '../../../core/contracts/model-status.js';
+import { needsAttention } from '../../../core/contracts/model-status.js';
 import { useActions, useDashboard, useNow } from '../store/store-context.js';
-import { StateBadge } from './state-badge.js';
-
-/** Whether the model belongs in the Recovery view: a failure on record or a state the ladder chose. */
-export function needsRecovery(model: ModelView): boolean {
-  return isRecovering(model.status.state) || model.status.recovery.kind !== 'none';
-}
+import { StatusBadges } from './state-badge.js';
 
 export function RecoveryView() {
   const models = useDashboard((state) => state.snapshot?.models);
   if (models === undefined) return null;
-  const failing = models.filter(needsRecovery);
+  // The contract's one "needs attention", which the tray counts and the CLI names too.
+  const failing = models.filter((model) => needsAttention(model.status));
   if (failing.length === 0) {
     return (
       <div className="placeholder">
@@ -47,7 +43,7 @@ function RecoveryCard({ model }: { model: ModelView }) {
     <li className={`card recovery-card state-${status.state}`} aria-labelledby={headingId}>
       <div className="card-head">
         <h3 id={headingId}>{model.id}</h3>
-        <StateBadge state={status.state} />
+        <StatusBadges status={status} />
         {status.level !== null && <span className="chip">{LEVEL_LABEL[status.level]}</span>}
         {waitsForPerson && (
           <button

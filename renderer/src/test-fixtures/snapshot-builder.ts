@@ -2,7 +2,7 @@
 // rest with what the daemon would send, so a fixture reads as the situation it describes and a
 // field added to the contract is filled in one place (test/support/fixture-snapshot.ts and the
 // Electron tests build on these too).
-import type { ModelStatus, RecoveryView } from '../../../core/contracts/model-status.js';
+import { phaseOfState, type ModelStatus, type RecoveryView } from '../../../core/contracts/model-status.js';
 import type { BudgetView, GpuView, MemoryHolder, ModelView, PlanView, Snapshot } from '../../../core/contracts/snapshot.js';
 
 export const MiB = 1024 ** 2;
@@ -50,6 +50,9 @@ export function model(id: string, overrides: ModelOverrides = {}, sizeGiB = 4): 
       next: null,
       since: NOW - 60_000,
       ...statusRest,
+      // A scenario names the summary word; the phase and busy it implies are filled in unless given.
+      phase: statusRest.phase ?? phaseOfState(statusRest.state ?? 'idle'),
+      busy: statusRest.busy ?? statusRest.state === 'active',
       recovery: { kind: 'none', attempts: 0, nextAction: null, nextAttemptAt: null, lastError: null, ...recovery },
     },
   };

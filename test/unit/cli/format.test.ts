@@ -37,6 +37,28 @@ describe('statusText', () => {
   });
 });
 
+describe('statusText: who needs attention', () => {
+  it('names each model the tray counts and the dashboard lists, a degraded one even while it answers', () => {
+    const text = statusText(
+      snapshot({
+        models: [
+          model('fine', { status: { state: 'ready', level: 'full' } }),
+          model('stuck', { status: { state: 'quarantined', recovery: { kind: 'invalid', attempts: 1 } } }),
+          model('smaller', { inFlight: 1, status: { state: 'active', level: 'partial' } }),
+          model('again', { status: { state: 'loading', level: 'degraded', recovery: { kind: 'oom', attempts: 1 } } }),
+        ],
+      }),
+      NOW,
+    );
+    expect(text).toMatch(/^needs attention: stuck \(quarantined\), smaller \(degraded\), again \(recovering\)$/m);
+  });
+
+  it('says nothing of attention when every model is well', () => {
+    const text = statusText(snapshot({ models: [model('fine', { status: { state: 'ready', level: 'full' } }), model('busy', { inFlight: 2, status: { state: 'active', level: 'full' } })] }), NOW);
+    expect(text).not.toMatch(/needs attention/);
+  });
+});
+
 describe('statusText: where apps connect', () => {
   it('lists each network endpoint and says a key is needed, naming the keys but never their values', () => {
     const text = statusText(

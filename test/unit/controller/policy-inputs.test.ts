@@ -75,15 +75,15 @@ describe('policyInputs', () => {
     expect(desired).toEqual([]);
   });
 
-  it('counts its own launch in flight as resident and active, at the launch level', () => {
+  it('counts its own launch in flight as resident and in use, at the launch level', () => {
     const { resident } = inputs([demand('a', { wanted: false })], {}, [['a', 'degraded']]);
-    expect(resident).toEqual([{ modelId: 'a', footprint: 4.25 * GiB, pinned: false, active: true, lastUsed: 0 }]);
+    expect(resident).toEqual([{ modelId: 'a', footprint: 4.25 * GiB, pinned: false, inUse: true, lastUsed: 0 }]);
   });
 
-  it('counts a running model as active while it decodes, and while its turn holds it idle, and only then', () => {
+  it('counts a running model as in use while it decodes, and while its turn holds it idle, and only then', () => {
     const server = (modelId: string): ResidentServer => ({ modelId, level: 'full', deviceBytes: 5 * GiB });
     const { resident } = inputs([demand('busy', { inFlight: 2 }), demand('held', { heldForTurn: true }), demand('idle')], {}, [], [server('busy'), server('held'), server('idle')]);
-    expect(resident.map((r) => [r.modelId, r.active])).toEqual([
+    expect(resident.map((r) => [r.modelId, r.inUse])).toEqual([
       ['busy', true],
       ['held', true],
       ['idle', false],

@@ -32,7 +32,7 @@ function setup() {
   const build = (): Omit<Snapshot, 'revision'> => {
     const base = fixtureSnapshot();
     const model = fixtureModel('demo-chat', {
-      status: { ...fixtureModel('x').status, modelId: 'demo-chat', state: load.loading ? 'loading' : 'ready', level: 'full' },
+      status: { ...fixtureModel('x').status, modelId: 'demo-chat', state: load.loading ? 'loading' : 'ready', phase: load.loading ? 'loading' : 'serving', level: 'full' },
       loading: load.loading ? { fraction: load.fraction, startedAt, expectedMs: null } : null,
     });
     return { ...base, models: [model] };

@@ -5,7 +5,7 @@
 // each method the way the real one's contract says.
 import { describe, expect, it } from 'vitest';
 import type { ControllerEvent, Unservable } from '../../../core/contracts/controller-events.js';
-import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-status.js';
+import { phaseOfState, type ModelStateName, type ModelStatus } from '../../../core/contracts/model-status.js';
 import { ModelActivity } from '../../../core/demand/activity.js';
 import { createGateway, type GatewayParts } from '../../../core/demand/gateway.js';
 import { ModelTurns } from '../../../core/demand/turns.js';
@@ -21,7 +21,9 @@ function statusOf(modelId: string, state: ModelStateName, extra: Partial<ModelSt
   return {
     modelId,
     state,
+    phase: phaseOfState(state),
     level: state === 'ready' || state === 'active' ? 'full' : null,
+    busy: state === 'active',
     recovery: { kind: 'none', attempts: 0, nextAction: null, nextAttemptAt: null, lastError: null },
     servedBy: null,
     unschedulableReason: null,

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ModelActivity } from '../../../core/demand/activity.js';
 import { createModelActions, PinPolicy } from '../../../core/demand/model-actions.js';
-import type { ModelStateName, ModelStatus } from '../../../core/contracts/model-status.js';
+import { phaseOfState, type ModelStateName, type ModelStatus } from '../../../core/contracts/model-status.js';
 import type { FailureKind } from '../../../core/contracts/recovery.js';
 import { catalogModel } from '../../support/catalog-model.js';
 import { FakeClock } from '../../support/fake-clock.js';
@@ -28,7 +28,9 @@ function setup(models = [catalogModel('a'), catalogModel('p', { pinnedByDefault:
     return {
       modelId: id,
       state: s.state,
+      phase: phaseOfState(s.state),
       level: null,
+      busy: s.state === 'active',
       recovery: { kind: s.failure ?? 'none', attempts: s.failure === undefined ? 0 : 1, nextAction: null, nextAttemptAt: null, lastError: null },
       servedBy: s.servedBy ?? null,
       unschedulableReason: null,

@@ -59,8 +59,9 @@ describe('modelStateWords: every state in words a person reads', () => {
     ['loading without progress', model('m', { state: 'loading' }, { loading: { fraction: null, startedAt: NOW - 12_500, expectedMs: null } }), 'loading, 12 s'],
     ['loading, no detail yet', model('m', { state: 'loading' }), 'loading'],
     ['ready', model('m', { state: 'ready', level: 'full' }), 'ready'],
-    ['ready on the CPU', model('m', { state: 'ready', level: 'minimal' }), 'ready on CPU'],
-    ['ready with part on the CPU', model('m', { state: 'ready', level: 'partial' }), 'ready, part on CPU'],
+    // Serving below full is degraded, busy or not: the phase, level and busy say both at once.
+    ['degraded and answering', model('m', { state: 'active', level: 'partial' }, { inFlight: 1 }), 'answering 1 request, degraded: part on CPU'],
+    ['degraded to the CPU and answering', model('m', { state: 'active', level: 'minimal' }, { inFlight: 2 }), 'answering 2 requests, degraded: CPU only'],
     ['active', model('m', { state: 'active', level: 'full' }, { inFlight: 2 }), 'answering 2 requests'],
     ['active, one request', model('m', { state: 'active', level: 'full' }, { inFlight: 1 }), 'answering 1 request'],
     ['evicting', model('m', { state: 'evicting' }), 'unloading'],
@@ -363,6 +364,13 @@ describe('trayStatus', () => {
     }
     expect(trayStatus(snapshot([], { configErrors: ['bad'] })).health).toBe('problem');
     expect(trayStatus(snapshot([model('a', {}, { catalogError: 'not a GGUF file' })])).tooltip).toContain('1 unreadable');
+  });
+
+  it('counts what the dashboard lists under Recovery: a degraded model while it answers, and a load after a failure', () => {
+    const answering = model('a', { state: 'active', level: 'partial' }, { inFlight: 1 });
+    expect(trayStatus(snapshot([answering]))).toMatchObject({ health: 'problem', tooltip: expect.stringMatching(/· 1 degraded$/) });
+    const retrying = model('b', { state: 'loading', level: 'degraded', recovery: failure('oom') });
+    expect(trayStatus(snapshot([retrying]))).toMatchObject({ health: 'problem', tooltip: expect.stringMatching(/· 1 loading · 1 recovering$/) });
   });
 
   it('keeps the tooltip within what Windows shows', () => {

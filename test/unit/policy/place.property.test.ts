@@ -62,7 +62,7 @@ const workstationArb: fc.Arbitrary<Workstation> = fc
     budgets: fc.array(fc.record({ budget: bytes(2000), deviceClass: fc.constantFrom('rtx-4090', 'rtx-3060') }), { minLength: 1, maxLength: 4 }),
     desired: fc.uniqueArray(desiredArb, { selector: (d) => d.modelId, maxLength: 8 }),
     residents: fc.uniqueArray(
-      fc.record({ modelId: fc.constantFrom(...MODEL_IDS), footprint: bytes(1000), pinned: rarely, active: rarely, lastUsed: stamp, at: fc.nat(), splitWith: fc.option(fc.nat(), { nil: undefined }), offCpu: fc.constantFrom('none', 'none', 'partial', 'cpu') }),
+      fc.record({ modelId: fc.constantFrom(...MODEL_IDS), footprint: bytes(1000), pinned: rarely, inUse: rarely, lastUsed: stamp, at: fc.nat(), splitWith: fc.option(fc.nat(), { nil: undefined }), offCpu: fc.constantFrom('none', 'none', 'partial', 'cpu') }),
       { selector: (r) => r.modelId, maxLength: 8 },
     ),
     hostFree: fc.oneof(fc.constant(0), bytes(3000)),
@@ -115,7 +115,7 @@ function applyPlan(w: Workstation, plan: PlacePlan): PlacedResident[] {
     if (d === undefined || placement === undefined) throw new Error(`launched ${id} without a desire or a placement`);
     // A moved model keeps its last use (the daemon's activity stamps it, not the process).
     const lastUsed = d.lastUsed ?? w.resident.find((r) => r.modelId === id)?.lastUsed ?? 0;
-    after.push({ modelId: id, footprint: costOf(d), pinned: d.pinned, active: false, lastUsed, placement });
+    after.push({ modelId: id, footprint: costOf(d), pinned: d.pinned, inUse: false, lastUsed, placement });
   }
   return after;
 }
@@ -124,9 +124,9 @@ function applyPlan(w: Workstation, plan: PlacePlan): PlacedResident[] {
 function forcedIds(w: Workstation): Set<string> {
   const desiredById = new Map(w.desired.map((d) => [d.modelId, d]));
   const ids = new Set<string>();
-  for (const r of w.resident) if (r.pinned || r.active) ids.add(r.modelId);
+  for (const r of w.resident) if (r.pinned || r.inUse) ids.add(r.modelId);
   for (const d of w.desired) if (d.pinned && d.retrying !== true) ids.add(d.modelId);
-  for (const id of [...ids]) if (desiredById.get(id)?.retrying === true && !w.resident.some((r) => r.modelId === id && (r.pinned || r.active))) ids.delete(id);
+  for (const id of [...ids]) if (desiredById.get(id)?.retrying === true && !w.resident.some((r) => r.modelId === id && (r.pinned || r.inUse))) ids.delete(id);
   return ids;
 }
 

@@ -19,7 +19,7 @@ function want(modelId: string, cost: LayerCost | number, extra: Partial<PlacedDe
 }
 
 function onGpu(modelId: string, index: number, gib: number, extra: Partial<PlacedResident> = {}): PlacedResident {
-  return { modelId, footprint: gib * GiB, pinned: false, active: false, lastUsed: 0, placement: { kind: 'gpu', devices: [{ index, layers: 0, bytes: gib * GiB }], cpuMoeLayers: 0, hostBytes: 0 }, ...extra };
+  return { modelId, footprint: gib * GiB, pinned: false, inUse: false, lastUsed: 0, placement: { kind: 'gpu', devices: [{ index, layers: 0, bytes: gib * GiB }], cpuMoeLayers: 0, hostBytes: 0 }, ...extra };
 }
 
 describe('place: the fastest placement that fits', () => {
@@ -142,7 +142,7 @@ describe('place: evictions free memory on the GPU that needs it', () => {
   it('never moves or evicts a pinned or busy model, and names what holds each GPU when something is left out', () => {
     const plan = place(
       [want('wants-in', 10)],
-      [onGpu('pinned', 0, 20, { pinned: true }), onGpu('busy', 1, 8, { active: true })],
+      [onGpu('pinned', 0, 20, { pinned: true }), onGpu('busy', 1, 8, { inUse: true })],
       [gpu(0, 24), gpu(1, 12)],
     );
     expect(plan.evict).toEqual([]);
@@ -172,7 +172,7 @@ describe('place: a GPU that is gone (no longer among the devices offered)', () =
   it('moves a busy model off it, as it would an idle one, and takes its room from an idle model ranked below', () => {
     const plan = place(
       [want('busy', 10, { priority: 5 }), want('idle', 20)],
-      [onGpu('busy', 1, 10, { active: true }), onGpu('idle', 0, 20)],
+      [onGpu('busy', 1, 10, { inUse: true }), onGpu('idle', 0, 20)],
       left,
     );
     expect(plan.launch).toEqual(['busy']);
@@ -195,7 +195,7 @@ describe('place: a GPU that is gone (no longer among the devices offered)', () =
   });
 
   it('stops a pinned or busy model on it that is no longer desired, rather than leave it held there', () => {
-    const plan = place([], [onGpu('pinned', 1, 8, { pinned: true }), onGpu('busy', 1, 2, { active: true }), onGpu('kept', 0, 2, { pinned: true })], left);
+    const plan = place([], [onGpu('pinned', 1, 8, { pinned: true }), onGpu('busy', 1, 2, { inUse: true }), onGpu('kept', 0, 2, { pinned: true })], left);
     expect(plan.evict.toSorted()).toEqual(['busy', 'pinned']);
   });
 

@@ -32,7 +32,7 @@ const residentArb: fc.Arbitrary<Resident> = fc.record({
   modelId: fc.constantFrom(...MODEL_IDS),
   footprint,
   pinned: rarely,
-  active: rarely,
+  inUse: rarely,
   lastUsed: stamp,
 });
 
@@ -66,7 +66,7 @@ function analyse({ desired, resident, budget }: Scenario, plan: Plan) {
     const r = residentById.get(id);
     const d = desiredById.get(id);
     // A model retrying after a failure is not forced by its pin, only by a running server's.
-    return (d?.pinned === true && d.retrying !== true) || r?.pinned === true || r?.active === true;
+    return (d?.pinned === true && d.retrying !== true) || r?.pinned === true || r?.inUse === true;
   };
   const pinnedBytes = sum(
     [...new Set([...desired.map((d) => d.modelId), ...resident.map((r) => r.modelId)])]
@@ -96,7 +96,7 @@ function applyPlan({ desired, resident }: Scenario, plan: Plan): Resident[] {
   for (const id of plan.launch) {
     const d = desiredById.get(id);
     if (d === undefined) throw new Error(`launched undesired ${id}`);
-    after.push({ modelId: id, footprint: desiredCost(d), pinned: d.pinned, active: false, lastUsed: d.lastUsed ?? 0 });
+    after.push({ modelId: id, footprint: desiredCost(d), pinned: d.pinned, inUse: false, lastUsed: d.lastUsed ?? 0 });
   }
   return after;
 }
@@ -104,7 +104,7 @@ function applyPlan({ desired, resident }: Scenario, plan: Plan): Resident[] {
 const run = (s: Scenario): Plan => schedule(s.desired, s.resident, s.budget);
 
 describe('schedule: properties', () => {
-  it('never evicts a pinned or active resident, and evicts only residents', () => {
+  it('never evicts a pinned or in-use resident, and evicts only residents', () => {
     fc.assert(
       fc.property(scenarioArb, (s) => {
         const plan = run(s);
@@ -112,7 +112,7 @@ describe('schedule: properties', () => {
         for (const id of plan.evict) {
           const r = byId.get(id);
           if (r === undefined) expect(r).toBeDefined();
-          same(r?.pinned || r?.active, false);
+          same(r?.pinned || r?.inUse, false);
         }
         same(new Set(plan.evict).size, plan.evict.length);
       }),

@@ -10,7 +10,7 @@ function want(modelId: string, footprint: number, extra: Partial<Desired> = {}):
 }
 
 function running(modelId: string, footprint: number, extra: Partial<Resident> = {}): Resident {
-  return { modelId, footprint, pinned: false, active: false, lastUsed: 0, ...extra };
+  return { modelId, footprint, pinned: false, inUse: false, lastUsed: 0, ...extra };
 }
 
 const unschedulableIds = (plan: ReturnType<typeof schedule>): string[] => plan.unschedulable.map((u) => u.modelId);
@@ -31,15 +31,15 @@ describe('schedule: forced models', () => {
     ]);
   });
 
-  it('keeps an active resident that nobody desires, even over budget', () => {
-    const plan = schedule([], [running('busy', 40 * GiB, { active: true })], 24 * GiB);
+  it('keeps an in-use resident that nobody desires, even over budget', () => {
+    const plan = schedule([], [running('busy', 40 * GiB, { inUse: true })], 24 * GiB);
     expect(plan).toEqual({ launch: [], evict: [], unschedulable: [] });
   });
 
-  it('keeps a desired model whose resident is active even when a higher priority needs the room', () => {
+  it('keeps a desired model whose resident is in use even when a higher priority needs the room', () => {
     const plan = schedule(
       [want('busy', 20 * GiB), want('urgent', 10 * GiB, { priority: 9 })],
-      [running('busy', 20 * GiB, { active: true })],
+      [running('busy', 20 * GiB, { inUse: true })],
       24 * GiB,
     );
     expect(plan.evict).toEqual([]);
@@ -147,7 +147,7 @@ describe('schedule: costing', () => {
   });
 
   it('costs a resident nobody desires by its resident footprint (primary and draft as one process)', () => {
-    const plan = schedule([want('x', 7 * GiB)], [running('pair', 10 * GiB, { active: true })], 16 * GiB);
+    const plan = schedule([want('x', 7 * GiB)], [running('pair', 10 * GiB, { inUse: true })], 16 * GiB);
     expect(plan.unschedulable).toEqual([
       { modelId: 'x', reason: 'needs 7 GiB; 16 GiB budget, 10 GiB held by active pair (10 GiB), 6 GiB free', strict: false },
     ]);
@@ -156,7 +156,7 @@ describe('schedule: costing', () => {
   it('counts negative footprints and a negative budget as zero', () => {
     const plan = schedule(
       [want('neg', -5 * GiB, { draft: { modelId: 'd', footprint: -1 } }), want('zero', 0)],
-      [running('r', -3 * GiB, { active: true })],
+      [running('r', -3 * GiB, { inUse: true })],
       -1,
     );
     expect(plan.launch).toEqual(['neg', 'zero']);
@@ -205,7 +205,7 @@ describe('schedule: reasons', () => {
         want('d', 1 * GiB, { priority: 3 }),
         want('late', 9.1 * GiB, { priority: 1 }),
       ],
-      [running('busy', 5 * GiB, { active: true })],
+      [running('busy', 5 * GiB, { inUse: true })],
       24 * GiB,
     );
     expect(plan.unschedulable).toEqual([
