@@ -18,7 +18,7 @@ import type { Placement } from '../../contracts/plan.js';
 import { removeApiKeyFile } from './api-key-file.js';
 import { PORT_IN_USE } from './free-port.js';
 import type { LineRing } from './log-ring.js';
-import { waitForMemoryBack } from './memory-wait.js';
+import { waitForMemoryBack } from './memory/memory-wait.js';
 import { signalTree, terminateTree } from './process-tree.js';
 import { lookAtEngine } from './engine-look.js';
 import { HangWatch } from './hang-watch.js';

@@ -6,7 +6,7 @@
 import type { EngineKind } from '../../contracts/snapshot.js';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { LineRing, LineSplitter } from './log-ring.js';
-import { BufferTally } from './memory-measure.js';
+import { BufferTally } from './memory/memory-measure.js';
 import { Doorbell, EMBEDDED_READY_LINE, READY_LINE } from './readiness.js';
 import { ServerClaims } from './server-claims.js';
 import type { HangWatch } from './hang-watch.js';

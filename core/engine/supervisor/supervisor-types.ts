@@ -10,7 +10,7 @@ import type { EngineRegistry } from './engine-registry.js';
 import type { ServerPhase, ServerProcess, SpawnFunction } from './server-process.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { WarmSpare } from './warm-spare.js';
-import type { ServerMemory } from './server-memory.js';
+import type { ServerMemory } from './memory/server-memory.js';
 
 export interface SupervisorDeps {
   /** The launch spec of a model, read at each launch; throwing makes the launch fail as a crash with that message. */

@@ -15,7 +15,7 @@ import { argvFor } from '../launch-spec.js';
 import { clearApiKeyFiles, apiKeyDir } from './api-key-file.js';
 import { realClock, type Clock } from '../../common/clock.js';
 import { EngineRegistry, type OrphanSweep } from './engine-registry.js';
-import type { BufferSize } from './memory-measure.js';
+import type { BufferSize } from './memory/memory-measure.js';
 import { LineRing } from './log-ring.js';
 import { isRunning, readCommandLine, signalTree, terminateTree } from './process-tree.js';
 import type { Claim } from './server-claims.js';
@@ -25,7 +25,7 @@ import type { Placement } from '../../contracts/plan.js';
 import { WarmSpare } from './warm-spare.js';
 import { Emitter } from '../../common/emitter.js';
 import { ModelOwner } from './model-owner.js';
-import { ServerMemory } from './server-memory.js';
+import { ServerMemory } from './memory/server-memory.js';
 import type { Endpoint, EvictOutcome, LoadProgressListener, LogListener, Measurement, OwnerContext, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
 
 export { defaultLoadTimeoutMs } from './supervisor-types.js';
