@@ -20,14 +20,14 @@ import { freeLoopbackPort } from './free-port.js';
 import { waitUntilReady } from './readiness.js';
 import { probeServedApis } from './served-apis.js';
 import { ServerProcess, type LaunchParts } from './server-process.js';
-import type { AdoptedSpare } from './supervisor-types.js';
 import { defaultLoadTimeoutMs } from './supervisor-types.js';
-import { cancelled, LOG_TAIL_LINES, type ModelOwner } from './model-owner.js';
+import type { AdoptedSpare } from './warm-spare.js';
+import { cancelled, LOG_TAIL_LINES, type LaunchOwner } from './owner-port.js';
 
 const PORT_ATTEMPTS = 3;
 
 /** One launch command, run by the model's owner. */
-export async function launchNow(owner: ModelOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
+export async function launchNow(owner: LaunchOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
   const ctx = owner.ctx;
   cancel.throwIfAborted();
   const current = owner.server;
@@ -52,7 +52,7 @@ export async function launchNow(owner: ModelOwner, level: LaunchLevel, placement
 
 /** Starts one process and waits for it. Resolves 'ready', 'port-taken' (try another port), or the error to throw. */
 async function startOnce(
-  owner: ModelOwner,
+  owner: LaunchOwner,
   spec: LaunchSpec,
   command: EngineCommand,
   level: LaunchLevel,

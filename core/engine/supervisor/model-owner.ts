@@ -23,16 +23,9 @@ import { signalTree, terminateTree } from './process-tree.js';
 import { lookAtEngine } from './engine-look.js';
 import { HangWatch } from './hang-watch.js';
 import { endedByOf, IllegalTransition, readyAtOf, type EndedBy, type ServerProcess, type ServerState } from './server-process.js';
-import type { EvictOutcome, OwnerContext } from './supervisor-types.js';
+import type { EvictOutcome } from './supervisor-types.js';
+import { cancelled, LOG_TAIL_LINES, type LaunchOwner, type OwnerContext } from './owner-port.js';
 import { launchNow } from './launch.js';
-
-/** Lines of the model's log a LaunchError carries. */
-export const LOG_TAIL_LINES = 40;
-
-/** Thrown into a load that a caller or an eviction cancelled (an AbortError, not a LaunchError). */
-export function cancelled(reason: string): DOMException {
-  return new DOMException(reason, 'AbortError');
-}
 
 interface PendingLaunch {
   level: LaunchLevel;
@@ -42,7 +35,7 @@ interface PendingLaunch {
   waiters: number;
 }
 
-export class ModelOwner {
+export class ModelOwner implements LaunchOwner {
   server: ServerProcess | null = null;
   /** Launches queued or running, oldest first; a new launch joins the one at its level. */
   pending: PendingLaunch[] = [];

@@ -22,14 +22,16 @@ import type { Claim } from './server-claims.js';
 import { readyAtOf, type SpawnFunction } from './server-process.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
-import { WarmSpare } from './warm-spare.js';
+import { WarmSpare, type SpareStatus } from './warm-spare.js';
 import { Emitter } from '../../common/emitter.js';
 import { ModelOwner } from './model-owner.js';
 import { ServerMemory } from './memory/server-memory.js';
-import type { Endpoint, EvictOutcome, LoadProgressListener, LogListener, Measurement, OwnerContext, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
+import type { OwnerContext } from './owner-port.js';
+import type { Endpoint, EvictOutcome, LoadProgressListener, LogListener, Measurement, ServerStatus, SupervisorDeps } from './supervisor-types.js';
 
 export { defaultLoadTimeoutMs } from './supervisor-types.js';
-export type { Endpoint, EvictOutcome, LoadProgressListener, LogListener, Measurement, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
+export type { Endpoint, EvictOutcome, LoadProgressListener, LogListener, Measurement, ServerStatus, SupervisorDeps } from './supervisor-types.js';
+export type { SpareStatus } from './warm-spare.js';
 
 const DEFAULT_GRACE_MS = 5_000;
 const DEFAULT_LOG_LINES = 2_000;

@@ -38,10 +38,26 @@ import { commandLineHash, type EngineRegistry } from './engine-registry.js';
 import { signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
 import { ServerProcess, type LaunchParts, type SpawnFunction } from './server-process.js';
 import { errorMessage } from '../../contracts/error-message.js';
-import type { AdoptedSpare, SpareStatus } from './supervisor-types.js';
 
 /** engines.json's name for a spare not yet adopted (never a model id: ids have no spaces). */
 export const SPARE_RECORD_ID = '(warm spare)';
+
+/** What the supervisor shows of its spare. */
+export interface SpareStatus {
+  pid: number;
+  /** 'starting': its runtime is still starting (a launch may adopt it already); 'ready': waiting. */
+  phase: 'starting' | 'ready';
+  startedAt: number;
+  /** Its process tree's RSS, measured once it was ready; null before. */
+  residentBytes: number | null;
+}
+
+/** A spare handed to a launch: the very server it was, now the launch's and 'loading'. */
+export interface AdoptedSpare {
+  server: ServerProcess;
+  /** How long it has run, ms (monotonic), for the model's log. */
+  ageMs: number;
+}
 
 export interface WarmSpareDeps {
   spawn: SpawnFunction;
