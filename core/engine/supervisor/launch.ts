@@ -92,6 +92,7 @@ async function startOnce(
     port,
     apiKey,
     level,
+    placement,
     startedAt: ctx.clock.now(),
     onLine: (line: string) => owner.log.push(line),
     onBusyChange: (busy: boolean) => {
@@ -121,8 +122,6 @@ async function startOnce(
       // from may be deleted while it runs, and node-llama-cpp reads its working directory
       // at start (ENOENT … uv_cwd, once a model quarantined for it).
       ServerProcess.start({ spawn: ctx.spawn, command: command.command, args, env, cwd: ctx.deps.dataDir, platform: ctx.platform, engine: spec.engine, ...launchParts() });
-    server.toolCalls = command.capabilities.jinja !== 'absent';
-    server.placement = placement;
     await server.spawned;
   } catch (error) {
     if (keyFile !== null) removeApiKeyFile(keyFile);
@@ -130,7 +129,7 @@ async function startOnce(
   }
   const started = server;
   owner.server = started;
-  ctx.emit({ type: 'ServerSpawned', modelId: owner.modelId, level, pid: started.pid, at: ctx.clock.now() });
+  started.markSpawned(ctx.clock.now());
   // An adopted spare keeps the command line it was started with; that is what /proc shows.
   const commandHash = commandLineHash(started.commandLine);
   await ctx.registry.add({ modelId: owner.modelId, pid: started.pid, commandHash, startedAt: started.startedAt }).catch((error: Error) =>
@@ -156,22 +155,21 @@ async function startOnce(
       signal: waiting.signal,
       clock: ctx.clock,
       onProgress: (progress) => {
-        if (progress === started.loadProgress) return;
-        started.loadProgress = progress;
-        ctx.loadProgress(owner.modelId, progress);
+        if (started.noteLoadProgress(progress)) ctx.loadProgress(owner.modelId, progress);
       },
       provenReady: () => started.provenReady,
     });
     // Before 'ready', so the first request already knows how to reach it. The embedded engine
     // is ours and serves no /v1/messages (its README); asking it would cost every launch a round trip.
-    started.anthropicMessages = spec.engine !== 'embedded' && (await probeServedApis(port, apiKey)).anthropicMessages;
+    const anthropicMessages = spec.engine !== 'embedded' && (await probeServedApis(port, apiKey)).anthropicMessages;
     // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it
     // would have a moment earlier. A process already gone whose output still drains is an exit.
     if (started.gone) waiting.abort('exited');
     waiting.signal.throwIfAborted();
     const kept = spec.savedConversations;
+    let savedSlots: LlamaServerSlots | null = null;
     if (spec.engine === 'llama-server' && kept !== undefined && engineArgs.includes('--slot-save-path')) {
-      started.savedSlots = await LlamaServerSlots.open({
+      savedSlots = await LlamaServerSlots.open({
         root: kept.dir, minTokens: kept.minTokens, budgetBytes: kept.budgetBytes,
         modelPath: spec.modelPath, buildVersion: command.capabilities.version, argv: engineArgs, port, apiKey,
         log: (line) => owner.log.push(line),
@@ -179,10 +177,10 @@ async function startOnce(
       if (started.gone) waiting.abort('exited');
       waiting.signal.throwIfAborted();
     }
-    if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
+    if (anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
     // Before the transition, whose report (ServerReady) its listeners may read it by.
     owner.lastLoadMs = Math.round(ctx.clock.elapsed() - launchedAt);
-    started.transition({ kind: 'ready', at: ctx.clock.now() });
+    started.markReady(ctx.clock.now(), { anthropicMessages, toolCalls: command.capabilities.jinja !== 'absent', savedSlots });
     ctx.memory.learnRuntime(owner.modelId, spec, level, started, placement);
     return 'ready';
   } catch {

@@ -6,9 +6,9 @@
 // load in progress, so it does not wait out a long load it is about to undo).
 //
 // The owner is also the one that reports each server's life (core/contracts/server-events.ts):
-// spawned (launch.ts), ready, exited with the kind and llama.cpp's reason, stopped on request.
-// Each transition is reported once, from the one place that sees it, so a failure climbs the
-// recovery ladder once however many others look.
+// spawned, ready, exited with the kind and llama.cpp's reason, stopped on request, each from the
+// server's own transition (server-process.ts). Each is reported once, from the one place that
+// sees it, so a failure climbs the recovery ladder once however many others look.
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { faultyGpu } from '../gpu-fault.js';
@@ -85,11 +85,12 @@ export class ModelOwner implements LaunchOwner {
       const server = this.server;
       if (!server?.running) return 'stopped';
       if (server.serving() && server.claims.count > 0) return 'claimed';
-      if (server.serving() && server.savedSlots !== null) {
+      const savedSlots = server.serves?.savedSlots ?? null;
+      if (savedSlots !== null) {
         // What of its conversations changed since its idle save, before they go with it
         // (llama-server/saved-slots.ts). A request that claimed it meanwhile keeps it: the
         // eviction is answered as one of a busy server.
-        await server.savedSlots.saveAll();
+        await savedSlots.saveAll();
         if (server.serving() && server.claims.count > 0) return 'claimed';
       }
       // The claims at the moment of stopping a live process, in its own log: the soak counts the
@@ -134,8 +135,9 @@ export class ModelOwner implements LaunchOwner {
   async stop(server: ServerProcess, endedBy: EndedBy): Promise<void> {
     const before = server.state;
     const wasReady = before.kind !== 'exited' && readyAtOf(before) !== null;
-    if (before.kind === 'loading' || before.kind === 'ready') server.transition({ kind: 'stopping', by: endedBy, readyAt: readyAtOf(before), killedByUs: false });
-    server.watch?.close();
+    // Its own servers are never spares: an adopted spare is this model's 'loading'.
+    server.markStopping(endedBy);
+    server.closeHangWatch();
     const probe = this.ctx.deps.memoryProbe;
     const freeBefore = wasReady && probe ? await probe().catch(() => null) : null;
     // Only the memory wait needs the footprint; without one, asking the driver would be wasted.
@@ -144,10 +146,7 @@ export class ModelOwner implements LaunchOwner {
       graceMs: this.ctx.graceMs,
       leaderExited: server.exited,
       platform: this.ctx.platform,
-      onKill: () => {
-        const now = server.state;
-        if (now.kind === 'stopping' || now.kind === 'draining') server.transition({ ...now, killedByUs: true });
-      },
+      onKill: () => server.markKilledByUs(),
     });
     // A stopped process (SIGSTOP, the usual way a hang shows up in a debugger) cannot act on
     // SIGTERM until it runs again; letting it run lets it stop cleanly instead of waiting out
@@ -176,31 +175,31 @@ export class ModelOwner implements LaunchOwner {
   busyChanged(server: ServerProcess, spec: LaunchSpec, busy: boolean): void {
     if (!busy) this.ctx.spare?.workEnded();
     // A llama-server's conversations are saved while it is idle, so that its eviction need not wait for them.
-    if (busy) server.savedSlots?.busy();
-    else if (server.serving()) server.savedSlots?.idle(() => server.serving() && server.claims.count === 0);
+    // What a ready server serves: none while it loads, stops or has gone.
+    const savedSlots = server.serves?.savedSlots;
+    if (busy) savedSlots?.busy();
+    else savedSlots?.idle(() => server.serving() && server.claims.count === 0);
     if (!busy || !server.serving()) {
-      server.watch?.stop();
+      server.pauseHangWatch();
       return;
     }
-    server.watch ??= new HangWatch({
+    server.watchHangs(() => new HangWatch({
       clock: this.ctx.clock,
       limitMs: (this.ctx.deps.hangLimitMs ?? ((s: LaunchSpec) => s.hangLimitMs ?? DEFAULT_HANG_LIMIT_MS))(spec),
       progressMark: () => server.claims.progressMark,
       inFlight: () => server.claims.count,
       look: (timeoutMs) => lookAtEngine(server.port, server.apiKey, timeoutMs),
       onHung: (reason) => this.hung(server, reason),
-    });
-    server.watch.start();
+    }));
   }
 
   /** A busy server made no progress for its hang limit: its clients hear why, then it is killed. */
   private hung(server: ServerProcess, reason: string): void {
-    const state = server.state;
-    if (state.kind !== 'ready') return;
+    if (server.state.kind !== 'ready') return;
     this.log.push(`── llmtray: '${this.modelId}' (pid ${server.pid}) is hung: ${reason}; killing it`);
     const by: EndedBy = { why: 'hung', reason };
     // Marked at once, not on the owner's turn: from now on it takes no claims, and its exit is a hang.
-    server.transition({ kind: 'stopping', by, readyAt: state.at, killedByUs: false });
+    server.markStopping(by);
     // Before the kill: a client whose socket is reset first could not tell a hang from a crash.
     server.claims.loseAll({ kind: 'hang', reason });
     void this.run(() => this.stop(server, by));
@@ -209,7 +208,7 @@ export class ModelOwner implements LaunchOwner {
   /** The one report of how a server ended: classified here once, emitted once. */
   afterExit(server: ServerProcess, keyFile: string | null, loadTimeoutMs: number): void {
     if (keyFile !== null) removeApiKeyFile(keyFile);
-    server.watch?.close();
+    server.closeHangWatch();
     void this.ctx.registry.remove(server.pid).catch(() => undefined);
     const state = server.state;
     if (state.kind !== 'draining') throw new IllegalTransition(state.kind, 'exited');
@@ -226,26 +225,27 @@ export class ModelOwner implements LaunchOwner {
     if (endedBy?.why === 'requested' || (!wasReady && endedBy === null && log.some((line) => PORT_IN_USE.test(line)))) {
       // A port another program took between our probe and the engine's bind is not the
       // model's failure: the launch tries again on a fresh port.
-      server.transition({ kind: 'exited', exit, readyAt, failure: null, portTaken: endedBy === null });
+      server.markExited(null, endedBy === null);
       return;
     }
     const failure: FailureClassification =
       endedBy?.why === 'hung'
         ? { kind: 'hang', reason: endedBy.reason }
         : classifyFailure({ ...exit, log, timedOutWaitingForReady: endedBy?.why === 'load-timeout', loadTimeoutMs, diedAfterReady: wasReady });
-    server.transition({ kind: 'exited', exit, readyAt, failure, portTaken: false });
+    server.markExited(failure, false);
   }
 
   /**
    * The one place a launched server's states become reports (core/contracts/server-events.ts),
-   * each once, as its only writer makes them: 'ready' is ServerReady; 'exited' is ServerStopped
-   * after a stop (or a port another program took), else ServerExited with its classification.
-   * The other states report nothing, and a warm spare's own life never comes here: it has no
-   * launch until one adopts it, and then it is this model's 'loading'. ServerSpawned is no
-   * change of state (a process now holds memory: launch.ts says so at its 'spawn').
+   * each once, as its only writer makes them: 'loading' with `spawnedAt` is ServerSpawned (a
+   * process now holds memory); 'ready' is ServerReady; 'exited' is ServerStopped after a stop
+   * (or a port another program took), else ServerExited with its classification. The other
+   * states report nothing, and a warm spare's own life never comes here: it has no launch until
+   * one adopts it, and then it is this model's 'loading'.
    */
   transitioned(server: ServerProcess, state: ServerState): void {
     const base = { modelId: this.modelId, level: server.level, pid: server.pid };
+    if (state.kind === 'loading' && state.spawnedAt !== undefined) this.ctx.emit({ type: 'ServerSpawned', ...base, at: state.spawnedAt });
     if (state.kind === 'ready') this.ctx.emit({ type: 'ServerReady', ...base, at: state.at });
     if (state.kind !== 'exited') return;
     const at = this.ctx.clock.now();

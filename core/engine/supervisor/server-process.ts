@@ -18,7 +18,8 @@ import type { LlamaServerSlots } from '../llama-server/saved-slots.js';
 /** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
 
-export type ServerPhase = 'spare' | 'loading' | 'ready' | 'stopping' | 'exited';
+/** What status() calls a server's state: its kind, a draining server still what it was until its output is read. */
+export type ServerPhase = Exclude<ServerState['kind'], 'draining'>;
 
 /**
  * Why the supervisor ended a server: 'requested' (an eviction, a cancelled load, a relaunch,
@@ -38,8 +39,11 @@ export interface ProcessExit {
  * - spare: a warm spare (warm-spare.ts), an embedded engine started with no model and no launch
  *   yet: no port, no key, no claims. `runtimeReady`: it said its runtime has started. A launch
  *   that adopts it moves it to 'loading' (`adopt`): the same process, the same object.
- * - loading: started for a launch, not yet answering /health.
- * - ready: serving since `at` (epoch ms).
+ * - loading: started for a launch, not yet answering /health. `spawnedAt` (epoch ms), once its
+ *   process has started for this launch (an adopted spare's, once the launch has it): the one
+ *   sub-step of loading, reported as ServerSpawned, since a process now holds memory.
+ * - ready: serving since `at` (epoch ms); `serves` is what it can do, known by then and fixed
+ *   for its life.
  * - stopping: the supervisor is ending it for `by`, marked before it signals the process, so
  *   that from then on it takes no claims (and a spare is no longer adoptable). `killedByUs`: the
  *   supervisor sent it SIGKILL itself (a stop past its grace); any other SIGKILL came from elsewhere.
@@ -53,16 +57,27 @@ export interface ProcessExit {
  */
 export type ServerState =
   | { kind: 'spare'; runtimeReady: boolean }
-  | { kind: 'loading' }
-  | { kind: 'ready'; at: number }
+  | { kind: 'loading'; spawnedAt?: number }
+  | { kind: 'ready'; at: number; serves: ServerAbilities }
   | { kind: 'stopping'; by: EndedBy; readyAt: number | null; killedByUs: boolean }
   | { kind: 'draining'; exit: ProcessExit; was: 'spare' | 'loading' | 'ready' | 'stopping'; by: EndedBy | null; readyAt: number | null; killedByUs: boolean }
   | { kind: 'exited'; exit: ProcessExit; readyAt: number | null; failure: FailureClassification | null; portTaken: boolean };
 
+/** What a ready server can do: found out while it loads, its requests' route from then on. */
+export interface ServerAbilities {
+  /** It serves Anthropic's Messages API itself: asked once it answers /health (served-apis.ts). */
+  anthropicMessages: boolean;
+  /** It can call tools: false for a llama-server build without Jinja templates (capabilities.jinja 'absent'). */
+  toolCalls: boolean;
+  /** A llama-server's saved conversations (llama-server/saved-slots.ts); null for the embedded engine, which keeps its own. */
+  savedSlots: LlamaServerSlots | null;
+}
+
 /**
  * Which state may follow which. A spare may be rewritten in place (its runtime became ready); a
  * stopping or draining server too (the supervisor's SIGKILL is learned while it stops, or while
- * its output drains); nothing follows 'exited', and nothing goes back to 'spare'.
+ * its output drains); nothing follows 'exited', and nothing goes back to 'spare'. Beside the
+ * table, loading's one sub-step (`spawnedSubStep`).
  */
 const NEXT: Readonly<Record<ServerState['kind'], readonly ServerState['kind'][]>> = {
   spare: ['spare', 'loading', 'stopping', 'draining'],
@@ -72,6 +87,11 @@ const NEXT: Readonly<Record<ServerState['kind'], readonly ServerState['kind'][]>
   draining: ['draining', 'exited'],
   exited: [],
 };
+
+/** A loading server's process started: loading gains its `spawnedAt`, once; no other change stays in 'loading'. */
+function spawnedSubStep(from: ServerState, to: ServerState): boolean {
+  return from.kind === 'loading' && to.kind === 'loading' && from.spawnedAt === undefined && to.spawnedAt !== undefined;
+}
 
 /** A writer asked for a change the life of a server does not have: a bug in the supervisor, never the engine's doing. */
 export class IllegalTransition extends Error {
@@ -107,6 +127,8 @@ export interface LaunchParts {
   port: number;
   apiKey: string;
   level: LaunchLevel;
+  /** Where its launch placed it (the plan's GPUs), for naming the card of a fault in its log; none: wherever the engine puts it. */
+  placement?: Placement | undefined;
   /** Epoch ms: when the launch started it (or adopted it), shown and recorded. */
   startedAt: number;
   onLine: (line: string) => void;
@@ -135,25 +157,18 @@ export class ServerProcess {
   private launch: LaunchParts | null;
   private lineListener: (line: string) => void;
   private started: number;
-  loadProgress: number | null = null;
-  /** Whether it serves Anthropic's Messages API itself: asked once it answers /health (served-apis.ts), before it is ready. */
-  anthropicMessages = false;
-  /** Whether it can call tools: false for a llama-server build without Jinja templates (capabilities.jinja 'absent'). */
-  toolCalls = true;
-  /** Where its launch placed it (the plan's GPUs), for naming the card of a fault in its log. */
-  placement: Placement | undefined = undefined;
-  /** A llama-server's saved conversations (llama-server/saved-slots.ts), opened once it answers; null for the embedded engine, which keeps its own. */
-  savedSlots: LlamaServerSlots | null = null;
+  /** 0…1 while it loads, where the engine's 503 body says; see loadProgress. */
+  private progress: number | null = null;
+  /** Hang detection while it has claims; made at its first claim (watchHangs). */
+  private watch: HangWatch | null = null;
+  /** The embedded engine wrote its own ready line; see provenReady. */
+  private proven = false;
   /** The requests it is answering; see server-claims.ts. */
   readonly claims: ServerClaims;
-  /** Hang detection while it has claims; made at its first claim. */
-  watch: HangWatch | null = null;
   /** Its lines since its spawn: an adopted spare's own start comes first. */
   readonly tail = new LineRing(TAIL_LINES);
   readonly buffers = new BufferTally();
   readonly doorbell = new Doorbell();
-  /** The embedded engine wrote its own ready line, which it writes only once it serves (readiness.ts). */
-  provenReady = false;
   /** Resolves with the exit once the process has exited and its output has drained. */
   readonly exited: Promise<ProcessExit>;
   /**
@@ -186,7 +201,7 @@ export class ServerProcess {
     const handleLine = (line: string): void => {
       this.tail.push(line);
       this.buffers.add(line);
-      if (engine === 'embedded' && EMBEDDED_READY_LINE.test(line)) this.provenReady = true;
+      if (engine === 'embedded' && EMBEDDED_READY_LINE.test(line)) this.proven = true;
       if (READY_LINE.test(line)) this.doorbell.ring();
       this.lineListener(line);
     };
@@ -304,14 +319,107 @@ export class ServerProcess {
     return this.current;
   }
 
+  /** Where its launch placed it; a spare is placed nowhere yet. */
+  get placement(): Placement | undefined {
+    return this.launch?.placement;
+  }
+
+  /** What it can do while it is ready; null otherwise (no request may be sent then). */
+  get serves(): ServerAbilities | null {
+    return this.current.kind === 'ready' ? this.current.serves : null;
+  }
+
+  /** Its load fraction while it loads (0…1, or null where the engine's 503 body carries none); null once it is no longer loading. */
+  get loadProgress(): number | null {
+    return this.phase === 'loading' ? this.progress : null;
+  }
+
+  /** The embedded engine wrote its own ready line, which it writes only once it serves (readiness.ts). */
+  get provenReady(): boolean {
+    return this.proven;
+  }
+
+  // The life's named steps: the supervisor's files ask for a change by its name; only these
+  // write the state, through transition().
+
+  /** Its process has started for the launch (an adopted spare's, once the launch has it): ServerSpawned. */
+  markSpawned(at: number): void {
+    this.transition({ kind: 'loading', spawnedAt: at });
+  }
+
+  /** It answers /health, and `serves` says what it can do: requests may come from now on. */
+  markReady(at: number, serves: ServerAbilities): void {
+    this.transition({ kind: 'ready', at, serves });
+  }
+
   /**
-   * The only writer of the server's state. Throws IllegalTransition for a change its life does
-   * not have (NEXT), leaving the state as it was: every writer is the supervisor's, in this
-   * folder, and the unit tests pin the table, so a throw is a bug found, never an engine's doing.
-   * The launch's `onTransition` hears the new state once it is set.
+   * The supervisor is ending it for `by`: a spare, loading or ready server is marked stopping
+   * (from then on it takes no claims); one already stopping keeps the reason it was first
+   * stopped for, and one already gone is not marked. True when it was marked now.
+   */
+  markStopping(by: EndedBy): boolean {
+    const state = this.current;
+    if (state.kind !== 'spare' && state.kind !== 'loading' && state.kind !== 'ready') return false;
+    this.transition({ kind: 'stopping', by, readyAt: readyAtOf(state), killedByUs: false });
+    return true;
+  }
+
+  /** The supervisor sent it SIGKILL itself (a stop past its grace): a SIGKILL from elsewhere is read as its own end. */
+  markKilledByUs(): void {
+    const state = this.current;
+    if (state.kind === 'stopping' || state.kind === 'draining') this.transition({ ...state, killedByUs: true });
+  }
+
+  /** A spare said its runtime has started. False unless it is a spare whose runtime was not ready yet. */
+  markRuntimeReady(): boolean {
+    const state = this.current;
+    if (state.kind !== 'spare' || state.runtimeReady) return false;
+    this.transition({ kind: 'spare', runtimeReady: true });
+    return true;
+  }
+
+  /**
+   * Drained and read: `failure` says how it failed (null after a stop, and for a spare's own
+   * end); `portTaken`, that another program had taken its port while it loaded. Throws
+   * IllegalTransition unless it is draining.
+   */
+  markExited(failure: FailureClassification | null, portTaken: boolean): void {
+    const state = this.current;
+    if (state.kind !== 'draining') throw new IllegalTransition(state.kind, 'exited');
+    this.transition({ kind: 'exited', exit: state.exit, readyAt: state.readyAt, failure, portTaken });
+  }
+
+  /** A loading server's fraction, as readiness read it. True when it changed. */
+  noteLoadProgress(fraction: number | null): boolean {
+    if (fraction === this.progress) return false;
+    this.progress = fraction;
+    return true;
+  }
+
+  /** Hang detection while requests are in flight: made by `make` at the first, then started again. */
+  watchHangs(make: () => HangWatch): void {
+    this.watch ??= make();
+    this.watch.start();
+  }
+
+  /** No request in flight: hang detection waits for the next. */
+  pauseHangWatch(): void {
+    this.watch?.stop();
+  }
+
+  /** It is being ended: hang detection ends for good. */
+  closeHangWatch(): void {
+    this.watch?.close();
+  }
+
+  /**
+   * Writes the server's state: only this file's named steps call it (and the unit test, which
+   * pins the table with it). Throws IllegalTransition for a change its life does not have
+   * (NEXT), leaving the state as it was: a throw is a bug found, never an engine's doing. The
+   * launch's `onTransition` hears the new state once it is set.
    */
   transition(next: ServerState): void {
-    if (!NEXT[this.current.kind].includes(next.kind)) throw new IllegalTransition(this.current.kind, next.kind);
+    if (!NEXT[this.current.kind].includes(next.kind) && !spawnedSubStep(this.current, next)) throw new IllegalTransition(this.current.kind, next.kind);
     this.current = next;
     this.launch?.onTransition(next, this);
   }

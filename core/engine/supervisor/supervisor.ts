@@ -170,9 +170,11 @@ export class Supervisor {
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
     if (!server?.serving()) return null;
-    const slots = server.savedSlots;
+    const serves = server.serves;
+    if (serves === null) return null;
+    const slots = serves.savedSlots;
     return server.claims.add(
-      { port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages, engine: server.engine, toolCalls: server.toolCalls },
+      { port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: serves.anthropicMessages, engine: server.engine, toolCalls: serves.toolCalls },
       slots === null ? undefined : (body) => slots.restoreFor(body),
     );
   }
@@ -329,7 +331,7 @@ export class Supervisor {
       port: server.port,
       startedAt: server.startedAt,
       readyAt: readyAtOf(server.state),
-      loadProgress: server.phase === 'loading' ? server.loadProgress : null,
+      loadProgress: server.loadProgress,
       lastLoadMs: this.owners.get(modelId)?.lastLoadMs ?? null,
       exit: server.state.kind === 'exited' ? server.state.exit : null,
     };
