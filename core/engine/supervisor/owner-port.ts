@@ -10,7 +10,8 @@ import type { LaunchSpec } from '../launch-spec.js';
 import type { EngineRegistry } from './engine-registry.js';
 import type { LineRing } from './log-ring.js';
 import type { ServerMemory } from './memory/server-memory.js';
-import type { EndedBy, ServerProcess, ServerState, SpawnFunction } from './server-process.js';
+import type { ServerProcess, SpawnFunction } from './server-process.js';
+import type { EndedBy, ServerState } from './server-state.js';
 import type { SupervisorDeps } from './supervisor-types.js';
 import type { WarmSpare } from './warm-spare.js';
 

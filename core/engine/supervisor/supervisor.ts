@@ -6,7 +6,7 @@
 // router and the daemon see: it finds the owner, and answers what can be read at once.
 // Requests are claimed here too (server-claims.ts): an eviction re-checks the claims at the
 // moment it stops a server, and a server with claims that makes no progress is found hung
-// (hang-watch.ts) and killed.
+// (hang/hang-watch.ts) and killed.
 import { spawn as nodeSpawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { ServerEventListener } from '../../contracts/server-events.js';
@@ -19,7 +19,8 @@ import type { BufferSize } from './memory/memory-measure.js';
 import { LineRing } from './log-ring.js';
 import { isRunning, readCommandLine, signalTree, terminateTree } from './process-tree.js';
 import type { Claim } from './server-claims.js';
-import { readyAtOf, type SpawnFunction } from './server-process.js';
+import type { SpawnFunction } from './server-process.js';
+import { readyAtOf } from './server-state.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
 import { WarmSpare, type SpareStatus } from './warm-spare.js';

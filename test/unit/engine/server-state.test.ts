@@ -5,7 +5,8 @@
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { IllegalTransition, readyAtOf, ServerProcess, type LaunchParts, type ServerState } from '../../../core/engine/supervisor/server-process.js';
+import { ServerProcess, type LaunchParts } from '../../../core/engine/supervisor/server-process.js';
+import { IllegalTransition, readyAtOf, type ServerState } from '../../../core/engine/supervisor/server-state.js';
 
 const started: ServerProcess[] = [];
 
