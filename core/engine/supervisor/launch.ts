@@ -39,14 +39,14 @@ export async function launchNow(owner: LaunchOwner, level: LaunchLevel, placemen
     spec = await ctx.deps.specFor(owner.modelId);
     command = await ctx.deps.engineCommand(spec);
   } catch (error) {
-    throw owner.failedBeforeStart(level, errorMessage(error));
+    throw owner.failedBeforeStart(level, placement, errorMessage(error));
   }
   for (let attempt = 1; ; attempt++) {
     cancel.throwIfAborted();
     const outcome = await startOnce(owner, spec, command, level, placement, cancel);
     if (outcome === 'ready') return;
     if (outcome !== 'port-taken') throw outcome;
-    if (attempt >= PORT_ATTEMPTS) throw owner.failedBeforeStart(level, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
+    if (attempt >= PORT_ATTEMPTS) throw owner.failedBeforeStart(level, placement, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
   }
 }
 
@@ -68,7 +68,7 @@ async function startOnce(
   try {
     engineArgs = argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement, ctx.deps.gpuIdentity);
   } catch (error) {
-    return owner.failedBeforeStart(level, errorMessage(error));
+    return owner.failedBeforeStart(level, placement, errorMessage(error));
   }
   const args = [...command.args, ...engineArgs];
   // llama-server refuses a --slot-save-path that is not a folder already.
@@ -84,7 +84,7 @@ async function startOnce(
     } catch (error) {
       removeApiKeyFile(keyFile);
       const trouble = await dataDirTrouble(error, ctx.deps.dataDir);
-      return owner.failedBeforeStart(level, `${trouble === null ? '' : `${trouble}: `}could not write its API key file ${keyFile}: ${errorMessage(error)}`);
+      return owner.failedBeforeStart(level, placement, `${trouble === null ? '' : `${trouble}: `}could not write its API key file ${keyFile}: ${errorMessage(error)}`);
     }
   }
   let server: ServerProcess | null = null;
@@ -125,7 +125,7 @@ async function startOnce(
     await server.spawned;
   } catch (error) {
     if (keyFile !== null) removeApiKeyFile(keyFile);
-    return owner.failedBeforeStart(level, `could not start ${command.command}: ${errorMessage(error)}`);
+    return owner.failedBeforeStart(level, placement, `could not start ${command.command}: ${errorMessage(error)}`, server);
   }
   const started = server;
   owner.server = started;

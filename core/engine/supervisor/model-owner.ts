@@ -22,7 +22,7 @@ import { waitForMemoryBack } from './memory/memory-wait.js';
 import { signalTree, terminateTree } from './process-tree.js';
 import { lookAtEngine } from './hang/engine-look.js';
 import { HangWatch } from './hang/hang-watch.js';
-import type { ServerProcess } from './server-process.js';
+import { ServerProcess } from './server-process.js';
 import { endedByOf, IllegalTransition, readyAtOf, type EndedBy, type ServerState } from './server-state.js';
 import type { EvictOutcome } from './supervisor-types.js';
 import { cancelled, LOG_TAIL_LINES, type LaunchOwner, type OwnerContext } from './owner-port.js';
@@ -255,17 +255,27 @@ export class ModelOwner implements LaunchOwner {
       // A fault of the card names the plan's GPU it was on, from where this launch placed it (gpu-fault.ts).
       const { gpuFault, ...classified } = state.failure;
       const fault = gpuFault === undefined ? {} : { gpuFault: { ...gpuFault, gpu: faultyGpu(gpuFault, server.placement, server.engine, this.ctx.deps.gpuIdentity) } };
-      this.ctx.emit({ type: 'ServerExited', ...base, at, ...classified, ...fault, wasReady: state.readyAt !== null, ...state.exit });
+      // A launch whose process never started has no pid (core/contracts/server-events.ts).
+      this.ctx.emit({ type: 'ServerExited', ...base, pid: server.ran ? server.pid : null, at, ...classified, ...fault, wasReady: state.readyAt !== null, ...state.exit });
     }
   }
 
-  /** A launch that failed before any process ran: reported once, returned for the launch to reject with. */
-  failedBeforeStart(level: LaunchLevel, reason: string): LaunchError {
+  /**
+   * A launch that failed before any process ran: reported once, by its life's last change, and
+   * returned for the launch to reject with. `unstarted`: the server whose command could not be
+   * spawned, its exit already seen; without one (nothing was spawned, or the spec, argv or key file
+   * failed first), the launch's own life that never ran a process (ServerProcess.neverRan).
+   */
+  failedBeforeStart(level: LaunchLevel, placement: Placement | undefined, reason: string, unstarted: ServerProcess | null = null): LaunchError {
     this.log.push(`── llmtray: could not launch '${this.modelId}': ${reason}`);
     // A file that cannot be read (the catalog said so) is hopeless, not a crash to retry.
     const { kind, reason: why } = classifySetupFailure(reason);
     const failure = { kind, reason: why };
-    this.ctx.emit({ type: 'ServerExited', modelId: this.modelId, level, pid: null, ...failure, wasReady: false, exitCode: null, signal: null, at: this.ctx.clock.now() });
+    if (unstarted?.state.kind === 'draining') unstarted.markExited(failure, false);
+    else {
+      const onTransition = (state: ServerState, server: ServerProcess): void => this.transitioned(server, state);
+      ServerProcess.neverRan({ level, placement, startedAt: this.ctx.clock.now(), onLine: (line) => this.log.push(line), onTransition }, failure);
+    }
     return new LaunchError(this.modelId, { ...failure, exitCode: null, signal: null, logTail: this.log.toArray(LOG_TAIL_LINES) });
   }
 }

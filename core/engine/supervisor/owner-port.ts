@@ -5,6 +5,7 @@
 import type { ServerEvent } from '../../contracts/server-events.js';
 import type { Clock } from '../../common/clock.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
+import type { Placement } from '../../contracts/plan.js';
 import type { LaunchError } from '../failure-classifier.js';
 import type { LaunchSpec } from '../launch-spec.js';
 import type { EngineRegistry } from './engine-registry.js';
@@ -53,5 +54,5 @@ export interface LaunchOwner {
   busyChanged(server: ServerProcess, spec: LaunchSpec, busy: boolean): void;
   transitioned(server: ServerProcess, state: ServerState): void;
   afterExit(server: ServerProcess, keyFile: string | null, loadTimeoutMs: number): void;
-  failedBeforeStart(level: LaunchLevel, reason: string): LaunchError;
+  failedBeforeStart(level: LaunchLevel, placement: Placement | undefined, reason: string, unstarted?: ServerProcess | null): LaunchError;
 }

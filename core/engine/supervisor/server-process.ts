@@ -89,22 +89,37 @@ export class ServerProcess {
   /** Its argv as /proc shows it, for engines.json: an adopted spare keeps the one it was started with. */
   readonly commandLine: string;
 
+  /** Its process; null for a launch that never ran one (neverRan). */
+  private readonly process: ChildProcess | null;
+  /** The engine it runs; null for a launch that never ran one, whose spec may not even have been read. */
+  private readonly engineKind: EngineKind | null;
+
   private constructor(
-    readonly child: ChildProcess,
-    spawnParts: SpawnParts,
-    readonly engine: EngineKind,
+    child: ChildProcess | null,
+    commandLine: string,
+    engine: EngineKind | null,
     initial: ServerState,
     launch: LaunchParts | null,
     startedAt: number,
     onLine: (line: string) => void,
   ) {
+    this.process = child;
+    this.engineKind = engine;
     this.current = initial;
     this.launch = launch;
     this.started = startedAt;
     this.lineListener = onLine;
-    this.pid = child.pid ?? -1;
-    this.commandLine = [spawnParts.command, ...spawnParts.args].join(' ');
+    this.pid = child?.pid ?? -1;
+    this.commandLine = commandLine;
     this.claims = new ServerClaims((busy) => this.launch?.onBusyChange(busy));
+    if (child === null) {
+      const never = Promise.reject(new Error(NO_PROCESS));
+      never.catch(() => undefined);
+      this.spawned = never;
+      this.ended = Promise.resolve();
+      this.exited = Promise.resolve(NO_EXIT);
+      return;
+    }
     const handleLine = (line: string): void => {
       this.tail.push(line);
       this.buffers.add(line);
@@ -160,7 +175,7 @@ export class ServerProcess {
       child.once('exit', settle);
       // A process that never started has no exit event; its 'error' is its end.
       this.spawned.catch(() => {
-        const exit = { exitCode: null, signal: null };
+        const exit = NO_EXIT;
         markEnded(exit);
         resolve(exit);
       });
@@ -174,7 +189,21 @@ export class ServerProcess {
    */
   static start(options: LaunchParts & SpawnParts & { engine: EngineKind }): ServerProcess {
     const child = spawnChild(options, 'ignore');
-    return new ServerProcess(child, options, options.engine, { kind: 'loading' }, options, options.startedAt, options.onLine);
+    return new ServerProcess(child, commandLineOf(options), options.engine, { kind: 'loading' }, options, options.startedAt, options.onLine);
+  }
+
+  /**
+   * A launch that failed before any process ran (its spec could not be read, its argv or key file
+   * not made): its whole life at once, loading → draining → exited with `failure`, so that its one
+   * report (ServerExited, no pid) comes out of a transition like every other. It has no child,
+   * engine, port or key: whoever asks it for one is a bug.
+   */
+  static neverRan(parts: Pick<LaunchParts, 'level' | 'placement' | 'startedAt' | 'onLine' | 'onTransition'>, failure: FailureClassification): ServerProcess {
+    const launch: LaunchParts = { ...parts, port: 0, apiKey: '', onBusyChange: () => {} };
+    const server = new ServerProcess(null, '', null, { kind: 'loading' }, launch, parts.startedAt, parts.onLine);
+    server.drain(NO_EXIT);
+    server.markExited(failure, false);
+    return server;
   }
 
   /**
@@ -184,7 +213,7 @@ export class ServerProcess {
    */
   static startSpare(options: SpawnParts & { startedAt: number; onLine: (line: string) => void }): ServerProcess {
     const child = spawnChild(options, 'pipe');
-    return new ServerProcess(child, options, 'embedded', { kind: 'spare', runtimeReady: false }, null, options.startedAt, options.onLine);
+    return new ServerProcess(child, commandLineOf(options), 'embedded', { kind: 'spare', runtimeReady: false }, null, options.startedAt, options.onLine);
   }
 
   /**
@@ -207,11 +236,18 @@ export class ServerProcess {
   }
 
   get port(): number {
+    if (this.process === null) throw new Error(NO_PROCESS);
     return this.parts().port;
   }
 
   get apiKey(): string {
+    if (this.process === null) throw new Error(NO_PROCESS);
     return this.parts().apiKey;
+  }
+
+  get engine(): EngineKind {
+    if (this.engineKind === null) throw new Error(NO_PROCESS);
+    return this.engineKind;
   }
 
   get level(): LaunchLevel {
@@ -224,6 +260,17 @@ export class ServerProcess {
   }
   get state(): ServerState {
     return this.current;
+  }
+
+  /** Its child process; a launch that never ran one has none, and whoever asks it for one is a bug. */
+  get child(): ChildProcess {
+    if (this.process === null) throw new Error(NO_PROCESS);
+    return this.process;
+  }
+
+  /** A process was started (not one whose command could not be spawned, nor a launch that never got that far). */
+  get ran(): boolean {
+    return this.pid !== -1;
   }
 
   /** Where its launch placed it; a spare is placed nowhere yet. */
@@ -358,6 +405,16 @@ export class ServerProcess {
     const stopping = state.kind === 'stopping' ? state : null;
     this.transition({ kind: 'draining', exit, was: state.kind, by: stopping?.by ?? null, readyAt: readyAtOf(state), killedByUs: stopping?.killedByUs ?? false });
   }
+}
+
+/** What a launch that never ran a process answers whoever asks it for its process's parts: a bug. */
+const NO_PROCESS = 'no process was started for this launch: it has no child, engine, port or key';
+
+/** The exit of a process that never started: no code, no signal. */
+const NO_EXIT: ProcessExit = Object.freeze({ exitCode: null, signal: null });
+
+function commandLineOf(parts: SpawnParts): string {
+  return [parts.command, ...parts.args].join(' ');
 }
 
 function spawnChild(options: SpawnParts, stdin: 'pipe' | 'ignore'): ChildProcess {

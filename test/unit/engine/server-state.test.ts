@@ -154,6 +154,21 @@ describe('ServerProcess state', () => {
     expect(heard.map((state) => state.kind)).toEqual(['loading', 'ready', 'stopping', 'stopping', 'draining', 'exited']);
   });
 
+  it('a launch that never ran a process still ends by its life: draining, then exited with its failure, with nothing to send to', async () => {
+    const heard: ServerState[] = [];
+    const failure = { kind: 'crash' as const, reason: 'the spec could not be read' };
+    const server = ServerProcess.neverRan({ level: 'full', startedAt: 4, onLine: () => {}, onTransition: (state) => heard.push(state) }, failure);
+    expect(heard).toEqual([
+      { kind: 'draining', exit: { exitCode: null, signal: null }, was: 'loading', by: null, readyAt: null, killedByUs: false },
+      { kind: 'exited', exit: { exitCode: null, signal: null }, readyAt: null, failure, portTaken: false },
+    ]);
+    expect([server.ran, server.running, server.serving(), server.level]).toEqual([false, false, false, 'full']);
+    expect(() => server.port).toThrow(/no process/);
+    expect(() => server.child).toThrow(/no process/);
+    await expect(server.spawned).rejects.toThrow(/no process/);
+    await expect(server.exited).resolves.toEqual({ exitCode: null, signal: null });
+  });
+
   it('a process that ended while loading drains as loading, with no mark and never ready', async () => {
     const server = serverProcess();
     await server.spawned;
