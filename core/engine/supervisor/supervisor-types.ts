@@ -6,7 +6,6 @@ import type { LaunchSpec } from '../launch-spec.js';
 import type { EngineIdentityOf } from '../../contracts/gpu-identity.js';
 import type { Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
-import type { EngineRegistry } from './engine-registry.js';
 import type { SpawnFunction } from './server-process.js';
 import type { ServerPhase } from './server-state.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
