@@ -19,7 +19,7 @@ import { guardedProcessOutputs } from './common/guarded-output.js';
 import { errorMessage } from './contracts/error-message.js';
 import type { Log } from './controller/effects.js';
 import { RuntimeOverhead } from './engine/runtime-overhead.js';
-import { startMemoryLoop } from './engine/supervisor/memory-loop.js';
+import { startMemoryLoop } from './engine/supervisor/memory/memory-loop.js';
 import type { Supervisor } from './engine/supervisor/supervisor.js';
 import { createGpuProbe } from './gpu/gpu-probe.js';
 import { createEngineDeviceReader } from './gpu/llama-devices.js';

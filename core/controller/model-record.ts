@@ -12,50 +12,64 @@ import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { LeftOut, Placement } from '../contracts/plan.js';
 import type { RecoveryAction } from '../contracts/recovery.js';
 
+/** Its server as the lifecycle events said: see ModelRecord.server. */
+export interface RecordedServer {
+  readonly level: LaunchLevel;
+  readonly pid: number;
+  readonly ready: boolean;
+  readonly served?: boolean;
+  readonly placement?: Placement;
+  readonly definitionHash?: string;
+}
+
+/**
+ * One model's memory between passes. Read anywhere; written only by the record store's named
+ * steps (record-store.ts), so every change to what the controller remembers has one home.
+ */
 export interface ModelRecord {
   readonly modelId: string;
-  recovery: RecoveryState;
+  readonly recovery: RecoveryState;
   /** The last launch failure's message; null after a success or a reset. */
-  lastError: string | null;
+  readonly lastError: string | null;
   /**
    * The last failure was a server dying after it had been ready (killed, crashed or hung), not
    * a launch that never got there. Such a model loaded with this very definition, so with a
    * request waiting it competes for memory as any model does while its ladder counts the death;
    * only failed launches are kept to memory nobody wants (see policy-inputs.ts).
    */
-  diedWhileServing: boolean;
+  readonly diedWhileServing: boolean;
   /**
    * A backed-off retry: no launch before `dueAt` (the clock's elapsed(), so a wall-clock step
    * neither holds nor hurries it); `at` is the same moment in epoch ms, shown as nextAttemptAt.
    * Null when none is pending.
    */
-  retry: { at: number; dueAt: number; delayMs: number } | null;
+  readonly retry: { at: number; dueAt: number; delayMs: number } | null;
   /**
    * What the controller is doing to it now; at most one thing at a time. A launch's failure is
    * counted from its ServerExited event, which ends its loading op; its rejection counts only
    * while that op is still its own (no event came), and the next launch may start before the
    * rejection arrives.
    */
-  op: { kind: 'loading'; level: LaunchLevel; placement: Placement; definitionHash?: string } | { kind: 'evicting'; level: LaunchLevel } | null;
+  readonly op: { kind: 'loading'; level: LaunchLevel; placement: Placement; definitionHash?: string } | { kind: 'evicting'; level: LaunchLevel } | null;
   /**
    * Its server, folded from the lifecycle events: spawned (loading), ready; null when none
    * runs. `placement` is where the launch put it (absent for a server this controller did not
    * launch). `served`: since it became ready it answered a request (Controller.served).
    * `definitionHash`: the definition it was launched with (absent: not this controller's launch).
    */
-  server: { level: LaunchLevel; pid: number; ready: boolean; served?: boolean; placement?: Placement; definitionHash?: string } | null;
+  readonly server: RecordedServer | null;
   /** The last pass asked the policy for it: wanted itself, or standing in for a model that falls back to it. */
-  desired: boolean;
+  readonly desired: boolean;
   /** Why the last plan left it out; null when the plan did not leave it out. */
-  leftOut: LeftOut | null;
+  readonly leftOut: LeftOut | null;
   /** The models the last plan left out that it would have launched with this one evicted, had no busy model been busy (Controller.yieldsTo). */
-  yieldsTo: readonly string[];
+  readonly yieldsTo: readonly string[];
   /** Why it has not moved up to the faster placement the last pass found for it (move-up.ts); null when none waits. */
-  movingUp: string | null;
+  readonly movingUp: string | null;
   /** The definition seen on the last pass; a change resets the recovery ladder. */
-  definitionHash: string | null;
+  readonly definitionHash: string | null;
   /** The status last published; null before the first. */
-  status: ModelStatus | null;
+  readonly status: ModelStatus | null;
 }
 
 /** No model: the yieldsTo of a model in nobody's way. */

@@ -79,11 +79,11 @@ export class ReconcilePass {
     store.memory = memory;
     const inputs = policyInputs({ demands: store.demands, records: store.records, running: runningServers(store.records, store.demands, memory.serverBytes), loading: loadingModels(store.records) });
     const desiredIds = new Set(inputs.desired.map((d) => d.modelId));
-    for (const record of store.records.values()) record.desired = desiredIds.has(record.modelId);
+    for (const record of store.records.values()) store.setDesired(record, desiredIds.has(record.modelId));
     this.deps.observed();
     const placed = place(inputs.desired, inputs.resident, memory.devices, memory.hostFreeBytes);
     const yields = yieldsOf(placed, inputs, memory.devices, memory.hostFreeBytes);
-    for (const record of store.records.values()) record.yieldsTo = yields.get(record.modelId) ?? NONE;
+    for (const record of store.records.values()) store.setYieldsTo(record, yields.get(record.modelId) ?? NONE);
     const moveUp = this.moveUpOf(placed, inputs, memory);
     const plan = moveUp === null ? placed : { ...placed, evict: [moveUp.modelId, ...moveUp.evict] };
     const planChanged = this.recordPlan(plan);
@@ -115,7 +115,7 @@ export class ReconcilePass {
         log.info(`${demand.modelId}: its definition changed; its recovery ladder starts over`);
         ladder.reset(record);
       }
-      record.definitionHash = demand.definitionHash;
+      store.sawDefinition(record, demand.definitionHash);
     }
     for (const [modelId, record] of store.records) {
       if (store.demands.has(modelId) || record.server !== null || record.op !== null) continue;
@@ -141,7 +141,7 @@ export class ReconcilePass {
     const priorities = new Map(inputs.desired.map((d) => [d.modelId, d.priority]));
     const priorityOf = (modelId: string): number => priorities.get(modelId) ?? store.demands.get(modelId)?.priority ?? -Infinity;
     const decision = moveUpOf(placed, inputs, memory.devices, memory.hostFreeBytes, { idleSince: this.idleSince, movedAt: this.movedAt }, now, priorityOf);
-    for (const record of store.records.values()) record.movingUp = decision.waiting.get(record.modelId) ?? null;
+    for (const record of store.records.values()) store.setMovingUp(record, decision.waiting.get(record.modelId) ?? null);
     if (decision.wakeAt === null) this.moveUpWake.clear();
     else if (this.deps.live()) this.moveUpWake.set(Math.max(0, decision.wakeAt - now), () => this.deps.trigger());
     const move = decision.move;
@@ -163,7 +163,7 @@ export class ReconcilePass {
       // Logged on change only: the same sentence every resync would bury everything else.
       if (now === null) log.info(`${record.modelId} is no longer left out of the plan`);
       else log.info(`${record.modelId} does not fit${now.strict ? '' : ' yet'}: ${now.reason}`);
-      record.leftOut = now;
+      store.setLeftOut(record, now);
       store.emit({ type: 'ModelUnschedulableChanged', modelId: record.modelId, reason: now?.reason ?? null, at: clock.now() });
     }
     for (const record of store.records.values()) store.refresh(record);
@@ -273,13 +273,13 @@ export class ReconcilePass {
       // replaced it, and its stop is no failure). The op still being this launch's means no
       // event came: a server control that broke its contract, counted here so it cannot loop hot.
       const noEventCame = record.op === op;
-      if (noEventCame) record.op = null;
+      if (noEventCame) store.endOp(record);
       if (!signal.aborted && noEventCame) this.deps.ladder.failed(record, level, this.kindOf(error), errorMessage(error));
       store.refresh(record);
       this.deps.trigger();
       return;
     }
-    if (record.op === op) record.op = null;
+    if (record.op === op) store.endOp(record);
     store.refresh(record);
     this.deps.trigger();
   }

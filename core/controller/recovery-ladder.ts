@@ -11,7 +11,7 @@ import type { FailureKind } from '../contracts/recovery.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { seconds } from './derive-status.js';
 import type { Clock, Log } from './effects.js';
-import { fallbackReason, NO_FAILURE, quarantineReason, verdictOf, type ModelRecord } from './model-record.js';
+import { fallbackReason, quarantineReason, verdictOf, type ModelRecord } from './model-record.js';
 import { OneShotTimer } from './one-shot-timer.js';
 import type { RecordStore } from './record-store.js';
 
@@ -57,14 +57,11 @@ export class RecoveryLadder {
     // The machine's failures are not the model's: a streak of them, and the model's own streak,
     // are counted apart, so a full disk cannot push a good model up its ladder.
     const sameStreak = (record.recovery.kind === 'environment') === (failure === 'environment');
-    record.recovery = { kind: failure, attempts: (sameStreak ? record.recovery.attempts : 0) + 1 };
-    record.lastError = error;
-    // Any death after ready, answered or not: with a request waiting, such a model competes
-    // for memory as any model does (kept to memory nobody wants, a waiting request could never
-    // get it back from an idle one: the soak stalled so on a fresh server frozen at its first
-    // request). Its ladder counts the death either way.
-    record.diedWhileServing = when !== 'loading';
-    record.retry = null;
+    // diedWhileServing, any death after ready, answered or not: with a request waiting, such a
+    // model competes for memory as any model does (kept to memory nobody wants, a waiting request
+    // could never get it back from an idle one: the soak stalled so on a fresh server frozen at
+    // its first request). Its ladder counts the death either way.
+    store.failed(record, { kind: failure, attempts: (sameStreak ? record.recovery.attempts : 0) + 1 }, error, when !== 'loading');
     const verdict = verdictOf(record, store.demands) ?? 'retry';
     const at = clock.now();
     const fields = { level, kind: record.recovery.kind, attempts: record.recovery.attempts, error };
@@ -74,7 +71,7 @@ export class RecoveryLadder {
         // The machine's condition is looked at again soon, whatever the streak: the model is
         // back as soon as it has cleared, and a launch that fails before any process runs costs nothing.
         const delayMs = failure === 'environment' ? ENVIRONMENT_RECHECK_MS : backoffDelay(record.recovery.attempts, this.deps.backoff);
-        record.retry = { at: at + delayMs, dueAt: clock.elapsed() + delayMs, delayMs };
+        store.retryAt(record, { at: at + delayMs, dueAt: clock.elapsed() + delayMs, delayMs });
         // Said once when the machine gets in the way, not at every look.
         if (!(failure === 'environment' && sameStreak)) log.warn(`${modelId} ${what}; retrying in ${seconds(delayMs)}`, fields);
         if (this.deps.live()) this.timer(this.retryTimers, modelId).set(delayMs, () => this.deps.trigger());
@@ -110,10 +107,7 @@ export class RecoveryLadder {
 
   /** Forgets the model's failures (a person's retry, a new definition, proven health): its next launch is 'full' again. */
   reset(record: ModelRecord): void {
-    record.recovery = NO_FAILURE;
-    record.lastError = null;
-    record.diedWhileServing = false;
-    record.retry = null;
+    this.deps.store.forgetFailures(record);
     this.retryTimers.get(record.modelId)?.clear();
     this.endTrial(record.modelId);
   }
@@ -121,7 +115,7 @@ export class RecoveryLadder {
   /** The model's ready server answered a request: the proof of health that starts a failing model's ladder over. */
   served(record: ModelRecord): void {
     if (record.server?.ready !== true) return;
-    record.server.served = true;
+    this.deps.store.serverServed(record, record.server);
     if (record.recovery.attempts > 0) this.provedHealthy(record, 'it answered a request');
   }
 

@@ -20,17 +20,12 @@ export function foldServerEvent(event: ServerEvent, { store, ladder, log, trigge
   const record = store.recordFor(event.modelId);
   switch (event.type) {
     case 'ServerSpawned':
-      record.server = {
-        level: event.level,
-        pid: event.pid,
-        ready: false,
-        ...(record.op?.kind === 'loading' ? { placement: record.op.placement, ...(record.op.definitionHash === undefined ? {} : { definitionHash: record.op.definitionHash }) } : {}),
-      };
+      store.serverSpawned(record, event.level, event.pid);
       store.refresh(record);
       return;
     case 'ServerReady':
-      record.server = { ...(record.server?.pid === event.pid ? record.server : {}), level: event.level, pid: event.pid, ready: true, served: false };
-      if (record.op?.kind === 'loading') record.op = null;
+      store.serverReady(record, event.level, event.pid);
+      if (record.op?.kind === 'loading') store.endOp(record);
       // Ready is not yet healthy (DEFAULT_HEALTHY_AFTER_MS): a failing model keeps its ladder
       // until its server answers a request or stays ready through its trial.
       if (record.recovery.attempts > 0) ladder.startTrial(record, event.pid);
@@ -39,16 +34,16 @@ export function foldServerEvent(event: ServerEvent, { store, ladder, log, trigge
       trigger();
       return;
     case 'ServerStopped':
-      if (record.server?.pid === event.pid) record.server = null;
+      store.serverEnded(record, event.pid);
       ladder.endTrial(event.modelId);
       store.refresh(record);
       trigger();
       return;
     case 'ServerExited': {
       const served = record.server?.pid === event.pid && record.server.served === true;
-      if (event.pid === null || record.server?.pid === event.pid) record.server = null;
+      store.serverEnded(record, event.pid);
       // Ends the launch's op: its rejection, arriving later, is then not a second failure.
-      if (record.op?.kind === 'loading') record.op = null;
+      if (record.op?.kind === 'loading') store.endOp(record);
       ladder.endTrial(event.modelId);
       ladder.failed(record, event.level, event.kind, event.reason, !event.wasReady ? 'loading' : served ? 'serving' : 'unproven');
       trigger();

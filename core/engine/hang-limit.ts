@@ -1,5 +1,5 @@
 // How long a model server with requests in flight may make no progress before it is judged hung
-// (see supervisor/hang-watch.ts). One figure for the config's default and the supervisor's.
+// (see supervisor/hang/hang-watch.ts). One figure for the config's default and the supervisor's.
 //
 // Why 60 s: longer than the slowest single prompt batch of anything a workstation runs at usable
 // speed (llama-server shows no movement within one batch, 2048 tokens by default), and short

@@ -37,7 +37,7 @@ import { readGgufFacts, type GgufFacts } from '../../core/catalog/gguf-metadata.
 import { readGgufHeader } from '../../core/catalog/gguf-reader.js';
 import type { LaunchSpec } from '../../core/engine/launch-spec.js';
 import { probeCapabilities } from '../../core/engine/llama-server/capabilities.js';
-import { isCpuExtraBuffer, isDeviceBuffer, parseBufferSize } from '../../core/engine/supervisor/memory-measure.js';
+import { isCpuExtraBuffer, isDeviceBuffer, parseBufferSize } from '../../core/engine/supervisor/memory/memory-measure.js';
 import { treeResidentBytes } from '../../core/engine/supervisor/process-tree.js';
 import { estimateOnCpu, footprintAt, layerCostAt, type FootprintEstimate } from '../../core/policy/levels.js';
 import { benchModels, scratchDir } from './bench-models.js';

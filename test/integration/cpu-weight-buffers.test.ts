@@ -11,7 +11,7 @@ import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
 import { CPU_BUFFERS_FILE_NAME, cpuExtraBytes, totalMatrixBytes } from '../../core/catalog/cpu-buffers.js';
 import { readGgufFacts } from '../../core/catalog/gguf-metadata.js';
 import type { ModelLogsResponse } from '../../core/contracts/commands.js';
-import { isCpuExtraBuffer, parseBufferSize } from '../../core/engine/supervisor/memory-measure.js';
+import { isCpuExtraBuffer, parseBufferSize } from '../../core/engine/supervisor/memory/memory-measure.js';
 import { eventually, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 const MiB = 1024 * 1024;

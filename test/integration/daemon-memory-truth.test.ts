@@ -20,10 +20,10 @@ import { CPU_BUFFERS_FILE_NAME, cpuExtraBytes, totalMatrixBytes } from '../../co
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
 import { readGgufFacts } from '../../core/catalog/gguf-metadata.js';
 import type { ModelLogsResponse } from '../../core/contracts/commands.js';
-import { isCpuExtraBuffer, parseBufferSize } from '../../core/engine/supervisor/memory-measure.js';
+import { isCpuExtraBuffer, parseBufferSize } from '../../core/engine/supervisor/memory/memory-measure.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { demoConfigText } from '../../core/daemon/demo-config.js';
-import { MEASURE_INTERVAL_MS } from '../../core/engine/supervisor/memory-loop.js';
+import { MEASURE_INTERVAL_MS } from '../../core/engine/supervisor/memory/memory-loop.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 let daemon: DaemonProcess;

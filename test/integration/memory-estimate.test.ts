@@ -24,7 +24,7 @@ import { readGgufFacts } from '../../core/catalog/gguf-metadata.js';
 import { readGgufHeader } from '../../core/catalog/gguf-reader.js';
 import { probeCapabilities } from '../../core/engine/llama-server/capabilities.js';
 import { freeLoopbackPort } from '../../core/engine/supervisor/free-port.js';
-import { isCpuExtraBuffer, parseBufferSize, type BufferSize } from '../../core/engine/supervisor/memory-measure.js';
+import { isCpuExtraBuffer, parseBufferSize, type BufferSize } from '../../core/engine/supervisor/memory/memory-measure.js';
 import { estimateOnCpu, type FootprintEstimate } from '../../core/policy/levels.js';
 import type { GgufFacts } from '../../core/catalog/gguf-metadata.js';
 import { testModelDir } from '../support/test-models.js';

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { CatalogModel } from '../../catalog/catalog.js';
-import { isCpuExtraBuffer, type BufferSize } from '../../engine/supervisor/memory-measure.js';
+import { isCpuExtraBuffer, type BufferSize } from '../../engine/supervisor/memory/memory-measure.js';
 
 /**
  * The embedded engine's build: node-llama-cpp's version, which pins the llama.cpp it ships.

@@ -20,14 +20,14 @@ import { freeLoopbackPort } from './free-port.js';
 import { waitUntilReady } from './readiness.js';
 import { probeServedApis } from './served-apis.js';
 import { ServerProcess, type LaunchParts } from './server-process.js';
-import type { AdoptedSpare } from './supervisor-types.js';
 import { defaultLoadTimeoutMs } from './supervisor-types.js';
-import { cancelled, LOG_TAIL_LINES, type ModelOwner } from './model-owner.js';
+import type { AdoptedSpare } from './warm-spare.js';
+import { cancelled, LOG_TAIL_LINES, type LaunchOwner } from './owner-port.js';
 
 const PORT_ATTEMPTS = 3;
 
 /** One launch command, run by the model's owner. */
-export async function launchNow(owner: ModelOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
+export async function launchNow(owner: LaunchOwner, level: LaunchLevel, placement: Placement | undefined, cancel: AbortSignal): Promise<void> {
   const ctx = owner.ctx;
   cancel.throwIfAborted();
   const current = owner.server;
@@ -39,20 +39,20 @@ export async function launchNow(owner: ModelOwner, level: LaunchLevel, placement
     spec = await ctx.deps.specFor(owner.modelId);
     command = await ctx.deps.engineCommand(spec);
   } catch (error) {
-    throw owner.failedBeforeStart(level, errorMessage(error));
+    throw owner.failedBeforeStart(level, placement, errorMessage(error));
   }
   for (let attempt = 1; ; attempt++) {
     cancel.throwIfAborted();
     const outcome = await startOnce(owner, spec, command, level, placement, cancel);
     if (outcome === 'ready') return;
     if (outcome !== 'port-taken') throw outcome;
-    if (attempt >= PORT_ATTEMPTS) throw owner.failedBeforeStart(level, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
+    if (attempt >= PORT_ATTEMPTS) throw owner.failedBeforeStart(level, placement, `another program took its loopback port ${PORT_ATTEMPTS} times in a row`);
   }
 }
 
 /** Starts one process and waits for it. Resolves 'ready', 'port-taken' (try another port), or the error to throw. */
 async function startOnce(
-  owner: ModelOwner,
+  owner: LaunchOwner,
   spec: LaunchSpec,
   command: EngineCommand,
   level: LaunchLevel,
@@ -68,7 +68,7 @@ async function startOnce(
   try {
     engineArgs = argvFor(spec, level, command.capabilities, port, keyFile === null ? { key: apiKey } : { keyFile }, placement, ctx.deps.gpuIdentity);
   } catch (error) {
-    return owner.failedBeforeStart(level, errorMessage(error));
+    return owner.failedBeforeStart(level, placement, errorMessage(error));
   }
   const args = [...command.args, ...engineArgs];
   // llama-server refuses a --slot-save-path that is not a folder already.
@@ -84,7 +84,7 @@ async function startOnce(
     } catch (error) {
       removeApiKeyFile(keyFile);
       const trouble = await dataDirTrouble(error, ctx.deps.dataDir);
-      return owner.failedBeforeStart(level, `${trouble === null ? '' : `${trouble}: `}could not write its API key file ${keyFile}: ${errorMessage(error)}`);
+      return owner.failedBeforeStart(level, placement, `${trouble === null ? '' : `${trouble}: `}could not write its API key file ${keyFile}: ${errorMessage(error)}`);
     }
   }
   let server: ServerProcess | null = null;
@@ -92,6 +92,7 @@ async function startOnce(
     port,
     apiKey,
     level,
+    placement,
     startedAt: ctx.clock.now(),
     onLine: (line: string) => owner.log.push(line),
     onBusyChange: (busy: boolean) => {
@@ -121,16 +122,14 @@ async function startOnce(
       // from may be deleted while it runs, and node-llama-cpp reads its working directory
       // at start (ENOENT … uv_cwd, once a model quarantined for it).
       ServerProcess.start({ spawn: ctx.spawn, command: command.command, args, env, cwd: ctx.deps.dataDir, platform: ctx.platform, engine: spec.engine, ...launchParts() });
-    server.toolCalls = command.capabilities.jinja !== 'absent';
-    server.placement = placement;
     await server.spawned;
   } catch (error) {
     if (keyFile !== null) removeApiKeyFile(keyFile);
-    return owner.failedBeforeStart(level, `could not start ${command.command}: ${errorMessage(error)}`);
+    return owner.failedBeforeStart(level, placement, `could not start ${command.command}: ${errorMessage(error)}`, server);
   }
   const started = server;
   owner.server = started;
-  ctx.emit({ type: 'ServerSpawned', modelId: owner.modelId, level, pid: started.pid, at: ctx.clock.now() });
+  started.markSpawned(ctx.clock.now());
   // An adopted spare keeps the command line it was started with; that is what /proc shows.
   const commandHash = commandLineHash(started.commandLine);
   await ctx.registry.add({ modelId: owner.modelId, pid: started.pid, commandHash, startedAt: started.startedAt }).catch((error: Error) =>
@@ -156,22 +155,21 @@ async function startOnce(
       signal: waiting.signal,
       clock: ctx.clock,
       onProgress: (progress) => {
-        if (progress === started.loadProgress) return;
-        started.loadProgress = progress;
-        ctx.loadProgress(owner.modelId, progress);
+        if (started.noteLoadProgress(progress)) ctx.loadProgress(owner.modelId, progress);
       },
       provenReady: () => started.provenReady,
     });
     // Before 'ready', so the first request already knows how to reach it. The embedded engine
     // is ours and serves no /v1/messages (its README); asking it would cost every launch a round trip.
-    started.anthropicMessages = spec.engine !== 'embedded' && (await probeServedApis(port, apiKey)).anthropicMessages;
+    const anthropicMessages = spec.engine !== 'embedded' && (await probeServedApis(port, apiKey)).anthropicMessages;
     // The probe awaited: a cancel, the load timeout or an exit meanwhile ends the load as it
     // would have a moment earlier. A process already gone whose output still drains is an exit.
     if (started.gone) waiting.abort('exited');
     waiting.signal.throwIfAborted();
     const kept = spec.savedConversations;
+    let savedSlots: LlamaServerSlots | null = null;
     if (spec.engine === 'llama-server' && kept !== undefined && engineArgs.includes('--slot-save-path')) {
-      started.savedSlots = await LlamaServerSlots.open({
+      savedSlots = await LlamaServerSlots.open({
         root: kept.dir, minTokens: kept.minTokens, budgetBytes: kept.budgetBytes,
         modelPath: spec.modelPath, buildVersion: command.capabilities.version, argv: engineArgs, port, apiKey,
         log: (line) => owner.log.push(line),
@@ -179,10 +177,10 @@ async function startOnce(
       if (started.gone) waiting.abort('exited');
       waiting.signal.throwIfAborted();
     }
-    if (started.anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
+    if (anthropicMessages) owner.log.push(`── llmtray: '${owner.modelId}' serves Anthropic's /v1/messages itself; those requests go to it as they are`);
     // Before the transition, whose report (ServerReady) its listeners may read it by.
     owner.lastLoadMs = Math.round(ctx.clock.elapsed() - launchedAt);
-    started.transition({ kind: 'ready', at: ctx.clock.now() });
+    started.markReady(ctx.clock.now(), { anthropicMessages, toolCalls: command.capabilities.jinja !== 'absent', savedSlots });
     ctx.memory.learnRuntime(owner.modelId, spec, level, started, placement);
     return 'ready';
   } catch {

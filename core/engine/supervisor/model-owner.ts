@@ -6,9 +6,9 @@
 // load in progress, so it does not wait out a long load it is about to undo).
 //
 // The owner is also the one that reports each server's life (core/contracts/server-events.ts):
-// spawned (launch.ts), ready, exited with the kind and llama.cpp's reason, stopped on request.
-// Each transition is reported once, from the one place that sees it, so a failure climbs the
-// recovery ladder once however many others look.
+// spawned, ready, exited with the kind and llama.cpp's reason, stopped on request, each from the
+// server's own transition (server-process.ts). Each is reported once, from the one place that
+// sees it, so a failure climbs the recovery ladder once however many others look.
 import { DEFAULT_HANG_LIMIT_MS } from '../hang-limit.js';
 import { classifyFailure, classifySetupFailure, LaunchError, type FailureClassification } from '../failure-classifier.js';
 import { faultyGpu } from '../gpu-fault.js';
@@ -18,21 +18,15 @@ import type { Placement } from '../../contracts/plan.js';
 import { removeApiKeyFile } from './api-key-file.js';
 import { PORT_IN_USE } from './free-port.js';
 import type { LineRing } from './log-ring.js';
-import { waitForMemoryBack } from './memory-wait.js';
+import { waitForMemoryBack } from './memory/memory-wait.js';
 import { signalTree, terminateTree } from './process-tree.js';
-import { lookAtEngine } from './engine-look.js';
-import { HangWatch } from './hang-watch.js';
-import { endedByOf, IllegalTransition, readyAtOf, type EndedBy, type ServerProcess, type ServerState } from './server-process.js';
-import type { EvictOutcome, OwnerContext } from './supervisor-types.js';
+import { lookAtEngine } from './hang/engine-look.js';
+import { HangWatch } from './hang/hang-watch.js';
+import { ServerProcess } from './server-process.js';
+import { endedByOf, IllegalTransition, readyAtOf, type EndedBy, type ServerState } from './server-state.js';
+import type { EvictOutcome } from './supervisor-types.js';
+import { cancelled, LOG_TAIL_LINES, type LaunchOwner, type OwnerContext } from './owner-port.js';
 import { launchNow } from './launch.js';
-
-/** Lines of the model's log a LaunchError carries. */
-export const LOG_TAIL_LINES = 40;
-
-/** Thrown into a load that a caller or an eviction cancelled (an AbortError, not a LaunchError). */
-export function cancelled(reason: string): DOMException {
-  return new DOMException(reason, 'AbortError');
-}
 
 interface PendingLaunch {
   level: LaunchLevel;
@@ -42,7 +36,7 @@ interface PendingLaunch {
   waiters: number;
 }
 
-export class ModelOwner {
+export class ModelOwner implements LaunchOwner {
   server: ServerProcess | null = null;
   /** Launches queued or running, oldest first; a new launch joins the one at its level. */
   pending: PendingLaunch[] = [];
@@ -92,11 +86,12 @@ export class ModelOwner {
       const server = this.server;
       if (!server?.running) return 'stopped';
       if (server.serving() && server.claims.count > 0) return 'claimed';
-      if (server.serving() && server.savedSlots !== null) {
+      const savedSlots = server.serves?.savedSlots ?? null;
+      if (savedSlots !== null) {
         // What of its conversations changed since its idle save, before they go with it
         // (llama-server/saved-slots.ts). A request that claimed it meanwhile keeps it: the
         // eviction is answered as one of a busy server.
-        await server.savedSlots.saveAll();
+        await savedSlots.saveAll();
         if (server.serving() && server.claims.count > 0) return 'claimed';
       }
       // The claims at the moment of stopping a live process, in its own log: the soak counts the
@@ -141,8 +136,9 @@ export class ModelOwner {
   async stop(server: ServerProcess, endedBy: EndedBy): Promise<void> {
     const before = server.state;
     const wasReady = before.kind !== 'exited' && readyAtOf(before) !== null;
-    if (before.kind === 'loading' || before.kind === 'ready') server.transition({ kind: 'stopping', by: endedBy, readyAt: readyAtOf(before), killedByUs: false });
-    server.watch?.close();
+    // Its own servers are never spares: an adopted spare is this model's 'loading'.
+    server.markStopping(endedBy);
+    server.closeHangWatch();
     const probe = this.ctx.deps.memoryProbe;
     const freeBefore = wasReady && probe ? await probe().catch(() => null) : null;
     // Only the memory wait needs the footprint; without one, asking the driver would be wasted.
@@ -151,10 +147,7 @@ export class ModelOwner {
       graceMs: this.ctx.graceMs,
       leaderExited: server.exited,
       platform: this.ctx.platform,
-      onKill: () => {
-        const now = server.state;
-        if (now.kind === 'stopping' || now.kind === 'draining') server.transition({ ...now, killedByUs: true });
-      },
+      onKill: () => server.markKilledByUs(),
     });
     // A stopped process (SIGSTOP, the usual way a hang shows up in a debugger) cannot act on
     // SIGTERM until it runs again; letting it run lets it stop cleanly instead of waiting out
@@ -183,31 +176,31 @@ export class ModelOwner {
   busyChanged(server: ServerProcess, spec: LaunchSpec, busy: boolean): void {
     if (!busy) this.ctx.spare?.workEnded();
     // A llama-server's conversations are saved while it is idle, so that its eviction need not wait for them.
-    if (busy) server.savedSlots?.busy();
-    else if (server.serving()) server.savedSlots?.idle(() => server.serving() && server.claims.count === 0);
+    // What a ready server serves: none while it loads, stops or has gone.
+    const savedSlots = server.serves?.savedSlots;
+    if (busy) savedSlots?.busy();
+    else savedSlots?.idle(() => server.serving() && server.claims.count === 0);
     if (!busy || !server.serving()) {
-      server.watch?.stop();
+      server.pauseHangWatch();
       return;
     }
-    server.watch ??= new HangWatch({
+    server.watchHangs(() => new HangWatch({
       clock: this.ctx.clock,
       limitMs: (this.ctx.deps.hangLimitMs ?? ((s: LaunchSpec) => s.hangLimitMs ?? DEFAULT_HANG_LIMIT_MS))(spec),
       progressMark: () => server.claims.progressMark,
       inFlight: () => server.claims.count,
       look: (timeoutMs) => lookAtEngine(server.port, server.apiKey, timeoutMs),
       onHung: (reason) => this.hung(server, reason),
-    });
-    server.watch.start();
+    }));
   }
 
   /** A busy server made no progress for its hang limit: its clients hear why, then it is killed. */
   private hung(server: ServerProcess, reason: string): void {
-    const state = server.state;
-    if (state.kind !== 'ready') return;
+    if (server.state.kind !== 'ready') return;
     this.log.push(`── llmtray: '${this.modelId}' (pid ${server.pid}) is hung: ${reason}; killing it`);
     const by: EndedBy = { why: 'hung', reason };
     // Marked at once, not on the owner's turn: from now on it takes no claims, and its exit is a hang.
-    server.transition({ kind: 'stopping', by, readyAt: state.at, killedByUs: false });
+    server.markStopping(by);
     // Before the kill: a client whose socket is reset first could not tell a hang from a crash.
     server.claims.loseAll({ kind: 'hang', reason });
     void this.run(() => this.stop(server, by));
@@ -216,7 +209,7 @@ export class ModelOwner {
   /** The one report of how a server ended: classified here once, emitted once. */
   afterExit(server: ServerProcess, keyFile: string | null, loadTimeoutMs: number): void {
     if (keyFile !== null) removeApiKeyFile(keyFile);
-    server.watch?.close();
+    server.closeHangWatch();
     void this.ctx.registry.remove(server.pid).catch(() => undefined);
     const state = server.state;
     if (state.kind !== 'draining') throw new IllegalTransition(state.kind, 'exited');
@@ -233,26 +226,27 @@ export class ModelOwner {
     if (endedBy?.why === 'requested' || (!wasReady && endedBy === null && log.some((line) => PORT_IN_USE.test(line)))) {
       // A port another program took between our probe and the engine's bind is not the
       // model's failure: the launch tries again on a fresh port.
-      server.transition({ kind: 'exited', exit, readyAt, failure: null, portTaken: endedBy === null });
+      server.markExited(null, endedBy === null);
       return;
     }
     const failure: FailureClassification =
       endedBy?.why === 'hung'
         ? { kind: 'hang', reason: endedBy.reason }
         : classifyFailure({ ...exit, log, timedOutWaitingForReady: endedBy?.why === 'load-timeout', loadTimeoutMs, diedAfterReady: wasReady });
-    server.transition({ kind: 'exited', exit, readyAt, failure, portTaken: false });
+    server.markExited(failure, false);
   }
 
   /**
    * The one place a launched server's states become reports (core/contracts/server-events.ts),
-   * each once, as its only writer makes them: 'ready' is ServerReady; 'exited' is ServerStopped
-   * after a stop (or a port another program took), else ServerExited with its classification.
-   * The other states report nothing, and a warm spare's own life never comes here: it has no
-   * launch until one adopts it, and then it is this model's 'loading'. ServerSpawned is no
-   * change of state (a process now holds memory: launch.ts says so at its 'spawn').
+   * each once, as its only writer makes them: 'loading' with `spawnedAt` is ServerSpawned (a
+   * process now holds memory); 'ready' is ServerReady; 'exited' is ServerStopped after a stop
+   * (or a port another program took), else ServerExited with its classification. The other
+   * states report nothing, and a warm spare's own life never comes here: it has no launch until
+   * one adopts it, and then it is this model's 'loading'.
    */
   transitioned(server: ServerProcess, state: ServerState): void {
     const base = { modelId: this.modelId, level: server.level, pid: server.pid };
+    if (state.kind === 'loading' && state.spawnedAt !== undefined) this.ctx.emit({ type: 'ServerSpawned', ...base, at: state.spawnedAt });
     if (state.kind === 'ready') this.ctx.emit({ type: 'ServerReady', ...base, at: state.at });
     if (state.kind !== 'exited') return;
     const at = this.ctx.clock.now();
@@ -261,17 +255,27 @@ export class ModelOwner {
       // A fault of the card names the plan's GPU it was on, from where this launch placed it (gpu-fault.ts).
       const { gpuFault, ...classified } = state.failure;
       const fault = gpuFault === undefined ? {} : { gpuFault: { ...gpuFault, gpu: faultyGpu(gpuFault, server.placement, server.engine, this.ctx.deps.gpuIdentity) } };
-      this.ctx.emit({ type: 'ServerExited', ...base, at, ...classified, ...fault, wasReady: state.readyAt !== null, ...state.exit });
+      // A launch whose process never started has no pid (core/contracts/server-events.ts).
+      this.ctx.emit({ type: 'ServerExited', ...base, pid: server.ran ? server.pid : null, at, ...classified, ...fault, wasReady: state.readyAt !== null, ...state.exit });
     }
   }
 
-  /** A launch that failed before any process ran: reported once, returned for the launch to reject with. */
-  failedBeforeStart(level: LaunchLevel, reason: string): LaunchError {
+  /**
+   * A launch that failed before any process ran: reported once, by its life's last change, and
+   * returned for the launch to reject with. `unstarted`: the server whose command could not be
+   * spawned, its exit already seen; without one (nothing was spawned, or the spec, argv or key file
+   * failed first), the launch's own life that never ran a process (ServerProcess.neverRan).
+   */
+  failedBeforeStart(level: LaunchLevel, placement: Placement | undefined, reason: string, unstarted: ServerProcess | null = null): LaunchError {
     this.log.push(`── llmtray: could not launch '${this.modelId}': ${reason}`);
     // A file that cannot be read (the catalog said so) is hopeless, not a crash to retry.
     const { kind, reason: why } = classifySetupFailure(reason);
     const failure = { kind, reason: why };
-    this.ctx.emit({ type: 'ServerExited', modelId: this.modelId, level, pid: null, ...failure, wasReady: false, exitCode: null, signal: null, at: this.ctx.clock.now() });
+    if (unstarted?.state.kind === 'draining') unstarted.markExited(failure, false);
+    else {
+      const onTransition = (state: ServerState, server: ServerProcess): void => this.transitioned(server, state);
+      ServerProcess.neverRan({ level, placement, startedAt: this.ctx.clock.now(), onLine: (line) => this.log.push(line), onTransition }, failure);
+    }
     return new LaunchError(this.modelId, { ...failure, exitCode: null, signal: null, logTail: this.log.toArray(LOG_TAIL_LINES) });
   }
 }

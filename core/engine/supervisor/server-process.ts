@@ -6,90 +6,17 @@
 import type { EngineKind } from '../../contracts/snapshot.js';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { LineRing, LineSplitter } from './log-ring.js';
-import { BufferTally } from './memory-measure.js';
+import { BufferTally } from './memory/memory-measure.js';
 import { Doorbell, EMBEDDED_READY_LINE, READY_LINE } from './readiness.js';
 import { ServerClaims } from './server-claims.js';
-import type { HangWatch } from './hang-watch.js';
+import type { HangWatch } from './hang/hang-watch.js';
 import type { FailureClassification } from '../failure-classifier.js';
+import { changeAllowed, IllegalTransition, readyAtOf, type EndedBy, type ProcessExit, type ServerAbilities, type ServerPhase, type ServerState } from './server-state.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
-import type { LlamaServerSlots } from '../llama-server/saved-slots.js';
 
 /** child_process.spawn's shape; injected so tests and other runtimes can pass their own. */
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
-
-export type ServerPhase = 'spare' | 'loading' | 'ready' | 'stopping' | 'exited';
-
-/**
- * Why the supervisor ended a server: 'requested' (an eviction, a cancelled load, a relaunch,
- * quit, a warm spare no longer wanted) makes its exit a stop, not a failure; 'load-timeout' and
- * 'hung' make it a hang.
- */
-export type EndedBy = { why: 'requested' } | { why: 'load-timeout' } | { why: 'hung'; reason: string };
-
-export interface ProcessExit {
-  exitCode: number | null;
-  signal: string | null;
-}
-
-/**
- * A server's whole life as one value; `ServerProcess.transition` is its only writer.
- *
- * - spare: a warm spare (warm-spare.ts), an embedded engine started with no model and no launch
- *   yet: no port, no key, no claims. `runtimeReady`: it said its runtime has started. A launch
- *   that adopts it moves it to 'loading' (`adopt`): the same process, the same object.
- * - loading: started for a launch, not yet answering /health.
- * - ready: serving since `at` (epoch ms).
- * - stopping: the supervisor is ending it for `by`, marked before it signals the process, so
- *   that from then on it takes no claims (and a spare is no longer adoptable). `killedByUs`: the
- *   supervisor sent it SIGKILL itself (a stop past its grace); any other SIGKILL came from elsewhere.
- * - draining: the process has exited (or never started), its output still draining: its port is
- *   dead, so nothing may be sent there any more. `by` is null when it ended on its own.
- * - exited: drained and classified: `failure` says how it failed, null after a stop (and for a
- *   spare, whose death is its own policy's, not a model's); `portTaken`: it ended while loading
- *   because another program had taken its port (a retry, not a failure).
- *
- * `readyAt` rides along after 'ready': whether it had been ready decides how its end is read.
- */
-export type ServerState =
-  | { kind: 'spare'; runtimeReady: boolean }
-  | { kind: 'loading' }
-  | { kind: 'ready'; at: number }
-  | { kind: 'stopping'; by: EndedBy; readyAt: number | null; killedByUs: boolean }
-  | { kind: 'draining'; exit: ProcessExit; was: 'spare' | 'loading' | 'ready' | 'stopping'; by: EndedBy | null; readyAt: number | null; killedByUs: boolean }
-  | { kind: 'exited'; exit: ProcessExit; readyAt: number | null; failure: FailureClassification | null; portTaken: boolean };
-
-/**
- * Which state may follow which. A spare may be rewritten in place (its runtime became ready); a
- * stopping or draining server too (the supervisor's SIGKILL is learned while it stops, or while
- * its output drains); nothing follows 'exited', and nothing goes back to 'spare'.
- */
-const NEXT: Readonly<Record<ServerState['kind'], readonly ServerState['kind'][]>> = {
-  spare: ['spare', 'loading', 'stopping', 'draining'],
-  loading: ['ready', 'stopping', 'draining'],
-  ready: ['stopping', 'draining'],
-  stopping: ['stopping', 'draining'],
-  draining: ['draining', 'exited'],
-  exited: [],
-};
-
-/** A writer asked for a change the life of a server does not have: a bug in the supervisor, never the engine's doing. */
-export class IllegalTransition extends Error {
-  constructor(from: ServerState['kind'], to: ServerState['kind']) {
-    super(`a server cannot go from '${from}' to '${to}'`);
-    this.name = 'IllegalTransition';
-  }
-}
-
-/** Why the supervisor is ending (or ended) it, while it stops or drains; null otherwise, or when it ended on its own. */
-export function endedByOf(state: ServerState): EndedBy | null {
-  return state.kind === 'stopping' || state.kind === 'draining' ? state.by : null;
-}
-
-/** When the server became ready, if it ever did. */
-export function readyAtOf(state: ServerState): number | null {
-  return state.kind === 'spare' || state.kind === 'loading' ? null : state.kind === 'ready' ? state.at : state.readyAt;
-}
 
 /** Lines kept per process for the failure classifier (the model's own ring keeps more, across launches). */
 const TAIL_LINES = 200;
@@ -107,6 +34,8 @@ export interface LaunchParts {
   port: number;
   apiKey: string;
   level: LaunchLevel;
+  /** Where its launch placed it (the plan's GPUs), for naming the card of a fault in its log; none: wherever the engine puts it. */
+  placement?: Placement | undefined;
   /** Epoch ms: when the launch started it (or adopted it), shown and recorded. */
   startedAt: number;
   onLine: (line: string) => void;
@@ -135,25 +64,18 @@ export class ServerProcess {
   private launch: LaunchParts | null;
   private lineListener: (line: string) => void;
   private started: number;
-  loadProgress: number | null = null;
-  /** Whether it serves Anthropic's Messages API itself: asked once it answers /health (served-apis.ts), before it is ready. */
-  anthropicMessages = false;
-  /** Whether it can call tools: false for a llama-server build without Jinja templates (capabilities.jinja 'absent'). */
-  toolCalls = true;
-  /** Where its launch placed it (the plan's GPUs), for naming the card of a fault in its log. */
-  placement: Placement | undefined = undefined;
-  /** A llama-server's saved conversations (llama-server/saved-slots.ts), opened once it answers; null for the embedded engine, which keeps its own. */
-  savedSlots: LlamaServerSlots | null = null;
+  /** 0…1 while it loads, where the engine's 503 body says; see loadProgress. */
+  private progress: number | null = null;
+  /** Hang detection while it has claims; made at its first claim (watchHangs). */
+  private watch: HangWatch | null = null;
+  /** The embedded engine wrote its own ready line; see provenReady. */
+  private proven = false;
   /** The requests it is answering; see server-claims.ts. */
   readonly claims: ServerClaims;
-  /** Hang detection while it has claims; made at its first claim. */
-  watch: HangWatch | null = null;
   /** Its lines since its spawn: an adopted spare's own start comes first. */
   readonly tail = new LineRing(TAIL_LINES);
   readonly buffers = new BufferTally();
   readonly doorbell = new Doorbell();
-  /** The embedded engine wrote its own ready line, which it writes only once it serves (readiness.ts). */
-  provenReady = false;
   /** Resolves with the exit once the process has exited and its output has drained. */
   readonly exited: Promise<ProcessExit>;
   /**
@@ -167,26 +89,41 @@ export class ServerProcess {
   /** Its argv as /proc shows it, for engines.json: an adopted spare keeps the one it was started with. */
   readonly commandLine: string;
 
+  /** Its process; null for a launch that never ran one (neverRan). */
+  private readonly process: ChildProcess | null;
+  /** The engine it runs; null for a launch that never ran one, whose spec may not even have been read. */
+  private readonly engineKind: EngineKind | null;
+
   private constructor(
-    readonly child: ChildProcess,
-    spawnParts: SpawnParts,
-    readonly engine: EngineKind,
+    child: ChildProcess | null,
+    commandLine: string,
+    engine: EngineKind | null,
     initial: ServerState,
     launch: LaunchParts | null,
     startedAt: number,
     onLine: (line: string) => void,
   ) {
+    this.process = child;
+    this.engineKind = engine;
     this.current = initial;
     this.launch = launch;
     this.started = startedAt;
     this.lineListener = onLine;
-    this.pid = child.pid ?? -1;
-    this.commandLine = [spawnParts.command, ...spawnParts.args].join(' ');
+    this.pid = child?.pid ?? -1;
+    this.commandLine = commandLine;
     this.claims = new ServerClaims((busy) => this.launch?.onBusyChange(busy));
+    if (child === null) {
+      const never = Promise.reject(new Error(NO_PROCESS));
+      never.catch(() => undefined);
+      this.spawned = never;
+      this.ended = Promise.resolve();
+      this.exited = Promise.resolve(NO_EXIT);
+      return;
+    }
     const handleLine = (line: string): void => {
       this.tail.push(line);
       this.buffers.add(line);
-      if (engine === 'embedded' && EMBEDDED_READY_LINE.test(line)) this.provenReady = true;
+      if (engine === 'embedded' && EMBEDDED_READY_LINE.test(line)) this.proven = true;
       if (READY_LINE.test(line)) this.doorbell.ring();
       this.lineListener(line);
     };
@@ -238,7 +175,7 @@ export class ServerProcess {
       child.once('exit', settle);
       // A process that never started has no exit event; its 'error' is its end.
       this.spawned.catch(() => {
-        const exit = { exitCode: null, signal: null };
+        const exit = NO_EXIT;
         markEnded(exit);
         resolve(exit);
       });
@@ -252,7 +189,21 @@ export class ServerProcess {
    */
   static start(options: LaunchParts & SpawnParts & { engine: EngineKind }): ServerProcess {
     const child = spawnChild(options, 'ignore');
-    return new ServerProcess(child, options, options.engine, { kind: 'loading' }, options, options.startedAt, options.onLine);
+    return new ServerProcess(child, commandLineOf(options), options.engine, { kind: 'loading' }, options, options.startedAt, options.onLine);
+  }
+
+  /**
+   * A launch that failed before any process ran (its spec could not be read, its argv or key file
+   * not made): its whole life at once, loading → draining → exited with `failure`, so that its one
+   * report (ServerExited, no pid) comes out of a transition like every other. It has no child,
+   * engine, port or key: whoever asks it for one is a bug.
+   */
+  static neverRan(parts: Pick<LaunchParts, 'level' | 'placement' | 'startedAt' | 'onLine' | 'onTransition'>, failure: FailureClassification): ServerProcess {
+    const launch: LaunchParts = { ...parts, port: 0, apiKey: '', onBusyChange: () => {} };
+    const server = new ServerProcess(null, '', null, { kind: 'loading' }, launch, parts.startedAt, parts.onLine);
+    server.drain(NO_EXIT);
+    server.markExited(failure, false);
+    return server;
   }
 
   /**
@@ -262,7 +213,7 @@ export class ServerProcess {
    */
   static startSpare(options: SpawnParts & { startedAt: number; onLine: (line: string) => void }): ServerProcess {
     const child = spawnChild(options, 'pipe');
-    return new ServerProcess(child, options, 'embedded', { kind: 'spare', runtimeReady: false }, null, options.startedAt, options.onLine);
+    return new ServerProcess(child, commandLineOf(options), 'embedded', { kind: 'spare', runtimeReady: false }, null, options.startedAt, options.onLine);
   }
 
   /**
@@ -285,11 +236,18 @@ export class ServerProcess {
   }
 
   get port(): number {
+    if (this.process === null) throw new Error(NO_PROCESS);
     return this.parts().port;
   }
 
   get apiKey(): string {
+    if (this.process === null) throw new Error(NO_PROCESS);
     return this.parts().apiKey;
+  }
+
+  get engine(): EngineKind {
+    if (this.engineKind === null) throw new Error(NO_PROCESS);
+    return this.engineKind;
   }
 
   get level(): LaunchLevel {
@@ -304,14 +262,118 @@ export class ServerProcess {
     return this.current;
   }
 
+  /** Its child process; a launch that never ran one has none, and whoever asks it for one is a bug. */
+  get child(): ChildProcess {
+    if (this.process === null) throw new Error(NO_PROCESS);
+    return this.process;
+  }
+
+  /** A process was started (not one whose command could not be spawned, nor a launch that never got that far). */
+  get ran(): boolean {
+    return this.pid !== -1;
+  }
+
+  /** Where its launch placed it; a spare is placed nowhere yet. */
+  get placement(): Placement | undefined {
+    return this.launch?.placement;
+  }
+
+  /** What it can do while it is ready; null otherwise (no request may be sent then). */
+  get serves(): ServerAbilities | null {
+    return this.current.kind === 'ready' ? this.current.serves : null;
+  }
+
+  /** Its load fraction while it loads (0…1, or null where the engine's 503 body carries none); null once it is no longer loading. */
+  get loadProgress(): number | null {
+    return this.phase === 'loading' ? this.progress : null;
+  }
+
+  /** The embedded engine wrote its own ready line, which it writes only once it serves (readiness.ts). */
+  get provenReady(): boolean {
+    return this.proven;
+  }
+
+  // The life's named steps: the supervisor's files ask for a change by its name; only these
+  // write the state, through transition().
+
+  /** Its process has started for the launch (an adopted spare's, once the launch has it): ServerSpawned. */
+  markSpawned(at: number): void {
+    this.transition({ kind: 'loading', spawnedAt: at });
+  }
+
+  /** It answers /health, and `serves` says what it can do: requests may come from now on. */
+  markReady(at: number, serves: ServerAbilities): void {
+    this.transition({ kind: 'ready', at, serves });
+  }
+
   /**
-   * The only writer of the server's state. Throws IllegalTransition for a change its life does
-   * not have (NEXT), leaving the state as it was: every writer is the supervisor's, in this
-   * folder, and the unit tests pin the table, so a throw is a bug found, never an engine's doing.
-   * The launch's `onTransition` hears the new state once it is set.
+   * The supervisor is ending it for `by`: a spare, loading or ready server is marked stopping
+   * (from then on it takes no claims); one already stopping keeps the reason it was first
+   * stopped for, and one already gone is not marked. True when it was marked now.
+   */
+  markStopping(by: EndedBy): boolean {
+    const state = this.current;
+    if (state.kind !== 'spare' && state.kind !== 'loading' && state.kind !== 'ready') return false;
+    this.transition({ kind: 'stopping', by, readyAt: readyAtOf(state), killedByUs: false });
+    return true;
+  }
+
+  /** The supervisor sent it SIGKILL itself (a stop past its grace): a SIGKILL from elsewhere is read as its own end. */
+  markKilledByUs(): void {
+    const state = this.current;
+    if (state.kind === 'stopping' || state.kind === 'draining') this.transition({ ...state, killedByUs: true });
+  }
+
+  /** A spare said its runtime has started. False unless it is a spare whose runtime was not ready yet. */
+  markRuntimeReady(): boolean {
+    const state = this.current;
+    if (state.kind !== 'spare' || state.runtimeReady) return false;
+    this.transition({ kind: 'spare', runtimeReady: true });
+    return true;
+  }
+
+  /**
+   * Drained and read: `failure` says how it failed (null after a stop, and for a spare's own
+   * end); `portTaken`, that another program had taken its port while it loaded. Throws
+   * IllegalTransition unless it is draining.
+   */
+  markExited(failure: FailureClassification | null, portTaken: boolean): void {
+    const state = this.current;
+    if (state.kind !== 'draining') throw new IllegalTransition(state.kind, 'exited');
+    this.transition({ kind: 'exited', exit: state.exit, readyAt: state.readyAt, failure, portTaken });
+  }
+
+  /** A loading server's fraction, as readiness read it. True when it changed. */
+  noteLoadProgress(fraction: number | null): boolean {
+    if (fraction === this.progress) return false;
+    this.progress = fraction;
+    return true;
+  }
+
+  /** Hang detection while requests are in flight: made by `make` at the first, then started again. */
+  watchHangs(make: () => HangWatch): void {
+    this.watch ??= make();
+    this.watch.start();
+  }
+
+  /** No request in flight: hang detection waits for the next. */
+  pauseHangWatch(): void {
+    this.watch?.stop();
+  }
+
+  /** It is being ended: hang detection ends for good. */
+  closeHangWatch(): void {
+    this.watch?.close();
+  }
+
+  /**
+   * Writes the server's state: only this file's named steps call it (and the unit test, which
+   * pins the table with it). Throws IllegalTransition for a change its life does not have
+   * (server-state.ts), leaving the state as it was: a throw is a bug found, never an engine's doing. The
+   * launch's `onTransition` hears the new state once it is set.
    */
   transition(next: ServerState): void {
-    if (!NEXT[this.current.kind].includes(next.kind)) throw new IllegalTransition(this.current.kind, next.kind);
+    if (!changeAllowed(this.current, next)) throw new IllegalTransition(this.current.kind, next.kind);
     this.current = next;
     this.launch?.onTransition(next, this);
   }
@@ -343,6 +405,16 @@ export class ServerProcess {
     const stopping = state.kind === 'stopping' ? state : null;
     this.transition({ kind: 'draining', exit, was: state.kind, by: stopping?.by ?? null, readyAt: readyAtOf(state), killedByUs: stopping?.killedByUs ?? false });
   }
+}
+
+/** What a launch that never ran a process answers whoever asks it for its process's parts: a bug. */
+const NO_PROCESS = 'no process was started for this launch: it has no child, engine, port or key';
+
+/** The exit of a process that never started: no code, no signal. */
+const NO_EXIT: ProcessExit = Object.freeze({ exitCode: null, signal: null });
+
+function commandLineOf(parts: SpawnParts): string {
+  return [parts.command, ...parts.args].join(' ');
 }
 
 function spawnChild(options: SpawnParts, stdin: 'pipe' | 'ignore'): ChildProcess {

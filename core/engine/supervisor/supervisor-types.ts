@@ -1,16 +1,14 @@
-// The supervisor's shared types: what it is given (SupervisorDeps), what it answers with, and
-// what its per-model owners share with it (OwnerContext). Types only, and the load timeout's default.
-import type { ServerEvent } from '../../contracts/server-events.js';
+// The supervisor's shared types: what it is given (SupervisorDeps) and what it answers with.
+// Types only, and the load timeout's default; a leaf of the folder: what its owners share with it
+// is owner-port.ts, the warm spare's own shapes are warm-spare.ts'.
 import type { RuntimeOverhead } from '../runtime-overhead.js';
 import type { LaunchSpec } from '../launch-spec.js';
 import type { EngineIdentityOf } from '../../contracts/gpu-identity.js';
 import type { Clock } from '../../common/clock.js';
 import type { EngineCommand } from './engine-command.js';
-import type { EngineRegistry } from './engine-registry.js';
-import type { ServerPhase, ServerProcess, SpawnFunction } from './server-process.js';
+import type { SpawnFunction } from './server-process.js';
+import type { ServerPhase } from './server-state.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
-import type { WarmSpare } from './warm-spare.js';
-import type { ServerMemory } from './server-memory.js';
 
 export interface SupervisorDeps {
   /** The launch spec of a model, read at each launch; throwing makes the launch fail as a crash with that message. */
@@ -130,40 +128,4 @@ const GIB = 1024 ** 3;
 /** 30 s to start a process and map a small model, plus 15 s per GiB to read a big one from a slow disk. */
 export function defaultLoadTimeoutMs(spec: LaunchSpec): number {
   return 30_000 + Math.ceil((spec.estimateBytes ?? 0) / GIB) * 15_000;
-}
-
-// The warm spare (warm-spare.ts) as the supervisor shows it, and as a launch adopts it.
-
-/** What the supervisor shows of its spare. */
-export interface SpareStatus {
-  pid: number;
-  /** 'starting': its runtime is still starting (a launch may adopt it already); 'ready': waiting. */
-  phase: 'starting' | 'ready';
-  startedAt: number;
-  /** Its process tree's RSS, measured once it was ready; null before. */
-  residentBytes: number | null;
-}
-
-/** A spare handed to a launch: the very server it was, now the launch's and 'loading'. */
-export interface AdoptedSpare {
-  server: ServerProcess;
-  /** How long it has run, ms (monotonic), for the model's log. */
-  ageMs: number;
-}
-
-/** What every model's owner shares with the supervisor that made it: its plumbing, and where its reports go. */
-export interface OwnerContext {
-  readonly deps: SupervisorDeps;
-  readonly spawn: SpawnFunction;
-  readonly clock: Clock;
-  readonly platform: NodeJS.Platform;
-  /** SIGTERM → SIGKILL grace, ms. */
-  readonly graceMs: number;
-  readonly registry: EngineRegistry;
-  readonly spare: WarmSpare | null;
-  readonly memory: ServerMemory;
-  /** Reports one transition of a server's life to the supervisor's subscribers. */
-  emit(event: ServerEvent): void;
-  /** Reports a loading server's new load fraction to the supervisor's subscribers. */
-  loadProgress(modelId: string, fraction: number | null): void;
 }

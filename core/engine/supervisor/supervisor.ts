@@ -6,7 +6,7 @@
 // router and the daemon see: it finds the owner, and answers what can be read at once.
 // Requests are claimed here too (server-claims.ts): an eviction re-checks the claims at the
 // moment it stops a server, and a server with claims that makes no progress is found hung
-// (hang-watch.ts) and killed.
+// (hang/hang-watch.ts) and killed.
 import { spawn as nodeSpawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { ServerEvent } from '../../contracts/server-events.js';
@@ -15,21 +15,24 @@ import { argvFor } from '../launch-spec.js';
 import { clearApiKeyFiles, apiKeyDir } from './api-key-file.js';
 import { realClock, type Clock } from '../../common/clock.js';
 import { EngineRegistry, type OrphanSweep } from './engine-registry.js';
-import type { BufferSize } from './memory-measure.js';
+import type { BufferSize } from './memory/memory-measure.js';
 import { LineRing } from './log-ring.js';
 import { isRunning, readCommandLine, signalTree, terminateTree } from './process-tree.js';
 import type { Claim } from './server-claims.js';
-import { readyAtOf, type SpawnFunction } from './server-process.js';
+import type { SpawnFunction } from './server-process.js';
+import { readyAtOf } from './server-state.js';
 import type { LaunchLevel } from '../../contracts/launch-level.js';
 import type { Placement } from '../../contracts/plan.js';
-import { WarmSpare } from './warm-spare.js';
+import { WarmSpare, type SpareStatus } from './warm-spare.js';
 import { Emitter, type Event } from '../../common/emitter.js';
 import { ModelOwner } from './model-owner.js';
-import { ServerMemory } from './server-memory.js';
-import type { Endpoint, EvictOutcome, LoadFraction, LoggedLine, Measurement, OwnerContext, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
+import { ServerMemory } from './memory/server-memory.js';
+import type { OwnerContext } from './owner-port.js';
+import type { Endpoint, EvictOutcome, LoadFraction, LoggedLine, Measurement, ServerStatus, SupervisorDeps } from './supervisor-types.js';
 
 export { defaultLoadTimeoutMs } from './supervisor-types.js';
-export type { Endpoint, EvictOutcome, LoadFraction, LoggedLine, Measurement, ServerStatus, SpareStatus, SupervisorDeps } from './supervisor-types.js';
+export type { Endpoint, EvictOutcome, LoadFraction, LoggedLine, Measurement, ServerStatus, SupervisorDeps } from './supervisor-types.js';
+export type { SpareStatus } from './warm-spare.js';
 
 const DEFAULT_GRACE_MS = 5_000;
 const DEFAULT_LOG_LINES = 2_000;
@@ -168,9 +171,11 @@ export class Supervisor {
   claim(modelId: string): Claim | null {
     const server = this.owners.get(modelId)?.server;
     if (!server?.serving()) return null;
-    const slots = server.savedSlots;
+    const serves = server.serves;
+    if (serves === null) return null;
+    const slots = serves.savedSlots;
     return server.claims.add(
-      { port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: server.anthropicMessages, engine: server.engine, toolCalls: server.toolCalls },
+      { port: server.port, apiKey: server.apiKey, pid: server.pid, anthropicMessages: serves.anthropicMessages, engine: server.engine, toolCalls: serves.toolCalls },
       slots === null ? undefined : (body) => slots.restoreFor(body),
     );
   }
@@ -320,7 +325,7 @@ export class Supervisor {
       port: server.port,
       startedAt: server.startedAt,
       readyAt: readyAtOf(server.state),
-      loadProgress: server.phase === 'loading' ? server.loadProgress : null,
+      loadProgress: server.loadProgress,
       lastLoadMs: this.owners.get(modelId)?.lastLoadMs ?? null,
       exit: server.state.kind === 'exited' ? server.state.exit : null,
     };

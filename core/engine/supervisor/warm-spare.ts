@@ -38,10 +38,26 @@ import { commandLineHash, type EngineRegistry } from './engine-registry.js';
 import { signalTree, terminateTree, treeResidentBytes } from './process-tree.js';
 import { ServerProcess, type LaunchParts, type SpawnFunction } from './server-process.js';
 import { errorMessage } from '../../contracts/error-message.js';
-import type { AdoptedSpare, SpareStatus } from './supervisor-types.js';
 
 /** engines.json's name for a spare not yet adopted (never a model id: ids have no spaces). */
 export const SPARE_RECORD_ID = '(warm spare)';
+
+/** What the supervisor shows of its spare. */
+export interface SpareStatus {
+  pid: number;
+  /** 'starting': its runtime is still starting (a launch may adopt it already); 'ready': waiting. */
+  phase: 'starting' | 'ready';
+  startedAt: number;
+  /** Its process tree's RSS, measured once it was ready; null before. */
+  residentBytes: number | null;
+}
+
+/** A spare handed to a launch: the very server it was, now the launch's and 'loading'. */
+export interface AdoptedSpare {
+  server: ServerProcess;
+  /** How long it has run, ms (monotonic), for the model's log. */
+  ageMs: number;
+}
 
 export interface WarmSpareDeps {
   spawn: SpawnFunction;
@@ -286,7 +302,7 @@ export class WarmSpare {
     void server.ended.then(() => this.gone(held));
     void server.exited.then((exit) => {
       // Its own end, never a model's: no failure to classify, nothing reported beyond the note.
-      if (!held.adopted) server.transition({ kind: 'exited', exit, readyAt: null, failure: null, portTaken: false });
+      if (!held.adopted) server.markExited(null, false);
     });
     if (server.pid === -1) return;
     this.spare = held;
@@ -299,9 +315,7 @@ export class WarmSpare {
   /** A line of a spare's: the one that says its runtime is ready makes it one to count and show. */
   private heard(spare: Spare, line: string): void {
     const server = spare.server;
-    const state = server.state;
-    if (state.kind !== 'spare' || state.runtimeReady || !READY_LINE.test(line)) return;
-    server.transition({ kind: 'spare', runtimeReady: true });
+    if (!READY_LINE.test(line) || !server.markRuntimeReady()) return;
     this.deaths = 0;
     void treeResidentBytes(server.pid, this.deps.platform).then(
       (bytes) => {
@@ -335,17 +349,14 @@ export class WarmSpare {
     this.ending.add(server.ended);
     void server.ended.then(() => this.ending.delete(server.ended));
     if (server.state.kind === 'spare') {
-      server.transition({ kind: 'stopping', by: { why: 'requested' }, readyAt: null, killedByUs: false });
+      server.markStopping({ why: 'requested' });
       if (this.spare === spare) this.spare = null;
       this.deps.changed();
       await terminateTree(server.pid, {
         graceMs: this.deps.graceMs,
         leaderExited: server.ended,
         platform: this.deps.platform,
-        onKill: () => {
-          const now = server.state;
-          if (now.kind === 'stopping' || now.kind === 'draining') server.transition({ ...now, killedByUs: true });
-        },
+        onKill: () => server.markKilledByUs(),
       });
     }
     await server.ended;

@@ -8,7 +8,7 @@ import { CpuBufferStore, learnCpuBufferRatios, totalMatrixBytes } from '../../..
 import { DEMO_SHAPES } from '../../../core/catalog/demo/demo-models.js';
 import { estimateFootprint } from '../../../core/catalog/footprint.js';
 import { readGgufFacts, type GgufFacts } from '../../../core/catalog/gguf-metadata.js';
-import { BufferTally, isCpuExtraBuffer, isDeviceBuffer, type BufferSize } from '../../../core/engine/supervisor/memory-measure.js';
+import { BufferTally, isCpuExtraBuffer, isDeviceBuffer, type BufferSize } from '../../../core/engine/supervisor/memory/memory-measure.js';
 import { estimateOnCpu, footprintAt } from '../../../core/policy/levels.js';
 import { modelWithShape, testModelDir } from '../../support/test-models.js';
 

@@ -2,7 +2,7 @@
 // once; progress or the end of the busy turn prevents it; and busy turns that come and go with
 // every request keep at most one look pending, never a chain per turn.
 import { describe, expect, it } from 'vitest';
-import { HangWatch, lookIntervalMs, type EngineLook } from '../../../core/engine/supervisor/hang-watch.js';
+import { HangWatch, lookIntervalMs, type EngineLook } from '../../../core/engine/supervisor/hang/hang-watch.js';
 import { FakeClock, settle } from '../../support/fake-clock.js';
 
 const LIMIT_MS = 4_000;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { BufferTally, isDeviceBuffer, parseBufferSize } from '../../../core/engine/supervisor/memory-measure.js';
+import { BufferTally, isDeviceBuffer, parseBufferSize } from '../../../core/engine/supervisor/memory/memory-measure.js';
 
 const MIB = 1024 * 1024;
 const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url), 'utf8');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { waitForMemoryBack } from '../../../core/engine/supervisor/memory-wait.js';
+import { waitForMemoryBack } from '../../../core/engine/supervisor/memory/memory-wait.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
 const GB = 1e9;

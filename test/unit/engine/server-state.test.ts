@@ -5,7 +5,8 @@
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { IllegalTransition, readyAtOf, ServerProcess, type LaunchParts, type ServerState } from '../../../core/engine/supervisor/server-process.js';
+import { ServerProcess, type LaunchParts } from '../../../core/engine/supervisor/server-process.js';
+import { IllegalTransition, readyAtOf, type ServerState } from '../../../core/engine/supervisor/server-state.js';
 
 const started: ServerProcess[] = [];
 
@@ -52,6 +53,8 @@ const launchParts = (onLine: (line: string) => void = () => {}, heard: ServerSta
   port: 1234, apiKey: 'key', level: 'minimal', startedAt: 99, onLine, onBusyChange: () => {}, onTransition: (state) => heard.push(state),
 });
 
+/** What a ready server can do: nothing in these cases reads it. */
+const serves = { anthropicMessages: false, toolCalls: true, savedSlots: null };
 const exit = { exitCode: 0, signal: null };
 const stopping: ServerState = { kind: 'stopping', by: { why: 'requested' }, readyAt: 5, killedByUs: false };
 const exited: ServerState = { kind: 'exited', exit, readyAt: null, failure: null, portTaken: false };
@@ -62,7 +65,7 @@ describe('ServerProcess state', () => {
     await server.spawned;
     expect(server.state).toEqual({ kind: 'loading' });
     expect(server.serving()).toBe(false);
-    server.transition({ kind: 'ready', at: 5 });
+    server.transition({ kind: 'ready', at: 5, serves });
     expect(server.serving()).toBe(true);
     expect(readyAtOf(server.state)).toBe(5);
     server.transition(stopping);
@@ -78,11 +81,11 @@ describe('ServerProcess state', () => {
     expect(() => server.transition(exited)).toThrow(IllegalTransition);
     expect(() => server.transition({ kind: 'loading' })).toThrow(IllegalTransition);
     expect(server.state).toEqual({ kind: 'loading' });
-    server.transition({ kind: 'ready', at: 1 });
-    expect(() => server.transition({ kind: 'ready', at: 2 })).toThrow(IllegalTransition);
+    server.transition({ kind: 'ready', at: 1, serves });
+    expect(() => server.transition({ kind: 'ready', at: 2, serves })).toThrow(IllegalTransition);
     expect(() => server.transition({ kind: 'loading' })).toThrow(IllegalTransition);
     server.transition(stopping);
-    expect(() => server.transition({ kind: 'ready', at: 3 })).toThrow(IllegalTransition);
+    expect(() => server.transition({ kind: 'ready', at: 3, serves })).toThrow(IllegalTransition);
     expect(() => server.transition(exited)).toThrow(IllegalTransition);
     expect(server.state).toEqual(stopping);
   });
@@ -90,7 +93,7 @@ describe('ServerProcess state', () => {
   it('goes draining at its exit with the mark it had, then only to exited, and nothing after', async () => {
     const server = serverProcess();
     await server.spawned;
-    server.transition({ kind: 'ready', at: 7 });
+    server.transition({ kind: 'ready', at: 7, serves });
     server.transition({ kind: 'stopping', by: { why: 'hung', reason: 'no progress' }, readyAt: 7, killedByUs: false });
     server.child.kill('SIGKILL');
     await server.ended;
@@ -105,14 +108,65 @@ describe('ServerProcess state', () => {
       killedByUs: false,
     });
     expect(() => server.transition(stopping)).toThrow(IllegalTransition);
-    expect(() => server.transition({ kind: 'ready', at: 8 })).toThrow(IllegalTransition);
+    expect(() => server.transition({ kind: 'ready', at: 8, serves })).toThrow(IllegalTransition);
     await server.exited;
     server.transition({ kind: 'exited', exit: { exitCode: null, signal: 'SIGKILL' }, readyAt: 7, failure: { kind: 'hang', reason: 'no progress' }, portTaken: false });
     expect(server.running).toBe(false);
     expect(server.phase).toBe('exited');
-    for (const next of [{ kind: 'loading' }, { kind: 'ready', at: 9 }, stopping, exited] as ServerState[]) {
+    for (const next of [{ kind: 'loading' }, { kind: 'ready', at: 9, serves }, stopping, exited] as ServerState[]) {
       expect(() => server.transition(next)).toThrow(IllegalTransition);
     }
+  });
+
+  it("its named steps are its life's only changes: the process's start is loading's one sub-step, what it serves comes with ready, and its end is read once", async () => {
+    const heard: ServerState[] = [];
+    const server = ServerProcess.start({
+      spawn, command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'], env: {}, cwd: tmpdir(), platform: process.platform, engine: 'llama-server',
+      ...launchParts(undefined, heard),
+    });
+    started.push(server);
+    await server.spawned;
+    server.markSpawned(3);
+    expect(heard).toEqual([{ kind: 'loading', spawnedAt: 3 }]);
+    // Once: a second start is no change its life has, and a loading state without a start is none either.
+    expect(() => server.markSpawned(4)).toThrow(IllegalTransition);
+    expect(() => server.transition({ kind: 'loading' })).toThrow(IllegalTransition);
+    expect(server.serves).toBeNull();
+    expect(server.noteLoadProgress(0.5)).toBe(true);
+    expect(server.noteLoadProgress(0.5)).toBe(false);
+    expect(server.loadProgress).toBe(0.5);
+    const abilities = { anthropicMessages: true, toolCalls: false, savedSlots: null };
+    server.markReady(6, abilities);
+    expect(server.serves).toEqual(abilities);
+    // A fraction is a load's: a ready server has none.
+    expect(server.loadProgress).toBeNull();
+    expect(server.markStopping({ why: 'requested' })).toBe(true);
+    // Stopped once: the reason it was first stopped for stays.
+    expect(server.markStopping({ why: 'load-timeout' })).toBe(false);
+    expect(server.serves).toBeNull();
+    server.markKilledByUs();
+    expect(server.state).toEqual({ kind: 'stopping', by: { why: 'requested' }, readyAt: 6, killedByUs: true });
+    expect(() => server.markExited(null, false)).toThrow(IllegalTransition);
+    server.child.kill('SIGKILL');
+    await server.exited;
+    server.markExited(null, false);
+    expect(heard.at(-1)).toEqual({ kind: 'exited', exit: { exitCode: null, signal: 'SIGKILL' }, readyAt: 6, failure: null, portTaken: false });
+    expect(heard.map((state) => state.kind)).toEqual(['loading', 'ready', 'stopping', 'stopping', 'draining', 'exited']);
+  });
+
+  it('a launch that never ran a process still ends by its life: draining, then exited with its failure, with nothing to send to', async () => {
+    const heard: ServerState[] = [];
+    const failure = { kind: 'crash' as const, reason: 'the spec could not be read' };
+    const server = ServerProcess.neverRan({ level: 'full', startedAt: 4, onLine: () => {}, onTransition: (state) => heard.push(state) }, failure);
+    expect(heard).toEqual([
+      { kind: 'draining', exit: { exitCode: null, signal: null }, was: 'loading', by: null, readyAt: null, killedByUs: false },
+      { kind: 'exited', exit: { exitCode: null, signal: null }, readyAt: null, failure, portTaken: false },
+    ]);
+    expect([server.ran, server.running, server.serving(), server.level]).toEqual([false, false, false, 'full']);
+    expect(() => server.port).toThrow(/no process/);
+    expect(() => server.child).toThrow(/no process/);
+    await expect(server.spawned).rejects.toThrow(/no process/);
+    await expect(server.exited).resolves.toEqual({ exitCode: null, signal: null });
   });
 
   it('a process that ended while loading drains as loading, with no mark and never ready', async () => {
@@ -135,7 +189,7 @@ describe('ServerProcess state', () => {
     // No launch yet: asking it for a port is a bug, said by name, not a 0 that looks like one.
     expect(() => server.port).toThrow(/warm spare/);
     server.transition({ kind: 'spare', runtimeReady: true });
-    expect(() => server.transition({ kind: 'ready', at: 1 })).toThrow(IllegalTransition);
+    expect(() => server.transition({ kind: 'ready', at: 1, serves })).toThrow(IllegalTransition);
     expect(() => server.transition(exited)).toThrow(IllegalTransition);
     expect(server.state).toEqual({ kind: 'spare', runtimeReady: true });
     await eventually(() => spareLines.includes('spare: runtime ready'));
@@ -156,8 +210,8 @@ describe('ServerProcess state', () => {
     expect(() => server.transition({ kind: 'spare', runtimeReady: true })).toThrow(IllegalTransition);
     // The launch hears its states from the adoption on, none of the spare's own (its reports are the owner's).
     expect(heard).toEqual([]);
-    server.transition({ kind: 'ready', at: 100 });
-    expect(heard).toEqual([{ kind: 'ready', at: 100 }]);
+    server.transition({ kind: 'ready', at: 100, serves });
+    expect(heard).toEqual([{ kind: 'ready', at: 100, serves }]);
   });
 
   it('a spare that died, or is being ended, is never adopted, and drains as a spare', async () => {

@@ -1,12 +1,12 @@
 // What running servers hold, and what an engine's runtime costs: the driver's per-process
 // figure where there is one, llama.cpp's buffer lines, the process tree's RSS, the estimate.
 // Reads only; the model owners and the supervisor ask it.
-import type { LaunchSpec } from '../launch-spec.js';
-import type { LaunchLevel } from '../../contracts/launch-level.js';
-import type { Placement } from '../../contracts/plan.js';
-import { treeResidentBytes } from './process-tree.js';
-import type { ServerProcess } from './server-process.js';
-import type { Measurement, SupervisorDeps } from './supervisor-types.js';
+import type { LaunchSpec } from '../../launch-spec.js';
+import type { LaunchLevel } from '../../../contracts/launch-level.js';
+import type { Placement } from '../../../contracts/plan.js';
+import { treeResidentBytes } from '../process-tree.js';
+import type { ServerProcess } from '../server-process.js';
+import type { Measurement, SupervisorDeps } from '../supervisor-types.js';
 
 /** A model's running server, as the supervisor's measure() prices it. */
 export interface RunningServer {

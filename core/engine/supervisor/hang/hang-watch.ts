@@ -13,7 +13,7 @@
 // decoded). A long prompt moves the counters batch by batch; a wedged decode does not, and a
 // stopped process answers nothing at all. An engine without /slots is judged by its health
 // probe alone.
-import type { Clock } from '../../common/clock.js';
+import type { Clock } from '../../../common/clock.js';
 
 /** What one look at the engine found. */
 export interface EngineLook {

@@ -1,6 +1,6 @@
 // One look at a busy engine for hang detection: does it answer its health probe, and what do
 // its /slots counters say. See hang-watch.ts for how looks are judged.
-import { engineGet } from './engine-get.js';
+import { engineGet } from '../engine-get.js';
 import type { EngineLook } from './hang-watch.js';
 
 /** Looks at the engine on `port`, both probes at once, each bounded by `timeoutMs`. Never rejects. */

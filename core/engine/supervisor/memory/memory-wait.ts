@@ -5,7 +5,7 @@
 // memory has grown by 75 % of the unloaded model's footprint, at most a few seconds; 75 %
 // rather than 100 % because other programs allocate and free meanwhile and the estimate is not
 // exact, and a bound because a probe that never shows the memory must not stall the controller.
-import type { Clock } from '../../common/clock.js';
+import type { Clock } from '../../../common/clock.js';
 
 export interface MemoryWaitOptions {
   /** Free device memory now, bytes. */

@@ -5,9 +5,9 @@
 // Why a loop apart from the controller's pass: a pass prices with measure(), which must be cheap
 // and answers at once with an estimate where there is no figure; this one asks for the figure
 // (the driver, llama.cpp's buffers, the process tree's RSS) and may take its time.
-import { Emitter, type Event } from '../../common/emitter.js';
-import type { Endpoint, Measurement } from './supervisor-types.js';
-import type { Supervisor } from './supervisor.js';
+import { Emitter, type Event } from '../../../common/emitter.js';
+import type { Endpoint, Measurement } from '../supervisor-types.js';
+import type { Supervisor } from '../supervisor.js';
 
 /** How often each running server's memory is measured for the picture (and, on a GPU, learned). */
 export const MEASURE_INTERVAL_MS = 5_000;
