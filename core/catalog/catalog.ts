@@ -16,7 +16,7 @@ import { SerialQueue } from '../common/serial-queue.js';
 import { findModelByName } from '../contracts/model-names.js';
 import { ConfigStore, type ConfigInForce, type ReloadResult } from './config/config-store.js';
 import type { LlmtrayConfig } from './config/load-config.js';
-import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
+import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineArgs, type EngineChoice, type GpuLayers } from './config/schema.js';
 import { definitionHash, type FileIdentity } from './definition-hash.js';
 import { discoverModels, projectorBeside } from './discovery.js';
 import { totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
@@ -54,6 +54,8 @@ export interface CatalogModel {
   hangLimitMs: number;
   engine: EngineChoice;
   args: string[];
+  /** The config's `engineArgs`: appended after `args` for the engine that runs the model (launch-specs.ts). */
+  engineArgs: EngineArgs;
   env: Record<string, string>;
   projectorPath?: string;
   /**
@@ -124,7 +126,7 @@ interface Assembly {
 interface Entry
   extends Pick<
     CatalogModel,
-    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'embeddings' | 'repack' | 'source'
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'engineArgs' | 'env' | 'projectorPath' | 'embeddings' | 'repack' | 'source'
   > {
   file: FileIdentity | null;
   realPath: string | null;
@@ -284,7 +286,8 @@ export class Catalog {
     const { settled, growing, standingIn, recheckInMs } = this.settling.check(discovery.files);
     const configured = await Promise.all(config.models.map(async (model): Promise<Entry> => {
       const identity = await fileIdentity(model.path);
-      const fromArgs = projectorFromArgs(model.args);
+      // Only llama-server takes --mmproj, so a projector named in its own arguments counts as well.
+      const fromArgs = projectorFromArgs([...model.args, ...(model.engineArgs['llama-server'] ?? [])]);
       const projectorPath = fromArgs === undefined ? await projectorBeside(model.path) : (fromArgs ?? undefined);
       return {
         id: model.id,
@@ -304,6 +307,7 @@ export class Catalog {
         hangLimitMs: model.hangLimitMs,
         engine: model.engine,
         args: model.args,
+        engineArgs: model.engineArgs,
         env: model.env,
         ...(projectorPath !== undefined ? { projectorPath } : {}),
         source: 'config',
@@ -334,6 +338,7 @@ export class Catalog {
         hangLimitMs: DEFAULT_HANG_LIMIT_MS,
         engine: 'auto',
         args: [],
+        engineArgs: {},
         env: {},
         ...(f.projectorPath !== undefined ? { projectorPath: f.projectorPath } : {}),
         source: 'discovered',
@@ -386,6 +391,7 @@ export class Catalog {
         file: entry.file ?? { path: entry.path, sizeBytes: 0, mtimeMs: 0 },
         ctx,
         args: entry.args,
+        engineArgs: entry.engineArgs,
         env: entry.env,
         gpuLayers: entry.gpuLayers,
         engine: entry.engine,
@@ -411,6 +417,7 @@ export class Catalog {
         hangLimitMs: entry.hangLimitMs,
         engine: entry.engine,
         args: entry.args,
+        engineArgs: entry.engineArgs,
         env: entry.env,
         ...(entry.projectorPath !== undefined ? { projectorPath: entry.projectorPath } : {}),
         ...(entry.embeddings !== undefined || factsOf(metadata[i])?.pooling === true ? { embeddings: { modelPools: factsOf(metadata[i])?.pooling === true } } : {}),

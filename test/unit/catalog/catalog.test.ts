@@ -161,10 +161,11 @@ describe('Catalog', () => {
     const changed = [
       await hashWith(MAIN_CONFIG.replace('ctx: 1024', 'ctx: 512')),
       await hashWith(`${MAIN_CONFIG}    args: [--flash-attn, on]\n`),
+      await hashWith(`${MAIN_CONFIG}    engineArgs: { llama-server: [--flash-attn, on] }\n`),
       await hashWith(`${MAIN_CONFIG}    gpuLayers: 1\n`),
       await hashWith(MAIN_CONFIG.replace('    draft: tiny-draft-f16\n', '')),
     ];
-    expect(new Set([base, ...changed]).size).toBe(5);
+    expect(new Set([base, ...changed]).size).toBe(6);
     // A re-download of the same file (new mtime) is a new definition too.
     const modelPath = join(root, 'models/Tiny-Main-F16.gguf');
     await utimes(modelPath, new Date(), new Date(Date.now() + 60_000));
