@@ -286,7 +286,6 @@ export class Catalog {
     const { settled, growing, standingIn, recheckInMs } = this.settling.check(discovery.files);
     const configured = await Promise.all(config.models.map(async (model): Promise<Entry> => {
       const identity = await fileIdentity(model.path);
-      // Only llama-server takes --mmproj, so a projector named in its own arguments counts as well.
       const fromArgs = projectorFromArgs([...model.args, ...(model.engineArgs['llama-server'] ?? [])]);
       const projectorPath = fromArgs === undefined ? await projectorBeside(model.path) : (fromArgs ?? undefined);
       return {
@@ -498,8 +497,8 @@ async function fileIdentity(path: string): Promise<Pick<Entry, 'file' | 'realPat
 }
 
 /**
- * A projector the person passes in `args` wins over the folder's; `--no-mmproj` means none
- * (null); undefined when the args say nothing.
+ * A projector the person passes in `args` (or llama-server's `engineArgs`: only it has --mmproj) wins
+ * over the folder's; `--no-mmproj` means none (null); undefined when the args say nothing.
  */
 function projectorFromArgs(args: readonly string[]): string | null | undefined {
   for (let i = 0; i < args.length; i++) {

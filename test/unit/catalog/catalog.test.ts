@@ -172,6 +172,13 @@ describe('Catalog', () => {
     expect(await hashWith(MAIN_CONFIG)).not.toBe(base);
   });
 
+  test("a projector named in args, or in llama-server's engineArgs (only it takes --mmproj), is the model's", async () => {
+    for (const named of ['    args: [--mmproj, /p/proj.gguf]\n', '    engineArgs: { llama-server: [--mmproj, /p/proj.gguf] }\n']) {
+      await writeFile(configPath, `${MAIN_CONFIG}${named}`);
+      expect(byId(await open(), 'main').projectorPath, named).toBe('/p/proj.gguf');
+    }
+  });
+
   test('a measurement raises the estimate to at least what was measured, survives a restart, and ends with the definition', async () => {
     await writeFile(configPath, MAIN_CONFIG);
     const catalog = await open();
