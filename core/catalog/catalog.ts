@@ -16,7 +16,7 @@ import { SerialQueue } from '../common/serial-queue.js';
 import { findModelByName } from '../contracts/model-names.js';
 import { ConfigStore, type ConfigInForce, type ReloadResult } from './config/config-store.js';
 import type { LlmtrayConfig } from './config/load-config.js';
-import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
+import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineArgs, type EngineChoice, type GpuLayers } from './config/schema.js';
 import { definitionHash, type FileIdentity } from './definition-hash.js';
 import { discoverModels, projectorBeside } from './discovery.js';
 import { totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
@@ -54,6 +54,8 @@ export interface CatalogModel {
   hangLimitMs: number;
   engine: EngineChoice;
   args: string[];
+  /** The config's `engineArgs`: appended after `args` for the engine that runs the model (launch-specs.ts). */
+  engineArgs: EngineArgs;
   env: Record<string, string>;
   projectorPath?: string;
   /**
@@ -122,7 +124,7 @@ interface Assembly {
 interface Entry
   extends Pick<
     CatalogModel,
-    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'embeddings' | 'repack' | 'source'
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'engineArgs' | 'env' | 'projectorPath' | 'embeddings' | 'repack' | 'source'
   > {
   file: FileIdentity | null;
   realPath: string | null;
@@ -280,7 +282,7 @@ export class Catalog {
     const { settled, growing, standingIn, recheckInMs } = this.settling.check(discovery.files);
     const configured = await Promise.all(config.models.map(async (model): Promise<Entry> => {
       const identity = await fileIdentity(model.path);
-      const fromArgs = projectorFromArgs(model.args);
+      const fromArgs = projectorFromArgs([...model.args, ...(model.engineArgs['llama-server'] ?? [])]);
       const projectorPath = fromArgs === undefined ? await projectorBeside(model.path) : (fromArgs ?? undefined);
       return {
         id: model.id,
@@ -300,6 +302,7 @@ export class Catalog {
         hangLimitMs: model.hangLimitMs,
         engine: model.engine,
         args: model.args,
+        engineArgs: model.engineArgs,
         env: model.env,
         ...(projectorPath !== undefined ? { projectorPath } : {}),
         source: 'config',
@@ -330,6 +333,7 @@ export class Catalog {
         hangLimitMs: DEFAULT_HANG_LIMIT_MS,
         engine: 'auto',
         args: [],
+        engineArgs: {},
         env: {},
         ...(f.projectorPath !== undefined ? { projectorPath: f.projectorPath } : {}),
         source: 'discovered',
@@ -382,6 +386,7 @@ export class Catalog {
         file: entry.file ?? { path: entry.path, sizeBytes: 0, mtimeMs: 0 },
         ctx,
         args: entry.args,
+        engineArgs: entry.engineArgs,
         env: entry.env,
         gpuLayers: entry.gpuLayers,
         engine: entry.engine,
@@ -407,6 +412,7 @@ export class Catalog {
         hangLimitMs: entry.hangLimitMs,
         engine: entry.engine,
         args: entry.args,
+        engineArgs: entry.engineArgs,
         env: entry.env,
         ...(entry.projectorPath !== undefined ? { projectorPath: entry.projectorPath } : {}),
         ...(entry.embeddings !== undefined || factsOf(metadata[i])?.pooling === true ? { embeddings: { modelPools: factsOf(metadata[i])?.pooling === true } } : {}),
@@ -487,8 +493,8 @@ async function fileIdentity(path: string): Promise<Pick<Entry, 'file' | 'realPat
 }
 
 /**
- * A projector the person passes in `args` wins over the folder's; `--no-mmproj` means none
- * (null); undefined when the args say nothing.
+ * A projector the person passes in `args` (or llama-server's `engineArgs`: only it has --mmproj) wins
+ * over the folder's; `--no-mmproj` means none (null); undefined when the args say nothing.
  */
 function projectorFromArgs(args: readonly string[]): string | null | undefined {
   for (let i = 0; i < args.length; i++) {

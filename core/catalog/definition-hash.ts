@@ -2,12 +2,12 @@
 //
 // The controller keeps a quarantined model down until a person retries it or this hash
 // changes (DESIGN.md, recover). So it covers what the person can change to fix a failure: the
-// file (a re-download has a new size or mtime), the context, the launch arguments and
-// environment, the offload, the engine, the projector and the draft (including the draft's
+// file (a re-download has a new size or mtime), the context, the launch arguments (each
+// engine's too) and environment, the offload, the engine, the projector and the draft (including the draft's
 // own file) and the fallback. It leaves out what cannot fix a failed launch: priority,
 // aliases, pinning, idle TTL — editing those must not release a quarantine.
 import { createHash } from 'node:crypto';
-import type { EngineChoice, GpuLayers } from './config/schema.js';
+import type { EngineArgs, EngineChoice, GpuLayers } from './config/schema.js';
 
 export interface FileIdentity {
   path: string;
@@ -19,6 +19,7 @@ export interface ModelDefinition {
   file: FileIdentity;
   ctx: number;
   args: readonly string[];
+  engineArgs: Readonly<EngineArgs>;
   env: Readonly<Record<string, string>>;
   gpuLayers: GpuLayers;
   engine: EngineChoice;
@@ -37,7 +38,7 @@ export function definitionHash(definition: ModelDefinition): string {
     file: [definition.file.path, definition.file.sizeBytes, definition.file.mtimeMs],
     ctx: definition.ctx,
     args: definition.args,
-    env: Object.entries(definition.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    env: sortedEntries(definition.env),
     gpuLayers: definition.gpuLayers,
     engine: definition.engine,
     projector: definition.projectorPath ?? null,
@@ -48,6 +49,12 @@ export function definitionHash(definition: ModelDefinition): string {
     // Only when set, so every hash from before the field (and its measurements) still holds.
     ...(definition.embeddings === true ? { embeddings: true } : {}),
     ...(definition.noRepack === true ? { noRepack: true } : {}),
+    ...(Object.keys(definition.engineArgs).length > 0 ? { engineArgs: sortedEntries(definition.engineArgs) } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
+}
+
+/** A mapping's entries in key order, so that the order the file lists them in changes no hash. */
+function sortedEntries<T>(mapping: Readonly<Record<string, T>>): [string, T][] {
+  return Object.entries(mapping).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }

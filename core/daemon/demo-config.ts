@@ -2,6 +2,7 @@
 // run the real daemon on them (the memory-truth test, `npm run gpu-check`); one writer, so the
 // models they check are the models the demo serves, and a change to the demo's set reaches all.
 import type { DemoModels } from '../catalog/demo/demo-models.js';
+import { llamaServerToolNudge } from '../catalog/demo/spm-vocab.js';
 
 /** What a caller changes; a field left out is left out of the file, so the config's default holds. */
 export interface DemoConfigOptions {
@@ -63,6 +64,9 @@ export function demoConfigText(models: DemoModels, options: DemoConfigOptions): 
     `    path: ${JSON.stringify(models.tiny.path)}`,
     `    ctx: ${SMALL_CONTEXT}`,
     ...(options.fallbackAndAliases ? ['    aliases: [tiny]'] : []),
+    // The README's tool example calls demo-tiny; the comment tells a person reading the file why.
+    '    # llama-server only: <tool_call> and the end of text raised, so a required tool call is answered with the call (a plain answer there ends at once)',
+    `    engineArgs: { llama-server: ${JSON.stringify(llamaServerToolNudge())} }`,
     ...(options.broken ? ['  - id: demo-broken', `    path: ${JSON.stringify(models.broken.path)}`, `    ctx: ${SMALL_CONTEXT}`] : []),
     ...(options.embed ? ['  - id: demo-embed', `    path: ${JSON.stringify(models.embed.path)}`, `    ctx: ${EMBED_CONTEXT}`] : []),
   ];

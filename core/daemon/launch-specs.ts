@@ -47,15 +47,16 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
     throw new Error(`'${model.id}' asks for llama-server, but ${sources.noLlamaServer} (llmtray looks for llama-server when it starts: restart it once that is fixed)`);
   }
   const cpu = sources.cpuOnly();
+  const engine = engineFor(model, sources.llamaServerPath);
   const spec: LaunchSpec = {
     modelId: model.id,
-    engine: engineFor(model, sources.llamaServerPath),
+    engine,
     modelPath: model.path,
     contextTokens: model.ctx,
     gpuLayers: cpu ? 0 : model.gpuLayers,
     threads: sources.threads ?? defaultThreads(),
     aliases: model.aliases,
-    extraArgs: model.args,
+    extraArgs: [...model.args, ...(model.engineArgs[engine] ?? [])],
     env: { ...sources.engineEnv, ...model.env },
     hangLimitMs: model.hangLimitMs,
   };

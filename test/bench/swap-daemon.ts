@@ -80,6 +80,7 @@ function modelOf(id: string, options: SwapDaemonOptions): CatalogModel {
     hangLimitMs: 60_000,
     engine: 'embedded',
     args: ['--fake-ready-after', String(options.loadMs), '--fake-answer-after', String(options.answerMs)],
+    engineArgs: {},
     env: {},
     estimate: ESTIMATE,
     metadataError: null,

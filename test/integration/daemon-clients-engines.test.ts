@@ -33,7 +33,7 @@ import { z } from 'zod';
 import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
 import { writeBertGguf, type BertModelShape } from '../../core/catalog/demo/bert-gguf-writer.js';
 import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
-import { spmVocab } from '../../core/catalog/demo/spm-vocab.js';
+import { llamaServerToolNudge, spmVocab } from '../../core/catalog/demo/spm-vocab.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { chatCompletionChunkSchemaErrors, chatCompletionSchemaErrors, embeddingsSchemaErrors, responseSchemaErrors } from '../support/openai-response-schemas.js';
@@ -48,12 +48,6 @@ const ENGINES: { engine: EngineKind; skip: boolean }[] = [
   { engine: 'embedded', skip: false },
   { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
 ];
-
-/** The nudge as llama-server's own default sampling: `--logit-bias TOKEN+BIAS` per token. */
-function nudgeArgs(): string[] {
-  const vocab = spmVocab();
-  return ['--logit-bias', `${vocab.tokens.indexOf('<tool_call>')}+90`, '--logit-bias', `${vocab.eosId}+100`];
-}
 
 describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip }) => {
   let daemon: DaemonProcess | undefined;
@@ -84,7 +78,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
         // Anthropic's API has no logit_bias to send the nudge (see the header) with, so on
         // llama-server its tool requests go to the same file launched with the nudge as the
         // server's own default (`--logit-bias`, which a request's logit_bias would replace).
-        ...(engine === 'llama-server' ? [`  - { id: tiny-nudged, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine}, args: ${JSON.stringify(nudgeArgs())} }`] : []),
+        ...(engine === 'llama-server' ? [`  - { id: tiny-nudged, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine}, engineArgs: { llama-server: ${JSON.stringify(llamaServerToolNudge())} } }`] : []),
         '',
       ].join('\n'),
     );

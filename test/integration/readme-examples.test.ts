@@ -14,15 +14,29 @@
 // resolves from the repo's node_modules as it does for someone who runs it in the clone. Every
 // ```sh line is either run or named below with why it is not; a new command in a doc that is
 // neither fails the file, so that nobody adds one that no test has tried.
+//
+// On each engine, as a person meets the demo: the embedded engine, and a real llama-server where
+// LLMTRAY_LLAMA_SERVER names one (on PATH, so `serve --demo` picks it for every model, as it
+// does for a person who has one; `.ci/run` builds one and sets it; unset, that half is reported
+// skipped, not passed; set to a file that is not there, it fails). The tool example is the one
+// whose engines differ: on llama-server it is answered with the call through the nudge the
+// demo's config gives demo-tiny there (engineArgs, core/catalog/demo/spm-vocab.ts).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EngineKind } from '../../core/contracts/snapshot.js';
 import { exampleFor } from '../../renderer/src/components/connect-examples.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
+const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
+/** Both engines, one daemon each; llama-server's skipped (and said so) where none is given. */
+const ENGINES: { engine: EngineKind; skip: boolean }[] = [
+  { engine: 'embedded', skip: false },
+  { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
+];
 /** The port every doc prints, core/catalog's default listen.port. */
 const DOCUMENTED_PORT = 11435;
 /** Folders that hold no doc of this project: dependencies, build output, caches, other repos' trees. */
@@ -93,25 +107,6 @@ const COMMANDS = BLOCKS.filter((block) => ['sh', 'bash', 'shell'].includes(block
     .map((command) => ({ where, command })),
 );
 
-let daemon: DaemonProcess;
-/** XDG_DATA_HOME for the CLI: the daemon's data dir is its llmtray/ folder. */
-let dataHome: string;
-/** Where the blocks are written as modules: inside the repo, so that packages resolve. */
-let moduleDir: string;
-
-beforeAll(async () => {
-  dataHome = await makeDataDir();
-  daemon = await startDaemonProcess({ dataDir: join(dataHome, 'llmtray') });
-  mkdirSync(join(ROOT, '.llmtray-test'), { recursive: true });
-  moduleDir = mkdtempSync(join(ROOT, '.llmtray-test', 'readme-examples-'));
-});
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (dataHome !== undefined) await removeDataDir(dataHome);
-  if (moduleDir !== undefined) rmSync(moduleDir, { recursive: true, force: true });
-});
-
 interface Ran {
   code: number | null;
   stdout: string;
@@ -134,15 +129,15 @@ function run(command: string, args: readonly string[], env: Record<string, strin
   });
 }
 
-/** Writes `source` as a module inside the repo and runs it with this Node. */
-function runModule(name: string, source: string): Promise<Ran> {
-  const file = join(moduleDir, `${name.replace(/[^\w.-]+/g, '-')}.mjs`);
+/** Writes `source` as a module in `dir` (inside the repo) and runs it with this Node. */
+function runModule(dir: string, name: string, source: string): Promise<Ran> {
+  const file = join(dir, `${name.replace(/[^\w.-]+/g, '-')}.mjs`);
   writeFileSync(file, source);
   return run(process.execPath, [file]);
 }
 
 /** The block with the documented port replaced by the daemon's: the one change made before it runs. */
-function pointedAtDaemon(text: string): string {
+function pointedAt(daemon: DaemonProcess, text: string): string {
   return text.replaceAll(`127.0.0.1:${DOCUMENTED_PORT}`, `127.0.0.1:${daemon.port}`);
 }
 
@@ -197,60 +192,89 @@ describe('the docs hold examples to run', () => {
   });
 });
 
-describe('every ```js block of the docs runs against serve --demo', () => {
-  for (const block of JS_BLOCKS) {
-    const isToolExample = block.text.includes('tool_calls');
-    it(
-      `${block.where} exits 0${isToolExample ? `, ${TOOL_EXAMPLE_RUNS} times, with a call valid under its schema` : ''}`,
-      async () => {
-        expect(block.text).toContain(`127.0.0.1:${DOCUMENTED_PORT}`);
-        const runs = isToolExample ? TOOL_EXAMPLE_RUNS : 1;
-        for (let i = 0; i < runs; i++) {
-          const ran = await runModule(`${block.where}-${i}`, pointedAtDaemon(block.text));
-          expect(ran.code, failure(ran)).toBe(0);
-          if (!isToolExample) continue;
-          // The example prints the call's name and its arguments as the engine wrote them.
-          const { name, parameters } = toolOf(block.text);
-          const line = ran.stdout.split('\n').find((text) => text.startsWith(`${name} `));
-          expect(line, failure(ran)).toBeDefined();
-          const args: unknown = JSON.parse(line!.slice(name.length + 1));
-          const valid = new Ajv({ strict: false }).compile(parameters);
-          expect(valid(args), `${line}: ${JSON.stringify(valid.errors)}`).toBe(true);
-        }
-      },
-      EXAMPLE_LIMIT_MS * TOOL_EXAMPLE_RUNS,
-    );
-  }
-});
+describe.each(ENGINES)('serve --demo on the $engine engine', ({ engine, skip }) => {
+  let daemon: DaemonProcess;
+  /** XDG_DATA_HOME for the CLI: the daemon's data dir is its llmtray/ folder. */
+  let dataHome: string;
+  /** Where the blocks are written as modules: inside the repo, so that packages resolve. */
+  let moduleDir: string;
 
-describe("the dashboard's Connect tab examples run against serve --demo", () => {
-  const target = () => ({ endpoint: daemon.endpoint, model: 'demo-chat', keysRequired: false });
+  beforeAll(async () => {
+    if (skip) return;
+    if (engine === 'llama-server' && !existsSync(LLAMA_SERVER ?? '')) throw new Error(`LLMTRAY_LLAMA_SERVER names '${LLAMA_SERVER ?? ''}', which does not exist`);
+    dataHome = await makeDataDir();
+    // A llama-server on PATH is what `auto`, the demo's engine choice, finds.
+    const env: Record<string, string> = engine === 'llama-server' ? { PATH: `${dirname(LLAMA_SERVER ?? '')}${delimiter}${process.env['PATH'] ?? ''}` } : {};
+    daemon = await startDaemonProcess({ dataDir: join(dataHome, 'llmtray'), env, startTimeoutMs: 60_000 });
+    mkdirSync(join(ROOT, '.llmtray-test'), { recursive: true });
+    moduleDir = mkdtempSync(join(ROOT, '.llmtray-test', `readme-examples-${engine}-`));
+  });
 
-  it('the JavaScript example exits 0', async () => {
-    const ran = await runModule('connect-javascript', exampleFor('javascript', target()));
-    expect(ran.code, failure(ran)).toBe(0);
-  }, EXAMPLE_LIMIT_MS);
+  afterAll(async () => {
+    await daemon?.stop();
+    if (dataHome !== undefined) await removeDataDir(dataHome);
+    if (moduleDir !== undefined) rmSync(moduleDir, { recursive: true, force: true });
+  });
 
-  it('the curl example gets a chat completion cut at its max_tokens', async () => {
-    const ran = await run('sh', ['-c', exampleFor('curl', target())]);
-    expect(ran.code, failure(ran)).toBe(0);
-    // curl exits 0 on a 4xx too: the answer itself says whether it worked.
-    const answer = JSON.parse(ran.stdout) as { choices: { finish_reason: string }[]; usage: { completion_tokens: number } };
-    expect(answer.choices[0]?.finish_reason, ran.stdout).toBe('length');
-    expect(answer.usage.completion_tokens).toBe(64);
-  }, EXAMPLE_LIMIT_MS);
+  it.skipIf(skip)(`serves the demo on ${engine}`, async () => {
+    expect((await daemon.model('demo-chat')).engine).toBe(engine);
+  });
 
-  // The Python example is not run: the openai Python package is no dependency of this repo, and
-  // a Python with it may not be on the machine. It is the JavaScript one's request, line for line.
-});
+  describe('every ```js block of the docs runs against serve --demo', () => {
+    for (const block of JS_BLOCKS) {
+      const isToolExample = block.text.includes('tool_calls');
+      it.skipIf(skip)(
+        `${block.where} exits 0${isToolExample ? `, ${TOOL_EXAMPLE_RUNS} times, with a call valid under its schema` : ''}`,
+        async () => {
+          expect(block.text).toContain(`127.0.0.1:${DOCUMENTED_PORT}`);
+          const runs = isToolExample ? TOOL_EXAMPLE_RUNS : 1;
+          for (let i = 0; i < runs; i++) {
+            const ran = await runModule(moduleDir, `${block.where}-${i}`, pointedAt(daemon, block.text));
+            expect(ran.code, failure(ran)).toBe(0);
+            if (!isToolExample) continue;
+            // The example prints the call's name and its arguments as the engine wrote them.
+            const { name, parameters } = toolOf(block.text);
+            const line = ran.stdout.split('\n').find((text) => text.startsWith(`${name} `));
+            expect(line, failure(ran)).toBeDefined();
+            const args: unknown = JSON.parse(line!.slice(name.length + 1));
+            const valid = new Ajv({ strict: false }).compile(parameters);
+            expect(valid(args), `${line}: ${JSON.stringify(valid.errors)}`).toBe(true);
+          }
+        },
+        EXAMPLE_LIMIT_MS * TOOL_EXAMPLE_RUNS,
+      );
+    }
+  });
 
-describe('the `npx llmtray` lines of the docs run against the daemon', () => {
-  for (const { where, command } of COMMANDS.filter(({ command }) => SAFE_CLI.test(command) && !NOT_RUN.some((rule) => rule.command.test(command)))) {
-    it(`${where}: \`${command}\` exits 0`, async () => {
-      const ran = await run('sh', ['-c', command], { XDG_DATA_HOME: dataHome });
+  describe("the dashboard's Connect tab examples run against serve --demo", () => {
+    const target = () => ({ endpoint: daemon.endpoint, model: 'demo-chat', keysRequired: false });
+
+    it.skipIf(skip)('the JavaScript example exits 0', async () => {
+      const ran = await runModule(moduleDir, 'connect-javascript', exampleFor('javascript', target()));
       expect(ran.code, failure(ran)).toBe(0);
-      // It spoke to this file's daemon, not to one a developer has running on 11435.
-      if (command.startsWith('npx llmtray status')) expect(ran.stdout).toContain(daemon.endpoint);
     }, EXAMPLE_LIMIT_MS);
-  }
+
+    it.skipIf(skip)('the curl example gets a chat completion cut at its max_tokens', async () => {
+      const ran = await run('sh', ['-c', exampleFor('curl', target())]);
+      expect(ran.code, failure(ran)).toBe(0);
+      // curl exits 0 on a 4xx too: the answer itself says whether it worked.
+      const answer = JSON.parse(ran.stdout) as { choices: { finish_reason: string }[]; usage: { completion_tokens: number } };
+      expect(answer.choices[0]?.finish_reason, ran.stdout).toBe('length');
+      expect(answer.usage.completion_tokens).toBe(64);
+    }, EXAMPLE_LIMIT_MS);
+
+    // The Python example is not run: the openai Python package is no dependency of this repo, and
+    // a Python with it may not be on the machine. It is the JavaScript one's request, line for line.
+  });
+
+  describe('the `npx llmtray` lines of the docs run against the daemon', () => {
+    for (const { where, command } of COMMANDS.filter(({ command }) => SAFE_CLI.test(command) && !NOT_RUN.some((rule) => rule.command.test(command)))) {
+      it.skipIf(skip)(`${where}: \`${command}\` exits 0`, async () => {
+        const ran = await run('sh', ['-c', command], { XDG_DATA_HOME: dataHome });
+        expect(ran.code, failure(ran)).toBe(0);
+        // It spoke to this file's daemon, not to one a developer has running on 11435.
+        if (command.startsWith('npx llmtray status')) expect(ran.stdout).toContain(daemon.endpoint);
+      }, EXAMPLE_LIMIT_MS);
+    }
+  });
 });

@@ -20,6 +20,7 @@ export function catalogModel(id: string, overrides: Partial<CatalogModel> = {}):
     hangLimitMs: 60_000,
     engine: 'auto',
     args: [],
+    engineArgs: {},
     env: {},
     estimate: { weightsBytes: 100 * MiB, kvBytesPerToken: 16 * 1024, contextTokens: 4096, computeBytes: 20 * MiB },
     metadataError: null,

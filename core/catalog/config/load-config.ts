@@ -15,6 +15,7 @@ import {
   DEFAULT_SWAP_TURN_MS,
   DEFAULT_DELETED_CONFIG_GRACE_MS,
   DEFAULT_RESERVE_BYTES,
+  type EngineArgs,
   type EngineChoice,
   type GpuLayers,
   type RawConfig,
@@ -41,7 +42,10 @@ export interface ModelConfig {
   hangLimitMs: number;
   aliases: string[];
   engine: EngineChoice;
+  /** Appended to whichever engine runs the model. */
   args: string[];
+  /** Appended after `args` when that engine runs the model; an engine not named gets none. */
+  engineArgs: EngineArgs;
   env: Record<string, string>;
   /** Position in the file's `models` list, so later checks can name `models[i]`. */
   index: number;
@@ -265,6 +269,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
       aliases: model.aliases,
       engine: model.engine,
       args: model.args,
+      engineArgs: model.engineArgs,
       env: model.env,
       index,
     })),

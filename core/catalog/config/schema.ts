@@ -10,6 +10,8 @@ import type { EngineKind } from '../../contracts/snapshot.js';
 
 export type GpuLayers = number | 'all';
 export type EngineChoice = 'auto' | EngineKind;
+/** A model's `engineArgs`: arguments for one engine only, by the engine's name. */
+export type EngineArgs = Partial<Record<EngineKind, string[]>>;
 export const ENGINE_CHOICES: readonly EngineChoice[] = ['auto', 'embedded', 'llama-server'];
 
 export const DEFAULT_LISTEN = { host: '127.0.0.1', port: 11435 } as const;
@@ -60,6 +62,8 @@ const UNIFIED_SHARE_EXPECTATION = 'expected a share of RAM above 0 and at most 1
 const GPU_LAYERS_EXPECTATION = 'expected "all" or a whole number of layers (0 or more)';
 const gpuLayers = z.union([z.literal('all'), integer(GPU_LAYERS_EXPECTATION, 0)], { error: GPU_LAYERS_EXPECTATION });
 
+const argumentList = z.array(z.string({ error: 'expected text (one argument per list item)' }), { error: 'expected a list of arguments' });
+
 export const modelConfigSchema = strict({
   id: modelName('a model id'),
   path: nonEmptyText('expected the path of a .gguf file'),
@@ -76,7 +80,10 @@ export const modelConfigSchema = strict({
   hangLimit: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   aliases: z.array(modelName('an alias'), { error: 'expected a list of names' }).default([]),
   engine: z.enum(ENGINE_CHOICES as [EngineChoice, ...EngineChoice[]], { error: `expected one of: ${ENGINE_CHOICES.join(', ')}` }).default('auto'),
-  args: z.array(z.string({ error: 'expected text (one argument per list item)' }), { error: 'expected a list of arguments' }).default([]),
+  args: argumentList.default([]),
+  // Arguments for one engine only, after `args`: a llama-server flag the embedded engine refuses
+  // (`--logit-bias`) goes here, so the model still launches when `auto` picks the other engine.
+  engineArgs: strict({ embedded: argumentList.optional(), 'llama-server': argumentList.optional() }).default({}),
   env: z.record(z.string(), z.string({ error: 'expected text (quote numbers: "0")' }), { error: 'expected a mapping of NAME: value' }).default({}),
 });
 

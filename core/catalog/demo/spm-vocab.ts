@@ -77,6 +77,21 @@ function buildVocab(): SpmVocab {
   return { tokens, scores, types, emittable, reluctant, unkId: 0, bosId: 1, eosId: 2 };
 }
 
+/**
+ * llama-server arguments that make a random-weight demo model answer a required tool call with
+ * the call, as a model trained for tools would weigh it: `<tool_call>` raised over text
+ * (llama.cpp's grammar for a required call lets text come before the call, and the demo would
+ * write text to the token limit) and the end of text over a second call once the first closes.
+ * As a server's default they weigh on every request, and a plain answer then ends at once:
+ * no bias raises the marker where a grammar allows it and not where nothing constrains the
+ * text. A request's own `logit_bias` replaces them. The embedded engine forces the call itself
+ * and has no `--logit-bias`, so these are llama-server's only (a model's `engineArgs`).
+ */
+export function llamaServerToolNudge(): string[] {
+  const vocab = spmVocab();
+  return ['--logit-bias', `${vocab.tokens.indexOf(TOOL_CALL_MARKERS[0])}+90`, '--logit-bias', `${vocab.eosId}+100`];
+}
+
 let cached: SpmVocab | undefined;
 
 /** The shared vocabulary (built once; callers must not mutate it). */

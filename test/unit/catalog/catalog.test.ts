@@ -161,14 +161,22 @@ describe('Catalog', () => {
     const changed = [
       await hashWith(MAIN_CONFIG.replace('ctx: 1024', 'ctx: 512')),
       await hashWith(`${MAIN_CONFIG}    args: [--flash-attn, on]\n`),
+      await hashWith(`${MAIN_CONFIG}    engineArgs: { llama-server: [--flash-attn, on] }\n`),
       await hashWith(`${MAIN_CONFIG}    gpuLayers: 1\n`),
       await hashWith(MAIN_CONFIG.replace('    draft: tiny-draft-f16\n', '')),
     ];
-    expect(new Set([base, ...changed]).size).toBe(5);
+    expect(new Set([base, ...changed]).size).toBe(6);
     // A re-download of the same file (new mtime) is a new definition too.
     const modelPath = join(root, 'models/Tiny-Main-F16.gguf');
     await utimes(modelPath, new Date(), new Date(Date.now() + 60_000));
     expect(await hashWith(MAIN_CONFIG)).not.toBe(base);
+  });
+
+  test("a projector named in args, or in llama-server's engineArgs (only it takes --mmproj), is the model's", async () => {
+    for (const named of ['    args: [--mmproj, /p/proj.gguf]\n', '    engineArgs: { llama-server: [--mmproj, /p/proj.gguf] }\n']) {
+      await writeFile(configPath, `${MAIN_CONFIG}${named}`);
+      expect(byId(await open(), 'main').projectorPath, named).toBe('/p/proj.gguf');
+    }
   });
 
   test('a measurement raises the estimate to at least what was measured, survives a restart, and ends with the definition', async () => {

@@ -37,11 +37,11 @@ const table: [string, string, string][] = [
   ['empty path', one('').replace('/m/a.gguf', '""'), `${FILE}: models[0].path: expected the path of a .gguf file, got ""`],
   ['id with a space', 'models:\n  - id: my model\n    path: /m/a.gguf\n', `${FILE}: models[0].id: expected a model id (text without spaces), got "my model"`],
   ['unknown field in another spelling', one('    gpu_layers: 10\n'),
-    `${FILE}: models[0].gpu_layers: unknown field, set to 10; did you mean "gpuLayers"? Expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, env`],
+    `${FILE}: models[0].gpu_layers: unknown field, set to 10; did you mean "gpuLayers"? Expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, engineArgs, env`],
   ['unknown field, two letters swapped', one('    cxt: 4096\n'),
-    `${FILE}: models[0].cxt: unknown field, set to 4096; did you mean "ctx"? Expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, env`],
+    `${FILE}: models[0].cxt: unknown field, set to 4096; did you mean "ctx"? Expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, engineArgs, env`],
   ['unknown field like no known one', one('    colour: blue\n'),
-    `${FILE}: models[0].colour: unknown field, set to "blue"; expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, env`],
+    `${FILE}: models[0].colour: unknown field, set to "blue"; expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, engineArgs, env`],
   ['unknown budget field, a letter left out', 'budget:\n  limt: 260MiB\n',
     `${FILE}: budget.limt: unknown field, set to "260MiB"; did you mean "limit"? Expected one of: reserve, limit, engineOverhead, unifiedShare, idleSample`],
   ['a misspelt key name beside a client key keeps its secret out', 'listen:\n  clientKeys:\n    - {name: laptop, key: 0123456789abcdef0123, kye: 0123456789abcdef0123}\n',
@@ -54,6 +54,15 @@ const table: [string, string, string][] = [
   ['pinned as text', one('    pinned: "yes please"\n'), `${FILE}: models[0].pinned: expected true or false, got "yes please"`],
   ['args as one string', one('    args: --flash-attn on\n'), `${FILE}: models[0].args: expected a list of arguments, got "--flash-attn on"`],
   ['args item a number', one('    args: [--threads, 4]\n'), `${FILE}: models[0].args[1]: expected text (one argument per list item), got 4`],
+  ['engineArgs for an engine there is none of', one('    engineArgs:\n      vllm: [--max-num-seqs, "8"]\n'),
+    `${FILE}: models[0].engineArgs.vllm: unknown field, set to a list (2 items); expected one of: embedded, llama-server`],
+  ['engineArgs keyed by `auto`, which is a choice and not an engine', one('    engineArgs:\n      auto: [--no-mmap]\n'),
+    `${FILE}: models[0].engineArgs.auto: unknown field, set to a list (1 item); expected one of: embedded, llama-server`],
+  ['engineArgs with the engine misspelt', one('    engineArgs:\n      llama_server: [--logit-bias, "356+90"]\n'),
+    `${FILE}: models[0].engineArgs.llama_server: unknown field, set to a list (2 items); did you mean "llama-server"? Expected one of: embedded, llama-server`],
+  ['engineArgs as a list', one('    engineArgs: [--no-mmap]\n'), `${FILE}: models[0].engineArgs: expected a mapping (key: value lines), got a list (1 item)`],
+  ['engineArgs of one engine as one string', one('    engineArgs:\n      llama-server: --no-mmap\n'),
+    `${FILE}: models[0].engineArgs.llama-server: expected a list of arguments, got "--no-mmap"`],
   ['env value a number', one('    env:\n      CUDA_VISIBLE_DEVICES: 0\n'), `${FILE}: models[0].env.CUDA_VISIBLE_DEVICES: expected text (quote numbers: "0"), got 0`],
   ['idleTtl nonsense', one('    idleTtl: soon\n'), `${FILE}: models[0].idleTtl: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got "soon"`],
   ['budget reserve unit', 'budget:\n  reserve: 2G\n', `${FILE}: budget.reserve: expected a size like "2GiB", "512MB" or a number of bytes, got "2G"`],
@@ -179,9 +188,10 @@ describe('config validation', () => {
     expect(big).toMatchObject({
       id: 'qwen-7b', path: '/home/ada/models/qwen2.5-7b-instruct-q4_k_m.gguf', ctx: 16384, priority: 10, pinned: true,
       draft: 'qwen-0.5b', fallback: 'qwen-0.5b', gpuLayers: 'all', idleTtlMs: 30 * 60_000, aliases: ['gpt-4o', 'coder'],
-      engine: 'llama-server', args: ['--flash-attn', 'on'], env: { CUDA_VISIBLE_DEVICES: '0' }, index: 0,
+      engine: 'llama-server', args: ['--flash-attn', 'on'], engineArgs: { 'llama-server': ['--logit-bias', '151657+2'], embedded: ['--no-mmap'] },
+      env: { CUDA_VISIBLE_DEVICES: '0' }, index: 0,
     });
-    expect(small).toMatchObject({ path: '/home/ada/.config/llmtray/models/qwen2.5-0.5b-instruct-q8_0.gguf', gpuLayers: 12, idleTtlMs: 90_000, engine: 'embedded', index: 1 });
+    expect(small).toMatchObject({ path: '/home/ada/.config/llmtray/models/qwen2.5-0.5b-instruct-q8_0.gguf', gpuLayers: 12, idleTtlMs: 90_000, engine: 'embedded', engineArgs: {}, index: 1 });
     expect(small?.ctx).toBeUndefined();
   });
 });

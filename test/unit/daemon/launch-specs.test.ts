@@ -41,6 +41,13 @@ describe('launchSpecFor', () => {
     expect(launchSpecFor('b', sources([catalogModel('b')])).layers).toBeUndefined();
   });
 
+  it('appends the arguments of the engine that runs the model after the shared ones, and no other engine’s', () => {
+    const m = catalogModel('a', { args: ['--no-mmap'], engineArgs: { 'llama-server': ['--logit-bias', '356+90'], embedded: ['-t', '2'] } });
+    expect(launchSpecFor('a', sources([m], { llamaServerPath: '/usr/bin/llama-server' })).extraArgs).toEqual(['--no-mmap', '--logit-bias', '356+90']);
+    expect(launchSpecFor('a', sources([m])).extraArgs).toEqual(['--no-mmap', '-t', '2']);
+    expect(launchSpecFor('a', sources([catalogModel('a', { engineArgs: { 'llama-server': ['--logit-bias', '356+90'] } })])).extraArgs).toEqual([]);
+  });
+
   it('merges the engine environment under the model’s own', () => {
     const m = catalogModel('a', { env: { CUDA_VISIBLE_DEVICES: '1', SHARED: 'model' } });
     const spec = launchSpecFor('a', sources([m], { engineEnv: { ELECTRON_RUN_AS_NODE: '1', SHARED: 'app' } }));
