@@ -29,6 +29,7 @@ import { currentPlatform, type PlatformFacts } from './paths.js';
 import { referenceProblems, type ReferenceProblem } from './references.js';
 import { Settling } from './settling.js';
 import { filesBeingWritten, type FileBeingWritten } from './being-written.js';
+import { projectorFromArgs } from './projector-args.js';
 import { Emitter, type Event } from '../common/emitter.js';
 
 export type ModelSource = 'config' | 'discovered';
@@ -490,18 +491,4 @@ async function fileIdentity(path: string): Promise<Pick<Entry, 'file' | 'realPat
   } catch (error) {
     return { file: null, realPath: null, fileError: `${path}: cannot read the model file: ${(error as Error).message}` };
   }
-}
-
-/**
- * A projector the person passes in `args` (or llama-server's `engineArgs`: only it has --mmproj) wins
- * over the folder's; `--no-mmproj` means none (null); undefined when the args say nothing.
- */
-function projectorFromArgs(args: readonly string[]): string | null | undefined {
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === '--no-mmproj') return null;
-    if (arg === '--mmproj' || arg === '-mm') return args[i + 1];
-    if (arg.startsWith('--mmproj=')) return arg.slice('--mmproj='.length);
-  }
-  return undefined;
 }
