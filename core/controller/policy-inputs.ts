@@ -114,7 +114,7 @@ export function policyInputs(observed: {
     if (demand.oneGpu === true) entry.oneGpu = true;
     if (want.waitingSince !== undefined) entry.waitingSince = want.waitingSince;
     // A failing model whose relaunched server is up, on trial, holds its place as any resident.
-    if (recovery.attempts > 0 && record?.server?.ready !== true && !(record?.diedWhileServing === true && want.waitingSince !== undefined)) entry.retrying = true;
+    if (recovery.attempts > 0 && record?.server?.phase !== 'ready' && !(record?.diedWhileServing === true && want.waitingSince !== undefined)) entry.retrying = true;
     desired.push(entry);
   }
 
