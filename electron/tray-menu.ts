@@ -236,7 +236,7 @@ function servingWords(model: ModelView): string {
 /** How far the ladder shrank a resident model, in the words "degraded: …" and "Level: …" use. */
 const LEVEL_WORDS: Readonly<Record<LaunchLevel, string>> = {
   full: 'full',
-  degraded: 'smaller context',
+  'smaller-context': 'smaller context',
   partial: 'part on CPU',
   minimal: 'CPU only',
 };

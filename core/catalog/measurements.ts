@@ -77,7 +77,7 @@ export class MeasurementStore {
 /**
  * The estimate raised to a measurement of the whole process (model, draft, projector): the
  * missing bytes go to the compute term, the part of the formula with the least certainty,
- * so weights and KV per token (which the degraded level scales) stay as computed.
+ * so weights and KV per token (which the smaller-context level scales) stay as computed.
  */
 export function withMeasurement(estimate: FootprintEstimate, measuredBytes: number | undefined): FootprintEstimate {
   if (measuredBytes === undefined) return estimate;

@@ -30,7 +30,7 @@ export function table(header: readonly string[], rows: readonly (readonly string
 /** A record, not a chain of ternaries, so a new level is a compile error here rather than a wrong word. */
 const LEVEL_WORDS: Readonly<Record<LaunchLevel, string>> = {
   full: 'full',
-  degraded: 'smaller context',
+  'smaller-context': 'smaller context',
   partial: 'part on CPU',
   minimal: 'CPU only',
 };

@@ -32,6 +32,15 @@ export interface GpuFaultReport {
   gpu: number | null;
 }
 
+/**
+ * Where a model's server is in its life as these events tell it: `loading` from ServerSpawned,
+ * `ready` from ServerReady; its end (ServerExited, ServerStopped) leaves no server. The same
+ * words for the same states as the supervisor's own ServerPhase (core/engine/supervisor/
+ * server-state.ts), which has more (spare, stopping, exited) that no event reports: the
+ * controller folds the events into these words rather than a word of its own.
+ */
+export type ReportedServerPhase = 'loading' | 'ready';
+
 /** A failure the recovery ladder acts on. */
 export type ServerFailureKind = Exclude<FailureKind, 'none'>;
 

@@ -47,14 +47,14 @@ export function deriveStatus({ record, demand, verdict, desired }: StatusFacts):
   };
 
   if (record.op?.kind === 'evicting') return body('evicting', record.op.level, 'stopping; its memory is not back yet');
-  const starting = record.op?.kind === 'loading' ? record.op.level : record.server?.ready === false ? record.server.level : null;
+  const starting = record.op?.kind === 'loading' ? record.op.level : record.server?.phase === 'loading' ? record.server.level : null;
   if (starting !== null) return body('loading', starting, `starting at the ${starting} level`);
   if (verdict === 'quarantine') return body('quarantined', null, 'waiting for a retry or a changed definition');
   if (verdict === 'fallback') {
     const fallbackId = demand?.fallbackId ?? null;
     return body('fallback', null, `${fallbackId} answers until a retry or a changed definition`, fallbackId);
   }
-  if (record.server?.ready === true) {
+  if (record.server?.phase === 'ready') {
     const outdated = demand !== undefined && isOutdated(record, demand);
     return body('serving', record.server.level, outdated ? 'runs its old definition; relaunching with the new one once its requests finish' : record.movingUp);
   }

@@ -11,12 +11,14 @@ import type { ModelDemand } from './effects.js';
 import type { LaunchLevel } from '../contracts/launch-level.js';
 import type { LeftOut, Placement } from '../contracts/plan.js';
 import type { RecoveryAction } from '../contracts/recovery.js';
+import type { ReportedServerPhase } from '../contracts/server-events.js';
 
 /** Its server as the lifecycle events said: see ModelRecord.server. */
 export interface RecordedServer {
   readonly level: LaunchLevel;
   readonly pid: number;
-  readonly ready: boolean;
+  /** loading from ServerSpawned, ready from ServerReady: the supervisor's words for its server's life. */
+  readonly phase: ReportedServerPhase;
   readonly served?: boolean;
   readonly placement?: Placement;
   readonly definitionHash?: string;
@@ -52,7 +54,7 @@ export interface ModelRecord {
    */
   readonly op: { kind: 'loading'; level: LaunchLevel; placement: Placement; definitionHash?: string } | { kind: 'evicting'; level: LaunchLevel } | null;
   /**
-   * Its server, folded from the lifecycle events: spawned (loading), ready; null when none
+   * Its server, folded from the lifecycle events: spawned (phase loading), ready; null when none
    * runs. `placement` is where the launch put it (absent for a server this controller did not
    * launch). `served`: since it became ready it answered a request (Controller.served).
    * `definitionHash`: the definition it was launched with (absent: not this controller's launch).
@@ -162,5 +164,5 @@ export function fallbackReason(record: ModelRecord, fallbackId: string): string 
 /** Its ready server was launched with another definition than the model has now (a new context, file, arguments…). */
 export function isOutdated(record: ModelRecord, demand: ModelDemand): boolean {
   const launchedWith = record.server?.definitionHash;
-  return record.server?.ready === true && launchedWith !== undefined && launchedWith !== demand.definitionHash;
+  return record.server?.phase === 'ready' && launchedWith !== undefined && launchedWith !== demand.definitionHash;
 }

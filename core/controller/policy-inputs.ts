@@ -7,7 +7,7 @@
 //   for it, so a pinned model that falls back keeps its fallback hot in its place;
 // - a desired model is priced at the level it runs at if resident, else at the level its
 //   recovery state asks for, draft included (one footprintAt for plan and launch); at full
-//   and degraded with its cost per layer too, so `place` may split it or keep part on the CPU;
+//   and smaller-context with its cost per layer too, so `place` may split it or keep part on the CPU;
 // - a model whose engine cannot be told a split's shares (`oneGpu`: the embedded engine) is
 //   never priced as a split, so that what runs is what was priced;
 // - a resident model costs what the server reports, and is in use (`inUse`) while it decodes or while
@@ -105,16 +105,16 @@ export function policyInputs(observed: {
     const recovery = record?.recovery ?? NO_FAILURE;
     const level = runningById.get(modelId)?.level ?? loading.get(modelId)?.level ?? launchLevelAfter(recovery);
     const entry: PlacedDesired = { modelId, priority: want.priority, pinned: want.pinned, lastUsed: want.lastUsed, ...costAt(level, demand) };
-    // At full or degraded `place` chooses where its layers go; at partial or minimal the
+    // At full or smaller-context `place` chooses where its layers go; at partial or minimal the
     // recovery ladder already did (fewer layers, or none, after an out-of-memory), and the
     // model is the one piece its level costs.
-    const layerCost = level === 'full' || level === 'degraded' ? layerCostAt(level, withoutDraft(demand.estimate)) : undefined;
+    const layerCost = level === 'full' || level === 'smaller-context' ? layerCostAt(level, withoutDraft(demand.estimate)) : undefined;
     if (layerCost !== undefined) entry.layerCost = layerCost;
     if (demand.mixedSplit === true) entry.mixedSplit = true;
     if (demand.oneGpu === true) entry.oneGpu = true;
     if (want.waitingSince !== undefined) entry.waitingSince = want.waitingSince;
     // A failing model whose relaunched server is up, on trial, holds its place as any resident.
-    if (recovery.attempts > 0 && record?.server?.ready !== true && !(record?.diedWhileServing === true && want.waitingSince !== undefined)) entry.retrying = true;
+    if (recovery.attempts > 0 && record?.server?.phase !== 'ready' && !(record?.diedWhileServing === true && want.waitingSince !== undefined)) entry.retrying = true;
     desired.push(entry);
   }
 

@@ -75,14 +75,14 @@ export class RecordStore {
     write(record).server = {
       level,
       pid,
-      ready: false,
+      phase: 'loading',
       ...(op?.kind === 'loading' ? { placement: op.placement, ...(op.definitionHash === undefined ? {} : { definitionHash: op.definitionHash }) } : {}),
     };
   }
 
   /** Its server `pid` is ready: what was known of that process stays, and it has answered nothing yet. */
   serverReady(record: ModelRecord, level: LaunchLevel, pid: number): void {
-    write(record).server = { ...(record.server?.pid === pid ? record.server : {}), level, pid, ready: true, served: false };
+    write(record).server = { ...(record.server?.pid === pid ? record.server : {}), level, pid, phase: 'ready', served: false };
   }
 
   /** Its server `pid` ended; null: a launch that never ran a process, after whatever it replaced was stopped. */

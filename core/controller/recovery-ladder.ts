@@ -114,7 +114,7 @@ export class RecoveryLadder {
 
   /** The model's ready server answered a request: the proof of health that starts a failing model's ladder over. */
   served(record: ModelRecord): void {
-    if (record.server?.ready !== true) return;
+    if (record.server?.phase !== 'ready') return;
     this.deps.store.serverServed(record, record.server);
     if (record.recovery.attempts > 0) this.provedHealthy(record, 'it answered a request');
   }
@@ -124,7 +124,7 @@ export class RecoveryLadder {
     if (!this.deps.live()) return;
     const trialMs = this.deps.healthyAfterMs();
     this.timer(this.healthTimers, record.modelId).set(trialMs, () => {
-      if (record.server?.pid === pid && record.server.ready && record.recovery.attempts > 0) this.provedHealthy(record, `it stayed ready for ${seconds(trialMs)}`);
+      if (record.server?.pid === pid && record.server.phase === 'ready' && record.recovery.attempts > 0) this.provedHealthy(record, `it stayed ready for ${seconds(trialMs)}`);
     });
   }
 

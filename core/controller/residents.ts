@@ -34,7 +34,7 @@ export function loadingModels(records: Records): Map<string, Loading> {
   const out = new Map<string, Loading>();
   for (const record of records.values()) {
     if (record.op?.kind === 'loading') out.set(record.modelId, { level: record.op.level, placement: record.op.placement });
-    else if (record.server !== null && !record.server.ready) {
+    else if (record.server?.phase === 'loading') {
       out.set(record.modelId, { level: record.server.level, ...(record.server.placement === undefined ? {} : { placement: record.server.placement }) });
     }
   }

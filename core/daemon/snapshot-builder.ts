@@ -62,7 +62,7 @@ function idleStatus(modelId: string, since: number): ModelStatus {
 }
 
 function estimatesOf(estimate: FootprintEstimate | null): Record<LaunchLevel, number> {
-  const out = { full: 0, degraded: 0, partial: 0, minimal: 0 } as Record<LaunchLevel, number>;
+  const out = { full: 0, 'smaller-context': 0, partial: 0, minimal: 0 } as Record<LaunchLevel, number>;
   if (estimate === null) return out;
   for (const level of LAUNCH_LEVELS) out[level] = footprintAt(level, estimate).deviceBytes;
   return out;

@@ -2,7 +2,7 @@
 //
 // argvFor is pure so that every level × engine build is a table test: the argv is where an
 // estimate meets reality, and a wrong `-c` or `-ngl` is an OOM the scheduler cannot foresee.
-import { degradedContext, partialLayers } from '../policy/levels.js';
+import { smallerContext, partialLayers } from '../policy/levels.js';
 import type { EngineCapabilities } from './llama-server/capabilities.js';
 import { placementArgs, placementGpuLayers } from './placement-args.js';
 import { llamaServerStagingDir } from './saved-conversations/on-disk.js';
@@ -15,7 +15,7 @@ export interface LaunchSpec {
   modelId: string;
   engine: EngineKind;
   modelPath: string;
-  /** The configured context; every level but 'full' launches at degradedContext of it. */
+  /** The configured context; every level but 'full' launches at smallerContext of it. */
   contextTokens: number;
   gpuLayers: number | 'all';
   /**
@@ -118,13 +118,13 @@ const ALL_LAYERS = 999;
 /**
  * The engine argv (after the command and its fixed prefix) for one launch. Pure.
  * - full: the configured context and GPU layers.
- * - degraded: degradedContext of the configured context, the same GPU layers.
- * - partial: the degraded context, partialLayers(layers) blocks and the output layer on the device
+ * - smaller-context: smallerContext of the configured context, the same GPU layers.
+ * - partial: the smaller context, partialLayers(layers) blocks and the output layer on the device
  *   (`-ngl` one more: llama.cpp counts the output as a layer) with the rest on the CPU, the
  *   draft's GPU layers as configured (it stays on the device, as footprintAt counts it).
  *   When that is 0 layers (unknown, or gpuLayers 0 as on a machine without a GPU) it is
  *   minimal's argv, as its footprint is minimal's.
- * - minimal: the degraded context, `-ngl 0` and the draft on the CPU too (`-ngld 0`).
+ * - minimal: the smaller context, `-ngl 0` and the draft on the CPU too (`-ngld 0`).
  * A `placement` (where `place` put the model) adds its devices (placement-args.ts, in the
  * driver's numbers `identityOf` gives for each of the plan's GPUs), and where it
  * keeps part of the model in host RAM, its own `-ngl` (or `--n-cpu-moe`) instead of the level's.
@@ -155,7 +155,7 @@ export function argvFor(
   const onCpu = level === 'minimal' || splitLayers === 0;
   const layers = (n: number | 'all'): string =>
     onCpu ? '0' : n === 'all' ? (capabilities.gpuLayersAll ? 'all' : String(ALL_LAYERS)) : String(n);
-  const context = level === 'full' ? spec.contextTokens : degradedContext(spec.contextTokens);
+  const context = level === 'full' ? spec.contextTokens : smallerContext(spec.contextTokens);
 
   // llama.cpp's -ngl counts the output layer as one more layer, offloaded first: `-ngl N` is the
   // output and N − 1 blocks. The footprint keeps the output on the device with the N blocks it

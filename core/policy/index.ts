@@ -10,7 +10,7 @@ export {
   type RecoveryState,
 } from './recover.js';
 export {
-  degradedContext,
+  smallerContext,
   footprintAt,
   layerCostAt,
   partialLayers,

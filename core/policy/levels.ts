@@ -15,14 +15,14 @@ const CONTEXT_STEP = 256;
 const CONTEXT_FLOOR = 512;
 
 /**
- * The context a 'degraded' launch uses: a quarter of the configured one, rounded down to a
+ * The context a 'smaller-context' launch uses (and 'partial' and 'minimal' below it): a quarter of the configured one, rounded down to a
  * multiple of 256, at least 512, and never more than the configured context (a model
  * configured with 300 tokens stays at 300). Why a quarter: the KV cache is the part of the
  * footprint that scales with context, and a quarter frees most of it while leaving a usable
  * window; halving often does not free enough to get past the allocation that failed.
  * Negative or non-numeric input counts as zero.
  */
-export function degradedContext(contextTokens: number): number {
+export function smallerContext(contextTokens: number): number {
   const configured = nonNegative(Math.floor(contextTokens));
   const quarter = Math.floor(configured / 4 / CONTEXT_STEP) * CONTEXT_STEP;
   return Math.min(configured, Math.max(CONTEXT_FLOOR, quarter));
@@ -131,13 +131,13 @@ export interface LevelFootprint {
 }
 
 /**
- * The memory a model takes at a level, its draft included. 'full' and 'degraded' put
- * everything on the device. 'partial' takes the degraded bytes and moves the layers that do
+ * The memory a model takes at a level, its draft included. 'full' and 'smaller-context' put
+ * everything on the device. 'partial' takes the smaller-context bytes and moves the layers that do
  * not stay (L − N of them for N = partialLayers(L)) to host RAM: with per-block figures, those
  * blocks' weights and KV (what layerCostAt says a block costs), the rest staying on the device;
  * without them, (L − N)/L of all weights and KV. The compute buffer and the draft stay on the
- * device. 'minimal' puts all the degraded bytes in host RAM, as does 'partial' when N is 0. So
- * device + host is the degraded total at every level below 'full', and the caller checks
+ * device. 'minimal' puts all the smaller-context bytes in host RAM, as does 'partial' when N is 0. So
+ * device + host is the smaller-context total at every level below 'full', and the caller checks
  * hostBytes against free RAM (see hostMemoryReason). With per-block figures the device total
  * at a level is layerCostAt's: main + compute + layers × perLayer (+ the draft), so `place`
  * and this function cost a model alike. Negative inputs count as zero. Pure and total: never throws.
@@ -147,7 +147,7 @@ export function footprintAt(level: LaunchLevel, estimate: FootprintEstimate): Le
   const bytes = bytesAtContext(estimate, contextTokens);
   switch (level) {
     case 'full':
-    case 'degraded':
+    case 'smaller-context':
       return { deviceBytes: bytes, hostBytes: 0, contextTokens };
     case 'partial': {
       const hostBytes = partialHostBytes(estimate, contextTokens, bytes);
@@ -160,7 +160,7 @@ export function footprintAt(level: LaunchLevel, estimate: FootprintEstimate): Le
 
 /**
  * The estimate as `place`'s LayerCost, at the level's context (the configured one at 'full',
- * degradedContext below): a block costs its weights (the largest block's) and its share of
+ * smallerContext below): a block costs its weights (the largest block's) and its share of
  * the KV cache, kvBytesPerToken × context / layers, rounded up; the non-block weights go on the
  * main device; every device that holds layers reserves the compute buffer and the engine's
  * runtime, and in a split the compute buffer once more (pipelineComputeBytes). The draft is not in
@@ -198,10 +198,10 @@ function layerCostAtContext(estimate: FootprintEstimate, contextTokens: number):
  */
 const PIPELINE_COMPUTE_SHARE = 0.75;
 
-/** The context a level launches with: the configured one at 'full', degradedContext below. */
+/** The context a level launches with: the configured one at 'full', smallerContext below. */
 function contextAt(level: LaunchLevel, configuredTokens: number): number {
   const configured = nonNegative(Math.floor(configuredTokens));
-  return level === 'full' ? configured : degradedContext(configured);
+  return level === 'full' ? configured : smallerContext(configured);
 }
 
 function bytesAtContext(estimate: FootprintEstimate, contextTokens: number): number {

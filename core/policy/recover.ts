@@ -59,10 +59,10 @@ const ACTION_LADDER: Readonly<Record<Failure, readonly RecoveryAction[]>> = {
  * The level for the launch after attempt 1, 2, ...; past the end of a row the last entry
  * holds.
  *
- *   | kind    | 1        | 2        | 3 and more |
- *   | oom     | degraded | partial  | minimal    |
- *   | hang    | full     | degraded | degraded   |
- *   | crash   | full     | full     | full       |
+ *   | kind    | 1               | 2               | 3 and more      |
+ *   | oom     | smaller-context | partial         | minimal         |
+ *   | hang    | full            | smaller-context | smaller-context |
+ *   | crash   | full            | full            | full            |
  *
  * oom: the first degrade shrinks the context, the second moves part of the layers to host
  * RAM, the third the whole model to the CPU. Why partial before the CPU: a model a little too
@@ -71,8 +71,8 @@ const ACTION_LADDER: Readonly<Record<Failure, readonly RecoveryAction[]>> = {
  * context, never the CPU. crash: nothing suggests the size was at fault.
  */
 const LEVEL_LADDER: Readonly<Record<Failure, readonly LaunchLevel[]>> = {
-  oom: ['degraded', 'partial', 'minimal'],
-  hang: ['full', 'degraded'],
+  oom: ['smaller-context', 'partial', 'minimal'],
+  hang: ['full', 'smaller-context'],
   crash: ['full'],
   invalid: ['full'],
   environment: ['full'],

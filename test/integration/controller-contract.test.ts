@@ -24,7 +24,7 @@ import { EMBEDDED_CAPABILITIES, type LaunchSpec } from '../../core/engine/launch
 import { EMBEDDED_ENGINE_NODE_FLAGS, embeddedEntryPath } from '../../core/engine/supervisor/engine-command.js';
 import { isRunning } from '../../core/engine/supervisor/process-tree.js';
 import { Supervisor } from '../../core/engine/supervisor/supervisor.js';
-import { degradedContext, footprintAt, type FootprintEstimate } from '../../core/policy/levels.js';
+import { smallerContext, footprintAt, type FootprintEstimate } from '../../core/policy/levels.js';
 import { RecordingServer, ScriptedLaunchError } from '../support/recording-server.js';
 import { demoModels } from '../support/test-models.js';
 import { embeddedEngineAddressSpace } from '../soak/engine-address-space.js';
@@ -37,10 +37,10 @@ const DEMO_CHAT_KV_BYTES_PER_TOKEN = 8 * 2 * 4 * 64 * 2;
  * The address space the OOM model's engine runs under, above what its engine holds with
  * demo-chat at 512 tokens on the Node that runs this file (measured in beforeAll: ~1.40 GB on
  * Node 20, more on 22 and 24, whose reservations differ), and a context that does not fit it at
- * 'full' but does at 'degraded'. Measured on Node 20: ~2.03 GB at 65536 tokens (a 512 MiB
- * cache), so the full launch needs ~3.55 GB (a 2 GiB cache) and the degraded one ~2.03 GB: the
+ * 'full' but does at 'smaller-context'. Measured on Node 20: ~2.03 GB at 65536 tokens (a 512 MiB
+ * cache), so the full launch needs ~3.55 GB (a 2 GiB cache) and the smaller-context one ~2.03 GB: the
  * base + 1.35 GB misses the first by ~0.8 GB and clears the second by ~0.7 GB, both far past
- * run-to-run noise. A limit fixed from the Node 20 base failed the degraded launch on Node 22.
+ * run-to-run noise. A limit fixed from the Node 20 base failed the smaller-context launch on Node 22.
  */
 const ADDRESS_SPACE_ABOVE_BASE_BYTES = 1_350_000_000;
 let addressSpaceBytes = 0;
@@ -255,16 +255,16 @@ describe.each([fakeWorld, realWorld])('the controller against $name', (world) =>
     expect(failed[0]).toMatchObject({ modelId: BIG, level: 'full', kind: 'oom', attempts: 1, nextAction: 'degrade' });
     expect(failed[0]?.error).toMatch(KV_OOM);
     // Ready is not yet healthy: the ladder holds until the server answers (or outlasts its trial).
-    expect(r.controller.status(BIG)).toMatchObject({ state: 'degraded', level: 'degraded', recovery: { kind: 'oom', attempts: 1 } });
+    expect(r.controller.status(BIG)).toMatchObject({ state: 'degraded', level: 'smaller-context', recovery: { kind: 'oom', attempts: 1 } });
     r.controller.served(BIG);
-    expect(r.controller.status(BIG)).toMatchObject({ state: 'degraded', level: 'degraded', recovery: { kind: 'none', attempts: 0 } });
+    expect(r.controller.status(BIG)).toMatchObject({ state: 'degraded', level: 'smaller-context', recovery: { kind: 'none', attempts: 0 } });
     expect(r.serverEvents.map((e) => `${e.type} ${'level' in e ? e.level : ''}`)).toEqual([
       'ServerSpawned full',
       'ServerExited full',
-      'ServerSpawned degraded',
-      'ServerReady degraded',
+      'ServerSpawned smaller-context',
+      'ServerReady smaller-context',
     ]);
-    expect(degradedContext(OOM_CONTEXT)).toBeLessThan(OOM_CONTEXT);
+    expect(smallerContext(OOM_CONTEXT)).toBeLessThan(OOM_CONTEXT);
   });
 
   it('a death while serving is one failure, however many passes see it, and the model comes back on a new server', async () => {

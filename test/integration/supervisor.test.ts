@@ -405,14 +405,14 @@ describe('Supervisor with the fake engine', () => {
   it('reports a ready server killed while serving once, as ServerExited with the kind, and replaces it on the next launch', async () => {
     const { supervisor } = await supervisorWith({});
     const events = recordEvents(supervisor);
-    await supervisor.launch('victim', 'degraded');
+    await supervisor.launch('victim', 'smaller-context');
     const pid = supervisor.endpointFor('victim')?.pid ?? -1;
     process.kill(pid, 'SIGKILL');
     await until(() => events.some((e) => e.type === 'ServerExited'), 'the death is reported');
     expect(typesOf(events)).toEqual(['ServerSpawned victim', 'ServerReady victim', 'ServerExited victim']);
-    expect(events[2]).toMatchObject({ pid, kind: 'crash', signal: 'SIGKILL', exitCode: null, level: 'degraded', wasReady: true });
+    expect(events[2]).toMatchObject({ pid, kind: 'crash', signal: 'SIGKILL', exitCode: null, level: 'smaller-context', wasReady: true });
     expect(supervisor.endpointFor('victim')).toBeNull();
-    await supervisor.launch('victim', 'degraded'); // a dead server is replaced
+    await supervisor.launch('victim', 'smaller-context'); // a dead server is replaced
     expect(supervisor.endpointFor('victim')).not.toBeNull();
   });
 

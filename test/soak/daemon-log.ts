@@ -43,8 +43,8 @@ export function parseLogLine(line: string): LogEvent | null {
   const [, subsystem, message = ''] = m;
   let p: RegExpExecArray | null;
   if (subsystem === 'controller') {
-    if ((p = /^launching (\S+) at the (\w+) level$/.exec(message))) return { type: 'launching', modelId: p[1] as string, level: p[2] as string };
-    if ((p = /^(\S+) is ready at the (\w+) level$/.exec(message))) return { type: 'ready', modelId: p[1] as string, level: p[2] as string };
+    if ((p = /^launching (\S+) at the ([\w-]+) level$/.exec(message))) return { type: 'launching', modelId: p[1] as string, level: p[2] as string };
+    if ((p = /^(\S+) is ready at the ([\w-]+) level$/.exec(message))) return { type: 'ready', modelId: p[1] as string, level: p[2] as string };
     if ((p = /^evicting (\S+)$/.exec(message))) return { type: 'evicting', modelId: p[1] as string };
     if ((p = /^(\S+) was not evicted: a request claimed it/.exec(message))) return { type: 'claimed-not-evicted', modelId: p[1] as string };
     // The controller's three words for a death (controller.ts launchFailed): a server that had

@@ -6,7 +6,7 @@
 // move with Node. Measured here (VmPeak, node-llama-cpp 3.21.1, CPU, one thread, once loaded):
 // demo-tiny @2048 1.43 GB on Node 20.20 and 1.83 GB on Node 24.22; demo-chat @65536 2.03 GB and
 // 2.46 GB. A limit fixed at 2.32 GB from the Node 20 figures had every chat model run out of
-// memory at 'full' on Node 24, so both ran at 'degraded' side by side and the short soak's
+// memory at 'full' on Node 24, so both ran at 'smaller-context' side by side and the short soak's
 // traffic never swapped (it had not finished after 15 minutes). What a larger context adds
 // above the base barely moves (+0.59 GB and +0.63 GB for demo-chat @65536 over demo-tiny).
 import { spawn } from 'node:child_process';

@@ -142,7 +142,7 @@ const oom: Episode = async (world, id, round) => {
     at,
     until: (ready?.at ?? outcome.endedAt) + AFTERMATH_MS,
     classifiedAs: seenAs?.kind ?? null,
-    seen: seenAs?.kind === 'oom' && ready?.event.level === 'degraded' && outcome.ok,
+    seen: seenAs?.kind === 'oom' && ready?.event.level === 'smaller-context' && outcome.ok,
     note: `${seenAs === null ? 'no failed launch' : `launch at ${seenAs.what === 'failed to launch' ? 'full failed' : seenAs.what} (${seenAs.kind})`}; ${ready === undefined ? 'never ready' : `ready at the ${ready.event.level} level`}; its request ${outcome.ok ? 'was answered' : `failed: ${outcome.error?.message}`}`,
   };
 };

@@ -18,7 +18,7 @@
 // node-llama-cpp 3.21.1, CPU) above demo-tiny @2048, Node 20 / Node 24: demo-chat @32768
 // +0.30 GB, @65536 +0.59 / +0.63 GB, @131072 +1.20 / +1.24 GB; the 362 MB slow model @4096
 // without mmap +0.39 GB; the daemon itself holds about the base. At +0.89 GB, big (demo-chat
-// @131072) misses by ~0.3 GB at 'full' and clears it by ~0.6 GB at 'degraded' (a quarter of the
+// @131072) misses by ~0.3 GB at 'full' and clears it by ~0.6 GB at 'smaller-context' (a quarter of the
 // context), and the chat models (@65536) clear it by ~0.25 GB: each margin far past run-to-run
 // noise (a few MB).
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -45,7 +45,7 @@ export const MODELS = {
   chatB: 'chat-b',
   /** Only the client that disconnects uses it, so its in-flight count shows whether the abort released the claim. */
   chatC: 'chat-c',
-  /** A context too big for the address space at 'full', not at 'degraded'. */
+  /** A context too big for the address space at 'full', not at 'smaller-context'. */
   big: 'big',
   /** A larger model loaded without mmap (its 362 MB copied in): a slow load, which the soak stretches further. */
   slow: 'slow',
@@ -147,8 +147,8 @@ export async function prepareSoak(dir: string): Promise<SoakSetup> {
   if (2 * bytes(MODELS.chatA) <= room) {
     throw new Error(`two chat models (${formatBytes(bytes(MODELS.chatA))} each) fit together in the ${formatBytes(room)} the pinned model leaves: the traffic would not swap`);
   }
-  if (bytes(MODELS.big, 'degraded') + bytes(MODELS.tiny) > budgetBytes) {
-    throw new Error(`big at the degraded level (${formatBytes(bytes(MODELS.big, 'degraded'))}) does not fit the ${formatBytes(budgetBytes)} budget: its out-of-memory recovery could not load`);
+  if (bytes(MODELS.big, 'smaller-context') + bytes(MODELS.tiny) > budgetBytes) {
+    throw new Error(`big at the smaller-context level (${formatBytes(bytes(MODELS.big, 'smaller-context'))}) does not fit the ${formatBytes(budgetBytes)} budget: its out-of-memory recovery could not load`);
   }
   await writeFile(configPath, configText(paths, budgetBytes));
   const tinyEngineBytes = await embeddedEngineAddressSpace(paths.tiny, TINY_CONTEXT);

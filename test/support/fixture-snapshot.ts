@@ -9,7 +9,7 @@ export function fixtureModel(id: string, overrides: Partial<ModelView> = {}): Mo
   return model(id, {
     path: `/models/${id}.gguf`,
     contextTokens: 4096,
-    estimateBytes: { full: 6 * GiB, degraded: 4 * GiB, partial: 2 * GiB, minimal: 0 },
+    estimateBytes: { full: 6 * GiB, 'smaller-context': 4 * GiB, partial: 2 * GiB, minimal: 0 },
     ...overrides,
     status: { since: 1_700_000_000_000, ...overrides.status },
   });

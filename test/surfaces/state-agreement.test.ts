@@ -145,8 +145,8 @@ describe('tray, dashboard and CLI agree on a model as it goes through its states
     // The controller went where the test meant it to.
     expect(steps.map(({ step, status }) => [step, status.state, status.phase, status.level, status.busy])).toEqual([
       ['loading', 'loading', 'loading', 'full', false],
-      ['degraded', 'degraded', 'serving', 'degraded', false],
-      ['busy', 'active', 'serving', 'degraded', true],
+      ['degraded', 'degraded', 'serving', 'smaller-context', false],
+      ['busy', 'active', 'serving', 'smaller-context', true],
       ['failed', 'failed', 'failed', expect.any(String), false],
       ['quarantined', 'quarantined', 'quarantined', null, false],
     ]);

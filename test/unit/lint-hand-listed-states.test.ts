@@ -28,8 +28,8 @@ describe('lint: states listed by hand', () => {
   it.each([
     ['core/contracts/model-status.ts', "export const SERVING_STATES = ['ready', 'active', 'degraded'] as const;"],
     ['electron/tray-menu.test.ts', "for (const state of ['quarantined', 'failed'] as const) {}"],
-    ['core/contracts/launch-level.ts', "export type LaunchLevel = 'full' | 'degraded' | 'partial' | 'minimal';"],
-    ['core/policy/levels.ts', "const ladder = ['full', 'degraded'];"],
+    ['core/contracts/launch-level.ts', "export type LaunchLevel = 'full' | 'smaller-context' | 'partial' | 'minimal';"],
+    ['core/policy/levels.ts', "const ladder = ['full', 'smaller-context'];"],
     ['electron/tray-menu.ts', "if (state === 'failed' || state === 'quarantined') return;"],
     ['electron/tray-menu.ts', "export type TrayHealth = 'ok' | 'loading' | 'problem';"],
     ['renderer/src/format/labels.ts', "const STATE_LABEL: Record<ModelStateName, string> = { ready: 'Ready', active: 'Decoding' };"],

@@ -1,11 +1,20 @@
 // A server's life as one value: its states, which may follow which, and the pure readings of
 // it. A leaf of the supervisor: the process that lives it (server-process.ts) is its one writer,
 // and everyone else reads it from here.
+import type { ReportedServerPhase } from '../../contracts/server-events.js';
 import type { FailureClassification } from '../failure-classifier.js';
 import type { LlamaServerSlots } from '../llama-server/saved-slots.js';
 
 /** What status() calls a server's state: its kind, a draining server still what it was until its output is read. */
 export type ServerPhase = Exclude<ServerState['kind'], 'draining'>;
+
+/**
+ * The phases the lifecycle events report (loading, ready), which the controller keeps in its
+ * records: checked here to be phases of this life, so that a phase renamed here fails to compile
+ * instead of leaving the controller a word the supervisor no longer writes.
+ */
+export type PhaseTheEventsReport = PhaseOfThisLife<ReportedServerPhase>;
+type PhaseOfThisLife<Phase extends ServerPhase> = Phase;
 
 /**
  * Why the supervisor ended a server: 'requested' (an eviction, a cancelled load, a relaunch,

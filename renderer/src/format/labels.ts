@@ -23,7 +23,7 @@ export const STATE_LABEL: Record<ModelStateName, { label: string; tone: Tone }> 
 
 export const LEVEL_LABEL: Record<LaunchLevel, string> = {
   full: 'Full',
-  degraded: 'Smaller context',
+  'smaller-context': 'Smaller context',
   partial: 'Part on CPU',
   minimal: 'CPU only',
 };

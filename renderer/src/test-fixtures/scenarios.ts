@@ -215,7 +215,7 @@ export function showcase(): Snapshot {
       model('demo-chat', {
         desired: true, loading: { fraction: 0.42, startedAt: NOW - 12_000, expectedMs: null },
         placement: { kind: 'gpu', devices: [{ index: 0, layers: 28, bytes: 2.4 * GiB }], cpuMoeLayers: 0, hostBytes: 0 },
-        status: { state: 'loading', level: 'degraded', next: 'loading weights' },
+        status: { state: 'loading', level: 'smaller-context', next: 'loading weights' },
       }, 3),
       model('qwen-0.5b', { lastUsed: NOW - 3_000 }, 0.6),
       model('big-70b', { desired: true, status: { state: 'queued', unschedulableReason: UNFIT_TWO_GPUS_REASON } }, 38.2),

@@ -31,7 +31,7 @@ export function model(id: string, overrides: ModelOverrides = {}, sizeGiB = 4): 
     fallbackId: null,
     contextTokens: 8192,
     layerCount: 32,
-    estimateBytes: { full: sizeGiB * GiB, degraded: sizeGiB * 0.8 * GiB, partial: sizeGiB * 0.4 * GiB, minimal: 0 },
+    estimateBytes: { full: sizeGiB * GiB, 'smaller-context': sizeGiB * 0.8 * GiB, partial: sizeGiB * 0.4 * GiB, minimal: 0 },
     measuredBytes: null,
     inFlight: 0,
     lastUsed: null,

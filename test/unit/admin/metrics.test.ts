@@ -102,7 +102,7 @@ describe('renderMetrics', () => {
     expect(value(parsed, 'llmtray_model_quarantined', kev)).toBe(1);
     expect(value(parsed, 'llmtray_model_consecutive_failures', kev)).toBe(5);
     expect(value(parsed, 'llmtray_model_measured_bytes', kev)).toBe(0);
-    for (const level of ['full', 'degraded', 'partial', 'minimal']) expect(value(parsed, 'llmtray_model_level', { model: 'kev-0.5b', level })).toBe(0);
+    for (const level of ['full', 'smaller-context', 'partial', 'minimal']) expect(value(parsed, 'llmtray_model_level', { model: 'kev-0.5b', level })).toBe(0);
   });
 
   it('reports the resident model as it is', () => {
@@ -112,8 +112,8 @@ describe('renderMetrics', () => {
     expect(value(parsed, 'llmtray_model_pinned', llama)).toBe(1);
     expect(value(parsed, 'llmtray_model_measured_bytes', llama)).toBe(5.5 * 1024 ** 3);
     expect(value(parsed, 'llmtray_model_level', { ...llama, level: 'full' })).toBe(1);
-    expect(value(parsed, 'llmtray_model_level', { ...llama, level: 'degraded' })).toBe(0);
-    expect(value(parsed, 'llmtray_model_estimate_bytes', { ...llama, level: 'degraded' })).toBe(4 * 1024 ** 3);
+    expect(value(parsed, 'llmtray_model_level', { ...llama, level: 'smaller-context' })).toBe(0);
+    expect(value(parsed, 'llmtray_model_estimate_bytes', { ...llama, level: 'smaller-context' })).toBe(4 * 1024 ** 3);
     expect(value(parsed, 'llmtray_model_estimate_bytes', { ...llama, level: 'partial' })).toBe(2 * 1024 ** 3);
     const states = parsed.samples.filter((s) => s.name === 'llmtray_model_state' && s.labels.model === 'llama-3.1-8b');
     expect(states).toHaveLength(10);

@@ -223,7 +223,7 @@ describe('footprint estimate', () => {
     });
     const gpuLayers = fc.oneof(fc.constant<'all'>('all'), fc.integer({ min: 0, max: 100 }));
     fc.assert(
-      fc.property(factsArb, gpuLayers, fc.integer({ min: 1, max: 1 << 17 }), fc.constantFrom<'full' | 'degraded'>('full', 'degraded'), (shape, layers, ctx, level) => {
+      fc.property(factsArb, gpuLayers, fc.integer({ min: 1, max: 1 << 17 }), fc.constantFrom<'full' | 'smaller-context'>('full', 'smaller-context'), (shape, layers, ctx, level) => {
         const f: GgufFacts = {
           architecture: 'llama', embeddingLength: 4096, headCount: 32, feedForwardLength: 11008, contextLength: null, fileType: null,
           vocabulary: null, vision: null, blockExpertBytes: shape.blockBytes.map(() => 0),

@@ -20,7 +20,7 @@ describe('statusText', () => {
       snapshot({
         models: [
           model('a-full', { status: { state: 'ready', level: 'full' } }),
-          model('b-smaller', { status: { state: 'degraded', level: 'degraded' } }),
+          model('b-smaller', { status: { state: 'degraded', level: 'smaller-context' } }),
           model('c-split', { status: { state: 'degraded', level: 'partial' } }),
           model('d-cpu', { status: { state: 'degraded', level: 'minimal' } }),
           model('e-idle'),
@@ -45,7 +45,7 @@ describe('statusText: who needs attention', () => {
           model('fine', { status: { state: 'ready', level: 'full' } }),
           model('stuck', { status: { state: 'quarantined', recovery: { kind: 'invalid', attempts: 1 } } }),
           model('smaller', { inFlight: 1, status: { state: 'active', level: 'partial' } }),
-          model('again', { status: { state: 'loading', level: 'degraded', recovery: { kind: 'oom', attempts: 1 } } }),
+          model('again', { status: { state: 'loading', level: 'smaller-context', recovery: { kind: 'oom', attempts: 1 } } }),
         ],
       }),
       NOW,

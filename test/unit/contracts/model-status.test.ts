@@ -14,8 +14,8 @@ describe('stateWord', () => {
     ['serving', 'full', true, 'active'],
     // Busy wins the one word; the level stays in the status for surfaces that say both.
     ['serving', 'minimal', true, 'active'],
-    ['loading', 'degraded', false, 'loading'],
-    ['failed', 'degraded', false, 'failed'],
+    ['loading', 'smaller-context', false, 'loading'],
+    ['failed', 'smaller-context', false, 'failed'],
     ['quarantined', null, false, 'quarantined'],
   ])('%s at %s, busy %s, is %s', (phase, level, busy, word) => {
     expect(stateWord(phase, level, busy)).toBe(word);
@@ -24,7 +24,7 @@ describe('stateWord', () => {
   it('is undone by phaseOfState for every state word', () => {
     for (const state of MODEL_STATE_NAMES) {
       const phase = phaseOfState(state);
-      const level = state === 'degraded' ? 'degraded' : 'full';
+      const level = state === 'degraded' ? 'smaller-context' : 'full';
       expect(stateWord(phase, level, state === 'active')).toBe(state);
     }
   });
@@ -36,9 +36,9 @@ describe('attentionWord', () => {
     ['loading', 'full', 'none', null],
     ['idle', null, 'none', null],
     ['serving', 'partial', 'none', 'degraded'],
-    ['loading', 'degraded', 'oom', 'recovering'],
+    ['loading', 'smaller-context', 'oom', 'recovering'],
     ['queued', null, 'environment', 'recovering'],
-    ['failed', 'degraded', 'crash', 'failed'],
+    ['failed', 'smaller-context', 'crash', 'failed'],
     ['fallback', null, 'oom', 'fallback'],
     ['quarantined', null, 'invalid', 'quarantined'],
   ])('%s at %s after %s: %s', (phase, level, kind, word) => {

@@ -33,7 +33,7 @@ export class RecordingLog {
   }
 }
 
-/** A wanted model of `gib` GiB at full; degraded is a quarter of the KV cache smaller. */
+/** A wanted model of `gib` GiB at full; smaller-context is a quarter of the KV cache smaller. */
 export function model(modelId: string, gib: number, extra: Partial<ModelDemand> = {}): ModelDemand {
   return {
     modelId,

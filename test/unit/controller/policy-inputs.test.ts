@@ -16,7 +16,7 @@ function demand(modelId: string, extra: Partial<ModelDemand> = {}): ModelDemand 
     pinned: false,
     wanted: true,
     inFlight: 0,
-    // 4 GiB of weights + 1 GiB of KV cache at 4096 tokens: 5 GiB full, 4.25 GiB degraded (1024 tokens).
+    // 4 GiB of weights + 1 GiB of KV cache at 4096 tokens: 5 GiB full, 4.25 GiB at smaller-context (1024 tokens).
     estimate: { weightsBytes: 4 * GiB, kvBytesPerToken: GiB / 4096, contextTokens: 4096, computeBytes: 0 },
     definitionHash: 'v1',
     ...extra,
@@ -76,7 +76,7 @@ describe('policyInputs', () => {
   });
 
   it('counts its own launch in flight as resident and in use, at the launch level', () => {
-    const { resident } = inputs([demand('a', { wanted: false })], {}, [['a', 'degraded']]);
+    const { resident } = inputs([demand('a', { wanted: false })], {}, [['a', 'smaller-context']]);
     expect(resident).toEqual([{ modelId: 'a', footprint: 4.25 * GiB, pinned: false, inUse: true, lastUsed: 0 }]);
   });
 

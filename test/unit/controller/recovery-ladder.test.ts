@@ -68,14 +68,14 @@ describe('the recovery ladder, end to end', () => {
     expect(w.server.launches()).toHaveLength(2);
   });
 
-  it('oom: degraded, then part on the CPU, then CPU only, then its fallback serves in its place', async () => {
+  it('oom: a smaller context, then part on the CPU, then CPU only, then its fallback serves in its place', async () => {
     const w = world([model('a', 8, { fallbackId: 'small' }), model('small', 2, { wanted: false })]);
     w.server.failLaunch('a', failure('oom'), 4);
     await w.start();
 
     expect(w.server.launches()).toEqual([
       { modelId: 'a', level: 'full' },
-      { modelId: 'a', level: 'degraded' },
+      { modelId: 'a', level: 'smaller-context' },
       { modelId: 'a', level: 'partial' },
       { modelId: 'a', level: 'minimal' },
       { modelId: 'small', level: 'full' },
@@ -105,7 +105,7 @@ describe('the recovery ladder, end to end', () => {
     await w.start();
 
     expect(w.server.launches().map((l) => `${l.modelId} ${l.level}`)).toEqual([
-      'a full', 'a degraded', 'a partial', 'a minimal', 'small full', 'small degraded', 'small partial', 'small minimal',
+      'a full', 'a smaller-context', 'a partial', 'a minimal', 'small full', 'small smaller-context', 'small partial', 'small minimal',
     ]);
     expect(w.state('a')).toBe('fallback');
     expect(w.state('small')).toBe('quarantined');
@@ -118,7 +118,7 @@ describe('the recovery ladder, end to end', () => {
     w.server.failLaunch('a', failure('oom'), 4);
     await w.start();
 
-    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'degraded', 'partial', 'minimal']);
+    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'smaller-context', 'partial', 'minimal']);
     expect(w.state('a')).toBe('quarantined');
     expect(w.controller.whyUnservable('a')?.reason).toMatch(/the ladder says fall back, but it has no fallback model configured/);
   });
@@ -128,29 +128,29 @@ describe('the recovery ladder, end to end', () => {
     w.server.failLaunch('a', failure('oom'), 2);
     await w.start();
 
-    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'degraded']);
+    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'smaller-context']);
     expect(w.ofType('LaunchFailed').map((e) => [e.level, e.error])).toEqual([
       ['full', 'scripted oom failure'],
-      ['degraded', 'scripted oom failure'],
+      ['smaller-context', 'scripted oom failure'],
       ['partial', 'a needs 2 GiB of RAM for the layers on the CPU; 1 GiB free'],
       ['minimal', 'a needs 4 GiB of RAM on the CPU; 1 GiB free'],
     ]);
     expect(w.state('a')).toBe('quarantined');
   });
 
-  it('hang: retried once at full, then degraded, which serves', async () => {
+  it('hang: retried once at full, then at a smaller context, which serves (degraded)', async () => {
     const w = world([model('a', 4)]);
     w.server.failLaunch('a', failure('hang'), 2);
     await w.start();
     expect(w.state('a')).toBe('failed');
 
     await w.clock.advance(1000);
-    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'full', 'degraded']);
+    expect(w.server.launches().map((l) => l.level)).toEqual(['full', 'full', 'smaller-context']);
     expect(w.state('a')).toBe('degraded');
     // Ready is not yet healthy: the ladder holds until its first answer.
-    expect(w.controller.status('a')).toMatchObject({ level: 'degraded', recovery: { kind: 'hang', attempts: 2 } });
+    expect(w.controller.status('a')).toMatchObject({ level: 'smaller-context', recovery: { kind: 'hang', attempts: 2 } });
     w.controller.served('a');
-    expect(w.controller.status('a')).toMatchObject({ level: 'degraded', recovery: { kind: 'none', attempts: 0, nextAction: null } });
+    expect(w.controller.status('a')).toMatchObject({ level: 'smaller-context', recovery: { kind: 'none', attempts: 0, nextAction: null } });
     expect(w.log.count(/^a is healthy again \(it answered a request\); its recovery ladder starts over$/)).toBe(1);
   });
 
@@ -350,7 +350,7 @@ describe('the recovery ladder, end to end', () => {
     expect(w.ofType('LaunchFailed')).toMatchObject([{ modelId: 'a', kind: 'oom', attempts: 1, error: 'failed to allocate buffer for kv cache', nextAction: 'degrade' }]);
     expect(w.server.launches()).toEqual([
       { modelId: 'a', level: 'full' },
-      { modelId: 'a', level: 'degraded' },
+      { modelId: 'a', level: 'smaller-context' },
     ]);
     expect(w.state('a')).toBe('degraded');
   });

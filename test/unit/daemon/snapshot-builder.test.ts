@@ -109,7 +109,7 @@ describe('buildSnapshot', () => {
     const { draft, ...primary } = split;
     expect(snapshot.budget.holders).toEqual([
       { kind: 'model', modelId: 'chat', bytes: footprintAt('partial', primary).deviceBytes },
-      { kind: 'draft', modelId: 'draft', bytes: footprintAt('degraded', draft).deviceBytes },
+      { kind: 'draft', modelId: 'draft', bytes: footprintAt('smaller-context', draft).deviceBytes },
     ]);
     expect(snapshot.budget.usedBytes).toBe(footprintAt('partial', split).deviceBytes);
     expect(snapshot.models[0]?.estimateBytes.partial).toBe(footprintAt('partial', split).deviceBytes);

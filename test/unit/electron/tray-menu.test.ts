@@ -71,7 +71,7 @@ describe('modelStateWords: every state in words a person reads', () => {
       'failed: out of memory, retrying smaller in 4 s',
     ],
     ['failed, waiting without a timer', model('m', { state: 'failed', recovery: failure('crash'), next: 'waiting for memory' }), 'failed: crashed, waiting for memory'],
-    ['degraded to a smaller context', model('m', { state: 'degraded', level: 'degraded' }), 'degraded: smaller context'],
+    ['degraded to a smaller context', model('m', { state: 'degraded', level: 'smaller-context' }), 'degraded: smaller context'],
     ['degraded to part on the CPU', model('m', { state: 'degraded', level: 'partial' }), 'degraded: part on CPU'],
     ['degraded to the CPU', model('m', { state: 'degraded', level: 'minimal' }), 'degraded: CPU only'],
     ['fallback', model('m', { state: 'fallback', servedBy: 'demo-tiny' }), 'answered by demo-tiny'],
@@ -185,7 +185,7 @@ describe('buildTrayMenu', () => {
   it('names the level of a degraded model, of one partly and of one wholly on the CPU', () => {
     const items = buildTrayMenu(
       snapshot([
-        model('smaller', { state: 'degraded', level: 'degraded' }),
+        model('smaller', { state: 'degraded', level: 'smaller-context' }),
         model('split', { state: 'degraded', level: 'partial' }),
         model('cpu', { state: 'ready', level: 'minimal' }),
         model('full', { state: 'ready', level: 'full' }),
@@ -193,7 +193,7 @@ describe('buildTrayMenu', () => {
       recordingActions().actions,
       { startAtLogin: false, now: NOW },
     );
-    expect(find(submenuOf(items, 'smaller'), /^Level: /)).toMatchObject({ label: 'Level: smaller context (degraded)', enabled: false });
+    expect(find(submenuOf(items, 'smaller'), /^Level: /)).toMatchObject({ label: 'Level: smaller context (smaller-context)', enabled: false });
     expect(labelOf(find(submenuOf(items, 'split'), /^Level: /))).toBe('Level: part on CPU (partial)');
     expect(labelOf(find(submenuOf(items, 'cpu'), /^Level: /))).toBe('Level: CPU only (minimal)');
     expect(submenuOf(items, 'full').some((item) => item.type !== 'separator' && item.label.startsWith('Level'))).toBe(false);
@@ -358,7 +358,7 @@ describe('trayStatus', () => {
 
   it('is a problem when anything needs attention, and says what, even while others load', () => {
     for (const state of ['quarantined', 'failed', 'fallback', 'degraded'] as const) {
-      const status = trayStatus(snapshot([model('a', { state: 'loading' }), model('b', { state, level: state === 'degraded' ? 'degraded' : null })]));
+      const status = trayStatus(snapshot([model('a', { state: 'loading' }), model('b', { state, level: state === 'degraded' ? 'smaller-context' : null })]));
       expect(status.health).toBe('problem');
       expect(status.tooltip.endsWith(`1 loading · 1 ${state}`)).toBe(true);
     }
@@ -369,7 +369,7 @@ describe('trayStatus', () => {
   it('counts what the dashboard lists under Recovery: a degraded model while it answers, and a load after a failure', () => {
     const answering = model('a', { state: 'active', level: 'partial' }, { inFlight: 1 });
     expect(trayStatus(snapshot([answering]))).toMatchObject({ health: 'problem', tooltip: expect.stringMatching(/· 1 degraded$/) });
-    const retrying = model('b', { state: 'loading', level: 'degraded', recovery: failure('oom') });
+    const retrying = model('b', { state: 'loading', level: 'smaller-context', recovery: failure('oom') });
     expect(trayStatus(snapshot([retrying]))).toMatchObject({ health: 'problem', tooltip: expect.stringMatching(/· 1 loading · 1 recovering$/) });
   });
 

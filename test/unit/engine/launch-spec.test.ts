@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { argvFor, DRAFT_MAX_TOKENS, EMBEDDED_CAPABILITIES, readsApiKeyFile, type LaunchSpec } from '../../../core/engine/launch-spec.js';
 import { detectCapabilities } from '../../../core/engine/llama-server/capabilities.js';
-import { degradedContext } from '../../../core/policy/levels.js';
+import { smallerContext } from '../../../core/policy/levels.js';
 
 const text = (name: string): string => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url), 'utf8');
 /** `llama-server --version` of the build whose help is the recent fixture, and of an older one. */
@@ -43,9 +43,9 @@ describe('argvFor', () => {
     expect(valueOf(argv, '--alias')).toBe('qwen-7b,qwen');
   });
 
-  it("degraded: the policy's smaller context, the same GPU layers", () => {
-    const argv = argvFor(spec, 'degraded', recent, 1, KEY_FILE);
-    expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
+  it("smaller-context: the policy's smaller context, the same GPU layers", () => {
+    const argv = argvFor(spec, 'smaller-context', recent, 1, KEY_FILE);
+    expect(valueOf(argv, '-c')).toBe(String(smallerContext(32_768)));
     expect(Number(valueOf(argv, '-c'))).toBeLessThan(32_768);
     expect(valueOf(argv, '-ngl')).toBe('all');
   });
@@ -54,12 +54,12 @@ describe('argvFor', () => {
     const argv = argvFor(withDraft, 'minimal', recent, 1, KEY_FILE);
     expect(valueOf(argv, '-ngl')).toBe('0');
     expect(valueOf(argv, '-ngld')).toBe('0');
-    expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
+    expect(valueOf(argv, '-c')).toBe(String(smallerContext(32_768)));
   });
 
-  it('partial: the degraded context, half the layers on the GPU, the draft as configured', () => {
+  it('partial: the smaller context, half the layers on the GPU, the draft as configured', () => {
     const argv = argvFor({ ...withDraft, layers: 32 }, 'partial', recent, 1, KEY_FILE);
-    expect(valueOf(argv, '-c')).toBe(String(degradedContext(32_768)));
+    expect(valueOf(argv, '-c')).toBe(String(smallerContext(32_768)));
     // 16 blocks and the output layer, which llama.cpp's -ngl counts as one more.
     expect(valueOf(argv, '-ngl')).toBe('17');
     expect(valueOf(argv, '-ngld')).toBe('all');
@@ -81,23 +81,23 @@ describe('argvFor', () => {
     expect(argv).toEqual(argvFor(partialSpec, 'minimal', recent, 1, KEY_FILE));
   });
 
-  it('partial: never more layers on the GPU than degraded, at its context, and the minimal argv when none', () => {
+  it('partial: never more layers on the GPU than smaller-context, at its context, and the minimal argv when none', () => {
     const gpuLayers = fc.oneof(fc.constant<'all'>('all'), fc.integer({ min: 0, max: 300 }));
     fc.assert(
       fc.property(gpuLayers, gpuLayers, fc.option(fc.integer({ min: -2, max: 200 }), { nil: undefined }), (primary, draft, layers) => {
         const s: LaunchSpec = { ...spec, gpuLayers: primary, draft: { modelPath: '/models/d.gguf', gpuLayers: draft }, layers };
         const partial = argvFor(s, 'partial', old, 1, { key: 'k' });
-        const degraded = argvFor(s, 'degraded', old, 1, { key: 'k' });
-        expect(valueOf(partial, '-c')).toBe(valueOf(degraded, '-c'));
+        const smaller = argvFor(s, 'smaller-context', old, 1, { key: 'k' });
+        expect(valueOf(partial, '-c')).toBe(valueOf(smaller, '-c'));
         const ngl = Number(valueOf(partial, '-ngl'));
         if (ngl === 0) {
           expect(partial).toEqual(argvFor(s, 'minimal', old, 1, { key: 'k' }));
         } else {
-          const atFull = Math.min(Number(valueOf(degraded, '-ngl')), layers ?? 0);
+          const atFull = Math.min(Number(valueOf(smaller, '-ngl')), layers ?? 0);
           // ngl − 1 blocks: the output layer is the one more.
           expect(2 * (ngl - 1)).toBeLessThanOrEqual(atFull);
           expect(ngl).toBeGreaterThanOrEqual(2);
-          expect(valueOf(partial, '-ngld')).toBe(valueOf(degraded, '-ngld'));
+          expect(valueOf(partial, '-ngld')).toBe(valueOf(smaller, '-ngld'));
         }
       }),
       { numRuns: 2_000 },

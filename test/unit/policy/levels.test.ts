@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { degradedContext, footprintAt, layerCostAt, partialLayers, type FootprintEstimate } from '../../../core/policy/index.js';
+import { smallerContext, footprintAt, layerCostAt, partialLayers, type FootprintEstimate } from '../../../core/policy/index.js';
 import { LAUNCH_LEVELS } from '../../../core/contracts/launch-level.js';
 import { atLeast, atMost, equal, same } from '../../support/hot-expect.js';
 
@@ -9,7 +9,7 @@ const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 const RUNS = { numRuns: 10_000 };
 
-describe('degradedContext', () => {
+describe('smallerContext', () => {
   it.each([
     [32768, 8192],
     [8192, 2048],
@@ -22,13 +22,13 @@ describe('degradedContext', () => {
     [-4096, 0],
     [Number.NaN, 0],
   ])('%d tokens → %d', (configured, expected) => {
-    expect(degradedContext(configured)).toBe(expected);
+    expect(smallerContext(configured)).toBe(expected);
   });
 
   it('is never more than configured, at least 512 when that is possible, and a multiple of 256 unless capped', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 1 << 20 }), (configured) => {
-        const smaller = degradedContext(configured);
+        const smaller = smallerContext(configured);
         atMost(smaller, configured);
         atLeast(smaller, Math.min(512, configured));
         if (smaller !== configured) same(smaller % 256, 0);
@@ -67,17 +67,17 @@ describe('footprintAt', () => {
     });
   });
 
-  it('shrinks only the KV cache at degraded, draft included', () => {
-    expect(footprintAt('degraded', model)).toEqual({
+  it('shrinks only the KV cache at smaller-context, draft included', () => {
+    expect(footprintAt('smaller-context', model)).toEqual({
       deviceBytes: 4 * GiB + 256 * MiB + 300 * MiB + (500 * MiB + 32 * MiB + 50 * MiB),
       hostBytes: 0,
       contextTokens: 2048,
     });
   });
 
-  it('moves the degraded footprint to host RAM at minimal', () => {
-    const degraded = footprintAt('degraded', model);
-    expect(footprintAt('minimal', model)).toEqual({ deviceBytes: 0, hostBytes: degraded.deviceBytes, contextTokens: 2048 });
+  it('moves the smaller-context footprint to host RAM at minimal', () => {
+    const smaller = footprintAt('smaller-context', model);
+    expect(footprintAt('minimal', model)).toEqual({ deviceBytes: 0, hostBytes: smaller.deviceBytes, contextTokens: 2048 });
   });
 
   it('moves half of the layers, their weights and KV, to host RAM at partial; compute and the draft stay on the device', () => {
@@ -94,7 +94,7 @@ describe('footprintAt', () => {
     const layerBytes = 4 * GiB + 256 * MiB;
     // 16 layers stay, 17 leave.
     expect(footprintAt('partial', odd).hostBytes).toBe(Math.floor((layerBytes * 17) / 33));
-    expect(footprintAt('partial', odd).deviceBytes + footprintAt('partial', odd).hostBytes).toBe(footprintAt('degraded', odd).deviceBytes);
+    expect(footprintAt('partial', odd).deviceBytes + footprintAt('partial', odd).hostBytes).toBe(footprintAt('smaller-context', odd).deviceBytes);
   });
 
   it.each([
@@ -130,29 +130,29 @@ describe('footprintAt', () => {
       { requiredKeys: ['weightsBytes', 'kvBytesPerToken', 'contextTokens', 'computeBytes'] },
     );
 
-  it('orders the levels on the device: full ≥ degraded ≥ partial ≥ minimal = 0', () => {
-    expect(LAUNCH_LEVELS).toEqual(['full', 'degraded', 'partial', 'minimal']);
+  it('orders the levels on the device: full ≥ smaller-context ≥ partial ≥ minimal = 0', () => {
+    expect(LAUNCH_LEVELS).toEqual(['full', 'smaller-context', 'partial', 'minimal']);
     fc.assert(
       fc.property(estimateArb(2), (estimate) => {
-        const [full, degraded, partial, minimal] = LAUNCH_LEVELS.map((level) => footprintAt(level, estimate));
-        atLeast(full!.deviceBytes, degraded!.deviceBytes);
-        atLeast(degraded!.deviceBytes, partial!.deviceBytes);
+        const [full, smaller, partial, minimal] = LAUNCH_LEVELS.map((level) => footprintAt(level, estimate));
+        atLeast(full!.deviceBytes, smaller!.deviceBytes);
+        atLeast(smaller!.deviceBytes, partial!.deviceBytes);
         atLeast(partial!.deviceBytes, minimal!.deviceBytes);
         same(minimal!.deviceBytes, 0);
-        same(minimal!.hostBytes, degraded!.deviceBytes);
+        same(minimal!.hostBytes, smaller!.deviceBytes);
       }),
       RUNS,
     );
   });
 
-  it('moves bytes between device and host below full, never adds or loses any: device + host is the degraded total', () => {
+  it('moves bytes between device and host below full, never adds or loses any: device + host is the smaller-context total', () => {
     fc.assert(
       fc.property(estimateArb(2), fc.constantFrom(...LAUNCH_LEVELS.slice(1)), (estimate, level) => {
         const at = footprintAt(level, estimate);
         atLeast(at.hostBytes, 0);
         atLeast(at.deviceBytes, 0);
-        same(at.deviceBytes + at.hostBytes, footprintAt('degraded', estimate).deviceBytes);
-        same(at.contextTokens, footprintAt('degraded', estimate).contextTokens);
+        same(at.deviceBytes + at.hostBytes, footprintAt('smaller-context', estimate).deviceBytes);
+        same(at.contextTokens, footprintAt('smaller-context', estimate).contextTokens);
       }),
       RUNS,
     );
@@ -178,8 +178,8 @@ describe('footprintAt', () => {
         fc.pre(partialLayers(primary.layers ?? 0) > 0);
         const alone = footprintAt('partial', primary);
         const paired = footprintAt('partial', { ...primary, draft });
-        const draftDegraded = footprintAt('degraded', { ...draft, contextTokens: primary.contextTokens }).deviceBytes;
-        same(paired.deviceBytes - alone.deviceBytes, draftDegraded);
+        const draftSmaller = footprintAt('smaller-context', { ...draft, contextTokens: primary.contextTokens }).deviceBytes;
+        same(paired.deviceBytes - alone.deviceBytes, draftSmaller);
         same(paired.hostBytes, alone.hostBytes);
       }),
       RUNS,
@@ -208,12 +208,12 @@ describe('layerCostAt', () => {
   };
 
   it("costs a block as its weights and its share of the KV cache at the level's context", () => {
-    // KV: 128 KiB × 8192 / 32 = 32 MiB a block at full; at degraded (2048 tokens) 8 MiB.
+    // KV: 128 KiB × 8192 / 32 = 32 MiB a block at full; at smaller-context (2048 tokens) 8 MiB.
     expect(layerCostAt('full', moe)).toEqual({
       layers: 32, perLayerBytes: 132 * MiB, expertBytesPerLayer: 60 * MiB, mainBytes: 500 * MiB, computeBytesPerDevice: 300 * MiB, pipelineComputeBytes: 225 * MiB,
     });
-    expect(layerCostAt('degraded', moe)).toMatchObject({ perLayerBytes: 108 * MiB, mainBytes: 500 * MiB });
-    expect(layerCostAt('partial', moe)).toEqual(layerCostAt('degraded', moe));
+    expect(layerCostAt('smaller-context', moe)).toMatchObject({ perLayerBytes: 108 * MiB, mainBytes: 500 * MiB });
+    expect(layerCostAt('partial', moe)).toEqual(layerCostAt('smaller-context', moe));
   });
 
   it("adds the engine's runtime to every device's share, once, and not to what a split's pipeline adds", () => {
@@ -241,7 +241,7 @@ describe('layerCostAt', () => {
   });
 
   it('moves whole blocks, weights and KV, to host RAM at partial; what is outside the blocks stays on the device', () => {
-    // 16 of 32 blocks leave, 108 MiB each at the degraded context.
+    // 16 of 32 blocks leave, 108 MiB each at the smaller context.
     expect(footprintAt('partial', moe)).toEqual({ deviceBytes: 500 * MiB + 300 * MiB + 16 * 108 * MiB, hostBytes: 16 * 108 * MiB, contextTokens: 2048 });
   });
 
@@ -255,7 +255,7 @@ describe('layerCostAt', () => {
 
   it('is what footprintAt costs: main + compute + layers × perLayer + the draft, at every level on the device', () => {
     fc.assert(
-      fc.property(layered(1), fc.constantFrom<'full' | 'degraded'>('full', 'degraded'), (estimate, level) => {
+      fc.property(layered(1), fc.constantFrom<'full' | 'smaller-context'>('full', 'smaller-context'), (estimate, level) => {
         const cost = layerCostAt(level, estimate);
         if (cost === undefined) throw new Error('a layered estimate has a layer cost');
         const draft = estimate.draft === undefined ? 0 : footprintAt(level, { ...estimate.draft, contextTokens: estimate.contextTokens }).deviceBytes;
@@ -272,11 +272,11 @@ describe('layerCostAt', () => {
         if (cost === undefined) throw new Error('a layered estimate has a layer cost');
         fc.pre(partialLayers(cost.layers) > 0);
         const n = partialLayers(cost.layers);
-        const draft = estimate.draft === undefined ? 0 : footprintAt('degraded', { ...estimate.draft, contextTokens: estimate.contextTokens }).deviceBytes;
+        const draft = estimate.draft === undefined ? 0 : footprintAt('smaller-context', { ...estimate.draft, contextTokens: estimate.contextTokens }).deviceBytes;
         equal(footprintAt('partial', estimate), {
           deviceBytes: cost.mainBytes + cost.computeBytesPerDevice + n * cost.perLayerBytes + draft,
           hostBytes: (cost.layers - n) * cost.perLayerBytes,
-          contextTokens: degradedContext(Math.max(0, estimate.contextTokens)),
+          contextTokens: smallerContext(Math.max(0, estimate.contextTokens)),
         });
       }),
       RUNS,

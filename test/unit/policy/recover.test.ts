@@ -16,8 +16,8 @@ const LADDER: Record<(typeof FAILURES)[number], RecoveryAction[]> = {
 };
 
 const LEVELS: Record<(typeof FAILURES)[number], LaunchLevel[]> = {
-  oom: ['degraded', 'partial', 'minimal', 'minimal', 'minimal'],
-  hang: ['full', 'degraded', 'degraded', 'degraded', 'degraded'],
+  oom: ['smaller-context', 'partial', 'minimal', 'minimal', 'minimal'],
+  hang: ['full', 'smaller-context', 'smaller-context', 'smaller-context', 'smaller-context'],
   crash: ['full', 'full', 'full', 'full', 'full'],
   invalid: ['full', 'full', 'full', 'full', 'full'],
 };

@@ -6,7 +6,7 @@ import { parseLogLine } from '../../soak/daemon-log.js';
 describe('parseLogLine', () => {
   it.each([
     ['08:00:28.949 I controller: launching tiny at the full level', { type: 'launching', modelId: 'tiny', level: 'full' }],
-    ['08:00:42.774 I controller: big is ready at the degraded level', { type: 'ready', modelId: 'big', level: 'degraded' }],
+    ['08:00:42.774 I controller: big is ready at the smaller-context level', { type: 'ready', modelId: 'big', level: 'smaller-context' }],
     ['08:00:33.965 I controller: evicting chat-a', { type: 'evicting', modelId: 'chat-a' }],
     ['08:01:02.000 I controller: chat-b was not evicted: a request claimed it meanwhile; the next pass decides again', { type: 'claimed-not-evicted', modelId: 'chat-b' }],
     ['08:47:42.471 W daemon: ended 1 model server(s) left by an earlier run', { type: 'orphans-ended', count: 1 }],
@@ -20,7 +20,7 @@ describe('parseLogLine', () => {
 
   it('reads a failure with the kind and attempts the ladder counted, whether the launch failed or the server died', () => {
     expect(
-      parseLogLine('08:00:39.373 W controller: big failed to launch; relaunching at the degraded level {"level":"full","kind":"oom","attempts":1,"error":"failed to allocate buffer for kv cache"}'),
+      parseLogLine('08:00:39.373 W controller: big failed to launch; relaunching at the smaller-context level {"level":"full","kind":"oom","attempts":1,"error":"failed to allocate buffer for kv cache"}'),
     ).toEqual({ type: 'failure', modelId: 'big', what: 'failed to launch', kind: 'oom', attempts: 1, level: 'full', error: 'failed to allocate buffer for kv cache' });
     expect(
       parseLogLine('08:49:10.376 W controller: chat-a died while serving; retrying in 1 s {"level":"full","kind":"hang","attempts":1,"error":"it made no progress for 4 s with 2 requests in flight: no bytes to its clients, and its health probe did not answer"}'),
@@ -43,7 +43,7 @@ describe('parseLogLine', () => {
     '08:00:59.804 I daemon: serving 4 model(s) at http://127.0.0.1:35039/v1',
     'llmtray is serving at http://127.0.0.1:35039/v1',
     // A failure line whose fields are cut off is not guessed at.
-    '08:00:39.373 W controller: big failed to launch; relaunching at the degraded level {"level":"full","ki',
+    '08:00:39.373 W controller: big failed to launch; relaunching at the smaller-context level {"level":"full","ki',
   ])('ignores %s', (line) => {
     expect(parseLogLine(line)).toBeNull();
   });

@@ -53,7 +53,7 @@ export class ServerMemory {
    */
   learnRuntime(modelId: string, spec: LaunchSpec, level: LaunchLevel, server: ServerProcess, placement: Placement | undefined): void {
     const runtime = this.deps.runtime;
-    // At full or degraded the estimate covers the whole model (at partial or minimal its device figure does not).
+    // At full or smaller-context the estimate covers the whole model (at partial or minimal its device figure does not).
     if (runtime === undefined || level === 'partial' || level === 'minimal') return;
     const estimate = this.deps.footprint(modelId, level);
     if (this.deps.hostIsDevice?.() === true) {

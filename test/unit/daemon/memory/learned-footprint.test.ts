@@ -21,7 +21,7 @@ describe('footprintToLearn: what a device figure teaches about the model itself'
     ['the driver figure of a model whole on one GPU, less its engine runtime', { bytes: 620 * MiB, where: 'device' as const }, { level: 'full' as const, placement: onGpu1 }, gpu, 120 * MiB],
     ['nothing from a split (its figures sum a compute buffer and a runtime per GPU)', { bytes: 1100 * MiB, where: 'device' as const }, { level: 'full' as const, placement: split }, gpu, null],
     ['nothing from a partial launch (only some layers are on the GPU)', { bytes: 800 * MiB, where: 'device' as const }, { level: 'full' as const, placement: partial }, gpu, null],
-    ['nothing below the full level', { bytes: 620 * MiB, where: 'device' as const }, { level: 'degraded' as const, placement: onGpu1 }, gpu, null],
+    ['nothing below the full level', { bytes: 620 * MiB, where: 'device' as const }, { level: 'smaller-context' as const, placement: onGpu1 }, gpu, null],
     ['nothing from host RSS', { bytes: 620 * MiB, where: 'host' as const }, { level: 'full' as const, placement: onGpu1 }, gpu, null],
     ['nothing without a GPU budget', { bytes: 620 * MiB, where: 'device' as const }, { level: 'full' as const, placement: onGpu1 }, { gpuMode: false, runtimeBytes: 0 }, null],
     ['nothing where no placement is known', { bytes: 620 * MiB, where: 'device' as const }, { level: 'full' as const, placement: null }, gpu, null],
