@@ -241,6 +241,12 @@ const LEVEL_WORDS: Readonly<Record<LaunchLevel, string>> = {
   minimal: 'CPU only',
 };
 
+/** The level in words, with the name the API and logs use where the words do not already say it ("part on CPU (partial)", not "smaller context (smaller-context)"). */
+function levelLine(level: LaunchLevel): string {
+  const words = LEVEL_WORDS[level];
+  return words.replaceAll(' ', '-') === level ? words : `${words} (${level})`;
+}
+
 const FAILURE_WORDS: Readonly<Record<FailureKind, string>> = {
   none: '',
   crash: 'crashed',
@@ -293,7 +299,7 @@ function detailItems(model: ModelView, snapshot: Snapshot, actions: TrayActions)
   if (isResident(status.state) && model.placement !== null && snapshot.budget.mode !== 'cpu') {
     items.push(disabled(`Placement: ${placementWords(model.placement, { mode: snapshot.budget.mode, layerCount: model.layerCount })}`));
   }
-  if (status.phase === 'serving' && status.level !== null && status.level !== 'full') items.push(disabled(`Level: ${LEVEL_WORDS[status.level]} (${status.level})`));
+  if (status.phase === 'serving' && status.level !== null && status.level !== 'full') items.push(disabled(`Level: ${levelLine(status.level)}`));
   return items;
 }
 

@@ -193,7 +193,7 @@ describe('buildTrayMenu', () => {
       recordingActions().actions,
       { startAtLogin: false, now: NOW },
     );
-    expect(find(submenuOf(items, 'smaller'), /^Level: /)).toMatchObject({ label: 'Level: smaller context (smaller-context)', enabled: false });
+    expect(find(submenuOf(items, 'smaller'), /^Level: /)).toMatchObject({ label: 'Level: smaller context', enabled: false });
     expect(labelOf(find(submenuOf(items, 'split'), /^Level: /))).toBe('Level: part on CPU (partial)');
     expect(labelOf(find(submenuOf(items, 'cpu'), /^Level: /))).toBe('Level: CPU only (minimal)');
     expect(submenuOf(items, 'full').some((item) => item.type !== 'separator' && item.label.startsWith('Level'))).toBe(false);
