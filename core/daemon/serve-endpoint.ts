@@ -11,6 +11,8 @@ import { createRouter, type RouterAccess } from '../router/router.js';
 import type { ModelActivity } from '../demand/activity.js';
 import { createGateway } from '../demand/gateway.js';
 import { localOrigin, networkEndpoints, type ListenPlan } from './listen-plan.js';
+import { modelCards } from '../demand/model-cards.js';
+import { cachedGgufCardReader } from '../catalog/gguf-card.js';
 import { portTakenMessage, type AdviceFace } from './startup-advice.js';
 import type { ModelTurns } from '../demand/turns.js';
 
@@ -42,7 +44,11 @@ export async function serveEndpoint(deps: {
   const { catalog, admin, plan } = deps;
   const access: { listen: LlmtrayConfig['listen'] | null; rules: RouterAccess | null } = { listen: null, rules: null };
   const router = createRouter({
-    gateway: createGateway({ catalog, controller: deps.controller, supervisor: deps.supervisor, activity: deps.activity, startedAt: deps.startedAt, turns: deps.turns }),
+    gateway: {
+      ...createGateway({ catalog, controller: deps.controller, supervisor: deps.supervisor, activity: deps.activity, startedAt: deps.startedAt, turns: deps.turns }),
+      // Ollama's model routes: the GGUF's keys, what is resident, an app's keep_alive.
+      ...modelCards({ catalog, readCard: cachedGgufCardReader(), snapshot: () => admin.snapshot(), activity: deps.activity, trigger: () => deps.controller.trigger() }),
+    },
     activationWaitMs: catalog.config().activationWaitMs,
     fallthrough: createAdminHandler({ service: admin, token: deps.token, staticDir: deps.staticDir }),
     // llama.cpp router mode's /models/load and /models/unload: the tray's own commands, as the admin API runs them.
