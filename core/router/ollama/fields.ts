@@ -45,6 +45,13 @@ export const OLLAMA_FIELDS: Record<OllamaEndpoint, Record<string, OllamaFieldRul
     ...GENERATION,
     messages: honoured('the chat messages: `images` as image parts (vision models only), `tool_calls` with their arguments as JSON, `tool_name` as the call it answers'),
     tools: honoured('function tools'),
+    // Not Ollama's fields: the AI SDK's ollama-ai-provider-v2 (3.6.0) sends them at the top
+    // level, where Ollama's own server drops them unread. Honoured, since dropping them is what
+    // the table exists to prevent.
+    temperature: honoured('`temperature` (sent here by ollama-ai-provider-v2; `options.temperature` wins)'),
+    top_p: honoured('`top_p` (sent here by ollama-ai-provider-v2; `options.top_p` wins)'),
+    max_output_tokens: honoured('`max_tokens` (sent here by ollama-ai-provider-v2; `options.num_predict` wins)'),
+    tool_choice: honoured('`tool_choice`: "auto", "none", "required" or {"type": "function", "name"} (sent by ollama-ai-provider-v2)'),
   },
   generate: {
     ...GENERATION,

@@ -90,10 +90,13 @@ export function toOllamaGeneration(endpoint: 'chat' | 'generate', read: OllamaBo
   if (!format.ok) return format;
   const tools = endpoint === 'chat' ? toolsOf(body['tools']) : { ok: true as const, value: null };
   if (!tools.ok) return tools;
+  const topLevel = endpoint === 'chat' ? providerFields(body, tools.value !== null) : { ok: true as const, value: {} };
+  if (!topLevel.ok) return topLevel;
   const chat: Record<string, unknown> = {
     messages: messages.value,
     stream: true,
     stream_options: { include_usage: true },
+    ...topLevel.value,
     ...sampling.value,
     ...(format.value === null ? {} : { response_format: format.value }),
     ...(tools.value === null ? {} : { tools: tools.value }),
@@ -209,6 +212,29 @@ function toolsOf(value: unknown): Translated<ChatTool[] | null> {
     });
   }
   return { ok: true, value: tools };
+}
+
+/**
+ * The fields ollama-ai-provider-v2 sends beside Ollama's (fields.ts says why they are honoured):
+ * `temperature`, `top_p`, `max_output_tokens` and `tool_choice`, in the chat API's words.
+ */
+function providerFields(body: Record<string, unknown>, hasTools: boolean): Translated<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const [field, as] of [['temperature', 'temperature'], ['top_p', 'top_p'], ['max_output_tokens', 'max_tokens']] as const) {
+    const value = body[field];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'number' || !Number.isFinite(value)) return { ok: false, error: invalidRequest(field, `'${field}' must be a number; got ${describe(value)}.`) };
+    out[as] = value;
+  }
+  const choice = body['tool_choice'];
+  if (choice === undefined || choice === null) return { ok: true, value: out };
+  if (!hasTools) return { ok: false, error: invalidRequest('tool_choice', `'tool_choice' needs 'tools'; none were sent.`) };
+  if (choice === 'auto' || choice === 'none' || choice === 'required') return { ok: true, value: { ...out, tool_choice: choice } };
+  const name = isObject(choice) && choice['type'] === 'function' ? (choice['name'] ?? (isObject(choice['function']) ? choice['function']['name'] : undefined)) : undefined;
+  if (typeof name !== 'string') {
+    return { ok: false, error: invalidRequest('tool_choice', `'tool_choice' must be "auto", "none", "required" or {"type": "function", "name": ...}; got ${describe(choice)}.`) };
+  }
+  return { ok: true, value: { ...out, tool_choice: { type: 'function', function: { name } } } };
 }
 
 function formatOf(value: unknown): Translated<Record<string, unknown> | null> {

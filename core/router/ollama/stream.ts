@@ -80,6 +80,9 @@ export class ChatStreamToOllama implements StreamRewriter {
       prompt_eval_duration: nanoseconds(first - this.frame.sentMs),
       eval_count: this.usage?.completion ?? this.chunksWithText,
       eval_duration: nanoseconds(end - first),
+      // Ollama's generate ends with the conversation's tokens to send back; llmtray keeps none
+      // (a `context` sent is refused unless empty), so it gives the empty one.
+      ...(this.frame.kind === 'generate' ? { context: [] } : {}),
     };
     return `${rest}${callLine}${JSON.stringify(final)}${this.frame.stream ? '\n' : ''}`;
   }

@@ -85,6 +85,14 @@ describe("Ollama's /api/chat said as a chat completion", () => {
     ]);
   });
 
+  it("honours the fields ollama-ai-provider-v2 sends beside Ollama's, options winning", () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
+    const chat = chatOf('chat', { messages: [], temperature: 0.3, top_p: 0.8, max_output_tokens: 40, tools, tool_choice: { type: 'function', name: 'f' }, options: { temperature: 0 } });
+    expect(chat).toMatchObject({ temperature: 0, top_p: 0.8, max_tokens: 40, tool_choice: { type: 'function', function: { name: 'f' } } });
+    expect(chatOf('chat', { messages: [], tools, tool_choice: 'required' })['tool_choice']).toBe('required');
+    expect(refusal('chat', { messages: [], tool_choice: 'required' }).param).toBe('tool_choice');
+  });
+
   it('refuses a tool result that answers no call, by name', () => {
     expect(refusal('chat', { messages: [{ role: 'tool', tool_name: 'x', content: '1' }] }).param).toBe('messages[0]');
   });

@@ -1,0 +1,241 @@
+// Apps written for Ollama, unchanged, against the real daemon: the `ollama` npm client, the AI
+// SDK's ollama-ai-provider-v2 and LangChain's ChatOllama, pointed at llmtray's origin as they
+// would be at Ollama's, on each engine (the embedded engine always; a real llama-server where
+// LLMTRAY_LLAMA_SERVER names one, as daemon-clients-engines.test.ts runs both). Every answer
+// is checked against the shapes of Ollama's docs/api.md (test/fixtures/ollama-api/shapes.json,
+// its source inside). The models are generated with random weights, so what is checked is
+// structure, counts and equality with /v1's answers, never content.
+//
+// Tools: Ollama's API has no tool choice, so a random-weight model asked with tools answers text
+// or a call as it likes. On llama-server the tools model is launched with the tool-call marker
+// raised as its server's default (the nudge daemon-clients-engines.test.ts explains), which
+// makes its answer a call; on the embedded engine the AI SDK's `toolChoice: 'required'` (which
+// ollama-ai-provider-v2 sends as `tool_choice`, honoured: core/router/ollama/fields.ts) makes it one.
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ChatOllama } from '@langchain/ollama';
+import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
+import { generateText, streamText, tool } from 'ai';
+import { Ollama } from 'ollama';
+import { createOllama } from 'ollama-ai-provider-v2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
+import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
+import { spmVocab } from '../../core/catalog/demo/spm-vocab.js';
+import type { EngineKind } from '../../core/contracts/snapshot.js';
+import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { ollamaShapeErrors } from '../support/ollama-shapes.js';
+
+const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
+const WIDTH = DEMO_SHAPES['demo-tiny'].nEmbd;
+
+const ENGINES: { engine: EngineKind; skip: boolean }[] = [
+  { engine: 'embedded', skip: false },
+  { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
+];
+
+/** The nudge as llama-server's own default sampling: `--logit-bias TOKEN+BIAS` per token. */
+function nudgeArgs(): string[] {
+  const vocab = spmVocab();
+  return ['--logit-bias', `${vocab.tokens.indexOf('<tool_call>')}+90`, '--logit-bias', `${vocab.eosId}+100`];
+}
+
+const weather = z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']), sunny: z.boolean() });
+const weatherSchema = { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] }, sunny: { type: 'boolean' } }, required: ['city', 'sunny'], additionalProperties: false };
+const getWeather = {
+  type: 'function',
+  function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] } }, required: ['city'] } },
+};
+
+describe.each(ENGINES)("Ollama's clients on the $engine engine", ({ engine, skip }) => {
+  let daemon: DaemonProcess | undefined;
+  let workDir: string | undefined;
+  let ollama: Ollama;
+  const toolsModel = engine === 'llama-server' ? 'tiny-nudged' : 'tiny';
+
+  beforeAll(async () => {
+    if (skip) return;
+    if (engine === 'llama-server' && !existsSync(LLAMA_SERVER ?? '')) throw new Error(`LLMTRAY_LLAMA_SERVER names '${LLAMA_SERVER ?? ''}', which does not exist`);
+    workDir = await makeDataDir();
+    const model = join(workDir, 'demo-tiny.gguf');
+    await writeLlamaGguf(model, DEMO_SHAPES['demo-tiny']);
+    const configPath = join(workDir, 'config.yaml');
+    await writeFile(
+      configPath,
+      [
+        'budget: { reserve: 0 }',
+        `engines: { warmSpare: false${engine === 'llama-server' ? `, llamaServer: ${JSON.stringify(LLAMA_SERVER)}` : ''} }`,
+        'modelDirs: []',
+        'models:',
+        `  - { id: tiny, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine} }`,
+        `  - { id: tiny-embed, path: ${JSON.stringify(model)}, ctx: 512, engine: ${engine}, embeddings: true }`,
+        ...(engine === 'llama-server' ? [`  - { id: tiny-nudged, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine}, args: ${JSON.stringify(nudgeArgs())} }`] : []),
+        '',
+      ].join('\n'),
+    );
+    daemon = await startDaemonProcess({ config: configPath, startTimeoutMs: 60_000 });
+    ollama = new Ollama({ host: daemon.origin });
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    if (daemon) await removeDataDir(daemon.dataDir);
+    if (workDir) await removeDataDir(workDir);
+  });
+
+  const running = (): DaemonProcess => {
+    if (!daemon) throw new Error('the daemon did not start (see beforeAll)');
+    return daemon;
+  };
+
+  it.skipIf(skip)('answers version, list and show as Ollama does, from the GGUF, without the admin token (which /api/state needs)', async () => {
+    expect(ollamaShapeErrors('version', await ollama.version())).toEqual([]);
+    const list = await ollama.list();
+    expect(ollamaShapeErrors('tags', list)).toEqual([]);
+    expect(list.models.map((m) => m.name).sort()).toEqual([...(engine === 'llama-server' ? ['tiny-nudged:latest'] : []), 'tiny-embed:latest', 'tiny:latest'].sort());
+    const tiny = list.models.find((m) => m.name === 'tiny:latest');
+    expect(tiny?.details).toMatchObject({ format: 'gguf', family: 'llama', families: ['llama'], quantization_level: 'F32' });
+    expect(tiny?.digest).toMatch(/^[0-9a-f]{64}$/);
+    const shown = await ollama.show({ model: 'tiny:latest' });
+    expect(ollamaShapeErrors('show', shown)).toEqual([]);
+    expect(shown.capabilities).toContain('completion');
+    expect((shown.model_info as unknown as Record<string, unknown>)['general.architecture']).toBe('llama');
+    expect((shown.model_info as unknown as Record<string, unknown>)['llama.block_count']).toBe(DEMO_SHAPES['demo-tiny'].nLayer);
+    expect((await ollama.show({ model: 'tiny-embed' })).capabilities).toEqual(['embedding']);
+    expect((await fetch(`${running().origin}/api/state`)).status).toBe(401);
+  });
+
+  it.skipIf(skip)("refuses an unknown model with Ollama's 404, which the client raises with its message", async () => {
+    const error = await ollama.chat({ model: 'nope', messages: [{ role: 'user', content: 'hi' }], stream: false }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ status_code: 404 });
+    expect((error as Error).message).toMatch(/^model "nope" not found; llmtray serves: /);
+    const raw = await fetch(`${running().origin}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'nope' }) });
+    expect(raw.status).toBe(404);
+    expect(ollamaShapeErrors('error', await raw.json())).toEqual([]);
+  });
+
+  it.skipIf(skip)('answers chat whole and streamed, the final object with the counts and measured durations', async () => {
+    const whole = await ollama.chat({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], stream: false, options: { num_predict: 6, temperature: 0 } });
+    expect(ollamaShapeErrors('chatFinal', whole)).toEqual([]);
+    expect(whole).toMatchObject({ model: 'tiny', done: true, done_reason: 'length', eval_count: 6 });
+    expect(whole.prompt_eval_count).toBeGreaterThan(0);
+    for (const duration of [whole.total_duration, whole.prompt_eval_duration, whole.eval_duration]) expect(duration).toBeGreaterThan(0);
+    expect(whole.total_duration).toBeGreaterThanOrEqual(whole.load_duration + whole.prompt_eval_duration + whole.eval_duration);
+
+    const parts = [];
+    for await (const part of await ollama.chat({ model: 'tiny:latest', messages: [{ role: 'user', content: 'hello' }], stream: true, options: { num_predict: 6, temperature: 0 } })) parts.push(part);
+    const final = parts.at(-1);
+    for (const part of parts.slice(0, -1)) expect(ollamaShapeErrors('chat', part)).toEqual([]);
+    expect(ollamaShapeErrors('chatFinal', final)).toEqual([]);
+    expect(final).toMatchObject({ model: 'tiny:latest', done: true, done_reason: 'length', eval_count: 6 });
+    // Greedy: the stream says the same text as the whole answer.
+    expect(parts.map((p) => p.message.content).join('')).toBe(whole.message.content);
+  });
+
+  it.skipIf(skip)('answers generate whole and streamed', async () => {
+    const whole = await ollama.generate({ model: 'tiny', prompt: 'hello', system: 'be brief', stream: false, options: { num_predict: 5, temperature: 0 } });
+    expect(ollamaShapeErrors('generateFinal', whole)).toEqual([]);
+    expect(whole).toMatchObject({ done: true, done_reason: 'length', eval_count: 5 });
+    const parts = [];
+    for await (const part of await ollama.generate({ model: 'tiny', prompt: 'hello', system: 'be brief', stream: true, options: { num_predict: 5, temperature: 0 } })) parts.push(part);
+    for (const part of parts.slice(0, -1)) expect(ollamaShapeErrors('generate', part)).toEqual([]);
+    expect(ollamaShapeErrors('generateFinal', parts.at(-1))).toEqual([]);
+    expect(parts.map((p) => p.response).join('')).toBe(whole.response);
+  });
+
+  it.skipIf(skip)('enforces a format schema as response_format is', async () => {
+    const answer = await ollama.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Weather in Oslo?' }], format: weatherSchema, stream: false, options: { num_predict: 100 } });
+    expect(answer.done_reason, answer.message.content).toBe('stop');
+    expect(weather.safeParse(JSON.parse(answer.message.content)).success, answer.message.content).toBe(true);
+  });
+
+  it.skipIf(skip)('refuses what it does not honour by name, in Ollama’s shape', async () => {
+    const refused = await ollama.chat({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], stream: false, options: { mirostat_tau: 5 } }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status_code: 400 });
+    expect((refused as Error).message).toContain("'options.mirostat_tau'");
+    const images = await ollama.chat({ model: 'tiny', messages: [{ role: 'user', content: 'what is this', images: ['iVBORw0KGgo='] }], stream: false }).catch((e: unknown) => e);
+    expect((images as Error).message).toContain("'messages[0].images'");
+    const context = await ollama.generate({ model: 'tiny', prompt: 'x', context: [1, 2], stream: false }).catch((e: unknown) => e);
+    expect((context as Error).message).toContain('keeps no token context');
+  });
+
+  it.skipIf(skip)('gives /api/embed and the legacy /api/embeddings the vectors /v1/embeddings gives', async () => {
+    const v1 = (await (await fetch(`${running().endpoint}/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny-embed', input: ['hello', 'world'], encoding_format: 'float' }) })).json()) as { data: { embedding: number[] }[] };
+    const embed = await ollama.embed({ model: 'tiny-embed', input: ['hello', 'world'] });
+    expect(ollamaShapeErrors('embed', embed)).toEqual([]);
+    expect(embed.embeddings).toEqual(v1.data.map((d) => d.embedding));
+    expect(embed.embeddings[0]).toHaveLength(WIDTH);
+    const legacy = await ollama.embeddings({ model: 'tiny-embed', prompt: 'hello' });
+    expect(ollamaShapeErrors('embeddings', legacy)).toEqual([]);
+    expect(legacy.embedding).toEqual(v1.data[0]?.embedding);
+  });
+
+  it.skipIf(skip)('loads with an empty prompt, lists the model in ps, and unloads it with keep_alive 0', async () => {
+    const loaded = await ollama.generate({ model: 'tiny', prompt: '', keep_alive: '10m' });
+    expect(loaded).toMatchObject({ done: true, done_reason: 'load' });
+    const ps = await ollama.ps();
+    expect(ollamaShapeErrors('ps', ps)).toEqual([]);
+    const entry = ps.models.find((m) => m.name === 'tiny:latest');
+    expect(entry?.size).toBeGreaterThan(0);
+    // keep_alive 10m from the last use: it expires about ten minutes from now.
+    const expiresIn = new Date(entry?.expires_at ?? 0).getTime() - Date.now();
+    expect(expiresIn).toBeGreaterThan(9 * 60_000);
+    expect(expiresIn).toBeLessThanOrEqual(10 * 60_000);
+
+    const unloaded = await ollama.chat({ model: 'tiny', messages: [], keep_alive: 0 });
+    expect(ollamaShapeErrors('unload', unloaded)).toEqual([]);
+    expect(unloaded.done_reason).toBe('unload');
+    // Waited for, not timed: the eviction ends when the engine is gone.
+    while ((await ollama.ps()).models.some((m) => m.name === 'tiny:latest')) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await running().model('tiny')).status.state).toBe('idle');
+  });
+
+  it.skipIf(skip)("serves the AI SDK's generateText and streamText through ollama-ai-provider-v2", async () => {
+    const provider = createOllama({ baseURL: `${running().origin}/api` });
+    const text = await generateText({ model: provider('tiny'), prompt: 'hello', maxOutputTokens: 6, temperature: 0, maxRetries: 0 });
+    expect(text.finishReason).toBe('length');
+    expect(text.usage.outputTokens).toBe(6);
+    const streamed = streamText({ model: provider('tiny'), prompt: 'hello', maxOutputTokens: 6, temperature: 0, maxRetries: 0 });
+    expect(await streamed.text).toBe(text.text);
+    expect((await streamed.usage).outputTokens).toBe(6);
+    // A required tool: the call comes back whole, its arguments as the schema says.
+    const called = await generateText({
+      model: provider(toolsModel),
+      prompt: 'Weather in Paris?',
+      tools: { get_weather: tool({ description: 'The weather in a city', inputSchema: z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']) }) }) },
+      toolChoice: 'required',
+      temperature: 0,
+      maxOutputTokens: 100,
+      maxRetries: 0,
+    });
+    expect(called.toolCalls.map((c) => c.toolName)).toEqual(['get_weather']);
+    expect(z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']) }).safeParse(called.toolCalls[0]?.input).success).toBe(true);
+  });
+
+  it.skipIf(skip)("serves LangChain's ChatOllama: invoke, bindTools with a tool's result sent back, withStructuredOutput", async () => {
+    const chat = new ChatOllama({ model: 'tiny', baseUrl: running().origin, numPredict: 6, temperature: 0 });
+    const answer = await chat.invoke('hello');
+    expect(answer.response_metadata).toMatchObject({ done_reason: 'length' });
+    expect(answer.usage_metadata?.output_tokens).toBe(6);
+
+    const withTools = new ChatOllama({ model: toolsModel, baseUrl: running().origin, numPredict: 100, temperature: 0 }).bindTools([getWeather]);
+    const reply = await withTools.invoke('Weather in Paris?');
+    if (engine === 'llama-server') {
+      // The nudged server writes a call: whole, its arguments as an object of the tool's schema.
+      expect(reply.tool_calls?.map((c) => c.name)).toEqual(['get_weather']);
+      expect(weather.pick({ city: true }).safeParse(reply.tool_calls?.[0]?.args).success).toBe(true);
+    }
+    // A conversation with a call and its result goes back in the model's template.
+    const after = await withTools.invoke([
+      new HumanMessage('Weather in Paris?'),
+      new AIMessage({ content: '', tool_calls: [{ id: 'call_1', name: 'get_weather', args: { city: 'Paris' } }] }),
+      new ToolMessage({ content: 'Sunny, 21 C', tool_call_id: 'call_1', name: 'get_weather' }),
+    ]);
+    expect(after.response_metadata['done']).toBe(true);
+
+    const structured = await new ChatOllama({ model: 'tiny', baseUrl: running().origin, numPredict: 100 }).withStructuredOutput(weather).invoke('Weather in Lima?');
+    expect(weather.safeParse(structured).success, JSON.stringify(structured)).toBe(true);
+  });
+});
