@@ -13,6 +13,7 @@
 // ollama-ai-provider-v2 sends as `tool_choice`, honoured: core/router/ollama/fields.ts) makes it one.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { ChatOllama } from '@langchain/ollama';
 import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
@@ -237,5 +238,58 @@ describe.each(ENGINES)("Ollama's clients on the $engine engine", ({ engine, skip
 
     const structured = await new ChatOllama({ model: 'tiny', baseUrl: running().origin, numPredict: 100 }).withStructuredOutput(weather).invoke('Weather in Lima?');
     expect(weather.safeParse(structured).success, JSON.stringify(structured)).toBe(true);
+  });
+});
+
+describe("listen.ollamaPort: Ollama's port for apps with its address built in", () => {
+  const started: DaemonProcess[] = [];
+  const held: Server[] = [];
+  afterAll(async () => {
+    for (const daemon of started) {
+      await daemon.stop();
+      await removeDataDir(daemon.dataDir);
+    }
+    for (const server of held) await new Promise((resolve) => server.close(resolve));
+  });
+
+  /** A daemon with no models whose config asks for `ollamaPort`. */
+  async function daemonWithOllamaPort(ollamaPort: number): Promise<DaemonProcess> {
+    const dir = await makeDataDir();
+    const config = join(dir, 'config.yaml');
+    await writeFile(config, ['engines: { warmSpare: false }', 'modelDirs: []', 'models: []', `listen: { ollamaPort: ${ollamaPort} }`, ''].join('\n'));
+    const daemon = await startDaemonProcess({ config });
+    started.push(daemon);
+    return daemon;
+  }
+
+  /** Waits for the daemon's log (stderr) to say `text`: the pipe may deliver it after daemon.json appears. */
+  async function untilLogged(daemon: DaemonProcess, text: string): Promise<void> {
+    while (!daemon.stderr().includes(text)) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+
+  /** A loopback port held open by this test, as another program would hold 11434. */
+  async function heldPort(): Promise<number> {
+    const server = createServer();
+    held.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as AddressInfo).port;
+  }
+
+  it("serves Ollama's API on that port too, where it is free", async () => {
+    // A port the test held and let go: free for the daemon to take.
+    const free = await heldPort();
+    await new Promise((resolve) => held.pop()?.close(resolve));
+    const daemon = await daemonWithOllamaPort(free);
+    const client = new Ollama({ host: `http://127.0.0.1:${free}` });
+    expect(await client.version()).toEqual({ version: expect.any(String) as string });
+    expect((await client.list()).models).toEqual([]);
+    await untilLogged(daemon, `reach llmtray at http://127.0.0.1:${free} too`);
+  });
+
+  it('starts anyway where another program holds the port, and says where to point the apps', async () => {
+    const taken = await heldPort();
+    const daemon = await daemonWithOllamaPort(taken);
+    await untilLogged(daemon, `listen.ollamaPort ${taken} is taken by another program`);
+    expect((await new Ollama({ host: daemon.origin }).version()).version).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });
