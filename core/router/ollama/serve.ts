@@ -94,12 +94,13 @@ function failed(error: unknown): RouterError {
   return { status: 500, source: 'router', type: 'server_error', code: 'internal_error', param: null, message: `llmtray's router failed on this request: ${errorMessage(error)}` };
 }
 
-/** The catalog id an Ollama name means, and what the translation must know of it; or Ollama's 404. */
+/** The catalog id an Ollama name means, and what the translation must know of it; or Ollama's 404 (501 on a gateway without model facts). */
 function lookUp(gateway: ModelGateway, name: string): { modelId: string; facts: OllamaModelFacts } | RouterError {
   for (const candidate of catalogNamesFor(name)) {
     const modelId = gateway.resolve(candidate)?.modelId;
     if (modelId === undefined) continue;
-    const facts = gateway.modelFacts?.(modelId);
+    if (gateway.modelFacts === undefined) return ollamaNotImplemented("Ollama's model routes", 'this listener knows no model facts (whether a model sees images, its context).');
+    const facts = gateway.modelFacts(modelId);
     if (facts !== undefined) return { modelId, facts };
   }
   return ollamaModelNotFound(name, gateway.modelIds().map(ollamaNameOf));

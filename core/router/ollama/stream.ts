@@ -33,7 +33,8 @@ interface CallInProgress {
   arguments: string;
 }
 
-const nanoseconds = (ms: number): number => Math.max(0, Math.round(ms * 1e6));
+/** A moment on the frame's clock in whole nanoseconds: durations between them then add up exactly to the total. */
+const nanoseconds = (ms: number): number => Math.round(ms * 1e6);
 
 export class ChatStreamToOllama implements StreamRewriter {
   private readonly events = new EngineChatEvents();
@@ -74,12 +75,12 @@ export class ChatStreamToOllama implements StreamRewriter {
       ...(this.frame.stream ? this.piece('', '', null) : this.piece(this.content, this.thinking, said)),
       done: true,
       done_reason: this.finishReason === 'length' ? 'length' : 'stop',
-      total_duration: nanoseconds(end - this.frame.receivedMs),
-      load_duration: nanoseconds(this.frame.sentMs - this.frame.receivedMs),
+      total_duration: nanoseconds(end) - nanoseconds(this.frame.receivedMs),
+      load_duration: nanoseconds(this.frame.sentMs) - nanoseconds(this.frame.receivedMs),
       prompt_eval_count: this.usage?.prompt ?? 0,
-      prompt_eval_duration: nanoseconds(first - this.frame.sentMs),
+      prompt_eval_duration: nanoseconds(first) - nanoseconds(this.frame.sentMs),
       eval_count: this.usage?.completion ?? this.chunksWithText,
-      eval_duration: nanoseconds(end - first),
+      eval_duration: nanoseconds(end) - nanoseconds(first),
       // Ollama's generate ends with the conversation's tokens to send back; llmtray keeps none
       // (a `context` sent is refused unless empty), so it gives the empty one.
       ...(this.frame.kind === 'generate' ? { context: [] } : {}),
