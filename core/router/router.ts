@@ -6,8 +6,9 @@
 // (openai/route.ts, anthropic/route.ts, responses/route.ts, ollama/serve.ts, llama/routes.ts).
 //
 // The router owns the loopback listener, so its guards (Host, Origin) run for every request
-// on it; paths outside `/v1` (but Ollama's, which share `/api/` with the admin API) go to `fallthrough` (the admin API, /metrics, the dashboard's
-// files), which then never has to think about DNS rebinding. See README.md for the flow.
+// on it; paths outside `/v1` (but Ollama's, which share `/api/` with the admin API, and
+// llama.cpp's) go to `fallthrough` (the admin API, /metrics, the dashboard's files), which then
+// never has to think about DNS rebinding. See README.md for the flow.
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
