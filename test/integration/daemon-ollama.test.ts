@@ -136,6 +136,19 @@ describe.each(ENGINES)("Ollama's clients on the $engine engine", ({ engine, skip
     expect(parts.map((p) => p.message.content).join('')).toBe(whole.message.content);
   });
 
+  it.skipIf(skip)("gives each token's log-probability and its alternatives, whole and streamed", async () => {
+    const whole = await ollama.chat({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], stream: false, logprobs: true, top_logprobs: 2, options: { num_predict: 4, temperature: 0 } });
+    expect(whole.logprobs).toHaveLength(4);
+    for (const token of whole.logprobs ?? []) {
+      expect(token.logprob).toBeLessThanOrEqual(0);
+      expect(token.top_logprobs).toHaveLength(2);
+    }
+    expect(whole.logprobs?.map((t) => t.token).join('')).toBe(whole.message.content);
+    const streamed = [];
+    for await (const part of await ollama.chat({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], stream: true, logprobs: true, top_logprobs: 2, options: { num_predict: 4, temperature: 0 } })) streamed.push(...(part.logprobs ?? []));
+    expect(streamed).toEqual(whole.logprobs);
+  });
+
   it.skipIf(skip)('answers generate whole and streamed', async () => {
     const whole = await ollama.generate({ model: 'tiny', prompt: 'hello', system: 'be brief', stream: false, options: { num_predict: 5, temperature: 0 } });
     expect(ollamaShapeErrors('generateFinal', whole)).toEqual([]);

@@ -26,8 +26,8 @@ const isEmptyList: [string, (value: unknown) => boolean] = ['[]', (v) => Array.i
 const model = honoured('the model, `name:tag` (`:latest` is the untagged id)');
 const keepAlive = honoured("the model's idle TTL from now on (never past a pin); 0 unloads");
 const options = honoured('mapped per option (the options table)');
-const logprobs = refused('token log-probabilities are not carried into Ollama’s answers yet; use /v1/chat/completions', isFalse);
-const topLogprobs = refused('token log-probabilities are not carried into Ollama’s answers yet; use /v1/chat/completions', ['0', (v) => v === 0]);
+const logprobs = honoured('the chat API’s `logprobs`: each piece’s tokens with their log-probabilities as `logprobs`');
+const topLogprobs = honoured('the chat API’s `top_logprobs` (0 to 20, with `logprobs`): each token’s alternatives as its `top_logprobs`');
 
 const GENERATION = {
   model,

@@ -92,11 +92,14 @@ export function toOllamaGeneration(endpoint: 'chat' | 'generate', read: OllamaBo
   if (!tools.ok) return tools;
   const topLevel = endpoint === 'chat' ? providerFields(body, tools.value !== null) : { ok: true as const, value: {} };
   if (!topLevel.ok) return topLevel;
+  const logprobs = logprobsOf(body['logprobs'], body['top_logprobs']);
+  if (!logprobs.ok) return logprobs;
   const chat: Record<string, unknown> = {
     messages: messages.value,
     stream: true,
     stream_options: { include_usage: true },
     ...topLevel.value,
+    ...logprobs.value,
     ...sampling.value,
     ...(format.value === null ? {} : { response_format: format.value }),
     ...(tools.value === null ? {} : { tools: tools.value }),
@@ -235,6 +238,15 @@ function providerFields(body: Record<string, unknown>, hasTools: boolean): Trans
     return { ok: false, error: invalidRequest('tool_choice', `'tool_choice' must be "auto", "none", "required" or {"type": "function", "name": ...}; got ${describe(choice)}.`) };
   }
   return { ok: true, value: { ...out, tool_choice: { type: 'function', function: { name } } } };
+}
+
+/** `logprobs` and `top_logprobs` as the chat API takes them: the alternatives only with the tokens' own. */
+function logprobsOf(logprobs: unknown, top: unknown): Translated<Record<string, unknown>> {
+  if (logprobs !== undefined && logprobs !== null && typeof logprobs !== 'boolean') return { ok: false, error: invalidRequest('logprobs', `'logprobs' must be true or false; got ${describe(logprobs)}.`) };
+  if (top === undefined || top === null || top === 0) return { ok: true, value: logprobs === true ? { logprobs: true } : {} };
+  if (typeof top !== 'number' || !Number.isInteger(top) || top < 0 || top > 20) return { ok: false, error: invalidRequest('top_logprobs', `'top_logprobs' must be a whole number from 0 to 20; got ${describe(top)}.`) };
+  if (logprobs !== true) return { ok: false, error: invalidRequest('top_logprobs', "'top_logprobs' needs 'logprobs': true, as Ollama's API says.") };
+  return { ok: true, value: { logprobs: true, top_logprobs: top } };
 }
 
 function formatOf(value: unknown): Translated<Record<string, unknown> | null> {

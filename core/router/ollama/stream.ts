@@ -46,6 +46,7 @@ export class ChatStreamToOllama implements StreamRewriter {
   /** For `stream: false`: the whole answer, said once at the end. */
   private content = '';
   private thinking = '';
+  private logprobs: OllamaLogprob[] = [];
   /** The engine broke off with an error: its line was said, nothing follows. */
   private failed = false;
 
@@ -73,6 +74,7 @@ export class ChatStreamToOllama implements StreamRewriter {
     const final = {
       ...this.head(),
       ...(this.frame.stream ? this.piece('', '', null) : this.piece(this.content, this.thinking, said)),
+      ...(this.frame.stream || this.logprobs.length === 0 ? {} : { logprobs: this.logprobs }),
       done: true,
       done_reason: this.finishReason === 'length' ? 'length' : 'stop',
       total_duration: nanoseconds(end) - nanoseconds(this.frame.receivedMs),
@@ -104,6 +106,7 @@ export class ChatStreamToOllama implements StreamRewriter {
     if (typeof choice['finish_reason'] === 'string') this.finishReason = choice['finish_reason'];
     const delta = choice['delta'];
     if (!isObject(delta)) return '';
+    const logprobs = logprobsOf(choice['logprobs']);
     const text = typeof delta['content'] === 'string' ? delta['content'] : '';
     const thinking = typeof delta['reasoning_content'] === 'string' ? delta['reasoning_content'] : '';
     const toolDeltas = Array.isArray(delta['tool_calls']) ? delta['tool_calls'] : [];
@@ -114,10 +117,11 @@ export class ChatStreamToOllama implements StreamRewriter {
     if (!this.frame.stream) {
       this.content += text;
       this.thinking += thinking;
+      this.logprobs.push(...logprobs);
       return '';
     }
     if (text === '' && thinking === '') return '';
-    return `${JSON.stringify({ ...this.head(), ...this.piece(text, thinking, null), done: false })}\n`;
+    return `${JSON.stringify({ ...this.head(), ...this.piece(text, thinking, null), ...(logprobs.length === 0 ? {} : { logprobs }), done: false })}\n`;
   }
 
   private collectCall(delta: unknown): void {
@@ -146,6 +150,26 @@ export class ChatStreamToOllama implements StreamRewriter {
     if (this.frame.kind === 'generate') return { response: text, ...(thinking === '' ? {} : { thinking }) };
     return { message: { role: 'assistant', content: text, ...(thinking === '' ? {} : { thinking }), ...(calls === null ? {} : { tool_calls: calls }) } };
   }
+}
+
+/** One token of Ollama's `logprobs`: the token, its log-probability, and its alternatives when asked. */
+interface OllamaLogprob {
+  token: string;
+  logprob: number;
+  top_logprobs?: { token: string; logprob: number }[];
+}
+
+/** A chunk's `choices[0].logprobs.content` in Ollama's words (the chat API's `bytes` left out: Ollama's have none). */
+function logprobsOf(value: unknown): OllamaLogprob[] {
+  const content = isObject(value) && Array.isArray(value['content']) ? value['content'] : [];
+  return content.filter(isObject).map((entry) => {
+    const top = Array.isArray(entry['top_logprobs']) ? entry['top_logprobs'].filter(isObject) : [];
+    return {
+      token: String(entry['token'] ?? ''),
+      logprob: numberOr(entry['logprob']),
+      ...(top.length === 0 ? {} : { top_logprobs: top.map((alternative) => ({ token: String(alternative['token'] ?? ''), logprob: numberOr(alternative['logprob']) })) }),
+    };
+  });
 }
 
 function numberOr(value: unknown): number {

@@ -93,6 +93,13 @@ describe("Ollama's /api/chat said as a chat completion", () => {
     expect(refusal('chat', { messages: [], tool_choice: 'required' }).param).toBe('tool_choice');
   });
 
+  it("asks for the tokens' log-probabilities as the chat API does, alternatives only with them", () => {
+    expect(chatOf('chat', { messages: [], logprobs: true, top_logprobs: 3 })).toMatchObject({ logprobs: true, top_logprobs: 3 });
+    expect(chatOf('chat', { messages: [], logprobs: false })).not.toHaveProperty('logprobs');
+    expect(refusal('chat', { messages: [], top_logprobs: 3 }).param).toBe('top_logprobs');
+    expect(refusal('chat', { messages: [], logprobs: true, top_logprobs: 21 }).param).toBe('top_logprobs');
+  });
+
   it('refuses a tool result that answers no call, by name', () => {
     expect(refusal('chat', { messages: [{ role: 'tool', tool_name: 'x', content: '1' }] }).param).toBe('messages[0]');
   });

@@ -113,6 +113,16 @@ describe('an engine chat stream re-told as Ollama NDJSON', () => {
     expect(out[1]).toEqual({ error: 'The model server stopped mid-answer: boom' });
   });
 
+  it("says each piece's token log-probabilities on its line, and all of them in a whole answer", () => {
+    const token = (text: string, logprob: number) => ({ token: text, logprob, bytes: [...Buffer.from(text)], top_logprobs: [{ token: text, logprob, bytes: [] }, { token: 'z', logprob: -9, bytes: [] }] });
+    const stream = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'a' }, logprobs: { content: [token('a', -0.5)] }, finish_reason: null }] })}\n\n` + chunk({ content: 'b' }) + chunk({}, 'stop') + 'data: [DONE]\n\n';
+    const expected = { token: 'a', logprob: -0.5, top_logprobs: [{ token: 'a', logprob: -0.5 }, { token: 'z', logprob: -9 }] };
+    const out = lines(translate(stream));
+    expect(out[0]?.['logprobs']).toEqual([expected]);
+    expect(out[1]).not.toHaveProperty('logprobs');
+    expect((JSON.parse(translate(stream, { stream: false })) as Record<string, unknown>)['logprobs']).toEqual([expected]);
+  });
+
   it('says the same lines however the network cuts the stream (property)', () => {
     const stream = textStream(['α', 'β', 'γ δ', '{"j":1}']);
     const whole = translate(stream, { wallClock: () => new Date(0), now: () => 5 });
