@@ -160,6 +160,18 @@ describe.each(ENGINES)("Ollama's clients on the $engine engine", ({ engine, skip
     expect(parts.map((p) => p.response).join('')).toBe(whole.response);
   });
 
+  it.skipIf(skip)('answers tools with each call whole, its arguments an object of the schema, whole and streamed', async () => {
+    // Ollama's API has no tool choice; `tool_choice` is what ollama-ai-provider-v2 adds (honoured), sent here through the client as it passes the request on.
+    const request = { model: toolsModel, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [getWeather], tool_choice: 'required', options: { num_predict: 100, temperature: 0 } };
+    const whole = await ollama.chat({ ...request, stream: false } as Parameters<Ollama['chat']>[0] & { stream: false });
+    expect(ollamaShapeErrors('chatTools', whole)).toEqual([]);
+    expect(whole.message.tool_calls?.map((call) => call.function.name)).toEqual(['get_weather']);
+    expect(weather.pick({ city: true }).safeParse(whole.message.tool_calls?.[0]?.function.arguments).success).toBe(true);
+    const calls = [];
+    for await (const part of await ollama.chat({ ...request, stream: true } as Parameters<Ollama['chat']>[0] & { stream: true })) calls.push(...(part.message.tool_calls ?? []));
+    expect(calls).toEqual(whole.message.tool_calls);
+  });
+
   it.skipIf(skip)('enforces a format schema as response_format is', async () => {
     const answer = await ollama.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Weather in Oslo?' }], format: weatherSchema, stream: false, options: { num_predict: 100 } });
     expect(answer.done_reason, answer.message.content).toBe('stop');
