@@ -52,9 +52,11 @@ export function modelCards(parts: {
           const lastUsed = parts.activity.lastUsedAt(view.id) ?? view.lastUsed;
           // Nothing unloads a pinned or busy model, nor one kept for ever.
           const stays = view.pinned || view.inFlight > 0 || ttl === Infinity || lastUsed === null;
+          // Where it runs, as placed; before the placement is known (loading), what it measured, else its estimate at its level.
+          const held = view.placement === null ? (view.measuredBytes ?? view.estimateBytes[view.status.level ?? 'full']) : onDevices + view.placement.hostBytes;
           return {
             modelId: view.id,
-            sizeBytes: view.placement === null ? (view.measuredBytes ?? 0) : onDevices + view.placement.hostBytes,
+            sizeBytes: held,
             deviceBytes: view.placement?.kind === 'cpu' ? 0 : onDevices,
             expiresAt: stays ? null : lastUsed + ttl,
             contextTokens: view.contextTokens,
