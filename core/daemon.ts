@@ -214,6 +214,10 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     }));
     parts.add(() => at.close());
     const lanEndpoints = at.networkEndpointsFor(config.listen.allowedHosts);
+    if (at.ollamaPort?.listening === true) log.info(`apps with Ollama's address built in reach llmtray at http://127.0.0.1:${at.ollamaPort.port} too (listen.ollamaPort)`);
+    if (at.ollamaPort?.listening === false) {
+      log.warn(`listen.ollamaPort ${at.ollamaPort.port} is taken by another program (Ollama itself?): apps with Ollama's address built in reach that program, not llmtray; point them at ${at.origin}, or stop it and restart llmtray`);
+    }
 
     // The loop, the samplers and the watchers.
     parts.add(runControlLoop(controller));

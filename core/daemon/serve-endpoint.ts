@@ -11,6 +11,8 @@ import { createRouter, type RouterAccess } from '../router/router.js';
 import type { ModelActivity } from '../demand/activity.js';
 import { createGateway } from '../demand/gateway.js';
 import { localOrigin, networkEndpoints, type ListenPlan } from './listen-plan.js';
+import { modelCards } from '../demand/model-cards.js';
+import { cachedGgufCardReader } from '../catalog/gguf-card.js';
 import { portTakenMessage, type AdviceFace } from './startup-advice.js';
 import type { ModelTurns } from '../demand/turns.js';
 
@@ -20,6 +22,12 @@ export interface ServedEndpoint {
   origin: string;
   /** Other machines' base URLs for these allowed host names; empty on loopback. */
   networkEndpointsFor(allowedHosts: readonly string[]): string[];
+  /**
+   * listen.ollamaPort: where apps with Ollama's address built in reach the endpoint too —
+   * `listening` on that loopback port, or `taken` (another program has it: Ollama itself, most
+   * likely); null when none is configured.
+   */
+  ollamaPort: { port: number; listening: boolean } | null;
   /** Closes the listeners, then the router. */
   close(): Promise<void>;
 }
@@ -42,7 +50,11 @@ export async function serveEndpoint(deps: {
   const { catalog, admin, plan } = deps;
   const access: { listen: LlmtrayConfig['listen'] | null; rules: RouterAccess | null } = { listen: null, rules: null };
   const router = createRouter({
-    gateway: createGateway({ catalog, controller: deps.controller, supervisor: deps.supervisor, activity: deps.activity, startedAt: deps.startedAt, turns: deps.turns }),
+    gateway: {
+      ...createGateway({ catalog, controller: deps.controller, supervisor: deps.supervisor, activity: deps.activity, startedAt: deps.startedAt, turns: deps.turns }),
+      // Ollama's model routes: the GGUF's keys, what is resident, an app's keep_alive.
+      ...modelCards({ catalog, readCard: cachedGgufCardReader(), snapshot: () => admin.snapshot(), activity: deps.activity, trigger: () => deps.controller.trigger() }),
+    },
     activationWaitMs: catalog.config().activationWaitMs,
     fallthrough: createAdminHandler({ service: admin, token: deps.token, staticDir: deps.staticDir }),
     // llama.cpp router mode's /models/load and /models/unload: the tray's own commands, as the admin API runs them.
@@ -72,13 +84,30 @@ export async function serveEndpoint(deps: {
     closers.push(() => listening.close());
     return listening.port;
   };
+  /**
+   * The same router on Ollama's port, loopback only (the apps it is for run here; the LAN has
+   * the main port). A port another program holds is no reason not to start: the apps can still
+   * be pointed at the main one, and the daemon says so.
+   */
+  const listenForOllama = async (ollamaPort: number | undefined, mainPort: number): Promise<ServedEndpoint['ollamaPort']> => {
+    if (ollamaPort === undefined || ollamaPort === mainPort) return ollamaPort === undefined ? null : { port: ollamaPort, listening: true };
+    try {
+      const listening = await router.listen({ host: '127.0.0.1', port: ollamaPort });
+      closers.push(() => listening.close());
+      return { port: ollamaPort, listening: true };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+      return { port: ollamaPort, listening: false };
+    }
+  };
   try {
     const port = await listenOn(plan.host, deps.port);
     // A specific network address does not take loopback connections: the CLI, the dashboard
     // and local apps get 127.0.0.1 on the same port.
     if (plan.loopbackToo) await listenOn('127.0.0.1', port);
+    const ollamaPort = await listenForOllama(catalog.config().listen.ollamaPort, port);
     const interfaces = Object.values(networkInterfaces()).flat().filter((a) => a !== undefined);
-    return { port, origin: localOrigin(plan, port), networkEndpointsFor: (allowedHosts) => networkEndpoints(plan, port, allowedHosts, interfaces), close };
+    return { port, origin: localOrigin(plan, port), networkEndpointsFor: (allowedHosts) => networkEndpoints(plan, port, allowedHosts, interfaces), ollamaPort, close };
   } catch (error) {
     await close();
     throw error;

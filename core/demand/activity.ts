@@ -36,6 +36,8 @@ export class ModelActivity {
   /** Real use (served, or loaded by a person): the idle TTL runs from here. */
   private readonly keptAtById = new Map<string, number>();
   private readonly demandedAtById = new Map<string, number>();
+  /** An app's `keep_alive` (Ollama's API): the idle TTL it asked for in place of the configured one, until an Unload. */
+  private readonly idleTtlById = new Map<string, number>();
   private readonly changes = new Emitter<void>('the activity');
 
   constructor(private readonly clock: ActivityClock) {}
@@ -87,8 +89,27 @@ export class ModelActivity {
     this.changed();
   }
 
+  /**
+   * An app asked that the model stay `ttlMs` after its last use (Infinity: for ever; 0: not at
+   * all once unused): its idle TTL from now on, in place of the configured one, until an Unload.
+   * A pin outlasts it (the desired state keeps a pinned model whatever this says).
+   */
+  keepFor(modelId: string, ttlMs: number): void {
+    this.idleTtlById.set(modelId, ttlMs);
+    // It is asked by a request already claimed on the model, so the demand's grace has done its
+    // work; left standing, it would keep a model asked to go at once for 15 s more.
+    if (ttlMs === 0) this.demandedAtById.delete(modelId);
+    this.changed();
+  }
+
+  /** The idle TTL in force for the model: an app's keep_alive, else `configuredMs`. */
+  idleTtl(modelId: string, configuredMs: number): number {
+    return this.idleTtlById.get(modelId) ?? configuredMs;
+  }
+
   /** A person's Unload: nothing keeps the model now but a pin or a request. */
   forget(modelId: string): void {
+    this.idleTtlById.delete(modelId);
     // Both, always: `a.delete() || b.delete()` would stop at the first, leaving a just-served
     // model wanted for the demand grace after an Unload.
     const kept = this.keptAtById.delete(modelId);
@@ -108,14 +129,14 @@ export class ModelActivity {
     return this.lastUsedAtById.get(modelId);
   }
 
-  /** Wanted because of use: waiting, just demanded, or used within its idle TTL (in flight is the claims'). */
+  /** Wanted because of use: waiting, just demanded, or used within its idle TTL (an app's keep_alive, else `idleTtlMs`; in flight is the claims'). */
   recentlyUsed(modelId: string, idleTtlMs: number): boolean {
     if (this.waitingById.has(modelId)) return true;
     const now = this.clock.elapsed();
     const demanded = this.demandedAtById.get(modelId);
     if (demanded !== undefined && now - demanded < DEMAND_GRACE_MS) return true;
     const kept = this.keptAtById.get(modelId);
-    return kept !== undefined && now - kept < idleTtlMs;
+    return kept !== undefined && now - kept < this.idleTtl(modelId, idleTtlMs);
   }
 
   /** Fires after every change; the daemon refreshes the snapshot from it. */

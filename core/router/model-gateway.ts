@@ -98,6 +98,49 @@ export type WaitProgress =
  */
 export type EmbeddingsOnly = 'pooling' | 'config';
 
+/**
+ * What Ollama's model routes tell of a model beyond its state (`/api/tags`, `/api/show`;
+ * ollama/models.ts), read from the catalog and the model's GGUF header.
+ */
+export interface ModelCard {
+  modelId: string;
+  /** The model's files, bytes. */
+  sizeBytes: number;
+  /** When its file last changed, epoch ms. */
+  modifiedAt: number;
+  /** 64 hex digits naming this definition (its file's identity and launch settings): the same while it is unchanged. */
+  digest: string;
+  /** The context it launches with, tokens. */
+  contextTokens: number;
+  /** It has a vision projector (an mmproj file). */
+  vision: boolean;
+  /** It only embeds (see EmbeddingsOnly). */
+  embeddingsOnly: boolean;
+  /** The file's header as Ollama quotes it (core/catalog/gguf-card.ts); null when it cannot be read. */
+  gguf: {
+    architecture: string;
+    /** general.file_type's name without llama.cpp's MOSTLY_ ("Q4_K_M", "F16"); null when absent. */
+    fileType: string | null;
+    /** Every tensor's elements added up. */
+    parameterCount: number;
+    /** The header's keys: 64-bit integers as numbers, arrays as null unless `verbose`. */
+    metadata: Record<string, unknown>;
+    /** tokenizer.chat_template (a Jinja template); null when the model has none. */
+    chatTemplate: string | null;
+  } | null;
+}
+
+/** A resident model as Ollama's `/api/ps` tells it. */
+export interface ResidentModel {
+  modelId: string;
+  sizeBytes: number;
+  /** What it holds on the GPUs now (measured, else estimated at its level), bytes. */
+  deviceBytes: number;
+  /** When its idle TTL runs out from its last use, epoch ms; null when nothing will unload it (pinned, busy). */
+  expiresAt: number | null;
+  contextTokens: number;
+}
+
 export interface ModelGateway {
   /**
    * The catalog id for a request's `model`: an id or an alias. Non-blocking, pure lookup.
@@ -111,6 +154,31 @@ export interface ModelGateway {
    * name is a 404. Non-blocking, pure.
    */
   beingWritten?(name: string): { modelId: string; path: string; sizeBytes: number } | undefined;
+
+  /**
+   * What a request's translation must know of a model (Ollama's API: whether images can be
+   * carried, the context `num_ctx` is checked against); undefined for an unknown id. Optional:
+   * without it Ollama's generation routes answer 501. Non-blocking, pure.
+   */
+  modelFacts?(modelId: string): { vision: boolean; contextTokens: number } | undefined;
+
+  /**
+   * The model's card for Ollama's `/api/tags` and `/api/show`; undefined for an unknown id.
+   * Reads the GGUF header (cached by file identity): blocks on file I/O, never rejects.
+   */
+  describe?(modelId: string, options: { verbose: boolean }): Promise<ModelCard | undefined>;
+
+  /** The resident models, for Ollama's `/api/ps`. Non-blocking, pure. */
+  residents?(): ResidentModel[];
+
+  /**
+   * Ollama's `keep_alive`: the model's idle TTL from now on, ms (Infinity: for ever; 0: unload
+   * once unused). A pin outlasts any TTL. Non-blocking, idempotent.
+   */
+  keepAlive?(modelId: string, ttlMs: number): void;
+
+  /** Whether a person pinned the model (an unload asked by an app does not lift a pin). Non-blocking, pure. */
+  isPinned?(modelId: string): boolean;
 
   /** Every catalog id, for the 404's message. Non-blocking, pure. */
   modelIds(): string[];

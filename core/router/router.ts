@@ -1,13 +1,14 @@
 // llmtray's OpenAI-compatible endpoint: local apps send `/v1/...` here with a `model` name,
 // and the router finds (or loads) the engine that serves it and streams the answer through.
-// Anthropic's Messages API (`/v1/messages`), OpenAI's Responses API and llama.cpp's own routes are
-// served on the same path, by the same activation: only the last step, how the request reaches
-// the engine, is each API's own, in its folder (openai/route.ts, anthropic/route.ts, responses/route.ts,
-// llama/routes.ts).
+// Anthropic's Messages API (`/v1/messages`), OpenAI's Responses API, Ollama's API (`/api/chat`,
+// `/api/tags`, …) and llama.cpp's own routes are served on the same path, by the same activation:
+// only the last step, how the request reaches the engine, is each API's own, in its folder
+// (openai/route.ts, anthropic/route.ts, responses/route.ts, ollama/serve.ts, llama/routes.ts).
 //
 // The router owns the loopback listener, so its guards (Host, Origin) run for every request
-// on it; paths outside `/v1` go to `fallthrough` (the admin API, /metrics, the dashboard's
-// files), which then never has to think about DNS rebinding. See README.md for the flow.
+// on it; paths outside `/v1` (but Ollama's, which share `/api/` with the admin API, and
+// llama.cpp's) go to `fallthrough` (the admin API, /metrics, the dashboard's files), which then
+// never has to think about DNS rebinding. See README.md for the flow.
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -31,6 +32,8 @@ import type { OpenAIEndpoint } from './openai/validate-request.js';
 import { anthropicErrorBody } from './anthropic/errors.js';
 import { countTokensRequest, messagesRequest } from './anthropic/route.js';
 import { responsesRequest } from './responses/route.js';
+import { ollamaErrorBody } from './ollama/errors.js';
+import { isOllamaPath, serveOllama, type OllamaContext } from './ollama/serve.js';
 import { isLlamaCompatPath, llamaRouterStatus, llamaServerRouteRequest, MODEL_COMMAND_ROUTES, runModelCommand, type ModelCommands } from './llama/routes.js';
 
 export interface RouterOptions {
@@ -118,8 +121,9 @@ const ANTHROPIC_ROUTES = {
 /** OpenAI's Responses API, answered through chat completions (responses/route.ts). */
 const RESPONSES_PATH = '/v1/responses';
 
-/** Whose error shape a path's client reads: Anthropic's SDKs cannot read OpenAI's. */
+/** Whose error shape a path's client reads: Anthropic's SDKs cannot read OpenAI's, nor Ollama's clients either. */
 function errorShapeFor(path: string): ErrorShape {
+  if (isOllamaPath(path)) return ollamaErrorBody;
   return path === '/v1/messages' || path.startsWith('/v1/messages/') ? anthropicErrorBody : errorBody;
 }
 
@@ -159,7 +163,8 @@ export function createRouter(options: RouterOptions): Router {
     // suite found a GET with a megabyte of chunked body getting half a dashboard file).
     const llamaCompat = isLlamaCompatPath(path);
     const responses = path === RESPONSES_PATH;
-    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null && !responses && !llamaCompat)) req.resume();
+    const ollama = isOllamaPath(path);
+    if (req.method !== 'POST' || (endpoint === undefined && anthropic === null && !responses && !llamaCompat && !ollama)) req.resume();
     const refuse = (error: RouterError): void => {
       req.resume();
       sendError(res, error, shape);
@@ -167,7 +172,7 @@ export function createRouter(options: RouterOptions): Router {
     const access = accessNow();
     const refusal = refuseHostOrOrigin(req, access);
     if (refusal !== null) return refuse(refusal);
-    if (path !== '/v1' && !path.startsWith('/v1/') && !llamaCompat) {
+    if (path !== '/v1' && !path.startsWith('/v1/') && !llamaCompat && !ollama) {
       if (!access.fallthroughFromNetwork && !arrivedOnLoopback(req.socket.localAddress)) {
         return refuse(forbidden(`${path} is served on loopback only: the admin API, /metrics and the dashboard answer connections to 127.0.0.1 or [::1]. Use them on this machine, or set listen.admin: network in llmtray's config.yaml to serve them on the network too (the admin API still needs its token).`));
       }
@@ -178,6 +183,7 @@ export function createRouter(options: RouterOptions): Router {
     applyCors(req, res, access.corsOrigins);
     const key = checkClientKey(req, access.clientKeys, access.keysRequired);
     if (!key.ok) return refuse(key.error);
+    if (ollama) return serveOllama(req, res, path, ollamaContext);
 
     if (endpoint !== undefined) {
       if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
@@ -220,18 +226,20 @@ export function createRouter(options: RouterOptions): Router {
       return serveModels(res, path === '/v1/models' ? null : safeDecode(path.slice('/v1/models/'.length)));
     }
     refuse(
-      notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/models, and Anthropic's /v1/messages and /v1/messages/count_tokens.`),
+      notFound(`Unknown endpoint ${req.method ?? ''} ${path}; llmtray serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/models, Anthropic's /v1/messages and /v1/messages/count_tokens, and Ollama's API under /api/ (/api/chat, /api/generate, /api/tags, …).`),
     );
   }
 
   /**
    * Reads and checks a request (`build` refuses what is malformed), finds its model, activates it
    * and sends the request to the claimed engine, once more if that engine was unreachable. The
-   * same path for every API: `shape` spells the errors the client's API reads.
+   * same path for every API: `shape` spells the errors the client's API reads. `body`: the body,
+   * where the API's own dispatch read it already (Ollama's, which decides by the body whether a
+   * request is one for a model at all).
    */
-  async function serveModelRequest(req: IncomingMessage, res: ServerResponse, shape: ErrorShape, build: (raw: Buffer) => ModelRequest | RouterError): Promise<void> {
+  async function serveModelRequest(req: IncomingMessage, res: ServerResponse, shape: ErrorShape, build: (raw: Buffer) => ModelRequest | RouterError, body?: Buffer): Promise<void> {
     const exchange = trackExchange(res);
-    const read = await readBody(req, bodyLimitBytes);
+    const read = body === undefined ? await readBody(req, bodyLimitBytes) : ({ kind: 'read', body } as const);
     if (read.kind === 'aborted') return;
     if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, bodyLimitBytes), shape);
     const request = build(read.body);
@@ -271,6 +279,14 @@ export function createRouter(options: RouterOptions): Router {
       if (exchange.clientGone.aborted) return;
     }
   }
+
+  const ollamaContext: OllamaContext = {
+    gateway,
+    agent,
+    bodyLimitBytes,
+    serveModelRequest,
+    ...(options.modelCommands === undefined ? {} : { unload: options.modelCommands.unload }),
+  };
 
   function serveModels(res: ServerResponse, modelName: string | null): void {
     // llama.cpp router mode's `status` beside llmtray's own `state`, for clients made for it.

@@ -7,10 +7,12 @@
 // What must hold for every one of them:
 // - the answer is served (2xx) or refused with a 4xx/5xx whose body is an error in its
 //   surface's shape: Anthropic's ({ type: 'error', error: { type, message } }) under
-//   /v1/messages, whose SDKs read nothing else; elsewhere { error: { message, code } } (OpenAI's
-//   for the rest of /v1 and the guards, the admin API's elsewhere; a command's own CommandResult
-//   for its refusals). No answer at all only for a request that never finished arriving;
-// - a 2xx under /api needs the admin token and one under /v1 a client key (no way around them);
+//   /v1/messages, whose SDKs read nothing else; Ollama's ({ error: "…" }) on its /api/ paths;
+//   elsewhere { error: { message, code } } (OpenAI's for the rest of /v1 and the guards, the
+//   admin API's elsewhere; a command's own CommandResult for its refusals). No answer at all
+//   only for a request that never finished arriving;
+// - a 2xx under /api needs the admin token, and one under /v1 or on Ollama's /api/ paths a
+//   client key (no way around them);
 // - a 2xx for a file is byte for byte a file of the dashboard's folder: nothing outside it is
 //   served, however the path climbs or encodes;
 // - no answer carries the admin token or a client key;
@@ -29,6 +31,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { rawExchange, type RawAnswer } from '../support/raw-http.js';
+import { isOllamaPath } from '../../core/router/ollama/serve.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 10_000);
 const CLIENT_KEY = 'fuzz-client-key-7d1e93b0';
@@ -86,6 +89,9 @@ const KNOWN_ROUTES: [string, string][] = [
   ['POST', '/api/models/broken/unpin'], ['POST', '/api/models/Broken/load'], ['POST', '/api/models/old-name/unload'], ['POST', '/api/models/broken/retry'],
   ['GET', '/api/models/broken/logs'], ['POST', '/api/models/nope/pin'], ['GET', '/api/models/nope/logs'], ['POST', '/api/models/broken/delete'],
   ['POST', '/api/session'], ['GET', '/api'], ['GET', '/metrics'], ['GET', '/'], ['GET', '/index.html'], ['OPTIONS', '/v1/chat/completions'],
+  // Ollama's API, which shares /api/ with the admin API and is guarded like /v1.
+  ['GET', '/api/version'], ['GET', '/api/tags'], ['GET', '/api/ps'], ['POST', '/api/show'], ['POST', '/api/chat'], ['POST', '/api/generate'],
+  ['POST', '/api/embed'], ['POST', '/api/embeddings'], ['POST', '/api/pull'], ['DELETE', '/api/delete'], ['POST', '/api/blobs/sha256:00'],
 ];
 const CLIMBING_PATHS = [
   '/../core/cli.js', '/..%2fcore%2fcli.js', '/%2e%2e/core/cli.js', '/%2E%2E%2Fcore%2Fcli.js', '/assets/../../core/cli.js',
@@ -346,6 +352,11 @@ function isAnthropicPath(path: string): boolean {
   return path === '/v1/messages' || path.startsWith('/v1/messages/');
 }
 
+/** Ollama's error body: `{ error: "…" }`, the message alone. */
+function isOllamaError(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string';
+}
+
 /** Anthropic's error body: `{ type: 'error', error: { type, message } }`, with no OpenAI `code` beside them. */
 function isAnthropicError(body: unknown): boolean {
   if (typeof body !== 'object' || body === null) return false;
@@ -390,17 +401,21 @@ function violation(request: FuzzRequest, answer: RawAnswer, complete: boolean, a
       if (isAnthropicError(body)) return null;
       return isErrorShape && answeredBeforeRouting(request, error) ? null : `a ${status} to Anthropic's ${path} not in Anthropic's error shape: ${text.slice(0, 200)}`;
     }
+    if (isOllamaPath(path)) {
+      if (isOllamaError(body)) return null;
+      return isErrorShape && answeredBeforeRouting(request, error) ? null : `a ${status} to Ollama's ${path} not in Ollama's error shape: ${text.slice(0, 200)}`;
+    }
     const isCommandResult = (body as { ok?: unknown }).ok === false && typeof (body as { message?: unknown }).message === 'string';
     return isErrorShape || (isCommandResult && path.startsWith('/api/models/')) ? null : `a ${status} in no error shape: ${text.slice(0, 200)}`;
   }
   // Served: only with the credentials its surface requires.
   const authorization = header(request, 'authorization') ?? '';
-  if (path === '/api' || path.startsWith('/api/')) {
-    return /^bearer /i.test(authorization) && authorization.slice(7).trim() === adminToken ? null : `${path} was served without the admin token`;
-  }
-  if (path === '/v1' || path.startsWith('/v1/')) {
+  if (path === '/v1' || path.startsWith('/v1/') || isOllamaPath(path)) {
     const keyed = (/^bearer /i.test(authorization) && authorization.slice(7).trim() === CLIENT_KEY) || header(request, 'x-api-key')?.trim() === CLIENT_KEY;
     return keyed ? null : `${path} was served without a client key`;
+  }
+  if (path === '/api' || path.startsWith('/api/')) {
+    return /^bearer /i.test(authorization) && authorization.slice(7).trim() === adminToken ? null : `${path} was served without the admin token`;
   }
   if (path === '/metrics' || request.method === 'OPTIONS') return null;
   if (isHead) return null;

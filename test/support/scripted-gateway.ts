@@ -80,6 +80,11 @@ export class ScriptedGateway implements ModelGateway {
     private readonly engineKey: string,
   ) {}
 
+  /** Ollama's routes ask it: no scripted model sees images; each launches with a 4096-token context. */
+  modelFacts(modelId: string): { vision: boolean; contextTokens: number } | undefined {
+    return this.models.has(modelId) ? { vision: false, contextTokens: 4096 } : undefined;
+  }
+
   resolve(name: string): { modelId: string; embeddingsOnly: EmbeddingsOnly | null } | undefined {
     for (const model of this.models.values()) if (model.id === name || model.aliases.includes(name)) return { modelId: model.id, embeddingsOnly: model.embeddingsOnly ?? null };
     return undefined;

@@ -66,6 +66,8 @@ export interface ListenConfig {
   corsOrigins: string[];
   /** Where the admin API, /metrics and the dashboard answer: loopback connections only, or the network too. */
   admin: 'loopback' | 'network';
+  /** A second loopback port for apps with Ollama's address built in (11434), taken at start when free; absent: none. */
+  ollamaPort?: number;
 }
 
 export interface LlmtrayConfig {

@@ -113,6 +113,9 @@ export const listenSchema = strict({
   allowedHosts: z.array(z.string({ error: HOST_EXPECTATION }).regex(HOST_NAME, { error: HOST_EXPECTATION }), { error: 'expected a list of host names' }).default([]),
   // Web pages (by origin) that may call /v1 from a browser.
   corsOrigins: z.array(z.string({ error: ORIGIN_EXPECTATION }).refine(isOrigin, { error: ORIGIN_EXPECTATION }), { error: 'expected a list of origins' }).default([]),
+  // Also listen on 127.0.0.1 at this port (Ollama's is 11434) when it is free, for apps with
+  // Ollama's address built in; the same endpoint as `port`. Unset: no second port.
+  ollamaPort: integer("expected a port number from 1 to 65535 (Ollama's own is 11434)", 1, 65535).optional(),
   // The admin API, /metrics and the dashboard: on loopback connections only, or on the network too.
   admin: z.enum(['loopback', 'network'], { error: 'expected loopback (the default) or network' }).default('loopback'),
 });

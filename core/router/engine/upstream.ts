@@ -48,6 +48,13 @@ export interface AnswerShape {
   json: ((text: string) => string | null) | null;
   /** A fresh rewriter for a successful event stream. */
   stream: (() => StreamRewriter) | null;
+  /**
+   * The client's content type for what `stream` re-tells, where it is not an event stream
+   * (Ollama's NDJSON, or one JSON object collected from the stream); absent: the engine's.
+   * Such an answer is lines, so an error that ends it follows on a line of its own with no blank
+   * line before it (NDJSON has none).
+   */
+  streamContentType?: string;
   /** An engine's error answer (status >= 400), collected whole → the client's body. */
   error: ((text: string, status: number) => string) | null;
   /** How the router's own errors are spelled (hung, unreachable, interrupted). */
@@ -291,6 +298,7 @@ function relayAnswer(answer: IncomingMessage, res: ServerResponse, claim: Engine
   if (rewriter === null && answer.headers['content-length'] !== undefined) {
     headers['content-length'] = answer.headers['content-length'];
   }
+  if (rewriter !== null && shape.streamContentType !== undefined) headers['content-type'] = shape.streamContentType;
   if (!isOpenedEarly(res)) res.writeHead(status, headers);
   answer.on('data', (chunk: Buffer) => {
     if (res.writableEnded || res.destroyed) return;
@@ -397,7 +405,7 @@ function endInterrupted(
     param: null,
     message: `The model server for '${servedBy}' stopped before the answer was complete: ${what}. The answer above is partial.`,
   });
-  const separator = tail.endsWith('\n\n') ? '' : tail.endsWith('\n') ? '\n' : '\n\n';
+  const separator = shape.streamContentType !== undefined ? (tail === '' || tail.endsWith('\n') ? '' : '\n') : tail.endsWith('\n\n') ? '' : tail.endsWith('\n') ? '\n' : '\n\n';
   res.end(`${separator}${event}`);
 }
 

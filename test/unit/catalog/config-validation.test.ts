@@ -122,6 +122,12 @@ describe('config validation', () => {
     expect(errors.map((e) => e.split(': ')[1])).toEqual(['listen.port', 'models[0].ctx', 'models[0].priority']);
   });
 
+  test("listen.ollamaPort is a port (Ollama's 11434, say), absent unless set", () => {
+    expect(accepted('listen: {ollamaPort: 11434}\n').listen.ollamaPort).toBe(11434);
+    expect(accepted('models: []\n').listen.ollamaPort).toBeUndefined();
+    expect(errorsOf('listen: {ollamaPort: 0}\n')[0]).toContain("listen.ollamaPort: expected a port number from 1 to 65535 (Ollama's own is 11434)");
+  });
+
   test('a YAML syntax error names the line and column', () => {
     const text = readFileSync(join(fixtures, 'yaml-syntax-error.yaml'), 'utf8');
     const [error, ...rest] = errorsOf(text);

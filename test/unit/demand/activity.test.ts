@@ -35,6 +35,23 @@ describe('ModelActivity', () => {
     expect(activity.recentlyUsed('m', TTL)).toBe(false);
   });
 
+  it("takes an app's keep_alive as the model's idle TTL until an Unload, 0 ending even the demand's grace", async () => {
+    const { clock, activity } = activityAt();
+    activity.use('m');
+    activity.keepFor('m', 5_000);
+    expect(activity.idleTtl('m', TTL)).toBe(5_000);
+    await clock.advance(5_000);
+    expect(activity.recentlyUsed('m', TTL)).toBe(false);
+    activity.keepFor('m', Infinity);
+    expect(activity.recentlyUsed('m', TTL)).toBe(true);
+    activity.demand('cold');
+    activity.use('cold');
+    activity.keepFor('cold', 0);
+    expect(activity.recentlyUsed('cold', TTL)).toBe(false);
+    activity.forget('m');
+    expect(activity.idleTtl('m', TTL)).toBe(TTL);
+  });
+
   it('a wall-clock step neither ends the idle TTL (forward: nothing unloads) nor stretches it (back)', async () => {
     const { clock, activity } = activityAt();
     activity.use('m');
