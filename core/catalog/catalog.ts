@@ -14,13 +14,14 @@ import { join } from 'node:path';
 import type { FootprintEstimate } from '../policy/levels.js';
 import { SerialQueue } from '../common/serial-queue.js';
 import { findModelByName } from '../contracts/model-names.js';
+import type { ModelLimits } from '../contracts/snapshot.js';
 import { ConfigStore, type ConfigInForce, type ReloadResult } from './config/config-store.js';
 import type { LlmtrayConfig } from './config/load-config.js';
 import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineChoice, type GpuLayers } from './config/schema.js';
 import { definitionHash, type FileIdentity } from './definition-hash.js';
-import { discoverModels, projectorBeside } from './discovery.js';
+import { discoverModels, projectorBeside, projectorFromArgs } from './discovery.js';
 import { totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
-import { estimateFootprint } from './footprint.js';
+import { enginesContext, estimateFootprint } from './footprint.js';
 import { cachedMetadataReader, type GgufFacts, type MetadataReader, type MetadataResult } from './gguf-metadata.js';
 import { MEASUREMENTS_FILE_NAME, MeasurementStore, withMeasurement } from './measurements.js';
 import { MODEL_IDS_FILE_NAME, ModelIdStore } from './model-id-store.js';
@@ -40,8 +41,10 @@ export interface CatalogModel {
   path: string;
   /** All parts together, bytes (0 when the file cannot be read). */
   sizeBytes: number;
-  /** Context tokens the model launches with at the 'full' level. */
+  /** Context tokens each request gets at the 'full' level; the engine holds it for each of its slots (enginesContext). */
   ctx: number;
+  /** `parallel` and `queueLimit`, its own or the config's defaults under `engines:`. */
+  limits: ModelLimits;
   priority: number;
   pinnedByDefault: boolean;
   draftId?: string;
@@ -122,7 +125,7 @@ interface Assembly {
 interface Entry
   extends Pick<
     CatalogModel,
-    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'env' | 'projectorPath' | 'embeddings' | 'repack' | 'source'
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'limits' | 'engine' | 'args' | 'env' | 'projectorPath' | 'embeddings' | 'repack' | 'source'
   > {
   file: FileIdentity | null;
   realPath: string | null;
@@ -298,6 +301,7 @@ export class Catalog {
         repack: model.repack,
         idleTtlMs: model.idleTtlMs,
         hangLimitMs: model.hangLimitMs,
+        limits: model.limits,
         engine: model.engine,
         args: model.args,
         env: model.env,
@@ -328,6 +332,7 @@ export class Catalog {
         repack: true,
         idleTtlMs: DEFAULT_IDLE_TTL_MS,
         hangLimitMs: DEFAULT_HANG_LIMIT_MS,
+        limits: config.defaultLimits,
         engine: 'auto',
         args: [],
         env: {},
@@ -363,15 +368,17 @@ export class Catalog {
 
     const built = entries.map((entry, i): CatalogModel => {
       const ctx = ctxOf(i);
+      // Priced as the engine holds it: every slot's context (the draft runs at the primary's).
+      const held = enginesContext(ctx, entry.limits.parallel);
       const draftIndex = entry.draftId === undefined ? undefined : byId.get(entry.draftId);
       const draft = draftIndex === undefined ? undefined : entries[draftIndex];
       // The draft runs in the model's engine process, so its weights are repacked (or not) alike.
       const cpuBufferRatios = entry.repack ? this.cpuBufferRatios(entry) : {};
-      const own = ownEstimate(entry, metadata[i], projectors[i], ctx, cpuBufferRatios);
+      const own = ownEstimate(entry, metadata[i], projectors[i], held, cpuBufferRatios);
       let estimate = own.estimate;
       let error = own.error;
       if (draftIndex !== undefined && draft && estimate) {
-        const draftEstimate = ownEstimate({ ...draft, projectorPath: undefined }, metadata[draftIndex], undefined, ctx, cpuBufferRatios);
+        const draftEstimate = ownEstimate({ ...draft, projectorPath: undefined }, metadata[draftIndex], undefined, held, cpuBufferRatios);
         if (draftEstimate.estimate) estimate = { ...estimate, draft: draftEstimate.estimate };
         else {
           estimate = null;
@@ -390,6 +397,7 @@ export class Catalog {
         ...(entry.fallbackId !== undefined ? { fallbackId: entry.fallbackId } : {}),
         ...(entry.embeddings !== undefined ? { embeddings: true } : {}),
         ...(entry.repack ? {} : { noRepack: true }),
+        ...(entry.limits.parallel !== undefined ? { parallel: entry.limits.parallel } : {}),
       });
       return {
         id: entry.id,
@@ -405,6 +413,7 @@ export class Catalog {
         mixedSplit: entry.mixedSplit,
         idleTtlMs: entry.idleTtlMs,
         hangLimitMs: entry.hangLimitMs,
+        limits: entry.limits,
         engine: entry.engine,
         args: entry.args,
         env: entry.env,
@@ -484,18 +493,4 @@ async function fileIdentity(path: string): Promise<Pick<Entry, 'file' | 'realPat
   } catch (error) {
     return { file: null, realPath: null, fileError: `${path}: cannot read the model file: ${(error as Error).message}` };
   }
-}
-
-/**
- * A projector the person passes in `args` wins over the folder's; `--no-mmproj` means none
- * (null); undefined when the args say nothing.
- */
-function projectorFromArgs(args: readonly string[]): string | null | undefined {
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === '--no-mmproj') return null;
-    if (arg === '--mmproj' || arg === '-mm') return args[i + 1];
-    if (arg.startsWith('--mmproj=')) return arg.slice('--mmproj='.length);
-  }
-  return undefined;
 }

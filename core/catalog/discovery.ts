@@ -285,3 +285,17 @@ function nameHfQuantisations(candidates: Candidate[]): void {
     });
   }
 }
+
+/**
+ * A projector the person passes in `args` wins over the folder's; `--no-mmproj` means none
+ * (null); undefined when the args say nothing.
+ */
+export function projectorFromArgs(args: readonly string[]): string | null | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--no-mmproj') return null;
+    if (arg === '--mmproj' || arg === '-mm') return args[i + 1];
+    if (arg.startsWith('--mmproj=')) return arg.slice('--mmproj='.length);
+  }
+  return undefined;
+}
