@@ -74,6 +74,11 @@ export class ModelActivity {
     return undefined;
   }
 
+  /** How many requests wait for the model now: what its queueLimit counts (admission.ts). */
+  waitingFor(modelId: string): number {
+    return this.waitingById.get(modelId)?.size ?? 0;
+  }
+
   /** Whether any request waits for any model. */
   anyWaiting(): boolean {
     return this.waitingById.size > 0;

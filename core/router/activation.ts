@@ -18,7 +18,7 @@
 // controller for one fresh pass that sees its demand, and refuses only with that pass's answer.
 import type { AbortNotice } from '../common/notice.js';
 import type { EngineClaim, ModelGateway, Unservable } from './model-gateway.js';
-import type { RouterError } from './http/errors.js';
+import { queueFull, type RouterError } from './http/errors.js';
 
 export interface ActivationOptions {
   /** How long one request waits for its model, ms. */
@@ -50,6 +50,10 @@ export async function activate(
     const hot = gateway.claim(modelId);
     if (hot !== null) return { kind: 'ready', claim: hot };
   }
+  // It would wait: past its model's limits it is refused now. Admission and `wait` below run in
+  // one tick, so requests arriving together are counted one by one.
+  const full = gateway.admit(modelId);
+  if (full !== null) return { kind: 'refused', error: queueFull(full) };
 
   gateway.demand(modelId);
   const waiting = gateway.wait(modelId);
