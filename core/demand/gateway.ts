@@ -58,8 +58,15 @@ export function createGateway(parts: GatewayParts): ModelGateway {
 
   const turnIsOver = (serving: string): boolean => parts.turns.isOver(serving);
   const limitsOf = (modelId: string) => catalog.resolve(modelId)?.limits ?? {};
-  /** Every slot of the serving model holds a request: a claim now would queue inside its engine. */
-  const slotsTaken = (serving: string): boolean => slotsFull(limitsOf(serving), supervisor.inFlight(serving));
+  /**
+   * Claims that hold one of their serving model's slots, per model. Not the supervisor's count of
+   * claims: a token count or a template rendered is answered beside the slots (takesSlot false),
+   * and must neither take one nor wait for one.
+   */
+  const inSlots = new Map<string, number>();
+  const slotsHeld = (serving: string): number => inSlots.get(serving) ?? 0;
+  /** Every slot of the serving model holds a request: one more now would queue inside its engine. */
+  const slotsTaken = (serving: string): boolean => slotsFull(limitsOf(serving), slotsHeld(serving));
 
   /**
    * The serving model turned busy or idle. With a request waiting for memory, a pass now: an
@@ -127,14 +134,15 @@ export function createGateway(parts: GatewayParts): ModelGateway {
     },
     admit(modelId) {
       const serving = controller.servingModel(modelId);
-      return queueFullOf(modelId, limitsOf(modelId), supervisor.inFlight(serving), activity.waitingFor(modelId));
+      return queueFullOf(modelId, limitsOf(modelId), slotsHeld(serving), activity.waitingFor(modelId));
     },
-    claim(modelId): EngineClaim | null {
+    claim(modelId, takesSlot): EngineClaim | null {
       const serving = controller.servingModel(modelId);
       // A server on its old definition takes no new request: it waits for the relaunch.
-      if (turnIsOver(serving) || controller.definitionPending(serving) || slotsTaken(serving)) return null;
+      if (turnIsOver(serving) || controller.definitionPending(serving) || (takesSlot && slotsTaken(serving))) return null;
       const claim = supervisor.claim(serving);
       if (claim === null) return null;
+      if (takesSlot) inSlots.set(serving, slotsHeld(serving) + 1);
       // The requested model is stamped too while falling back, so its want (and its
       // fallback's) stays fresh.
       if (serving !== modelId) activity.use(modelId);
@@ -163,8 +171,13 @@ export function createGateway(parts: GatewayParts): ModelGateway {
           released = true;
           claim.release();
           activity.use(serving);
-          // A slot came free: the request waiting longest for it takes it (the waits wake in the order they began).
-          if (limitsOf(serving).parallel !== undefined) wakeAll();
+          if (takesSlot) {
+            const held = slotsHeld(serving) - 1;
+            if (held > 0) inSlots.set(serving, held);
+            else inSlots.delete(serving);
+            // A slot came free: the request waiting longest for it takes it (the waits wake in the order they began).
+            if (limitsOf(serving).parallel !== undefined) wakeAll();
+          }
           if (supervisor.inFlight(serving) === 0) {
             parts.turns.idled(serving);
             turnedBusyOrIdle();

@@ -182,22 +182,23 @@ export interface ModelGateway {
   wait(modelId: string): () => void;
 
   /**
-   * For a request about to wait for the model (it could not claim it at once): the refusal when
-   * the model is at its limits, null when the request may wait. Served and waiting are counted at
-   * the call, and `wait` that follows in the same tick counts this request, so concurrent
-   * requests are admitted one by one. Non-blocking, pure.
+   * For a request that takes a slot and is about to wait for the model (it could not claim it
+   * at once): the refusal when the model is at its limits, null when the request may wait. Served
+   * and waiting are counted at the call, and `wait` that follows in the same tick counts this
+   * request, so concurrent requests are admitted one by one. Non-blocking, pure.
    */
   admit(modelId: string): QueueFull | null;
 
   /**
    * Claims the engine that answers for `modelId` for one request, counted in flight from this
    * moment: synchronous from look-up to count, so no eviction can stop that engine in between.
-   * Null when it is not ready (not resident, loading, stopping, dead), when every slot it has
-   * (`parallel`) holds a request — llmtray keeps the queue, so its engine never holds more — or
+   * Null when it is not ready (not resident, loading, stopping, dead), when the request takes a
+   * slot (`takesSlot`, ModelRequest's) and every slot it has (`parallel`) holds one — llmtray
+   * keeps the queue, so its engine never holds more — or
    * when it is busy but its turn is over: another model has waited longer than the turn allows
    * for the memory it holds, so new requests wait while it drains. Non-blocking.
    */
-  claim(modelId: string): EngineClaim | null;
+  claim(modelId: string, takesSlot: boolean): EngineClaim | null;
 
   /**
    * Resolves at the next change that may turn a wait into a claim or a refusal (any controller

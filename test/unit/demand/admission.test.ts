@@ -71,6 +71,14 @@ describe('admission through the activation and the gateway', () => {
     expect(await outcomes(activateTogether(gateway, 'demo-chat', 2))).toEqual(['waiting', 'refused']);
   });
 
+  it('never refuses nor holds back a request that takes no slot (a token count), however full the model is', async () => {
+    const { supervisor, gateway } = gatewayWith({ models: [catalogModel('m', { limits: { parallel: 1, queueLimit: 0 } })] });
+    supervisor.run('m', 4100);
+    expect(await outcomes(activateTogether(gateway, 'm', 2))).toEqual(['ready', 'refused']);
+    const count = activate(gateway, 'm', new Notice(), { waitMs: 60_000, retryAfterSeconds: 10 }, () => {}, false);
+    expect(await outcomes([count])).toEqual(['ready']);
+  });
+
   it('counts a cold model’s waiters against parallel + queueLimit, and serves them as slots allow once it is ready', async () => {
     const { controller, supervisor, gateway } = gatewayWith({ models: [catalogModel('m', { limits: { parallel: 2, queueLimit: 1 } })] });
     const five = activateTogether(gateway, 'm', 5);

@@ -10,7 +10,7 @@ describe('the daemon gateway: claims', () => {
     const { clock, controller, supervisor, activity, gateway } = gatewayWith();
     controller.fallbacks.set('big', 'small');
     supervisor.run('small', 4100);
-    const claim = gateway.claim('big');
+    const claim = gateway.claim('big', true);
     expect(claim?.servedBy).toBe('small');
     expect(claim?.endpoint).toEqual({ baseUrl: 'http://127.0.0.1:4100', apiKey: 'key-4100' });
     expect(supervisor.inFlight('small')).toBe(1);
@@ -26,9 +26,9 @@ describe('the daemon gateway: claims', () => {
   it('asks for a refresh only when the serving model turns busy or idle, and releases each claim once', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     supervisor.run('m', 4100);
-    const first = gateway.claim('m');
+    const first = gateway.claim('m', true);
     expect(controller.refreshes).toBe(1);
-    const second = gateway.claim('m');
+    const second = gateway.claim('m', true);
     expect(controller.refreshes).toBe(1);
     expect(supervisor.inFlight('m')).toBe(2);
 
@@ -42,7 +42,7 @@ describe('the daemon gateway: claims', () => {
     second?.release(); // a repeat at idle asks for nothing more
     expect(controller.refreshes).toBe(2);
 
-    const third = gateway.claim('m');
+    const third = gateway.claim('m', true);
     expect(controller.refreshes).toBe(3);
     second?.release();
     first?.release();
@@ -57,7 +57,7 @@ describe('the daemon gateway: claims', () => {
   it('asks for a pass at once when a model turns busy or idle while a request waits for memory', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     supervisor.run('small', 4100);
-    const claim = gateway.claim('small');
+    const claim = gateway.claim('small', true);
     expect([controller.triggers, controller.refreshes]).toEqual([0, 1]);
     const done = gateway.wait('big'); // asks for a pass itself
     expect(controller.triggers).toBe(1);
@@ -65,22 +65,22 @@ describe('the daemon gateway: claims', () => {
     claim?.release();
     expect([controller.triggers, controller.refreshes]).toEqual([2, 1]);
     done();
-    gateway.claim('small')?.release();
+    gateway.claim('small', true)?.release();
     expect([controller.triggers, controller.refreshes]).toEqual([2, 3]);
   });
 
   it('claims only what the supervisor would let a request claim, whatever the controller last said', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     controller.set('m', 'ready'); // stale: the engine's exit has not reached the controller yet
-    expect(gateway.claim('m')).toBeNull();
+    expect(gateway.claim('m', true)).toBeNull();
     const server = supervisor.run('m', 4200, 'loading');
-    expect(gateway.claim('m')).toBeNull();
+    expect(gateway.claim('m', true)).toBeNull();
     server.phase = 'ready';
-    const claim = gateway.claim('m');
+    const claim = gateway.claim('m', true);
     expect(claim?.endpoint.baseUrl).toBe('http://127.0.0.1:4200');
     claim?.release();
     server.phase = 'stopping';
-    expect(gateway.claim('m')).toBeNull();
+    expect(gateway.claim('m', true)).toBeNull();
     expect(controller.refreshes).toBe(2); // the granted claim's busy and idle; the refusals asked for nothing
     expect(controller.triggers).toBe(0);
   });
@@ -90,17 +90,17 @@ describe('the daemon gateway: claims', () => {
     controller.fallbacks.set('big', 'small');
     supervisor.run('small', 4100).anthropicMessages = true;
     supervisor.run('big', 4200);
-    expect(gateway.claim('small')?.anthropicMessages).toBe(true);
+    expect(gateway.claim('small', true)?.anthropicMessages).toBe(true);
     // Falling back, the request reaches the fallback's engine: its answer is the one that counts.
-    expect(gateway.claim('big')?.anthropicMessages).toBe(true);
+    expect(gateway.claim('big', true)?.anthropicMessages).toBe(true);
     controller.fallbacks.delete('big');
-    expect(gateway.claim('big')?.anthropicMessages).toBe(false);
+    expect(gateway.claim('big', true)?.anthropicMessages).toBe(false);
   });
 
   it('passes the engine’s loss to the claim, and the answer’s progress to the server', () => {
     const { supervisor, gateway } = gatewayWith();
     const server = supervisor.run('m', 4300);
-    const claim = gateway.claim('m');
+    const claim = gateway.claim('m', true);
     expect(claim?.lost.aborted).toBe(false);
     const mark = server.claims.progressMark;
     claim?.progressed();
@@ -115,17 +115,17 @@ describe('the daemon gateway: claims', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     supervisor.run('m', 4500);
     controller.outdated.add('m');
-    expect(gateway.claim('m')).toBeNull();
+    expect(gateway.claim('m', true)).toBeNull();
     controller.outdated.delete('m');
-    expect(gateway.claim('m')).not.toBeNull();
+    expect(gateway.claim('m', true)).not.toBeNull();
   });
 
   it('tells the controller once per claim that the serving model answered, at its first progress', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     controller.fallbacks.set('big', 'small');
     supervisor.run('small', 4400);
-    const first = gateway.claim('big');
-    const second = gateway.claim('small');
+    const first = gateway.claim('big', true);
+    const second = gateway.claim('small', true);
     expect(controller.answered).toEqual([]);
     first?.progressed();
     first?.progressed();
@@ -154,20 +154,20 @@ describe('the daemon gateway: turns', () => {
   it('ends a busy model’s turn once a model it is in the way of has waited turnMs, and ends it no longer than that wait', async () => {
     const { clock, controller, supervisor, gateway } = gatewayWith({ turnMs: 2_000 });
     supervisor.run('a', 4100);
-    const busy = gateway.claim('a');
+    const busy = gateway.claim('a', true);
     controller.yields.set('a', ['b']);
     const bWaits = gateway.wait('b');
 
     await clock.advance(1_999);
-    const early = gateway.claim('a');
+    const early = gateway.claim('a', true);
     expect(early).not.toBeNull();
     early?.release();
     await clock.advance(1);
-    expect(gateway.claim('a')).toBeNull();
+    expect(gateway.claim('a', true)).toBeNull();
     expect(supervisor.inFlight('a')).toBe(1); // a refused claim counts nothing
 
     bWaits();
-    const again = gateway.claim('a');
+    const again = gateway.claim('a', true);
     expect(again).not.toBeNull();
     again?.release();
     busy?.release();
@@ -180,18 +180,18 @@ describe('the daemon gateway: turns', () => {
     controller.yields.set('a', ['b']);
     gateway.wait('c');
     await clock.advance(60_000);
-    expect(gateway.claim('a')).not.toBeNull();
+    expect(gateway.claim('a', true)).not.toBeNull();
   });
 
   it('with turnMs 0, refuses new claims as soon as a rival waits', () => {
     const { controller, supervisor, gateway } = gatewayWith({ turnMs: 0 });
     supervisor.run('a', 4100);
     controller.yields.set('a', ['b']);
-    expect(gateway.claim('a')).not.toBeNull();
+    expect(gateway.claim('a', true)).not.toBeNull();
     const bWaits = gateway.wait('b');
-    expect(gateway.claim('a')).toBeNull();
+    expect(gateway.claim('a', true)).toBeNull();
     bWaits();
-    expect(gateway.claim('a')).not.toBeNull();
+    expect(gateway.claim('a', true)).not.toBeNull();
   });
 
   it('holds a model its client just finished with while its turn lasts: the next request claims it, the policy is told it is held', async () => {
@@ -199,10 +199,10 @@ describe('the daemon gateway: turns', () => {
     supervisor.run('a', 4100);
     controller.yields.set('a', ['b']);
     gateway.wait('b');
-    gateway.claim('a')?.release();
+    gateway.claim('a', true)?.release();
     expect(turns.holds('a')).toBe(true);
     await clock.advance(50);
-    const next = gateway.claim('a');
+    const next = gateway.claim('a', true);
     expect(next).not.toBeNull();
     expect(turns.holds('a')).toBe(false); // busy again: active because it decodes
     next?.release();
@@ -217,8 +217,8 @@ describe('the daemon gateway: turns', () => {
     controller.yields.set('small', ['b']);
     gateway.wait('b');
     await clock.advance(1_000);
-    expect(gateway.claim('big')).toBeNull();
-    expect(gateway.claim('small')).toBeNull();
+    expect(gateway.claim('big', true)).toBeNull();
+    expect(gateway.claim('small', true)).toBeNull();
   });
 });
 
@@ -267,29 +267,41 @@ describe('the daemon gateway: limits', () => {
   it('claims no more than parallel on its server, so its engine never queues one; without parallel any number', () => {
     const { supervisor, gateway } = limited({ parallel: 2 });
     supervisor.run('m', 4100);
-    const [a, b] = [gateway.claim('m'), gateway.claim('m')];
+    const [a, b] = [gateway.claim('m', true), gateway.claim('m', true)];
     expect([a, b].every((claim) => claim !== null)).toBe(true);
-    expect(gateway.claim('m')).toBeNull();
+    expect(gateway.claim('m', true)).toBeNull();
     a?.release();
-    expect(gateway.claim('m')).not.toBeNull();
+    expect(gateway.claim('m', true)).not.toBeNull();
 
     const free = gatewayWith({ models: [catalogModel('m')] });
     free.supervisor.run('m', 4100);
-    for (let i = 0; i < 5; i++) expect(free.gateway.claim('m')).not.toBeNull();
+    for (let i = 0; i < 5; i++) expect(free.gateway.claim('m', true)).not.toBeNull();
+  });
+
+  it('lets a request that takes no slot (a token count) claim a model whose slots are all held, without taking one', () => {
+    const { supervisor, gateway } = limited({ parallel: 1 });
+    supervisor.run('m', 4100);
+    const generation = gateway.claim('m', true);
+    const count = gateway.claim('m', false);
+    expect(count).not.toBeNull();
+    expect(supervisor.inFlight('m')).toBe(2);
+    generation?.release();
+    // Its slot is free again though the count is still in flight.
+    expect(gateway.claim('m', true)).not.toBeNull();
   });
 
   it('counts the slots of the model that serves: a request falling back takes one of its fallback’s', () => {
     const { controller, supervisor, gateway } = limited({});
     controller.fallbacks.set('m', 'f');
     supervisor.run('f', 4100);
-    expect(gateway.claim('m')?.servedBy).toBe('f');
-    expect(gateway.claim('f')).toBeNull();
+    expect(gateway.claim('m', true)?.servedBy).toBe('f');
+    expect(gateway.claim('f', true)).toBeNull();
   });
 
   it('wakes the waits when a claim on a limited model ends, and only then', async () => {
     const { supervisor, gateway } = limited({ parallel: 1 });
     supervisor.run('m', 4100);
-    const claim = gateway.claim('m');
+    const claim = gateway.claim('m', true);
     const change = gateway.nextChange(new AbortController().signal);
     expect(await settled(change)).toBe(false);
     claim?.release();
@@ -297,8 +309,8 @@ describe('the daemon gateway: limits', () => {
 
     const free = gatewayWith({ models: [catalogModel('m')] });
     free.supervisor.run('m', 4100);
-    const one = free.gateway.claim('m');
-    free.gateway.claim('m');
+    const one = free.gateway.claim('m', true);
+    free.gateway.claim('m', true);
     const unlimited = free.gateway.nextChange(new AbortController().signal);
     one?.release();
     expect(await settled(unlimited)).toBe(false);
@@ -308,7 +320,7 @@ describe('the daemon gateway: limits', () => {
     const { supervisor, activity, gateway } = limited({ parallel: 1, queueLimit: 1 });
     supervisor.run('m', 4100);
     expect(gateway.admit('m')).toBeNull();
-    gateway.claim('m');
+    gateway.claim('m', true);
     expect(gateway.admit('m')).toBeNull();
     gateway.wait('m');
     expect(activity.waitingFor('m')).toBe(1);
@@ -320,7 +332,7 @@ describe('the daemon gateway: limits', () => {
     controller.set('m', 'active');
     supervisor.run('m', 4100);
     expect(gateway.waitProgress?.('m')).toEqual({ kind: 'queued', servedBy: 'm' });
-    gateway.claim('m');
+    gateway.claim('m', true);
     expect(gateway.waitProgress?.('m')).toEqual({ kind: 'slot', servedBy: 'm', parallel: 1 });
     expect(gateway.waitReason('m')).toBe('m serves 1 request at once (parallel), and every slot held one the whole time');
   });
