@@ -21,7 +21,7 @@ import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineChoice, type Gpu
 import { definitionHash, type FileIdentity } from './definition-hash.js';
 import { discoverModels, projectorBeside, projectorFromArgs } from './discovery.js';
 import { totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
-import { enginesContext, estimateFootprint } from './footprint.js';
+import { engineContextTokens, estimateFootprint } from './footprint.js';
 import { cachedMetadataReader, type GgufFacts, type MetadataReader, type MetadataResult } from './gguf-metadata.js';
 import { MEASUREMENTS_FILE_NAME, MeasurementStore, withMeasurement } from './measurements.js';
 import { MODEL_IDS_FILE_NAME, ModelIdStore } from './model-id-store.js';
@@ -41,7 +41,7 @@ export interface CatalogModel {
   path: string;
   /** All parts together, bytes (0 when the file cannot be read). */
   sizeBytes: number;
-  /** Context tokens each request gets at the 'full' level; the engine holds it for each of its slots (enginesContext). */
+  /** Context tokens each request gets at the 'full' level; the engine holds it for each of its slots (engineContextTokens). */
   ctx: number;
   /** `parallel` and `queueLimit`, its own or the config's defaults under `engines:`. */
   limits: ModelLimits;
@@ -369,7 +369,7 @@ export class Catalog {
     const built = entries.map((entry, i): CatalogModel => {
       const ctx = ctxOf(i);
       // Priced as the engine holds it: every slot's context (the draft runs at the primary's).
-      const held = enginesContext(ctx, entry.limits.parallel);
+      const held = engineContextTokens(ctx, entry.limits.parallel);
       const draftIndex = entry.draftId === undefined ? undefined : byId.get(entry.draftId);
       const draft = draftIndex === undefined ? undefined : entries[draftIndex];
       // The draft runs in the model's engine process, so its weights are repacked (or not) alike.

@@ -51,7 +51,7 @@ function offloadedLayers(gpuLayers: GpuLayers, blockCount: number): number {
  * alike), so `ctx` per request takes ctx × parallel, and the plan prices that. Unset: `ctx`, as
  * before the field, the engine's own default slots sharing it.
  */
-export function enginesContext(ctx: number, parallel: number | undefined): number {
+export function engineContextTokens(ctx: number, parallel: number | undefined): number {
   return parallel === undefined ? ctx : ctx * parallel;
 }
 

@@ -2,7 +2,7 @@
 // model and how many layers go to the GPU, so the argv and the budget cannot disagree.
 import { availableParallelism } from 'node:os';
 import type { CatalogModel } from '../catalog/catalog.js';
-import { enginesContext } from '../catalog/footprint.js';
+import { engineContextTokens } from '../catalog/footprint.js';
 import type { LaunchSpec, SavedConversationsSpec } from '../engine/launch-spec.js';
 
 export interface LaunchSpecSources {
@@ -52,8 +52,8 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
     modelId: model.id,
     engine: engineFor(model, sources.llamaServerPath),
     modelPath: model.path,
-    // Every slot's context, as the plan priced it (enginesContext): each request gets `ctx`.
-    contextTokens: enginesContext(model.ctx, model.limits.parallel),
+    // Every slot's context, as the plan priced it (engineContextTokens): each request gets `ctx`.
+    contextTokens: engineContextTokens(model.ctx, model.limits.parallel),
     gpuLayers: cpu ? 0 : model.gpuLayers,
     threads: sources.threads ?? defaultThreads(),
     aliases: model.aliases,

@@ -17,7 +17,7 @@ export interface LaunchSpec {
   modelPath: string;
   /**
    * The context the engine holds, all its slots together (`-c`: the configured context times
-   * `parallel`, enginesContext); every level but 'full' launches at degradedContext of it.
+   * `parallel`, engineContextTokens); every level but 'full' launches at degradedContext of it.
    */
   contextTokens: number;
   gpuLayers: number | 'all';
