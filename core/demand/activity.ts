@@ -74,8 +74,8 @@ export class ModelActivity {
     return undefined;
   }
 
-  /** How many requests wait for the model now: what its queueLimit counts (admission.ts). */
-  waitingFor(modelId: string): number {
+  /** How many requests wait for the model now (the tray's "waiting"). */
+  waitingCount(modelId: string): number {
     return this.waitingById.get(modelId)?.size ?? 0;
   }
 

@@ -134,7 +134,7 @@ export function createGateway(parts: GatewayParts): ModelGateway {
     },
     admit(modelId) {
       const serving = controller.servingModel(modelId);
-      return queueFullOf(modelId, limitsOf(modelId), slotsHeld(serving), activity.waitingFor(modelId));
+      return queueFullOf(modelId, limitsOf(modelId), slotsHeld(serving), activity.waitingCount(modelId));
     },
     claim(modelId, takesSlot): EngineClaim | null {
       const serving = controller.servingModel(modelId);

@@ -323,7 +323,7 @@ describe('the daemon gateway: limits', () => {
     gateway.claim('m', true);
     expect(gateway.admit('m')).toBeNull();
     gateway.wait('m');
-    expect(activity.waitingFor('m')).toBe(1);
+    expect(activity.waitingCount('m')).toBe(1);
     expect(gateway.admit('m')).toEqual({ modelId: 'm', parallel: 1, queueLimit: 1, served: 1, waiting: 1 });
   });
 
