@@ -12,7 +12,11 @@
 //
 // Last, the definition: `-np` and `-c` on the engine's command line say the slots and their
 // context, and a new `parallel` relaunches the idle engine with twice the context.
+//
+// On the embedded engine always; on a real llama-server too where LLMTRAY_LLAMA_SERVER names one
+// (as llama-server-real.test.ts: reported skipped, not passed, without it).
 import { readFile, rm, writeFile, mkdtemp } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -24,22 +28,35 @@ import { eventually, makeDataDir, removeDataDir, startDaemonProcess, type Daemon
 const MODEL = 'demo-chat';
 const CTX = 1024;
 
+const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
+if (LLAMA_SERVER !== undefined && !existsSync(LLAMA_SERVER)) throw new Error(`LLMTRAY_LLAMA_SERVER names '${LLAMA_SERVER}', which does not exist`);
+
 let workDir: string;
 let models: DemoModels;
-let configPath: string;
 let daemon: DaemonProcess;
 let openai: OpenAI;
 let anthropic: Anthropic;
 
-// Pinned, so its engine is up before the first test; a hang limit far past the test, since its
-// engine is stopped with a request in flight on purpose.
-const config = (parallel: number) => `modelDirs: []
+beforeAll(async () => {
+  workDir = await mkdtemp(join(tmpdir(), 'llmtray-limits-'));
+  models = await generateDemoModels(workDir);
+}, 90_000);
+
+afterAll(async () => {
+  if (workDir) await rm(workDir, { recursive: true, force: true });
+});
+
+/**
+ * demo-chat on `engine`, pinned so its engine is up before the first test, with a hang limit far
+ * past the test, since its engine is stopped with a request in flight on purpose.
+ */
+const config = (engine: 'embedded' | 'llama-server', parallel: number) => `modelDirs: []
 engines:
   warmSpare: false
-models:
+${engine === 'llama-server' ? `  llamaServer: ${JSON.stringify(LLAMA_SERVER)}\n` : ''}models:
   - id: ${MODEL}
     path: ${JSON.stringify(models.chat.path)}
-    engine: embedded
+    engine: ${engine}
     ctx: ${CTX}
     pinned: true
     hangLimit: 10m
@@ -47,25 +64,8 @@ models:
     queueLimit: 1
 `;
 
-beforeAll(async () => {
-  workDir = await mkdtemp(join(tmpdir(), 'llmtray-limits-'));
-  models = await generateDemoModels(workDir);
-  configPath = join(workDir, 'config.yaml');
-  await writeFile(configPath, config(1));
-  daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: configPath });
-  // No retries: the SDKs retry a 429 after its Retry-After by default, and the test reads the first answer.
-  openai = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
-  anthropic = new Anthropic({ baseURL: daemon.origin, apiKey: 'any-key-works', maxRetries: 0 });
-}, 90_000);
-
-afterAll(async () => {
-  await daemon?.stop();
-  if (daemon) await removeDataDir(daemon.dataDir);
-  if (workDir) await rm(workDir, { recursive: true, force: true });
-});
-
 /** demo-chat's engine once it serves: its pid and its command line. */
-async function engine(): Promise<{ pid: number; argv: string[] }> {
+async function servingEngine(): Promise<{ pid: number; argv: string[] }> {
   return eventually(`${MODEL}'s engine serving`, async () => {
     const view = await daemon.model(MODEL);
     const pid = view.upstream?.pid;
@@ -94,7 +94,7 @@ function firstRejections(requests: Promise<unknown>[], count: number): Promise<u
  * lets the engine go on, and returns the refusals and the answers.
  */
 async function fourTogether<T>(send: () => Promise<T>): Promise<{ refusals: unknown[]; answers: T[] }> {
-  const { pid } = await engine();
+  const { pid } = await servingEngine();
   process.kill(pid, 'SIGSTOP');
   let four: Promise<T>[];
   let refusals: unknown[];
@@ -124,19 +124,40 @@ function expectOpenAIRefusal(error: unknown): void {
 
 const hello = [{ role: 'user' as const, content: 'Say hello.' }];
 
-describe(`${MODEL} with parallel 1 and queueLimit 1`, () => {
-  it('runs its engine with one slot holding the whole context', async () => {
-    const { argv } = await engine();
+describe.each([
+  { engine: 'embedded' as const, skip: false },
+  { engine: 'llama-server' as const, skip: LLAMA_SERVER === undefined },
+])(`${MODEL} on the $engine engine with parallel 1 and queueLimit 1`, ({ engine, skip }) => {
+  let configPath: string;
+
+  beforeAll(async () => {
+    if (skip) return;
+    configPath = join(workDir, `${engine}.yaml`);
+    await writeFile(configPath, config(engine, 1));
+    daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: configPath });
+    // No retries: the SDKs retry a 429 after its Retry-After by default, and the test reads the first answer.
+    openai = new OpenAI({ baseURL: daemon.endpoint, apiKey: 'any-key-works', maxRetries: 0 });
+    anthropic = new Anthropic({ baseURL: daemon.origin, apiKey: 'any-key-works', maxRetries: 0 });
+  }, 90_000);
+
+  afterAll(async () => {
+    if (skip) return;
+    await daemon?.stop();
+    if (daemon) await removeDataDir(daemon.dataDir);
+  });
+
+  it.skipIf(skip)('runs its engine with one slot holding the whole context', async () => {
+    const { argv } = await servingEngine();
     expect([flag(argv, '-np'), flag(argv, '-c')]).toEqual(['1', String(CTX)]);
   });
 
-  it('chat completions: four together give two answers and two 429s naming the limits', async () => {
+  it.skipIf(skip)('chat completions: four together give two answers and two 429s naming the limits', async () => {
     const { refusals, answers } = await fourTogether(() => openai.chat.completions.create({ model: MODEL, messages: hello, max_tokens: 4 }));
     refusals.forEach(expectOpenAIRefusal);
     expect(answers.map((answer) => answer.choices[0]?.finish_reason)).toEqual(['length', 'length']);
   }, 120_000);
 
-  it('Anthropic’s messages: two answers and two rate_limit_errors naming the limits', async () => {
+  it.skipIf(skip)('Anthropic’s messages: two answers and two rate_limit_errors naming the limits', async () => {
     const { refusals, answers } = await fourTogether(() => anthropic.messages.create({ model: MODEL, max_tokens: 4, messages: hello }));
     for (const error of refusals) {
       expect(error).toBeInstanceOf(Anthropic.RateLimitError);
@@ -149,17 +170,17 @@ describe(`${MODEL} with parallel 1 and queueLimit 1`, () => {
     expect(answers.map((answer) => answer.stop_reason)).toEqual(['max_tokens', 'max_tokens']);
   }, 120_000);
 
-  it('the Responses API: two answers and two 429s naming the limits', async () => {
+  it.skipIf(skip)('the Responses API: two answers and two 429s naming the limits', async () => {
     const { refusals, answers } = await fourTogether(() => openai.responses.create({ model: MODEL, input: 'Say hello.', max_output_tokens: 16 }));
     refusals.forEach(expectOpenAIRefusal);
     expect(answers.map((answer) => answer.object)).toEqual(['response', 'response']);
   }, 120_000);
 
-  it('a new parallel is a new definition: the idle engine is relaunched with two slots of the same context each', async () => {
-    const before = await engine();
-    await writeFile(configPath, config(2));
+  it.skipIf(skip)('a new parallel is a new definition: the idle engine is relaunched with two slots of the same context each', async () => {
+    const before = await servingEngine();
+    await writeFile(configPath, config(engine, 2));
     const after = await eventually('the relaunched engine', async () => {
-      const now = await engine();
+      const now = await servingEngine();
       return now.pid === before.pid ? undefined : now;
     }, 90_000);
     expect([flag(after.argv, '-np'), flag(after.argv, '-c')]).toEqual(['2', String(2 * CTX)]);
