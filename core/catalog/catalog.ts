@@ -9,18 +9,18 @@
 // A model that cannot be read, estimated or launched as configured is still listed, with
 // `metadataError` saying why, so the controller quarantines it with that reason instead of the
 // model silently missing from the tray.
-import { realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FootprintEstimate } from '../policy/levels.js';
 import { SerialQueue } from '../common/serial-queue.js';
 import { findModelByName } from '../contracts/model-names.js';
+import type { ModelLimits } from '../contracts/snapshot.js';
 import { ConfigStore, type ConfigInForce, type ReloadResult } from './config/config-store.js';
 import type { LlmtrayConfig } from './config/load-config.js';
 import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineArgs, type EngineChoice, type GpuLayers } from './config/schema.js';
 import { definitionHash, type FileIdentity } from './definition-hash.js';
 import { discoverModels, projectorBeside } from './discovery.js';
 import { totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
-import { estimateFootprint } from './footprint.js';
+import { engineContextTokens, estimateFootprint } from './footprint.js';
 import { cachedMetadataReader, type GgufFacts, type MetadataReader, type MetadataResult } from './gguf-metadata.js';
 import { MEASUREMENTS_FILE_NAME, MeasurementStore, withMeasurement } from './measurements.js';
 import { MODEL_IDS_FILE_NAME, ModelIdStore } from './model-id-store.js';
@@ -29,7 +29,7 @@ import { currentPlatform, type PlatformFacts } from './paths.js';
 import { referenceProblems, type ReferenceProblem } from './references.js';
 import { Settling } from './settling.js';
 import { filesBeingWritten, type FileBeingWritten } from './being-written.js';
-import { projectorFromArgs } from './projector-args.js';
+import { fileIdentity, projectorFromArgs } from './configured-files.js';
 import { Emitter, type Event } from '../common/emitter.js';
 
 export type ModelSource = 'config' | 'discovered';
@@ -41,8 +41,10 @@ export interface CatalogModel {
   path: string;
   /** All parts together, bytes (0 when the file cannot be read). */
   sizeBytes: number;
-  /** Context tokens the model launches with at the 'full' level. */
+  /** Context tokens each request gets at the 'full' level; the engine holds it for each of its slots (engineContextTokens). */
   ctx: number;
+  /** `parallel` and `queueLimit`, its own or the config's defaults under `engines:`. */
+  limits: ModelLimits;
   priority: number;
   pinnedByDefault: boolean;
   draftId?: string;
@@ -125,7 +127,7 @@ interface Assembly {
 interface Entry
   extends Pick<
     CatalogModel,
-    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'engine' | 'args' | 'engineArgs' | 'env' | 'projectorPath' | 'embeddings' | 'repack' | 'source'
+    'id' | 'aliases' | 'path' | 'priority' | 'draftId' | 'fallbackId' | 'gpuLayers' | 'mixedSplit' | 'idleTtlMs' | 'hangLimitMs' | 'limits' | 'engine' | 'args' | 'engineArgs' | 'env' | 'projectorPath' | 'embeddings' | 'repack' | 'source'
   > {
   file: FileIdentity | null;
   realPath: string | null;
@@ -301,6 +303,7 @@ export class Catalog {
         repack: model.repack,
         idleTtlMs: model.idleTtlMs,
         hangLimitMs: model.hangLimitMs,
+        limits: model.limits,
         engine: model.engine,
         args: model.args,
         engineArgs: model.engineArgs,
@@ -332,6 +335,7 @@ export class Catalog {
         repack: true,
         idleTtlMs: DEFAULT_IDLE_TTL_MS,
         hangLimitMs: DEFAULT_HANG_LIMIT_MS,
+        limits: config.defaultLimits,
         engine: 'auto',
         args: [],
         engineArgs: {},
@@ -368,15 +372,17 @@ export class Catalog {
 
     const built = entries.map((entry, i): CatalogModel => {
       const ctx = ctxOf(i);
+      // Priced as the engine holds it: every slot's context (the draft runs at the primary's).
+      const held = engineContextTokens(ctx, entry.limits.parallel);
       const draftIndex = entry.draftId === undefined ? undefined : byId.get(entry.draftId);
       const draft = draftIndex === undefined ? undefined : entries[draftIndex];
       // The draft runs in the model's engine process, so its weights are repacked (or not) alike.
       const cpuBufferRatios = entry.repack ? this.cpuBufferRatios(entry) : {};
-      const own = ownEstimate(entry, metadata[i], projectors[i], ctx, cpuBufferRatios);
+      const own = ownEstimate(entry, metadata[i], projectors[i], held, cpuBufferRatios);
       let estimate = own.estimate;
       let error = own.error;
       if (draftIndex !== undefined && draft && estimate) {
-        const draftEstimate = ownEstimate({ ...draft, projectorPath: undefined }, metadata[draftIndex], undefined, ctx, cpuBufferRatios);
+        const draftEstimate = ownEstimate({ ...draft, projectorPath: undefined }, metadata[draftIndex], undefined, held, cpuBufferRatios);
         if (draftEstimate.estimate) estimate = { ...estimate, draft: draftEstimate.estimate };
         else {
           estimate = null;
@@ -396,6 +402,7 @@ export class Catalog {
         ...(entry.fallbackId !== undefined ? { fallbackId: entry.fallbackId } : {}),
         ...(entry.embeddings !== undefined ? { embeddings: true } : {}),
         ...(entry.repack ? {} : { noRepack: true }),
+        ...(entry.limits.parallel !== undefined ? { parallel: entry.limits.parallel } : {}),
       });
       return {
         id: entry.id,
@@ -411,6 +418,7 @@ export class Catalog {
         mixedSplit: entry.mixedSplit,
         idleTtlMs: entry.idleTtlMs,
         hangLimitMs: entry.hangLimitMs,
+        limits: entry.limits,
         engine: entry.engine,
         args: entry.args,
         engineArgs: entry.engineArgs,
@@ -480,15 +488,4 @@ function ownEstimate(
     cpuBufferRatios,
   });
   return result.ok ? { estimate: result.estimate, error: null } : { estimate: null, error: result.error };
-}
-
-async function fileIdentity(path: string): Promise<Pick<Entry, 'file' | 'realPath' | 'fileError'>> {
-  try {
-    const info = await stat(path);
-    if (!info.isFile()) return { file: null, realPath: null, fileError: `${path}: expected a .gguf file, found a folder` };
-    const real = await realpath(path);
-    return { file: { path: real, sizeBytes: info.size, mtimeMs: info.mtimeMs }, realPath: real, fileError: null };
-  } catch (error) {
-    return { file: null, realPath: null, fileError: `${path}: cannot read the model file: ${(error as Error).message}` };
-  }
 }

@@ -4,8 +4,9 @@
 // changes (DESIGN.md, recover). So it covers what the person can change to fix a failure: the
 // file (a re-download has a new size or mtime), the context, the launch arguments (each
 // engine's too) and environment, the offload, the engine, the projector and the draft (including the draft's
-// own file) and the fallback. It leaves out what cannot fix a failed launch: priority,
-// aliases, pinning, idle TTL — editing those must not release a quarantine.
+// own file), the fallback and the slots (`parallel`: the engine's -np and its KV cache). It
+// leaves out what cannot fix a failed launch: priority, aliases, pinning, idle TTL, queueLimit
+// (llmtray's own count, never the engine's) — editing those must not release a quarantine.
 import { createHash } from 'node:crypto';
 import type { EngineArgs, EngineChoice, GpuLayers } from './config/schema.js';
 
@@ -30,6 +31,8 @@ export interface ModelDefinition {
   embeddings?: boolean;
   /** `repack: false`: the CPU's extra weight buffers turned off (`--no-repack`). */
   noRepack?: boolean;
+  /** Requests served at once: the engine's slots (`-np`) and a KV cache for each. */
+  parallel?: number;
 }
 
 /** 16 hex digits of sha256 over a canonical JSON of the definition; pure and deterministic. */
@@ -50,6 +53,7 @@ export function definitionHash(definition: ModelDefinition): string {
     ...(definition.embeddings === true ? { embeddings: true } : {}),
     ...(definition.noRepack === true ? { noRepack: true } : {}),
     ...(Object.keys(definition.engineArgs).length > 0 ? { engineArgs: sortedEntries(definition.engineArgs) } : {}),
+    ...(definition.parallel !== undefined ? { parallel: definition.parallel } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }

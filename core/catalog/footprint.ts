@@ -46,6 +46,16 @@ function offloadedLayers(gpuLayers: GpuLayers, blockCount: number): number {
 }
 
 /**
+ * The context an engine holds so that each of its `parallel` slots has `ctx` tokens: llama.cpp's
+ * `-c` is the whole KV cache, split evenly among its `-np` slots (the embedded engine splits it
+ * alike), so `ctx` per request takes ctx × parallel, and the plan prices that. Unset: `ctx`, as
+ * before the field, the engine's own default slots sharing it.
+ */
+export function engineContextTokens(ctx: number, parallel: number | undefined): number {
+  return parallel === undefined ? ctx : ctx * parallel;
+}
+
+/**
  * KV cache bytes per context token: K and V, for every layer, each `head_count_kv` heads wide,
  * at f16. With grouped-query attention this is n_embd_k_gqa = head_dim × head_count_kv, not
  * n_embd, which is why a GQA model's cache is 4-8 times smaller than its embedding suggests.

@@ -13,6 +13,7 @@ import {
   overBudgetWords,
   placementWords,
   reasonLines,
+  requestLimitsWords,
   residentCount,
   SPARE_WORDS,
 } from '../contracts/snapshot-words.js';
@@ -38,6 +39,13 @@ const LEVEL_WORDS: Readonly<Record<LaunchLevel, string>> = {
 function levelWords(model: ModelView): string {
   const level = model.status.level;
   return level === null ? '' : LEVEL_WORDS[level];
+}
+
+/** Requests in flight, against its slots where it has a `parallel` ("1 of 2"): how near it is to making requests wait. */
+function inFlightWords(model: ModelView): string {
+  const { parallel } = model.limits;
+  if (parallel !== undefined) return `${model.inFlight} of ${parallel}`;
+  return model.inFlight > 0 ? String(model.inFlight) : '';
 }
 
 function note(model: ModelView, now: number): string {
@@ -152,7 +160,7 @@ function modelRow(m: ModelView, snapshot: Snapshot, placement: ((m: ModelView) =
     m.status.state,
     levelWords(m),
     m.pinned ? 'yes' : '',
-    m.inFlight > 0 ? String(m.inFlight) : '',
+    inFlightWords(m),
     memory,
     ...(placement === null ? [] : [placement(m)]),
     note(m, now),
@@ -197,12 +205,13 @@ export function statusText(snapshot: Snapshot, now = Date.now()): string {
 
 export function modelsText(snapshot: Snapshot): string {
   return table(
-    ['MODEL', 'ALIASES', 'ENGINE', 'CONTEXT', 'ESTIMATE', 'DRAFT', 'FALLBACK', 'PATH'],
+    ['MODEL', 'ALIASES', 'ENGINE', 'CONTEXT', 'LIMITS', 'ESTIMATE', 'DRAFT', 'FALLBACK', 'PATH'],
     snapshot.models.map((m) => [
       m.id,
       m.aliases.join(','),
       m.engine,
       String(m.contextTokens),
+      requestLimitsWords(m.limits) ?? '',
       bytes(m.estimateBytes.full),
       m.draftId ?? '',
       m.fallbackId ?? '',

@@ -3,7 +3,7 @@
 // the tray as on the dashboard's card, and a placement, a GPU's holders or a plan's reason
 // worded three ways would drift apart the first time one of them changes. Pure and free of
 // Node, so the renderer may import it (core/contracts is the one part of core/ it may use).
-import type { BudgetView, GpuView, LoadProgress, MemoryHolder, ModelView } from './snapshot.js';
+import type { BudgetView, GpuView, LoadProgress, MemoryHolder, ModelLimits, ModelView } from './snapshot.js';
 import { formatBytes } from './format-bytes.js';
 import type { Placement } from './plan.js';
 import { isResident } from './model-status.js';
@@ -222,3 +222,15 @@ export function overBudgetWords(budget: Pick<BudgetView, 'usedBytes' | 'budgetBy
 
 /** What the warm spare is, beside its bytes: the engine started ahead with no model, which the next launch adopts. */
 export const SPARE_WORDS = 'an engine with no model yet; the next launch adopts it';
+
+/**
+ * A model's limits on requests in the config's own words, so a person finds the field to change:
+ * "parallel 2, queueLimit 4"; null when it has none (the CLI and the dashboard then say nothing).
+ */
+export function requestLimitsWords(limits: ModelLimits): string | null {
+  const parts = [
+    ...(limits.parallel === undefined ? [] : [`parallel ${limits.parallel}`]),
+    ...(limits.queueLimit === undefined ? [] : [`queueLimit ${limits.queueLimit}`]),
+  ];
+  return parts.length === 0 ? null : parts.join(', ');
+}

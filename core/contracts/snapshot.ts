@@ -9,6 +9,25 @@ import type { ModelStatus } from './model-status.js';
 export type EngineKind = 'embedded' | 'llama-server';
 
 /**
+ * A model's limits on requests (config.yaml: `parallel` and `queueLimit` on the model, defaults
+ * under `engines:`). Each absent: no limit of llmtray's, as before the fields existed.
+ */
+export interface ModelLimits {
+  /**
+   * Requests served at once: its engine's slots (llama.cpp's `-np`), each with the model's whole
+   * context, the KV cache priced for all of them. llmtray keeps the queue: the engine never holds
+   * more than this. Absent: the engine's own default slots, and no count kept here.
+   */
+  parallel?: number;
+  /**
+   * How many more requests may wait for the model (for its load, for room, for a free slot); a
+   * request past both limits is refused at once with a 429. Absent: any number wait, each up to
+   * `activationWait`.
+   */
+  queueLimit?: number;
+}
+
+/**
  * Where a resident model's engine listens, and its process. Never its per-launch key: only
  * the router holds that, so whoever reads the snapshot still has to go through the router's
  * guards (the Host check, client keys, the activation bound) to reach a model.
@@ -43,8 +62,10 @@ export interface ModelView {
   desired: boolean;
   draftId: string | null;
   fallbackId: string | null;
-  /** Configured context, tokens. */
+  /** Configured context, tokens: what each request gets (the engine holds it `limits.parallel` times). */
   contextTokens: number;
+  /** Its limits on requests as configured; `{}` for none. */
+  limits: ModelLimits;
   /** Its repeating blocks (llama.cpp's block count, capped by its GPU layers), for "30 of 48 layers on GPU 0"; null when unknown. */
   layerCount: number | null;
   /** Device bytes the model is estimated to need at each level (its draft included). */

@@ -2,6 +2,7 @@
 // model and how many layers go to the GPU, so the argv and the budget cannot disagree.
 import { availableParallelism } from 'node:os';
 import type { CatalogModel } from '../catalog/catalog.js';
+import { engineContextTokens } from '../catalog/footprint.js';
 import type { LaunchSpec, SavedConversationsSpec } from '../engine/launch-spec.js';
 
 export interface LaunchSpecSources {
@@ -52,7 +53,8 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
     modelId: model.id,
     engine,
     modelPath: model.path,
-    contextTokens: model.ctx,
+    // Every slot's context, as the plan priced it (engineContextTokens): each request gets `ctx`.
+    contextTokens: engineContextTokens(model.ctx, model.limits.parallel),
     gpuLayers: cpu ? 0 : model.gpuLayers,
     threads: sources.threads ?? defaultThreads(),
     aliases: model.aliases,
@@ -66,6 +68,7 @@ export function launchSpecFor(modelId: string, sources: LaunchSpecSources): Laun
   if (model.projectorPath !== undefined) spec.projectorPath = model.projectorPath;
   if (model.embeddings !== undefined) spec.embeddings = model.embeddings;
   if (!model.repack) spec.noRepack = true;
+  if (model.limits.parallel !== undefined) spec.parallel = model.limits.parallel;
   if (sources.savedConversations !== undefined) spec.savedConversations = sources.savedConversations;
   if (model.draftId !== undefined) {
     const draft = sources.resolve(model.draftId);

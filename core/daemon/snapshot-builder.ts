@@ -128,6 +128,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       draftId: model.draftId ?? null,
       fallbackId: model.fallbackId ?? null,
       contextTokens: model.ctx,
+      limits: model.limits,
       layerCount: layerCountOf(model.estimate),
       // Priced as the plan prices it (its engine's own cost included on the CPU), so the footprint a
       // person reads and the measurement beside it are the same kind of figure.

@@ -9,6 +9,9 @@
 //
 // Turns (core/demand/turns.ts): a busy model stops taking new requests once a model it stands
 // in the way of has waited its turn, so waiting requests are served grouped by model.
+//
+// Limits (core/demand/admission.ts): a model with `parallel` takes no claim past its slots, and a
+// request that would wait past `queueLimit` is refused; a released slot wakes the waits.
 import type { Catalog } from '../catalog/catalog.js';
 import type { Controller } from '../controller/controller.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
@@ -16,6 +19,7 @@ import type { EngineClaim, ModelGateway, RouterModelEntry } from '../router/mode
 import type { ModelActivity } from './activity.js';
 import type { ModelTurns } from './turns.js';
 import { waitProgressOf } from './wait-progress.js';
+import { queueFullOf, slotsFull } from './admission.js';
 import { Emitter } from '../common/emitter.js';
 
 export interface GatewayParts {
@@ -53,6 +57,16 @@ export function createGateway(parts: GatewayParts): ModelGateway {
   controller.onEvent(wakeAll);
 
   const turnIsOver = (serving: string): boolean => parts.turns.isOver(serving);
+  const limitsOf = (modelId: string) => catalog.resolve(modelId)?.limits ?? {};
+  /**
+   * Claims that hold one of their serving model's slots, per model. Not the supervisor's count of
+   * claims: a token count or a template rendered is answered beside the slots (takesSlot false),
+   * and must neither take one nor wait for one.
+   */
+  const inSlots = new Map<string, number>();
+  const slotsHeld = (serving: string): number => inSlots.get(serving) ?? 0;
+  /** Every slot of the serving model holds a request: one more now would queue inside its engine. */
+  const slotsTaken = (serving: string): boolean => slotsFull(limitsOf(serving), slotsHeld(serving));
 
   /**
    * The serving model turned busy or idle. With a request waiting for memory, a pass now: an
@@ -94,8 +108,13 @@ export function createGateway(parts: GatewayParts): ModelGateway {
       });
     },
     whyUnservable: (modelId) => controller.whyUnservable(modelId),
-    waitReason: (modelId) => controller.waitReason(modelId),
-    waitProgress: (modelId) => waitProgressOf({ controller, supervisor, turnIsOver, now }, modelId),
+    waitReason(modelId) {
+      const serving = controller.servingModel(modelId);
+      if (!slotsTaken(serving)) return controller.waitReason(modelId);
+      const { parallel } = limitsOf(serving);
+      return `${serving} serves ${parallel === 1 ? '1 request' : `${parallel} requests`} at once (parallel), and every slot held one the whole time`;
+    },
+    waitProgress: (modelId) => waitProgressOf({ controller, supervisor, turnIsOver, slotsOf: (serving) => (slotsTaken(serving) ? limitsOf(serving).parallel : undefined), now }, modelId),
     reconcileNow: () => controller.reconcileNow(),
     demand(modelId) {
       activity.demand(modelId);
@@ -113,12 +132,17 @@ export function createGateway(parts: GatewayParts): ModelGateway {
         wakeAll();
       };
     },
-    claim(modelId): EngineClaim | null {
+    admit(modelId) {
+      const serving = controller.servingModel(modelId);
+      return queueFullOf(modelId, limitsOf(modelId), slotsHeld(serving), activity.waitingCount(modelId));
+    },
+    claim(modelId, takesSlot): EngineClaim | null {
       const serving = controller.servingModel(modelId);
       // A server on its old definition takes no new request: it waits for the relaunch.
-      if (turnIsOver(serving) || controller.definitionPending(serving)) return null;
+      if (turnIsOver(serving) || controller.definitionPending(serving) || (takesSlot && slotsTaken(serving))) return null;
       const claim = supervisor.claim(serving);
       if (claim === null) return null;
+      if (takesSlot) inSlots.set(serving, slotsHeld(serving) + 1);
       // The requested model is stamped too while falling back, so its want (and its
       // fallback's) stays fresh.
       if (serving !== modelId) activity.use(modelId);
@@ -147,6 +171,13 @@ export function createGateway(parts: GatewayParts): ModelGateway {
           released = true;
           claim.release();
           activity.use(serving);
+          if (takesSlot) {
+            const held = slotsHeld(serving) - 1;
+            if (held > 0) inSlots.set(serving, held);
+            else inSlots.delete(serving);
+            // A slot came free: the request waiting longest for it takes it (the waits wake in the order they began).
+            if (limitsOf(serving).parallel !== undefined) wakeAll();
+          }
           if (supervisor.inFlight(serving) === 0) {
             parts.turns.idled(serving);
             turnedBusyOrIdle();

@@ -16,6 +16,8 @@ export interface WaitProgressParts {
   supervisor: Pick<Supervisor, 'status'>;
   /** Whether the model, though loaded, must let models that waited longer go first (the gateway's turns). */
   turnIsOver(modelId: string): boolean;
+  /** Its slots (`parallel`) when every one holds a request; undefined when one is free or it has no limit. */
+  slotsOf(modelId: string): number | undefined;
   now(): number;
 }
 
@@ -28,7 +30,11 @@ export function waitProgressOf(parts: WaitProgressParts, modelId: string): WaitP
   }
   if (server?.phase === 'stopping') return { kind: 'stopping', servedBy };
   const status = parts.controller.status(servedBy);
-  if (status !== undefined && isServing(status.state)) return { kind: parts.turnIsOver(servedBy) ? 'turn' : 'queued', servedBy };
+  if (status !== undefined && isServing(status.state)) {
+    if (parts.turnIsOver(servedBy)) return { kind: 'turn', servedBy };
+    const parallel = parts.slotsOf(servedBy);
+    return parallel === undefined ? { kind: 'queued', servedBy } : { kind: 'slot', servedBy, parallel };
+  }
   switch (status?.state) {
     case 'loading':
       // Decided, but its process is not spawned yet (its spec is being read).

@@ -15,7 +15,10 @@ export interface LaunchSpec {
   modelId: string;
   engine: EngineKind;
   modelPath: string;
-  /** The configured context; every level but 'full' launches at smallerContext of it. */
+  /**
+   * The context the engine holds, all its slots together (`-c`: the configured context times
+   * `parallel`, engineContextTokens); every level but 'full' launches at smallerContext of it.
+   */
   contextTokens: number;
   gpuLayers: number | 'all';
   /**
@@ -42,6 +45,7 @@ export interface LaunchSpec {
    */
   noRepack?: true;
   threads?: number;
+  /** Requests served at once: the engine's slots (`-np`), which split `contextTokens` evenly. Absent: the engine's own default. */
   parallel?: number;
   /** Extra names the engine answers to besides modelId. */
   aliases: string[];

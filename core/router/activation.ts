@@ -18,7 +18,7 @@
 // controller for one fresh pass that sees its demand, and refuses only with that pass's answer.
 import type { AbortNotice } from '../common/notice.js';
 import type { EngineClaim, ModelGateway, Unservable } from './model-gateway.js';
-import type { RouterError } from './http/errors.js';
+import { queueFull, type RouterError } from './http/errors.js';
 
 export interface ActivationOptions {
   /** How long one request waits for its model, ms. */
@@ -35,7 +35,8 @@ export type Activation =
 /**
  * Resolves once the request holds an engine, must be refused, or its client left. Never rejects.
  * `onWaiting` is called once, synchronously, when the request starts to wait (its model is not
- * claimable and not refused): where a streamed request's progress comments begin.
+ * claimable and not refused): where a streamed request's progress comments begin. `takesSlot`
+ * false (a token count): it neither waits for a free slot nor counts against the model's limits.
  */
 export async function activate(
   gateway: ModelGateway,
@@ -43,13 +44,18 @@ export async function activate(
   clientGone: AbortNotice,
   options: ActivationOptions,
   onWaiting: () => void = () => {},
+  takesSlot = true,
 ): Promise<Activation> {
   const known = gateway.whyUnservable(modelId);
   if (known?.code === 'model_quarantined') return refuse(modelId, known);
   if (known === null) {
-    const hot = gateway.claim(modelId);
+    const hot = gateway.claim(modelId, takesSlot);
     if (hot !== null) return { kind: 'ready', claim: hot };
   }
+  // It would wait: past its model's limits it is refused now. Admission and `wait` below run in
+  // one tick, so requests arriving together are counted one by one.
+  const full = takesSlot ? gateway.admit(modelId) : null;
+  if (full !== null) return { kind: 'refused', error: queueFull(full) };
 
   gateway.demand(modelId);
   const waiting = gateway.wait(modelId);
@@ -66,7 +72,7 @@ export async function activate(
     for (;;) {
       const why = gateway.whyUnservable(modelId);
       if (why !== null) return refuse(modelId, why);
-      const claim = gateway.claim(modelId);
+      const claim = gateway.claim(modelId, takesSlot);
       if (claim !== null) return { kind: 'ready', claim };
       if (!toldWaiting) {
         toldWaiting = true;

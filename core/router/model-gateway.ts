@@ -83,6 +83,7 @@ export interface EngineClaim {
  * - memory: the plan keeps it out until busy or higher-ranked models make room (or they are
  *   being evicted for it).
  * - turn: it is loaded, but requests for models that waited longer go first (see claim).
+ * - slot: it is serving as many requests as it has slots (`parallel`); the next to end frees one.
  * - stopping: its previous server is stopping (a relaunch at another level, an eviction).
  * - retry: its last launch failed (`failure`, the kind) and the recovery ladder tries again.
  * - queued: it is wanted and has not started loading yet.
@@ -90,7 +91,24 @@ export interface EngineClaim {
 export type WaitProgress =
   | { kind: 'loading'; servedBy: string; fraction: number | null; estimated: boolean }
   | { kind: 'memory' | 'turn' | 'stopping' | 'queued'; servedBy: string }
+  | { kind: 'slot'; servedBy: string; parallel: number }
   | { kind: 'retry'; servedBy: string; failure: string };
+
+/**
+ * A request refused at once because its model is at its limits (`parallel` and `queueLimit`,
+ * contracts' ModelLimits): the facts the router words as a 429 with Retry-After.
+ */
+export interface QueueFull {
+  modelId: string;
+  /** Requests it serves at once; absent where unset (then its engine takes every claim, and only waiting requests count). */
+  parallel?: number;
+  /** How many more may wait for it. */
+  queueLimit: number;
+  /** Requests ahead of this one: served by its engine now (counted only with `parallel`)… */
+  served: number;
+  /** …and waiting for it (a load, room, a turn, a free slot). */
+  waiting: number;
+}
 
 /**
  * Why a model only embeds: its GGUF names a pooling (an encoder such as bge or MiniLM), or its
@@ -232,13 +250,23 @@ export interface ModelGateway {
   wait(modelId: string): () => void;
 
   /**
+   * For a request that takes a slot and is about to wait for the model (it could not claim it
+   * at once): the refusal when the model is at its limits, null when the request may wait. Served
+   * and waiting are counted at the call, and `wait` that follows in the same tick counts this
+   * request, so concurrent requests are admitted one by one. Non-blocking, pure.
+   */
+  admit(modelId: string): QueueFull | null;
+
+  /**
    * Claims the engine that answers for `modelId` for one request, counted in flight from this
    * moment: synchronous from look-up to count, so no eviction can stop that engine in between.
-   * Null when it is not ready (not resident, loading, stopping, dead), or when it is busy but
-   * its turn is over: another model has waited longer than the turn allows for the memory it
-   * holds, so new requests wait while it drains. Non-blocking.
+   * Null when it is not ready (not resident, loading, stopping, dead), when the request takes a
+   * slot (`takesSlot`, ModelRequest's) and every slot it has (`parallel`) holds one — llmtray
+   * keeps the queue, so its engine never holds more — or
+   * when it is busy but its turn is over: another model has waited longer than the turn allows
+   * for the memory it holds, so new requests wait while it drains. Non-blocking.
    */
-  claim(modelId: string): EngineClaim | null;
+  claim(modelId: string, takesSlot: boolean): EngineClaim | null;
 
   /**
    * Resolves at the next change that may turn a wait into a claim or a refusal (any controller

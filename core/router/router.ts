@@ -262,7 +262,7 @@ export function createRouter(options: RouterOptions): Router {
     // quarantines a model that dies on every request (the ladder starts over only once a server
     // has answered: Controller.served).
     for (let attempt = 1; ; attempt++) {
-      const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation, () => progress?.start());
+      const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation, () => progress?.start(), request.takesSlot);
       progress?.stop();
       if (ready.kind === 'client_gone') return;
       if (ready.kind === 'refused') return sendError(res, ready.error, shape);

@@ -50,6 +50,8 @@ export function fixedGateway(engine: FixedEngine): ModelGateway {
     reconcileNow: () => Promise.resolve(),
     demand: () => {},
     wait: () => () => {},
+    // Always claimable: no request would wait, so none is counted against a limit.
+    admit: () => null,
     claim: (modelId) => (modelId === engine.modelId ? claim : null),
     // The model is always claimable, so no request waits for a change; nothing ever changes.
     nextChange: (signal) =>

@@ -73,6 +73,7 @@ function modelOf(id: string, options: SwapDaemonOptions): CatalogModel {
     path: `/models/${id}.gguf`,
     sizeBytes: ESTIMATE.weightsBytes,
     ctx: ESTIMATE.contextTokens,
+    limits: {},
     priority: 0,
     pinnedByDefault: false,
     gpuLayers: 'all',

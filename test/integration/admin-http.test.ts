@@ -32,6 +32,7 @@ const noModels: ModelGateway = {
   reconcileNow: async () => {},
   demand: () => {},
   wait: () => () => {},
+  admit: () => null,
   claim: () => null,
   nextChange: (signal) =>
     new Promise((_resolve, reject) => {

@@ -10,6 +10,7 @@ export function catalogModel(id: string, overrides: Partial<CatalogModel> = {}):
     path: `/models/${id}.gguf`,
     sizeBytes: 100 * MiB,
     ctx: 4096,
+    limits: {},
     priority: 0,
     pinnedByDefault: false,
     gpuLayers: 'all',

@@ -13,7 +13,7 @@
 // serves Anthropic's Messages API itself, as the supervisor learns from a real one. What a
 // waiting request waits on (waitProgress) follows the state unless `progress` scripts it, and a
 // load may end in quarantine (`loadFails`), as a corrupt file's first failure does.
-import type { EmbeddingsOnly, EngineClaim, EngineLost, ModelGateway, RouterModelEntry, Unservable, WaitProgress } from '../../core/router/model-gateway.js';
+import type { EmbeddingsOnly, EngineClaim, EngineLost, ModelGateway, QueueFull, RouterModelEntry, Unservable, WaitProgress } from '../../core/router/model-gateway.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
 export type ScriptedState = 'ready' | 'cold' | 'loading' | 'queued' | 'quarantined' | 'unschedulable';
 
@@ -154,6 +154,10 @@ export class ScriptedGateway implements ModelGateway {
       done = true;
       this.waiting.set(modelId, (this.waiting.get(modelId) ?? 0) - 1);
     };
+  }
+  /** Scripted models have no limits: the admission is tested through the daemon's gateway (test/unit/demand/admission.test.ts) and the real daemon. */
+  admit(): QueueFull | null {
+    return null;
   }
   claim(modelId: string): EngineClaim | null {
     const servedBy = this.model(modelId).fallbackTo ?? modelId;

@@ -20,6 +20,7 @@ import {
   type GpuLayers,
   type RawConfig,
 } from './schema.js';
+import type { ModelLimits } from '../../contracts/snapshot.js';
 
 export interface ModelConfig {
   id: string;
@@ -40,6 +41,8 @@ export interface ModelConfig {
   repack: boolean;
   idleTtlMs: number;
   hangLimitMs: number;
+  /** `parallel` and `queueLimit`: its own, else the defaults under `engines:`, each field alone. */
+  limits: ModelLimits;
   aliases: string[];
   engine: EngineChoice;
   /** Appended to whichever engine runs the model. */
@@ -88,6 +91,8 @@ export interface LlmtrayConfig {
   savedConversationsBudgetBytes?: number;
   /** `engines.healthyAfter`: a failing model's relaunched server is healthy after this long ready; absent: the controller's default. */
   healthyAfterMs?: number;
+  /** `engines.parallel` and `engines.queueLimit`: the limits of a model whose entry sets none, and of every discovered model. */
+  defaultLimits: ModelLimits;
   activationWaitMs: number;
   swapTurnMs: number;
   /** `deletedConfigGrace`: how long this config stays in force once its file is deleted (ConfigStore). */
@@ -251,6 +256,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
     ...(raw.engines.savedConversationsMinTokens !== undefined ? { savedConversationsMinTokens: raw.engines.savedConversationsMinTokens } : {}),
     ...(raw.engines.savedConversationsDisk !== undefined ? { savedConversationsBudgetBytes: raw.engines.savedConversationsDisk } : {}),
     ...(raw.engines.healthyAfter !== undefined ? { healthyAfterMs: raw.engines.healthyAfter } : {}),
+    defaultLimits: limitsOf(raw.engines, {}),
     activationWaitMs: raw.activationWait ?? DEFAULT_ACTIVATION_WAIT_MS,
     swapTurnMs: raw.swapTurn ?? DEFAULT_SWAP_TURN_MS,
     deletedConfigGraceMs: raw.deletedConfigGrace ?? DEFAULT_DELETED_CONFIG_GRACE_MS,
@@ -268,6 +274,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
       repack: model.repack,
       idleTtlMs: model.idleTtl ?? DEFAULT_IDLE_TTL_MS,
       hangLimitMs: model.hangLimit ?? DEFAULT_HANG_LIMIT_MS,
+      limits: limitsOf(model, raw.engines),
       aliases: model.aliases,
       engine: model.engine,
       args: model.args,
@@ -276,4 +283,11 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
       index,
     })),
   };
+}
+
+/** The fields set in `own`, each else the one in `defaults`; a field neither sets stays absent (no limit). */
+function limitsOf(own: ModelLimits, defaults: ModelLimits): ModelLimits {
+  const parallel = own.parallel ?? defaults.parallel;
+  const queueLimit = own.queueLimit ?? defaults.queueLimit;
+  return { ...(parallel !== undefined ? { parallel } : {}), ...(queueLimit !== undefined ? { queueLimit } : {}) };
 }

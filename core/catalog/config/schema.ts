@@ -28,6 +28,10 @@ export const DEFAULT_SWAP_TURN_MS = 2_000;
  */
 export const DEFAULT_DELETED_CONFIG_GRACE_MS = 30_000;
 const TOKEN_COUNT_EXPECTATION = 'expected a whole number of tokens, 0 or more';
+/** llama.cpp's LLAMA_MAX_SEQ: a context holds at most this many sequences, so an engine at most this many slots. */
+export const MAX_PARALLEL = 256;
+const PARALLEL_EXPECTATION = `expected a whole number of requests served at once, from 1 to ${MAX_PARALLEL} (llama.cpp's most slots)`;
+const QUEUE_LIMIT_EXPECTATION = 'expected a whole number of requests that may wait, 0 or more';
 
 function strict<T extends z.core.$ZodLooseShape>(shape: T) {
   const known = Object.keys(shape).join(', ');
@@ -61,6 +65,9 @@ const modelName = (what: string) =>
 const UNIFIED_SHARE_EXPECTATION = 'expected a share of RAM above 0 and at most 1 (e.g. 0.75)';
 const GPU_LAYERS_EXPECTATION = 'expected "all" or a whole number of layers (0 or more)';
 const gpuLayers = z.union([z.literal('all'), integer(GPU_LAYERS_EXPECTATION, 0)], { error: GPU_LAYERS_EXPECTATION });
+/** `parallel` and `queueLimit`: on a model, and their defaults under `engines:` (contracts' ModelLimits). */
+const parallel = integer(PARALLEL_EXPECTATION, 1, MAX_PARALLEL).optional();
+const queueLimit = integer(QUEUE_LIMIT_EXPECTATION, 0).optional();
 
 const argumentList = z.array(z.string({ error: 'expected text (one argument per list item)' }), { error: 'expected a list of arguments' });
 
@@ -78,6 +85,8 @@ export const modelConfigSchema = strict({
   repack: z.boolean({ error: 'expected true or false' }).default(true),
   idleTtl: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   hangLimit: parsed(parseDuration, DURATION_EXPECTATION).optional(),
+  parallel,
+  queueLimit,
   aliases: z.array(modelName('an alias'), { error: 'expected a list of names' }).default([]),
   engine: z.enum(ENGINE_CHOICES as [EngineChoice, ...EngineChoice[]], { error: `expected one of: ${ENGINE_CHOICES.join(', ')}` }).default('auto'),
   args: argumentList.default([]),
@@ -151,6 +160,9 @@ export const configSchema = strict({
     savedConversationsDisk: parsed(parseSize, SIZE_EXPECTATION).optional(),
     // How long a relaunched server of a failing model must stay ready to count as healthy when it answers nothing meanwhile.
     healthyAfter: parsed(parseDuration, DURATION_EXPECTATION).optional(),
+    // Every model's `parallel` and `queueLimit` where its own entry sets none (discovered models too).
+    parallel,
+    queueLimit,
   }).default({ warmSpare: true, savedConversations: true }),
   activationWait: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   swapTurn: parsed(parseDuration, DURATION_EXPECTATION).optional(),

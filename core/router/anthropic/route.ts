@@ -34,6 +34,7 @@ export function messagesRequest(agent: http.Agent, res: ServerResponse, raw: Buf
     model,
     streamError: body.stream === true ? (error) => anthropicErrorEvent(anthropicErrorBody(error)) : null,
     generates: true,
+    takesSlot: true,
     send(claim, fallingBack, clientGone) {
       const { servedBy } = claim;
       const renamed = fallingBack ? servedBy : null;
@@ -90,6 +91,8 @@ export function countTokensRequest(agent: http.Agent, res: ServerResponse, raw: 
     model,
     streamError: null,
     generates: false,
+    // Counted with the model's template and tokenizer, beside its slots.
+    takesSlot: false,
     send(claim, _fallingBack, clientGone) {
       // The count names no model, so a fallback needs no renaming: only its tokenizer counts.
       if (claim.anthropicMessages) {

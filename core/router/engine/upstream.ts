@@ -103,6 +103,13 @@ export interface ModelRequest {
    */
   generates: boolean;
   /**
+   * The request occupies one of the engine's slots while it is served (a generation, an
+   * embedding, a rerank), so it counts against the model's `parallel` and `queueLimit`. False for
+   * what the engine answers beside its slots (a token count, a template rendered): such a request
+   * is never held back for a free slot nor refused for the queue.
+   */
+  takesSlot: boolean;
+  /**
    * Sends the request to the claimed engine and relays the answer to the client (`fallingBack`:
    * the claim's model stands in for the requested one). Never rejects; see ForwardOutcome.
    */

@@ -9,11 +9,12 @@
 // 'engine_error' in its error event instead.
 //
 // Why writing them is another file (send-error.ts): this one only decides and spells, and so
-// imports no other router file; every part of the router imports it, and nothing it needs can
-// lead back here.
+// imports no other router file but the gateway's types (model-gateway.ts, which imports none);
+// every part of the router imports it, and nothing it needs can lead back here.
 import type { OpenAIErrorBody, OpenAIErrorSource } from '../../contracts/protocols/openai.js';
 import { formatBytes } from '../../contracts/format-bytes.js';
 import { errorMessage } from '../../contracts/error-message.js';
+import type { QueueFull } from '../model-gateway.js';
 
 /** A refusal the router decided, ready to be written. */
 export interface RouterError {
@@ -84,6 +85,37 @@ export function modelBeingWritten(file: { modelId: string; path: string; sizeByt
     param: 'model',
     message: `Model '${file.modelId}' is a file still being written (${formatBytes(file.sizeBytes)} so far): ${file.path}. It is served once the file stops growing; retry in ${retryAfterSeconds} s.`,
     headers: { 'retry-after': String(retryAfterSeconds) },
+  };
+}
+
+/**
+ * How soon a client refused for a model's limits is told to come back, seconds. A slot comes free
+ * when any request in front ends, which nothing here can foresee; a second is soon enough to find
+ * one, and long enough that the SDKs' own retries (they honour Retry-After on a 429) do not spin.
+ */
+export const QUEUE_FULL_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * A model at its limits (`parallel` and `queueLimit`): 429 at once with Retry-After, naming the
+ * model, its limits and what is ahead. OpenAI's type for a request-rate 429 (`requests`), and
+ * Anthropic's `rate_limit_error` from the status (anthropic/errors.ts): each SDK raises its
+ * RateLimitError. `param` null: no field of the request is at fault.
+ */
+export function queueFull(full: QueueFull): RouterError {
+  const { modelId, parallel, queueLimit, served, waiting } = full;
+  const requests = (n: number): string => (n === 1 ? '1 request' : `${n} requests`);
+  const limits =
+    parallel === undefined
+      ? `Model '${modelId}' lets ${requests(queueLimit)} wait (queueLimit) beside the one it serves next; ${waiting} ${waiting === 1 ? 'is' : 'are'} waiting ahead of this one (for its load, room or turn)`
+      : `Model '${modelId}' serves ${requests(parallel)} at once (parallel) and ${queueLimit} more may wait (queueLimit); ${served + waiting} ${served + waiting === 1 ? 'is' : 'are'} ahead of this one (${served} being served, ${waiting} waiting)`;
+  return {
+    status: 429,
+    source: 'router',
+    type: 'requests',
+    code: 'model_queue_full',
+    param: null,
+    message: `${limits}. Retry in ${QUEUE_FULL_RETRY_AFTER_SECONDS} s.`,
+    headers: { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
   };
 }
 

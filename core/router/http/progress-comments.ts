@@ -37,6 +37,8 @@ export function progressText(requested: string, progress: WaitProgress | null, w
       return `waiting for memory for ${model}, ${waited}`;
     case 'turn':
       return `waiting for ${model}'s turn (requests for other models that waited longer go first), ${waited}`;
+    case 'slot':
+      return `waiting for a free slot of ${model} (it serves ${progress.parallel} at once), ${waited}`;
     case 'stopping':
       return `waiting for ${model}'s previous server to stop, ${waited}`;
     case 'retry':

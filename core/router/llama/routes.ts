@@ -60,6 +60,8 @@ export const LLAMA_SERVER_ROUTES: Record<string, readonly EngineKind[]> = {
 
 /** llama-server's routes that write text; the others tokenize, rerank or render a template. */
 const GENERATING_ROUTES: ReadonlySet<string> = new Set(['/completion', '/infill']);
+/** The routes an engine answers beside its slots: they never wait for a free one (ModelRequest.takesSlot). */
+const SLOTLESS_ROUTES: ReadonlySet<string> = new Set(['/tokenize', '/detokenize', '/apply-template']);
 
 /** Whether `path` is one of the routes this file serves outside /v1 (llama-server's, the model commands). */
 export function isLlamaCompatPath(path: string): boolean {
@@ -75,6 +77,7 @@ export function llamaServerRouteRequest(agent: http.Agent, res: ServerResponse, 
     model: parsed.model,
     streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
     generates: GENERATING_ROUTES.has(path),
+    takesSlot: !SLOTLESS_ROUTES.has(path),
     send(claim, fallingBack, clientGone) {
       if (!servedBy.includes(claim.engine)) {
         sendError(res, {

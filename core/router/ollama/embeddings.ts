@@ -66,6 +66,7 @@ export function embeddingRequest(agent: http.Agent, res: ServerResponse, embeddi
     model: target.modelId,
     streamError: null,
     generates: false,
+    takesSlot: true,
     send(claim, fallingBack, clientGone) {
       if (embedding.keepAliveMs !== null) target.keepAlive(target.modelId, embedding.keepAliveMs);
       const sentMs = performance.now();

@@ -36,6 +36,7 @@ export function generationRequest(agent: http.Agent, res: ServerResponse, kind: 
     model: target.modelId,
     streamError: null,
     generates: true,
+    takesSlot: true,
     send(claim, fallingBack, clientGone) {
       if (generation.keepAliveMs !== null) target.keepAlive(target.modelId, generation.keepAliveMs);
       // An empty prompt is Ollama's load: the activation just loaded it, so it is answered here.

@@ -32,6 +32,7 @@ export function openAIRequest(agent: http.Agent, res: ServerResponse, endpoint: 
     model: parsed.model,
     streamError: parsed.body['stream'] === true ? openAIErrorEvent : null,
     generates: endpoint !== 'embeddings',
+    takesSlot: true,
     send: (claim, fallingBack, clientGone) => {
       const late = refusedField(endpoint, parsed.body, claim.engine, claim.servedBy) ?? refusedTools(parsed.body, claim.toolCalls, claim.servedBy);
       if (late !== null) {

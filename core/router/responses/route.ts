@@ -30,6 +30,7 @@ export function responsesRequest(agent: http.Agent, res: ServerResponse, raw: Bu
     // Nothing went out before a refusal while the model loads but comments: it is the stream's first event.
     streamError: body.stream === true ? (error) => responsesErrorEvent(error, 0) : null,
     generates: true,
+    takesSlot: true,
     send(claim, fallingBack, clientGone) {
       const { servedBy } = claim;
       const refusal = refusedField('responses', body, claim.engine, servedBy) ?? refusedTools(body, claim.toolCalls, servedBy) ?? refusedReasoning(chat, claim.engine, servedBy);

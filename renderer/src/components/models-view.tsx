@@ -5,7 +5,7 @@
 // words (status.next, unschedulableReason, lastError) as they are; it decides nothing.
 import { memo, type ReactNode } from 'react';
 import type { BudgetView, ModelView, Snapshot } from '../../../core/contracts/snapshot.js';
-import { draftingFor, heldBytes, loadFractionAt, loadProgressWords, placementWords } from '../../../core/contracts/snapshot-words.js';
+import { draftingFor, heldBytes, loadFractionAt, loadProgressWords, placementWords, requestLimitsWords } from '../../../core/contracts/snapshot-words.js';
 import { formatAgo, formatBytes } from '../format/format.js';
 import { FAILURE_LABEL, LEVEL_LABEL } from '../format/labels.js';
 import { isResident, needsAttention } from '../../../core/contracts/model-status.js';
@@ -95,6 +95,7 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
   const level = status.level;
   const headingId = `model-${model.id}`;
   const quarantined = status.state === 'quarantined';
+  const limits = requestLimitsWords(model.limits);
   // llama.cpp's own words where the failure has them; the catalog's when the file could not be read.
   const failure = status.recovery.lastError ?? (quarantined ? model.catalogError : null);
 
@@ -169,6 +170,8 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
           {model.fallbackId !== null && status.state !== 'fallback' && <Fact term="Fallback">{model.fallbackId}</Fact>}
           {/* A draft decodes with its target's every answer: its target's traffic is its own. */}
           <Fact term="In flight">{drafting?.inFlight ?? model.inFlight}</Fact>
+          {/* Only where set: how many it serves at once and how many more may wait (config.yaml's parallel and queueLimit). */}
+          {limits !== null && <Fact term="Limits">{limits}</Fact>}
           <Fact term="Last used">{formatAgo(drafting === null ? model.lastUsed : drafting.lastUsed, now)}</Fact>
           {/* Only where there are some: kept on disk across evictions, restored when a prompt shares their start. */}
           {model.savedConversations.count > 0 && (

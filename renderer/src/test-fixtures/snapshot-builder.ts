@@ -30,6 +30,7 @@ export function model(id: string, overrides: ModelOverrides = {}, sizeGiB = 4): 
     draftId: null,
     fallbackId: null,
     contextTokens: 8192,
+    limits: {},
     layerCount: 32,
     estimateBytes: { full: sizeGiB * GiB, 'smaller-context': sizeGiB * 0.8 * GiB, partial: sizeGiB * 0.4 * GiB, minimal: 0 },
     measuredBytes: null,

@@ -45,6 +45,16 @@ describe('ModelsView', () => {
     expect(within(chat).getByText('Footprint').nextSibling?.textContent).toBe('2.4 GiB on the GPU, the rest in RAM');
   });
 
+  it("says a model's limits on requests where the config sets them, and nothing where it sets none", () => {
+    renderWithSnapshot(
+      <ModelsView />,
+      snapshot({ models: [model('demo-chat', { inFlight: 1, limits: { parallel: 1, queueLimit: 1 } }), model('demo-tiny', { limits: { queueLimit: 0 } }), model('free')] }),
+    );
+    expect(within(row('demo-chat')).getByText('Limits').nextSibling?.textContent).toBe('parallel 1, queueLimit 1');
+    expect(within(row('demo-tiny')).getByText('Limits').nextSibling?.textContent).toBe('queueLimit 0');
+    expect(within(row('free')).queryByText('Limits')).toBeNull();
+  });
+
   it('says which model answers for one in fallback, on both cards', () => {
     renderWithSnapshot(<ModelsView />, fallbackServing());
     expect(within(row('demo-chat')).getByText('Answered by demo-tiny')).toBeTruthy();

@@ -205,6 +205,27 @@ describe('Catalog', () => {
     await expect(reopened.learnFromMeasurement('ghost', 1)).rejects.toThrow('Cannot learn a measurement for "ghost": no such model in the catalog');
   });
 
+  test('parallel is a new definition priced for every slot; queueLimit is neither; engines: gives a discovered model its defaults', async () => {
+    await writeFile(configPath, MAIN_CONFIG);
+    const one = byId(await open(), 'main');
+    expect(one.limits).toEqual({});
+    await writeFile(configPath, `engines:\n  parallel: 2\n  queueLimit: 4\n${MAIN_CONFIG}    parallel: 3\n`);
+    const catalog = await open();
+    const three = byId(catalog, 'main');
+    expect(three.limits).toEqual({ parallel: 3, queueLimit: 4 });
+    expect(byId(catalog, 'tiny-draft-f16').limits).toEqual({ parallel: 2, queueLimit: 4 });
+    // Each request keeps its 1024 tokens; the engine holds them three times, and the plan prices that, the draft's cache too.
+    expect(three.ctx).toBe(1024);
+    expect(three.estimate).toMatchObject({ contextTokens: 3 * 1024, draft: { contextTokens: 3 * 1024 } });
+    const kv = (model: CatalogModel) => model.estimate!.kvBytesPerToken * model.estimate!.contextTokens;
+    expect(kv(three)).toBe(3 * kv(one));
+    expect(footprintAt('full', three.estimate!).deviceBytes).toBeGreaterThan(footprintAt('full', one.estimate!).deviceBytes);
+    expect(three.definitionHash).not.toBe(one.definitionHash);
+    // The queue is llmtray's own count, never the engine's: no relaunch for it, no quarantine released.
+    await writeFile(configPath, `engines:\n  parallel: 2\n  queueLimit: 9\n${MAIN_CONFIG}    parallel: 3\n`);
+    expect(byId(await open(), 'main').definitionHash).toBe(three.definitionHash);
+  });
+
   test('a configured model whose file is missing is listed with the reason', async () => {
     await writeFile(configPath, 'models:\n  - {id: gone, path: /nonexistent/gone.gguf}\n');
     const catalog = await open();

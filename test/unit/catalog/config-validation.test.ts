@@ -37,11 +37,11 @@ const table: [string, string, string][] = [
   ['empty path', one('').replace('/m/a.gguf', '""'), `${FILE}: models[0].path: expected the path of a .gguf file, got ""`],
   ['id with a space', 'models:\n  - id: my model\n    path: /m/a.gguf\n', `${FILE}: models[0].id: expected a model id (text without spaces), got "my model"`],
   ['unknown field in another spelling', one('    gpu_layers: 10\n'),
-    `${FILE}: models[0].gpu_layers: unknown field, set to 10; did you mean "gpuLayers"? Expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, engineArgs, env`],
+    `${FILE}: models[0].gpu_layers: unknown field, set to 10; did you mean "gpuLayers"? Expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, parallel, queueLimit, aliases, engine, args, engineArgs, env`],
   ['unknown field, two letters swapped', one('    cxt: 4096\n'),
-    `${FILE}: models[0].cxt: unknown field, set to 4096; did you mean "ctx"? Expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, engineArgs, env`],
+    `${FILE}: models[0].cxt: unknown field, set to 4096; did you mean "ctx"? Expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, parallel, queueLimit, aliases, engine, args, engineArgs, env`],
   ['unknown field like no known one', one('    colour: blue\n'),
-    `${FILE}: models[0].colour: unknown field, set to "blue"; expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, aliases, engine, args, engineArgs, env`],
+    `${FILE}: models[0].colour: unknown field, set to "blue"; expected one of: id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, parallel, queueLimit, aliases, engine, args, engineArgs, env`],
   ['unknown budget field, a letter left out', 'budget:\n  limt: 260MiB\n',
     `${FILE}: budget.limt: unknown field, set to "260MiB"; did you mean "limit"? Expected one of: reserve, limit, engineOverhead, unifiedShare, idleSample`],
   ['a misspelt key name beside a client key keeps its secret out', 'listen:\n  clientKeys:\n    - {name: laptop, key: 0123456789abcdef0123, kye: 0123456789abcdef0123}\n',
@@ -87,6 +87,12 @@ const table: [string, string, string][] = [
   ['cors origin with a path', 'listen:\n  corsOrigins: ["http://localhost:3000/app"]\n',
     `${FILE}: listen.corsOrigins[0]: expected an origin as a browser sends it (scheme://host[:port], no path), or "*" for any, got "http://localhost:3000/app"`],
   ['admin somewhere else', 'listen:\n  admin: everywhere\n', `${FILE}: listen.admin: expected loopback (the default) or network, got "everywhere"`],
+  ['parallel 0', one('    parallel: 0\n'), `${FILE}: models[0].parallel: expected a whole number of requests served at once, from 1 to 256 (llama.cpp's most slots), got 0`],
+  ['parallel past llama.cpp\'s sequences', 'engines:\n  parallel: 257\n', `${FILE}: engines.parallel: expected a whole number of requests served at once, from 1 to 256 (llama.cpp's most slots), got 257`],
+  ['queueLimit negative', one('    queueLimit: -1\n'), `${FILE}: models[0].queueLimit: expected a whole number of requests that may wait, 0 or more, got -1`],
+  ['queueLimit as text', 'engines:\n  queueLimit: few\n', `${FILE}: engines.queueLimit: expected a whole number of requests that may wait, 0 or more, got "few"`],
+  ['unknown field near parallel', one('    paralel: 2\n'),
+    `${FILE}: models[0].paralel: unknown field, set to 2; did you mean "parallel"? Expected one of: ${'id, path, ctx, priority, pinned, draft, fallback, gpuLayers, mixedSplit, embeddings, repack, idleTtl, hangLimit, parallel, queueLimit, aliases, engine, args, engineArgs, env'}`],
   ['warmSpare as text', 'engines:\n  warmSpare: off\n', `${FILE}: engines.warmSpare: expected true or false, got "off"`],
   ['saved conversations floor below zero', 'engines:\n  savedConversationsMinTokens: -5\n', `${FILE}: engines.savedConversationsMinTokens: expected a whole number of tokens, 0 or more, got -5`],
   ['saved conversations disk as text', 'engines:\n  savedConversationsDisk: plenty\n', `${FILE}: engines.savedConversationsDisk: expected a size like "2GiB", "512MB" or a number of bytes, got "plenty"`],
@@ -153,6 +159,17 @@ describe('config validation', () => {
     expect(accepted('activationWait: 1s\nswapTurn: 0\n')).toMatchObject({ activationWaitMs: 1_000, swapTurnMs: 0 });
   });
 
+  test("a model's parallel and queueLimit are its own, else each the default under engines:, else absent (no limit)", () => {
+    const config = accepted(
+      'engines:\n  parallel: 2\n  queueLimit: 8\nmodels:\n  - {id: a, path: /m/a.gguf}\n  - {id: b, path: /m/b.gguf, parallel: 1}\n  - {id: c, path: /m/c.gguf, queueLimit: 0}\n',
+    );
+    expect(config.defaultLimits).toEqual({ parallel: 2, queueLimit: 8 });
+    expect(config.models.map((m) => m.limits)).toEqual([{ parallel: 2, queueLimit: 8 }, { parallel: 1, queueLimit: 8 }, { parallel: 2, queueLimit: 0 }]);
+    const none = accepted(one('    queueLimit: 3\n'));
+    expect(none.defaultLimits).toEqual({});
+    expect(none.models[0]?.limits).toEqual({ queueLimit: 3 });
+  });
+
   test('the warm spare can be turned off', () => {
     expect(accepted('engines:\n  warmSpare: false\n').warmSpare).toBe(false);
   });
@@ -198,6 +215,7 @@ describe('config validation', () => {
       env: { CUDA_VISIBLE_DEVICES: '0' }, index: 0,
     });
     expect(small).toMatchObject({ path: '/home/ada/.config/llmtray/models/qwen2.5-0.5b-instruct-q8_0.gguf', gpuLayers: 12, idleTtlMs: 90_000, engine: 'embedded', engineArgs: {}, index: 1 });
+    expect([config.defaultLimits, big?.limits, small?.limits]).toEqual([{ parallel: 2, queueLimit: 6 }, { parallel: 4, queueLimit: 0 }, { parallel: 2, queueLimit: 6 }]);
     expect(small?.ctx).toBeUndefined();
   });
 });

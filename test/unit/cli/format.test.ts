@@ -1,16 +1,17 @@
 // `llmtray status`: the LEVEL column in words, one per launch level; per GPU who holds what,
-// each model's placement, and each left-out model's reason a line per GPU.
+// each model's placement, and each left-out model's reason a line per GPU; requests in flight
+// against a model's slots. `llmtray models`: each model's limits on requests.
 import { describe, expect, it } from 'vitest';
-import { statusText } from '../../../core/cli/format.js';
+import { modelsText, statusText } from '../../../core/cli/format.js';
 import type { MemoryHolder, ModelView } from '../../../core/contracts/snapshot.js';
 import { budget, GiB, gpu, holder, MiB, model, NOW, plan, snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
 
-/** The LEVEL column of `statusText`, by model id (columns are two spaces apart; words inside one space). */
-function levelColumn(text: string): Record<string, string> {
+/** One column of a table the CLI prints, by the first cell of each row (columns are two spaces apart). */
+function column(text: string, name: string, next: string): Record<string, string> {
   const lines = text.split('\n');
   const header = lines.findIndex((line) => line.startsWith('MODEL'));
-  const start = lines[header]!.indexOf('LEVEL');
-  const end = lines[header]!.indexOf('PINNED');
+  const start = lines[header]!.indexOf(name);
+  const end = lines[header]!.indexOf(next);
   return Object.fromEntries(lines.slice(header + 1).map((line) => [line.split(' ')[0], line.slice(start, end).trim()]));
 }
 
@@ -27,13 +28,29 @@ describe('statusText', () => {
         ],
       }),
     );
-    expect(levelColumn(text)).toEqual({
+    expect(column(text, 'LEVEL', 'PINNED')).toEqual({
       'a-full': 'full',
       'b-smaller': 'smaller context',
       'c-split': 'part on CPU',
       'd-cpu': 'CPU only',
       'e-idle': '',
     });
+  });
+});
+
+describe('limits on requests', () => {
+  const models = [
+    model('chat', { inFlight: 1, limits: { parallel: 2, queueLimit: 4 }, status: { state: 'active', level: 'full' } }),
+    model('queue-only', { inFlight: 3, limits: { queueLimit: 0 }, status: { state: 'active', level: 'full' } }),
+    model('free'),
+  ];
+
+  it('llmtray status counts requests in flight against the slots of a model with parallel', () => {
+    expect(column(statusText(snapshot({ models }), NOW), 'IN FLIGHT', 'MEMORY')).toEqual({ chat: '1 of 2', 'queue-only': '3', free: '' });
+  });
+
+  it('llmtray models names each limit set, in the config’s words', () => {
+    expect(column(modelsText(snapshot({ models })), 'LIMITS', 'ESTIMATE')).toEqual({ chat: 'parallel 2, queueLimit 4', 'queue-only': 'queueLimit 0', free: '' });
   });
 });
 

@@ -48,6 +48,15 @@ describe('launchSpecFor', () => {
     expect(launchSpecFor('a', sources([catalogModel('a', { engineArgs: { 'llama-server': ['--logit-bias', '356+90'] } })])).extraArgs).toEqual([]);
   });
 
+  it('gives the engine a slot per request served at once, each with the whole configured context, and the engine’s own default without parallel', () => {
+    const argv = (limits: { parallel?: number }) => argvFor(launchSpecFor('a', sources([catalogModel('a', { ctx: 2048, limits })])), 'full', EMBEDDED_CAPABILITIES, 1, { keyFile: '/k' });
+    const flag = (args: string[], name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+    const four = argv({ parallel: 4 });
+    expect([flag(four, '-c'), flag(four, '-np')]).toEqual(['8192', '4']);
+    const unset = argv({});
+    expect([flag(unset, '-c'), flag(unset, '-np')]).toEqual(['2048', undefined]);
+  });
+
   it('merges the engine environment under the model’s own', () => {
     const m = catalogModel('a', { env: { CUDA_VISIBLE_DEVICES: '1', SHARED: 'model' } });
     const spec = launchSpecFor('a', sources([m], { engineEnv: { ELECTRON_RUN_AS_NODE: '1', SHARED: 'app' } }));

@@ -1,197 +1,16 @@
-// The daemon's gateway over a scripted controller and supervisor: what a claim counts and on
-// which server, when a busy model's turn ends, what wakes a waiting request, and what
-// /v1/models says. The supervisor side keeps its claims in the real ServerClaims, so a claim
-// behaves as the supervisor's does (counted, lost, released once); the controller side answers
-// each method the way the real one's contract says.
+// The daemon's gateway over a scripted controller and supervisor (gateway-harness.ts): what a
+// claim counts and on which server, when a busy model's turn ends, what wakes a waiting request,
+// and what /v1/models says.
 import { describe, expect, it } from 'vitest';
-import type { ControllerEvent, Unservable } from '../../../core/contracts/controller-events.js';
-import { phaseOfState, type ModelStateName, type ModelStatus } from '../../../core/contracts/model-status.js';
-import { ModelActivity } from '../../../core/demand/activity.js';
-import { createGateway, type GatewayParts } from '../../../core/demand/gateway.js';
-import { ModelTurns } from '../../../core/demand/turns.js';
-import { ServerClaims, type Claim } from '../../../core/engine/supervisor/server-claims.js';
-import type { ServerStatus } from '../../../core/engine/supervisor/supervisor.js';
 import { catalogModel } from '../../support/catalog-model.js';
-import { FakeClock } from '../../support/fake-clock.js';
-
-type ControllerSide = GatewayParts['controller'];
-type SupervisorSide = GatewayParts['supervisor'];
-
-function statusOf(modelId: string, state: ModelStateName, extra: Partial<ModelStatus> = {}): ModelStatus {
-  return {
-    modelId,
-    state,
-    phase: phaseOfState(state),
-    level: state === 'ready' || state === 'active' ? 'full' : null,
-    busy: state === 'active',
-    recovery: { kind: 'none', attempts: 0, nextAction: null, nextAttemptAt: null, lastError: null },
-    servedBy: null,
-    unschedulableReason: null,
-    next: null,
-    since: 0,
-    ...extra,
-  };
-}
-
-/** The controller's side: statuses, fallbacks, refusals and turns as set by the test; events on change. */
-class ScriptedController implements ControllerSide {
-  readonly statuses = new Map<string, ModelStatus>();
-  readonly fallbacks = new Map<string, string>();
-  readonly unservable = new Map<string, Unservable>();
-  readonly yields = new Map<string, readonly string[]>();
-  triggers = 0;
-  refreshes = 0;
-  /** The models the gateway told it had answered, in order. */
-  readonly answered: string[] = [];
-  private stopped = false;
-  private readonly listeners = new Set<(event: ControllerEvent) => void>();
-
-  status(modelId: string): ModelStatus | undefined {
-    return this.statuses.get(modelId);
-  }
-  whyUnservable(modelId: string): Unservable | null {
-    return this.unservable.get(modelId) ?? null;
-  }
-  waitReason(modelId: string): string {
-    return `it is ${this.statuses.get(modelId)?.state ?? 'waiting for its first pass'}`;
-  }
-  reconcileNow(): Promise<void> {
-    return this.stopped ? Promise.reject(new Error('the controller is not running')) : Promise.resolve();
-  }
-  trigger(): void {
-    this.triggers++;
-  }
-  refreshSoon(): void {
-    this.refreshes++;
-  }
-  servingModel(modelId: string): string {
-    return this.fallbacks.get(modelId) ?? modelId;
-  }
-  served(modelId: string): void {
-    this.answered.push(modelId);
-  }
-  /** Models whose server runs an old definition, as the test sets them. */
-  readonly outdated = new Set<string>();
-  definitionPending(modelId: string): boolean {
-    return this.outdated.has(modelId);
-  }
-  yieldsTo(modelId: string): readonly string[] {
-    return this.yields.get(modelId) ?? [];
-  }
-  hasStopped(): boolean {
-    return this.stopped;
-  }
-  onEvent(listener: (event: ControllerEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  set(modelId: string, state: ModelStateName, extra: Partial<ModelStatus> = {}): void {
-    const previous = this.statuses.get(modelId) ?? null;
-    const status = statusOf(modelId, state, extra);
-    this.statuses.set(modelId, status);
-    this.emit({ type: 'ModelStateChanged', modelId, status, previous });
-  }
-  /** The run ended (quit): hasStopped turns true before the event, as in the real one. */
-  stop(): void {
-    this.stopped = true;
-    this.emit({ type: 'ControllerStopped', at: 0 });
-  }
-  private emit(event: ControllerEvent): void {
-    for (const listener of [...this.listeners]) listener(event);
-  }
-}
-
-interface ScriptedServer {
-  phase: 'loading' | 'ready' | 'stopping';
-  port: number;
-  apiKey: string;
-  startedAt: number;
-  /** The engine's own load progress while loading (its 503 body), or null. */
-  loadProgress: number | null;
-  /** How long the model's last load took, or null before its first. */
-  lastLoadMs: number | null;
-  /** Whether it serves Anthropic's Messages API itself (the supervisor asks it when it becomes ready). */
-  anthropicMessages: boolean;
-  claims: ServerClaims;
-}
-
-/** The supervisor's side: one server per model, claimable only while ready, as the real one. */
-class ScriptedSupervisor implements SupervisorSide {
-  readonly servers = new Map<string, ScriptedServer>();
-  readonly endedAsked: { modelId: string; port: number; apiKey: string }[] = [];
-  endedAfter: Promise<void> = Promise.resolve();
-
-  run(modelId: string, port: number, phase: ScriptedServer['phase'] = 'ready', progress: Partial<Pick<ScriptedServer, 'startedAt' | 'loadProgress' | 'lastLoadMs'>> = {}): ScriptedServer {
-    const server = { phase, port, apiKey: `key-${port}`, anthropicMessages: false, claims: new ServerClaims(), startedAt: 0, loadProgress: null, lastLoadMs: null, ...progress };
-    this.servers.set(modelId, server);
-    return server;
-  }
-  status(modelId: string): ServerStatus | null {
-    const server = this.servers.get(modelId);
-    if (server === undefined) return null;
-    const { phase, port, startedAt, loadProgress, lastLoadMs } = server;
-    return { modelId, phase, level: 'full', pid: port, port, startedAt, readyAt: phase === 'ready' ? startedAt : null, loadProgress, lastLoadMs, exit: null };
-  }
-  claim(modelId: string): Claim | null {
-    const server = this.servers.get(modelId);
-    if (server === undefined || server.phase !== 'ready') return null;
-    return server.claims.add({ port: server.port, apiKey: server.apiKey, pid: server.port, anthropicMessages: server.anthropicMessages, engine: 'llama-server', toolCalls: true });
-  }
-  inFlight(modelId: string): number {
-    return this.servers.get(modelId)?.claims.count ?? 0;
-  }
-  serverEnded(modelId: string, endpoint: { port: number; apiKey: string }, signal: AbortSignal): Promise<void> {
-    this.endedAsked.push({ modelId, ...endpoint });
-    return Promise.race([this.endedAfter, new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))]);
-  }
-}
-
-function gatewayWith(options: { turnMs?: number; models?: ReturnType<typeof catalogModel>[] } = {}) {
-  const clock = new FakeClock(undefined, 10_000);
-  const controller = new ScriptedController();
-  const supervisor = new ScriptedSupervisor();
-  const activity = new ModelActivity(clock);
-  const turns = new ModelTurns({
-    rivalsOf: (id) => controller.yieldsTo(id),
-    passSoon: () => controller.trigger(),
-    activity,
-    inFlight: (id) => supervisor.inFlight(id),
-    turnMs: options.turnMs ?? 2_000,
-    clock,
-  });
-  const models = options.models ?? [];
-  const gateway = createGateway({
-    catalog: { models: () => models, resolve: (name) => models.find((m) => m.id === name || m.aliases.includes(name)) },
-    controller,
-    supervisor,
-    activity,
-    startedAt: 1_700_000_000_500,
-    turns,
-    now: () => clock.now(),
-  });
-  return { clock, controller, supervisor, activity, turns, gateway };
-}
-
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-/** Whether the promise has settled, after letting pending callbacks run. */
-async function settled(promise: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  promise.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  await turn();
-  return done;
-}
+import { gatewayWith, settled, turn } from './gateway-harness.js';
 
 describe('the daemon gateway: claims', () => {
   it('claims the engine of the model that serves, counts it there, and stamps both models used (fallback)', async () => {
     const { clock, controller, supervisor, activity, gateway } = gatewayWith();
     controller.fallbacks.set('big', 'small');
     supervisor.run('small', 4100);
-    const claim = gateway.claim('big');
+    const claim = gateway.claim('big', true);
     expect(claim?.servedBy).toBe('small');
     expect(claim?.endpoint).toEqual({ baseUrl: 'http://127.0.0.1:4100', apiKey: 'key-4100' });
     expect(supervisor.inFlight('small')).toBe(1);
@@ -207,9 +26,9 @@ describe('the daemon gateway: claims', () => {
   it('asks for a refresh only when the serving model turns busy or idle, and releases each claim once', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     supervisor.run('m', 4100);
-    const first = gateway.claim('m');
+    const first = gateway.claim('m', true);
     expect(controller.refreshes).toBe(1);
-    const second = gateway.claim('m');
+    const second = gateway.claim('m', true);
     expect(controller.refreshes).toBe(1);
     expect(supervisor.inFlight('m')).toBe(2);
 
@@ -223,7 +42,7 @@ describe('the daemon gateway: claims', () => {
     second?.release(); // a repeat at idle asks for nothing more
     expect(controller.refreshes).toBe(2);
 
-    const third = gateway.claim('m');
+    const third = gateway.claim('m', true);
     expect(controller.refreshes).toBe(3);
     second?.release();
     first?.release();
@@ -238,7 +57,7 @@ describe('the daemon gateway: claims', () => {
   it('asks for a pass at once when a model turns busy or idle while a request waits for memory', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     supervisor.run('small', 4100);
-    const claim = gateway.claim('small');
+    const claim = gateway.claim('small', true);
     expect([controller.triggers, controller.refreshes]).toEqual([0, 1]);
     const done = gateway.wait('big'); // asks for a pass itself
     expect(controller.triggers).toBe(1);
@@ -246,22 +65,22 @@ describe('the daemon gateway: claims', () => {
     claim?.release();
     expect([controller.triggers, controller.refreshes]).toEqual([2, 1]);
     done();
-    gateway.claim('small')?.release();
+    gateway.claim('small', true)?.release();
     expect([controller.triggers, controller.refreshes]).toEqual([2, 3]);
   });
 
   it('claims only what the supervisor would let a request claim, whatever the controller last said', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     controller.set('m', 'ready'); // stale: the engine's exit has not reached the controller yet
-    expect(gateway.claim('m')).toBeNull();
+    expect(gateway.claim('m', true)).toBeNull();
     const server = supervisor.run('m', 4200, 'loading');
-    expect(gateway.claim('m')).toBeNull();
+    expect(gateway.claim('m', true)).toBeNull();
     server.phase = 'ready';
-    const claim = gateway.claim('m');
+    const claim = gateway.claim('m', true);
     expect(claim?.endpoint.baseUrl).toBe('http://127.0.0.1:4200');
     claim?.release();
     server.phase = 'stopping';
-    expect(gateway.claim('m')).toBeNull();
+    expect(gateway.claim('m', true)).toBeNull();
     expect(controller.refreshes).toBe(2); // the granted claim's busy and idle; the refusals asked for nothing
     expect(controller.triggers).toBe(0);
   });
@@ -271,17 +90,17 @@ describe('the daemon gateway: claims', () => {
     controller.fallbacks.set('big', 'small');
     supervisor.run('small', 4100).anthropicMessages = true;
     supervisor.run('big', 4200);
-    expect(gateway.claim('small')?.anthropicMessages).toBe(true);
+    expect(gateway.claim('small', true)?.anthropicMessages).toBe(true);
     // Falling back, the request reaches the fallback's engine: its answer is the one that counts.
-    expect(gateway.claim('big')?.anthropicMessages).toBe(true);
+    expect(gateway.claim('big', true)?.anthropicMessages).toBe(true);
     controller.fallbacks.delete('big');
-    expect(gateway.claim('big')?.anthropicMessages).toBe(false);
+    expect(gateway.claim('big', true)?.anthropicMessages).toBe(false);
   });
 
   it('passes the engine’s loss to the claim, and the answer’s progress to the server', () => {
     const { supervisor, gateway } = gatewayWith();
     const server = supervisor.run('m', 4300);
-    const claim = gateway.claim('m');
+    const claim = gateway.claim('m', true);
     expect(claim?.lost.aborted).toBe(false);
     const mark = server.claims.progressMark;
     claim?.progressed();
@@ -296,17 +115,17 @@ describe('the daemon gateway: claims', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     supervisor.run('m', 4500);
     controller.outdated.add('m');
-    expect(gateway.claim('m')).toBeNull();
+    expect(gateway.claim('m', true)).toBeNull();
     controller.outdated.delete('m');
-    expect(gateway.claim('m')).not.toBeNull();
+    expect(gateway.claim('m', true)).not.toBeNull();
   });
 
   it('tells the controller once per claim that the serving model answered, at its first progress', () => {
     const { controller, supervisor, gateway } = gatewayWith();
     controller.fallbacks.set('big', 'small');
     supervisor.run('small', 4400);
-    const first = gateway.claim('big');
-    const second = gateway.claim('small');
+    const first = gateway.claim('big', true);
+    const second = gateway.claim('small', true);
     expect(controller.answered).toEqual([]);
     first?.progressed();
     first?.progressed();
@@ -335,20 +154,20 @@ describe('the daemon gateway: turns', () => {
   it('ends a busy model’s turn once a model it is in the way of has waited turnMs, and ends it no longer than that wait', async () => {
     const { clock, controller, supervisor, gateway } = gatewayWith({ turnMs: 2_000 });
     supervisor.run('a', 4100);
-    const busy = gateway.claim('a');
+    const busy = gateway.claim('a', true);
     controller.yields.set('a', ['b']);
     const bWaits = gateway.wait('b');
 
     await clock.advance(1_999);
-    const early = gateway.claim('a');
+    const early = gateway.claim('a', true);
     expect(early).not.toBeNull();
     early?.release();
     await clock.advance(1);
-    expect(gateway.claim('a')).toBeNull();
+    expect(gateway.claim('a', true)).toBeNull();
     expect(supervisor.inFlight('a')).toBe(1); // a refused claim counts nothing
 
     bWaits();
-    const again = gateway.claim('a');
+    const again = gateway.claim('a', true);
     expect(again).not.toBeNull();
     again?.release();
     busy?.release();
@@ -361,18 +180,18 @@ describe('the daemon gateway: turns', () => {
     controller.yields.set('a', ['b']);
     gateway.wait('c');
     await clock.advance(60_000);
-    expect(gateway.claim('a')).not.toBeNull();
+    expect(gateway.claim('a', true)).not.toBeNull();
   });
 
   it('with turnMs 0, refuses new claims as soon as a rival waits', () => {
     const { controller, supervisor, gateway } = gatewayWith({ turnMs: 0 });
     supervisor.run('a', 4100);
     controller.yields.set('a', ['b']);
-    expect(gateway.claim('a')).not.toBeNull();
+    expect(gateway.claim('a', true)).not.toBeNull();
     const bWaits = gateway.wait('b');
-    expect(gateway.claim('a')).toBeNull();
+    expect(gateway.claim('a', true)).toBeNull();
     bWaits();
-    expect(gateway.claim('a')).not.toBeNull();
+    expect(gateway.claim('a', true)).not.toBeNull();
   });
 
   it('holds a model its client just finished with while its turn lasts: the next request claims it, the policy is told it is held', async () => {
@@ -380,10 +199,10 @@ describe('the daemon gateway: turns', () => {
     supervisor.run('a', 4100);
     controller.yields.set('a', ['b']);
     gateway.wait('b');
-    gateway.claim('a')?.release();
+    gateway.claim('a', true)?.release();
     expect(turns.holds('a')).toBe(true);
     await clock.advance(50);
-    const next = gateway.claim('a');
+    const next = gateway.claim('a', true);
     expect(next).not.toBeNull();
     expect(turns.holds('a')).toBe(false); // busy again: active because it decodes
     next?.release();
@@ -398,8 +217,8 @@ describe('the daemon gateway: turns', () => {
     controller.yields.set('small', ['b']);
     gateway.wait('b');
     await clock.advance(1_000);
-    expect(gateway.claim('big')).toBeNull();
-    expect(gateway.claim('small')).toBeNull();
+    expect(gateway.claim('big', true)).toBeNull();
+    expect(gateway.claim('small', true)).toBeNull();
   });
 });
 
@@ -439,6 +258,83 @@ describe('the daemon gateway: what a waiting request waits on', () => {
     expect(gateway.waitProgress?.('big')).toEqual({ kind: 'loading', servedBy: 'small', fraction: 0.1, estimated: false });
     supervisor.run('small', 4200, 'stopping');
     expect(gateway.waitProgress?.('big')).toEqual({ kind: 'stopping', servedBy: 'small' });
+  });
+});
+
+describe('the daemon gateway: limits', () => {
+  const limited = (limits: { parallel?: number; queueLimit?: number }) => gatewayWith({ models: [catalogModel('m', { limits }), catalogModel('f', { limits: { parallel: 1 } })] });
+
+  it('claims no more than parallel on its server, so its engine never queues one; without parallel any number', () => {
+    const { supervisor, gateway } = limited({ parallel: 2 });
+    supervisor.run('m', 4100);
+    const [a, b] = [gateway.claim('m', true), gateway.claim('m', true)];
+    expect([a, b].every((claim) => claim !== null)).toBe(true);
+    expect(gateway.claim('m', true)).toBeNull();
+    a?.release();
+    expect(gateway.claim('m', true)).not.toBeNull();
+
+    const free = gatewayWith({ models: [catalogModel('m')] });
+    free.supervisor.run('m', 4100);
+    for (let i = 0; i < 5; i++) expect(free.gateway.claim('m', true)).not.toBeNull();
+  });
+
+  it('lets a request that takes no slot (a token count) claim a model whose slots are all held, without taking one', () => {
+    const { supervisor, gateway } = limited({ parallel: 1 });
+    supervisor.run('m', 4100);
+    const generation = gateway.claim('m', true);
+    const count = gateway.claim('m', false);
+    expect(count).not.toBeNull();
+    expect(supervisor.inFlight('m')).toBe(2);
+    generation?.release();
+    // Its slot is free again though the count is still in flight.
+    expect(gateway.claim('m', true)).not.toBeNull();
+  });
+
+  it('counts the slots of the model that serves: a request falling back takes one of its fallback’s', () => {
+    const { controller, supervisor, gateway } = limited({});
+    controller.fallbacks.set('m', 'f');
+    supervisor.run('f', 4100);
+    expect(gateway.claim('m', true)?.servedBy).toBe('f');
+    expect(gateway.claim('f', true)).toBeNull();
+  });
+
+  it('wakes the waits when a claim on a limited model ends, and only then', async () => {
+    const { supervisor, gateway } = limited({ parallel: 1 });
+    supervisor.run('m', 4100);
+    const claim = gateway.claim('m', true);
+    const change = gateway.nextChange(new AbortController().signal);
+    expect(await settled(change)).toBe(false);
+    claim?.release();
+    await expect(change).resolves.toBeUndefined();
+
+    const free = gatewayWith({ models: [catalogModel('m')] });
+    free.supervisor.run('m', 4100);
+    const one = free.gateway.claim('m', true);
+    free.gateway.claim('m', true);
+    const unlimited = free.gateway.nextChange(new AbortController().signal);
+    one?.release();
+    expect(await settled(unlimited)).toBe(false);
+  });
+
+  it('admits by the counts at the call: served on its server and waiting for it', () => {
+    const { supervisor, activity, gateway } = limited({ parallel: 1, queueLimit: 1 });
+    supervisor.run('m', 4100);
+    expect(gateway.admit('m')).toBeNull();
+    gateway.claim('m', true);
+    expect(gateway.admit('m')).toBeNull();
+    gateway.wait('m');
+    expect(activity.waitingCount('m')).toBe(1);
+    expect(gateway.admit('m')).toEqual({ modelId: 'm', parallel: 1, queueLimit: 1, served: 1, waiting: 1 });
+  });
+
+  it('says a request waits for a free slot, in its progress and in the 503 past activationWait', () => {
+    const { controller, supervisor, gateway } = limited({ parallel: 1 });
+    controller.set('m', 'active');
+    supervisor.run('m', 4100);
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'queued', servedBy: 'm' });
+    gateway.claim('m', true);
+    expect(gateway.waitProgress?.('m')).toEqual({ kind: 'slot', servedBy: 'm', parallel: 1 });
+    expect(gateway.waitReason('m')).toBe('m serves 1 request at once (parallel), and every slot held one the whole time');
   });
 });
 

@@ -9,6 +9,7 @@ describe('progressText', () => {
     [{ kind: 'loading', servedBy: 'demo-chat', fraction: null, estimated: false }, 'loading demo-chat, 1.2 s'],
     [{ kind: 'memory', servedBy: 'demo-chat' }, 'waiting for memory for demo-chat, 1.2 s'],
     [{ kind: 'turn', servedBy: 'demo-chat' }, "waiting for demo-chat's turn (requests for other models that waited longer go first), 1.2 s"],
+    [{ kind: 'slot', servedBy: 'demo-chat', parallel: 2 }, 'waiting for a free slot of demo-chat (it serves 2 at once), 1.2 s'],
     [{ kind: 'stopping', servedBy: 'demo-chat' }, "waiting for demo-chat's previous server to stop, 1.2 s"],
     [{ kind: 'retry', servedBy: 'demo-chat', failure: 'oom' }, 'demo-chat failed to load (oom) and is being retried, 1.2 s'],
     [{ kind: 'queued', servedBy: 'demo-chat' }, 'waiting to load demo-chat, 1.2 s'],
