@@ -41,6 +41,7 @@ import { acquireInstanceLock, processProbe } from './daemon/instance-lock.js';
 import { Later } from './daemon/later.js';
 import { listenRefusal, planListen } from './daemon/listen-plan.js';
 import { createLogger } from './daemon/logger.js';
+import { PullManager, whenListed } from './pull/index.js';
 import { memoryLessons } from './daemon/memory/memory-lessons.js';
 import { PinPolicy } from './demand/model-actions.js';
 import { serveEndpoint, type ServedEndpoint } from './daemon/serve-endpoint.js';
@@ -136,6 +137,18 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const refusal = listenRefusal(plan, config.listen, { configPath, fromFlag: options.host !== undefined, demo: demo !== null });
     if (refusal !== null) throw new Error(refusal);
 
+    // Pulls from the Hugging Face Hub write into its cache, which the catalog scans; one left
+    // unfinished by a stopped daemon continues now. Stopped late: after the port, so no call starts one meanwhile.
+    const pullLog = logFor('pull');
+    const pulls = await PullManager.open({
+      dataDir, facts, clock: realClock,
+      modelDirs: () => catalog.config().modelDirs,
+      whenServed: (name) => whenListed(catalog, name, realClock),
+      reloadModels: () => catalog.reload().then(() => undefined),
+      warn: (message) => pullLog.warn(message),
+    });
+    parts.add(() => pulls.close());
+
     const activity = new ModelActivity(realClock);
     const pins = await PinStore.open(dataDir);
     if (pins.problem) log.warn(pins.problem);
@@ -199,7 +212,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         lostOutputs: () => outputs.lostOutputs(),
         savedConversations: saved,
       },
-      catalog, controller, supervisor, budget, activity, pins, pinPolicy, outputs,
+      catalog, controller, supervisor, budget, activity, pins, pinPolicy, outputs, pulls,
       wanted: (id) => desired.wanted(id),
       changeSources: [spareChanged.event, measuring.onDidChange, saved.onDidChange],
       log,

@@ -325,6 +325,7 @@ function run(settings: DesktopSettings): void {
           break;
         case 'ModelQuarantined':
         case 'ModelFellBack':
+        case 'PullProgressed':
           notify(notificationFor(event));
           break;
         case 'LogAppended':

@@ -12,6 +12,7 @@
 // with the same sentence. No call takes a request body. The event stream (`GET /api/events`,
 // Server-Sent Events) is not a call: it is ADMIN_EVENTS_PATH, carried as an IPC push channel.
 import { MODEL_COMMANDS, isModelCommand, type CommandResult, type ModelCommand, type ModelLogsResponse } from './commands.js';
+import type { PullView } from './pulls.js';
 import type { Snapshot } from './snapshot.js';
 
 /** How one parameter is read from the wire; `expected` completes "expected …, got …". */
@@ -43,6 +44,15 @@ export const MODEL_NAME: ParamSpec<string> = {
   parse(value) {
     if (typeof value !== 'string' || value.length === 0) return { ok: false, expected: 'a model id or alias (non-empty text)' };
     if (value.length > MAX_MODEL_NAME_LENGTH) return { ok: false, expected: `a model id or alias of at most ${MAX_MODEL_NAME_LENGTH} characters` };
+    return { ok: true, value };
+  },
+};
+
+/** A name to pull (`hf.co/OWNER/REPO:QUANT`, `OWNER/REPO`, `OWNER/REPO/FILE.gguf`) or a pull's id; core/contracts/hub-names.ts reads it. */
+export const PULL_NAME: ParamSpec<string> = {
+  parse(value) {
+    if (typeof value !== 'string' || value.trim().length === 0) return { ok: false, expected: 'a model on the Hugging Face Hub, as hf.co/OWNER/REPO:QUANT (non-empty text)' };
+    if (value.length > MAX_MODEL_NAME_LENGTH) return { ok: false, expected: `a name of at most ${MAX_MODEL_NAME_LENGTH} characters` };
     return { ok: true, value };
   },
 };
@@ -82,6 +92,18 @@ export const ADMIN_ROUTES = {
   }),
   /** A model server's recent log lines, oldest first; an unknown model is refused (404). */
   getLogs: route<ModelLogsResponse>()({ method: 'GET', path: '/api/models/:id/logs', params: { id: MODEL_NAME } }),
+  // Pulls from the Hugging Face Hub (core/pull). Under /api/downloads, because Ollama's API owns
+  // /api/pull, /api/delete and friends on the same port (DESIGN.md, "The router"). The name is one
+  // percent-encoded segment (its slashes too). Refusals (an unknown repo or quant, a gate, no room
+  // on the disk) are AdminRefusals whose message says what to do.
+  /** Starts pulling a model (or joins its pull), answering once the Hub has said which files it means. */
+  startPull: route<PullView>()({ method: 'POST', path: '/api/downloads/:name', params: { name: PULL_NAME } }),
+  /** Every pull of this run, newest first. */
+  listPulls: route<PullView[]>()({ method: 'GET', path: '/api/downloads', params: {} }),
+  /** Stops a pull (by its id or the name it was started with); its bytes stay for a later pull to resume. Answers once it stopped. */
+  cancelPull: route<PullView>()({ method: 'POST', path: '/api/downloads/:name/cancel', params: { name: PULL_NAME } }),
+  /** Removes a model llmtray pulled: its snapshot links and the blobs it fetched that nothing else uses; never a file it did not write. */
+  deletePull: route<{ removed: string[] }>()({ method: 'POST', path: '/api/downloads/:name/delete', params: { name: PULL_NAME } }),
 };
 
 /** `GET`: SnapshotUpdated first, then every AdminEvent, as Server-Sent Events. */

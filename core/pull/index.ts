@@ -3,3 +3,4 @@
 // `onDidChange` and `finished(id)`.
 export { PullManager, PROGRESS_INTERVAL_MS, type PullManagerOptions } from './pull-manager.js';
 export { readHubAccess, type HubAccess } from './hub-access.js';
+export { whenListed } from './catalog-listing.js';

@@ -3,7 +3,8 @@
 // handed this object exactly as main.tsx hands it a real transport.
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
-import type { AdminParams } from '../../../core/contracts/admin-routes.js';
+import { AdminRefusal, type AdminParams } from '../../../core/contracts/admin-routes.js';
+import type { PullView } from '../../../core/contracts/pulls.js';
 import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 
@@ -36,6 +37,23 @@ export class RecordingBridge implements DashboardBridge {
     this.logRequests.push(id);
     const lines = [...(this.logs[id] ?? [])];
     return { modelId: id, lines, next: lines.length };
+  }
+
+  // The dashboard offers no pulls yet (its Add model is the issue's next step): these refuse as a daemon with no such pull would.
+  async startPull({ name }: AdminParams<'startPull'>): Promise<PullView> {
+    throw new AdminRefusal(409, 'no_pulls', `The recording bridge does not pull ${name}.`);
+  }
+
+  async listPulls(): Promise<PullView[]> {
+    return [];
+  }
+
+  async cancelPull({ name }: AdminParams<'cancelPull'>): Promise<PullView> {
+    throw new AdminRefusal(404, 'no_such_pull', `No pull of ${name} is running.`);
+  }
+
+  async deletePull({ name }: AdminParams<'deletePull'>): Promise<{ removed: string[] }> {
+    throw new AdminRefusal(404, 'not_pulled', `llmtray pulled no model ${name}.`);
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {
