@@ -22,7 +22,7 @@ import { hubAlias, parseHubModelName } from '../contracts/hub-names.js';
 import { isFinished, PullRefused, type PullActions, type PullView } from '../contracts/pulls.js';
 import type { PlatformFacts } from '../catalog/paths.js';
 import { bytesOnDisk, downloadBlob } from './blob-download.js';
-import { chooseFiles } from './choose-files.js';
+import { chooseFiles, type ChosenFiles } from './choose-files.js';
 import { checkRoom } from './free-space.js';
 import { readHubAccess, type HubAccess } from './hub-access.js';
 import { fileMetadata, repoFiles, repoId, type FileMetadata } from './hub-api.js';
@@ -68,6 +68,8 @@ export class PullManager implements PullActions {
   private readonly pulls = new Map<string, Running>();
   /** The blob each running pull is fetching now, by sha256: a second pull of it waits for the first. */
   private readonly blobs = new Map<string, Promise<unknown>>();
+  /** The starts still asking the Hub, by id: a start of the same model meanwhile waits for this one. */
+  private readonly preparing = new Map<string, Promise<PullView>>();
   private readonly changes = new Emitter<PullView>('the pulls');
   private closed = false;
 
@@ -97,9 +99,23 @@ export class PullManager implements PullActions {
     const repo = await repoId(access, parsed.name.repo);
     const chosen = chooseFiles(repo, await repoFiles(access, repo), parsed.name.select);
     const id = hubAlias(repo, chosen.quant);
-    const running = this.pulls.get(id.toLowerCase());
+    const key = id.toLowerCase();
+    const running = this.pulls.get(key);
     if (running && !isFinished(running.view)) return { ...running.view };
+    // A second start while the first still asks the Hub about each file joins it too, rather than racing it to a second pull.
+    const preparing = this.preparing.get(key);
+    if (preparing) return preparing;
+    const prepared = this.prepare(id, name, repo, chosen, access);
+    this.preparing.set(key, prepared);
+    try {
+      return await prepared;
+    } finally {
+      this.preparing.delete(key);
+    }
+  }
 
+  /** Asks the Hub for each file's metadata, checks the room, records the pull and starts it. Rejects with PullRefused. */
+  private async prepare(id: string, name: string, repo: string, chosen: ChosenFiles, access: HubAccess): Promise<PullView> {
     const cache = repoCache(access.cacheDir, repo);
     const wanted = [...chosen.model, ...(chosen.projector ? [chosen.projector] : [])];
     const planned: PlannedFile[] = [];

@@ -208,6 +208,9 @@ describe('a pull', () => {
     const { manager } = await setUp();
     const sha = hub.sha256Of(TINY_REPO, 'Tiny-Q4_K_M.gguf');
     const before = cdnGets(sha).length;
+    const ends: PullView[] = [];
+    const unsubscribe = manager.onDidChange((v) => v.state === 'done' && ends.push(v));
+    cleanups.push(async () => unsubscribe());
     const held = hub.holdNextDownloadAfter(50_000);
     const [first, second] = await Promise.all([manager.start(`hf.co/${TINY_REPO}:Q4_K_M`), manager.start(`${TINY_REPO}:q4_k_m`)]);
     await held.reached;
@@ -215,6 +218,8 @@ describe('a pull', () => {
     expect(second.id).toBe(first.id);
     expect((await manager.finished(first.id))?.state).toBe('done');
     expect(cdnGets(sha).length - before).toBe(1);
+    // One pull, not two racing ones that share the bytes: it ends once.
+    expect(ends).toHaveLength(1);
   });
 
   test('a pull of another name that needs the same blob waits for the one fetching it', async () => {
