@@ -26,6 +26,10 @@ let dataDir: string;
 const cli = (...args: string[]) => runCli([...args, '--data-dir', dataDir], 120_000);
 const repoDir = (repo: string) => join(hfHome, 'hub', `models--${repo.replace('/', '--')}`);
 const cdnGets = (sha: string) => hub.requests.filter((r) => r.method === 'GET' && r.path === `/cdn/${sha}`);
+/** Resolves once `path` holds `bytes`: what the daemon received is written a moment after. */
+async function untilOnDisk(path: string, bytes: number): Promise<void> {
+  while (((await stat(path).catch(() => undefined))?.size ?? 0) < bytes) await new Promise((r) => setTimeout(r, 20));
+}
 const startDaemon = () => startDaemonProcess({ dataDir, config: configPath, env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome } });
 
 beforeAll(async () => {
@@ -50,8 +54,13 @@ afterAll(async () => {
 describe('llmtray pull through the daemon', () => {
   it('downloads with visible progress, resumes a cut with a Range request, lands the blob under its sha256 in HF_HOME, and the model answers a chat at once', async () => {
     const sha = hub.sha256Of(TINY_REPO, 'Tiny-Q4_K_M.gguf');
-    hub.cutNextDownloadAfter(100_000);
-    const pulled = await cli('pull', 'hf.co/llmtray-test/Tiny-GGUF:Q4_K_M');
+    // The connection drops after 100,000 bytes, once the daemon has written them.
+    const held = hub.holdNextDownloadAfter(100_000);
+    const pulling = cli('pull', 'hf.co/llmtray-test/Tiny-GGUF:Q4_K_M');
+    await held.reached;
+    await untilOnDisk(join(repoDir(TINY_REPO), 'blobs', `${sha}.incomplete`), 100_000);
+    held.cut();
+    const pulled = await pulling;
     expect(pulled.stderr).toBe('');
     expect(pulled.code).toBe(0);
     // Piped: plain lines, the first naming the file and its size, the last saying how it is served.
@@ -101,6 +110,8 @@ describe('llmtray pull through the daemon', () => {
     child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
     const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
     await held.reached;
+    const sha = hub.sha256Of(SPLIT_REPO, 'Split-Q4_K_M-00001-of-00002.gguf');
+    await untilOnDisk(join(repoDir(SPLIT_REPO), 'blobs', `${sha}.incomplete`), 50_000);
     // The CLI has printed the pull's first state by now or will: wait for it before the interrupt, so the interrupt is the pull's cancel.
     while (!stdout.includes('"state":"downloading"')) await new Promise((r) => setTimeout(r, 20));
     child.kill('SIGINT');
@@ -110,10 +121,10 @@ describe('llmtray pull through the daemon', () => {
     expect(views[0]).toMatchObject({ id: `hf.co/${SPLIT_REPO}:Q4_K_M`, state: 'downloading' });
     expect(views.at(-1)).toMatchObject({ state: 'cancelled' });
 
-    const sha = hub.sha256Of(SPLIT_REPO, 'Split-Q4_K_M-00001-of-00002.gguf');
     const resumed = await cli('pull', `hf.co/${SPLIT_REPO}:Q4_K_M`);
     expect(resumed.code).toBe(0);
     expect(cdnGets(sha).at(-1)?.range).toMatch(/^bytes=\d+-$/);
+    expect(Number(/\d+/.exec(cdnGets(sha).at(-1)?.range ?? '')?.[0])).toBeGreaterThanOrEqual(50_000);
     expect((await daemon.state()).models.find((m) => m.aliases.includes(`hf.co/${SPLIT_REPO}:Q4_K_M`))).toBeDefined();
   });
 
@@ -123,8 +134,7 @@ describe('llmtray pull through the daemon', () => {
     const started = await daemon.api(`/api/downloads/${encodeURIComponent(`hf.co/${VISION_REPO}`)}`, { method: 'POST' });
     expect(started.status).toBe(200);
     await held.reached;
-    const incomplete = join(repoDir(VISION_REPO), 'blobs', `${sha}.incomplete`);
-    while (((await stat(incomplete).catch(() => undefined))?.size ?? 0) < 80_000) await new Promise((r) => setTimeout(r, 20));
+    await untilOnDisk(join(repoDir(VISION_REPO), 'blobs', `${sha}.incomplete`), 80_000);
     await daemon.stop('SIGKILL');
     held.release();
     daemon = await startDaemon();

@@ -5,7 +5,7 @@
 // Why a stand-in and not the Hub: the tests run with no network, and the faults a pull must
 // survive (a connection cut mid-file, bytes that are not what the Hub promised, a gated repo)
 // cannot be caused on the real Hub at will. Each fault is caused for real here: the socket is
-// destroyed, the bytes on the wire are wrong, the 401 carries the Hub's own headers.
+// destroyed mid-file, the bytes on the wire are wrong, the 401 carries the Hub's own headers.
 //
 // The CDN is a path on the same server (`/cdn/SHA256`), reached by the 302 of `resolve` as the
 // Hub's CDN host is: a client that read the metadata from the redirect's headers and fetched the
@@ -36,16 +36,12 @@ export interface SeenRequest {
   authorization?: string;
 }
 
-/** Hands out one cut: the next CDN download sends this many bytes of the body, then its socket is destroyed. */
-interface Cut {
-  afterBytes: number;
-}
-
-/** Holds the next CDN download after this many bytes until released (a daemon killed mid-pull). */
+/** Holds the next CDN download after this many bytes until released, or cut (its socket destroyed). */
 interface Hold {
   afterBytes: number;
   reached: () => void;
-  released: Promise<void>;
+  /** Resolves with what to do: go on sending, or cut the connection. */
+  decided: Promise<'release' | 'cut'>;
 }
 
 export interface HubStandIn {
@@ -57,15 +53,15 @@ export interface HubStandIn {
   commitOf(repoId: string): string;
   /** The sha256 (hex) of a file, as the tree API's lfs.oid and X-Linked-Etag say it. */
   sha256Of(repoId: string, path: string): string;
-  /** The next CDN download is cut after `bytes` bytes of its body (the connection destroyed). */
-  cutNextDownloadAfter(bytes: number): void;
   /** The CDN serves `path`'s bytes with one byte changed (same size), while the Hub's headers keep the true sha256. */
   serveWrongBytes(repoId: string, path: string): void;
   /**
-   * The next CDN download stops sending after `bytes` bytes and waits: resolves once it has sent
-   * them, with the release that lets it go on (or that ends it, if the client has gone).
+   * The next CDN download stops sending after `bytes` bytes and waits: `reached` resolves once it
+   * has sent them; `release` lets it go on (or ends it, if the client has gone); `cut` destroys its
+   * connection, as a network that drops does. A test that cuts waits first for the client to have
+   * written the bytes, so that where it resumes is known.
    */
-  holdNextDownloadAfter(bytes: number): { reached: Promise<void>; release: () => void };
+  holdNextDownloadAfter(bytes: number): { reached: Promise<void>; release: () => void; cut: () => void };
   /** Adds or replaces a repo. */
   addRepo(repo: StandInRepo): void;
   close(): Promise<void>;
@@ -81,7 +77,6 @@ export async function startHubStandIn(repos: readonly StandInRepo[]): Promise<Hu
   const stored = new Map<string, Stored>();
   const requests: SeenRequest[] = [];
   const wrong = new Set<string>();
-  let cut: Cut | null = null;
   let hold: Hold | null = null;
 
   const addRepo = (repo: StandInRepo): void => {
@@ -224,18 +219,14 @@ export async function startHubStandIn(repos: readonly StandInRepo[]): Promise<Hu
       ...(range ? { 'content-range': `bytes ${start}-${end}/${bytes.length}` } : {}),
     });
     if (req.method === 'HEAD') return void res.end();
-    const myCut = cut;
-    cut = null;
     const myHold = hold;
     hold = null;
-    const stopAt = myCut?.afterBytes ?? myHold?.afterBytes;
-    if (stopAt === undefined || stopAt >= body.length) return void res.end(body);
-    await write(res, body.subarray(0, stopAt));
-    if (myCut) return void res.destroy();
-    myHold!.reached();
-    await myHold!.released;
+    if (myHold === null || myHold.afterBytes >= body.length) return void res.end(body);
+    await write(res, body.subarray(0, myHold.afterBytes));
+    myHold.reached();
+    if ((await myHold.decided) === 'cut') return void res.destroy();
     if (res.destroyed) return;
-    res.end(body.subarray(stopAt));
+    res.end(body.subarray(myHold.afterBytes));
   }
 
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
@@ -254,19 +245,16 @@ export async function startHubStandIn(repos: readonly StandInRepo[]): Promise<Hu
       if (sha === undefined) throw new Error(`the stand-in's ${repoId} has no file ${path}`);
       return sha;
     },
-    cutNextDownloadAfter: (bytes) => {
-      cut = { afterBytes: bytes };
-    },
     serveWrongBytes: (repoId, path) => {
       wrong.add(`${repoId.toLowerCase()}\u0000${path}`);
     },
     holdNextDownloadAfter: (bytes) => {
       let reached!: () => void;
-      let release!: () => void;
+      let decide!: (what: 'release' | 'cut') => void;
       const reachedPromise = new Promise<void>((done) => (reached = done));
-      const released = new Promise<void>((done) => (release = done));
-      hold = { afterBytes: bytes, reached, released };
-      return { reached: reachedPromise, release };
+      const decided = new Promise<'release' | 'cut'>((done) => (decide = done));
+      hold = { afterBytes: bytes, reached, decided };
+      return { reached: reachedPromise, release: () => decide('release'), cut: () => decide('cut') };
     },
     addRepo,
     close: () =>

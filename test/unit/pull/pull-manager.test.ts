@@ -83,6 +83,11 @@ async function untilReceived(manager: PullManager, id: string, bytes: number): P
   while ((manager.list().find((p) => p.id === id)?.receivedBytes ?? 0) < bytes) await new Promise((r) => setImmediate(r));
 }
 
+/** Resolves once `path` holds `bytes`: the bytes the stand-in sent are written a moment after. */
+async function untilOnDisk(path: string, bytes: number): Promise<void> {
+  while (((await stat(path).catch(() => undefined))?.size ?? 0) < bytes) await new Promise((r) => setTimeout(r, 5));
+}
+
 const repoDir = (cacheDir: string, repo: string) => join(cacheDir, `models--${repo.replace('/', '--')}`);
 const cdnGets = (sha: string) => hub.requests.filter((r) => r.method === 'GET' && r.path === `/cdn/${sha}`);
 
@@ -124,12 +129,16 @@ describe('a pull', () => {
   });
 
   test('resumes a download cut mid-file with a Range request from the bytes it has', async () => {
-    const { manager } = await setUp();
+    const { manager, cacheDir } = await setUp();
     const sha = hub.sha256Of(TINY_REPO, 'Tiny-Q8_0.gguf');
     const before = cdnGets(sha).length;
-    hub.cutNextDownloadAfter(100_000);
-    const done = await pullToEnd(manager, `hf.co/${TINY_REPO}:Q8_0`);
-    expect(done.state).toBe('done');
+    const held = hub.holdNextDownloadAfter(100_000);
+    const started = await manager.start(`hf.co/${TINY_REPO}:Q8_0`);
+    await held.reached;
+    await untilOnDisk(join(repoDir(cacheDir, TINY_REPO), 'blobs', `${sha}.incomplete`), 100_000);
+    held.cut();
+    const done = await manager.finished(started.id);
+    expect(done?.state).toBe('done');
     const gets = cdnGets(sha).slice(before);
     expect(gets.map((r) => r.range)).toEqual([undefined, 'bytes=100000-']);
   });
@@ -245,8 +254,7 @@ describe('a pull', () => {
     const started = await setup.manager.start(`hf.co/${TINY_REPO}:Q4_K_M`);
     await held.reached;
     // The bytes sent before the hold are on disk once the stream has flushed them: wait for the file to hold them.
-    const incomplete = join(repoDir(setup.cacheDir, TINY_REPO), 'blobs', `${sha}.incomplete`);
-    while (((await stat(incomplete).catch(() => undefined))?.size ?? 0) < 60_000) await new Promise((r) => setImmediate(r));
+    await untilOnDisk(join(repoDir(setup.cacheDir, TINY_REPO), 'blobs', `${sha}.incomplete`), 60_000);
     await setup.manager.close();
     held.release();
     expect((await setup.manager.finished(started.id))?.state).toBe('cancelled');
