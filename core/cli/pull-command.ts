@@ -45,7 +45,10 @@ export async function pullAndFollow(admin: CliAdmin, name: string, output: PullO
     try {
       const started = await admin.startPull({ name });
       id = started.id;
-      if (!output.json) output.out(`pulling ${started.id}: ${started.files.map((f) => `${f.path} (${formatBytes(f.sizeBytes)})`).join(', ')}\n`);
+      if (!output.json) {
+        output.out(`pulling ${started.id}: ${started.files.map((f) => `${f.path} (${formatBytes(f.sizeBytes)})`).join(', ')}\n`);
+        if (started.choice !== undefined) output.out(`  chosen for this machine: ${started.choice}\n`);
+      }
       const mine = held.splice(0).filter((p) => p.id === id);
       if (mine.length === 0) show(started);
       for (const pull of mine) if (show(pull)) stop.abort();

@@ -36,6 +36,8 @@ export interface PullView {
   secondsLeft: number | null;
   /** What a person should know now: why it failed and what to do, or what it is waiting on. */
   message: string;
+  /** With no quant named: which one was chosen for this machine and why, with the numbers. */
+  choice?: string;
   /** Once done: the name it is served under. */
   servedAs?: string;
   startedAt: number;

@@ -4,3 +4,4 @@
 export { PullManager, PROGRESS_INTERVAL_MS, type PullManagerOptions } from './pull-manager.js';
 export { readHubAccess, type HubAccess } from './hub-access.js';
 export { whenListed } from './catalog-listing.js';
+export type { MachineRoom } from './quant-fit.js';

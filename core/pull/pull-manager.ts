@@ -22,10 +22,14 @@ import { hubAlias, parseHubModelName } from '../contracts/hub-names.js';
 import { isFinished, PullRefused, type PullActions, type PullView } from '../contracts/pulls.js';
 import type { PlatformFacts } from '../catalog/paths.js';
 import { bytesOnDisk, downloadBlob } from './blob-download.js';
-import { chooseFiles, type ChosenFiles } from './choose-files.js';
+import { chooseFiles, modelChoices, type ChosenFiles } from './choose-files.js';
+import { DEFAULT_CONTEXT_CAP } from '../catalog/catalog.js';
+import { estimateFootprint } from '../catalog/footprint.js';
+import { chooseByFit, type MachineRoom } from './quant-fit.js';
+import { remoteGgufFacts } from './remote-gguf.js';
 import { checkRoom } from './free-space.js';
 import { readHubAccess, type HubAccess } from './hub-access.js';
-import { fileMetadata, repoFiles, repoId, type FileMetadata } from './hub-api.js';
+import { fileMetadata, repoFiles, repoId, type FileMetadata, type RepoFile } from './hub-api.js';
 import { linkSnapshot, removeLinked, repoCache, writeMainRef, type RepoCache } from './hf-cache.js';
 import { PullRecords, type PulledFile, type PullRecord } from './pull-records.js';
 
@@ -41,6 +45,11 @@ export interface PullManagerOptions {
   /** Rescans the models after a delete. */
   reloadModels: () => Promise<void>;
   warn: (message: string) => void;
+  /**
+   * What this machine offers a model now (the daemon's live budget): with no quant named, the pull
+   * takes the largest that runs here (quant-fit.ts). Absent or null: the Hub's default (Q4_K_M).
+   */
+  machineRoom?: () => MachineRoom | null;
   /** Waits before each retry of a cut download, ms; default 1 s, 2 s, 4 s. */
   retryDelaysMs?: readonly number[];
 }
@@ -97,7 +106,9 @@ export class PullManager implements PullActions {
     const access = await readHubAccess(this.options.facts);
     this.checkServable(access);
     const repo = await repoId(access, parsed.name.repo);
-    const chosen = chooseFiles(repo, await repoFiles(access, repo), parsed.name.select);
+    const files = await repoFiles(access, repo);
+    const fit = parsed.name.select.kind === 'default' ? await this.fitHere(access, repo, files) : undefined;
+    const chosen = chooseFiles(repo, files, fit === undefined ? parsed.name.select : { kind: 'file', path: fit.path });
     const id = hubAlias(repo, chosen.quant);
     const key = id.toLowerCase();
     const running = this.pulls.get(key);
@@ -105,7 +116,7 @@ export class PullManager implements PullActions {
     // A second start while the first still asks the Hub about each file joins it too, rather than racing it to a second pull.
     const preparing = this.preparing.get(key);
     if (preparing) return preparing;
-    const prepared = this.prepare(id, name, repo, chosen, access);
+    const prepared = this.prepare(id, name, repo, chosen, access, fit?.why);
     this.preparing.set(key, prepared);
     try {
       return await prepared;
@@ -115,7 +126,7 @@ export class PullManager implements PullActions {
   }
 
   /** Asks the Hub for each file's metadata, checks the room, records the pull and starts it. Rejects with PullRefused. */
-  private async prepare(id: string, name: string, repo: string, chosen: ChosenFiles, access: HubAccess): Promise<PullView> {
+  private async prepare(id: string, name: string, repo: string, chosen: ChosenFiles, access: HubAccess, choice: string | undefined): Promise<PullView> {
     const cache = repoCache(access.cacheDir, repo);
     const wanted = [...chosen.model, ...(chosen.projector ? [chosen.projector] : [])];
     const planned: PlannedFile[] = [];
@@ -155,6 +166,7 @@ export class PullManager implements PullActions {
       bytesPerSecond: 0,
       secondsLeft: null,
       message: `downloading ${planned.map((f) => f.path).join(', ')} from ${access.endpoint}`,
+      ...(choice === undefined ? {} : { choice }),
       startedAt: this.options.clock.now(),
     };
     view.receivedBytes = view.files.reduce((s, f) => s + f.receivedBytes, 0);
@@ -169,6 +181,27 @@ export class PullManager implements PullActions {
     pull.finished = this.run(pull, planned, access);
     this.changes.fire({ ...view });
     return { ...view };
+  }
+
+  /**
+   * With no quant named and several in the repo: the one that runs best here and why, costed from
+   * one header read off the Hub (remote-gguf.ts). Undefined when there is nothing to choose, or no
+   * machine to choose for (then the Hub's default applies). Rejects with PullRefused.
+   */
+  private async fitHere(access: HubAccess, repo: string, files: readonly RepoFile[]): Promise<{ path: string; why: string } | undefined> {
+    const choices = modelChoices(files);
+    const room = this.options.machineRoom?.() ?? null;
+    if (choices.length < 2 || room === null) return undefined;
+    // Any quant's header serves (they are one model); the smallest file's is as cheap as any.
+    const baseIndex = choices.reduce((best, c, i) => (c.sizeBytes < choices[best]!.sizeBytes ? i : best), 0);
+    const base = choices[baseIndex]!;
+    const facts = await remoteGgufFacts(await fileMetadata(access, repo, base.path), base.path);
+    const unreadable = (why: string) => new PullRefused(502, 'hub_answer', `Cannot tell which quant of ${repo} fits this machine: ${why}. Name one: hf.co/${repo}:${choices.find((c) => c.quant !== undefined)?.quant ?? 'QUANT'}.`);
+    if (!facts.ok) throw unreadable(facts.error);
+    const estimate = estimateFootprint({ path: base.path, facts: facts.facts, contextTokens: Math.min(facts.facts.contextLength ?? DEFAULT_CONTEXT_CAP, DEFAULT_CONTEXT_CAP), gpuLayers: 'all' });
+    if (!estimate.ok) throw unreadable(estimate.error);
+    const choice = chooseByFit(choices, estimate.estimate, baseIndex, room);
+    return { path: choices[choice.index]!.path, why: choice.why };
   }
 
   /** The view once the pull with this id ends (done, failed or cancelled), for a caller that follows one (Ollama's `/api/pull`). */

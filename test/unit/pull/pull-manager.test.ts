@@ -7,12 +7,17 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { listFiles, fileDownloadInfo } from '@huggingface/hub';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { DEFAULT_CONTEXT_CAP } from '../../../core/catalog/catalog.js';
 import { discoverModels } from '../../../core/catalog/discovery.js';
+import { estimateFootprint } from '../../../core/catalog/footprint.js';
+import { readGgufFacts } from '../../../core/catalog/gguf-metadata.js';
+import { footprintAt } from '../../../core/policy/levels.js';
 import { realClock, type Clock } from '../../../core/common/clock.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { PullRefused, type PullView } from '../../../core/contracts/pulls.js';
 import { PullManager } from '../../../core/pull/pull-manager.js';
-import { GATED_REPO, GATED_TOKEN, SPLIT_REPO, TINY_REPO, VISION_REPO, demoRepos } from '../../support/hub-standin/demo-repos.js';
+import type { MachineRoom } from '../../../core/pull/quant-fit.js';
+import { GATED_REPO, GATED_TOKEN, SIZES_REPO, SPLIT_REPO, TINY_REPO, VISION_REPO, demoRepos } from '../../support/hub-standin/demo-repos.js';
 import { startHubStandIn, type HubStandIn } from '../../support/hub-standin/hub-standin.js';
 
 let hub: HubStandIn;
@@ -35,7 +40,7 @@ interface Setup {
   reopen(): Promise<PullManager>;
 }
 
-async function setUp(env: Record<string, string> = {}, options: { hfHome?: string; dataDir?: string; hub?: HubStandIn; clock?: Clock } = {}): Promise<Setup> {
+async function setUp(env: Record<string, string> = {}, options: { hfHome?: string; dataDir?: string; hub?: HubStandIn; clock?: Clock; room?: MachineRoom } = {}): Promise<Setup> {
   const root = await mkdtemp(join(tmpdir(), 'llmtray-pull-'));
   cleanups.push(() => rm(root, { recursive: true, force: true }));
   const hfHome = options.hfHome ?? join(root, 'hf');
@@ -58,6 +63,7 @@ async function setUp(env: Record<string, string> = {}, options: { hfHome?: strin
       reloadModels: async () => undefined,
       warn: () => undefined,
       retryDelaysMs: [0, 0, 0],
+      ...(options.room ? { machineRoom: () => options.room ?? null } : {}),
     });
     cleanups.push(() => manager.close());
     return manager;
@@ -86,6 +92,19 @@ async function untilReceived(manager: PullManager, id: string, bytes: number): P
 /** Resolves once `path` holds `bytes`: the bytes the stand-in sent are written a moment after. */
 async function untilOnDisk(path: string, bytes: number): Promise<void> {
   while (((await stat(path).catch(() => undefined))?.size ?? 0) < bytes) await new Promise((r) => setTimeout(r, 5));
+}
+
+/** What a model file needs on a GPU whole at its default context, read from a local copy as the catalog reads a model it lists. */
+async function fullNeed(url: string): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'llmtray-need-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'model.gguf');
+  await writeFile(path, Buffer.from(await (await fetch(url)).arrayBuffer()));
+  const facts = await readGgufFacts(path);
+  if (!facts.ok) throw new Error(facts.error);
+  const estimate = estimateFootprint({ path, facts: facts.facts, contextTokens: Math.min(facts.facts.contextLength ?? DEFAULT_CONTEXT_CAP, DEFAULT_CONTEXT_CAP), gpuLayers: 'all' });
+  if (!estimate.ok) throw new Error(estimate.error);
+  return footprintAt('full', estimate.estimate).deviceBytes;
 }
 
 const repoDir = (cacheDir: string, repo: string) => join(cacheDir, `models--${repo.replace('/', '--')}`);
@@ -126,6 +145,22 @@ describe('a pull', () => {
     const { manager } = await setUp();
     expect((await pullToEnd(manager, TINY_REPO)).id).toBe(`hf.co/${TINY_REPO}:Q4_K_M`);
     expect(await pullToEnd(manager, `${TINY_REPO}/Tiny-Q8_0.gguf`)).toMatchObject({ state: 'done', id: `hf.co/${TINY_REPO}:Q8_0` });
+  });
+
+  test("with no quant named, takes the largest that runs whole on this machine's GPU, from one header read with Range, and says why", async () => {
+    const sizes = (path: string) => hub.requests.filter((r) => r.method === 'GET' && r.path === `/cdn/${hub.sha256Of(SIZES_REPO, path)}`);
+    // A GPU with room between what the catalog would say Q4_K_M and F16 need whole, each costed from its own file as the daemon costs a model it runs.
+    const needs = await Promise.all(['Sizes-Q4_K_M.gguf', 'Sizes-F16.gguf'].map((path) => fullNeed(`${hub.url}/cdn/${hub.sha256Of(SIZES_REPO, path)}`)));
+    const room: MachineRoom = { mode: 'gpu', gpus: [{ index: 0, name: 'Test GPU', budgetBytes: Math.round((needs[0]! + needs[1]!) / 2) }], hostBytes: 1024 ** 3 };
+    const before = hub.requests.length;
+    const { manager } = await setUp({}, { room });
+    const started = await manager.start(SIZES_REPO);
+    expect(started.id).toBe(`hf.co/${SIZES_REPO}:Q4_K_M`);
+    expect(started.choice).toMatch(/^Q4_K_M \([\d.]+ KiB\) is the largest quant that runs whole on GPU 0 Test GPU \([\d.]+ MiB for models\) at 4096 tokens of context: it needs [\d.]+ MiB; F16 \([\d.]+ KiB\) would need [\d.]+ MiB$/);
+    expect((await manager.finished(started.id))?.state).toBe('done');
+    // The header came from the smallest quant, by Range; the F16 file was never fetched.
+    expect(hub.requests.slice(before).some((r) => r.path === `/cdn/${hub.sha256Of(SIZES_REPO, 'Sizes-Q2_K.gguf')}` && r.range?.startsWith('bytes=0-'))).toBe(true);
+    expect(sizes('Sizes-F16.gguf').filter((r) => hub.requests.indexOf(r) >= before)).toEqual([]);
   });
 
   test('resumes a download cut mid-file with a Range request from the bytes it has', async () => {
