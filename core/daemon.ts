@@ -159,6 +159,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
       warn: (message) => pullLog.warn(message),
     });
     parts.add(() => pulls.close());
+    // Each pull's end in the daemon's log too, where a person looks after the terminal that started it is gone.
+    parts.add(pulls.onDidChange((pull) => {
+      if (pull.state === 'done') pullLog.info(`${pull.id}: ${pull.message}`);
+      if (pull.state === 'failed' || pull.state === 'cancelled') pullLog.warn(`${pull.id}: ${pull.state}: ${pull.message}`);
+    }));
     const spareChanged = new Emitter<void>('the warm spare', (source, error) => log.warn(`a listener of ${source} threw: ${errorMessage(error)}`));
     const supervisor = supervisorLater.set(
       await startSupervisor({ dataDir, engines, memory, runtime, engineEnv: options.engineEnv, threads: options.threads, spareChanged: () => spareChanged.fire(), log }),

@@ -15,7 +15,7 @@ import { findModelByName } from '../contracts/model-names.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
 import type { LogTail } from '../contracts/log-lines.js';
 import type { Clock } from '../common/clock.js';
-import { PullRefused, type PullActions, type PullView } from '../contracts/pulls.js';
+import { PullRefused, type HubModelHit, type PullActions, type PullView, type RepoOffer } from '../contracts/pulls.js';
 import { errorMessage } from '../contracts/error-message.js';
 
 /** Time as the service sees it: the shared injected clock (test/support's FakeClock fits). */
@@ -149,6 +149,16 @@ export class AdminService implements DashboardBridge {
   /** Removes what a pull wrote. */
   async deletePull({ name }: AdminParams<'deletePull'>): Promise<{ removed: string[] }> {
     return this.pullCall((pulls) => pulls.remove(name));
+  }
+
+  /** The Hub's GGUF models matching a query; blocks on the Hub. */
+  async searchHub({ query }: AdminParams<'searchHub'>): Promise<HubModelHit[]> {
+    return this.pullCall((pulls) => pulls.search(query));
+  }
+
+  /** A repo's quants with how each would run here; blocks on the Hub (one header read). */
+  async offerRepo({ repo }: AdminParams<'offerRepo'>): Promise<RepoOffer> {
+    return this.pullCall((pulls) => pulls.offer(repo));
   }
 
   private async pullCall<T>(call: (pulls: PullActions) => Promise<T>): Promise<T> {

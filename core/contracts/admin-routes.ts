@@ -12,7 +12,7 @@
 // with the same sentence. No call takes a request body. The event stream (`GET /api/events`,
 // Server-Sent Events) is not a call: it is ADMIN_EVENTS_PATH, carried as an IPC push channel.
 import { MODEL_COMMANDS, isModelCommand, type CommandResult, type ModelCommand, type ModelLogsResponse } from './commands.js';
-import type { PullView } from './pulls.js';
+import type { HubModelHit, PullView, RepoOffer } from './pulls.js';
 import type { Snapshot } from './snapshot.js';
 
 /** How one parameter is read from the wire; `expected` completes "expected …, got …". */
@@ -104,6 +104,11 @@ export const ADMIN_ROUTES = {
   cancelPull: route<PullView>()({ method: 'POST', path: '/api/downloads/:name/cancel', params: { name: PULL_NAME } }),
   /** Removes a model llmtray pulled: its snapshot links and the blobs it fetched that nothing else uses; never a file it did not write. */
   deletePull: route<{ removed: string[] }>()({ method: 'POST', path: '/api/downloads/:name/delete', params: { name: PULL_NAME } }),
+  // The Hub as Add model browses it, before anything is downloaded (core/pull/hub-browse.ts).
+  /** GGUF models on the Hub whose name holds the query, most downloaded first. */
+  searchHub: route<HubModelHit[]>()({ method: 'GET', path: '/api/hub/search/:query', params: { query: PULL_NAME } }),
+  /** A repo's quants, largest first, each marked by how it would run here (whole on a GPU, partly in host RAM, CPU only, too big). */
+  offerRepo: route<RepoOffer>()({ method: 'GET', path: '/api/hub/repos/:repo', params: { repo: PULL_NAME } }),
 };
 
 /** `GET`: SnapshotUpdated first, then every AdminEvent, as Server-Sent Events. */

@@ -47,6 +47,43 @@ export function isFinished(pull: PullView): boolean {
   return pull.state === 'done' || pull.state === 'failed' || pull.state === 'cancelled';
 }
 
+/** A model the Hub's search found (GGUF repos only). */
+export interface HubModelHit {
+  /** `OWNER/REPO`. */
+  repo: string;
+  downloads: number;
+  likes: number;
+  /** Whether pulling it needs HF_TOKEN with access. */
+  gated: boolean;
+}
+
+/** How a quant would run on this machine, as the daemon would place it: whole on a GPU, partly in host RAM, CPU only, too big, or not known (no budget yet, a header that cannot be read). */
+export type FitKind = 'whole' | 'partial' | 'cpu' | 'too_big' | 'unknown';
+
+/** One quant of a repo, before anything is downloaded. */
+export interface QuantOffer {
+  /** The quant as its file's name writes it; undefined for a name that holds none. */
+  quant?: string;
+  /** Its (first) file in the repo. */
+  path: string;
+  /** Every part together. */
+  sizeBytes: number;
+  parts: number;
+  fit: FitKind;
+  /** The fit in words with its numbers ("whole on GPU 0 at 8192 tokens (9.5 GiB)"). */
+  fitWords: string;
+  /** The name that pulls it. */
+  pullAs: string;
+}
+
+/** A repo's quants, largest first, each with how it would run here. */
+export interface RepoOffer {
+  repo: string;
+  quants: QuantOffer[];
+  /** The vision projector pulled beside any of them, when the repo has one. */
+  projector?: { path: string; sizeBytes: number };
+}
+
 /**
  * The pulls as the admin service offers them (core/admin implements the routes over this; the
  * daemon's pull manager implements it). Each method says whether it blocks.
@@ -64,6 +101,10 @@ export interface PullActions {
   cancel(idOrName: string): Promise<PullView>;
   /** Removes what a pull wrote (the snapshot links and the blobs no other file uses) and nothing else. Rejects with PullRefused when llmtray pulled no such model. */
   remove(idOrName: string): Promise<{ removed: string[] }>;
+  /** The Hub's GGUF models whose name holds `query`, most downloaded first. Blocks on the Hub; rejects with PullRefused. */
+  search(query: string): Promise<HubModelHit[]>;
+  /** A repo's quants with how each would run here, before anything is downloaded. Blocks on the Hub (one header read); rejects with PullRefused. */
+  offer(repo: string): Promise<RepoOffer>;
 }
 
 /** A pull refused for a reason a person can act on; `status` is the admin API's HTTP status for it. */

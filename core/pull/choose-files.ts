@@ -41,10 +41,10 @@ export function chooseFiles(repo: string, files: readonly RepoFile[], select: Hu
 }
 
 /** The repo's whole models (a split one once, by its first part) with their quants and sizes: what a pull with no quant chooses among. */
-export function modelChoices(files: readonly RepoFile[]): { path: string; quant: string | undefined; sizeBytes: number }[] {
+export function modelChoices(files: readonly RepoFile[]): { path: string; quant: string | undefined; sizeBytes: number; parts: number }[] {
   return modelGroups(files)
     .filter((group) => group.missing === 0)
-    .map((group) => ({ path: group.parts[0]!.path, quant: group.quant, sizeBytes: group.parts.reduce((sum, part) => sum + part.sizeBytes, 0) }));
+    .map((group) => ({ path: group.parts[0]!.path, quant: group.quant, sizeBytes: group.parts.reduce((sum, part) => sum + part.sizeBytes, 0), parts: group.parts.length }));
 }
 
 function pick(repo: string, models: readonly ModelGroup[], select: HubModelName['select']): ModelGroup {

@@ -19,14 +19,12 @@ import { createThrottle, type Throttle } from '../common/throttle.js';
 import { errorMessage } from '../contracts/error-message.js';
 import { formatBytes } from '../contracts/format-bytes.js';
 import { hubAlias, parseHubModelName } from '../contracts/hub-names.js';
-import { isFinished, PullRefused, type PullActions, type PullView } from '../contracts/pulls.js';
+import { isFinished, PullRefused, type HubModelHit, type PullActions, type PullView, type RepoOffer } from '../contracts/pulls.js';
 import type { PlatformFacts } from '../catalog/paths.js';
 import { bytesOnDisk, downloadBlob } from './blob-download.js';
 import { chooseFiles, modelChoices, type ChosenFiles } from './choose-files.js';
-import { DEFAULT_CONTEXT_CAP } from '../catalog/catalog.js';
-import { estimateFootprint } from '../catalog/footprint.js';
+import { repoEstimate, repoOffer, searchHub } from './hub-browse.js';
 import { chooseByFit, type MachineRoom } from './quant-fit.js';
-import { remoteGgufFacts } from './remote-gguf.js';
 import { checkRoom } from './free-space.js';
 import { readHubAccess, type HubAccess } from './hub-access.js';
 import { fileMetadata, repoFiles, repoId, type FileMetadata, type RepoFile } from './hub-api.js';
@@ -192,16 +190,17 @@ export class PullManager implements PullActions {
     const choices = modelChoices(files);
     const room = this.options.machineRoom?.() ?? null;
     if (choices.length < 2 || room === null) return undefined;
-    // Any quant's header serves (they are one model); the smallest file's is as cheap as any.
-    const baseIndex = choices.reduce((best, c, i) => (c.sizeBytes < choices[best]!.sizeBytes ? i : best), 0);
-    const base = choices[baseIndex]!;
-    const facts = await remoteGgufFacts(await fileMetadata(access, repo, base.path), base.path);
-    const unreadable = (why: string) => new PullRefused(502, 'hub_answer', `Cannot tell which quant of ${repo} fits this machine: ${why}. Name one: hf.co/${repo}:${choices.find((c) => c.quant !== undefined)?.quant ?? 'QUANT'}.`);
-    if (!facts.ok) throw unreadable(facts.error);
-    const estimate = estimateFootprint({ path: base.path, facts: facts.facts, contextTokens: Math.min(facts.facts.contextLength ?? DEFAULT_CONTEXT_CAP, DEFAULT_CONTEXT_CAP), gpuLayers: 'all' });
-    if (!estimate.ok) throw unreadable(estimate.error);
-    const choice = chooseByFit(choices, estimate.estimate, baseIndex, room);
+    const base = await repoEstimate(access, repo, files);
+    const choice = chooseByFit(choices, base.estimate, base.index, room);
     return { path: choices[choice.index]!.path, why: choice.why };
+  }
+
+  async search(query: string): Promise<HubModelHit[]> {
+    return searchHub(await readHubAccess(this.options.facts), query);
+  }
+
+  async offer(repo: string): Promise<RepoOffer> {
+    return repoOffer(await readHubAccess(this.options.facts), repo, this.options.machineRoom?.() ?? null);
   }
 
   /** The view once the pull with this id ends (done, failed or cancelled), for a caller that follows one (Ollama's `/api/pull`). */

@@ -147,6 +147,14 @@ const recordingPulls: PullActions = {
     pullCalls.push(`delete ${name}`);
     return { removed: [] };
   },
+  search: async (query) => {
+    pullCalls.push(`search ${query}`);
+    return [];
+  },
+  offer: async (repo) => {
+    pullCalls.push(`offer ${repo}`);
+    return { repo, quants: [] };
+  },
 };
 
 beforeAll(async () => {
@@ -253,6 +261,8 @@ describe('admin API authentication', () => {
       listPulls: {},
       cancelPull: { name: 'hf.co/owner/repo:Q4_K_M' },
       deletePull: { name: 'hf.co/owner/repo:Q4_K_M' },
+      searchHub: { query: 'qwen' },
+      offerRepo: { repo: 'owner/repo' },
     };
     for (const name of ADMIN_CALL_NAMES) {
       const route = ADMIN_ROUTES[name];

@@ -4,7 +4,7 @@
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import { AdminRefusal, type AdminParams } from '../../../core/contracts/admin-routes.js';
-import type { PullView } from '../../../core/contracts/pulls.js';
+import type { HubModelHit, PullView, RepoOffer } from '../../../core/contracts/pulls.js';
 import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 
@@ -54,6 +54,14 @@ export class RecordingBridge implements DashboardBridge {
 
   async deletePull({ name }: AdminParams<'deletePull'>): Promise<{ removed: string[] }> {
     throw new AdminRefusal(404, 'not_pulled', `llmtray pulled no model ${name}.`);
+  }
+
+  async searchHub(): Promise<HubModelHit[]> {
+    return [];
+  }
+
+  async offerRepo({ repo }: AdminParams<'offerRepo'>): Promise<RepoOffer> {
+    throw new AdminRefusal(409, 'no_pulls', `The recording bridge does not browse ${repo}.`);
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {

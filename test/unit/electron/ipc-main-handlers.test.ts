@@ -58,6 +58,8 @@ function fakeAdmin() {
     deletePull: async ({ name }) => {
       throw new AdminRefusal(404, 'not_pulled', `llmtray pulled no model ${name}`);
     },
+    searchHub: async () => [],
+    offerRepo: async ({ repo }) => ({ repo, quants: [] }),
   };
   return { admin, calls, current };
 }
@@ -78,7 +80,7 @@ function setup() {
 describe('registerIpcHandlers', () => {
   it('handles exactly the contract\'s channels and removes them again', () => {
     const { handlers, unregister } = setup();
-    expect([...handlers.keys()].sort()).toEqual(['llmtray:cancelPull', 'llmtray:deletePull', 'llmtray:getLogs', 'llmtray:getSnapshot', 'llmtray:listPulls', 'llmtray:runCommand', 'llmtray:startPull']);
+    expect([...handlers.keys()].sort()).toEqual(['llmtray:cancelPull', 'llmtray:deletePull', 'llmtray:getLogs', 'llmtray:getSnapshot', 'llmtray:listPulls', 'llmtray:offerRepo', 'llmtray:runCommand', 'llmtray:searchHub', 'llmtray:startPull']);
     expect([...ALL_INVOKE_CHANNELS].sort()).toEqual([...handlers.keys()].sort());
     unregister();
     expect(handlers.size).toBe(0);
@@ -118,6 +120,8 @@ describe('registerIpcHandlers', () => {
       ['llmtray:listPulls', [{}]],
       ['llmtray:cancelPull', [{ name: 'hf.co/o/r:Q4_K_M' }]],
       ['llmtray:deletePull', [{ name: 'hf.co/o/r:Q4_K_M' }]],
+      ['llmtray:searchHub', [{ query: 'qwen' }]],
+      ['llmtray:offerRepo', [{ repo: 'o/r' }]],
     ] as const) {
       await expect(invoke(channel, event, ...args)).rejects.toThrow(`${channel} refused: the request came from ${named}`);
     }
