@@ -39,9 +39,14 @@ export class RecordingBridge implements DashboardBridge {
     return { modelId: id, lines, next: lines.length };
   }
 
-  // The dashboard offers no pulls yet (its Add model is the issue's next step): these refuse as a daemon with no such pull would.
+  /** What searchHub answers, and the repos offerRepo knows; another repo is refused as the daemon refuses an unknown one. */
+  hubHits: HubModelHit[] = [];
+  offers: Record<string, RepoOffer> = {};
+  readonly pullCalls: string[] = [];
+
   async startPull({ name }: AdminParams<'startPull'>): Promise<PullView> {
-    throw new AdminRefusal(409, 'no_pulls', `The recording bridge does not pull ${name}.`);
+    this.pullCalls.push(`start ${name}`);
+    return { id: name, repo: name.replace(/^hf\.co\//, '').split(':')[0] ?? name, state: 'downloading', files: [], receivedBytes: 0, totalBytes: 100, bytesPerSecond: 0, secondsLeft: null, message: '', startedAt: 0 };
   }
 
   async listPulls(): Promise<PullView[]> {
@@ -49,19 +54,23 @@ export class RecordingBridge implements DashboardBridge {
   }
 
   async cancelPull({ name }: AdminParams<'cancelPull'>): Promise<PullView> {
-    throw new AdminRefusal(404, 'no_such_pull', `No pull of ${name} is running.`);
+    this.pullCalls.push(`cancel ${name}`);
+    return { id: name, repo: name, state: 'cancelled', files: [], receivedBytes: 0, totalBytes: 100, bytesPerSecond: 0, secondsLeft: null, message: 'cancelled', startedAt: 0 };
   }
 
   async deletePull({ name }: AdminParams<'deletePull'>): Promise<{ removed: string[] }> {
     throw new AdminRefusal(404, 'not_pulled', `llmtray pulled no model ${name}.`);
   }
 
-  async searchHub(): Promise<HubModelHit[]> {
-    return [];
+  async searchHub({ query }: AdminParams<'searchHub'>): Promise<HubModelHit[]> {
+    this.pullCalls.push(`search ${query}`);
+    return this.hubHits;
   }
 
   async offerRepo({ repo }: AdminParams<'offerRepo'>): Promise<RepoOffer> {
-    throw new AdminRefusal(409, 'no_pulls', `The recording bridge does not browse ${repo}.`);
+    const offer = this.offers[repo];
+    if (offer === undefined) throw new AdminRefusal(404, 'repo_not_found', `There is no model ${repo} on the Hub.`);
+    return offer;
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {
