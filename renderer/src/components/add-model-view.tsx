@@ -76,7 +76,7 @@ export function AddModelView() {
                   {quant.parts > 1 ? ` in ${quant.parts} parts` : ''}
                 </td>
                 <td>
-                  <span className={`fit fit-${quant.fit}`}>{FIT_LABEL[quant.fit]}</span> <span className="muted">{quant.fitWords}</span>
+                  <span className={`chip fit-${quant.fit}`}>{FIT_LABEL[quant.fit]}</span> <span className="muted">{quant.fitWords}</span>
                 </td>
                 <td>
                   <button type="button" className="button" aria-label={`Pull ${quant.pullAs}`} onClick={() => void startPull(quant.pullAs)}>
