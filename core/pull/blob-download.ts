@@ -81,8 +81,11 @@ export async function downloadBlob(job: BlobDownload): Promise<string> {
 
 async function fetchInto(job: BlobDownload, incomplete: string, start: number): Promise<void> {
   const { metadata, signal } = job;
+  // The token goes to the Hub only: a CDN's URL carries its own signature, and a token sent to another host is a token given away.
+  const sameHost = new URL(metadata.location).origin === new URL(job.access.endpoint).origin;
+  const auth: Record<string, string> = sameHost && job.access.token !== undefined ? { authorization: `Bearer ${job.access.token}` } : {};
   const res = await fetch(metadata.location, {
-    headers: { ...(start > 0 ? { range: `bytes=${start}-` } : {}), 'accept-encoding': 'identity' },
+    headers: { ...(start > 0 ? { range: `bytes=${start}-` } : {}), 'accept-encoding': 'identity', ...auth },
     signal,
   }).catch((error: unknown) => {
     if (signal.aborted) throw error;

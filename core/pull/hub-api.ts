@@ -58,6 +58,10 @@ export async function repoFiles(access: HubAccess, repo: string, signal?: AbortS
   try {
     for await (const entry of listFiles({ repo: { type: 'model', name: repo }, recursive: true, hubUrl: access.endpoint, fetch: keepRefusal, ...(access.token ? { accessToken: access.token } : {}) })) {
       if (entry.type !== 'file') continue;
+      // A path becomes a path on this disk (snapshots/COMMIT/PATH): one that climbs out of the
+      // folder, or starts at a root, is never taken, whatever the endpoint sends (as
+      // @huggingface/hub's validateRelativeFilename refuses it).
+      if (!isSafeRepoPath(entry.path)) throw new PullRefused(502, 'hub_answer', `${access.endpoint} lists a file of ${repo} named '${entry.path}', which would be written outside the cache; llmtray does not pull from it.`);
       files.push({ path: entry.path, sizeBytes: entry.lfs?.size ?? entry.size, sha256: entry.lfs?.oid });
     }
   } catch (error) {
@@ -85,14 +89,22 @@ export async function fileMetadata(access: HubAccess, repo: string, path: string
     const commit = res.headers.get('x-repo-commit');
     const etag = normalizeEtag(res.headers.get('x-linked-etag') ?? res.headers.get('etag'));
     const size = Number(res.headers.get('x-linked-size') ?? res.headers.get('content-length'));
-    if (commit === null || etag === undefined || !Number.isSafeInteger(size)) {
+    if (commit === null || etag === undefined || !Number.isSafeInteger(size) || size < 0) {
       throw new PullRefused(502, 'hub_answer', `${access.endpoint} did not say ${path}'s commit, sha256 and size (X-Repo-Commit, X-Linked-Etag, X-Linked-Size); is HF_ENDPOINT a Hugging Face Hub or a mirror of one?`);
     }
+    // The commit names a folder on this disk: only a commit id is taken.
+    if (!/^[0-9a-f]{40}$/.test(commit)) throw new PullRefused(502, 'hub_answer', `${access.endpoint} gave '${commit.slice(0, 60)}' as ${repo}'s commit, which is not a commit id; llmtray does not pull from it.`);
     if (!/^[0-9a-f]{64}$/.test(etag)) {
       throw new PullRefused(502, 'hub_answer', `${repo}/${path} is not stored with LFS on ${access.endpoint} (its ETag ${etag} is not a sha256), so its bytes cannot be checked; llmtray pulls only files it can check.`);
     }
     return { commit, sha256: etag, sizeBytes: size, location: location === null ? url : new URL(location, url).toString() };
   }
+}
+
+/** A relative path inside the repo: no `..` or `.` segment, no empty one, no root, no backslash, no drive. */
+export function isSafeRepoPath(path: string): boolean {
+  if (path.includes('\\') || /^[a-zA-Z]:/.test(path)) return false;
+  return path.split('/').every((part) => part !== '' && part !== '.' && part !== '..');
 }
 
 /** E5: `W/"abc"` and `"abc"` are `abc`. */

@@ -194,6 +194,16 @@ describe('a pull', () => {
     await expect(lstat(join(dir, 'snapshots', fresh.commitOf(TINY_REPO), 'Tiny-Q4_K_M.gguf'))).rejects.toThrow();
   });
 
+  test('a file the Hub lists with a path that climbs out of the repo is never written: the pull is refused', async () => {
+    const evil = await startHubStandIn([{ id: 'evil/Climb-GGUF', files: [{ path: '../../../outside-Q4_K_M.gguf', bytes: Buffer.from('GGUF') }] }]);
+    cleanups.push(() => evil.close());
+    const { manager, hfHome } = await setUp({}, { hub: evil });
+    const error = await refusal(manager.start('hf.co/evil/Climb-GGUF:Q4_K_M'));
+    expect(error.code).toBe('hub_answer');
+    expect(error.message).toContain("named '../../../outside-Q4_K_M.gguf', which would be written outside the cache");
+    await expect(stat(join(hfHome, 'outside-Q4_K_M.gguf'))).rejects.toThrow();
+  });
+
   test('an unknown quant is refused listing the quants there are', async () => {
     const { manager } = await setUp();
     const error = await refusal(manager.start(`hf.co/${TINY_REPO}:Q3_K_S`));
