@@ -107,10 +107,14 @@ export interface PullActions {
   offer(repo: string): Promise<RepoOffer>;
 }
 
-/** A pull refused for a reason a person can act on; `status` is the admin API's HTTP status for it. */
+/**
+ * A pull refused for a reason a person can act on; `status` is the admin API's HTTP status for it.
+ * Never 401: on the admin API that says "llmtray's own token was refused", and the dashboard asks
+ * the person to open it again; a gated repo is 403.
+ */
 export class PullRefused extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409 | 502 | 507,
+    readonly status: 400 | 403 | 404 | 409 | 502 | 507,
     readonly code: string,
     message: string,
   ) {

@@ -132,7 +132,7 @@ async function refusal(res: Response, access: HubAccess, repo: string, path?: st
   switch (code) {
     case 'GatedRepo':
       return access.token === undefined
-        ? new PullRefused(401, 'gated_repo', `${repo} is gated: accept its terms at ${page}, then set HF_TOKEN to a token of that account (https://huggingface.co/settings/tokens) in the daemon's environment, or run \`hf auth login\`, and pull again.`)
+        ? new PullRefused(403, 'gated_repo', `${repo} is gated: accept its terms at ${page}, then set HF_TOKEN to a token of that account (https://huggingface.co/settings/tokens) in the daemon's environment, or run \`hf auth login\`, and pull again.`)
         : new PullRefused(403, 'gated_repo', `${repo} is gated and the token from ${access.tokenSource} has no access to it: accept its terms at ${page} with the account the token belongs to, or set HF_TOKEN to another token, and pull again.`);
     case 'RepoNotFound':
       return new PullRefused(404, 'repo_not_found', `There is no model ${repo} on ${access.endpoint}${access.token === undefined ? ' (or it is private: set HF_TOKEN to a token that can read it)' : ''}; check the name (search at ${access.endpoint}/models?search=${encodeURIComponent(repo.split('/')[1] ?? repo)}&library=gguf).`);

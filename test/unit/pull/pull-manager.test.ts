@@ -220,7 +220,7 @@ describe('a pull', () => {
   test('a gated repo without a token is refused saying to set HF_TOKEN; with HF_TOKEN it is pulled', async () => {
     const without = await setUp();
     const error = await refusal(without.manager.start(`hf.co/${GATED_REPO}:Q4_K_M`));
-    expect(error).toMatchObject({ status: 401, code: 'gated_repo' });
+    expect(error).toMatchObject({ status: 403, code: 'gated_repo' });
     expect(error.message).toContain('set HF_TOKEN');
     const withToken = await setUp({ HF_TOKEN: GATED_TOKEN });
     expect((await pullToEnd(withToken.manager, `hf.co/${GATED_REPO}:Q4_K_M`)).state).toBe('done');
