@@ -57,6 +57,15 @@ export const PULL_NAME: ParamSpec<string> = {
   },
 };
 
+/** Words to search the Hub's model names for. */
+export const HUB_QUERY: ParamSpec<string> = {
+  parse(value) {
+    if (typeof value !== 'string' || value.trim().length === 0) return { ok: false, expected: 'words to search the Hugging Face Hub for (non-empty text)' };
+    if (value.length > MAX_MODEL_NAME_LENGTH) return { ok: false, expected: `a search of at most ${MAX_MODEL_NAME_LENGTH} characters` };
+    return { ok: true, value: value.trim() };
+  },
+};
+
 export const MODEL_COMMAND: ParamSpec<ModelCommand> = {
   parse(value) {
     return isModelCommand(value) ? { ok: true, value } : { ok: false, expected: `one of ${MODEL_COMMANDS.join(', ')}` };
@@ -106,7 +115,7 @@ export const ADMIN_ROUTES = {
   deletePull: route<{ removed: string[] }>()({ method: 'POST', path: '/api/downloads/:name/delete', params: { name: PULL_NAME } }),
   // The Hub as Add model browses it, before anything is downloaded (core/pull/hub-browse.ts).
   /** GGUF models on the Hub whose name holds the query, most downloaded first. */
-  searchHub: route<HubModelHit[]>()({ method: 'GET', path: '/api/hub/search/:query', params: { query: PULL_NAME } }),
+  searchHub: route<HubModelHit[]>()({ method: 'GET', path: '/api/hub/search/:query', params: { query: HUB_QUERY } }),
   /** A repo's quants, largest first, each marked by how it would run here (whole on a GPU, partly in host RAM, CPU only, too big). */
   offerRepo: route<RepoOffer>()({ method: 'GET', path: '/api/hub/repos/:repo', params: { repo: PULL_NAME } }),
 };
