@@ -324,6 +324,7 @@ async function main(argv: string[]): Promise<number> {
   if (flags.lines !== undefined && command !== 'logs') throw new UsageError(`-n counts a log's lines: llmtray logs -n N ID`);
   if ((flags.cancel || flags.delete) && command !== 'pull') throw new UsageError(`--${flags.cancel ? 'cancel' : 'delete'} is pull's: llmtray pull --${flags.cancel ? 'cancel' : 'delete'} NAME`);
   if (flags.cancel && flags.delete) throw new UsageError('pull: --cancel or --delete, not both');
+  if (command === 'pull' && rest.length > 1) throw new UsageError(`pull takes one name, got ${rest.length}: run one llmtray pull per model (they download side by side; llmtray pull lists them)`);
   if ((flags.cancel || flags.delete) && id === '') throw new UsageError(`pull --${flags.cancel ? 'cancel' : 'delete'}: which model? (llmtray pull --${flags.cancel ? 'cancel' : 'delete'} NAME)`);
   const tailLines = tailLinesOf(flags);
   if (flags.follow && flags.json) throw new UsageError('logs -f prints lines as they come; drop --json');

@@ -84,6 +84,10 @@ describe('llmtray pull through the daemon', () => {
   });
 
   it('refuses an unknown quant, a gated repo and bytes that do not match, each in words that say what to do', async () => {
+    const two = await cli('pull', `hf.co/${TINY_REPO}:Q4_K_M`, `hf.co/${TINY_REPO}:Q8_0`);
+    expect(two.code).toBe(2);
+    expect(two.stderr).toContain('llmtray: pull takes one name, got 2: run one llmtray pull per model');
+
     const unknown = await cli('pull', `hf.co/${TINY_REPO}:Q3_K_S`);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe(`llmtray: ${TINY_REPO} has no Q3_K_S quant; the quants there are Q4_K_M, Q8_0; pull one as hf.co/${TINY_REPO}:Q4_K_M.\n`);
