@@ -91,8 +91,9 @@ export class PullManager implements PullActions {
   /** Opens the records and continues every pull a stopped daemon left unfinished (in the background). Never rejects for a bad record file. */
   static async open(options: PullManagerOptions): Promise<PullManager> {
     const manager = new PullManager(options, await PullRecords.open(options.dataDir));
+    // By its id, the exact quant it was fetching: a name without one could choose another quant now (the machine's room changed).
     for (const record of manager.records.all().filter((r) => r.state === 'pulling')) {
-      manager.start(record.name).catch((error: unknown) => options.warn(`the pull of ${record.name} left unfinished could not continue: ${errorMessage(error)}`));
+      manager.start(record.id).catch((error: unknown) => options.warn(`the pull of ${record.id} left unfinished could not continue: ${errorMessage(error)}`));
     }
     return manager;
   }
