@@ -10,7 +10,7 @@
 // Nothing here is offered as a model before its link exists, and the link is made only once
 // the blob is whole and checked: discovery never searches `blobs/`.
 import { lstat, mkdir, readdir, readFile, readlink, rm, rmdir, symlink, unlink } from 'node:fs/promises';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { writeFileAtomic } from '../common/atomic-file.js';
 
 export interface RepoCache {
@@ -66,8 +66,10 @@ export async function removeLinked(cache: RepoCache, link: string, sha256: strin
     const blob = cache.blobPath(sha256);
     if (await rm(blob).then(() => true, () => false)) removed.push(blob);
   }
-  // Folders left empty, up to snapshots/: rmdir refuses a folder that is not, so nothing else goes.
-  for (let folder = dirname(link); folder.startsWith(join(cache.dir, 'snapshots', '')); folder = dirname(folder)) {
+  // Folders left empty below snapshots/ (the commit's, a file's sub-folders): rmdir refuses a
+  // folder that is not empty, so nothing else goes; snapshots/ itself stays, as other tools made it too.
+  const snapshots = `${join(cache.dir, 'snapshots')}${sep}`;
+  for (let folder = dirname(link); folder.startsWith(snapshots); folder = dirname(folder)) {
     if (!(await rmdir(folder).then(() => true, () => false))) break;
   }
   return removed;
