@@ -119,8 +119,9 @@ describe('llmtray pull through the daemon', () => {
     // The CLI has printed the pull's first state by now or will: wait for it before the interrupt, so the interrupt is the pull's cancel.
     while (!stdout.includes('"state":"downloading"')) await new Promise((r) => setTimeout(r, 20));
     child.kill('SIGINT');
-    held.release();
+    // Released only once the cancel is done: bytes let through before it would finish the file.
     expect(await exited).toBe(130);
+    held.release();
     const views = stdout.trim().split('\n').map((line) => JSON.parse(line) as PullView);
     expect(views[0]).toMatchObject({ id: `hf.co/${SPLIT_REPO}:Q4_K_M`, state: 'downloading' });
     expect(views.at(-1)).toMatchObject({ state: 'cancelled' });
