@@ -13,7 +13,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PullView } from '../../core/contracts/pulls.js';
 import { CLI_ENTRY, STRICT_REJECTIONS, makeDataDir, removeDataDir, runCli, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
-import { GATED_REPO, SPLIT_REPO, TINY_REPO, VISION_REPO, demoRepos } from '../support/hub-standin/demo-repos.js';
+import { GATED_REPO, SIZES_REPO, SPLIT_REPO, TINY_REPO, VISION_REPO, demoRepos } from '../support/hub-standin/demo-repos.js';
 import { startHubStandIn, type HubStandIn } from '../support/hub-standin/hub-standin.js';
 
 let hub: HubStandIn;
@@ -131,6 +131,23 @@ describe('llmtray pull through the daemon', () => {
     expect(cdnGets(sha).at(-1)?.range).toMatch(/^bytes=\d+-$/);
     expect(Number(/\d+/.exec(cdnGets(sha).at(-1)?.range ?? '')?.[0])).toBeGreaterThanOrEqual(50_000);
     expect((await daemon.state()).models.find((m) => m.aliases.includes(`hf.co/${SPLIT_REPO}:Q4_K_M`))).toBeDefined();
+  });
+
+  it('on a terminal draws one progress bar redrawn in place, then the line that says it is served', async () => {
+    // util-linux `script` gives the CLI a pseudo-terminal, as a person's shell does; its output is what the terminal received.
+    const held = hub.holdNextDownloadAfter(120_000);
+    const command = [process.execPath, STRICT_REJECTIONS, CLI_ENTRY, 'pull', `hf.co/${SIZES_REPO}:F16`, '--data-dir', dataDir].map((arg) => `'${arg}'`).join(' ');
+    const child = spawn('script', ['-qec', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let seen = '';
+    child.stdout.setEncoding('utf8').on('data', (text: string) => (seen += text));
+    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+    await held.reached;
+    while (!seen.includes('\r')) await new Promise((r) => setTimeout(r, 20));
+    held.release();
+    expect(await exited).toBe(0);
+    // The bar: a carriage return, the id, the bar itself and the bytes, the rest of the line cleared.
+    expect(seen).toMatch(/\rhf\.co\/llmtray-test\/Sizes-GGUF:F16  \[[#·]{20}\]  \d+ %  [\d.]+ (B|KiB) of [\d.]+ KiB.*\u001b\[K/);
+    expect(seen.trimEnd().split(/\r?\n/).at(-1)).toBe('pulled; served as hf.co/llmtray-test/Sizes-GGUF:F16');
   });
 
   it('a daemon killed mid-pull continues it when started again, from the bytes it had; --delete removes what it pulled', async () => {
