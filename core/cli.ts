@@ -12,6 +12,7 @@ import { findModelByName } from './contracts/model-names.js';
 import { isServing } from './contracts/model-status.js';
 import { createCliAdmin, type CliAdmin } from './cli/admin-client.js';
 import { followLogs } from './cli/follow-logs.js';
+import { pullAndFollow, pullsText } from './cli/pull-command.js';
 import { modelsText, noModelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { takeParentPid, watchParent } from './common/parent-watch.js';
@@ -33,6 +34,11 @@ Usage:
   llmtray unload ID                  stop it (unpins it too)
   llmtray retry ID                   forget a failing model's failures (a quarantine too) and try again
   llmtray logs ID [-n N] [-f]        the model server's last N log lines (default ${DEFAULT_LOG_LINES}); -f follows it until Ctrl-C
+  llmtray pull NAME [--json]         download a GGUF from Hugging Face into its cache and serve it as NAME:
+                                     hf.co/OWNER/REPO:QUANT, OWNER/REPO (its Q4_K_M) or OWNER/REPO/FILE.gguf;
+                                     Ctrl-C cancels (pulling again resumes); HF_TOKEN opens gated repos
+  llmtray pull                       the pulls since the daemon started
+  llmtray pull --cancel NAME         stop a pull; pull --delete NAME removes a model llmtray pulled
   llmtray dashboard                  print the dashboard URL
 
 Options:
@@ -53,12 +59,14 @@ interface Flags {
   timeout?: string;
   follow: boolean;
   lines?: string;
+  cancel: boolean;
+  delete: boolean;
 }
 
 class UsageError extends Error {}
 
 /** The commands besides `serve` and the model commands; each reads from a running daemon. */
-const DAEMON_QUERIES: ReadonlySet<string> = new Set(['status', 'models', 'dashboard', 'logs']);
+const DAEMON_QUERIES: ReadonlySet<string> = new Set(['status', 'models', 'dashboard', 'logs', 'pull']);
 
 function parse(argv: string[]): { command: string | undefined; rest: string[]; flags: Flags } {
   try {
@@ -76,6 +84,8 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
         timeout: { type: 'string' },
         follow: { type: 'boolean', short: 'f', default: false },
         lines: { type: 'string', short: 'n' },
+        cancel: { type: 'boolean', default: false },
+        delete: { type: 'boolean', default: false },
       },
     });
     return { command: positionals[0], rest: positionals.slice(1), flags: values as Flags };
@@ -265,6 +275,36 @@ async function followUntilStopped(admin: CliAdmin, name: string, tailLines: numb
   }
 }
 
+/** `llmtray pull`: the list with no name, a cancel or delete with the flag, else a pull followed until it ends (Ctrl-C cancels it). */
+async function pull(admin: CliAdmin, name: string, flags: Flags): Promise<number> {
+  const print = (value: unknown, text: string): void => void process.stdout.write(`${flags.json ? JSON.stringify(value, null, 2) : text}\n`);
+  if (name === '') {
+    const pulls = await admin.listPulls();
+    print(pulls, pullsText(pulls));
+    return 0;
+  }
+  if (flags.cancel) {
+    const cancelled = await admin.cancelPull({ name });
+    print(cancelled, `${cancelled.id}: ${cancelled.state}: ${cancelled.message}`);
+    return 0;
+  }
+  if (flags.delete) {
+    const { removed } = await admin.deletePull({ name });
+    print({ removed }, removed.length === 0 ? `${name}: nothing of it was left to remove` : `removed ${removed.length} file${removed.length === 1 ? '' : 's'}:\n${removed.map((path) => `  ${path}`).join('\n')}`);
+    return 0;
+  }
+  const interrupt = new AbortController();
+  const onSignal = (): void => interrupt.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await pullAndFollow(admin, name, { json: flags.json, tty: process.stdout.isTTY === true, out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text) }, interrupt.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { command, rest, flags } = parse(argv);
   if (flags.help || command === undefined || command === 'help') {
@@ -282,6 +322,10 @@ async function main(argv: string[]): Promise<number> {
   if ((command === 'logs' || isModelCommand(command)) && id === '') throw new UsageError(`${command}: which model? (llmtray ${command} ID)`);
   if (flags.follow && command !== 'logs') throw new UsageError(`-f follows a log: llmtray logs -f ID`);
   if (flags.lines !== undefined && command !== 'logs') throw new UsageError(`-n counts a log's lines: llmtray logs -n N ID`);
+  if ((flags.cancel || flags.delete) && command !== 'pull') throw new UsageError(`--${flags.cancel ? 'cancel' : 'delete'} is pull's: llmtray pull --${flags.cancel ? 'cancel' : 'delete'} NAME`);
+  if (flags.cancel && flags.delete) throw new UsageError('pull: --cancel or --delete, not both');
+  if (command === 'pull' && rest.length > 1) throw new UsageError(`pull takes one name, got ${rest.length}: run one llmtray pull per model (they download side by side; llmtray pull lists them)`);
+  if ((flags.cancel || flags.delete) && id === '') throw new UsageError(`pull --${flags.cancel ? 'cancel' : 'delete'}: which model? (llmtray pull --${flags.cancel ? 'cancel' : 'delete'} NAME)`);
   const tailLines = tailLinesOf(flags);
   if (flags.follow && flags.json) throw new UsageError('logs -f prints lines as they come; drop --json');
   if (flags.timeout !== undefined && !(Number(flags.timeout) > 0)) throw new UsageError(`--timeout: expected a number of seconds above 0, got '${flags.timeout}'`);
@@ -306,6 +350,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'logs':
       return flags.follow ? followUntilStopped(admin, id, tailLines) : printLogTail(admin, id, tailLines, flags.json);
+    case 'pull':
+      return pull(admin, id, flags);
     default: {
       const modelCommand = command as ModelCommand;
       if (modelCommand === 'load') return loadAndWait(admin, id, flags);

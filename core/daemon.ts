@@ -26,7 +26,7 @@ import { createEngineDeviceReader } from './gpu/llama-devices.js';
 import { sampleAtCadence } from './gpu/sampling-cadence.js';
 import type { Catalog } from './catalog/catalog.js';
 import type { Controller } from './controller/controller.js';
-import type { LiveBudget } from './gpu/live-budget.js';
+import type { BudgetSample, LiveBudget } from './gpu/live-budget.js';
 import { ModelActivity } from './demand/activity.js';
 import { openMemoryBudget } from './daemon/memory/memory-budget.js';
 import { openAdmin } from './daemon/admin-wiring.js';
@@ -41,6 +41,7 @@ import { acquireInstanceLock, processProbe } from './daemon/instance-lock.js';
 import { Later } from './daemon/later.js';
 import { listenRefusal, planListen } from './daemon/listen-plan.js';
 import { createLogger } from './daemon/logger.js';
+import { PullManager, whenListed, type MachineRoom } from './pull/index.js';
 import { memoryLessons } from './daemon/memory/memory-lessons.js';
 import { PinPolicy } from './demand/model-actions.js';
 import { serveEndpoint, type ServedEndpoint } from './daemon/serve-endpoint.js';
@@ -145,6 +146,24 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     const supervisorLater = new Later<Supervisor>('the supervisor');
     const memory = await openMemoryBudget({ probe: gpuProbe, catalog, enginePids: () => supervisorLater.peek()?.runningPids() ?? [], log });
     const { budget, cpuOnly } = memory;
+    // Pulls from the Hugging Face Hub write into its cache, which the catalog scans; one left
+    // unfinished by a stopped daemon continues now. With no quant named, the live budget says
+    // which runs here. Stopped after the port, so no call starts one meanwhile.
+    const pullLog = logFor('pull');
+    const pulls = await PullManager.open({
+      dataDir, facts, clock: realClock,
+      modelDirs: () => catalog.config().modelDirs,
+      whenServed: (name) => whenListed(catalog, name, realClock),
+      reloadModels: () => catalog.reload().then(() => undefined),
+      machineRoom: () => machineRoomOf(budget.current()),
+      warn: (message) => pullLog.warn(message),
+    });
+    parts.add(() => pulls.close());
+    // Each pull's end in the daemon's log too, where a person looks after the terminal that started it is gone.
+    parts.add(pulls.onDidChange((pull) => {
+      if (pull.state === 'done') pullLog.info(`${pull.id}: ${pull.message}`);
+      if (pull.state === 'failed' || pull.state === 'cancelled') pullLog.warn(`${pull.id}: ${pull.state}: ${pull.message}`);
+    }));
     const spareChanged = new Emitter<void>('the warm spare', (source, error) => log.warn(`a listener of ${source} threw: ${errorMessage(error)}`));
     const supervisor = supervisorLater.set(
       await startSupervisor({ dataDir, engines, memory, runtime, engineEnv: options.engineEnv, threads: options.threads, spareChanged: () => spareChanged.fire(), log }),
@@ -199,7 +218,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         lostOutputs: () => outputs.lostOutputs(),
         savedConversations: saved,
       },
-      catalog, controller, supervisor, budget, activity, pins, pinPolicy, outputs,
+      catalog, controller, supervisor, budget, activity, pins, pinPolicy, outputs, pulls,
       wanted: (id) => desired.wanted(id),
       changeSources: [spareChanged.event, measuring.onDidChange, saved.onDidChange],
       log,
@@ -246,6 +265,15 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     await parts.dispose();
     throw error;
   }
+}
+
+/** What the machine offers one model now, as the pull chooses a quant by it; null before the first sample. */
+function machineRoomOf(budget: BudgetSample | null): MachineRoom | null {
+  if (budget === null) return null;
+  const gpus = budget.mode === 'cpu' ? [] : budget.perGpu.map((gpu) => ({ index: gpu.index, name: gpu.name, budgetBytes: gpu.budgetBytes }));
+  // Unified memory is one pool, offered as one device.
+  if (budget.mode === 'unified' && gpus.length === 0) gpus.push({ index: 0, name: 'unified memory', budgetBytes: budget.totalBytes });
+  return { mode: budget.mode, gpus, hostBytes: budget.hostAvailableBytes };
 }
 
 /** Events that change what the plan should be → "look again". Returns the unsubscribe. */

@@ -289,6 +289,9 @@ function run(settings: DesktopSettings): void {
           .catch((error: unknown) => console.error(`llmtray: ${command} ${modelId} failed: ${String(error)}`));
       },
       openDashboard: () => showDashboard(),
+      cancelPull: (id) => {
+        admin.cancelPull({ name: id }).catch((error: unknown) => notify({ title: `Could not cancel the pull of ${id}`, body: errorMessage(error) }));
+      },
       setStartAtLogin: (enabled) => {
         try {
           loginItem.set(enabled);
@@ -301,10 +304,12 @@ function run(settings: DesktopSettings): void {
     };
 
     let latest: Snapshot = await admin.getSnapshot();
+    // The pulls as their events tell them, by id: the running ones are in the tooltip and the menu.
+    const pulls = new Map((await admin.listPulls()).map((pull) => [pull.id, pull]));
     const menu = createThrottle(
       () => {
-        const items = buildTrayMenu(latest, actions, { startAtLogin: loginItem.get(), now: Date.now() });
-        const status = trayStatus(latest);
+        const items = buildTrayMenu(latest, actions, { startAtLogin: loginItem.get(), now: Date.now(), pulls: [...pulls.values()] });
+        const status = trayStatus(latest, [...pulls.values()]);
         trayView.show({ template: toMenuTemplate(items, process.platform), iconFile: iconFile(status.health), tooltip: status.tooltip });
       },
       MENU_REBUILD_INTERVAL_MS,
@@ -322,6 +327,11 @@ function run(settings: DesktopSettings): void {
           latest = event.snapshot;
           clockTicks.follow(latest);
           menu.request();
+          break;
+        case 'PullProgressed':
+          pulls.set(event.pull.id, event.pull);
+          menu.request();
+          notify(notificationFor(event));
           break;
         case 'ModelQuarantined':
         case 'ModelFellBack':

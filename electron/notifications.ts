@@ -1,8 +1,10 @@
 // Which admin events become a desktop notification, and their words.
 //
-// Only the two a person must act on or should know about even with no window open: a model
-// that will not come back by itself (quarantined) and one whose answers now come from another
-// model (fell back), each naming the reason. Snapshots and log lines never notify.
+// Only what a person must act on or should know about even with no window open: a model that
+// will not come back by itself (quarantined), one whose answers now come from another model
+// (fell back), each naming the reason, and a pull that ended (done, or failed with what to do):
+// downloads take minutes and are started and forgotten. Snapshots, log lines and a pull's
+// progress never notify.
 import type { AdminEvent } from '../core/contracts/admin-events.js';
 import { assertNever } from '../core/contracts/assert-never.js';
 
@@ -24,6 +26,12 @@ export function notificationFor(event: AdminEvent): NotificationText | null {
         title: `${event.modelId} fell back to ${event.fallbackId}`,
         body: `${sentence(event.reason)} Requests for ${event.modelId} are answered by ${event.fallbackId} for now.`,
       };
+    case 'PullProgressed': {
+      const { pull } = event;
+      if (pull.state === 'done') return { title: `${pull.id} is pulled`, body: pull.servedAs === undefined ? sentence(pull.message) : `Apps can use it now as ${pull.servedAs}.` };
+      if (pull.state === 'failed') return { title: `Pulling ${pull.id} failed`, body: sentence(pull.message) };
+      return null;
+    }
     case 'SnapshotUpdated':
     case 'LogAppended':
       return null;

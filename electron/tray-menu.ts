@@ -5,6 +5,7 @@
 // menu-template.ts turns these items into Electron's template in a few lines. Nothing here
 // reads a clock or the platform: `now` and the settings come in through the context.
 import type { ModelCommand } from '../core/contracts/commands.js';
+import { isFinished, type PullView } from '../core/contracts/pulls.js';
 import { ATTENTION_WORDS, attentionWord, CHANGING_STATES, isResident, type ModelStateName } from '../core/contracts/model-status.js';
 import type { BudgetView, GpuView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
 import {
@@ -37,6 +38,8 @@ export interface TrayActions {
   /** Fire and forget: main reports a refusal (CommandResult ok: false) itself. */
   runCommand(command: ModelCommand, modelId: string): void;
   openDashboard(): void;
+  /** Fire and forget: stops a pull from the Hugging Face Hub (its bytes stay for a later pull). */
+  cancelPull(id: string): void;
   setStartAtLogin(enabled: boolean): void;
   quit(): void;
 }
@@ -46,6 +49,8 @@ export interface TrayMenuContext {
   startAtLogin: boolean;
   /** Epoch ms, for countdowns and load times. */
   now: number;
+  /** The pulls main has heard of (PullProgressed); the running ones get a line each, a click cancels. */
+  pulls?: readonly PullView[];
 }
 
 export type TrayHealth = 'ok' | 'loading' | 'problem';
@@ -69,6 +74,11 @@ export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context:
     items.push({ type: 'normal', label: `Config problem: ${shorten(error, DETAIL_CHARS)}`, enabled: false, toolTip: error });
   }
   items.push({ type: 'separator' });
+  const pulling = (context.pulls ?? []).filter((pull) => !isFinished(pull));
+  for (const pull of pulling) {
+    items.push({ type: 'normal', label: shorten(`Pulling ${pull.id}: ${pullProgressWords(pull)} (click to cancel)`, DETAIL_CHARS), enabled: true, click: () => actions.cancelPull(pull.id) });
+  }
+  if (pulling.length > 0) items.push({ type: 'separator' });
   if (snapshot.models.length === 0) {
     items.push(...emptyCatalogItems(snapshot));
   } else {
@@ -317,8 +327,15 @@ function memoryLine(budget: BudgetView): string {
   return `${what}: ${formatBytes(budget.usedBytes)} of ${formatBytes(budget.budgetBytes)} in use`;
 }
 
-/** The tray icon's state and tooltip. */
-export function trayStatus(snapshot: Snapshot): { health: TrayHealth; tooltip: string } {
+/** A running pull in a few words: its share and time left, or its state before bytes come. */
+function pullProgressWords(pull: PullView): string {
+  if (pull.state !== 'downloading' || pull.totalBytes <= 0) return pull.state;
+  const percent = Math.floor((pull.receivedBytes / pull.totalBytes) * 100);
+  return pull.secondsLeft === null ? `${percent} %` : `${percent} %, ${pull.secondsLeft} s left`;
+}
+
+/** The tray icon's state and tooltip; the running pulls from the Hugging Face Hub are said last. */
+export function trayStatus(snapshot: Snapshot, pulls: readonly PullView[] = []): { health: TrayHealth; tooltip: string } {
   const count = (states: readonly ModelStateName[]): number => snapshot.models.filter((m) => states.includes(m.status.state)).length;
   const resident = residentCount(snapshot.models);
   const problems: string[] = [];
@@ -338,6 +355,8 @@ export function trayStatus(snapshot: Snapshot): { health: TrayHealth; tooltip: s
   ];
   if (loading > 0) parts.push(`${loading} loading`);
   if (problems.length > 0) parts.push(problems.join(', '));
+  const pulling = pulls.filter((pull) => !isFinished(pull));
+  if (pulling.length > 0) parts.push(`pulling ${pulling.map((pull) => `${pull.id.replace(/^hf\.co\//, '')} ${pullProgressWords(pull)}`).join(', ')}`);
   return { health, tooltip: shorten(parts.join(' · '), TOOLTIP_CHARS) };
 }
 

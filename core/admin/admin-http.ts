@@ -5,7 +5,8 @@
 // adds the admin token (`Authorization: Bearer`, nothing else: admin-auth.ts). Routes:
 //
 //   the calls of ADMIN_ROUTES        core/contracts/admin-routes.ts: GET /api/state,
-//                                    POST /api/models/:id/:command, GET /api/models/:id/logs
+//                                    POST /api/models/:id/:command, GET /api/models/:id/logs,
+//                                    the pulls under /api/downloads
 //   GET    /api/events               SSE: SnapshotUpdated first, then every AdminEvent
 //   GET    /metrics                  Prometheus text; no token by default (see below)
 //   GET    anything else             the dashboard's files

@@ -15,6 +15,7 @@ import { findModelByName } from '../contracts/model-names.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
 import type { LogTail } from '../contracts/log-lines.js';
 import type { Clock } from '../common/clock.js';
+import { PullRefused, type HubModelHit, type PullActions, type PullView, type RepoOffer } from '../contracts/pulls.js';
 import { errorMessage } from '../contracts/error-message.js';
 
 /** Time as the service sees it: the shared injected clock (test/support's FakeClock fits). */
@@ -45,6 +46,8 @@ export interface AdminServiceOptions {
   throttleMs?: number;
   /** Told when a listener throws; the other listeners are still served. */
   warn?: (message: string) => void;
+  /** The pulls from the Hugging Face Hub (core/pull's PullManager); absent, every pull call is refused (409) saying so. */
+  pulls?: PullActions;
 }
 
 export const DEFAULT_SNAPSHOT_THROTTLE_MS = 100;
@@ -126,6 +129,47 @@ export class AdminService implements DashboardBridge {
     if (model === undefined) throw new AdminRefusal(404, 'unknown_model', unknownModel(id, models));
     const tail = this.options.logs(model.id);
     return { modelId: model.id, lines: [...(tail?.lines ?? [])], next: tail?.next ?? 0 };
+  }
+
+  /** The route table's startPull: blocks until the Hub has said which files the name means; a refusal is an AdminRefusal with the pull's sentence. */
+  async startPull({ name }: AdminParams<'startPull'>): Promise<PullView> {
+    return this.pullCall((pulls) => pulls.start(name));
+  }
+
+  /** Every pull of this run, newest first. Never blocks. */
+  async listPulls(): Promise<PullView[]> {
+    return this.options.pulls?.list() ?? [];
+  }
+
+  /** Stops a pull; resolves once it has stopped. */
+  async cancelPull({ name }: AdminParams<'cancelPull'>): Promise<PullView> {
+    return this.pullCall((pulls) => pulls.cancel(name));
+  }
+
+  /** Removes what a pull wrote. */
+  async deletePull({ name }: AdminParams<'deletePull'>): Promise<{ removed: string[] }> {
+    return this.pullCall((pulls) => pulls.remove(name));
+  }
+
+  /** The Hub's GGUF models matching a query; blocks on the Hub. */
+  async searchHub({ query }: AdminParams<'searchHub'>): Promise<HubModelHit[]> {
+    return this.pullCall((pulls) => pulls.search(query));
+  }
+
+  /** A repo's quants with how each would run here; blocks on the Hub (one header read). */
+  async offerRepo({ repo }: AdminParams<'offerRepo'>): Promise<RepoOffer> {
+    return this.pullCall((pulls) => pulls.offer(repo));
+  }
+
+  private async pullCall<T>(call: (pulls: PullActions) => Promise<T>): Promise<T> {
+    const pulls = this.options.pulls;
+    if (pulls === undefined) throw new AdminRefusal(409, 'no_pulls', 'This llmtray was started without pulls from the Hugging Face Hub.');
+    try {
+      return await call(pulls);
+    } catch (error) {
+      if (error instanceof PullRefused) throw new AdminRefusal(error.status, error.code, error.message);
+      throw error;
+    }
   }
 
   /**

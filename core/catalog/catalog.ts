@@ -320,10 +320,19 @@ export class Catalog {
     const taken = new Set(config.models.flatMap((m) => [m.id, ...m.aliases]).map((name) => name.toLowerCase()));
     const ids = assignUniqueIds(discoveredFiles, taken, this.ids.remembered());
     const beingWritten = filesBeingWritten(growing, configuredFiles, new Set([...taken, ...ids.values()]), this.ids.remembered());
+    // A discovered alias (a Hugging Face file's hf.co/OWNER/REPO:QUANT) yields to every configured
+    // name and id, and the first file (by model dir, then path) keeps one that two files claim.
+    const aliasTaken = new Set([...taken, ...[...ids.values()].map((id) => id.toLowerCase())]);
+    const aliasesOf = (f: { aliases: readonly string[] }): string[] =>
+      f.aliases.filter((alias) => {
+        if (aliasTaken.has(alias.toLowerCase())) return false;
+        aliasTaken.add(alias.toLowerCase());
+        return true;
+      });
     const discovered: Entry[] = discoveredFiles
       .map((f): Entry => ({
         id: ids.get(f.path)!,
-        aliases: [],
+        aliases: aliasesOf(f),
         path: f.path,
         file: { path: f.realPath, sizeBytes: f.sizeBytes, mtimeMs: f.mtimeMs },
         realPath: f.realPath,

@@ -14,6 +14,7 @@ import type { Dirent } from 'node:fs';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { quantTag, slug } from './model-ids.js';
+import { heldQuant, hubAlias } from '../contracts/hub-names.js';
 
 export interface DiscoveredFile {
   /** The id it would get on its own (before collisions are resolved in the catalog). */
@@ -40,6 +41,12 @@ export interface DiscoveredFile {
   problem?: string;
   /** Index of the model dir it was found in. */
   dirIndex: number;
+  /**
+   * The names it is served under besides its id: a file of the Hugging Face cache answers to
+   * `hf.co/OWNER/REPO:QUANT` (the name it is pulled as, core/contracts/hub-names.ts), and the
+   * repo's default (its Q4_K_M, or its only model) to `hf.co/OWNER/REPO` as well.
+   */
+  aliases: string[];
 }
 
 export interface Discovery {
@@ -90,14 +97,15 @@ export async function projectorBeside(modelPath: string): Promise<string | undef
 interface Found {
   folder: string;
   names: string[];
-  /** For files under a Hugging Face repo snapshot: the repo's name. */
-  hf?: { repo: string };
+  /** For files under a Hugging Face repo snapshot: the repo's name, and its `OWNER/REPO`. */
+  hf?: { repo: string; id: string };
 }
 
 /** A file before HF repo naming: its stem and, under a HF snapshot, its repo. */
 interface Candidate extends DiscoveredFile {
   stem: string;
   hfRepo?: string;
+  hfId?: string;
 }
 
 /** Scans `modelDirs` in order. Blocks on directory reads and stats; never rejects. */
@@ -117,7 +125,7 @@ export async function discoverModels(modelDirs: readonly string[]): Promise<Disc
     }
   }
   nameHfQuantisations(candidates);
-  return { files: candidates.map(({ stem: _stem, hfRepo: _hfRepo, ...file }) => file), problems };
+  return { files: candidates.map(({ stem: _stem, hfRepo: _hfRepo, hfId: _hfId, ...file }) => file), problems };
 }
 
 async function listDir(dir: string, problems: string[], quietIfMissing: boolean): Promise<Dirent[] | undefined> {
@@ -169,6 +177,7 @@ async function walk(dir: string, depth: number, out: Found[], problems: string[]
 /** Snapshot folders of one HF repo, the one `refs/main` names first and alone when present. */
 async function walkHfRepo(repoDir: string, out: Found[], problems: string[]): Promise<void> {
   const repo = basename(repoDir).split('--').slice(2).join('--') || basename(repoDir);
+  const id = basename(repoDir).split('--').slice(1).join('/');
   const snapshotsDir = join(repoDir, 'snapshots');
   let revisions = ((await listDir(snapshotsDir, problems, false)) ?? []).map((e) => e.name).sort();
   try {
@@ -187,7 +196,7 @@ async function walkHfRepo(repoDir: string, out: Found[], problems: string[]): Pr
       const key = relative(snapshot, found.folder);
       const previous = byRelativeFolder.get(key);
       if (previous && previous.mtime >= mtime) continue;
-      byRelativeFolder.set(key, { ...found, mtime, hf: { repo } });
+      byRelativeFolder.set(key, { ...found, mtime, hf: { repo, id } });
     }
   }
   for (const { mtime: _mtime, ...found } of byRelativeFolder.values()) out.push(found);
@@ -234,8 +243,9 @@ async function modelsInFolder(found: Found, dirIndex: number, problems: string[]
         ...(projectorPath ? { projectorPath } : {}),
         ...(problem ? { problem } : {}),
         dirIndex,
+        aliases: found.hf && heldQuant(stem) !== undefined ? [hubAlias(found.hf.id, heldQuant(stem))] : [],
         stem,
-        ...(found.hf ? { hfRepo: `${dirIndex}:${found.hf.repo}` } : {}),
+        ...(found.hf ? { hfRepo: `${dirIndex}:${found.hf.repo}`, hfId: found.hf.id } : {}),
       });
     } catch (error) {
       // A dangling HF symlink (blob deleted, download interrupted) lands here.
@@ -277,6 +287,9 @@ function nameHfQuantisations(candidates: Candidate[]): void {
     byRepo.set(file.hfRepo, [...(byRepo.get(file.hfRepo) ?? []), file]);
   }
   for (const group of byRepo.values()) {
+    // The repo's default answers to `hf.co/OWNER/REPO` too, as a pull with no quant chooses it (core/pull/choose-files.ts).
+    const fallback = group.find((file) => quantTag(file.stem) === 'q4_k_m') ?? (group.length === 1 ? group[0] : undefined);
+    if (fallback?.hfId !== undefined) fallback.aliases.push(hubAlias(fallback.hfId, undefined));
     if (group.length < 2) continue;
     const tags = group.map((file) => quantTag(file.stem));
     const tagsUnique = tags.every((tag) => tag !== undefined) && new Set(tags).size === tags.length;

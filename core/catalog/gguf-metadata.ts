@@ -6,7 +6,7 @@
 // one model with this sentence as its reason.
 import { open, stat } from 'node:fs/promises';
 import { fileTypeName } from './gguf-file-type.js';
-import { GgufHeaderError, readGgufHeader, type GgufHeader, type GgufValue } from './gguf-reader.js';
+import { GgufHeaderError, readGgufHeader, type GgufHeader, type GgufSource, type GgufValue } from './gguf-reader.js';
 import { vocabularyFingerprint, type VocabularyFingerprint } from './vocabulary.js';
 
 export interface GgufFacts {
@@ -127,6 +127,20 @@ export async function readGgufFacts(path: string): Promise<MetadataResult> {
     const message = (error as Error).message;
     // An I/O error (ENOENT, EACCES) names the file it is about in its own message.
     return { ok: false, error: `${path}: cannot read the model file: ${message}` };
+  }
+}
+
+/**
+ * One GGUF's facts from any source (a file elsewhere than on disk: a pull reads a header from the
+ * Hub with Range requests, core/pull/remote-gguf.ts), its first part only for a split model: the
+ * per-block figures then cover the blocks in that part. Never rejects.
+ */
+export async function readGgufFactsFrom(source: GgufSource, path: string): Promise<MetadataResult> {
+  try {
+    return { ok: true, facts: factsOf([await readGgufHeader(source, path, { skipKeys: SKIPPED_KEYS })]) };
+  } catch (error) {
+    if (error instanceof GgufHeaderError) return { ok: false, error: `${path}: not a readable GGUF model (${error.reason})` };
+    return { ok: false, error: `${path}: cannot read the model's header: ${(error as Error).message}` };
   }
 }
 

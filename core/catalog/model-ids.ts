@@ -1,6 +1,7 @@
 // Model ids for discovered files: what clients put in `model`, so they must be readable,
 // lowercase, stable across restarts and unique.
 import { createHash } from 'node:crypto';
+import { quantInName } from '../contracts/hub-names.js';
 
 /** Lowercase, and only characters that survive URLs, shells and YAML unquoted. */
 export function slug(text: string): string {
@@ -12,11 +13,9 @@ export function slug(text: string): string {
   return cleaned === '' ? 'model' : cleaned;
 }
 
-const QUANT_SUFFIX = /(?:^|[-_.])((?:I?Q\d+(?:_[A-Z0-9]+)*)|BF16|F16|F32|FP16)$/i;
-
 /** "Qwen2.5-7B-Instruct-Q4_K_M" → "q4_k_m"; undefined when the name carries no quantisation. */
 export function quantTag(stem: string): string | undefined {
-  return QUANT_SUFFIX.exec(stem)?.[1]?.toLowerCase();
+  return quantInName(stem)?.toLowerCase();
 }
 
 export interface IdCandidate {

@@ -63,7 +63,7 @@ export function configFilePath(facts: PlatformFacts, options: { configFile?: str
 export function defaultModelDirs(facts: PlatformFacts): string[] {
   const home = facts.homeDir;
   const env = facts.env;
-  const hfHub = env.HF_HUB_CACHE ?? (env.HF_HOME ? join(env.HF_HOME, 'hub') : join(home, '.cache', 'huggingface', 'hub'));
+  const hfHub = hfHubCacheDir(facts);
   const llamaCache =
     env.LLAMA_CACHE ??
     (facts.platform === 'win32'
@@ -78,6 +78,19 @@ export function defaultModelDirs(facts: PlatformFacts): string[] {
     hfHub,
     llamaCache,
   ];
+}
+
+/**
+ * The Hugging Face hub cache as huggingface_hub finds it: `HF_HUB_CACHE`, else `HF_HOME/hub`,
+ * else `XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`. Discovery reads it and
+ * the pull (core/pull) writes it, so both must name the same folder.
+ */
+export function hfHubCacheDir(facts: PlatformFacts): string {
+  const env = facts.env;
+  if (env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
+  if (env.HF_HOME) return join(env.HF_HOME, 'hub');
+  const xdg = env.XDG_CACHE_HOME;
+  return join(xdg && isAbsolute(xdg) ? xdg : join(facts.homeDir, '.cache'), 'huggingface', 'hub');
 }
 
 /** `~` and `~/x` become the home directory; a relative path is taken from `baseDir`. */

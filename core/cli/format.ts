@@ -129,7 +129,12 @@ export function noModelsText(snapshot: Pick<Snapshot, 'modelDirs' | 'configPath'
     snapshot.modelDirs.length === 0
       ? [`No models yet. List them under models: in ${snapshot.configPath}`]
       : ['No models yet. Put GGUF files in one of these folders (picked up while llmtray runs):', ...snapshot.modelDirs.map((dir) => `  ${dir}`), `or list them in ${snapshot.configPath}`];
-  return [...lines, 'To try llmtray with small generated models: llmtray serve --demo'].join('\n');
+  return [
+    ...lines,
+    // The quickest way to a first model: one line, from Hugging Face into its cache, which discovery reads.
+    'Or pull one from Hugging Face: llmtray pull hf.co/bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M',
+    'To try llmtray with small generated models: llmtray serve --demo',
+  ].join('\n');
 }
 
 /**

@@ -2,6 +2,7 @@
 // The first event on every connection is a full snapshot; after that, a fresh snapshot on
 // every change (throttled by the service) plus the few discrete events a person should be
 // told about even when no window is open (desktop notifications).
+import type { PullView } from './pulls.js';
 import type { Snapshot } from './snapshot.js';
 
 export type AdminEvent =
@@ -13,4 +14,9 @@ export type AdminEvent =
    * model. `first` is the position of lines[0] in the model's log (see log-lines.ts): a batch
    * that does not start where the previous one ended says how many lines it left out.
    */
-  | { type: 'LogAppended'; modelId: string; first: number; lines: string[] };
+  | { type: 'LogAppended'; modelId: string; first: number; lines: string[] }
+  /**
+   * A pull from the Hugging Face Hub started, progressed or ended (core/pull): its state at once,
+   * its bytes at most once a second. Every surface that shows a download follows these.
+   */
+  | { type: 'PullProgressed'; pull: PullView };

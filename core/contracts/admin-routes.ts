@@ -12,6 +12,7 @@
 // with the same sentence. No call takes a request body. The event stream (`GET /api/events`,
 // Server-Sent Events) is not a call: it is ADMIN_EVENTS_PATH, carried as an IPC push channel.
 import { MODEL_COMMANDS, isModelCommand, type CommandResult, type ModelCommand, type ModelLogsResponse } from './commands.js';
+import type { HubModelHit, PullView, RepoOffer } from './pulls.js';
 import type { Snapshot } from './snapshot.js';
 
 /** How one parameter is read from the wire; `expected` completes "expected …, got …". */
@@ -44,6 +45,24 @@ export const MODEL_NAME: ParamSpec<string> = {
     if (typeof value !== 'string' || value.length === 0) return { ok: false, expected: 'a model id or alias (non-empty text)' };
     if (value.length > MAX_MODEL_NAME_LENGTH) return { ok: false, expected: `a model id or alias of at most ${MAX_MODEL_NAME_LENGTH} characters` };
     return { ok: true, value };
+  },
+};
+
+/** A name to pull (`hf.co/OWNER/REPO:QUANT`, `OWNER/REPO`, `OWNER/REPO/FILE.gguf`) or a pull's id; core/contracts/hub-names.ts reads it. */
+export const PULL_NAME: ParamSpec<string> = {
+  parse(value) {
+    if (typeof value !== 'string' || value.trim().length === 0) return { ok: false, expected: 'a model on the Hugging Face Hub, as hf.co/OWNER/REPO:QUANT (non-empty text)' };
+    if (value.length > MAX_MODEL_NAME_LENGTH) return { ok: false, expected: `a name of at most ${MAX_MODEL_NAME_LENGTH} characters` };
+    return { ok: true, value };
+  },
+};
+
+/** Words to search the Hub's model names for. */
+export const HUB_QUERY: ParamSpec<string> = {
+  parse(value) {
+    if (typeof value !== 'string' || value.trim().length === 0) return { ok: false, expected: 'words to search the Hugging Face Hub for (non-empty text)' };
+    if (value.length > MAX_MODEL_NAME_LENGTH) return { ok: false, expected: `a search of at most ${MAX_MODEL_NAME_LENGTH} characters` };
+    return { ok: true, value: value.trim() };
   },
 };
 
@@ -82,6 +101,23 @@ export const ADMIN_ROUTES = {
   }),
   /** A model server's recent log lines, oldest first; an unknown model is refused (404). */
   getLogs: route<ModelLogsResponse>()({ method: 'GET', path: '/api/models/:id/logs', params: { id: MODEL_NAME } }),
+  // Pulls from the Hugging Face Hub (core/pull). Under /api/downloads, because Ollama's API owns
+  // /api/pull, /api/delete and friends on the same port (DESIGN.md, "The router"). The name is one
+  // percent-encoded segment (its slashes too). Refusals (an unknown repo or quant, a gate, no room
+  // on the disk) are AdminRefusals whose message says what to do.
+  /** Starts pulling a model (or joins its pull), answering once the Hub has said which files it means. */
+  startPull: route<PullView>()({ method: 'POST', path: '/api/downloads/:name', params: { name: PULL_NAME } }),
+  /** Every pull of this run, newest first. */
+  listPulls: route<PullView[]>()({ method: 'GET', path: '/api/downloads', params: {} }),
+  /** Stops a pull (by its id or the name it was started with); its bytes stay for a later pull to resume. Answers once it stopped. */
+  cancelPull: route<PullView>()({ method: 'POST', path: '/api/downloads/:name/cancel', params: { name: PULL_NAME } }),
+  /** Removes a model llmtray pulled: its snapshot links and the blobs it fetched that nothing else uses; never a file it did not write. */
+  deletePull: route<{ removed: string[] }>()({ method: 'POST', path: '/api/downloads/:name/delete', params: { name: PULL_NAME } }),
+  // The Hub as Add model browses it, before anything is downloaded (core/pull/hub-browse.ts).
+  /** GGUF models on the Hub whose name holds the query, most downloaded first. */
+  searchHub: route<HubModelHit[]>()({ method: 'GET', path: '/api/hub/search/:query', params: { query: HUB_QUERY } }),
+  /** A repo's quants, largest first, each marked by how it would run here (whole on a GPU, partly in host RAM, CPU only, too big). */
+  offerRepo: route<RepoOffer>()({ method: 'GET', path: '/api/hub/repos/:repo', params: { repo: PULL_NAME } }),
 };
 
 /** `GET`: SnapshotUpdated first, then every AdminEvent, as Server-Sent Events. */

@@ -1,6 +1,6 @@
 // Start-up step: the admin service (the snapshot, the commands, the logs) behind the tray, the
 // dashboard and the CLI, and what feeds its event stream: engine log lines, load progress, a lost
-// terminal, and every part's "something changed".
+// terminal, the pulls' progress, and every part's "something changed".
 import { AdminService, LogFeed, type PinStore } from '../admin/index.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { realClock } from '../common/clock.js';
@@ -11,6 +11,7 @@ import type { Log } from '../controller/effects.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { LiveBudget } from '../gpu/live-budget.js';
 import type { ModelActivity } from '../demand/activity.js';
+import type { PullManager } from '../pull/index.js';
 import { feedLoadProgress } from './load-progress-feed.js';
 import { createModelActions, type PinPolicy } from '../demand/model-actions.js';
 import { buildSnapshot, type SnapshotParts } from './snapshot-builder.js';
@@ -32,6 +33,8 @@ export function openAdmin(deps: {
   pinPolicy: PinPolicy;
   wanted: (modelId: string) => boolean;
   outputs: GuardedOutputs;
+  /** The pulls from the Hugging Face Hub: answered by the admin API, each change on the event stream. */
+  pulls: PullManager;
   /** More parts whose change the snapshot shows (the warm spare, the measured figures, the saved conversations). */
   changeSources: readonly Event<void>[];
   log: Log;
@@ -53,6 +56,7 @@ export function openAdmin(deps: {
     logs: (id) => supervisor.logTail(id),
     clock: realClock,
     warn: (message) => log.warn(message),
+    pulls: deps.pulls,
   });
   const changed = (): void => admin.changed();
   // Every engine's log lines onto the event stream as they are written (batched, rate-limited per model).
@@ -73,6 +77,8 @@ export function openAdmin(deps: {
       if (event.type === 'ModelFellBack') admin.publish({ type: 'ModelFellBack', modelId: event.modelId, fallbackId: event.fallbackId, reason: event.reason, at: event.at });
     }),
     deps.activity.onDidChange(changed),
+    // A pull's state at once and its bytes at most once a second (the manager throttles), to every surface.
+    deps.pulls.onDidChange((pull) => admin.publish({ type: 'PullProgressed', pull })),
     deps.budget.onDidChange(changed),
     catalog.onDidChange(changed),
   ];

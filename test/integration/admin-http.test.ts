@@ -16,6 +16,7 @@ import { DASHBOARD_CSP } from '../../core/admin/static-files.js';
 import type { AdminEvent } from '../../core/contracts/admin-events.js';
 import { ADMIN_CALL_NAMES, ADMIN_ROUTES, pathFor, type AdminCallName, type AdminParams } from '../../core/contracts/admin-routes.js';
 import type { CommandResult, ModelCommand } from '../../core/contracts/commands.js';
+import { PullRefused, type PullActions, type PullView } from '../../core/contracts/pulls.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { createRouter, type ListeningRouter } from '../../core/router/router.js';
 import type { ModelGateway } from '../../core/router/model-gateway.js';
@@ -124,6 +125,39 @@ function openEvents(headers: Record<string, string>): Promise<{ next(): Promise<
   });
 }
 
+/**
+ * The pulls as the admin transport sees them: a recording stand-in for core/pull's PullManager
+ * (tested against the Hub stand-in in test/unit/pull and through a daemon in
+ * test/integration/daemon-pull.test.ts); here only the route table's carrying of them is tested.
+ * A name with "refused" in it is refused as the pull refuses.
+ */
+const pullCalls: string[] = [];
+const pullView = (name: string): PullView => ({ id: name, repo: 'owner/repo', state: 'downloading', files: [], receivedBytes: 0, totalBytes: 10, bytesPerSecond: 0, secondsLeft: null, message: '', startedAt: 0 });
+const recordingPulls: PullActions = {
+  start: async (name) => {
+    pullCalls.push(`start ${name}`);
+    if (name.includes('refused')) throw new PullRefused(404, 'unknown_quant', `${name}: the quants there are Q4_K_M; pull one as hf.co/owner/repo:Q4_K_M.`);
+    return pullView(name);
+  },
+  list: () => [pullView('hf.co/owner/repo:Q4_K_M')],
+  cancel: async (name) => {
+    pullCalls.push(`cancel ${name}`);
+    return { ...pullView(name), state: 'cancelled' };
+  },
+  remove: async (name) => {
+    pullCalls.push(`delete ${name}`);
+    return { removed: [] };
+  },
+  search: async (query) => {
+    pullCalls.push(`search ${query}`);
+    return [];
+  },
+  offer: async (repo) => {
+    pullCalls.push(`offer ${repo}`);
+    return { repo, quants: [] };
+  },
+};
+
 beforeAll(async () => {
   root = await fsp.mkdtemp(join(tmpdir(), 'llmtray-admin-'));
   const dataDir = join(root, 'data');
@@ -152,6 +186,7 @@ beforeAll(async () => {
     commands: { pin: action('pin'), unpin: action('unpin'), load: action('load'), unload: action('unload'), retry: action('retry') },
     logs: (id) => (id === 'llama-3.1-8b' ? { lines: ['llama_model_loader: loaded meta data', 'server is listening'], next: 12 } : undefined),
     clock,
+    pulls: recordingPulls,
   });
   port = await listen({ staticDir });
 });
@@ -223,6 +258,12 @@ describe('admin API authentication', () => {
       getSnapshot: {},
       runCommand: { id: 'kev-0.5b', command: 'load' },
       getLogs: { id: 'kev-0.5b' },
+      startPull: { name: 'hf.co/owner/repo:Q4_K_M' },
+      listPulls: {},
+      cancelPull: { name: 'hf.co/owner/repo:Q4_K_M' },
+      deletePull: { name: 'hf.co/owner/repo:Q4_K_M' },
+      searchHub: { query: 'qwen' },
+      offerRepo: { repo: 'owner/repo' },
     };
     for (const name of ADMIN_CALL_NAMES) {
       const route = ADMIN_ROUTES[name];
@@ -234,6 +275,16 @@ describe('admin API authentication', () => {
       expect(wrong.status, `${other} ${path}`).toBe(405);
       expect(wrong.headers.allow).toBe(route.method);
     }
+  });
+
+  it('carries a pull name with its slashes as one segment, and a pull refused as the pull refused it, in its words', async () => {
+    pullCalls.length = 0;
+    const started = await request(pathFor('startPull', { name: 'hf.co/owner/repo:Q4_K_M' }), { method: 'POST', headers: bearer() });
+    expect(started.status).toBe(200);
+    expect(pullCalls).toEqual(['start hf.co/owner/repo:Q4_K_M']);
+    const refused = await request(pathFor('startPull', { name: 'owner/refused:Q9' }), { method: 'POST', headers: bearer() });
+    expect(refused.status).toBe(404);
+    expect(JSON.parse(refused.body)).toEqual({ error: { code: 'unknown_quant', message: 'owner/refused:Q9: the quants there are Q4_K_M; pull one as hf.co/owner/repo:Q4_K_M.' } });
   });
 
   it('refuses a Host that is not loopback on admin routes too (DNS rebinding)', async () => {

@@ -36,7 +36,7 @@ interface Reading {
   needsAttention: boolean;
 }
 
-const NO_ACTIONS: TrayActions = { copyText() {}, runCommand() {}, openDashboard() {}, setStartAtLogin() {}, quit() {} };
+const NO_ACTIONS: TrayActions = { copyText() {}, runCommand() {}, openDashboard() {}, cancelPull() {}, setStartAtLogin() {}, quit() {} };
 
 /** The tray: its menu label's words for the model, and whether its tooltip counts it as a problem. */
 function trayReading(shot: Snapshot): Reading {

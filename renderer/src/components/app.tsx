@@ -7,6 +7,7 @@ import { residentCount } from '../../../core/contracts/snapshot-words.js';
 import { needsAttention } from '../../../core/contracts/model-status.js';
 import { DEFAULT_HISTORY_WINDOW_MS, type Tab } from '../store/dashboard-store.js';
 import { useActions, useDashboard } from '../store/store-context.js';
+import { AddModelView } from './add-model-view.js';
 import { ConnectView } from './connect-view.js';
 import { CopyButton } from './copy-button.js';
 import { LogsView } from './logs-view.js';
@@ -151,6 +152,7 @@ function MainTabs() {
     { id: 'why', label: 'Why', count: unfit, countLabel: 'did not fit' },
     { id: 'logs', label: 'Logs' },
     { id: 'connect', label: 'Connect' },
+    { id: 'add', label: 'Add model' },
   ];
   return (
     <Tabs tabs={tabs} selected={tab} onSelect={selectTab} label="Views">
@@ -159,6 +161,7 @@ function MainTabs() {
       {tab === 'why' && <WhyView />}
       {tab === 'logs' && <LogsView />}
       {tab === 'connect' && <ConnectView />}
+      {tab === 'add' && <AddModelView />}
     </Tabs>
   );
 }

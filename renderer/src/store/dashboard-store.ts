@@ -13,6 +13,7 @@ import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import type { ModelCommand } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
+import type { HubModelHit, PullView, RepoOffer } from '../../../core/contracts/pulls.js';
 import { linesAfter } from '../../../core/contracts/log-lines.js';
 
 /**
@@ -23,7 +24,7 @@ import { linesAfter } from '../../../core/contracts/log-lines.js';
  */
 export type ConnectionState = 'connecting' | 'open' | 'lost' | 'unauthorized';
 
-export type Tab = 'models' | 'recovery' | 'why' | 'logs' | 'connect';
+export type Tab = 'models' | 'recovery' | 'why' | 'logs' | 'connect' | 'add';
 
 /** One point of the budget history: what our models held against the budget at a sample. */
 export interface BudgetHistoryPoint {
@@ -65,6 +66,20 @@ export interface LogsSlice {
   logErrors: Record<string, string>;
 }
 
+/** Add model: the Hub as the daemon browses it, and the pulls its events tell of. */
+export interface PullsSlice {
+  /** Every pull this page has heard of, by id, as its last PullProgressed said it. */
+  pulls: Record<string, PullView>;
+  /** The last search's hits; null before any. */
+  hubHits: HubModelHit[] | null;
+  /** The repo opened from the hits, its quants each with how it would run here; null before one is opened. */
+  hubOffer: RepoOffer | null;
+  /** A search or a repo being asked of the Hub. */
+  hubBusy: boolean;
+  /** Why the last search, repo or pull was refused, in the daemon's words. */
+  hubError: string | null;
+}
+
 export interface UiSlice {
   tab: Tab;
   /** The model whose log the Logs view shows, or null for the first one. */
@@ -95,11 +110,19 @@ export interface DashboardActions {
    * Never rejects.
    */
   loadLogs(modelId: string): Promise<void>;
+  /** Asks the daemon to search the Hub; the hits replace the last ones. Never rejects: a refusal is hubError. */
+  searchHub(query: string): Promise<void>;
+  /** Asks the daemon for a repo's quants and how each would run here. Never rejects. */
+  openRepo(repo: string): Promise<void>;
+  /** Starts a pull in the daemon; its progress comes as events. Never rejects: a refusal is hubError. */
+  startPull(name: string): Promise<void>;
+  /** Stops a pull. Never rejects: a failure is a notice. */
+  cancelPull(id: string): Promise<void>;
   /** Subscribes to the bridge; returns the unsubscribe function. Call once per store. */
   connect(): () => void;
 }
 
-export type DashboardState = SnapshotSlice & HistorySlice & LogsSlice & UiSlice & DashboardActions;
+export type DashboardState = SnapshotSlice & HistorySlice & LogsSlice & PullsSlice & UiSlice & DashboardActions;
 export type DashboardStore = StoreApi<DashboardState>;
 
 export interface DashboardStoreOptions {
@@ -152,6 +175,11 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
       logs: {},
       logNext: {},
       logErrors: {},
+      pulls: {},
+      hubHits: null,
+      hubOffer: null,
+      hubBusy: false,
+      hubError: null,
       tab: 'models',
       logModelId: null,
       pending: {},
@@ -183,6 +211,15 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
           case 'ModelFellBack':
             notify('warn', `${event.fallbackId} now answers for ${event.modelId}: ${event.reason}`);
             return;
+          case 'PullProgressed': {
+            const { pull } = event;
+            const before = get().pulls[pull.id];
+            set((state) => ({ pulls: { ...state.pulls, [pull.id]: pull } }));
+            // Its end once, as the daemon says it.
+            if (before?.state !== pull.state && pull.state === 'done') notify('ok', `${pull.id} is pulled: ${pull.message}`);
+            if (before?.state !== pull.state && pull.state === 'failed') notify('error', `Pulling ${pull.id} failed: ${pull.message}`);
+            return;
+          }
           default:
             // A newer daemon may send events this build does not know; showing nothing is right.
             return;
@@ -250,6 +287,48 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
           set((state) => ({ logErrors: { ...state.logErrors, [modelId]: `Could not read the log: ${messageOf(error)}` } }));
         } finally {
           if (arrivedDuringFetch.get(modelId) === arrived) arrivedDuringFetch.delete(modelId);
+        }
+      },
+
+      async searchHub(query) {
+        set({ hubBusy: true, hubError: null });
+        try {
+          const hits = await bridge.searchHub({ query });
+          set({ hubHits: hits, hubOffer: null });
+        } catch (error) {
+          set({ hubError: messageOf(error) });
+        } finally {
+          set({ hubBusy: false });
+        }
+      },
+
+      async openRepo(repo) {
+        set({ hubBusy: true, hubError: null });
+        try {
+          set({ hubOffer: await bridge.offerRepo({ repo }) });
+        } catch (error) {
+          set({ hubError: messageOf(error) });
+        } finally {
+          set({ hubBusy: false });
+        }
+      },
+
+      async startPull(name) {
+        set({ hubError: null });
+        try {
+          const pull = await bridge.startPull({ name });
+          // An event may have told a later state already: the answer only fills in a pull not heard of.
+          set((state) => (state.pulls[pull.id] === undefined ? { pulls: { ...state.pulls, [pull.id]: pull } } : {}));
+        } catch (error) {
+          set({ hubError: messageOf(error) });
+        }
+      },
+
+      async cancelPull(id) {
+        try {
+          await bridge.cancelPull({ name: id });
+        } catch (error) {
+          notify('error', `Could not cancel the pull of ${id}: ${messageOf(error)}`);
         }
       },
 

@@ -3,7 +3,8 @@
 // handed this object exactly as main.tsx hands it a real transport.
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
-import type { AdminParams } from '../../../core/contracts/admin-routes.js';
+import { AdminRefusal, type AdminParams } from '../../../core/contracts/admin-routes.js';
+import type { HubModelHit, PullView, RepoOffer } from '../../../core/contracts/pulls.js';
 import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 
@@ -36,6 +37,40 @@ export class RecordingBridge implements DashboardBridge {
     this.logRequests.push(id);
     const lines = [...(this.logs[id] ?? [])];
     return { modelId: id, lines, next: lines.length };
+  }
+
+  /** What searchHub answers, and the repos offerRepo knows; another repo is refused as the daemon refuses an unknown one. */
+  hubHits: HubModelHit[] = [];
+  offers: Record<string, RepoOffer> = {};
+  readonly pullCalls: string[] = [];
+
+  async startPull({ name }: AdminParams<'startPull'>): Promise<PullView> {
+    this.pullCalls.push(`start ${name}`);
+    return { id: name, repo: name.replace(/^hf\.co\//, '').split(':')[0] ?? name, state: 'downloading', files: [], receivedBytes: 0, totalBytes: 100, bytesPerSecond: 0, secondsLeft: null, message: '', startedAt: 0 };
+  }
+
+  async listPulls(): Promise<PullView[]> {
+    return [];
+  }
+
+  async cancelPull({ name }: AdminParams<'cancelPull'>): Promise<PullView> {
+    this.pullCalls.push(`cancel ${name}`);
+    return { id: name, repo: name, state: 'cancelled', files: [], receivedBytes: 0, totalBytes: 100, bytesPerSecond: 0, secondsLeft: null, message: 'cancelled', startedAt: 0 };
+  }
+
+  async deletePull({ name }: AdminParams<'deletePull'>): Promise<{ removed: string[] }> {
+    throw new AdminRefusal(404, 'not_pulled', `llmtray pulled no model ${name}.`);
+  }
+
+  async searchHub({ query }: AdminParams<'searchHub'>): Promise<HubModelHit[]> {
+    this.pullCalls.push(`search ${query}`);
+    return this.hubHits;
+  }
+
+  async offerRepo({ repo }: AdminParams<'offerRepo'>): Promise<RepoOffer> {
+    const offer = this.offers[repo];
+    if (offer === undefined) throw new AdminRefusal(404, 'repo_not_found', `There is no model ${repo} on the Hub.`);
+    return offer;
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {

@@ -67,7 +67,7 @@ describe('App', () => {
     expect(screen.getByRole('tab', { name: 'Recovery (1 failing)', selected: true })).toBe(document.activeElement);
     expect(screen.getByRole('button', { name: 'Retry demo-broken' })).toBeTruthy();
     await user.keyboard('{End}');
-    expect(screen.getByRole('tab', { name: 'Connect', selected: true })).toBeTruthy();
+    expect(screen.getByRole('tab', { name: 'Add model', selected: true })).toBeTruthy();
     await user.keyboard('{ArrowRight}');
     expect(screen.getByRole('tab', { name: 'Models', selected: true })).toBeTruthy();
   });

@@ -128,6 +128,15 @@ describe('discovery', () => {
     expect(without.get(join(root, 'lmstudio/lmstudio-community/Qwen2.5-0.5B-Instruct-GGUF/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf'))).toBe(lmstudio);
   });
 
+  test('a Hugging Face file answers to hf.co/OWNER/REPO:QUANT, and the repo default (Q4_K_M, or its only model) to hf.co/OWNER/REPO', () => {
+    const aliasesOf = (id: string) => discovery.files.find((f) => f.baseId === id)?.aliases;
+    expect(aliasesOf('phi-3-mini:q4_k_m')).toEqual(['hf.co/bartowski/Phi-3-mini-GGUF:Q4_K_M', 'hf.co/bartowski/Phi-3-mini-GGUF']);
+    expect(aliasesOf('phi-3-mini:q8_0')).toEqual(['hf.co/bartowski/Phi-3-mini-GGUF:Q8_0']);
+    expect(aliasesOf('single')).toEqual(['hf.co/someone/Single-gguf']);
+    // A file outside the hub cache has no hub name.
+    expect(discovery.files.find((f) => f.path === join(root, 'own/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf'))?.aliases).toEqual([]);
+  });
+
   test('the projector choice is deterministic', () => {
     expect(chooseProjector(['b-mmproj-q8_0.gguf', 'a.gguf', 'mmproj-x.gguf'])).toBe('b-mmproj-q8_0.gguf');
     expect(chooseProjector(['mmproj-q8.gguf', 'mmproj-F16.gguf'])).toBe('mmproj-F16.gguf');

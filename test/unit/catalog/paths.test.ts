@@ -34,6 +34,9 @@ describe('platform paths', () => {
     const custom = defaultModelDirs(linux({ HF_HOME: '/hf', LLAMA_CACHE: '/lc' }));
     expect(custom.slice(3)).toEqual(['/hf/hub', '/lc']);
     expect(defaultModelDirs(mac)[4]).toBe('/Users/ada/Library/Caches/llama.cpp');
+    // As huggingface_hub finds its cache: HF_HUB_CACHE, HF_HOME/hub, then XDG_CACHE_HOME's.
+    expect(defaultModelDirs(linux({ XDG_CACHE_HOME: '/xc' }))[3]).toBe('/xc/huggingface/hub');
+    expect(defaultModelDirs(linux({ XDG_CACHE_HOME: '/xc', HF_HOME: '/hf', HF_HUB_CACHE: '/hub' }))[3]).toBe('/hub');
   });
 
   test('~ is the home folder; relative paths are taken from the config file folder', () => {

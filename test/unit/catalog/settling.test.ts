@@ -8,7 +8,7 @@ import { Settling } from '../../../core/catalog/settling.js';
 
 const WALL = 1_000_000;
 const file = (sizeBytes: number, lastWriteMs: number, fileId = '1:1'): DiscoveredFile => ({
-  baseId: 'm', path: '/models/m.gguf', realPath: '/models/m.gguf', parts: ['/models/m.gguf'], sizeBytes, mtimeMs: 0, lastWriteMs, fileId, dirIndex: 0,
+  baseId: 'm', path: '/models/m.gguf', realPath: '/models/m.gguf', parts: ['/models/m.gguf'], sizeBytes, mtimeMs: 0, lastWriteMs, fileId, dirIndex: 0, aliases: [],
 });
 
 function rig() {

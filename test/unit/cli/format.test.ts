@@ -232,11 +232,12 @@ describe('statusText: the memory adds up', () => {
 describe('statusText without models', () => {
   it('says where GGUF files go and how to try the demo', () => {
     const text = statusText(snapshot({ modelDirs: ['/home/ada/models', '/home/ada/.cache/lm-studio/models'] }));
-    expect(text.split('\n').slice(-5)).toEqual([
+    expect(text.split('\n').slice(-6)).toEqual([
       'No models yet. Put GGUF files in one of these folders (picked up while llmtray runs):',
       '  /home/ada/models',
       '  /home/ada/.cache/lm-studio/models',
       'or list them in /home/ada/.config/llmtray/config.yaml',
+      'Or pull one from Hugging Face: llmtray pull hf.co/bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M',
       'To try llmtray with small generated models: llmtray serve --demo',
     ]);
     expect(statusText(snapshot({ modelDirs: [] }))).toContain('No models yet. List them under models: in /home/ada/.config/llmtray/config.yaml\n');

@@ -7,7 +7,7 @@ import { buildTrayMenu, type TrayActions, type TrayMenuItem } from '../../../ele
 import { FakeClock } from '../../support/fake-clock.js';
 import { model, NOW, snapshot } from './snapshot-fixture.js';
 
-const noActions: TrayActions = { copyText: () => {}, runCommand: () => {}, openDashboard: () => {}, setStartAtLogin: () => {}, quit: () => {} };
+const noActions: TrayActions = { copyText: () => {}, runCommand: () => {}, openDashboard: () => {}, cancelPull: () => {}, setStartAtLogin: () => {}, quit: () => {} };
 
 const loadingChat = (fraction: number | null, expectedMs: number | null = null): Snapshot =>
   snapshot([model('demo-chat', { state: 'loading', level: 'full' }, { loading: { fraction, startedAt: NOW, expectedMs } })]);

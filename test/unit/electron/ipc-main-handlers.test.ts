@@ -47,6 +47,19 @@ function fakeAdmin() {
       if (id !== 'demo-chat') throw new AdminRefusal(404, 'unknown_model', `Unknown model '${id}'; the models are: demo-chat.`);
       return { modelId: id, lines: ['load_tensors: done', 'server is listening'], next: 2 };
     },
+    // The pull calls go through the same handlers; these tests are about the handlers, not pulls.
+    startPull: async ({ name }) => {
+      throw new AdminRefusal(409, 'no_pulls', `not pulling ${name} here`);
+    },
+    listPulls: async () => [],
+    cancelPull: async ({ name }) => {
+      throw new AdminRefusal(404, 'no_such_pull', `No pull of ${name} is running`);
+    },
+    deletePull: async ({ name }) => {
+      throw new AdminRefusal(404, 'not_pulled', `llmtray pulled no model ${name}`);
+    },
+    searchHub: async () => [],
+    offerRepo: async ({ repo }) => ({ repo, quants: [] }),
   };
   return { admin, calls, current };
 }
@@ -67,7 +80,7 @@ function setup() {
 describe('registerIpcHandlers', () => {
   it('handles exactly the contract\'s channels and removes them again', () => {
     const { handlers, unregister } = setup();
-    expect([...handlers.keys()].sort()).toEqual(['llmtray:getLogs', 'llmtray:getSnapshot', 'llmtray:runCommand']);
+    expect([...handlers.keys()].sort()).toEqual(['llmtray:cancelPull', 'llmtray:deletePull', 'llmtray:getLogs', 'llmtray:getSnapshot', 'llmtray:listPulls', 'llmtray:offerRepo', 'llmtray:runCommand', 'llmtray:searchHub', 'llmtray:startPull']);
     expect([...ALL_INVOKE_CHANNELS].sort()).toEqual([...handlers.keys()].sort());
     unregister();
     expect(handlers.size).toBe(0);
@@ -103,6 +116,12 @@ describe('registerIpcHandlers', () => {
       ['llmtray:getSnapshot', [{}]],
       ['llmtray:runCommand', [{ id: 'demo-chat', command: 'unload' }]],
       ['llmtray:getLogs', [{ id: 'demo-chat' }]],
+      ['llmtray:startPull', [{ name: 'hf.co/o/r:Q4_K_M' }]],
+      ['llmtray:listPulls', [{}]],
+      ['llmtray:cancelPull', [{ name: 'hf.co/o/r:Q4_K_M' }]],
+      ['llmtray:deletePull', [{ name: 'hf.co/o/r:Q4_K_M' }]],
+      ['llmtray:searchHub', [{ query: 'qwen' }]],
+      ['llmtray:offerRepo', [{ repo: 'o/r' }]],
     ] as const) {
       await expect(invoke(channel, event, ...args)).rejects.toThrow(`${channel} refused: the request came from ${named}`);
     }

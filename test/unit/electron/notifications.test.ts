@@ -20,6 +20,19 @@ describe('notificationFor', () => {
     });
   });
 
+  it("tells of a pull's end, done or failed with what to do, and stays quiet for its progress", () => {
+    const pull = { id: 'hf.co/o/r:Q4_K_M', repo: 'o/r', files: [], receivedBytes: 5, totalBytes: 10, bytesPerSecond: 0, secondsLeft: null, startedAt: 0 };
+    expect(notificationFor({ type: 'PullProgressed', pull: { ...pull, state: 'done', message: 'pulled', servedAs: 'hf.co/o/r:Q4_K_M' } })).toEqual({
+      title: 'hf.co/o/r:Q4_K_M is pulled',
+      body: 'Apps can use it now as hf.co/o/r:Q4_K_M.',
+    });
+    expect(notificationFor({ type: 'PullProgressed', pull: { ...pull, state: 'failed', message: 'o/r is gated: set HF_TOKEN and pull again' } })).toEqual({
+      title: 'Pulling hf.co/o/r:Q4_K_M failed',
+      body: 'o/r is gated: set HF_TOKEN and pull again.',
+    });
+    expect(notificationFor({ type: 'PullProgressed', pull: { ...pull, state: 'downloading', message: '' } })).toBeNull();
+  });
+
   it('stays quiet for snapshots and log lines', () => {
     expect(notificationFor({ type: 'SnapshotUpdated', snapshot: snapshot([]) })).toBeNull();
     expect(notificationFor({ type: 'LogAppended', modelId: 'a', first: 0, lines: ['x'] })).toBeNull();

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelCommand } from '../../../core/contracts/commands.js';
 import { MODEL_STATE_NAMES, type ModelStatus } from '../../../core/contracts/model-status.js';
 import type { ModelView } from '../../../core/contracts/snapshot.js';
+import type { PullView } from '../../../core/contracts/pulls.js';
 import { buildTrayMenu, modelStateWords, primaryCommand, trayStatus, type TrayActions, type TrayMenuItem } from '../../../electron/tray-menu.js';
 import { budget, gpu, holder, MiB } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
 import { GiB, NOW, model, snapshot } from './snapshot-fixture.js';
@@ -12,6 +13,7 @@ function recordingActions() {
     copyText: (text) => calls.push(`copy ${text}`),
     runCommand: (command: ModelCommand, modelId) => calls.push(`${command} ${modelId}`),
     openDashboard: () => calls.push('open dashboard'),
+    cancelPull: (id) => calls.push(`cancel pull ${id}`),
     setStartAtLogin: (enabled) => calls.push(`start at login ${enabled}`),
     quit: () => calls.push('quit'),
   };
@@ -340,6 +342,25 @@ describe('buildTrayMenu', () => {
       click(find(items, 'Quit llmtray'));
       expect(calls).toEqual(['open dashboard', `start at login ${!startAtLogin}`, 'quit']);
     }
+  });
+});
+
+describe('pulls in the tray', () => {
+  const pull = (over: Partial<PullView>): PullView => ({
+    id: 'hf.co/o/r:Q4_K_M', repo: 'o/r', state: 'downloading', files: [], receivedBytes: 45, totalBytes: 100, bytesPerSecond: 10, secondsLeft: 6, message: '', startedAt: 0, ...over,
+  });
+
+  it('says each running pull in the tooltip with its share and time left, and not one that ended', () => {
+    const status = trayStatus(snapshot([model('a', { state: 'ready', level: 'full' })]), [pull({}), pull({ id: 'hf.co/o/s:Q8_0', state: 'resolving' }), pull({ id: 'hf.co/o/t:F16', state: 'done' })]);
+    expect(status).toEqual({ health: 'ok', tooltip: 'llmtray — 1 model resident · 17.2 GiB of 24 GiB · pulling o/r:Q4_K_M 45 %, 6 s left, o/s:Q8_0 resolving' });
+  });
+
+  it('gives each running pull a menu line whose click cancels it', () => {
+    const { calls, actions } = recordingActions();
+    const items = buildTrayMenu(snapshot([model('a')]), actions, { startAtLogin: false, now: NOW, pulls: [pull({}), pull({ id: 'hf.co/o/t:F16', state: 'failed' })] });
+    click(find(items, 'Pulling hf.co/o/r:Q4_K_M: 45 %, 6 s left (click to cancel)'));
+    expect(calls).toEqual(['cancel pull hf.co/o/r:Q4_K_M']);
+    expect(items.some((item) => item.type !== 'separator' && item.label.includes('o/t:F16'))).toBe(false);
   });
 });
 
