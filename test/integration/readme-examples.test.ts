@@ -60,6 +60,7 @@ const NOT_RUN: readonly { command: RegExp; why: string }[] = [
   { command: /^npm run (build|package)\b|^npx electron-builder\b/, why: 'rewrites dist/ under the other test files; packaging downloads Electron' },
   { command: /^npm run soak\b/, why: 'minutes of swaps with faults; test/integration/soak.test.ts runs the short profile' },
   { command: /^npx llmtray logs (-f|--follow)\b/, why: 'follows the log until Ctrl-C: it never ends by itself' },
+  { command: /^npx llmtray pull\b/, why: 'downloads from Hugging Face, and CI has no network: test/integration/daemon-pull.test.ts pulls through a real daemon from a Hub stand-in' },
 ];
 /** The `llmtray` subcommands that leave a running daemon serving, so safe to run against this file's. */
 const SAFE_CLI = /^npx llmtray (status|pin|unpin|load|logs)\b/;
@@ -186,7 +187,8 @@ describe('the docs hold examples to run', () => {
     const unbounded = JS_BLOCKS.filter(
       (block) =>
         (/\.(chat\.completions|messages)\.create\(/.test(block.text) && !/max_tokens:\s*\d+/.test(block.text)) ||
-        (block.text.includes('responses.create(') && !/max_output_tokens:\s*\d+/.test(block.text)),
+        (block.text.includes('responses.create(') && !/max_output_tokens:\s*\d+/.test(block.text)) ||
+        (/ollama\.(chat|generate)\(/.test(block.text) && !/num_predict:\s*\d+/.test(block.text)),
     );
     expect(unbounded.map((block) => block.where)).toEqual([]);
   });
