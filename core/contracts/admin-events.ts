@@ -3,6 +3,7 @@
 // every change (throttled by the service) plus the few discrete events a person should be
 // told about even when no window is open (desktop notifications).
 import type { Snapshot } from './snapshot.js';
+import type { RequestRecord } from './request-record.js';
 
 export type AdminEvent =
   | { type: 'SnapshotUpdated'; snapshot: Snapshot }
@@ -13,4 +14,6 @@ export type AdminEvent =
    * model. `first` is the position of lines[0] in the model's log (see log-lines.ts): a batch
    * that does not start where the previous one ended says how many lines it left out.
    */
-  | { type: 'LogAppended'; modelId: string; first: number; lines: string[] };
+  | { type: 'LogAppended'; modelId: string; first: number; lines: string[] }
+  /** A request to a model ended: its record, as `GET /api/activity` lists it (the dashboard's live Activity table, `llmtray activity -f`). */
+  | { type: 'RequestRecorded'; record: RequestRecord };

@@ -7,12 +7,14 @@
 // the preload (electron/ipc-contract.ts). So a new call is one entry here plus its answer in
 // AdminService; every transport then carries it, and forgetting the answer is a compile error.
 //
-// Every input is a path parameter, parsed by the same ParamSpec whichever transport carried
-// it (a path segment over HTTP, an IPC argument in Electron), so both refuse the same values
-// with the same sentence. No call takes a request body. The event stream (`GET /api/events`,
+// Every input is a parameter, parsed by the same ParamSpec whichever transport carried it (a
+// path segment, or for a parameter the path does not name a query parameter, over HTTP; an IPC
+// argument in Electron), so both refuse the same values with the same sentence. A query
+// parameter may be absent (its spec takes undefined); a path's may not. No call takes a body. The event stream (`GET /api/events`,
 // Server-Sent Events) is not a call: it is ADMIN_EVENTS_PATH, carried as an IPC push channel.
 import { MODEL_COMMANDS, isModelCommand, type CommandResult, type ModelCommand, type ModelLogsResponse } from './commands.js';
 import type { Snapshot } from './snapshot.js';
+import { STATUS_FILTER, type ActivityAnswer } from './request-record.js';
 
 /** How one parameter is read from the wire; `expected` completes "expected …, got …". */
 export interface ParamSpec<T> {
@@ -53,6 +55,24 @@ export const MODEL_COMMAND: ParamSpec<ModelCommand> = {
   },
 };
 
+/** A filter of text that may be absent (a query parameter): absent or a non-empty text. */
+function optionalText(expected: string, pattern: RegExp = /^.+$/): ParamSpec<string | undefined> {
+  return {
+    parse(value) {
+      if (value === undefined) return { ok: true, value: undefined };
+      if (typeof value !== 'string' || value.length > MAX_MODEL_NAME_LENGTH || !pattern.test(value)) return { ok: false, expected };
+      return { ok: true, value };
+    },
+  };
+}
+
+/** The filters of getActivity: each absent means any. */
+export const ACTIVITY_FILTERS = {
+  model: optionalText('a model id (the one asked for or the one that answered)'),
+  status: optionalText('an HTTP status (429) or a class of them (4xx)', STATUS_FILTER),
+  client: optionalText("a client key's name, or local"),
+};
+
 /** 200 done, 409 declined by the action, 404 unknown model, 500 the action threw. */
 export function commandStatus(result: CommandResult): number {
   if (result.ok) return 200;
@@ -82,6 +102,8 @@ export const ADMIN_ROUTES = {
   }),
   /** A model server's recent log lines, oldest first; an unknown model is refused (404). */
   getLogs: route<ModelLogsResponse>()({ method: 'GET', path: '/api/models/:id/logs', params: { id: MODEL_NAME } }),
+  /** The requests the daemon holds (activity.keep), newest first, filtered by model, status and client (query parameters). */
+  getActivity: route<ActivityAnswer>()({ method: 'GET', path: '/api/activity', params: ACTIVITY_FILTERS }),
 };
 
 /** `GET`: SnapshotUpdated first, then every AdminEvent, as Server-Sent Events. */
@@ -94,8 +116,15 @@ export const ADMIN_CALL_NAMES = Object.keys(ADMIN_ROUTES) as AdminCallName[];
 export type AdminParams<K extends AdminCallName> = AdminRoutes[K] extends AdminRoute<infer P, infer _A> ? P : never;
 export type AdminAnswer<K extends AdminCallName> = AdminRoutes[K] extends AdminRoute<infer _P, infer A> ? A : never;
 
-/** A call's arguments: its parameters, or nothing for a call that has none. */
-export type AdminArgs<K extends AdminCallName> = keyof AdminParams<K> extends never ? [params?: AdminParams<K>] : [params: AdminParams<K>];
+/** The parameters whose values may be absent (query parameters) are optional keys. */
+type OptionalWhereUndefined<P> = { [K in keyof P as undefined extends P[K] ? never : K]: P[K] } & { [K in keyof P as undefined extends P[K] ? K : never]?: P[K] };
+
+/** A call's arguments: its parameters, or nothing for a call that has none or only optional ones. */
+export type AdminArgs<K extends AdminCallName> = keyof AdminParams<K> extends never
+  ? [params?: AdminParams<K>]
+  : {} extends OptionalWhereUndefined<AdminParams<K>>
+    ? [params?: OptionalWhereUndefined<AdminParams<K>>]
+    : [params: AdminParams<K>];
 
 /**
  * The admin API as every transport offers it: one method per call. Each resolves with the
@@ -139,7 +168,7 @@ export function parseParams<K extends AdminCallName>(name: K, raw: unknown): Adm
   for (const [key, spec] of Object.entries(specs)) {
     const result = spec.parse(values[key]);
     if (!result.ok) throw new AdminRefusal(400, 'invalid_param', `${name}: ${key}: expected ${result.expected}, got ${describe(values[key])}`);
-    parsed[key] = result.value;
+    if (result.value !== undefined) parsed[key] = result.value;
   }
   return parsed as AdminParams<K>;
 }
@@ -155,10 +184,18 @@ export function answerStatus<K extends AdminCallName>(name: K, answer: AdminAnsw
   return status === undefined ? 200 : status(answer);
 }
 
-/** The path of a call with its parameters filled in, each percent-encoded as one segment. */
+/**
+ * The path of a call with its parameters filled in: those the path names each percent-encoded
+ * as one segment, the others (given ones only) as its query.
+ */
 export function pathFor<K extends AdminCallName>(name: K, ...[params]: AdminArgs<K>): string {
   const values = (params ?? {}) as Record<string, unknown>;
-  return ADMIN_ROUTES[name].path.replace(/:([a-z]+)/gi, (_whole, key: string) => encodeURIComponent(String(values[key])));
+  const pattern = ADMIN_ROUTES[name].path;
+  const path = pattern.replace(/:([a-z]+)/gi, (_whole, key: string) => encodeURIComponent(String(values[key])));
+  const query = Object.entries(values)
+    .filter(([key, value]) => value !== undefined && !pattern.includes(`:${key}`))
+    .map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`);
+  return query.length === 0 ? path : `${path}?${query.join('&')}`;
 }
 
 /** A short, safe rendering of an unexpected value for an error message. */

@@ -11,6 +11,7 @@ import type { Log } from '../controller/effects.js';
 import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { LiveBudget } from '../gpu/live-budget.js';
 import type { ModelActivity } from '../demand/activity.js';
+import type { RequestLog } from '../demand/request-log.js';
 import { feedLoadProgress } from './load-progress-feed.js';
 import { createModelActions, type PinPolicy } from '../demand/model-actions.js';
 import { buildSnapshot, type SnapshotParts } from './snapshot-builder.js';
@@ -28,6 +29,8 @@ export function openAdmin(deps: {
   supervisor: Supervisor;
   budget: LiveBudget;
   activity: ModelActivity;
+  /** The requests served (the Activity view's records); each new one goes onto the event stream. */
+  requests: RequestLog;
   pins: PinStore;
   pinPolicy: PinPolicy;
   wanted: (modelId: string) => boolean;
@@ -51,6 +54,7 @@ export function openAdmin(deps: {
       deps.pinPolicy,
     ),
     logs: (id) => supervisor.logTail(id),
+    activity: (filter) => ({ requests: deps.requests.list(filter), keep: deps.requests.keep, keepBodiesBytes: catalog.config().activity.keepBodiesBytes }),
     clock: realClock,
     warn: (message) => log.warn(message),
   });
@@ -73,6 +77,7 @@ export function openAdmin(deps: {
       if (event.type === 'ModelFellBack') admin.publish({ type: 'ModelFellBack', modelId: event.modelId, fallbackId: event.fallbackId, reason: event.reason, at: event.at });
     }),
     deps.activity.onDidChange(changed),
+    deps.requests.onRecorded((record) => admin.publish({ type: 'RequestRecorded', record })),
     deps.budget.onDidChange(changed),
     catalog.onDidChange(changed),
   ];

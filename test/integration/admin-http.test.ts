@@ -21,6 +21,7 @@ import { createRouter, type ListeningRouter } from '../../core/router/router.js'
 import type { ModelGateway } from '../../core/router/model-gateway.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { fixtureSnapshot } from '../support/fixture-snapshot.js';
+import { RequestLog } from '../../core/demand/request-log.js';
 
 /** The router needs a gateway; the admin routes never reach it (no model resolves, so nothing is claimed or awaited). */
 const noModels: ModelGateway = {
@@ -55,6 +56,7 @@ let clock: FakeClock;
 let service: AdminService;
 const commandCalls: string[] = [];
 const listeners: ListeningRouter[] = [];
+const requests = new RequestLog(10);
 let port: number;
 
 async function listen(handlerOptions: Partial<AdminHandlerOptions> = {}): Promise<number> {
@@ -150,6 +152,7 @@ beforeAll(async () => {
     buildSnapshot: () => ({ ...view, models: view.models.map((m) => ({ ...m, pinned: pins.isPinned(m.id) })) }),
     commands: { pin: action('pin'), unpin: action('unpin'), load: action('load'), unload: action('unload'), retry: action('retry') },
     logs: (id) => (id === 'llama-3.1-8b' ? { lines: ['llama_model_loader: loaded meta data', 'server is listening'], next: 12 } : undefined),
+    activity: (filter) => ({ requests: requests.list(filter), keep: requests.keep, keepBodiesBytes: 0 }),
     clock,
   });
   port = await listen({ staticDir });
@@ -222,6 +225,7 @@ describe('admin API authentication', () => {
       getSnapshot: {},
       runCommand: { id: 'kev-0.5b', command: 'load' },
       getLogs: { id: 'kev-0.5b' },
+      getActivity: { model: undefined, status: '429', client: undefined },
     };
     for (const name of ADMIN_CALL_NAMES) {
       const route = ADMIN_ROUTES[name];

@@ -82,6 +82,8 @@ export interface LlmtrayConfig {
   savedConversationsBudgetBytes?: number;
   /** `engines.healthyAfter`: a failing model's relaunched server is healthy after this long ready; absent: the controller's default. */
   healthyAfterMs?: number;
+  /** `activity`: how many served requests are kept, and how many bytes of each one's bodies (0: none). */
+  activity: { keep: number; keepBodiesBytes: number };
   activationWaitMs: number;
   swapTurnMs: number;
   /** `deletedConfigGrace`: how long this config stays in force once its file is deleted (ConfigStore). */
@@ -245,6 +247,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
     ...(raw.engines.savedConversationsMinTokens !== undefined ? { savedConversationsMinTokens: raw.engines.savedConversationsMinTokens } : {}),
     ...(raw.engines.savedConversationsDisk !== undefined ? { savedConversationsBudgetBytes: raw.engines.savedConversationsDisk } : {}),
     ...(raw.engines.healthyAfter !== undefined ? { healthyAfterMs: raw.engines.healthyAfter } : {}),
+    activity: { keep: raw.activity.keep, keepBodiesBytes: raw.activity.keepBodies ?? 0 },
     activationWaitMs: raw.activationWait ?? DEFAULT_ACTIVATION_WAIT_MS,
     swapTurnMs: raw.swapTurn ?? DEFAULT_SWAP_TURN_MS,
     deletedConfigGraceMs: raw.deletedConfigGrace ?? DEFAULT_DELETED_CONFIG_GRACE_MS,

@@ -22,6 +22,8 @@ import { sendError } from '../http/send-error.js';
 import type { EngineClaim, EngineLost } from '../model-gateway.js';
 import { isOpenedEarly, type ErrorEvent } from '../http/opened-stream.js';
 import type { AbortNotice } from '../../common/notice.js';
+import { traceOf } from '../http/request-trace.js';
+import { UsageTap } from './usage-tap.js';
 
 export interface UpstreamExchange {
   /** The engine's path (`/v1/chat/completions`): the client's, or the one its request was translated for. */
@@ -176,11 +178,18 @@ export function forwardToEngine(
       if (answered) return void answer.resume();
       answered = true;
       claim.progressed();
+      // The request's record reads its cost from the answer as it passes (usage-tap.ts).
+      traceOf(res)?.engineAnswered(answer, (keepBytes, onFirstToken) => new UsageTap(isEventStreamAnswer(answer), keepBytes, onFirstToken));
       relayAnswer(answer, res, claim, exchange, relayed);
       resolve({ kind: 'answered' });
     });
+    traceOf(res)?.sent();
     upstream.end(exchange.body);
   });
+}
+
+function isEventStreamAnswer(answer: IncomingMessage): boolean {
+  return (answer.headers['content-type'] ?? '').startsWith('text/event-stream');
 }
 
 /**
@@ -249,6 +258,7 @@ interface Relayed {
  * signal left once a 200 and part of a body went out (the client sees a short body, not success).
  */
 function endBrokenAnswer(res: ServerResponse, relayed: Relayed, shape: AnswerShape, servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung'): void {
+  traceOf(res)?.failed(brokenError(servedBy, what, code));
   if (relayed.eventStream) endInterrupted(res, shape, servedBy, what, code, tailOf(relayed));
   else if (res.headersSent) res.destroy();
   else sendError(res, code === 'engine_hung' ? hungError(servedBy, what) : unreachableError(servedBy, what), shape.errors);
@@ -389,16 +399,21 @@ function endInterrupted(
   tail = '\n\n',
 ): void {
   if (res.writableEnded || res.destroyed) return;
-  const event = shape.streamError({
+  const event = shape.streamError(brokenError(servedBy, what, code));
+  const separator = tail.endsWith('\n\n') ? '' : tail.endsWith('\n') ? '\n' : '\n\n';
+  res.end(`${separator}${event}`);
+}
+
+/** The error event of an answer the engine broke off (endInterrupted), and what its record says. */
+function brokenError(servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung'): RouterError {
+  return {
     status: code === 'engine_hung' ? 504 : 502,
     source: 'engine',
     type: 'engine_error',
     code,
     param: null,
     message: `The model server for '${servedBy}' stopped before the answer was complete: ${what}. The answer above is partial.`,
-  });
-  const separator = tail.endsWith('\n\n') ? '' : tail.endsWith('\n') ? '\n' : '\n\n';
-  res.end(`${separator}${event}`);
+  };
 }
 
 /** The last two characters written so far (see Relayed). */

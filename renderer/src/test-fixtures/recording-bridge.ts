@@ -3,7 +3,8 @@
 // handed this object exactly as main.tsx hands it a real transport.
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
-import type { AdminParams } from '../../../core/contracts/admin-routes.js';
+import type { AdminArgs, AdminParams } from '../../../core/contracts/admin-routes.js';
+import { matchesFilter, type ActivityAnswer, type RequestFilter, type RequestRecord } from '../../../core/contracts/request-record.js';
 import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 
@@ -12,6 +13,9 @@ export class RecordingBridge implements DashboardBridge {
   readonly logRequests: string[] = [];
   /** Each model's whole log from position 0: getLogs answers all of it, with `next` its length. */
   logs: Record<string, string[]> = {};
+  /** What getActivity answers (filtered as the daemon filters); a test sets the records. */
+  requests: RequestRecord[] = [];
+  readonly activityRequests: AdminArgs<'getActivity'>[0][] = [];
   /** What runCommand answers; a function to vary by call. */
   answer: (command: ModelCommand, modelId: string) => Promise<CommandResult> = async (command, modelId) => ({
     ok: true,
@@ -36,6 +40,15 @@ export class RecordingBridge implements DashboardBridge {
     this.logRequests.push(id);
     const lines = [...(this.logs[id] ?? [])];
     return { modelId: id, lines, next: lines.length };
+  }
+
+  async getActivity(...[filters = {}]: AdminArgs<'getActivity'>): Promise<ActivityAnswer> {
+    this.activityRequests.push(filters);
+    const filter: RequestFilter = {};
+    if (filters.model !== undefined) filter.model = filters.model;
+    if (filters.status !== undefined) filter.status = filters.status;
+    if (filters.client !== undefined) filter.client = filters.client;
+    return { requests: this.requests.filter((record) => matchesFilter(record, filter)), keep: 1000, keepBodiesBytes: 0 };
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {

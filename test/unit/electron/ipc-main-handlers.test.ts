@@ -47,6 +47,7 @@ function fakeAdmin() {
       if (id !== 'demo-chat') throw new AdminRefusal(404, 'unknown_model', `Unknown model '${id}'; the models are: demo-chat.`);
       return { modelId: id, lines: ['load_tensors: done', 'server is listening'], next: 2 };
     },
+    getActivity: async () => ({ requests: [], keep: 1000, keepBodiesBytes: 0 }),
   };
   return { admin, calls, current };
 }
@@ -67,7 +68,7 @@ function setup() {
 describe('registerIpcHandlers', () => {
   it('handles exactly the contract\'s channels and removes them again', () => {
     const { handlers, unregister } = setup();
-    expect([...handlers.keys()].sort()).toEqual(['llmtray:getLogs', 'llmtray:getSnapshot', 'llmtray:runCommand']);
+    expect([...handlers.keys()].sort()).toEqual(['llmtray:getActivity', 'llmtray:getLogs', 'llmtray:getSnapshot', 'llmtray:runCommand']);
     expect([...ALL_INVOKE_CHANNELS].sort()).toEqual([...handlers.keys()].sort());
     unregister();
     expect(handlers.size).toBe(0);
