@@ -12,12 +12,17 @@ import { findModelByName } from './contracts/model-names.js';
 import { isServing } from './contracts/model-status.js';
 import { createCliAdmin, type CliAdmin } from './cli/admin-client.js';
 import { followLogs } from './cli/follow-logs.js';
+import { activityText, followActivity } from './cli/activity.js';
+import type { RequestFilter } from './contracts/request-record.js';
 import { modelsText, noModelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { takeParentPid, watchParent } from './common/parent-watch.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
 import type { RunningDaemon } from './daemon.js';
 import { errorMessage } from './contracts/error-message.js';
+
+/** What `llmtray activity` lists without -n: a screenful; the summary is over every request the daemon holds. */
+const DEFAULT_ACTIVITY_ROWS = 20;
 
 /** What `llmtray logs ID` prints without -n: a screenful, not llama.cpp's hundreds of metadata lines (issue 35). */
 const DEFAULT_LOG_LINES = 50;
@@ -33,6 +38,10 @@ Usage:
   llmtray unload ID                  stop it (unpins it too)
   llmtray retry ID                   forget a failing model's failures (a quarantine too) and try again
   llmtray logs ID [-n N] [-f]        the model server's last N log lines (default ${DEFAULT_LOG_LINES}); -f follows it until Ctrl-C
+  llmtray activity [-n N] [-f] [--model ID] [--status S] [--client NAME]
+                                     the last N requests served (default ${DEFAULT_ACTIVITY_ROWS}): model, wait, first token,
+                                     tokens, speed; a summary per model; -f adds each request as it ends;
+                                     --status takes a code (429) or a class (5xx)
   llmtray dashboard                  print the dashboard URL
 
 Options:
@@ -53,12 +62,15 @@ interface Flags {
   timeout?: string;
   follow: boolean;
   lines?: string;
+  model?: string;
+  status?: string;
+  client?: string;
 }
 
 class UsageError extends Error {}
 
 /** The commands besides `serve` and the model commands; each reads from a running daemon. */
-const DAEMON_QUERIES: ReadonlySet<string> = new Set(['status', 'models', 'dashboard', 'logs']);
+const DAEMON_QUERIES: ReadonlySet<string> = new Set(['status', 'models', 'dashboard', 'logs', 'activity']);
 
 function parse(argv: string[]): { command: string | undefined; rest: string[]; flags: Flags } {
   try {
@@ -76,6 +88,9 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
         timeout: { type: 'string' },
         follow: { type: 'boolean', short: 'f', default: false },
         lines: { type: 'string', short: 'n' },
+        model: { type: 'string' },
+        status: { type: 'string' },
+        client: { type: 'string' },
       },
     });
     return { command: positionals[0], rest: positionals.slice(1), flags: values as Flags };
@@ -84,9 +99,9 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
   }
 }
 
-/** `-n N`: how many of the log's last lines to print; a count, or the usage. */
-function tailLinesOf(flags: Flags): number {
-  if (flags.lines === undefined) return DEFAULT_LOG_LINES;
+/** `-n N`: how many of the log's last lines (or the last requests) to print; a count, or the usage. */
+function tailLinesOf(flags: Flags, byDefault: number): number {
+  if (flags.lines === undefined) return byDefault;
   const count = Number(flags.lines);
   if (flags.lines.trim() === '' || !Number.isInteger(count) || count < 0) throw new UsageError(`-n: expected a number of lines (0 or more), got '${flags.lines}'`);
   return count;
@@ -265,6 +280,33 @@ async function followUntilStopped(admin: CliAdmin, name: string, tailLines: numb
   }
 }
 
+/** `llmtray activity`: the table and summary; with -f, each request as it ends until Ctrl-C or SIGTERM (exit 0) or the daemon goes (exit 1). */
+async function showActivity(admin: CliAdmin, flags: Flags, count: number): Promise<number> {
+  const filter: RequestFilter = {};
+  // The daemon takes an alias for a model filter; the followed events name ids, so the CLI resolves it the same way.
+  if (flags.model !== undefined) filter.model = findModelByName((await admin.getSnapshot()).models, flags.model)?.id ?? flags.model;
+  if (flags.status !== undefined) filter.status = flags.status;
+  if (flags.client !== undefined) filter.client = flags.client;
+  if (!flags.follow) {
+    const answer = await admin.getActivity(filter);
+    process.stdout.write(`${flags.json ? JSON.stringify(answer.requests.slice(0, count), null, 2) : activityText(answer, count)}\n`);
+    return 0;
+  }
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const end = await followActivity(admin, filter, count, (text) => process.stdout.write(`${text}\n`), stop.signal);
+    if (end === 'stopped') return 0;
+    process.stderr.write("llmtray: the daemon's event stream ended (the daemon stopped); no more requests.\n");
+    return 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { command, rest, flags } = parse(argv);
   if (flags.help || command === undefined || command === 'help') {
@@ -280,10 +322,12 @@ async function main(argv: string[]): Promise<number> {
   if (!DAEMON_QUERIES.has(command) && !isModelCommand(command)) throw new UsageError(`unknown command '${command}'`);
   const id = rest[0] ?? '';
   if ((command === 'logs' || isModelCommand(command)) && id === '') throw new UsageError(`${command}: which model? (llmtray ${command} ID)`);
-  if (flags.follow && command !== 'logs') throw new UsageError(`-f follows a log: llmtray logs -f ID`);
-  if (flags.lines !== undefined && command !== 'logs') throw new UsageError(`-n counts a log's lines: llmtray logs -n N ID`);
-  const tailLines = tailLinesOf(flags);
-  if (flags.follow && flags.json) throw new UsageError('logs -f prints lines as they come; drop --json');
+  if (flags.follow && command !== 'logs' && command !== 'activity') throw new UsageError(`-f follows a log or the requests: llmtray logs -f ID, llmtray activity -f`);
+  if (flags.lines !== undefined && command !== 'logs' && command !== 'activity') throw new UsageError(`-n counts a log's lines or requests: llmtray logs -n N ID, llmtray activity -n N`);
+  const filterFlags = (['model', 'status', 'client'] as const).filter((name) => flags[name] !== undefined);
+  if (command !== 'activity' && filterFlags.length > 0) throw new UsageError(`--${filterFlags[0]} filters the requests: llmtray activity --${filterFlags[0]} …`);
+  const tailLines = tailLinesOf(flags, command === 'activity' ? DEFAULT_ACTIVITY_ROWS : DEFAULT_LOG_LINES);
+  if (flags.follow && flags.json) throw new UsageError(`${command} -f prints lines as they come; drop --json`);
   if (flags.timeout !== undefined && !(Number(flags.timeout) > 0)) throw new UsageError(`--timeout: expected a number of seconds above 0, got '${flags.timeout}'`);
   const dataDir = dataDirOf(flags);
   const info = await readDaemonInfo(dataDir);
@@ -306,6 +350,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'logs':
       return flags.follow ? followUntilStopped(admin, id, tailLines) : printLogTail(admin, id, tailLines, flags.json);
+    case 'activity':
+      return showActivity(admin, flags, tailLines);
     default: {
       const modelCommand = command as ModelCommand;
       if (modelCommand === 'load') return loadAndWait(admin, id, flags);
