@@ -65,6 +65,11 @@ export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context:
     // A GPU that is gone has no budget to show, only why: by name, as its warning would be.
     ...(snapshot.budget.goneGpus ?? []).map((gpu): TrayMenuItem => ({ type: 'normal', label: shorten(gpu.reason, DETAIL_CHARS), enabled: false, toolTip: gpu.reason })),
   ];
+  // What each busy model is doing with requests, at a glance, above the per-model submenus.
+  for (const model of snapshot.models) {
+    const line = requestsLine(model);
+    if (line !== null) items.push({ type: 'normal', label: line, enabled: false });
+  }
   for (const error of snapshot.configErrors.slice(0, 3)) {
     items.push({ type: 'normal', label: `Config problem: ${shorten(error, DETAIL_CHARS)}`, enabled: false, toolTip: error });
   }
@@ -88,6 +93,16 @@ export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context:
     { type: 'normal', label: 'Quit llmtray', enabled: true, click: () => actions.quit() },
   );
   return items;
+}
+
+/**
+ * "demo-chat: 2 in flight, 1 waiting" for a model with requests in flight or waiting (for its
+ * load, for room, for its turn); null for one with none. Both counts are said even at 0 once the
+ * model is busy, so "0 waiting" tells a person nothing queues behind it.
+ */
+export function requestsLine(model: Pick<ModelView, 'id' | 'inFlight' | 'waiting'>): string | null {
+  if (model.inFlight === 0 && model.waiting === 0) return null;
+  return `${model.id}: ${model.inFlight} in flight, ${model.waiting} waiting`;
 }
 
 /**

@@ -74,6 +74,11 @@ export class ModelActivity {
     return undefined;
   }
 
+  /** How many requests wait for the model now (the tray's "waiting"). */
+  waitingCount(modelId: string): number {
+    return this.waitingById.get(modelId)?.size ?? 0;
+  }
+
   /** Whether any request waits for any model. */
   anyWaiting(): boolean {
     return this.waitingById.size > 0;

@@ -378,3 +378,19 @@ describe('trayStatus', () => {
     expect(trayStatus(snapshot(many, { configErrors: ['x'] })).tooltip.length).toBeLessThanOrEqual(127);
   });
 });
+
+describe('the tray: requests per busy model', () => {
+  it('has a line per model with requests in flight or waiting, and none for an idle model', () => {
+    const models = [
+      model('answering', { state: 'active', level: 'full' }, { inFlight: 2, waiting: 1 }),
+      model('coming', { state: 'loading' }, { inFlight: 0, waiting: 3 }),
+      model('idle', { state: 'ready', level: 'full' }),
+    ];
+    const labels = buildTrayMenu(snapshot(models), recordingActions().actions, { startAtLogin: false, now: NOW }).map(labelOf);
+    expect(labels).toContain('answering: 2 in flight, 1 waiting');
+    expect(labels).toContain('coming: 0 in flight, 3 waiting');
+    expect(labels.some((label) => label.startsWith('idle: '))).toBe(false);
+    // Above the models' own submenus, where a glance at the menu finds them.
+    expect(labels.indexOf('coming: 0 in flight, 3 waiting')).toBeLessThan(labels.findIndex((label) => label.startsWith('answering — ')));
+  });
+});
