@@ -7,6 +7,7 @@ import { residentCount } from '../../../core/contracts/snapshot-words.js';
 import { needsAttention } from '../../../core/contracts/model-status.js';
 import { DEFAULT_HISTORY_WINDOW_MS, type Tab } from '../store/dashboard-store.js';
 import { useActions, useDashboard } from '../store/store-context.js';
+import { ActivityView } from './activity-view.js';
 import { ConnectView } from './connect-view.js';
 import { CopyButton } from './copy-button.js';
 import { LogsView } from './logs-view.js';
@@ -150,6 +151,7 @@ function MainTabs() {
     { id: 'recovery', label: 'Recovery', count: failing, countLabel: 'failing' },
     { id: 'why', label: 'Why', count: unfit, countLabel: 'did not fit' },
     { id: 'logs', label: 'Logs' },
+    { id: 'activity', label: 'Activity' },
     { id: 'connect', label: 'Connect' },
   ];
   return (
@@ -158,6 +160,7 @@ function MainTabs() {
       {tab === 'recovery' && <RecoveryView />}
       {tab === 'why' && <WhyView />}
       {tab === 'logs' && <LogsView />}
+      {tab === 'activity' && <ActivityView />}
       {tab === 'connect' && <ConnectView />}
     </Tabs>
   );

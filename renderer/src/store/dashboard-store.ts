@@ -14,6 +14,7 @@ import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import type { ModelCommand } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import { linesAfter } from '../../../core/contracts/log-lines.js';
+import type { RequestRecord } from '../../../core/contracts/request-record.js';
 
 /**
  * - connecting: no snapshot has arrived yet.
@@ -23,7 +24,7 @@ import { linesAfter } from '../../../core/contracts/log-lines.js';
  */
 export type ConnectionState = 'connecting' | 'open' | 'lost' | 'unauthorized';
 
-export type Tab = 'models' | 'recovery' | 'why' | 'logs' | 'connect';
+export type Tab = 'models' | 'recovery' | 'why' | 'logs' | 'activity' | 'connect';
 
 /** One point of the budget history: what our models held against the budget at a sample. */
 export interface BudgetHistoryPoint {
@@ -65,6 +66,19 @@ export interface LogsSlice {
   logErrors: Record<string, string>;
 }
 
+export interface ActivitySlice {
+  /**
+   * The requests the daemon holds, newest first: fetched when the Activity tab opens, then each
+   * RequestRecorded put in front (at most `activity.keep`, as the daemon holds). Null until fetched.
+   */
+  requests: RequestRecord[] | null;
+  /** `activity.keep` and `activity.keepBodies` (bytes, 0: none), as the daemon said them. */
+  activityKeep: number;
+  keepBodiesBytes: number;
+  /** Why the last fetch failed, or null. */
+  activityError: string | null;
+}
+
 export interface UiSlice {
   tab: Tab;
   /** The model whose log the Logs view shows, or null for the first one. */
@@ -95,11 +109,16 @@ export interface DashboardActions {
    * Never rejects.
    */
   loadLogs(modelId: string): Promise<void>;
+  /**
+   * Fetches the requests the daemon holds; the RequestRecorded events that arrive meanwhile are
+   * kept too, each once. Never rejects.
+   */
+  loadActivity(): Promise<void>;
   /** Subscribes to the bridge; returns the unsubscribe function. Call once per store. */
   connect(): () => void;
 }
 
-export type DashboardState = SnapshotSlice & HistorySlice & LogsSlice & UiSlice & DashboardActions;
+export type DashboardState = SnapshotSlice & HistorySlice & LogsSlice & ActivitySlice & UiSlice & DashboardActions;
 export type DashboardStore = StoreApi<DashboardState>;
 
 export interface DashboardStoreOptions {
@@ -126,6 +145,8 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
   // Batches that arrive while a model's log tail is being fetched: the tail may or may not hold
   // them (the daemon read it before or after), so they are placed by position once it lands.
   const arrivedDuringFetch = new Map<string, Batch[]>();
+  // Records that arrive while the request list is fetched: placed in front of it unless it holds them.
+  let recordedDuringFetch: RequestRecord[] | null = null;
 
   return createStore<DashboardState>()((set, get) => {
     const notify = (tone: DashboardNotice['tone'], message: string): void => {
@@ -152,6 +173,10 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
       logs: {},
       logNext: {},
       logErrors: {},
+      requests: null,
+      activityKeep: 0,
+      keepBodiesBytes: 0,
+      activityError: null,
       tab: 'models',
       logModelId: null,
       pending: {},
@@ -170,12 +195,17 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
               connection: 'open',
               connectionDetail: null,
               history: withSample(state.history, sampleOf(snapshot), historyWindowMs),
-              ...(restarted ? { logs: {}, logNext: {}, logErrors: {} } : {}),
+              // Its request ids start again at r1 too: the list held is another daemon's.
+              ...(restarted ? { logs: {}, logNext: {}, logErrors: {}, requests: null } : {}),
             }));
             return;
           }
           case 'LogAppended':
             appendLog(event.modelId, { first: event.first, lines: event.lines });
+            return;
+          case 'RequestRecorded':
+            recordedDuringFetch?.push(event.record);
+            set((state) => (state.requests === null ? {} : { requests: [event.record, ...state.requests].slice(0, Math.max(1, state.activityKeep)) }));
             return;
           case 'ModelQuarantined':
             notify('error', `${event.modelId} was quarantined: ${event.reason}`);
@@ -250,6 +280,21 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
           set((state) => ({ logErrors: { ...state.logErrors, [modelId]: `Could not read the log: ${messageOf(error)}` } }));
         } finally {
           if (arrivedDuringFetch.get(modelId) === arrived) arrivedDuringFetch.delete(modelId);
+        }
+      },
+
+      async loadActivity() {
+        const arrived: RequestRecord[] = [];
+        recordedDuringFetch = arrived;
+        try {
+          const answer = await bridge.getActivity();
+          const held = new Set(answer.requests.map((record) => record.id));
+          const newer = arrived.filter((record) => !held.has(record.id)).reverse();
+          set({ requests: [...newer, ...answer.requests].slice(0, Math.max(1, answer.keep)), activityKeep: answer.keep, keepBodiesBytes: answer.keepBodiesBytes, activityError: null });
+        } catch (error) {
+          set({ activityError: `Could not read the requests: ${messageOf(error)}` });
+        } finally {
+          if (recordedDuringFetch === arrived) recordedDuringFetch = null;
         }
       },
 

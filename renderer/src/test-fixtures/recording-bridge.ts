@@ -15,6 +15,8 @@ export class RecordingBridge implements DashboardBridge {
   logs: Record<string, string[]> = {};
   /** What getActivity answers (filtered as the daemon filters); a test sets the records. */
   requests: RequestRecord[] = [];
+  activityKeep = 1000;
+  keepBodiesBytes = 0;
   readonly activityRequests: AdminArgs<'getActivity'>[0][] = [];
   /** What runCommand answers; a function to vary by call. */
   answer: (command: ModelCommand, modelId: string) => Promise<CommandResult> = async (command, modelId) => ({
@@ -48,7 +50,7 @@ export class RecordingBridge implements DashboardBridge {
     if (filters.model !== undefined) filter.model = filters.model;
     if (filters.status !== undefined) filter.status = filters.status;
     if (filters.client !== undefined) filter.client = filters.client;
-    return { requests: this.requests.filter((record) => matchesFilter(record, filter)), keep: 1000, keepBodiesBytes: 0 };
+    return { requests: this.requests.filter((record) => matchesFilter(record, filter)), keep: this.activityKeep, keepBodiesBytes: this.keepBodiesBytes };
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {
