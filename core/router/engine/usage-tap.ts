@@ -8,6 +8,7 @@
 //   `predicted_per_second`; `usage` where it writes one.
 // - the embedded engine: OpenAI's `usage` with `prompt_tokens_details.cached_tokens`, on a whole
 //   answer and on a stream's last chunk (always, asked or not: completion-handlers.ts).
+// - an error the engine answered, or ended its stream with: its `error.message`.
 // - a llama-server serving Anthropic's Messages API itself: `usage.input_tokens` (without the
 //   cache's), `cache_read_input_tokens`, `output_tokens`, in `message_start` and `message_delta`.
 //
@@ -24,7 +25,7 @@ const MAX_LINE_BYTES = 64 * 1024;
 
 /** A token's text in an event of any of the served shapes: OpenAI's content/text/arguments, reasoning, Anthropic's text and input_json deltas. */
 const TOKEN_TEXT = /"(?:content|text|arguments|reasoning_content|partial_json|thinking)":"[^"]/;
-const MARKERS = ['"usage"', '"timings"'];
+const MARKERS = ['"usage"', '"timings"', '"error"'];
 
 export class UsageTap implements AnswerTap {
   private readonly decoder = new StringDecoder('utf8');
@@ -37,6 +38,8 @@ export class UsageTap implements AnswerTap {
   private keptBytes = 0;
   /** Some of the answer was left out of `body()`. */
   truncated = false;
+  /** The engine's own words where it answered an error (`error.message`, OpenAI's and Anthropic's shape alike). */
+  errorMessage: string | null = null;
 
   /**
    * `eventStream`: the answer is Server-Sent Events (read event by event) rather than one JSON
@@ -118,6 +121,8 @@ export class UsageTap implements AnswerTap {
     const usage = isRecord(value['usage']) ? value['usage'] : message !== null && isRecord(message['usage']) ? message['usage'] : null;
     if (usage !== null) this.readUsage(usage);
     if (isRecord(value['timings'])) this.readTimings(value['timings']);
+    const error = value['error'];
+    if (isRecord(error) && typeof error['message'] === 'string') this.errorMessage ??= error['message'];
   }
 
   private readUsage(usage: Record<string, unknown>): void {

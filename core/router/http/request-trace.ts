@@ -31,6 +31,8 @@ export interface AnswerTap {
   end(): EngineUsage;
   body(): string;
   readonly truncated: boolean;
+  /** The engine's own words for an error it answered, or ended its stream with; null when none. */
+  readonly errorMessage: string | null;
 }
 
 /** Makes the tap for one answer: `keepBytes` of its body to keep, `onFirstToken` called once at its first token. */
@@ -153,7 +155,7 @@ export class RequestTrace {
     const usage = this.usage ?? this.tap?.end() ?? null;
     const completed = this.res.writableFinished;
     const status = this.error?.status ?? (completed ? this.res.statusCode : CLIENT_LEFT_STATUS);
-    const error = this.error?.message ?? (completed ? (status >= 400 ? `the model server answered ${this.engineStatus ?? status}` : null) : 'the client left before its answer was complete');
+    const error = this.error?.message ?? (completed ? this.engineError(status) : 'the client left before its answer was complete');
     const record: RequestRecord = {
       id: this.id,
       at: this.at,
@@ -175,6 +177,13 @@ export class RequestTrace {
       ...(this.keepBytes > 0 ? { bodies: { request: this.requestBody ?? '', answer: this.tap?.body() ?? '', truncated: this.truncatedRequest || this.tap?.truncated === true } } : {}),
     };
     this.recorder.record(record);
+  }
+
+  /** An error the engine answered (or ended a 200 stream with), in its own words; null for an answer. */
+  private engineError(status: number): string | null {
+    const words = this.tap?.errorMessage ?? null;
+    if (status >= 400) return words ?? `the model server answered ${this.engineStatus ?? status}`;
+    return words;
   }
 
   /** See RequestRecord.firstTokenMs. */

@@ -103,3 +103,20 @@ describe('UsageTap', () => {
     expect(all.truncated).toBe(false);
   });
 });
+
+describe('UsageTap: errors', () => {
+  it("keeps the engine's own words for an error it answered whole or ended its stream with", () => {
+    const answered = new UsageTap(false, 0, () => {});
+    answered.push(Buffer.from(JSON.stringify({ error: { code: 400, message: 'the request exceeds the available context size', type: 'exceed_context_size_error' } })));
+    answered.end();
+    expect(answered.errorMessage).toBe('the request exceeds the available context size');
+    const streamed = new UsageTap(true, 0, () => {});
+    streamed.push(Buffer.from(sse({ choices: [{ delta: { content: 'x' } }] }).replace('data: [DONE]\n\n', '') + 'data: {"error":{"message":"generation failed: decode"}}\n\n'));
+    streamed.end();
+    expect(streamed.errorMessage).toBe('generation failed: decode');
+    const fine = new UsageTap(true, 0, () => {});
+    fine.push(Buffer.from(EMBEDDED_STREAM));
+    fine.end();
+    expect(fine.errorMessage).toBeNull();
+  });
+});
