@@ -13,7 +13,7 @@ import { isServing } from './contracts/model-status.js';
 import { createCliAdmin, type CliAdmin } from './cli/admin-client.js';
 import { followLogs } from './cli/follow-logs.js';
 import { activityText, followActivity } from './cli/activity.js';
-import type { RequestFilter } from './contracts/request-record.js';
+import type { RequestFilter } from './contracts/requests/request-record.js';
 import { modelsText, noModelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { takeParentPid, watchParent } from './common/parent-watch.js';

@@ -16,7 +16,7 @@ import type { ModelView, Snapshot } from '../contracts/snapshot.js';
 import type { LogTail } from '../contracts/log-lines.js';
 import type { Clock } from '../common/clock.js';
 import { errorMessage } from '../contracts/error-message.js';
-import type { ActivityAnswer, RequestFilter } from '../contracts/request-record.js';
+import type { ActivityAnswer, RequestFilter } from '../contracts/requests/request-record.js';
 
 /** Time as the service sees it: the shared injected clock (test/support's FakeClock fits). */
 export type AdminClock = Clock;

@@ -7,7 +7,7 @@
 // bucket computed over a ring would fall as old records leave it, which every rate() reads as a
 // counter reset. Why only catalog models: a record of a 404 carries the model name as the client
 // typed it, and one label value per typo would grow the page without bound.
-import type { RequestRecord } from '../contracts/request-record.js';
+import type { RequestRecord } from '../contracts/requests/request-record.js';
 
 /** Upper bounds, seconds: from a warm model's first token to a cold load's. */
 export const FIRST_TOKEN_BUCKETS_S = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;

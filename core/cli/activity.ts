@@ -4,10 +4,10 @@
 // Following loses nothing and repeats nothing the way `logs -f` does (follow-logs.ts): subscribe
 // first, list once the stream is live, then print the events whose records the list did not hold.
 import type { AdminEvent } from '../contracts/admin-events.js';
-import type { ActivityAnswer, RequestFilter, RequestRecord } from '../contracts/request-record.js';
-import { matchesFilter } from '../contracts/request-record.js';
-import { summarizeRequests } from '../contracts/request-summary.js';
-import { durationWords, modelWords, speedWords, tokenWords, waitWords } from '../contracts/request-words.js';
+import type { ActivityAnswer, RequestFilter, RequestRecord } from '../contracts/requests/request-record.js';
+import { matchesFilter } from '../contracts/requests/request-record.js';
+import { summarizeRequests } from '../contracts/requests/request-summary.js';
+import { durationWords, modelWords, speedWords, tokenWords, waitWords } from '../contracts/requests/request-words.js';
 import type { CliAdmin } from './admin-client.js';
 import { table } from './format.js';
 

@@ -3,7 +3,7 @@
 // every change (throttled by the service) plus the few discrete events a person should be
 // told about even when no window is open (desktop notifications).
 import type { Snapshot } from './snapshot.js';
-import type { RequestRecord } from './request-record.js';
+import type { RequestRecord } from './requests/request-record.js';
 
 export type AdminEvent =
   | { type: 'SnapshotUpdated'; snapshot: Snapshot }

@@ -14,7 +14,7 @@
 // Server-Sent Events) is not a call: it is ADMIN_EVENTS_PATH, carried as an IPC push channel.
 import { MODEL_COMMANDS, isModelCommand, type CommandResult, type ModelCommand, type ModelLogsResponse } from './commands.js';
 import type { Snapshot } from './snapshot.js';
-import { STATUS_FILTER, type ActivityAnswer } from './request-record.js';
+import { STATUS_FILTER, type ActivityAnswer } from './requests/request-record.js';
 
 /** How one parameter is read from the wire; `expected` completes "expected …, got …". */
 export interface ParamSpec<T> {

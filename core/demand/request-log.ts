@@ -1,6 +1,6 @@
 // The newest requests the router served, in memory: a ring of `activity.keep` records (default
 // 1,000), the oldest dropped as a new one comes. What `GET /api/activity`, the event stream, the
-// CLI and the dashboard's Activity tab read (core/contracts/request-record.ts).
+// CLI and the dashboard's Activity tab read (core/contracts/requests/request-record.ts).
 //
 // Why a ring in memory and not a file: the question it answers is "what just happened" ("why was
 // that answer slow?"); a log on disk would be a second access log to rotate, and the records
@@ -8,7 +8,7 @@
 // array indexed modulo its length rather than push and shift: shift is O(n) per request, on the
 // request path.
 import { Emitter, type Event } from '../common/emitter.js';
-import { matchesFilter, type RequestFilter, type RequestRecord } from '../contracts/request-record.js';
+import { matchesFilter, type RequestFilter, type RequestRecord } from '../contracts/requests/request-record.js';
 import { DEFAULT_ACTIVITY_KEEP } from '../catalog/config/schema.js';
 
 export class RequestLog {

@@ -26,7 +26,7 @@ import { checkClientKey, type ClientKey } from './http/client-keys.js';
 import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './http/request-guard.js';
 import { ProgressComments } from './http/progress-comments.js';
 import { startTrace, type RequestRecorder } from './http/request-trace.js';
-import type { RequestWait } from '../contracts/request-record.js';
+import type { RequestWait } from '../contracts/requests/request-record.js';
 import { assertNever } from '../contracts/assert-never.js';
 import { unreachableError, type ModelRequest } from './engine/upstream.js';
 import { openAIRequest } from './openai/route.js';

@@ -1,6 +1,6 @@
 // A request record as the router writes one, with every field a test does not care about at a
 // plain value: a streamed chat completion for demo-chat, answered 200 at once.
-import type { RequestRecord } from '../../core/contracts/request-record.js';
+import type { RequestRecord } from '../../core/contracts/requests/request-record.js';
 
 let next = 0;
 

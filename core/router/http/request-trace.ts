@@ -1,4 +1,4 @@
-// One request's record in the making (core/contracts/request-record.ts): started where every
+// One request's record in the making (core/contracts/requests/request-record.ts): started where every
 // model request enters (router.ts' serveModelRequest), told what happens to it on the way (its
 // model, a wait, the engine that took it, its answer's cost), written once when its response
 // closes, whatever ended it.
@@ -10,7 +10,7 @@
 // all of their signatures would touch every route for a concern none of them has.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { LOCAL_CLIENT, type RequestRecord, type RequestWait } from '../../contracts/request-record.js';
+import { LOCAL_CLIENT, type RequestRecord, type RequestWait } from '../../contracts/requests/request-record.js';
 import type { RouterError } from './errors.js';
 
 /** The cost figures an engine's answer carried (engine/usage-tap.ts reads them); null where it did not say. */

@@ -3,12 +3,12 @@
 // in a table a person sorts by clicking a column's header (newest first until then). The list is
 // fetched when the tab opens, then grows by the RequestRecorded events as requests end.
 //
-// The words are core/contracts/request-words.ts', the summary request-summary.ts': `llmtray
+// The words are core/contracts/requests/request-words.ts', the summary request-summary.ts': `llmtray
 // activity` prints the same, so the two never disagree on a figure.
 import { useEffect, useMemo, useState } from 'react';
-import type { RequestRecord } from '../../../core/contracts/request-record.js';
-import { summarizeRequests } from '../../../core/contracts/request-summary.js';
-import { bodiesWords, durationWords, modelWords, speedWords, tokenWords, waitWords } from '../../../core/contracts/request-words.js';
+import type { RequestRecord } from '../../../core/contracts/requests/request-record.js';
+import { summarizeRequests } from '../../../core/contracts/requests/request-summary.js';
+import { bodiesWords, durationWords, modelWords, speedWords, tokenWords, waitWords } from '../../../core/contracts/requests/request-words.js';
 import { useActions, useDashboard } from '../store/store-context.js';
 import { formatClock } from '../format/format.js';
 

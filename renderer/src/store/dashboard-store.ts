@@ -14,7 +14,7 @@ import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import type { ModelCommand } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import { linesAfter } from '../../../core/contracts/log-lines.js';
-import type { RequestRecord } from '../../../core/contracts/request-record.js';
+import type { RequestRecord } from '../../../core/contracts/requests/request-record.js';
 
 /**
  * - connecting: no snapshot has arrived yet.

@@ -4,7 +4,7 @@
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import type { AdminArgs, AdminParams } from '../../../core/contracts/admin-routes.js';
-import { matchesFilter, type ActivityAnswer, type RequestFilter, type RequestRecord } from '../../../core/contracts/request-record.js';
+import { matchesFilter, type ActivityAnswer, type RequestFilter, type RequestRecord } from '../../../core/contracts/requests/request-record.js';
 import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 

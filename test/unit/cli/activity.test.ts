@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { activityLine, activityText } from '../../../core/cli/activity.js';
-import { bodiesWords, durationWords, modelWords, tokenWords, waitWords } from '../../../core/contracts/request-words.js';
+import { bodiesWords, durationWords, modelWords, tokenWords, waitWords } from '../../../core/contracts/requests/request-words.js';
 import { requestRecord } from '../../support/request-records.js';
 
 describe('activityText', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RequestLog } from '../../../core/demand/request-log.js';
-import type { RequestRecord } from '../../../core/contracts/request-record.js';
+import type { RequestRecord } from '../../../core/contracts/requests/request-record.js';
 import { requestRecord } from '../../support/request-records.js';
 
 const ids = (records: readonly RequestRecord[]): string[] => records.map((r) => r.id);

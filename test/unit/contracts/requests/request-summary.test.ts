@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { percentile, summarizeRequests } from '../../../core/contracts/request-summary.js';
-import { requestRecord } from '../../support/request-records.js';
+import { percentile, summarizeRequests } from '../../../../core/contracts/requests/request-summary.js';
+import { requestRecord } from '../../../support/request-records.js';
 
 describe('percentile', () => {
   it('takes the nearest rank: a value that was seen, never one between', () => {
