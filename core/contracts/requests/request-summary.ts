@@ -7,7 +7,7 @@ export interface ModelRequestSummary {
   /** The model that answered (servedBy), else the model asked for; "(none)" for requests that named none. */
   model: string;
   requests: number;
-  /** Of them, those that ended with a status of 400 or more (a client that left included). */
+  /** Of them, those that did not end answered: a status of 400 or more (a client that left included), or an error after a 200 (an engine's error event in its stream). */
   failed: number;
   /** Over the requests that reached a first token; null when none did. */
   firstTokenP50Ms: number | null;
@@ -43,7 +43,7 @@ export function summarizeRequests(records: readonly RequestRecord[]): ModelReque
     return {
       model,
       requests: list.length,
-      failed: list.filter((r) => r.status >= 400).length,
+      failed: list.filter((r) => r.status >= 400 || r.error !== null).length,
       firstTokenP50Ms: percentile(firstTokens, 50),
       firstTokenP95Ms: percentile(firstTokens, 95),
       tokensPerSecondP50: percentile(speeds, 50),

@@ -36,12 +36,14 @@ describe('summarizeRequests', () => {
     const records = [
       ...[100, 200, 300, 400].map((firstTokenMs, i) => requestRecord({ servedBy: 'chat', model: 'chat', firstTokenMs, tokensPerSecond: 10 * (i + 1) })),
       requestRecord({ model: 'chat', servedBy: null, status: 429, firstTokenMs: null, tokensPerSecond: null }),
+      // A stream the engine ended with an error event: its status line said 200.
+      requestRecord({ model: 'chat', servedBy: 'chat', firstTokenMs: null, tokensPerSecond: null, error: 'generation failed: decode' }),
       // A fallback's answer counts for the model that answered it.
       requestRecord({ model: 'big', servedBy: 'small', firstTokenMs: 900, tokensPerSecond: 5 }),
       requestRecord({ model: null, servedBy: null, status: 400, firstTokenMs: null, tokensPerSecond: null }),
     ];
     expect(summarizeRequests(records)).toEqual([
-      { model: 'chat', requests: 5, failed: 1, firstTokenP50Ms: 200, firstTokenP95Ms: 400, tokensPerSecondP50: 20 },
+      { model: 'chat', requests: 6, failed: 2, firstTokenP50Ms: 200, firstTokenP95Ms: 400, tokensPerSecondP50: 20 },
       { model: '(none)', requests: 1, failed: 1, firstTokenP50Ms: null, firstTokenP95Ms: null, tokensPerSecondP50: null },
       { model: 'small', requests: 1, failed: 0, firstTokenP50Ms: 900, firstTokenP95Ms: 900, tokensPerSecondP50: 5 },
     ]);
