@@ -13,8 +13,9 @@
 //   cache's), `cache_read_input_tokens`, `output_tokens`, in `message_start` and `message_delta`.
 //
 // Why scan text rather than parse every event: an event per token is the hot path; only an
-// event that names `usage` or `timings` is parsed (one or two per answer), and the first-token
-// search stops at the first token. A line split across chunks is held until its end, at most
+// event that names `usage`, `timings` or `error` is parsed (one or two per answer), the
+// first-token search stops at the first token, and of a whole answer only those three objects
+// are parsed (objectAt), never its choices or its embeddings. A line split across chunks is held until its end, at most
 // MAX_LINE_BYTES of it (a longer one is a whole answer's JSON, read at the end instead).
 import { StringDecoder } from 'node:string_decoder';
 import type { AnswerTap, EngineUsage } from '../http/request-trace.js';
@@ -84,7 +85,7 @@ export class UsageTap implements AnswerTap {
   end(): EngineUsage {
     if (this.whole !== null && this.wholeBytes <= MAX_WHOLE_ANSWER_BYTES) {
       this.whole.push(this.decoder.end());
-      this.read(this.whole.join(''));
+      this.readWhole(this.whole.join(''));
     } else if (this.pending.startsWith('data:')) {
       this.read(this.pending.slice('data:'.length).trim());
     }
@@ -106,6 +107,20 @@ export class UsageTap implements AnswerTap {
     if (part.length < chunk.length) this.truncated = true;
     this.kept.push(Buffer.from(part));
     this.keptBytes += part.length;
+  }
+
+  /**
+   * A whole answer's figures, from its `usage`, `timings` and `error` objects alone: an
+   * embeddings answer is a megabyte of numbers, and parsing all of it on the event loop to read
+   * three counts would hold every other request up for milliseconds.
+   */
+  private readWhole(text: string): void {
+    const usage = objectAt(text, 'usage');
+    if (usage !== null) this.readUsage(usage);
+    const timings = objectAt(text, 'timings');
+    if (timings !== null) this.readTimings(timings);
+    const error = objectAt(text, 'error');
+    if (error !== null && typeof error['message'] === 'string') this.errorMessage ??= error['message'];
   }
 
   /** Takes whatever cost figures one JSON document holds; a later document's figure replaces an earlier one's. */
@@ -160,6 +175,38 @@ export class UsageTap implements AnswerTap {
     const speed = timings['predicted_per_second'];
     if (typeof speed === 'number' && Number.isFinite(speed) && speed > 0) u.tokensPerSecond = speed;
   }
+}
+
+/**
+ * The object that the last `"key":` in `text` names, parsed alone: from its `{` to the brace that
+ * closes it (strings skipped, so a brace inside one does not count). Null when there is none or it
+ * does not parse. A key inside a string cannot match: there its quotes are escaped.
+ */
+export function objectAt(text: string, key: string): Record<string, unknown> | null {
+  const at = text.lastIndexOf(`"${key}"`);
+  if (at === -1) return null;
+  let i = at + key.length + 2;
+  while (i < text.length && (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t' || text[i] === ':')) i++;
+  if (text[i] !== '{') return null;
+  let depth = 0;
+  let inString = false;
+  for (let end = i; end < text.length; end++) {
+    const c = text[end];
+    if (inString) {
+      if (c === '\\') end++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) {
+      try {
+        const value: unknown = JSON.parse(text.slice(i, end + 1));
+        return isRecord(value) ? value : null;
+      } catch {
+        return null;
+      }
+    }
+  }
+  return null;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { UsageTap } from '../../../../core/router/engine/usage-tap.js';
+import { objectAt, UsageTap } from '../../../../core/router/engine/usage-tap.js';
 
 /** Feeds `text` to a tap in pieces cut at `cuts`, and returns the figures, whether the first token was seen and after which piece. */
 function tapped(text: string, eventStream: boolean, cuts: number[] = [], keepBytes = 0) {
@@ -118,5 +118,23 @@ describe('UsageTap: errors', () => {
     fine.push(Buffer.from(EMBEDDED_STREAM));
     fine.end();
     expect(fine.errorMessage).toBeNull();
+  });
+});
+
+describe('objectAt: one object of a whole answer, without parsing the rest', () => {
+  it('finds the last object under a key, nested objects and braces in strings included', () => {
+    const answer = JSON.stringify({
+      choices: [{ message: { content: 'a } brace, a "quote" and a "usage": {"fake": 1}' } }],
+      usage: { prompt_tokens: 9, prompt_tokens_details: { cached_tokens: 4 } },
+      data: Array.from({ length: 1000 }, (_, i) => i),
+    });
+    expect(objectAt(answer, 'usage')).toEqual({ prompt_tokens: 9, prompt_tokens_details: { cached_tokens: 4 } });
+    expect(objectAt(JSON.stringify({ a: 1 }, null, 2).replace('"a": 1', '"usage" :\n {"x": "}"}'), 'usage')).toEqual({ x: '}' });
+  });
+
+  it('is null where the key is absent, names no object, or the object is cut', () => {
+    expect(objectAt('{"choices":[]}', 'usage')).toBeNull();
+    expect(objectAt('{"usage":null}', 'usage')).toBeNull();
+    expect(objectAt('{"usage":{"prompt_tokens":3', 'usage')).toBeNull();
   });
 });
