@@ -169,6 +169,8 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
           {model.fallbackId !== null && status.state !== 'fallback' && <Fact term="Fallback">{model.fallbackId}</Fact>}
           {/* A draft decodes with its target's every answer: its target's traffic is its own. */}
           <Fact term="In flight">{drafting?.inFlight ?? model.inFlight}</Fact>
+          {/* Only while some wait (for its load, for room, for its turn): the tray's "2 in flight, 1 waiting". */}
+          {model.waiting > 0 && <Fact term="Waiting">{model.waiting}</Fact>}
           <Fact term="Last used">{formatAgo(drafting === null ? model.lastUsed : drafting.lastUsed, now)}</Fact>
           {/* Only where there are some: kept on disk across evictions, restored when a prompt shares their start. */}
           {model.savedConversations.count > 0 && (
