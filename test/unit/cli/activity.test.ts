@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { activityLine, activityText } from '../../../core/cli/activity.js';
+import { activityLine, activityText, followActivity } from '../../../core/cli/activity.js';
+import type { CliAdmin } from '../../../core/cli/admin-client.js';
+import type { AdminEvent } from '../../../core/contracts/admin-events.js';
+import type { RequestRecord } from '../../../core/contracts/requests/request-record.js';
+import { fixtureSnapshot } from '../../support/fixture-snapshot.js';
 import { bodiesWords, durationWords, modelWords, tokenWords, waitWords } from '../../../core/contracts/requests/request-words.js';
 import { requestRecord } from '../../support/request-records.js';
 
@@ -49,5 +53,52 @@ describe('the words for a request', () => {
     expect([modelWords({ model: 'a', servedBy: 'a' }), modelWords({ model: 'a', servedBy: null }), modelWords({ model: null, servedBy: null })]).toEqual(['a', 'a', '(none)']);
     expect(bodiesWords(0)).toContain('not kept');
     expect(bodiesWords(65_536)).toContain('64 KiB');
+  });
+});
+
+describe('followActivity', () => {
+  /**
+   * A daemon as the CLI's admin client sees it: its stream delivers `before` (events that come
+   * before the listing is answered), the listing answers `listed`, then the stream delivers `after`
+   * and ends (or is stopped).
+   */
+  function fakeAdmin(listed: RequestRecord[], before: RequestRecord[], after: RequestRecord[]) {
+    let answerListing: () => void = () => {};
+    const listingAnswered = new Promise<void>((resolve) => (answerListing = resolve));
+    const admin = {
+      getActivity: async () => {
+        await Promise.resolve();
+        answerListing();
+        return { requests: listed, keep: 1000, keepBodiesBytes: 0 };
+      },
+      async events(onEvent: (event: AdminEvent) => boolean) {
+        onEvent({ type: 'SnapshotUpdated', snapshot: fixtureSnapshot() as never });
+        for (const record of before) onEvent({ type: 'RequestRecorded', record });
+        await listingAnswered;
+        await Promise.resolve();
+        for (const record of after) onEvent({ type: 'RequestRecorded', record });
+      },
+    } as unknown as CliAdmin;
+    return admin;
+  }
+
+  it('prints the table, then each request that ends, none twice though it crossed the listing, and only those the filter asks for', async () => {
+    const one = requestRecord({ id: 'f1' });
+    const two = requestRecord({ id: 'f2' });
+    const three = requestRecord({ id: 'f3', model: 'other', servedBy: 'other' });
+    const four = requestRecord({ id: 'f4' });
+    // f2 ended while the listing was read: the listing holds it and so does the stream.
+    const out: string[] = [];
+    const end = await followActivity(fakeAdmin([two, one], [two], [three, four]), { model: 'demo-chat' }, 20, (text) => out.push(text), new AbortController().signal);
+    expect(end).toBe('daemon-gone');
+    expect(out[0]).toContain('SPEED P50');
+    expect(out.slice(1).map((line) => line.split('  ')[1])).toEqual(['f4']);
+  });
+
+  it('prints what ended before the listing came but is not in it', async () => {
+    const late = requestRecord({ id: 'g2' });
+    const out: string[] = [];
+    await followActivity(fakeAdmin([requestRecord({ id: 'g1' })], [late], []), {}, 20, (text) => out.push(text), new AbortController().signal);
+    expect(out.slice(1).map((line) => line.split('  ')[1])).toEqual(['g2']);
   });
 });
