@@ -13,12 +13,17 @@ import { isServing } from './contracts/model-status.js';
 import { createCliAdmin, type CliAdmin } from './cli/admin-client.js';
 import { followLogs } from './cli/follow-logs.js';
 import { pullAndFollow, pullsText } from './cli/pull-command.js';
+import { activityText, followActivity } from './cli/activity.js';
+import type { RequestFilter } from './contracts/requests/request-record.js';
 import { modelsText, noModelsText, statusText } from './cli/format.js';
 import { stopOnSignals } from './cli/stop-on-signals.js';
 import { takeParentPid, watchParent } from './common/parent-watch.js';
 import { readDaemonInfo } from './daemon/daemon-info.js';
 import type { RunningDaemon } from './daemon.js';
 import { errorMessage } from './contracts/error-message.js';
+
+/** What `llmtray activity` lists without -n: a screenful; the summary is over every request the daemon holds. */
+const DEFAULT_ACTIVITY_ROWS = 20;
 
 /** What `llmtray logs ID` prints without -n: a screenful, not llama.cpp's hundreds of metadata lines (issue 35). */
 const DEFAULT_LOG_LINES = 50;
@@ -39,6 +44,10 @@ Usage:
                                      Ctrl-C cancels (pulling again resumes); HF_TOKEN opens gated repos
   llmtray pull                       the pulls since the daemon started
   llmtray pull --cancel NAME         stop a pull; pull --delete NAME removes a model llmtray pulled
+  llmtray activity [-n N] [-f] [--model ID] [--status S] [--client NAME]
+                                     the last N requests served (default ${DEFAULT_ACTIVITY_ROWS}): model, wait, first token,
+                                     tokens, speed; a summary per model; -f adds each request as it ends;
+                                     --status takes a code (429) or a class (5xx)
   llmtray dashboard                  print the dashboard URL
 
 Options:
@@ -61,12 +70,15 @@ interface Flags {
   lines?: string;
   cancel: boolean;
   delete: boolean;
+  model?: string;
+  status?: string;
+  client?: string;
 }
 
 class UsageError extends Error {}
 
 /** The commands besides `serve` and the model commands; each reads from a running daemon. */
-const DAEMON_QUERIES: ReadonlySet<string> = new Set(['status', 'models', 'dashboard', 'logs', 'pull']);
+const DAEMON_QUERIES: ReadonlySet<string> = new Set(['status', 'models', 'dashboard', 'logs', 'pull', 'activity']);
 
 function parse(argv: string[]): { command: string | undefined; rest: string[]; flags: Flags } {
   try {
@@ -86,6 +98,9 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
         lines: { type: 'string', short: 'n' },
         cancel: { type: 'boolean', default: false },
         delete: { type: 'boolean', default: false },
+        model: { type: 'string' },
+        status: { type: 'string' },
+        client: { type: 'string' },
       },
     });
     return { command: positionals[0], rest: positionals.slice(1), flags: values as Flags };
@@ -94,9 +109,9 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
   }
 }
 
-/** `-n N`: how many of the log's last lines to print; a count, or the usage. */
-function tailLinesOf(flags: Flags): number {
-  if (flags.lines === undefined) return DEFAULT_LOG_LINES;
+/** `-n N`: how many of the log's last lines (or the last requests) to print; a count, or the usage. */
+function tailLinesOf(flags: Flags, byDefault: number): number {
+  if (flags.lines === undefined) return byDefault;
   const count = Number(flags.lines);
   if (flags.lines.trim() === '' || !Number.isInteger(count) || count < 0) throw new UsageError(`-n: expected a number of lines (0 or more), got '${flags.lines}'`);
   return count;
@@ -305,6 +320,33 @@ async function pull(admin: CliAdmin, name: string, flags: Flags): Promise<number
   }
 }
 
+/** `llmtray activity`: the table and summary; with -f, each request as it ends until Ctrl-C or SIGTERM (exit 0) or the daemon goes (exit 1). */
+async function showActivity(admin: CliAdmin, flags: Flags, count: number): Promise<number> {
+  const filter: RequestFilter = {};
+  // The daemon takes an alias for a model filter; the followed events name ids, so the CLI resolves it the same way.
+  if (flags.model !== undefined) filter.model = findModelByName((await admin.getSnapshot()).models, flags.model)?.id ?? flags.model;
+  if (flags.status !== undefined) filter.status = flags.status;
+  if (flags.client !== undefined) filter.client = flags.client;
+  if (!flags.follow) {
+    const answer = await admin.getActivity(filter);
+    process.stdout.write(`${flags.json ? JSON.stringify(answer.requests.slice(0, count), null, 2) : activityText(answer, count)}\n`);
+    return 0;
+  }
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const end = await followActivity(admin, filter, count, (text) => process.stdout.write(`${text}\n`), stop.signal);
+    if (end === 'stopped') return 0;
+    process.stderr.write("llmtray: the daemon's event stream ended (the daemon stopped); no more requests.\n");
+    return 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { command, rest, flags } = parse(argv);
   if (flags.help || command === undefined || command === 'help') {
@@ -320,14 +362,16 @@ async function main(argv: string[]): Promise<number> {
   if (!DAEMON_QUERIES.has(command) && !isModelCommand(command)) throw new UsageError(`unknown command '${command}'`);
   const id = rest[0] ?? '';
   if ((command === 'logs' || isModelCommand(command)) && id === '') throw new UsageError(`${command}: which model? (llmtray ${command} ID)`);
-  if (flags.follow && command !== 'logs') throw new UsageError(`-f follows a log: llmtray logs -f ID`);
-  if (flags.lines !== undefined && command !== 'logs') throw new UsageError(`-n counts a log's lines: llmtray logs -n N ID`);
+  if (flags.follow && command !== 'logs' && command !== 'activity') throw new UsageError(`-f follows a log or the requests: llmtray logs -f ID, llmtray activity -f`);
+  if (flags.lines !== undefined && command !== 'logs' && command !== 'activity') throw new UsageError(`-n counts a log's lines or requests: llmtray logs -n N ID, llmtray activity -n N`);
+  const filterFlags = (['model', 'status', 'client'] as const).filter((name) => flags[name] !== undefined);
+  if (command !== 'activity' && filterFlags.length > 0) throw new UsageError(`--${filterFlags[0]} filters the requests: llmtray activity --${filterFlags[0]} …`);
   if ((flags.cancel || flags.delete) && command !== 'pull') throw new UsageError(`--${flags.cancel ? 'cancel' : 'delete'} is pull's: llmtray pull --${flags.cancel ? 'cancel' : 'delete'} NAME`);
   if (flags.cancel && flags.delete) throw new UsageError('pull: --cancel or --delete, not both');
   if (command === 'pull' && rest.length > 1) throw new UsageError(`pull takes one name, got ${rest.length}: run one llmtray pull per model (they download side by side; llmtray pull lists them)`);
   if ((flags.cancel || flags.delete) && id === '') throw new UsageError(`pull --${flags.cancel ? 'cancel' : 'delete'}: which model? (llmtray pull --${flags.cancel ? 'cancel' : 'delete'} NAME)`);
-  const tailLines = tailLinesOf(flags);
-  if (flags.follow && flags.json) throw new UsageError('logs -f prints lines as they come; drop --json');
+  const tailLines = tailLinesOf(flags, command === 'activity' ? DEFAULT_ACTIVITY_ROWS : DEFAULT_LOG_LINES);
+  if (flags.follow && flags.json) throw new UsageError(`${command} -f prints lines as they come; drop --json`);
   if (flags.timeout !== undefined && !(Number(flags.timeout) > 0)) throw new UsageError(`--timeout: expected a number of seconds above 0, got '${flags.timeout}'`);
   const dataDir = dataDirOf(flags);
   const info = await readDaemonInfo(dataDir);
@@ -352,6 +396,8 @@ async function main(argv: string[]): Promise<number> {
       return flags.follow ? followUntilStopped(admin, id, tailLines) : printLogTail(admin, id, tailLines, flags.json);
     case 'pull':
       return pull(admin, id, flags);
+    case 'activity':
+      return showActivity(admin, flags, tailLines);
     default: {
       const modelCommand = command as ModelCommand;
       if (modelCommand === 'load') return loadAndWait(admin, id, flags);

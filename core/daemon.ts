@@ -28,6 +28,7 @@ import type { Catalog } from './catalog/catalog.js';
 import type { Controller } from './controller/controller.js';
 import type { BudgetSample, LiveBudget } from './gpu/live-budget.js';
 import { ModelActivity } from './demand/activity.js';
+import { RequestLog } from './demand/request-log.js';
 import { openMemoryBudget } from './daemon/memory/memory-budget.js';
 import { openAdmin } from './daemon/admin-wiring.js';
 import { startCatalogReloads } from './daemon/catalog-reloads.js';
@@ -138,6 +139,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     if (refusal !== null) throw new Error(refusal);
 
     const activity = new ModelActivity(realClock);
+    const requests = new RequestLog(config.activity.keep);
     const pins = await PinStore.open(dataDir);
     if (pins.problem) log.warn(pins.problem);
     const pinPolicy = new PinPolicy(pins);
@@ -218,7 +220,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
         lostOutputs: () => outputs.lostOutputs(),
         savedConversations: saved,
       },
-      catalog, controller, supervisor, budget, activity, pins, pinPolicy, outputs, pulls,
+      catalog, controller, supervisor, budget, activity, requests, pins, pinPolicy, outputs, pulls,
       wanted: (id) => desired.wanted(id),
       changeSources: [spareChanged.event, measuring.onDidChange, saved.onDidChange],
       log,
@@ -228,7 +230,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     parts.add(lookAgainOnChanges({ budget, catalog, controller }));
 
     const at = served.set(await serveEndpoint({
-      plan, port: options.port ?? config.listen.port, catalog, controller, supervisor, activity, turns, admin, token,
+      plan, port: options.port ?? config.listen.port, catalog, controller, supervisor, activity, turns, requests, admin, token,
       staticDir: options.staticDir ?? defaultStaticDir(), startedAt, face, configPath,
     }));
     parts.add(() => at.close());

@@ -338,6 +338,7 @@ function run(settings: DesktopSettings): void {
           notify(notificationFor(event));
           break;
         case 'LogAppended':
+        case 'RequestRecorded':
           break;
         default:
           assertNever(event);

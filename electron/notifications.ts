@@ -34,6 +34,7 @@ export function notificationFor(event: AdminEvent): NotificationText | null {
     }
     case 'SnapshotUpdated':
     case 'LogAppended':
+    case 'RequestRecorded':
       return null;
     default:
       return assertNever(event);

@@ -5,7 +5,7 @@
 // menu-template.ts turns these items into Electron's template in a few lines. Nothing here
 // reads a clock or the platform: `now` and the settings come in through the context.
 import type { ModelCommand } from '../core/contracts/commands.js';
-import { isFinished, type PullView } from '../core/contracts/pulls.js';
+import { isFinished, type PullView } from '../core/contracts/hub/pulls.js';
 import { ATTENTION_WORDS, attentionWord, CHANGING_STATES, isResident, type ModelStateName } from '../core/contracts/model-status.js';
 import type { BudgetView, GpuView, ModelView, Snapshot } from '../core/contracts/snapshot.js';
 import {
@@ -70,6 +70,11 @@ export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context:
     // A GPU that is gone has no budget to show, only why: by name, as its warning would be.
     ...(snapshot.budget.goneGpus ?? []).map((gpu): TrayMenuItem => ({ type: 'normal', label: shorten(gpu.reason, DETAIL_CHARS), enabled: false, toolTip: gpu.reason })),
   ];
+  // What each busy model is doing with requests, at a glance, above the per-model submenus.
+  for (const model of snapshot.models) {
+    const line = requestsLine(model);
+    if (line !== null) items.push({ type: 'normal', label: line, enabled: false });
+  }
   for (const error of snapshot.configErrors.slice(0, 3)) {
     items.push({ type: 'normal', label: `Config problem: ${shorten(error, DETAIL_CHARS)}`, enabled: false, toolTip: error });
   }
@@ -98,6 +103,16 @@ export function buildTrayMenu(snapshot: Snapshot, actions: TrayActions, context:
     { type: 'normal', label: 'Quit llmtray', enabled: true, click: () => actions.quit() },
   );
   return items;
+}
+
+/**
+ * "demo-chat: 2 in flight, 1 waiting" for a model with requests in flight or waiting (for its
+ * load, for room, for its turn); null for one with none. Both counts are said even at 0 once the
+ * model is busy, so "0 waiting" tells a person nothing queues behind it.
+ */
+export function requestsLine(model: Pick<ModelView, 'id' | 'inFlight' | 'waiting'>): string | null {
+  if (model.inFlight === 0 && model.waiting === 0) return null;
+  return `${model.id}: ${model.inFlight} in flight, ${model.waiting} waiting`;
 }
 
 /**

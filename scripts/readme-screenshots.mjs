@@ -2,7 +2,8 @@
 // The README's screenshots, from the real app: `llmtray serve --demo` (the built daemon, its
 // embedded engine and generated models) and its dashboard in Chromium, light and dark.
 //
-//   npm run screenshots:readme          (builds first)   → docs/screenshots/dashboard-{light,dark}.png
+//   npm run screenshots:readme          (builds first)   → docs/screenshots/dashboard-{light,dark}.png,
+//                                                          activity-{light,dark}.png
 //   node scripts/readme-screenshots.mjs [outDir]         (with dist/ already built)
 //
 // Why the real daemon and not the fixture pages (renderer/dev/screenshot.mjs): the README shows
@@ -62,6 +63,14 @@ try {
   // Load, not a chat request: a refused request keeps demo-tiny wanted for seconds only, a Load for its idle time.
   await api('/api/models/demo-tiny/load', 'POST');
   await waitFor("demo-tiny to carry the plan's reason", async () => ((await status('demo-tiny'))?.unschedulableReason ? true : undefined));
+  // The Activity tab's scene: what a local app's requests cost, answered (streamed and whole) and refused, as they really went.
+  const chat = (body) => fetch(`${origin}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.text());
+  for (const [content, stream] of [['Say hello.', false], ['Count to five.', true], ['Name a colour.', true], ['Say hello.', false]]) {
+    await chat({ model: 'chat', max_tokens: 24, stream, messages: [{ role: 'user', content }] });
+  }
+  await chat({ model: 'demo-tiny', max_tokens: 8, messages: [{ role: 'user', content: 'Hi.' }] });
+  await chat({ model: 'demo-chatt', messages: [{ role: 'user', content: 'Hi.' }] });
+  await waitFor('the six requests to be recorded', async () => ((await api('/api/activity')).requests.length >= 6 ? true : undefined));
 
   browser = await chromium.launch({
     executablePath,
@@ -83,6 +92,11 @@ try {
     const path = join(outDir, `dashboard-${scheme}.png`);
     await page.screenshot({ path });
     console.log(`wrote ${path}`);
+    await page.getByRole('tab', { name: 'Activity' }).click();
+    await page.getByRole('table', { name: 'Requests', exact: true }).getByRole('row').nth(6).waitFor();
+    const activityPath = join(outDir, `activity-${scheme}.png`);
+    await page.screenshot({ path: activityPath });
+    console.log(`wrote ${activityPath}`);
     await context.close();
   }
   if (problems.length > 0) fail(`the page reported problems:\n${problems.join('\n')}`);

@@ -7,6 +7,7 @@
 //   the calls of ADMIN_ROUTES        core/contracts/admin-routes.ts: GET /api/state,
 //                                    POST /api/models/:id/:command, GET /api/models/:id/logs,
 //                                    the pulls under /api/downloads
+//                                    GET /api/activity?model=&status=&client=
 //   GET    /api/events               SSE: SnapshotUpdated first, then every AdminEvent
 //   GET    /metrics                  Prometheus text; no token by default (see below)
 //   GET    anything else             the dashboard's files
@@ -17,6 +18,7 @@ import type { AdminClock, AdminService } from './admin-service.js';
 import { realClock } from '../common/clock.js';
 import { DEFAULT_HEARTBEAT_MS, openEventStream } from './event-stream.js';
 import { METRICS_CONTENT_TYPE, renderMetrics } from './metrics.js';
+import type { RequestHistograms } from './request-histograms.js';
 import { BASE_HEADERS, sendAdminError, sendJson } from './replies.js';
 import { matchAdminRoute } from './route-match.js';
 import { serveStatic } from './static-files.js';
@@ -40,6 +42,8 @@ export interface AdminHandlerOptions {
   /** The built dashboard (e.g. dist/renderer); may not exist yet. */
   staticDir?: string;
   metrics?: MetricsAccess;
+  /** What requests cost, for /metrics' request histograms; absent: the page has none. */
+  requestMetrics?: RequestHistograms;
   /** Drives the SSE heartbeat. Default: real timers. */
   clock?: AdminClock;
   /** Default 15 s. */
@@ -61,7 +65,7 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
     if (path === '/metrics') {
       if (metricsAccess === 'token' && !auth.authorized(req)) return refuseUnauthenticated(res);
       if (method !== 'GET' && method !== 'HEAD') return wrongMethod(res, path, 'GET');
-      const text = renderMetrics(service.snapshot());
+      const text = renderMetrics(service.snapshot(), options.requestMetrics?.models());
       res.writeHead(200, { ...BASE_HEADERS, 'content-type': METRICS_CONTENT_TYPE, 'content-length': String(Buffer.byteLength(text)) });
       return void res.end(method === 'HEAD' ? undefined : text);
     }
@@ -77,7 +81,7 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
     if (match.kind === 'none') {
       return sendAdminError(res, 404, 'not_found', `Unknown admin route ${method} ${path}; see core/admin/README.md for the routes.`);
     }
-    const answer = await callAdmin(service, match.name, parseParams(match.name, match.raw));
+    const answer = await callAdmin(service, match.name, parseParams(match.name, { ...queryOf(req.url), ...match.raw }));
     sendJson(res, answerStatus(match.name, answer), answer);
   }
 
@@ -91,6 +95,13 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
       }
     });
   };
+}
+
+/** The query's parameters (a call's parameters that its path does not name; parseParams refuses any it does not take). */
+function queryOf(url: string | undefined): Record<string, string> {
+  const at = url?.indexOf('?') ?? -1;
+  if (url === undefined || at === -1) return {};
+  return Object.fromEntries(new URLSearchParams(url.slice(at + 1)));
 }
 
 function refuseUnauthenticated(res: ServerResponse): void {

@@ -9,14 +9,15 @@
 // plain replace.
 import type { CommandResult, ModelCommand, ModelLogsResponse } from '../contracts/commands.js';
 import type { AdminEvent } from '../contracts/admin-events.js';
-import { AdminRefusal, type AdminParams } from '../contracts/admin-routes.js';
+import { AdminRefusal, type AdminArgs, type AdminParams } from '../contracts/admin-routes.js';
 import type { DashboardBridge } from '../contracts/bridge.js';
 import { findModelByName } from '../contracts/model-names.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
 import type { LogTail } from '../contracts/log-lines.js';
 import type { Clock } from '../common/clock.js';
-import { PullRefused, type HubModelHit, type PullActions, type PullView, type RepoOffer } from '../contracts/pulls.js';
+import { PullRefused, type HubModelHit, type PullActions, type PullView, type RepoOffer } from '../contracts/hub/pulls.js';
 import { errorMessage } from '../contracts/error-message.js';
+import type { ActivityAnswer, RequestFilter } from '../contracts/requests/request-record.js';
 
 /** Time as the service sees it: the shared injected clock (test/support's FakeClock fits). */
 export type AdminClock = Clock;
@@ -41,6 +42,8 @@ export interface AdminServiceOptions {
   commands: ModelActions;
   /** A model's recent server log, oldest first, with the position after it; undefined when it has none yet. Never blocks. */
   logs: (modelId: string) => LogTail | undefined;
+  /** The requests held, newest first, that `filter` asks for (core/demand/request-log.ts). Never blocks. */
+  activity: (filter: RequestFilter) => ActivityAnswer;
   clock: AdminClock;
   /** Least time between two SnapshotUpdated events, ms. Default 100. */
   throttleMs?: number;
@@ -170,6 +173,19 @@ export class AdminService implements DashboardBridge {
       if (error instanceof PullRefused) throw new AdminRefusal(error.status, error.code, error.message);
       throw error;
     }
+  }
+
+  /**
+   * The requests the daemon holds, newest first, filtered (any filter absent: any). A model
+   * filter takes an alias as well as an id; one no model answers to is kept as typed (a request
+   * for a name that did not exist is recorded under that name). Never rejects.
+   */
+  async getActivity(...[filters = {}]: AdminArgs<'getActivity'>): Promise<ActivityAnswer> {
+    const filter: RequestFilter = {};
+    if (filters.model !== undefined) filter.model = findModelByName(this.options.buildSnapshot().models, filters.model)?.id ?? filters.model;
+    if (filters.status !== undefined) filter.status = filters.status;
+    if (filters.client !== undefined) filter.client = filters.client;
+    return this.options.activity(filter);
   }
 
   /**

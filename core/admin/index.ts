@@ -13,4 +13,5 @@ export { DEFAULT_LOG_FEED, LogFeed, type LogFeedOptions } from './log-feed.js';
 export { ADMIN_TOKEN_FILE, ensureAdminToken, readAdminToken } from './admin-token.js';
 export { PINS_FILE, PinStore, type PinStoreOptions } from './pin-store.js';
 export { METRICS_CONTENT_TYPE, renderMetrics } from './metrics.js';
+export { RequestHistograms } from './request-histograms.js';
 export { DASHBOARD_CSP } from './static-files.js';

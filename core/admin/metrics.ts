@@ -1,6 +1,7 @@
 // `/metrics` in Prometheus' text exposition format (version 0.0.4), as a pure function of the
-// snapshot: no registry, no counters kept on the side, so what Prometheus scrapes can never
-// disagree with what the dashboard shows.
+// snapshot and the request histograms: no registry, so what Prometheus scrapes can never
+// disagree with what the dashboard shows. The one thing counted on the side is what requests
+// cost (request-histograms.ts), since no snapshot could say it: it only grows.
 //
 // Every catalog model has every per-model series on every scrape, at 0 when it has no server.
 // The incident (seeds/001): the one alert for "a model that should run has nothing serving"
@@ -10,6 +11,7 @@
 import { isServing, MODEL_STATE_NAMES } from '../contracts/model-status.js';
 import type { ModelView, Snapshot } from '../contracts/snapshot.js';
 import { LAUNCH_LEVELS } from '../contracts/launch-level.js';
+import type { Histogram, ModelRequestMetrics } from './request-histograms.js';
 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -18,17 +20,54 @@ type Labels = Record<string, string>;
 interface Sample {
   labels: Labels;
   value: number;
+  /** A histogram's `_bucket`, `_sum` or `_count`; none for a gauge's or counter's sample. */
+  suffix?: '_bucket' | '_sum' | '_count';
 }
 
 interface Family {
   name: string;
   help: string;
+  /** Default gauge. */
+  type?: 'gauge' | 'counter' | 'histogram';
   samples: Sample[];
 }
 
 /** The whole exposition for one scrape. Pure; families in a fixed order, models sorted by id. */
-export function renderMetrics(snapshot: Snapshot): string {
-  return metricFamilies(snapshot).map(renderFamily).join('');
+export function renderMetrics(snapshot: Snapshot, requests: ReadonlyMap<string, ModelRequestMetrics> = new Map()): string {
+  return [...metricFamilies(snapshot), ...requestFamilies(requests)].map(renderFamily).join('');
+}
+
+/** The request histograms and counts, per model that had a request (a model with none has no series: no request, nothing observed). */
+function requestFamilies(requests: ReadonlyMap<string, ModelRequestMetrics>): Family[] {
+  const models = [...requests.keys()].sort();
+  const histogramOf = (name: string, help: string, pick: (m: ModelRequestMetrics) => Histogram): Family => ({
+    name,
+    help,
+    type: 'histogram',
+    samples: models.flatMap((model) => histogramSamples({ model }, pick(requests.get(model) as ModelRequestMetrics))),
+  });
+  return [
+    {
+      name: 'llmtray_requests_total',
+      help: 'Requests to the model that ended, by HTTP status (429: refused for its queue limit; 499: the client left first).',
+      type: 'counter',
+      samples: models.flatMap((model) =>
+        [...(requests.get(model) as ModelRequestMetrics).byStatus].sort(([a], [b]) => (a < b ? -1 : 1)).map(([status, value]) => ({ labels: { model, status }, value })),
+      ),
+    },
+    histogramOf('llmtray_request_first_token_seconds', "Time from a request's arrival to the first token of its answer, seconds (its wait for a load included).", (m) => m.firstTokenSeconds),
+    histogramOf('llmtray_request_tokens_per_second', "The generation's speed of each answer, tokens per second.", (m) => m.tokensPerSecond),
+    histogramOf('llmtray_request_wait_seconds', 'Time a request waited for an engine (a load, room, its turn), seconds; 0 when taken at once.', (m) => m.waitSeconds),
+  ];
+}
+
+function histogramSamples(labels: Labels, h: Histogram): Sample[] {
+  return [
+    ...h.bounds.map((bound, i) => ({ labels: { ...labels, le: String(bound) }, value: h.counts[i] ?? 0, suffix: '_bucket' as const })),
+    { labels: { ...labels, le: '+Inf' }, value: h.count, suffix: '_bucket' },
+    { labels, value: h.sum, suffix: '_sum' },
+    { labels, value: h.count, suffix: '_count' },
+  ];
 }
 
 function metricFamilies(snapshot: Snapshot): Family[] {
@@ -106,8 +145,8 @@ function metricFamilies(snapshot: Snapshot): Family[] {
 }
 
 function renderFamily(family: Family): string {
-  const lines = [`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} gauge`];
-  for (const sample of family.samples) lines.push(`${family.name}${renderLabels(sample.labels)} ${renderValue(sample.value)}`);
+  const lines = [`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} ${family.type ?? 'gauge'}`];
+  for (const sample of family.samples) lines.push(`${family.name}${sample.suffix ?? ''}${renderLabels(sample.labels)} ${renderValue(sample.value)}`);
   return `${lines.join('\n')}\n`;
 }
 

@@ -14,7 +14,7 @@ import type { Dirent } from 'node:fs';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { quantTag, slug } from './model-ids.js';
-import { heldQuant, hubAlias } from '../contracts/hub-names.js';
+import { heldQuant, hubAlias } from '../contracts/hub/names.js';
 
 export interface DiscoveredFile {
   /** The id it would get on its own (before collisions are resolved in the catalog). */
@@ -43,7 +43,7 @@ export interface DiscoveredFile {
   dirIndex: number;
   /**
    * The names it is served under besides its id: a file of the Hugging Face cache answers to
-   * `hf.co/OWNER/REPO:QUANT` (the name it is pulled as, core/contracts/hub-names.ts), and the
+   * `hf.co/OWNER/REPO:QUANT` (the name it is pulled as, core/contracts/hub/names.ts), and the
    * repo's default (its Q4_K_M, or its only model) to `hf.co/OWNER/REPO` as well.
    */
   aliases: string[];

@@ -1,7 +1,7 @@
 // Model ids for discovered files: what clients put in `model`, so they must be readable,
 // lowercase, stable across restarts and unique.
 import { createHash } from 'node:crypto';
-import { quantInName } from '../contracts/hub-names.js';
+import { quantInName } from '../contracts/hub/names.js';
 
 /** Lowercase, and only characters that survive URLs, shells and YAML unquoted. */
 export function slug(text: string): string {

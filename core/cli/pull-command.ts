@@ -8,7 +8,7 @@
 // answer says which id to follow — a small file can be pulled before that answer comes back.
 import type { AdminEvent } from '../contracts/admin-events.js';
 import { formatBytes } from '../contracts/format-bytes.js';
-import { isFinished, type PullView } from '../contracts/pulls.js';
+import { isFinished, type PullView } from '../contracts/hub/pulls.js';
 import type { CliAdmin } from './admin-client.js';
 
 export interface PullOutput {

@@ -2,8 +2,9 @@
 // The first event on every connection is a full snapshot; after that, a fresh snapshot on
 // every change (throttled by the service) plus the few discrete events a person should be
 // told about even when no window is open (desktop notifications).
-import type { PullView } from './pulls.js';
+import type { PullView } from './hub/pulls.js';
 import type { Snapshot } from './snapshot.js';
+import type { RequestRecord } from './requests/request-record.js';
 
 export type AdminEvent =
   | { type: 'SnapshotUpdated'; snapshot: Snapshot }
@@ -19,4 +20,6 @@ export type AdminEvent =
    * A pull from the Hugging Face Hub started, progressed or ended (core/pull): its state at once,
    * its bytes at most once a second. Every surface that shows a download follows these.
    */
-  | { type: 'PullProgressed'; pull: PullView };
+  | { type: 'PullProgressed'; pull: PullView }
+  /** A request to a model ended: its record, as `GET /api/activity` lists it (the dashboard's live Activity table, `llmtray activity -f`). */
+  | { type: 'RequestRecorded'; record: RequestRecord };

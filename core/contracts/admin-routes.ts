@@ -7,13 +7,15 @@
 // the preload (electron/ipc-contract.ts). So a new call is one entry here plus its answer in
 // AdminService; every transport then carries it, and forgetting the answer is a compile error.
 //
-// Every input is a path parameter, parsed by the same ParamSpec whichever transport carried
-// it (a path segment over HTTP, an IPC argument in Electron), so both refuse the same values
-// with the same sentence. No call takes a request body. The event stream (`GET /api/events`,
+// Every input is a parameter, parsed by the same ParamSpec whichever transport carried it (a
+// path segment, or for a parameter the path does not name a query parameter, over HTTP; an IPC
+// argument in Electron), so both refuse the same values with the same sentence. A query
+// parameter may be absent (its spec takes undefined); a path's may not. No call takes a body. The event stream (`GET /api/events`,
 // Server-Sent Events) is not a call: it is ADMIN_EVENTS_PATH, carried as an IPC push channel.
 import { MODEL_COMMANDS, isModelCommand, type CommandResult, type ModelCommand, type ModelLogsResponse } from './commands.js';
-import type { HubModelHit, PullView, RepoOffer } from './pulls.js';
+import type { HubModelHit, PullView, RepoOffer } from './hub/pulls.js';
 import type { Snapshot } from './snapshot.js';
+import { STATUS_FILTER, type ActivityAnswer } from './requests/request-record.js';
 
 /** How one parameter is read from the wire; `expected` completes "expected …, got …". */
 export interface ParamSpec<T> {
@@ -48,7 +50,7 @@ export const MODEL_NAME: ParamSpec<string> = {
   },
 };
 
-/** A name to pull (`hf.co/OWNER/REPO:QUANT`, `OWNER/REPO`, `OWNER/REPO/FILE.gguf`) or a pull's id; core/contracts/hub-names.ts reads it. */
+/** A name to pull (`hf.co/OWNER/REPO:QUANT`, `OWNER/REPO`, `OWNER/REPO/FILE.gguf`) or a pull's id; core/contracts/hub/names.ts reads it. */
 export const PULL_NAME: ParamSpec<string> = {
   parse(value) {
     if (typeof value !== 'string' || value.trim().length === 0) return { ok: false, expected: 'a model on the Hugging Face Hub, as hf.co/OWNER/REPO:QUANT (non-empty text)' };
@@ -70,6 +72,24 @@ export const MODEL_COMMAND: ParamSpec<ModelCommand> = {
   parse(value) {
     return isModelCommand(value) ? { ok: true, value } : { ok: false, expected: `one of ${MODEL_COMMANDS.join(', ')}` };
   },
+};
+
+/** A filter of text that may be absent (a query parameter): absent or a non-empty text. */
+function optionalText(expected: string, pattern: RegExp = /^.+$/): ParamSpec<string | undefined> {
+  return {
+    parse(value) {
+      if (value === undefined) return { ok: true, value: undefined };
+      if (typeof value !== 'string' || value.length > MAX_MODEL_NAME_LENGTH || !pattern.test(value)) return { ok: false, expected };
+      return { ok: true, value };
+    },
+  };
+}
+
+/** The filters of getActivity: each absent means any. */
+export const ACTIVITY_FILTERS = {
+  model: optionalText('a model id (the one asked for or the one that answered)'),
+  status: optionalText('an HTTP status (429) or a class of them (4xx)', STATUS_FILTER),
+  client: optionalText("a client key's name, or local"),
 };
 
 /** 200 done, 409 declined by the action, 404 unknown model, 500 the action threw. */
@@ -118,6 +138,8 @@ export const ADMIN_ROUTES = {
   searchHub: route<HubModelHit[]>()({ method: 'GET', path: '/api/hub/search/:query', params: { query: HUB_QUERY } }),
   /** A repo's quants, largest first, each marked by how it would run here (whole on a GPU, partly in host RAM, CPU only, too big). */
   offerRepo: route<RepoOffer>()({ method: 'GET', path: '/api/hub/repos/:repo', params: { repo: PULL_NAME } }),
+  /** The requests the daemon holds (activity.keep), newest first, filtered by model, status and client (query parameters). */
+  getActivity: route<ActivityAnswer>()({ method: 'GET', path: '/api/activity', params: ACTIVITY_FILTERS }),
 };
 
 /** `GET`: SnapshotUpdated first, then every AdminEvent, as Server-Sent Events. */
@@ -130,8 +152,15 @@ export const ADMIN_CALL_NAMES = Object.keys(ADMIN_ROUTES) as AdminCallName[];
 export type AdminParams<K extends AdminCallName> = AdminRoutes[K] extends AdminRoute<infer P, infer _A> ? P : never;
 export type AdminAnswer<K extends AdminCallName> = AdminRoutes[K] extends AdminRoute<infer _P, infer A> ? A : never;
 
-/** A call's arguments: its parameters, or nothing for a call that has none. */
-export type AdminArgs<K extends AdminCallName> = keyof AdminParams<K> extends never ? [params?: AdminParams<K>] : [params: AdminParams<K>];
+/** The parameters whose values may be absent (query parameters) are optional keys. */
+type OptionalWhereUndefined<P> = { [K in keyof P as undefined extends P[K] ? never : K]: P[K] } & { [K in keyof P as undefined extends P[K] ? K : never]?: P[K] };
+
+/** A call's arguments: its parameters, or nothing for a call that has none or only optional ones. */
+export type AdminArgs<K extends AdminCallName> = keyof AdminParams<K> extends never
+  ? [params?: AdminParams<K>]
+  : {} extends OptionalWhereUndefined<AdminParams<K>>
+    ? [params?: OptionalWhereUndefined<AdminParams<K>>]
+    : [params: AdminParams<K>];
 
 /**
  * The admin API as every transport offers it: one method per call. Each resolves with the
@@ -175,7 +204,7 @@ export function parseParams<K extends AdminCallName>(name: K, raw: unknown): Adm
   for (const [key, spec] of Object.entries(specs)) {
     const result = spec.parse(values[key]);
     if (!result.ok) throw new AdminRefusal(400, 'invalid_param', `${name}: ${key}: expected ${result.expected}, got ${describe(values[key])}`);
-    parsed[key] = result.value;
+    if (result.value !== undefined) parsed[key] = result.value;
   }
   return parsed as AdminParams<K>;
 }
@@ -191,10 +220,18 @@ export function answerStatus<K extends AdminCallName>(name: K, answer: AdminAnsw
   return status === undefined ? 200 : status(answer);
 }
 
-/** The path of a call with its parameters filled in, each percent-encoded as one segment. */
+/**
+ * The path of a call with its parameters filled in: those the path names each percent-encoded
+ * as one segment, the others (given ones only) as its query.
+ */
 export function pathFor<K extends AdminCallName>(name: K, ...[params]: AdminArgs<K>): string {
   const values = (params ?? {}) as Record<string, unknown>;
-  return ADMIN_ROUTES[name].path.replace(/:([a-z]+)/gi, (_whole, key: string) => encodeURIComponent(String(values[key])));
+  const pattern = ADMIN_ROUTES[name].path;
+  const path = pattern.replace(/:([a-z]+)/gi, (_whole, key: string) => encodeURIComponent(String(values[key])));
+  const query = Object.entries(values)
+    .filter(([key, value]) => value !== undefined && !pattern.includes(`:${key}`))
+    .map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`);
+  return query.length === 0 ? path : `${path}?${query.join('&')}`;
 }
 
 /** A short, safe rendering of an unexpected value for an error message. */

@@ -73,6 +73,8 @@ export interface ModelView {
   /** What the running server really uses (RSS of its process tree, or the driver's figure); null until measured. */
   measuredBytes: number | null;
   inFlight: number;
+  /** Requests waiting for it now: for its load, for room, or for its turn (they are not in flight yet). */
+  waiting: number;
   /** Epoch ms; null when never used. */
   lastUsed: number | null;
   /** Controller-owned state, recovery and next step. */

@@ -12,6 +12,7 @@ import type { Supervisor } from '../engine/supervisor/supervisor.js';
 import type { LiveBudget } from '../gpu/live-budget.js';
 import type { ModelActivity } from '../demand/activity.js';
 import type { PullManager } from '../pull/index.js';
+import type { RequestLog } from '../demand/request-log.js';
 import { feedLoadProgress } from './load-progress-feed.js';
 import { createModelActions, type PinPolicy } from '../demand/model-actions.js';
 import { buildSnapshot, type SnapshotParts } from './snapshot-builder.js';
@@ -29,6 +30,8 @@ export function openAdmin(deps: {
   supervisor: Supervisor;
   budget: LiveBudget;
   activity: ModelActivity;
+  /** The requests served (the Activity view's records); each new one goes onto the event stream. */
+  requests: RequestLog;
   pins: PinStore;
   pinPolicy: PinPolicy;
   wanted: (modelId: string) => boolean;
@@ -54,6 +57,7 @@ export function openAdmin(deps: {
       deps.pinPolicy,
     ),
     logs: (id) => supervisor.logTail(id),
+    activity: (filter) => ({ requests: deps.requests.list(filter), keep: deps.requests.keep, keepBodiesBytes: catalog.config().activity.keepBodiesBytes }),
     clock: realClock,
     warn: (message) => log.warn(message),
     pulls: deps.pulls,
@@ -79,6 +83,7 @@ export function openAdmin(deps: {
     deps.activity.onDidChange(changed),
     // A pull's state at once and its bytes at most once a second (the manager throttles), to every surface.
     deps.pulls.onDidChange((pull) => admin.publish({ type: 'PullProgressed', pull })),
+    deps.requests.onRecorded((record) => admin.publish({ type: 'RequestRecorded', record })),
     deps.budget.onDidChange(changed),
     catalog.onDidChange(changed),
   ];

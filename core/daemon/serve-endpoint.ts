@@ -2,7 +2,7 @@
 // does not take loopback connections), with the access rules read per request.
 import { networkInterfaces } from 'node:os';
 import type { AdminService } from '../admin/index.js';
-import { createAdminHandler } from '../admin/index.js';
+import { createAdminHandler, RequestHistograms } from '../admin/index.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { LlmtrayConfig } from '../catalog/config/load-config.js';
 import type { Controller } from '../controller/controller.js';
@@ -15,6 +15,8 @@ import { modelCards } from '../demand/model-cards.js';
 import { cachedGgufCardReader } from '../catalog/gguf-card.js';
 import { portTakenMessage, type AdviceFace } from './startup-advice.js';
 import type { ModelTurns } from '../demand/turns.js';
+import type { RequestLog } from '../demand/request-log.js';
+import type { RequestRecorder } from '../router/http/request-trace.js';
 
 export interface ServedEndpoint {
   port: number;
@@ -40,6 +42,8 @@ export async function serveEndpoint(deps: {
   supervisor: Supervisor;
   activity: ModelActivity;
   turns: ModelTurns;
+  /** Where each model request's record goes (the Activity view); /metrics' request histograms count them too. */
+  requests: RequestLog;
   admin: AdminService;
   token: string;
   staticDir: string;
@@ -49,14 +53,25 @@ export async function serveEndpoint(deps: {
 }): Promise<ServedEndpoint> {
   const { catalog, admin, plan } = deps;
   const access: { listen: LlmtrayConfig['listen'] | null; rules: RouterAccess | null } = { listen: null, rules: null };
+  const histograms = new RequestHistograms((id) => catalog.resolve(id)?.id === id);
+  const recorder: RequestRecorder = {
+    record: (record) => {
+      // activity.keep read per record, so a reload applies without a subscription (resize is a no-op for the same size).
+      deps.requests.resize(catalog.config().activity.keep);
+      deps.requests.add(record);
+      histograms.observe(record);
+    },
+    keepBodiesBytes: () => catalog.config().activity.keepBodiesBytes,
+  };
   const router = createRouter({
+    requests: recorder,
     gateway: {
       ...createGateway({ catalog, controller: deps.controller, supervisor: deps.supervisor, activity: deps.activity, startedAt: deps.startedAt, turns: deps.turns }),
       // Ollama's model routes: the GGUF's keys, what is resident, an app's keep_alive.
       ...modelCards({ catalog, readCard: cachedGgufCardReader(), snapshot: () => admin.snapshot(), activity: deps.activity, trigger: () => deps.controller.trigger() }),
     },
     activationWaitMs: catalog.config().activationWaitMs,
-    fallthrough: createAdminHandler({ service: admin, token: deps.token, staticDir: deps.staticDir }),
+    fallthrough: createAdminHandler({ service: admin, token: deps.token, staticDir: deps.staticDir, requestMetrics: histograms }),
     // llama.cpp router mode's /models/load and /models/unload: the tray's own commands, as the admin API runs them.
     modelCommands: {
       load: (id) => admin.runCommand({ id, command: 'load' }),

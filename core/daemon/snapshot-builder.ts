@@ -135,6 +135,7 @@ export function buildSnapshot(parts: SnapshotParts): Omit<Snapshot, 'revision'> 
       estimateBytes: estimatesOf(pricedEstimate(model, parts.runtimeBytes?.(model) ?? 0, true, parts.weightsOnCpu?.() ?? false)),
       measuredBytes: measured,
       inFlight: parts.supervisor.inFlight(model.id),
+      waiting: parts.activity.waitingCount(model.id),
       lastUsed: lastUsed ?? null,
       status: parts.controller.status(model.id) ?? idleStatus(model.id, parts.startedAt),
       loading: server !== null && server.phase === 'loading' ? { fraction: server.loadProgress, startedAt: server.startedAt, expectedMs: server.lastLoadMs } : null,

@@ -16,7 +16,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { errorMessage } from '../contracts/error-message.js';
 import { formatBytes } from '../contracts/format-bytes.js';
-import { PullRefused } from '../contracts/pulls.js';
+import { PullRefused } from '../contracts/hub/pulls.js';
 import type { HubAccess } from './hub-access.js';
 import type { FileMetadata } from './hub-api.js';
 import type { RepoCache } from './hf-cache.js';

@@ -1,8 +1,8 @@
 // Which of a repo's files a name means, as Ollama and llama.cpp choose them
 // (test/fixtures/hub-api G1–G4): the GGUF whose name holds the quant (case-insensitive), every
 // part of a split one, and the vision projector beside it. Pure.
-import { heldQuant, type HubModelName } from '../contracts/hub-names.js';
-import { PullRefused } from '../contracts/pulls.js';
+import { heldQuant, type HubModelName } from '../contracts/hub/names.js';
+import { PullRefused } from '../contracts/hub/pulls.js';
 import { chooseProjector, isProjectorFile } from '../catalog/discovery.js';
 import type { RepoFile } from './hub-api.js';
 

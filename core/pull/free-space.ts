@@ -3,7 +3,7 @@
 // them leaves a person guessing how much to free.
 import { mkdir, statfs } from 'node:fs/promises';
 import { formatBytes } from '../contracts/format-bytes.js';
-import { PullRefused } from '../contracts/pulls.js';
+import { PullRefused } from '../contracts/hub/pulls.js';
 
 /** Free bytes for an unprivileged writer on the disk holding `dir` (made if missing). */
 export async function freeBytes(dir: string): Promise<number> {

@@ -11,7 +11,7 @@
 //   and follows the CDN redirect, losing `X-Repo-Commit`, which names the snapshot folder, and
 //   the file's sha256 (`X-Linked-Etag`), which the download is checked against.
 import { listFiles } from '@huggingface/hub';
-import { PullRefused } from '../contracts/pulls.js';
+import { PullRefused } from '../contracts/hub/pulls.js';
 import type { HubAccess } from './hub-access.js';
 
 export interface RepoFile {

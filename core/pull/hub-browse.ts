@@ -7,8 +7,8 @@
 import { listModels } from '@huggingface/hub';
 import { DEFAULT_CONTEXT_CAP } from '../catalog/catalog.js';
 import { estimateFootprint } from '../catalog/footprint.js';
-import { hubAlias, parseHubModelName } from '../contracts/hub-names.js';
-import { PullRefused, type HubModelHit, type QuantOffer, type RepoOffer } from '../contracts/pulls.js';
+import { hubAlias, parseHubModelName } from '../contracts/hub/names.js';
+import { PullRefused, type HubModelHit, type QuantOffer, type RepoOffer } from '../contracts/hub/pulls.js';
 import type { FootprintEstimate } from '../policy/levels.js';
 import { chooseFiles, modelChoices } from './choose-files.js';
 import type { HubAccess } from './hub-access.js';

@@ -9,7 +9,7 @@
 // quant's file size says. So each candidate's estimate is the read one with its weights scaled by
 // the sizes. Why not read every quant's header: a repo holds twenty of them, each header a few MB.
 import { formatBytes } from '../contracts/format-bytes.js';
-import { PullRefused } from '../contracts/pulls.js';
+import { PullRefused } from '../contracts/hub/pulls.js';
 import { footprintAt, type FootprintEstimate } from '../policy/levels.js';
 
 /** What the machine offers a model now, from the daemon's live budget. */

@@ -26,6 +26,9 @@ import { readBody } from './http/read-body.js';
 import { checkClientKey, type ClientKey } from './http/client-keys.js';
 import { answerPreflight, applyCors, forbidden, refuseHostOrOrigin, type GuardOptions } from './http/request-guard.js';
 import { ProgressComments } from './http/progress-comments.js';
+import { startTrace, type RequestRecorder } from './http/request-trace.js';
+import type { RequestWait } from '../contracts/requests/request-record.js';
+import { assertNever } from '../contracts/assert-never.js';
 import { unreachableError, type ModelRequest } from './engine/upstream.js';
 import { openAIRequest } from './openai/route.js';
 import type { OpenAIEndpoint } from './openai/validate-request.js';
@@ -54,6 +57,8 @@ export interface RouterOptions {
   fallthrough?: (req: IncomingMessage, res: ServerResponse) => void;
   /** The tray's load and unload, for llama.cpp router mode's `POST /models/load` and `/models/unload` (llama/routes.ts). Absent: 501. */
   modelCommands?: ModelCommands;
+  /** Where each model request's record goes once it ended (http/request-trace.ts). Absent: nothing is recorded, nothing is read from answers. */
+  requests?: RequestRecorder;
 }
 
 export interface RouterAccess extends GuardOptions {
@@ -183,24 +188,24 @@ export function createRouter(options: RouterOptions): Router {
     applyCors(req, res, access.corsOrigins);
     const key = checkClientKey(req, access.clientKeys, access.keysRequired);
     if (!key.ok) return refuse(key.error);
-    if (ollama) return serveOllama(req, res, path, ollamaContext);
+    if (ollama) return serveOllama(req, res, path, ollamaContext, key.name);
 
     if (endpoint !== undefined) {
       if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
       const build = (raw: Buffer): ModelRequest | RouterError => openAIRequest(agent, res, endpoint, path, raw);
-      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
+      serveModelRequest(req, res, shape, key.name, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
     if (anthropic !== null) {
       if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
       const build = (raw: Buffer): ModelRequest | RouterError => ANTHROPIC_ROUTES[anthropic](agent, res, raw);
-      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
+      serveModelRequest(req, res, shape, key.name, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
     if (responses) {
       if (req.method !== 'POST') return refuse(wrongMethod(path, 'POST'));
       const build = (raw: Buffer): ModelRequest | RouterError => responsesRequest(agent, res, raw);
-      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
+      serveModelRequest(req, res, shape, key.name, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
     if (llamaCompat) {
@@ -218,7 +223,7 @@ export function createRouter(options: RouterOptions): Router {
         return;
       }
       const build = (raw: Buffer): ModelRequest | RouterError => llamaServerRouteRequest(agent, res, path, raw);
-      serveModelRequest(req, res, shape, build).catch((error: unknown) => refuse(internal(error)));
+      serveModelRequest(req, res, shape, key.name, build).catch((error: unknown) => refuse(internal(error)));
       return;
     }
     if (path === '/v1/models' || path.startsWith('/v1/models/')) {
@@ -237,18 +242,22 @@ export function createRouter(options: RouterOptions): Router {
    * where the API's own dispatch read it already (Ollama's, which decides by the body whether a
    * request is one for a model at all).
    */
-  async function serveModelRequest(req: IncomingMessage, res: ServerResponse, shape: ErrorShape, build: (raw: Buffer) => ModelRequest | RouterError, body?: Buffer): Promise<void> {
+  async function serveModelRequest(req: IncomingMessage, res: ServerResponse, shape: ErrorShape, client: string | null, build: (raw: Buffer) => ModelRequest | RouterError, body?: Buffer): Promise<void> {
     const exchange = trackExchange(res);
+    const trace = options.requests === undefined ? null : startTrace(res, pathOf(req.url), client, options.requests);
     const read = body === undefined ? await readBody(req, bodyLimitBytes) : ({ kind: 'read', body } as const);
     if (read.kind === 'aborted') return;
     if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, bodyLimitBytes), shape);
+    trace?.received(read.body);
     const request = build(read.body);
     if (!('send' in request)) return sendError(res, request, shape);
+    const { streamError } = request;
+    trace?.asked(request.model, streamError !== null);
     const resolved = gateway.resolve(request.model);
     if (resolved === undefined) return sendError(res, noSuchModel(request.model), shape);
+    trace?.asked(resolved.modelId, streamError !== null);
     if (request.generates && resolved.embeddingsOnly !== null) return sendError(res, embeddingModelAsked(resolved.modelId, resolved.embeddingsOnly), shape);
     // A streamed request that has to wait hears why, as SSE comments, from the moment it waits.
-    const { streamError } = request;
     const progress =
       streamError === null ? null : new ProgressComments(res, resolved.modelId, () => gateway.waitProgress?.(resolved.modelId) ?? null, streamError);
 
@@ -262,11 +271,16 @@ export function createRouter(options: RouterOptions): Router {
     // quarantines a model that dies on every request (the ladder starts over only once a server
     // has answered: Controller.served).
     for (let attempt = 1; ; attempt++) {
-      const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation, () => progress?.start(), request.takesSlot);
+      const onWaiting = (): void => {
+        trace?.waiting(waitOf(gateway, resolved.modelId));
+        progress?.start();
+      };
+      const ready = await activate(gateway, resolved.modelId, exchange.clientGone, activation, onWaiting, request.takesSlot);
       progress?.stop();
       if (ready.kind === 'client_gone') return;
       if (ready.kind === 'refused') return sendError(res, ready.error, shape);
       const { claim } = ready;
+      trace?.taken(claim.servedBy);
       exchange.finishWith(claim.release);
       if (exchange.clientGone.aborted) return;
 
@@ -303,6 +317,26 @@ export function createRouter(options: RouterOptions): Router {
     listen: (listenOptions) => listen(handle, agent, listenOptions),
     close: () => agent.destroy(),
   };
+}
+
+/** What a request that starts to wait waits for, in its record's words: its model's load, or room (memory, a turn, a free slot). */
+function waitOf(gateway: ModelGateway, modelId: string): RequestWait {
+  const progress = gateway.waitProgress?.(modelId);
+  if (progress === undefined) return 'load';
+  switch (progress.kind) {
+    case 'loading':
+    case 'queued':
+    case 'retry':
+    case 'stopping':
+      return 'load';
+    case 'memory':
+    case 'turn':
+    // A free slot of its model (parallel): room in the engine rather than in memory, but room all the same, made when another request ends.
+    case 'slot':
+      return 'room';
+    default:
+      return assertNever(progress);
+  }
 }
 
 /**

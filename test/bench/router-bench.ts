@@ -42,7 +42,7 @@ const SCENARIOS: Scenario[] = [
 ];
 const STREAM: Scenario = { clients: 1, batch: 40, rounds: 18, warmup: 200 };
 
-type PathName = 'direct' | 'bare proxy' | 'router alone' | 'daemon';
+type PathName = 'direct' | 'bare proxy' | 'router alone' | 'router recording' | 'daemon';
 
 interface Path {
   name: PathName;
@@ -145,6 +145,17 @@ async function startRouterHost(): Promise<RouterHost> {
   };
 }
 
+/**
+ * What recording each request (core/router/http/request-trace.ts, the usage tap, the request log
+ * and the histograms) costs: the recording router against the same router without, in the same
+ * rounds — p50, the same-round median of the difference, throughput and host CPU per request.
+ */
+function recordingCost(on: { p50: number; rate: number; samples: Samples }, off: { p50: number; rate: number; samples: Samples }, scenario: Scenario): string {
+  const byRound = percentile(on.samples.roundP50s.map((p50, round) => p50 - (off.samples.roundP50s[round] ?? p50)), 50);
+  const cpu = (s: Samples): number => s.hostCpuMicros / s.requests;
+  return `recording on against off (the router over the same fixed gateway), ${clientsLabel(scenario.clients)}: p50 ${signed(on.p50 - off.p50, 2)} ms (same-round median ${signed(byRound, 2)}), throughput ${fixed((on.rate / off.rate) * 100, 1)} %, host CPU ${signed(cpu(on.samples) - cpu(off.samples), 0)} µs/req`;
+}
+
 const clientsLabel = (clients: number): string => `${clients} client${clients === 1 ? '' : 's'}`;
 
 export async function runRouterBench(): Promise<void> {
@@ -155,6 +166,7 @@ export async function runRouterBench(): Promise<void> {
       { name: 'direct', target: { port: ready.engine.port, apiKey: ready.engine.apiKey }, hosted: false },
       { name: 'bare proxy', target: { port: ready.proxyPort }, hosted: true },
       { name: 'router alone', target: { port: ready.routerPort }, hosted: true },
+      { name: 'router recording', target: { port: ready.recordingRouterPort }, hosted: true },
       { name: 'daemon', target: { port: ready.daemonPort }, hosted: true },
     ];
     const plain = chatBody(MODEL_ID, false);
@@ -175,7 +187,7 @@ export async function runRouterBench(): Promise<void> {
       const proxy = of('bare proxy');
       for (const path of paths) {
         const { p50, rate, samples } = of(path.name);
-        const overProxy = path.name === 'router alone' || path.name === 'daemon';
+        const overProxy = path.name !== 'direct' && path.name !== 'bare proxy';
         rows.push([
           `${clientsLabel(scenario.clients)}, ${path.name}`,
           String(samples.requests),
@@ -197,10 +209,12 @@ export async function runRouterBench(): Promise<void> {
         // batch of the same round (seconds apart), the median of those differences.
         const overProxyByRound = (name: PathName): number => percentile(of(name).samples.roundP50s.map((p50, round) => p50 - (proxy.samples.roundP50s[round] ?? p50)), 50);
         verdicts.push(
-          `  cross-check, median over ${scenario.rounds} rounds of (batch p50 − the same round's bare proxy batch p50): daemon ${signed(overProxyByRound('daemon'), 2)} ms, router alone ${signed(overProxyByRound('router alone'), 2)} ms`,
+          `  cross-check, median over ${scenario.rounds} rounds of (batch p50 − the same round's bare proxy batch p50): daemon ${signed(overProxyByRound('daemon'), 2)} ms, router alone ${signed(overProxyByRound('router alone'), 2)} ms, router recording ${signed(overProxyByRound('router recording'), 2)} ms`,
         );
+        verdicts.push(recordingCost(of('router recording'), of('router alone'), scenario));
       } else {
         const ratio = daemon.rate / proxy.rate;
+        verdicts.push(recordingCost(of('router recording'), of('router alone'), scenario));
         verdicts.push(
           `daemon throughput at ${clientsLabel(scenario.clients)}: ${fixed(ratio * 100, 1)} % of the bare proxy's (target ≥ ${TARGET_THROUGHPUT_OF_PROXY * 100} %): ${verdict(ratio >= TARGET_THROUGHPUT_OF_PROXY)}`,
         );
@@ -241,6 +255,8 @@ export async function runRouterBench(): Promise<void> {
     verdicts.push(
       `daemon streamed first token over the bare proxy, p50: ${signed(firstTokenOver, 2)} ms (target ≤ ${TARGET_FIRST_TOKEN_OVER_PROXY_MS} ms): ${verdict(firstTokenOver <= TARGET_FIRST_TOKEN_OVER_PROXY_MS)}`,
     );
+    const recordingFirstToken = percentile(timesOf('router recording').firstToken, 50) - percentile(timesOf('router alone').firstToken, 50);
+    verdicts.push(`recording on against off, streamed first token p50: ${signed(recordingFirstToken, 2)} ms`);
     console.log();
     for (const line of verdicts) console.log(line);
   } finally {

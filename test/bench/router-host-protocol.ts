@@ -8,6 +8,8 @@ export interface RouterHostReady {
   engine: { port: number; apiKey: string };
   daemonPort: number;
   routerPort: number;
+  /** The same router over the same fixed gateway, recording every request as the daemon does (the request log and the /metrics histograms). */
+  recordingRouterPort: number;
   proxyPort: number;
 }
 

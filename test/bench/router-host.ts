@@ -10,6 +10,8 @@
 //   gateway over the controller, supervisor and activity, everything a user's request meets;
 // - the router alone, over a fixed gateway (the model always ready at that engine): the
 //   router's own logic, without the daemon's bookkeeping — the breakdown;
+// - the same router recording every request as the daemon does (its request log and /metrics
+//   histograms): against the router alone, what the recording costs, in the same run;
 // - a bare proxy: the least any Node HTTP hop can do (accept, forward over a keep-alive pool,
 //   pipe the answer back), with no parsing, guards or bookkeeping.
 // The daemon's figures minus the bare proxy's are what llmtray's own logic costs; the bare
@@ -24,6 +26,8 @@ import { join } from 'node:path';
 import { startDaemon } from '../../core/daemon.js';
 import { apiKeyDir } from '../../core/engine/supervisor/api-key-file.js';
 import { createRouter } from '../../core/router/router.js';
+import { RequestLog } from '../../core/demand/request-log.js';
+import { RequestHistograms } from '../../core/admin/request-histograms.js';
 import { fixedGateway } from './fixed-gateway.js';
 import { HOSTED_MODEL_ID, type RouterHostCpu, type RouterHostReady } from './router-host-protocol.js';
 
@@ -72,6 +76,20 @@ async function keyOfEngine(url: URL): Promise<string> {
 
 const router = createRouter({ gateway: fixedGateway({ modelId: HOSTED_MODEL_ID, baseUrl: engineUrl.origin, apiKey: engineKey }) });
 const listening = await router.listen({ port: 0, host: '127.0.0.1' });
+// Recorded as core/daemon/serve-endpoint.ts records: into a ring of the default size, counted into the histograms; no bodies (the default).
+const requestLog = new RequestLog();
+const histograms = new RequestHistograms((id) => id === HOSTED_MODEL_ID);
+const recordingRouter = createRouter({
+  gateway: fixedGateway({ modelId: HOSTED_MODEL_ID, baseUrl: engineUrl.origin, apiKey: engineKey }),
+  requests: {
+    record: (record) => {
+      requestLog.add(record);
+      histograms.observe(record);
+    },
+    keepBodiesBytes: () => 0,
+  },
+});
+const recordingListening = await recordingRouter.listen({ port: 0, host: '127.0.0.1' });
 
 const proxyAgent = new http.Agent({ keepAlive: true });
 const proxy = http.createServer((req, res) => {
@@ -105,6 +123,7 @@ send({
   engine: { port: Number(engineUrl.port), apiKey: engineKey },
   daemonPort: daemon.port,
   routerPort: listening.port,
+  recordingRouterPort: recordingListening.port,
   proxyPort: (proxy.address() as AddressInfo).port,
 } satisfies RouterHostReady);
 // The benchmark ends this process by disconnecting (or dying): nothing else should keep it alive.
@@ -112,7 +131,7 @@ process.once('disconnect', () => {
   proxy.close();
   proxy.closeAllConnections();
   proxyAgent.destroy();
-  void Promise.all([listening.close(), daemon.stop()])
+  void Promise.all([listening.close(), recordingListening.close(), daemon.stop()])
     .then(() => rm(dataDir, { recursive: true, force: true }))
     .then(() => process.exit(0));
 });

@@ -16,12 +16,13 @@ import { DASHBOARD_CSP } from '../../core/admin/static-files.js';
 import type { AdminEvent } from '../../core/contracts/admin-events.js';
 import { ADMIN_CALL_NAMES, ADMIN_ROUTES, pathFor, type AdminCallName, type AdminParams } from '../../core/contracts/admin-routes.js';
 import type { CommandResult, ModelCommand } from '../../core/contracts/commands.js';
-import { PullRefused, type PullActions, type PullView } from '../../core/contracts/pulls.js';
+import { PullRefused, type PullActions, type PullView } from '../../core/contracts/hub/pulls.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
 import { createRouter, type ListeningRouter } from '../../core/router/router.js';
 import type { ModelGateway } from '../../core/router/model-gateway.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { fixtureSnapshot } from '../support/fixture-snapshot.js';
+import { RequestLog } from '../../core/demand/request-log.js';
 
 /** The router needs a gateway; the admin routes never reach it (no model resolves, so nothing is claimed or awaited). */
 const noModels: ModelGateway = {
@@ -57,6 +58,7 @@ let clock: FakeClock;
 let service: AdminService;
 const commandCalls: string[] = [];
 const listeners: ListeningRouter[] = [];
+const requests = new RequestLog(10);
 let port: number;
 
 async function listen(handlerOptions: Partial<AdminHandlerOptions> = {}): Promise<number> {
@@ -185,6 +187,7 @@ beforeAll(async () => {
     buildSnapshot: () => ({ ...view, models: view.models.map((m) => ({ ...m, pinned: pins.isPinned(m.id) })) }),
     commands: { pin: action('pin'), unpin: action('unpin'), load: action('load'), unload: action('unload'), retry: action('retry') },
     logs: (id) => (id === 'llama-3.1-8b' ? { lines: ['llama_model_loader: loaded meta data', 'server is listening'], next: 12 } : undefined),
+    activity: (filter) => ({ requests: requests.list(filter), keep: requests.keep, keepBodiesBytes: 0 }),
     clock,
     pulls: recordingPulls,
   });
@@ -264,6 +267,7 @@ describe('admin API authentication', () => {
       deletePull: { name: 'hf.co/owner/repo:Q4_K_M' },
       searchHub: { query: 'qwen' },
       offerRepo: { repo: 'owner/repo' },
+      getActivity: { model: undefined, status: '429', client: undefined },
     };
     for (const name of ADMIN_CALL_NAMES) {
       const route = ADMIN_ROUTES[name];

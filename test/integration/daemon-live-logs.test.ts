@@ -147,7 +147,7 @@ describe('llmtray logs -f', () => {
     expect(unknown.stderr).toContain("Unknown model 'nope'; the models are: demo-broken, demo-chat, demo-draft, demo-embed, demo-tiny.");
     const misplaced = await runCli(['status', '-f', '--data-dir', live.daemon.dataDir]);
     expect(misplaced.code).toBe(2);
-    expect(misplaced.stderr).toContain('-f follows a log: llmtray logs -f ID');
+    expect(misplaced.stderr).toContain('-f follows a log or the requests: llmtray logs -f ID, llmtray activity -f');
   });
 
   it('prints only the last 50 lines of the tail by default, then follows', async () => {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PullView } from '../../core/contracts/pulls.js';
+import type { PullView } from '../../core/contracts/hub/pulls.js';
 import { CLI_ENTRY, STRICT_REJECTIONS, makeDataDir, removeDataDir, runCli, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { GATED_REPO, SIZES_REPO, SPLIT_REPO, TINY_REPO, VISION_REPO, demoRepos } from '../support/hub-standin/demo-repos.js';
 import { startHubStandIn, type HubStandIn } from '../support/hub-standin/hub-standin.js';

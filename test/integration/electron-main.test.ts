@@ -9,6 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contentTypeFor, DASHBOARD_CSP } from '../../core/admin/static-files.js';
 import type { Snapshot } from '../../core/contracts/snapshot.js';
@@ -178,6 +179,23 @@ describe('the desktop main process, demo mode, under the Electron stand-in', () 
     await untilModel(app, 'demo-tiny', 'unpinned', (m) => !m.pinned);
     await app.control('click', { path: ['demo-tiny — ', 'Unload'] });
     await untilModel(app, 'demo-tiny', 'unloaded', (m) => m.status.state === 'idle');
+  }, 120_000);
+
+  it("shows a busy model's requests in flight in the tray while it answers, and no line once it is done", async () => {
+    const client = new OpenAI({ baseURL: (await app.state()).endpoint, apiKey: 'any-key-works', maxRetries: 0 });
+    const abort = new AbortController();
+    // Long enough to be seen answering: the tray is rebuilt at most once a second.
+    const stream = await client.chat.completions.create({ model: 'demo-tiny', max_tokens: 1500, stream: true, messages: [{ role: 'user', content: 'Write at length.' }] }, { signal: abort.signal });
+    const reading = (async () => {
+      for await (const _chunk of stream);
+    })().catch(() => undefined);
+    try {
+      await app.until('the tray shows demo-tiny answering one request', () => (app.trayMenu().some((item) => item.label === 'demo-tiny: 1 in flight, 0 waiting') ? true : undefined));
+    } finally {
+      abort.abort();
+      await reading;
+    }
+    await app.until('the line goes once nothing is in flight', () => (app.trayMenu().some((item) => item.label.startsWith('demo-tiny: ')) ? undefined : true));
   }, 120_000);
 
   it('notifies a quarantine once, with its reason, and Retry in the tray lifts it', async () => {

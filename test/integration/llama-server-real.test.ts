@@ -28,6 +28,7 @@ import { removeDataDir, startDaemonProcess, type DaemonProcess } from '../suppor
 import { corruptModel, TINY_SHAPE, tinyModel } from '../support/test-models.js';
 import type { LaunchLevel } from '../../core/contracts/launch-level.js';
 import type { Placement } from '../../core/contracts/plan.js';
+import type { ActivityAnswer } from '../../core/contracts/requests/request-record.js';
 
 const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
 const binary = LLAMA_SERVER ?? '';
@@ -248,6 +249,27 @@ describe.skipIf(LLAMA_SERVER === undefined)('the daemon with a real llama-server
     // Its own count_tokens: the prompt a message pays for, evaluated or read from its cache.
     const counted = await client.messages.countTokens({ model: 'chat', system: 'Be brief.', messages: [{ role: 'user', content: 'Once upon a time' }] });
     expect(counted.input_tokens).toBe(free.usage.input_tokens + (free.usage.cache_read_input_tokens ?? 0));
+  });
+
+  it("records each request with what llama-server said it cost: its timings on chat completions, its own usage on the Messages API", async () => {
+    if (!daemon) throw new Error('the daemon did not start (see the test before)');
+    const { requests } = (await (await daemon.api('/api/activity?model=demo-chat')).json()) as ActivityAnswer;
+    // The oldest of each kind (the list is newest first): the first chat ('hi', 8 tokens), the first whole message and the streamed one (32 each).
+    const chat = requests.filter((r) => r.route === '/v1/chat/completions' && r.status === 200 && !r.stream).at(-1);
+    expect(chat).toMatchObject({ servedBy: 'demo-chat', completionTokens: 8, error: null });
+    expect(chat?.promptTokens).toBeGreaterThan(0);
+    expect(chat?.cachedTokens).not.toBeNull();
+    // A whole answer's first token: sent, plus llama-server's timings.prompt_ms; its speed is llama-server's predicted_per_second.
+    expect(chat?.firstTokenMs).toBeGreaterThan(0);
+    expect(chat?.tokensPerSecond).toBeGreaterThan(0);
+    const whole = requests.filter((r) => r.route === '/v1/messages' && r.status === 200 && !r.stream).at(-1);
+    const streamed = requests.filter((r) => r.route === '/v1/messages' && r.status === 200 && r.stream).at(-1);
+    for (const record of [whole, streamed]) {
+      expect(record).toMatchObject({ completionTokens: 32, error: null });
+      expect(record?.promptTokens).toBeGreaterThan(0);
+    }
+    expect(streamed?.firstTokenMs).toBeGreaterThan(0);
+    expect(streamed?.tokensPerSecond).toBeGreaterThan(0);
   });
 
   it('answers its refusal of a prompt over the context in OpenAI’s shape and, on /v1/messages, in Anthropic’s', async () => {

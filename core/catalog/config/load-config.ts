@@ -93,6 +93,8 @@ export interface LlmtrayConfig {
   healthyAfterMs?: number;
   /** `engines.parallel` and `engines.queueLimit`: the limits of a model whose entry sets none, and of every discovered model. */
   defaultLimits: ModelLimits;
+  /** `activity`: how many served requests are kept, and how many bytes of each one's bodies (0: none). */
+  activity: { keep: number; keepBodiesBytes: number };
   activationWaitMs: number;
   swapTurnMs: number;
   /** `deletedConfigGrace`: how long this config stays in force once its file is deleted (ConfigStore). */
@@ -257,6 +259,7 @@ function toConfig(raw: RawConfig, file: string, facts: PlatformFacts): LlmtrayCo
     ...(raw.engines.savedConversationsDisk !== undefined ? { savedConversationsBudgetBytes: raw.engines.savedConversationsDisk } : {}),
     ...(raw.engines.healthyAfter !== undefined ? { healthyAfterMs: raw.engines.healthyAfter } : {}),
     defaultLimits: limitsOf(raw.engines, {}),
+    activity: { keep: raw.activity.keep, keepBodiesBytes: raw.activity.keepBodies ?? 0 },
     activationWaitMs: raw.activationWait ?? DEFAULT_ACTIVATION_WAIT_MS,
     swapTurnMs: raw.swapTurn ?? DEFAULT_SWAP_TURN_MS,
     deletedConfigGraceMs: raw.deletedConfigGrace ?? DEFAULT_DELETED_CONFIG_GRACE_MS,

@@ -27,6 +27,8 @@ export const DEFAULT_SWAP_TURN_MS = 2_000;
  * temporary, deleting and renaming, or a deletion undone, must not unload every configured model.
  */
 export const DEFAULT_DELETED_CONFIG_GRACE_MS = 30_000;
+/** How many served requests the daemon keeps in memory (`activity.keep`). */
+export const DEFAULT_ACTIVITY_KEEP = 1000;
 const TOKEN_COUNT_EXPECTATION = 'expected a whole number of tokens, 0 or more';
 /** llama.cpp's LLAMA_MAX_SEQ: a context holds at most this many sequences, so an engine at most this many slots. */
 export const MAX_PARALLEL = 256;
@@ -164,6 +166,12 @@ export const configSchema = strict({
     parallel,
     queueLimit,
   }).default({ warmSpare: true, savedConversations: true }),
+  // What the daemon keeps of the requests it served (core/demand/request-log.ts): the newest
+  // `keep` records, and the first `keepBodies` bytes of each one's request and answer (none unless set).
+  activity: strict({
+    keep: integer('expected a whole number of requests, at least 1', 1, 1_000_000).default(DEFAULT_ACTIVITY_KEEP),
+    keepBodies: parsed(parseSize, SIZE_EXPECTATION).optional(),
+  }).default({ keep: DEFAULT_ACTIVITY_KEEP }),
   activationWait: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   swapTurn: parsed(parseDuration, DURATION_EXPECTATION).optional(),
   deletedConfigGrace: parsed(parseDuration, DURATION_EXPECTATION).optional(),

@@ -65,6 +65,11 @@ function usageOf(r: Pick<GenerationResult, 'promptTokens' | 'completionTokens'> 
   };
 }
 
+/** `timings` where the path measured them (generate's; the tool path's LlamaChat says none). */
+function timingsOf(r: { timings?: GenerationResult['timings'] }): { timings?: NonNullable<GenerationResult['timings']> } {
+  return r.timings === undefined ? {} : { timings: r.timings };
+}
+
 /** An AbortSignal that fires when the client goes away before the answer is complete. */
 function clientGone(res: ServerResponse): AbortSignal {
   const controller = new AbortController();
@@ -89,7 +94,8 @@ async function respond(engine: CompletionEngine, flavor: Flavor, p: Prepared, re
   if (!p.stream) {
     const result = await generate(engine, input);
     if (signal.aborted) return;
-    const body = { ...envelope(flavor.object), choices: [flavor.choice(result.text, result.finishReason, result.logprobs)], usage: usageOf(result) };
+    // llama-server's timings beside OpenAI's usage, as llama-server answers (generation.ts' EngineTimings).
+    const body = { ...envelope(flavor.object), choices: [flavor.choice(result.text, result.finishReason, result.logprobs)], usage: usageOf(result), ...timingsOf(result) };
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify(body));
     return;
@@ -102,7 +108,7 @@ async function respond(engine: CompletionEngine, flavor: Flavor, p: Prepared, re
     const result = await generate(engine, { ...input, onText: (text, logprobs) => sse.send(chunk(text, null, p.logprobs === undefined ? undefined : logprobs)) });
     // llama-server puts usage on the last chunk; OpenAI sends it in a chunk of its own when
     // asked (stream_options.include_usage). Both, so either kind of client finds it.
-    sse.send({ ...chunk(undefined, result.finishReason), usage: usageOf(result) });
+    sse.send({ ...chunk(undefined, result.finishReason), usage: usageOf(result), ...timingsOf(result) });
     if (p.includeUsage) sse.send({ ...envelope(flavor.chunkObject), choices: [], usage: usageOf(result) });
   } catch (error) {
     const e = error instanceof HttpError ? error : new HttpError(500, `generation failed: ${(error as Error).message}`, 'server_error');

@@ -19,6 +19,37 @@ export interface GenerationResult {
   cachedTokens: number;
   /** The answer's tokens with their log probabilities, when asked for (`GenerationInput.logprobs`). */
   logprobs?: TokenLogprob[];
+  /** How long the prompt and the answer took, in llama-server's words (EngineTimings). */
+  timings?: EngineTimings;
+}
+
+/**
+ * llama-server's `timings` on an answer (and on a stream's last chunk), which the router's request
+ * records read (core/router/engine/usage-tap.ts): the same figures from either engine. `prompt_ms`
+ * runs from the slot's start to the first answer token; `predicted_ms` from there to the last,
+ * so the speed counts the tokens after the first, as llama-server's does.
+ */
+export interface EngineTimings {
+  cache_n: number;
+  prompt_n: number;
+  prompt_ms: number;
+  predicted_n: number;
+  predicted_ms: number;
+  predicted_per_second?: number;
+}
+
+function timingsOf(promptTokens: number, cachedTokens: number, completionTokens: number, started: number, firstTokenAt: number | null, ended: number): EngineTimings {
+  const promptMs = (firstTokenAt ?? ended) - started;
+  const predictedMs = firstTokenAt === null ? 0 : ended - firstTokenAt;
+  const round = (ms: number): number => Math.round(ms * 1000) / 1000;
+  return {
+    cache_n: cachedTokens,
+    prompt_n: promptTokens - cachedTokens,
+    prompt_ms: round(promptMs),
+    predicted_n: completionTokens,
+    predicted_ms: round(predictedMs),
+    ...(completionTokens > 1 && predictedMs > 0 ? { predicted_per_second: round(((completionTokens - 1) * 1000) / predictedMs) } : {}),
+  };
 }
 
 export interface GenerationInput {
@@ -96,6 +127,8 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
   if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0, cachedTokens: 0, ...(input.logprobs === undefined ? {} : { logprobs: [] }) };
   const slot = await pool.acquire(promptTokens, input.signal);
   const cachedTokens = await cachedPrefix(target, slot, promptAsHeld(target.model, input.tokens));
+  const started = performance.now();
+  let firstTokenAt: number | null = null;
   const logprobs = input.logprobs === undefined ? undefined : recordLogprobs(target.model, slot.sequence, input.logprobs);
   const onText = input.onText;
   try {
@@ -117,6 +150,7 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
       signal: input.signal,
       stopOnAbortSignal: true,
       onToken: (tokens) => {
+        firstTokenAt ??= performance.now();
         completionTokens += tokens.length;
         pool.countDecoded(slot, tokens.length);
         logprobs?.release(tokens);
@@ -130,6 +164,7 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
       completionTokens,
       cachedTokens,
       ...(logprobs ? { logprobs: [...logprobs.all] } : {}),
+      timings: timingsOf(promptTokens, cachedTokens, completionTokens, started, firstTokenAt, performance.now()),
     };
   } finally {
     logprobs?.stop();

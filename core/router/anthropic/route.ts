@@ -21,7 +21,8 @@ import { countTokensByTemplate } from './count-tokens.js';
 import { refusedField, refusedTools } from '../openai/request-fields.js';
 import type { RouterError } from '../http/errors.js';
 import { sendError } from '../http/send-error.js';
-import { forwardToEngine, rewriteModelField, SseModelRewriter, type AnswerShape, type ModelRequest } from '../engine/upstream.js';
+import { forwardToEngine, type AnswerShape, type ModelRequest } from '../engine/upstream.js';
+import { rewriteModelField, SseModelRewriter } from '../engine/model-rewriter.js';
 import { inEngineWords } from '../engine/request.js';
 import { isObject } from '../../common/is-object.js';
 

@@ -14,7 +14,7 @@
 // mid-stream, a 504 before any answer — not leave it waiting on a socket that never closes.
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { StringDecoder } from 'node:string_decoder';
+import { rewriteModelField, SseModelRewriter, type StreamRewriter } from './model-rewriter.js';
 import { engineAnswerError, engineErrorOf } from './errors.js';
 import { engineBadAnswer, errorBody, type ErrorShape, type RouterError } from '../http/errors.js';
 import { ERROR_SOURCE_HEADER, SERVED_BY_HEADER } from '../http/headers.js';
@@ -22,6 +22,8 @@ import { sendError } from '../http/send-error.js';
 import type { EngineClaim, EngineLost } from '../model-gateway.js';
 import { isOpenedEarly, type ErrorEvent } from '../http/opened-stream.js';
 import type { AbortNotice } from '../../common/notice.js';
+import { traceOf } from '../http/request-trace.js';
+import { UsageTap } from './usage-tap.js';
 
 export interface UpstreamExchange {
   /** The engine's path (`/v1/chat/completions`): the client's, or the one its request was translated for. */
@@ -29,14 +31,6 @@ export interface UpstreamExchange {
   body: Buffer;
   /** How the answer reaches the client; openAIAnswer for OpenAI's endpoints. */
   shape: AnswerShape;
-}
-
-/** Re-tells an event stream, chunk by chunk as it arrives. */
-export interface StreamRewriter {
-  /** The client's text for what `chunk` completes (possibly nothing yet). */
-  push(chunk: Buffer): string;
-  /** What is still owed once the engine's stream ended complete; called once. */
-  flush(): string;
 }
 
 /**
@@ -190,11 +184,18 @@ export function forwardToEngine(
       if (answered) return void answer.resume();
       answered = true;
       claim.progressed();
+      // The request's record reads its cost from the answer as it passes (usage-tap.ts).
+      traceOf(res)?.engineAnswered(answer, (keepBytes, onFirstToken) => new UsageTap(isEventStreamAnswer(answer), keepBytes, onFirstToken));
       relayAnswer(answer, res, claim, exchange, relayed);
       resolve({ kind: 'answered' });
     });
+    traceOf(res)?.sent();
     upstream.end(exchange.body);
   });
+}
+
+function isEventStreamAnswer(answer: IncomingMessage): boolean {
+  return (answer.headers['content-type'] ?? '').startsWith('text/event-stream');
 }
 
 /**
@@ -263,6 +264,7 @@ interface Relayed {
  * signal left once a 200 and part of a body went out (the client sees a short body, not success).
  */
 function endBrokenAnswer(res: ServerResponse, relayed: Relayed, shape: AnswerShape, servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung'): void {
+  traceOf(res)?.failed(brokenError(servedBy, what, code));
   if (relayed.eventStream) endInterrupted(res, shape, servedBy, what, code, tailOf(relayed));
   else if (res.headersSent) res.destroy();
   else sendError(res, code === 'engine_hung' ? hungError(servedBy, what) : unreachableError(servedBy, what), shape.errors);
@@ -404,16 +406,22 @@ function endInterrupted(
   tail = '\n\n',
 ): void {
   if (res.writableEnded || res.destroyed) return;
-  const event = shape.streamError({
+  const event = shape.streamError(brokenError(servedBy, what, code));
+  // NDJSON (an Ollama stream) ends a line with one newline; SSE ends an event with a blank line.
+  const separator = shape.streamContentType !== undefined ? (tail === '' || tail.endsWith('\n') ? '' : '\n') : tail.endsWith('\n\n') ? '' : tail.endsWith('\n') ? '\n' : '\n\n';
+  res.end(`${separator}${event}`);
+}
+
+/** The error event of an answer the engine broke off (endInterrupted), and what its record says. */
+function brokenError(servedBy: string, what: string, code: 'engine_stream_interrupted' | 'engine_hung'): RouterError {
+  return {
     status: code === 'engine_hung' ? 504 : 502,
     source: 'engine',
     type: 'engine_error',
     code,
     param: null,
     message: `The model server for '${servedBy}' stopped before the answer was complete: ${what}. The answer above is partial.`,
-  });
-  const separator = shape.streamContentType !== undefined ? (tail === '' || tail.endsWith('\n') ? '' : '\n') : tail.endsWith('\n\n') ? '' : tail.endsWith('\n') ? '\n' : '\n\n';
-  res.end(`${separator}${event}`);
+  };
 }
 
 /** The last two characters written so far (see Relayed). */
@@ -427,63 +435,4 @@ function tailOf(relayed: Relayed): string {
 function lastTwoChars(previous: string, out: Buffer | string): string {
   const text = typeof out === 'string' ? out.slice(-2) : out.subarray(-2).toString('latin1');
   return (previous + text).slice(-2);
-}
-
-/** Replaces a JSON object's top-level `model` string; null when the text is not such an object. */
-export function rewriteModelField(json: string, model: string): string | null {
-  try {
-    const value: unknown = JSON.parse(json);
-    if (typeof value !== 'object' || value === null || Array.isArray(value) || !('model' in value)) return null;
-    return JSON.stringify({ ...value, model });
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Rewrites the `model` of each `data: {...}` line of an SSE stream, line by line as chunks
- * arrive. Only whole lines are rewritten; a line split across chunks waits for its end, which
- * costs at most one event's latency. Other lines (comments, `[DONE]`, `event:`) pass unchanged.
- */
-export class SseModelRewriter implements StreamRewriter {
-  private pending = '';
-  private readonly decoder = new StringDecoder('utf8');
-
-  /** `rewrite` renames the model in one event's JSON (null: leave the line); OpenAI's top-level `model` by default. */
-  constructor(
-    private readonly model: string,
-    private readonly rewrite: (json: string, model: string) => string | null = rewriteModelField,
-  ) {}
-
-  /** The rewritten text for every line completed by `chunk`. */
-  push(chunk: Buffer): string {
-    const text = this.pending + this.decoder.write(chunk);
-    const lastNewline = text.lastIndexOf('\n');
-    if (lastNewline === -1) {
-      this.pending = text;
-      return '';
-    }
-    this.pending = text.slice(lastNewline + 1);
-    return text
-      .slice(0, lastNewline + 1)
-      .split('\n')
-      .map((line) => this.rewriteLine(line))
-      .join('\n');
-  }
-
-  /** Whatever was held back, rewritten; call once at the end of the stream. */
-  flush(): string {
-    const rest = this.pending + this.decoder.end();
-    this.pending = '';
-    return this.rewriteLine(rest);
-  }
-
-  private rewriteLine(line: string): string {
-    if (!line.startsWith('data:')) return line;
-    const carriageReturn = line.endsWith('\r') ? '\r' : '';
-    const payload = line.slice('data:'.length, line.length - carriageReturn.length).trim();
-    if (!payload.startsWith('{')) return line;
-    const rewritten = this.rewrite(payload, this.model);
-    return rewritten === null ? line : `data: ${rewritten}${carriageReturn}`;
-  }
 }

@@ -7,7 +7,8 @@
 import type { ServerResponse } from 'node:http';
 import { errorBody, type ErrorShape, type RouterError } from './errors.js';
 import { ERROR_SOURCE_HEADER } from './headers.js';
-import { endOpenedStream } from './opened-stream.js';
+import { endOpenedStream, isOpenedEarly } from './opened-stream.js';
+import { traceOf } from './request-trace.js';
 
 /**
  * Writes the error in `shape` unless a response is already under way (then there is no one to
@@ -15,6 +16,7 @@ import { endOpenedStream } from './opened-stream.js';
  * as an event instead (opened-stream.ts).
  */
 export function sendError(res: ServerResponse, error: RouterError, shape: ErrorShape = errorBody): void {
+  if (!res.writableEnded && !res.destroyed && (!res.headersSent || isOpenedEarly(res))) traceOf(res)?.failed(error);
   if (endOpenedStream(res, error)) return;
   if (res.headersSent || res.destroyed) return;
   const body = JSON.stringify(shape(error));

@@ -52,7 +52,7 @@ export interface OllamaContext {
   agent: http.Agent;
   bodyLimitBytes: number;
   /** The router's one path for a model request (router.ts), with the body already read. */
-  serveModelRequest(req: IncomingMessage, res: ServerResponse, shape: ErrorShape, build: (raw: Buffer) => ModelRequest | RouterError, body: Buffer): Promise<void>;
+  serveModelRequest(req: IncomingMessage, res: ServerResponse, shape: ErrorShape, client: string | null, build: (raw: Buffer) => ModelRequest | RouterError, body: Buffer): Promise<void>;
   /** The tray's unload, for `keep_alive: 0` with nothing to generate; absent: refused with 501. */
   unload?: (modelId: string) => Promise<{ ok: boolean; message: string }>;
 }
@@ -61,7 +61,8 @@ const PULL_LATER =
   'models come into llmtray as GGUF files (a model folder, or config.yaml); downloading them by name arrives with `llmtray pull hf.co/OWNER/REPO:QUANT`, and this route with it.';
 
 /** Answers one request on an Ollama path. Never throws: every failure is an answer in Ollama's shape. */
-export function serveOllama(req: IncomingMessage, res: ServerResponse, path: string, context: OllamaContext): void {
+/** `client`: the client key's name, or null (local), for the request's record. */
+export function serveOllama(req: IncomingMessage, res: ServerResponse, path: string, context: OllamaContext, client: string | null): void {
   const refuse = (error: RouterError): void => {
     req.resume();
     sendError(res, error, ollamaErrorBody);
@@ -86,7 +87,7 @@ export function serveOllama(req: IncomingMessage, res: ServerResponse, path: str
     case '/api/push':
       return refuse(ollamaNotImplemented(path, 'llmtray pushes no models to a registry.'));
     default:
-      return void withBody(req, res, context, path).catch((error: unknown) => refuse(failed(error)));
+      return void withBody(req, res, context, path, client).catch((error: unknown) => refuse(failed(error)));
   }
 }
 
@@ -106,7 +107,7 @@ function lookUp(gateway: ModelGateway, name: string): { modelId: string; facts: 
   return ollamaModelNotFound(name, gateway.modelIds().map(ollamaNameOf));
 }
 
-async function withBody(req: IncomingMessage, res: ServerResponse, context: OllamaContext, path: string): Promise<void> {
+async function withBody(req: IncomingMessage, res: ServerResponse, context: OllamaContext, path: string, client: string | null): Promise<void> {
   const read = await readBody(req, context.bodyLimitBytes);
   if (read.kind === 'aborted') return;
   if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, context.bodyLimitBytes), ollamaErrorBody);
@@ -118,7 +119,7 @@ async function withBody(req: IncomingMessage, res: ServerResponse, context: Olla
   const build = buildFor(res, context, path, parsed.value, found);
   if (!('send' in build) && 'status' in build) return sendError(res, build, ollamaErrorBody);
   if ('unload' in build) return unload(res, context, found.modelId, build.unload);
-  return context.serveModelRequest(req, res, ollamaErrorBody, () => build, read.body);
+  return context.serveModelRequest(req, res, ollamaErrorBody, client, () => build, read.body);
 }
 
 /** The model request for a generation or embedding route, the unload it asks for instead, or its refusal. */

@@ -11,7 +11,7 @@
 // arguments as an object, so they are collected and said on one line before the final one.
 import { isObject } from '../../common/is-object.js';
 import { EngineChatEvents } from '../engine/chat-events.js';
-import type { StreamRewriter } from '../engine/upstream.js';
+import type { StreamRewriter } from '../engine/model-rewriter.js';
 import { ollamaErrorLine } from './errors.js';
 
 /** When the request was read (`receivedMs`) and sent to the engine (`sentMs`), on `now`'s clock. */

@@ -27,7 +27,7 @@ import type {
 } from '../../contracts/protocols/openai-responses.js';
 import { EngineChatEvents, type EngineChatEvent } from '../engine/chat-events.js';
 import type { RouterError } from '../http/errors.js';
-import type { StreamRewriter } from '../engine/upstream.js';
+import type { StreamRewriter } from '../engine/model-rewriter.js';
 import { callItemId, finishedResponse, messageItemId, reasoningItemId, responseLogprobsOf, responseShell, responseUsageOf, type ResponseFrame } from './translate.js';
 import { isObject } from '../../common/is-object.js';
 

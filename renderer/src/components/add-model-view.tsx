@@ -3,7 +3,7 @@
 // and cancel it. Everything it shows the daemon said (core/pull): this view decides nothing.
 import { useState, type FormEvent } from 'react';
 import { formatBytes } from '../format/format.js';
-import { isFinished, type FitKind, type PullView } from '../../../core/contracts/pulls.js';
+import { isFinished, type FitKind, type PullView } from '../../../core/contracts/hub/pulls.js';
 import { useActions, useDashboard } from '../store/store-context.js';
 
 const FIT_LABEL: Record<FitKind, string> = { whole: 'Whole on GPU', partial: 'Partly in RAM', cpu: 'CPU only', too_big: 'Too big', unknown: 'Not known' };

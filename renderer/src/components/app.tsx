@@ -8,6 +8,7 @@ import { needsAttention } from '../../../core/contracts/model-status.js';
 import { DEFAULT_HISTORY_WINDOW_MS, type Tab } from '../store/dashboard-store.js';
 import { useActions, useDashboard } from '../store/store-context.js';
 import { AddModelView } from './add-model-view.js';
+import { ActivityView } from './activity-view.js';
 import { ConnectView } from './connect-view.js';
 import { CopyButton } from './copy-button.js';
 import { LogsView } from './logs-view.js';
@@ -151,6 +152,7 @@ function MainTabs() {
     { id: 'recovery', label: 'Recovery', count: failing, countLabel: 'failing' },
     { id: 'why', label: 'Why', count: unfit, countLabel: 'did not fit' },
     { id: 'logs', label: 'Logs' },
+    { id: 'activity', label: 'Activity' },
     { id: 'connect', label: 'Connect' },
     { id: 'add', label: 'Add model' },
   ];
@@ -160,6 +162,7 @@ function MainTabs() {
       {tab === 'recovery' && <RecoveryView />}
       {tab === 'why' && <WhyView />}
       {tab === 'logs' && <LogsView />}
+      {tab === 'activity' && <ActivityView />}
       {tab === 'connect' && <ConnectView />}
       {tab === 'add' && <AddModelView />}
     </Tabs>

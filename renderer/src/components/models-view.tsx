@@ -172,6 +172,8 @@ const ModelRow = memo(function ModelRow({ model, series, mode, answersFor, draft
           <Fact term="In flight">{drafting?.inFlight ?? model.inFlight}</Fact>
           {/* Only where set: how many it serves at once and how many more may wait (config.yaml's parallel and queueLimit). */}
           {limits !== null && <Fact term="Limits">{limits}</Fact>}
+          {/* Only while some wait (for its load, for room, for its turn): the tray's "2 in flight, 1 waiting". */}
+          {model.waiting > 0 && <Fact term="Waiting">{model.waiting}</Fact>}
           <Fact term="Last used">{formatAgo(drafting === null ? model.lastUsed : drafting.lastUsed, now)}</Fact>
           {/* Only where there are some: kept on disk across evictions, restored when a prompt shares their start. */}
           {model.savedConversations.count > 0 && (

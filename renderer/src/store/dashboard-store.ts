@@ -13,8 +13,9 @@ import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
 import type { ModelCommand } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
-import type { HubModelHit, PullView, RepoOffer } from '../../../core/contracts/pulls.js';
+import type { HubModelHit, PullView, RepoOffer } from '../../../core/contracts/hub/pulls.js';
 import { linesAfter } from '../../../core/contracts/log-lines.js';
+import type { RequestRecord } from '../../../core/contracts/requests/request-record.js';
 
 /**
  * - connecting: no snapshot has arrived yet.
@@ -24,7 +25,7 @@ import { linesAfter } from '../../../core/contracts/log-lines.js';
  */
 export type ConnectionState = 'connecting' | 'open' | 'lost' | 'unauthorized';
 
-export type Tab = 'models' | 'recovery' | 'why' | 'logs' | 'connect' | 'add';
+export type Tab = 'models' | 'recovery' | 'why' | 'logs' | 'activity' | 'connect' | 'add';
 
 /** One point of the budget history: what our models held against the budget at a sample. */
 export interface BudgetHistoryPoint {
@@ -80,6 +81,19 @@ export interface PullsSlice {
   hubError: string | null;
 }
 
+export interface ActivitySlice {
+  /**
+   * The requests the daemon holds, newest first: fetched when the Activity tab opens, then each
+   * RequestRecorded put in front (at most `activity.keep`, as the daemon holds). Null until fetched.
+   */
+  requests: RequestRecord[] | null;
+  /** `activity.keep` and `activity.keepBodies` (bytes, 0: none), as the daemon said them. */
+  activityKeep: number;
+  keepBodiesBytes: number;
+  /** Why the last fetch failed, or null. */
+  activityError: string | null;
+}
+
 export interface UiSlice {
   tab: Tab;
   /** The model whose log the Logs view shows, or null for the first one. */
@@ -118,11 +132,16 @@ export interface DashboardActions {
   startPull(name: string): Promise<void>;
   /** Stops a pull. Never rejects: a failure is a notice. */
   cancelPull(id: string): Promise<void>;
+  /**
+   * Fetches the requests the daemon holds; the RequestRecorded events that arrive meanwhile are
+   * kept too, each once. Never rejects.
+   */
+  loadActivity(): Promise<void>;
   /** Subscribes to the bridge; returns the unsubscribe function. Call once per store. */
   connect(): () => void;
 }
 
-export type DashboardState = SnapshotSlice & HistorySlice & LogsSlice & PullsSlice & UiSlice & DashboardActions;
+export type DashboardState = SnapshotSlice & HistorySlice & LogsSlice & PullsSlice & ActivitySlice & UiSlice & DashboardActions;
 export type DashboardStore = StoreApi<DashboardState>;
 
 export interface DashboardStoreOptions {
@@ -149,6 +168,8 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
   // Batches that arrive while a model's log tail is being fetched: the tail may or may not hold
   // them (the daemon read it before or after), so they are placed by position once it lands.
   const arrivedDuringFetch = new Map<string, Batch[]>();
+  // Records that arrive while the request list is fetched: placed in front of it unless it holds them.
+  let recordedDuringFetch: RequestRecord[] | null = null;
 
   return createStore<DashboardState>()((set, get) => {
     const notify = (tone: DashboardNotice['tone'], message: string): void => {
@@ -180,6 +201,10 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
       hubOffer: null,
       hubBusy: false,
       hubError: null,
+      requests: null,
+      activityKeep: 0,
+      keepBodiesBytes: 0,
+      activityError: null,
       tab: 'models',
       logModelId: null,
       pending: {},
@@ -198,12 +223,17 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
               connection: 'open',
               connectionDetail: null,
               history: withSample(state.history, sampleOf(snapshot), historyWindowMs),
-              ...(restarted ? { logs: {}, logNext: {}, logErrors: {} } : {}),
+              // Its request ids start again at r1 too: the list held is another daemon's.
+              ...(restarted ? { logs: {}, logNext: {}, logErrors: {}, requests: null } : {}),
             }));
             return;
           }
           case 'LogAppended':
             appendLog(event.modelId, { first: event.first, lines: event.lines });
+            return;
+          case 'RequestRecorded':
+            recordedDuringFetch?.push(event.record);
+            set((state) => (state.requests === null ? {} : { requests: [event.record, ...state.requests].slice(0, Math.max(1, state.activityKeep)) }));
             return;
           case 'ModelQuarantined':
             notify('error', `${event.modelId} was quarantined: ${event.reason}`);
@@ -329,6 +359,21 @@ export function createDashboardStore(options: DashboardStoreOptions): DashboardS
           await bridge.cancelPull({ name: id });
         } catch (error) {
           notify('error', `Could not cancel the pull of ${id}: ${messageOf(error)}`);
+        }
+      },
+
+      async loadActivity() {
+        const arrived: RequestRecord[] = [];
+        recordedDuringFetch = arrived;
+        try {
+          const answer = await bridge.getActivity();
+          const held = new Set(answer.requests.map((record) => record.id));
+          const newer = arrived.filter((record) => !held.has(record.id)).reverse();
+          set({ requests: [...newer, ...answer.requests].slice(0, Math.max(1, answer.keep)), activityKeep: answer.keep, keepBodiesBytes: answer.keepBodiesBytes, activityError: null });
+        } catch (error) {
+          set({ activityError: `Could not read the requests: ${messageOf(error)}` });
+        } finally {
+          if (recordedDuringFetch === arrived) recordedDuringFetch = null;
         }
       },
 

@@ -3,8 +3,9 @@
 // handed this object exactly as main.tsx hands it a real transport.
 import type { AdminEvent } from '../../../core/contracts/admin-events.js';
 import type { DashboardBridge } from '../../../core/contracts/bridge.js';
-import { AdminRefusal, type AdminParams } from '../../../core/contracts/admin-routes.js';
-import type { HubModelHit, PullView, RepoOffer } from '../../../core/contracts/pulls.js';
+import { AdminRefusal, type AdminArgs, type AdminParams } from '../../../core/contracts/admin-routes.js';
+import type { HubModelHit, PullView, RepoOffer } from '../../../core/contracts/hub/pulls.js';
+import { matchesFilter, type ActivityAnswer, type RequestFilter, type RequestRecord } from '../../../core/contracts/requests/request-record.js';
 import type { CommandResult, ModelCommand, ModelLogsResponse } from '../../../core/contracts/commands.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 
@@ -13,6 +14,11 @@ export class RecordingBridge implements DashboardBridge {
   readonly logRequests: string[] = [];
   /** Each model's whole log from position 0: getLogs answers all of it, with `next` its length. */
   logs: Record<string, string[]> = {};
+  /** What getActivity answers (filtered as the daemon filters); a test sets the records. */
+  requests: RequestRecord[] = [];
+  activityKeep = 1000;
+  keepBodiesBytes = 0;
+  readonly activityRequests: AdminArgs<'getActivity'>[0][] = [];
   /** What runCommand answers; a function to vary by call. */
   answer: (command: ModelCommand, modelId: string) => Promise<CommandResult> = async (command, modelId) => ({
     ok: true,
@@ -71,6 +77,15 @@ export class RecordingBridge implements DashboardBridge {
     const offer = this.offers[repo];
     if (offer === undefined) throw new AdminRefusal(404, 'repo_not_found', `There is no model ${repo} on the Hub.`);
     return offer;
+  }
+
+  async getActivity(...[filters = {}]: AdminArgs<'getActivity'>): Promise<ActivityAnswer> {
+    this.activityRequests.push(filters);
+    const filter: RequestFilter = {};
+    if (filters.model !== undefined) filter.model = filters.model;
+    if (filters.status !== undefined) filter.status = filters.status;
+    if (filters.client !== undefined) filter.client = filters.client;
+    return { requests: this.requests.filter((record) => matchesFilter(record, filter)), keep: this.activityKeep, keepBodiesBytes: this.keepBodiesBytes };
   }
 
   subscribe(listener: (event: AdminEvent) => void, onConnection?: (connected: boolean) => void): () => void {

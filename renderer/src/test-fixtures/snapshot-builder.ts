@@ -35,6 +35,7 @@ export function model(id: string, overrides: ModelOverrides = {}, sizeGiB = 4): 
     estimateBytes: { full: sizeGiB * GiB, 'smaller-context': sizeGiB * 0.8 * GiB, partial: sizeGiB * 0.4 * GiB, minimal: 0 },
     measuredBytes: null,
     inFlight: 0,
+    waiting: 0,
     lastUsed: null,
     loading: null,
     placement: null,

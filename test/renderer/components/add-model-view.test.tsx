@@ -2,7 +2,7 @@
 import { act, cleanup, screen, within } from '@testing-library/react';
 import { userEvent } from '@testing-library/user-event';
 import { afterEach, expect, it } from 'vitest';
-import type { PullView } from '../../../core/contracts/pulls.js';
+import type { PullView } from '../../../core/contracts/hub/pulls.js';
 import { AddModelView } from '../../../renderer/src/components/add-model-view.js';
 import { renderWithSnapshot } from '../../../renderer/src/test-fixtures/render.js';
 import { snapshot } from '../../../renderer/src/test-fixtures/snapshot-builder.js';

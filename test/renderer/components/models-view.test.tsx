@@ -232,6 +232,13 @@ describe('ModelsView', () => {
     expect(within(draft).getByText('Last used').nextSibling?.textContent).toBe('2 s ago');
   });
 
+  it('shows the requests waiting for a model beside those in flight, only while some wait', () => {
+    renderWithSnapshot(<ModelsView />, snapshot({ models: [model('busy', { inFlight: 2, waiting: 3, status: { state: 'active', level: 'full' } }), model('calm')], budget: budget([]) }));
+    expect(within(row('busy')).getByText('In flight').nextSibling?.textContent).toBe('2');
+    expect(within(row('busy')).getByText('Waiting').nextSibling?.textContent).toBe('3');
+    expect(within(row('calm')).queryByText('Waiting')).toBeNull();
+  });
+
   it('shows a draft whose target is not loaded as idle, with its own figures', () => {
     renderWithSnapshot(<ModelsView />, snapshot({ models: [model('demo-chat', { draftId: 'demo-draft' }), model('demo-draft', {}, 0.1)], budget: budget([]) }));
     const draft = row('demo-draft');

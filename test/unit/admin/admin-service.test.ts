@@ -7,6 +7,8 @@ import type { LogTail } from '../../../core/contracts/log-lines.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { fixtureSnapshot } from '../../support/fixture-snapshot.js';
+import { RequestLog } from '../../../core/demand/request-log.js';
+import { requestRecord } from '../../support/request-records.js';
 
 /** A service over a snapshot the test edits, actions that record their calls, and a fake clock. */
 function setup(answer: (command: ModelCommand, id: string) => Promise<CommandResult> = async (c, id) => ({ ok: true, message: `${c} ${id}` })) {
@@ -21,10 +23,12 @@ function setup(answer: (command: ModelCommand, id: string) => Promise<CommandRes
   // Position 7: five older lines fell off the daemon's ring, and positions still count them.
   const logs = new Map<string, LogTail>([['llama-3.1-8b', { lines: ['loading', 'ready'], next: 7 }]]);
   const warnings: string[] = [];
+  const requests = new RequestLog(10);
   const service = new AdminService({
     buildSnapshot: () => view,
     commands,
     logs: (id) => logs.get(id),
+    activity: (filter) => ({ requests: requests.list(filter), keep: requests.keep, keepBodiesBytes: 0 }),
     clock,
     warn: (message) => warnings.push(message),
   });
@@ -32,6 +36,7 @@ function setup(answer: (command: ModelCommand, id: string) => Promise<CommandRes
   return {
     clock,
     service,
+    requests,
     calls,
     warnings,
     events,
@@ -215,5 +220,19 @@ describe('AdminService commands', () => {
     expect(missing).toBeInstanceOf(AdminRefusal);
     expect(missing).toMatchObject({ status: 404, code: 'unknown_model' });
     expect((missing as Error).message).toMatch(/^Unknown model 'nope'; the models are: kev-0.5b/);
+  });
+});
+
+describe('AdminService activity', () => {
+  it('lists the requests newest first, a model filter taking an alias for its id, and a name no model has as typed', async () => {
+    const t = setup();
+    t.requests.add(requestRecord({ id: 'a', model: 'llama-3.1-8b', servedBy: 'llama-3.1-8b' }));
+    t.requests.add(requestRecord({ id: 'b', model: 'kev-0.5b', servedBy: null, status: 429 }));
+    t.requests.add(requestRecord({ id: 'c', model: 'typo', servedBy: null, status: 404 }));
+    expect((await t.service.getActivity()).requests.map((r) => r.id)).toEqual(['c', 'b', 'a']);
+    expect((await t.service.getActivity({ model: 'LLAMA' })).requests.map((r) => r.id)).toEqual(['a']);
+    expect((await t.service.getActivity({ model: 'typo' })).requests.map((r) => r.id)).toEqual(['c']);
+    expect((await t.service.getActivity({ status: '4xx' })).requests.map((r) => r.id)).toEqual(['c', 'b']);
+    expect(await t.service.getActivity({ client: 'nobody' })).toEqual({ requests: [], keep: 10, keepBodiesBytes: 0 });
   });
 });

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { escapeLabelValue, renderMetrics } from '../../../core/admin/metrics.js';
 import type { Snapshot } from '../../../core/contracts/snapshot.js';
 import { fixtureSnapshot } from '../../support/fixture-snapshot.js';
+import { RequestHistograms } from '../../../core/admin/request-histograms.js';
+import { requestRecord } from '../../support/request-records.js';
 
 interface ParsedSample {
   name: string;
@@ -32,7 +34,10 @@ function parseExposition(text: string): Parsed {
     const head = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line);
     if (head === null) throw new Error(`not a sample line: ${JSON.stringify(line)}`);
     const name = head[1]!;
-    if (!parsed.type.has(name) || !parsed.help.has(name)) throw new Error(`${name} has a sample before its HELP and TYPE`);
+    // A histogram's samples are its name with _bucket, _sum or _count.
+    const family = parsed.type.has(name) ? name : name.replace(/_(bucket|sum|count)$/, '');
+    if (!parsed.type.has(family) || !parsed.help.has(family)) throw new Error(`${name} has a sample before its HELP and TYPE`);
+    if (family !== name && parsed.type.get(family) !== 'histogram') throw new Error(`${name} is a histogram's sample of a ${parsed.type.get(family)}`);
     let i = name.length;
     const labels: Record<string, string> = {};
     if (line[i] === '{') {
@@ -163,5 +168,67 @@ describe('renderMetrics', () => {
     const empty = parseExposition(renderMetrics({ ...snapshot, models: [], budget: { ...snapshot.budget, mode: 'cpu', gpus: [] } }));
     for (const name of [...PER_MODEL, 'llmtray_gpu_budget_bytes']) expect(empty.type.get(name)).toBe('gauge');
     expect(value(empty, 'llmtray_budget_mode', { mode: 'cpu' })).toBe(1);
+  });
+});
+
+describe('renderMetrics: what requests cost', () => {
+  const snapshot = withRevision(fixtureSnapshot());
+  const models = new Set(['llama-3.1-8b', 'kev-0.5b']);
+
+  function scrape(records: Parameters<RequestHistograms['observe']>[0][]): Parsed {
+    const histograms = new RequestHistograms((id) => models.has(id));
+    for (const record of records) histograms.observe(record);
+    return parseExposition(renderMetrics(snapshot, histograms.models()));
+  }
+
+  it('counts each request by model and status, 429s and clients that left among them', () => {
+    const parsed = scrape([
+      requestRecord({ model: 'llama-3.1-8b', servedBy: 'llama-3.1-8b' }),
+      requestRecord({ model: 'llama-3.1-8b', servedBy: 'llama-3.1-8b' }),
+      requestRecord({ model: 'llama-3.1-8b', servedBy: null, status: 429, waited: null, firstTokenMs: null, tokensPerSecond: null }),
+      requestRecord({ model: 'kev-0.5b', servedBy: 'kev-0.5b', status: 499 }),
+    ]);
+    expect(parsed.type.get('llmtray_requests_total')).toBe('counter');
+    expect(value(parsed, 'llmtray_requests_total', { model: 'llama-3.1-8b', status: '200' })).toBe(2);
+    expect(value(parsed, 'llmtray_requests_total', { model: 'llama-3.1-8b', status: '429' })).toBe(1);
+    expect(value(parsed, 'llmtray_requests_total', { model: 'kev-0.5b', status: '499' })).toBe(1);
+  });
+
+  it('puts each time to first token, speed and wait in its cumulative buckets, with the sum and count', () => {
+    const parsed = scrape([
+      requestRecord({ model: 'llama-3.1-8b', servedBy: 'llama-3.1-8b', firstTokenMs: 80, tokensPerSecond: 30, waitMs: 0 }),
+      requestRecord({ model: 'llama-3.1-8b', servedBy: 'llama-3.1-8b', firstTokenMs: 4000, tokensPerSecond: 45, waited: 'load', waitMs: 3500 }),
+      // No first token and no speed (a refusal after a wait): only its wait is observed.
+      requestRecord({ model: 'llama-3.1-8b', servedBy: null, status: 503, waited: 'load', waitMs: 45_000, firstTokenMs: null, tokensPerSecond: null }),
+    ]);
+    const m = { model: 'llama-3.1-8b' };
+    expect(parsed.type.get('llmtray_request_first_token_seconds')).toBe('histogram');
+    expect(value(parsed, 'llmtray_request_first_token_seconds_bucket', { ...m, le: '0.05' })).toBe(0);
+    expect(value(parsed, 'llmtray_request_first_token_seconds_bucket', { ...m, le: '0.1' })).toBe(1);
+    expect(value(parsed, 'llmtray_request_first_token_seconds_bucket', { ...m, le: '2.5' })).toBe(1);
+    expect(value(parsed, 'llmtray_request_first_token_seconds_bucket', { ...m, le: '5' })).toBe(2);
+    expect(value(parsed, 'llmtray_request_first_token_seconds_bucket', { ...m, le: '+Inf' })).toBe(2);
+    expect(value(parsed, 'llmtray_request_first_token_seconds_count', m)).toBe(2);
+    expect(value(parsed, 'llmtray_request_first_token_seconds_sum', m)).toBeCloseTo(4.08);
+    expect(value(parsed, 'llmtray_request_tokens_per_second_bucket', { ...m, le: '20' })).toBe(0);
+    expect(value(parsed, 'llmtray_request_tokens_per_second_bucket', { ...m, le: '50' })).toBe(2);
+    expect(value(parsed, 'llmtray_request_wait_seconds_bucket', { ...m, le: '0.01' })).toBe(1);
+    expect(value(parsed, 'llmtray_request_wait_seconds_bucket', { ...m, le: '5' })).toBe(2);
+    expect(value(parsed, 'llmtray_request_wait_seconds_bucket', { ...m, le: '60' })).toBe(3);
+    expect(value(parsed, 'llmtray_request_wait_seconds_count', m)).toBe(3);
+  });
+
+  it('has buckets that never fall as the bound grows, ending at the count', () => {
+    const parsed = scrape([50, 120, 700, 3000, 90_000].map((firstTokenMs) => requestRecord({ model: 'kev-0.5b', servedBy: 'kev-0.5b', firstTokenMs })));
+    const buckets = parsed.samples.filter((s) => s.name === 'llmtray_request_first_token_seconds_bucket' && s.labels.model === 'kev-0.5b').map((s) => s.value);
+    expect(buckets).toEqual([...buckets].sort((a, b) => a - b));
+    expect(buckets.at(-1)).toBe(5);
+    expect(value(parsed, 'llmtray_request_first_token_seconds_bucket', { model: 'kev-0.5b', le: '60' })).toBe(4);
+  });
+
+  it('leaves out a name no catalog model has, so a typo in a request does not become a series', () => {
+    const parsed = scrape([requestRecord({ model: 'no-such-model', servedBy: null, status: 404 })]);
+    expect(parsed.samples.some((s) => s.labels.model === 'no-such-model')).toBe(false);
+    expect(parsed.type.get('llmtray_requests_total')).toBe('counter');
   });
 });

@@ -47,7 +47,7 @@ const table: [string, string, string][] = [
   ['a misspelt key name beside a client key keeps its secret out', 'listen:\n  clientKeys:\n    - {name: laptop, key: 0123456789abcdef0123, kye: 0123456789abcdef0123}\n',
     `${FILE}: listen.clientKeys[0].kye: unknown field, set to a value not shown here; did you mean "key"? Expected one of: name, key`],
   ['unknown top-level field', 'modeldirs: [/x]\n',
-    `${FILE}: modeldirs: unknown field, set to a list (1 item); did you mean "modelDirs"? Expected one of: listen, budget, modelDirs, engines, activationWait, swapTurn, deletedConfigGrace, models`],
+    `${FILE}: modeldirs: unknown field, set to a list (1 item); did you mean "modelDirs"? Expected one of: listen, budget, modelDirs, engines, activity, activationWait, swapTurn, deletedConfigGrace, models`],
   ['gpuLayers word', one('    gpuLayers: most\n'), `${FILE}: models[0].gpuLayers: expected "all" or a whole number of layers (0 or more), got "most"`],
   ['gpuLayers negative', one('    gpuLayers: -1\n'), `${FILE}: models[0].gpuLayers: expected "all" or a whole number of layers (0 or more), got -1`],
   ['engine unknown', one('    engine: vllm\n'), `${FILE}: models[0].engine: expected one of: auto, embedded, llama-server, got "vllm"`],
@@ -97,6 +97,8 @@ const table: [string, string, string][] = [
   ['saved conversations floor below zero', 'engines:\n  savedConversationsMinTokens: -5\n', `${FILE}: engines.savedConversationsMinTokens: expected a whole number of tokens, 0 or more, got -5`],
   ['saved conversations disk as text', 'engines:\n  savedConversationsDisk: plenty\n', `${FILE}: engines.savedConversationsDisk: expected a size like "2GiB", "512MB" or a number of bytes, got "plenty"`],
   ['savedConversations as text', 'engines:\n  savedConversations: no\n', `${FILE}: engines.savedConversations: expected true or false, got "no"`],
+  ['activity.keep zero', 'activity:\n  keep: 0\n', `${FILE}: activity.keep: expected a whole number of requests, at least 1, got 0`],
+  ['activity.keepBodies as yes', 'activity:\n  keepBodies: yes\n', `${FILE}: activity.keepBodies: expected a size like "2GiB", "512MB" or a number of bytes, got "yes"`],
   ['activationWait list', 'activationWait: [45s]\n', `${FILE}: activationWait: expected a duration like "45s", "10m", "1h30m" or a number of seconds, got a list (1 item)`],
   ['a turn as long as the default wait', 'swapTurn: 45s\n',
     `${FILE}: swapTurn: expected a turn shorter than activationWait (45s, the default), so that a request waiting behind a busy model gets its model's turn before it times out, got "45s"`],
@@ -152,6 +154,12 @@ describe('config validation', () => {
     expect(config.modelDirs).toContain('/home/ada/.cache/huggingface/hub');
     expect(config.warmSpare).toBe(true);
     expect(config.savedConversations).toBe(true);
+    expect(config.activity).toEqual({ keep: 1000, keepBodiesBytes: 0 });
+  });
+
+  test("activity: how many requests are kept, and each body's first bytes only when asked", () => {
+    expect(accepted('activity:\n  keep: 50\n  keepBodies: 64KiB\n')).toMatchObject({ activity: { keep: 50, keepBodiesBytes: 65_536 } });
+    expect(accepted('activity:\n  keep: 5\n')).toMatchObject({ activity: { keep: 5, keepBodiesBytes: 0 } });
   });
 
   test('a turn shorter than the wait is accepted, down to 0 (first come, first served)', () => {

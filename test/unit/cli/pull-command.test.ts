@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { progressLine, pullsText } from '../../../core/cli/pull-command.js';
-import type { PullView } from '../../../core/contracts/pulls.js';
+import type { PullView } from '../../../core/contracts/hub/pulls.js';
 
 const view = (over: Partial<PullView>): PullView => ({
   id: 'hf.co/o/r:Q4_K_M', repo: 'o/r', state: 'downloading', files: [], receivedBytes: 0, totalBytes: 100 * 1024 * 1024,

@@ -39,7 +39,7 @@ function setup() {
   };
   const unused = async () => ({ ok: true as const, message: 'not used here' });
   const commands = { pin: unused, unpin: unused, load: unused, unload: unused, retry: unused };
-  const admin = new AdminService({ buildSnapshot: build, commands, logs: () => undefined, clock });
+  const admin = new AdminService({ buildSnapshot: build, commands, logs: () => undefined, activity: () => ({ requests: [], keep: 1, keepBodiesBytes: 0 }), clock });
   const sent: { at: number; fraction: number | null; state: string }[] = [];
   admin.subscribe((event) => {
     if (event.type !== 'SnapshotUpdated') return;

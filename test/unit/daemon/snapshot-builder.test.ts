@@ -121,14 +121,17 @@ describe('buildSnapshot', () => {
     expect(buildSnapshot(parts()).models.map((m) => m.layerCount)).toEqual([null, null]);
   });
 
-  it('shows each model’s requests in flight as the claims on its server, not the requests waiting for it', () => {
+  it('shows each model’s requests in flight as the claims on its server, and those waiting for it apart', () => {
     const activity = new ModelActivity(new FakeClock());
     activity.wait('idle');
+    const done = activity.wait('idle');
+    activity.wait('chat');
+    done();
     const base = parts().supervisor;
     const snapshot = buildSnapshot(parts({ activity, supervisor: { ...base, inFlight: (id) => (id === 'chat' ? 3 : 0) } }));
-    expect(snapshot.models.map((m) => [m.id, m.inFlight])).toEqual([
-      ['chat', 3],
-      ['idle', 0],
+    expect(snapshot.models.map((m) => [m.id, m.inFlight, m.waiting])).toEqual([
+      ['chat', 3, 1],
+      ['idle', 0, 1],
     ]);
   });
 

@@ -60,6 +60,7 @@ function fakeAdmin() {
     },
     searchHub: async () => [],
     offerRepo: async ({ repo }) => ({ repo, quants: [] }),
+    getActivity: async () => ({ requests: [], keep: 1000, keepBodiesBytes: 0 }),
   };
   return { admin, calls, current };
 }
@@ -80,7 +81,7 @@ function setup() {
 describe('registerIpcHandlers', () => {
   it('handles exactly the contract\'s channels and removes them again', () => {
     const { handlers, unregister } = setup();
-    expect([...handlers.keys()].sort()).toEqual(['llmtray:cancelPull', 'llmtray:deletePull', 'llmtray:getLogs', 'llmtray:getSnapshot', 'llmtray:listPulls', 'llmtray:offerRepo', 'llmtray:runCommand', 'llmtray:searchHub', 'llmtray:startPull']);
+    expect([...handlers.keys()].sort()).toEqual(['llmtray:cancelPull', 'llmtray:deletePull', 'llmtray:getActivity', 'llmtray:getLogs', 'llmtray:getSnapshot', 'llmtray:listPulls', 'llmtray:offerRepo', 'llmtray:runCommand', 'llmtray:searchHub', 'llmtray:startPull']);
     expect([...ALL_INVOKE_CHANNELS].sort()).toEqual([...handlers.keys()].sort());
     unregister();
     expect(handlers.size).toBe(0);

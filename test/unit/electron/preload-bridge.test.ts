@@ -57,7 +57,7 @@ const quarantined: AdminEvent = { type: 'ModelQuarantined', modelId: 'kev', reas
 describe('createPreloadBridge', () => {
   it('exposes exactly the DashboardBridge methods', () => {
     const bridge = createPreloadBridge(fakeIpcRenderer().ipc);
-    expect(Object.keys(bridge).sort()).toEqual(['cancelPull', 'deletePull', 'getLogs', 'getSnapshot', 'listPulls', 'offerRepo', 'runCommand', 'searchHub', 'startPull', 'subscribe']);
+    expect(Object.keys(bridge).sort()).toEqual(['cancelPull', 'deletePull', 'getActivity', 'getLogs', 'getSnapshot', 'listPulls', 'offerRepo', 'runCommand', 'searchHub', 'startPull', 'subscribe']);
   });
 
   it('invokes each call\'s channel with its parameters and resolves with main\'s answer', async () => {

@@ -48,7 +48,7 @@ describe('the bundled preload in a sandbox', () => {
     expect(required).toEqual(['electron']);
     expect(exposed.map(([key]) => key)).toEqual(['llmtray']);
     const api = exposed[0]![1];
-    expect(Object.keys(api).sort()).toEqual(['cancelPull', 'deletePull', 'getLogs', 'getSnapshot', 'listPulls', 'offerRepo', 'runCommand', 'searchHub', 'startPull', 'subscribe']);
+    expect(Object.keys(api).sort()).toEqual(['cancelPull', 'deletePull', 'getActivity', 'getLogs', 'getSnapshot', 'listPulls', 'offerRepo', 'runCommand', 'searchHub', 'startPull', 'subscribe']);
     await expect((api.runCommand as (params: unknown) => Promise<unknown>)({ id: 'demo-chat', command: 'pin' })).resolves.toEqual({ ok: true, message: 'pinned' });
     expect(invoked).toEqual([['llmtray:runCommand', { id: 'demo-chat', command: 'pin' }]]);
   });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelCommand } from '../../../core/contracts/commands.js';
 import { MODEL_STATE_NAMES, type ModelStatus } from '../../../core/contracts/model-status.js';
 import type { ModelView } from '../../../core/contracts/snapshot.js';
-import type { PullView } from '../../../core/contracts/pulls.js';
+import type { PullView } from '../../../core/contracts/hub/pulls.js';
 import { buildTrayMenu, modelStateWords, primaryCommand, trayStatus, type TrayActions, type TrayMenuItem } from '../../../electron/tray-menu.js';
 import { budget, gpu, holder, MiB } from '../../../renderer/src/test-fixtures/snapshot-builder.js';
 import { GiB, NOW, model, snapshot } from './snapshot-fixture.js';
@@ -397,5 +397,21 @@ describe('trayStatus', () => {
   it('keeps the tooltip within what Windows shows', () => {
     const many = Array.from({ length: 40 }, (_, i) => model(`model-${i}`, { state: (['quarantined', 'failed', 'fallback', 'degraded', 'loading'] as const)[i % 5] }));
     expect(trayStatus(snapshot(many, { configErrors: ['x'] })).tooltip.length).toBeLessThanOrEqual(127);
+  });
+});
+
+describe('the tray: requests per busy model', () => {
+  it('has a line per model with requests in flight or waiting, and none for an idle model', () => {
+    const models = [
+      model('answering', { state: 'active', level: 'full' }, { inFlight: 2, waiting: 1 }),
+      model('coming', { state: 'loading' }, { inFlight: 0, waiting: 3 }),
+      model('idle', { state: 'ready', level: 'full' }),
+    ];
+    const labels = buildTrayMenu(snapshot(models), recordingActions().actions, { startAtLogin: false, now: NOW }).map(labelOf);
+    expect(labels).toContain('answering: 2 in flight, 1 waiting');
+    expect(labels).toContain('coming: 0 in flight, 3 waiting');
+    expect(labels.some((label) => label.startsWith('idle: '))).toBe(false);
+    // Above the models' own submenus, where a glance at the menu finds them.
+    expect(labels.indexOf('coming: 0 in flight, 3 waiting')).toBeLessThan(labels.findIndex((label) => label.startsWith('answering — ')));
   });
 });

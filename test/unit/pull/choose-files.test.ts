@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { PullRefused } from '../../../core/contracts/pulls.js';
+import { PullRefused } from '../../../core/contracts/hub/pulls.js';
 import { chooseFiles } from '../../../core/pull/choose-files.js';
 import type { RepoFile } from '../../../core/pull/hub-api.js';
 

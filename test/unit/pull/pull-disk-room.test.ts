@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { realClock } from '../../../core/common/clock.js';
-import { PullRefused } from '../../../core/contracts/pulls.js';
+import { PullRefused } from '../../../core/contracts/hub/pulls.js';
 import { PullManager } from '../../../core/pull/pull-manager.js';
 import { TINY_REPO, demoRepos } from '../../support/hub-standin/demo-repos.js';
 import { startHubStandIn, type HubStandIn } from '../../support/hub-standin/hub-standin.js';

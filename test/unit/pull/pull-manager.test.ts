@@ -14,7 +14,7 @@ import { readGgufFacts } from '../../../core/catalog/gguf-metadata.js';
 import { footprintAt } from '../../../core/policy/levels.js';
 import { realClock, type Clock } from '../../../core/common/clock.js';
 import { FakeClock } from '../../support/fake-clock.js';
-import { PullRefused, type PullView } from '../../../core/contracts/pulls.js';
+import { PullRefused, type PullView } from '../../../core/contracts/hub/pulls.js';
 import { PullManager } from '../../../core/pull/pull-manager.js';
 import type { MachineRoom } from '../../../core/pull/quant-fit.js';
 import { GATED_REPO, GATED_TOKEN, SIZES_REPO, SPLIT_REPO, TINY_REPO, VISION_REPO, demoRepos } from '../../support/hub-standin/demo-repos.js';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { PullRefused } from '../../../core/contracts/pulls.js';
+import { PullRefused } from '../../../core/contracts/hub/pulls.js';
 import type { FootprintEstimate } from '../../../core/policy/levels.js';
 import { chooseByFit, type MachineRoom } from '../../../core/pull/quant-fit.js';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseModelRewriter, rewriteModelField } from '../../../../core/router/engine/upstream.js';
+import { SseModelRewriter, rewriteModelField } from '../../../../core/router/engine/model-rewriter.js';
 
 const chunkEvent = (content: string, model = 'engine.gguf'): string =>
   `data: ${JSON.stringify({ object: 'chat.completion.chunk', model, choices: [{ index: 0, delta: { content } }] })}`;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { hubAlias, parseHubModelName, quantInName } from '../../../core/contracts/hub-names.js';
+import { hubAlias, parseHubModelName, quantInName } from '../../../../core/contracts/hub/names.js';
 
 describe('parseHubModelName', () => {
   test.each([
