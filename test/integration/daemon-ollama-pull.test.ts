@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { Ollama } from 'ollama';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import type { PullView } from '../../core/contracts/hub/pulls.js';
 import { TINY_REPO, demoRepos } from '../support/hub-standin/demo-repos.js';
+import { ollamaShapeErrors } from '../support/ollama-shapes.js';
 import { startHubStandIn, type HubStandIn } from '../support/hub-standin/hub-standin.js';
 
 let hub: HubStandIn;
@@ -53,6 +55,10 @@ describe("Ollama's /api/pull, /api/delete and /api/copy", () => {
     expect(files.length).toBeGreaterThan(0);
     for (const part of files) expect(part).toMatchObject({ status: `pulling ${sha.slice(0, 12)}`, digest: `sha256:${sha}` });
     expect(files.at(-1)!.completed).toBe(files.at(-1)!.total);
+    // Each line has the keys and types of docs/api.md's example (test/fixtures/ollama-api).
+    expect(ollamaShapeErrors('pullManifest', statuses[0])).toEqual([]);
+    expect(files.flatMap((part) => ollamaShapeErrors('pullProgress', part))).toEqual([]);
+    expect(ollamaShapeErrors('pullSuccess', statuses.at(-1))).toEqual([]);
 
     // Listed under its catalog id (the file's stem); the pulled name is its alias, which show and chat take.
     const listed = (await ollama.list()).models;
@@ -70,6 +76,24 @@ describe("Ollama's /api/pull, /api/delete and /api/copy", () => {
     await ollama.delete({ model: PULLED });
     expect((await ollama.list()).models).toEqual([]);
     await expect(ollama.chat({ model: PULLED, messages: [{ role: 'user', content: 'Hello' }], options: { num_predict: 4 } })).rejects.toThrow(/not found/);
+  }, 120_000);
+
+  it('stops the pull when the app that started it goes away, as Ollama does, keeping the bytes for the next pull', async () => {
+    const held = hub.holdNextDownloadAfter(100_000);
+    const stream = await ollama.pull({ model: PULLED, stream: true });
+    const first = await stream[Symbol.asyncIterator]().next();
+    expect(first.value).toEqual({ status: 'pulling manifest' });
+    await held.reached;
+    stream.abort();
+    const pulls = async (): Promise<PullView[]> => (await (await daemon.api('/api/downloads')).json()) as PullView[];
+    const ofThis = async () => (await pulls()).find((pull) => pull.id === PULLED);
+    while ((await ofThis())?.state !== 'cancelled') await new Promise((r) => setTimeout(r, 20));
+    held.release();
+    // Pulling again resumes from the bytes kept (a Range request) and finishes it.
+    expect(await ollama.pull({ model: PULLED, stream: false })).toEqual({ status: 'success' });
+    const sha = hub.sha256Of(TINY_REPO, 'Tiny-Q4_K_M.gguf');
+    expect(hub.requests.filter((r) => r.method === 'GET' && r.path === `/cdn/${sha}`).at(-1)?.range).toMatch(/^bytes=[1-9]\d*-$/);
+    await ollama.delete({ model: PULLED });
   }, 120_000);
 
   it("refuses a name from Ollama's library with 400, saying to pull an hf.co/ name", async () => {

@@ -4,7 +4,8 @@
 //
 // The model routes (/api/chat, /api/generate, /api/embed, /api/embeddings) go through the
 // router's `serveModelRequest` like every other API: one activation, one claim, one resend rule.
-// The rest answers from the gateway's cards (models.ts), or refuses by name.
+// /api/pull and /api/delete go to the daemon's pulls (pulls.ts, over core/pull). The rest answers
+// from the gateway's cards (models.ts), or refuses by name.
 import type http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorMessage } from '../../contracts/error-message.js';
