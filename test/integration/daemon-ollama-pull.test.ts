@@ -60,13 +60,13 @@ describe("Ollama's /api/pull, /api/delete and /api/copy", () => {
     expect(files.flatMap((part) => ollamaShapeErrors('pullProgress', part))).toEqual([]);
     expect(ollamaShapeErrors('pullSuccess', statuses.at(-1))).toEqual([]);
 
-    // Listed under its catalog id (the file's stem); the pulled name is its alias, which show and chat take.
-    const listed = (await ollama.list()).models;
-    expect(listed).toHaveLength(1);
+    // Listed under the name it was pulled by, as Ollama lists a pulled model, and show and chat take it.
+    expect((await ollama.list()).models.map((m) => m.name)).toEqual([PULLED]);
     expect((await ollama.show({ model: PULLED })).details.format).toBe('gguf');
     const reply = await ollama.chat({ model: PULLED, messages: [{ role: 'user', content: 'Hello' }], options: { num_predict: 4 } });
     expect(reply.done).toBe(true);
     expect(reply.eval_count).toBeGreaterThan(0);
+    expect((await ollama.ps()).models.map((m) => m.name)).toEqual([PULLED]);
 
     // Pulling what is already here fetches nothing again and answers success at once (stream: false).
     const gets = hub.requests.filter((r) => r.method === 'GET' && r.path === `/cdn/${sha}`).length;
