@@ -230,7 +230,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<RunningD
     parts.add(lookAgainOnChanges({ budget, catalog, controller }));
 
     const at = served.set(await serveEndpoint({
-      plan, port: options.port ?? config.listen.port, catalog, controller, supervisor, activity, turns, requests, admin, token,
+      plan, port: options.port ?? config.listen.port, catalog, controller, supervisor, activity, turns, requests, admin, pulls, token,
       staticDir: options.staticDir ?? defaultStaticDir(), startedAt, face, configPath,
     }));
     parts.add(() => at.close());

@@ -17,6 +17,7 @@ import { portTakenMessage, type AdviceFace } from './startup-advice.js';
 import type { ModelTurns } from '../demand/turns.js';
 import type { RequestLog } from '../demand/request-log.js';
 import type { RequestRecorder } from '../router/http/request-trace.js';
+import type { OllamaPulls } from '../router/ollama/pulls.js';
 
 export interface ServedEndpoint {
   port: number;
@@ -45,6 +46,8 @@ export async function serveEndpoint(deps: {
   /** Where each model request's record goes (the Activity view); /metrics' request histograms count them too. */
   requests: RequestLog;
   admin: AdminService;
+  /** The pulls from the Hugging Face Hub, for Ollama's `/api/pull` and `/api/delete`: the same ones the admin API shows. */
+  pulls: OllamaPulls;
   token: string;
   staticDir: string;
   startedAt: number;
@@ -77,6 +80,7 @@ export async function serveEndpoint(deps: {
       load: (id) => admin.runCommand({ id, command: 'load' }),
       unload: (id) => admin.runCommand({ id, command: 'unload' }),
     },
+    pulls: deps.pulls,
     // Read per request: a key removed from the config stops working at the next request.
     // Rebuilt only when the config's `listen` changes (a reload), not for every request.
     access: () => {

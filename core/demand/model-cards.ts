@@ -30,8 +30,11 @@ export function modelCards(parts: {
       const model = modelById(modelId);
       if (model === undefined) return undefined;
       const { card, modifiedAt } = await parts.readCard(model.path, { verbose });
+      // The quant-tagged hf.co/ alias discovery gives an HF cache file (core/catalog/discovery.ts): the name a pull of it was asked by.
+      const hubName = model.aliases.find((alias) => /^hf\.co\/[^/:]+\/[^/:]+:[^/:]+$/i.test(alias));
       return {
         modelId: model.id,
+        ...(hubName === undefined ? {} : { hubName }),
         sizeBytes: model.sizeBytes,
         modifiedAt,
         // Ollama's digest names a manifest; this one names the definition the catalog hashes (the file's identity and launch settings).

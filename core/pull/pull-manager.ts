@@ -159,7 +159,7 @@ export class PullManager implements PullActions {
       id,
       repo,
       state: 'downloading',
-      files: planned.map((f, i) => ({ path: f.path, sizeBytes: f.sizeBytes, receivedBytes: Math.min(onDisk[i]!.bytes, f.sizeBytes) })),
+      files: planned.map((f, i) => ({ path: f.path, sizeBytes: f.sizeBytes, receivedBytes: Math.min(onDisk[i]!.bytes, f.sizeBytes), sha256: f.sha256 })),
       receivedBytes: 0,
       totalBytes: planned.reduce((s, f) => s + f.sizeBytes, 0),
       bytesPerSecond: 0,

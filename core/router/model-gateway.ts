@@ -122,6 +122,8 @@ export type EmbeddingsOnly = 'pooling' | 'config';
  */
 export interface ModelCard {
   modelId: string;
+  /** A pulled model's `hf.co/OWNER/REPO:QUANT` alias: Ollama's apps list it under the name they pulled. Absent for any other model. */
+  hubName?: string;
   /** The model's files, bytes. */
   sizeBytes: number;
   /** When its file last changed, epoch ms. */

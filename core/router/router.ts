@@ -37,6 +37,7 @@ import { countTokensRequest, messagesRequest } from './anthropic/route.js';
 import { responsesRequest } from './responses/route.js';
 import { ollamaErrorBody } from './ollama/errors.js';
 import { isOllamaPath, serveOllama, type OllamaContext } from './ollama/serve.js';
+import type { OllamaPulls } from './ollama/pulls.js';
 import { isLlamaCompatPath, llamaRouterStatus, llamaServerRouteRequest, MODEL_COMMAND_ROUTES, runModelCommand, type ModelCommands } from './llama/routes.js';
 
 export interface RouterOptions {
@@ -59,6 +60,8 @@ export interface RouterOptions {
   modelCommands?: ModelCommands;
   /** Where each model request's record goes once it ended (http/request-trace.ts). Absent: nothing is recorded, nothing is read from answers. */
   requests?: RequestRecorder;
+  /** The daemon's pulls from the Hugging Face Hub, for Ollama's `/api/pull` and `/api/delete` (ollama/pulls.ts). Absent: 501. */
+  pulls?: OllamaPulls;
 }
 
 export interface RouterAccess extends GuardOptions {
@@ -300,6 +303,7 @@ export function createRouter(options: RouterOptions): Router {
     bodyLimitBytes,
     serveModelRequest,
     ...(options.modelCommands === undefined ? {} : { unload: options.modelCommands.unload }),
+    ...(options.pulls === undefined ? {} : { pulls: options.pulls, pullFollowers: new Map<string, number>() }),
   };
 
   function serveModels(res: ServerResponse, modelName: string | null): void {

@@ -18,6 +18,8 @@ export interface PullFileView {
   sizeBytes: number;
   /** The bytes on disk so far. */
   receivedBytes: number;
+  /** Its sha256 as the Hub gives it (hex): Ollama's pull progress names each file by its digest. Absent while resolving. */
+  sha256?: string;
 }
 
 export interface PullView {

@@ -46,7 +46,7 @@ export function detailsOf(card: ModelCard): OllamaDetails {
 
 /** One model of `/api/tags`. */
 export function tagsEntry(card: ModelCard): Record<string, unknown> {
-  const name = ollamaNameOf(card.modelId);
+  const name = card.hubName ?? ollamaNameOf(card.modelId);
   return { name, model: name, modified_at: new Date(card.modifiedAt).toISOString(), size: card.sizeBytes, digest: card.digest, details: detailsOf(card) };
 }
 
@@ -83,7 +83,7 @@ export function showAnswer(card: ModelCard): Record<string, unknown> {
 
 /** One model of `/api/ps`; `card` for its details, when it could be read. */
 export function psEntry(resident: ResidentModel, card: ModelCard | undefined): Record<string, unknown> {
-  const name = ollamaNameOf(resident.modelId);
+  const name = card?.hubName ?? ollamaNameOf(resident.modelId);
   return {
     name,
     model: name,

@@ -4,7 +4,8 @@
 //
 // The model routes (/api/chat, /api/generate, /api/embed, /api/embeddings) go through the
 // router's `serveModelRequest` like every other API: one activation, one claim, one resend rule.
-// The rest answers from the gateway's cards (models.ts), or refuses by name.
+// /api/pull and /api/delete go to the daemon's pulls (pulls.ts, over core/pull). The rest answers
+// from the gateway's cards (models.ts), or refuses by name.
 import type http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorMessage } from '../../contracts/error-message.js';
@@ -19,6 +20,7 @@ import { OLLAMA_API_VERSION, psEntry, showAnswer, tagsEntry } from './models.js'
 import { catalogNamesFor, ollamaNameOf } from './names.js';
 import { generationRequest, loadAnswer, sendJson } from './route.js';
 import { readOllamaBody, toOllamaGeneration, type OllamaBody, type OllamaModelFacts } from './request.js';
+import { serveDelete, servePull, type OllamaPulls } from './pulls.js';
 
 type Method = 'GET' | 'POST' | 'DELETE';
 
@@ -55,10 +57,15 @@ export interface OllamaContext {
   serveModelRequest(req: IncomingMessage, res: ServerResponse, shape: ErrorShape, client: string | null, build: (raw: Buffer) => ModelRequest | RouterError, body: Buffer): Promise<void>;
   /** The tray's unload, for `keep_alive: 0` with nothing to generate; absent: refused with 501. */
   unload?: (modelId: string) => Promise<{ ok: boolean; message: string }>;
+  /** The daemon's pulls from the Hugging Face Hub, for `/api/pull` and `/api/delete`; absent: both refused with 501. */
+  pulls?: OllamaPulls;
+  /** Per pull id, how many `/api/pull` requests follow a pull an Ollama request started (pulls.ts: the last to leave early cancels it). */
+  pullFollowers?: Map<string, number>;
 }
 
-const PULL_LATER =
-  'models come into llmtray as GGUF files (a model folder, or config.yaml); downloading them by name arrives with `llmtray pull hf.co/OWNER/REPO:QUANT`, and this route with it.';
+const NO_PULLS = 'this listener has no pulls; `llmtray pull hf.co/OWNER/REPO:QUANT` pulls a model into a running daemon.';
+const COPY_REFUSED =
+  "llmtray's names come from config.yaml (`aliases:` and the models' ids), which llmtray does not write while it runs; add `aliases: { NEW: SOURCE }` there, and the running daemon picks it up.";
 
 /** Answers one request on an Ollama path. Never throws: every failure is an answer in Ollama's shape. */
 /** `client`: the client key's name, or null (local), for the request's record. */
@@ -80,8 +87,10 @@ export function serveOllama(req: IncomingMessage, res: ServerResponse, path: str
       return void listResident(res, context.gateway).catch((error: unknown) => refuse(failed(error)));
     case '/api/pull':
     case '/api/delete':
+      if (context.pulls === undefined) return refuse(ollamaNotImplemented(path, NO_PULLS));
+      return void withPullBody(req, res, context, path, context.pulls).catch((error: unknown) => refuse(failed(error)));
     case '/api/copy':
-      return refuse(ollamaNotImplemented(path, PULL_LATER));
+      return refuse(ollamaNotImplemented(path, COPY_REFUSED));
     case '/api/create':
       return refuse(ollamaNotImplemented(path, 'llmtray serves GGUF files as they are; a model with another context, template or parameters is an entry in config.yaml (models:).'));
     case '/api/push':
@@ -105,6 +114,22 @@ function lookUp(gateway: ModelGateway, name: string): { modelId: string; facts: 
     if (facts !== undefined) return { modelId, facts };
   }
   return ollamaModelNotFound(name, gateway.modelIds().map(ollamaNameOf));
+}
+
+async function withPullBody(req: IncomingMessage, res: ServerResponse, context: OllamaContext, path: string, pulls: OllamaPulls): Promise<void> {
+  const read = await readBody(req, context.bodyLimitBytes);
+  if (read.kind === 'aborted') return;
+  if (read.kind === 'too_large') return sendError(res, tooLarge(read.receivedBytes, context.bodyLimitBytes), ollamaErrorBody);
+  let body: unknown;
+  try {
+    body = JSON.parse(read.body.toString('utf8'));
+  } catch (error) {
+    return sendError(res, invalidRequest(null, `The request body is not JSON: ${errorMessage(error)}`), ollamaErrorBody);
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return sendError(res, invalidRequest(null, 'The request body must be a JSON object.'), ollamaErrorBody);
+  const fields = body as Record<string, unknown>;
+  if (path === '/api/delete') return serveDelete(res, pulls, fields);
+  return servePull(res, pulls, fields, (context.pullFollowers ??= new Map()));
 }
 
 async function withBody(req: IncomingMessage, res: ServerResponse, context: OllamaContext, path: string, client: string | null): Promise<void> {
