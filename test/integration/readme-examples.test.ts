@@ -63,7 +63,7 @@ const NOT_RUN: readonly { command: RegExp; why: string }[] = [
   { command: /^npx llmtray pull\b/, why: 'downloads from Hugging Face, and CI has no network: test/integration/daemon-pull.test.ts pulls through a real daemon from a Hub stand-in' },
 ];
 /** The `llmtray` subcommands that leave a running daemon serving, so safe to run against this file's. */
-const SAFE_CLI = /^npx llmtray (status|pin|unpin|load|logs)\b/;
+const SAFE_CLI = /^npx llmtray (status|pin|unpin|load|logs|activity)\b/;
 
 interface CodeBlock {
   /** Where it is, as `README.md:42` (the line of its opening fence). */
