@@ -1,14 +1,14 @@
 // `llmtray activity`: the requests the daemon served, as a table and a per-model summary; with
 // -f, every request after them as it ends, until Ctrl-C (or the daemon stops).
 //
-// Following loses nothing and repeats nothing the way `logs -f` does (follow-logs.ts): subscribe
+// Following loses nothing and repeats nothing as `logs -f` does (follow-events.ts): subscribe
 // first, list once the stream is live, then print the events whose records the list did not hold.
-import type { AdminEvent } from '../contracts/admin-events.js';
 import type { ActivityAnswer, RequestFilter, RequestRecord } from '../contracts/requests/request-record.js';
 import { matchesFilter } from '../contracts/requests/request-record.js';
 import { summarizeRequests } from '../contracts/requests/request-summary.js';
 import { durationWords, modelWords, speedWords, tokenWords, waitWords } from '../contracts/requests/request-words.js';
 import type { CliAdmin } from './admin-client.js';
+import { followAfterFirstAnswer, type FollowEnd } from './follow-events.js';
 import { table } from './format.js';
 
 const HEADER = ['TIME', 'ID', 'STATUS', 'MODEL', 'ROUTE', 'CLIENT', 'WAITED', 'FIRST TOKEN', 'TOKENS', 'SPEED', 'TOOK', 'ERROR'];
@@ -54,41 +54,22 @@ export function activityLine(record: RequestRecord): string {
  * until `signal` aborts ('stopped') or the daemon's stream ends ('daemon-gone'). Rejects when the
  * daemon refuses (an invalid filter's sentence) or cannot be reached.
  */
-export async function followActivity(admin: CliAdmin, filter: RequestFilter, count: number, write: (text: string) => void, signal: AbortSignal): Promise<'stopped' | 'daemon-gone'> {
-  const held: RequestRecord[] = [];
-  let listed: Set<string> | null = null;
-  let asked = false;
-  let failure: unknown = null;
-  const stopOnFailure = new AbortController();
-  const list = async (): Promise<void> => {
-    try {
-      const answer = await admin.getActivity(filter);
-      write(activityText(answer, count));
-      listed = new Set(answer.requests.map((r) => r.id));
-      for (const record of held.splice(0)) if (!listed.has(record.id)) write(activityLine(record));
-    } catch (error) {
-      failure = error;
-      stopOnFailure.abort();
-    }
-  };
-  const onEvent = (event: AdminEvent): boolean => {
-    if (!asked) {
-      asked = true;
-      void list();
-    }
-    if (event.type !== 'RequestRecorded' || !matchesFilter(event.record, filter)) return false;
-    if (listed === null) held.push(event.record);
-    else if (!listed.has(event.record.id)) write(activityLine(event.record));
-    return false;
-  };
-  try {
-    await admin.events(onEvent, AbortSignal.any([signal, stopOnFailure.signal]));
-  } catch (error) {
-    if (failure !== null) throw failure;
-    if (signal.aborted) return 'stopped';
-    if (asked) return 'daemon-gone';
-    throw error;
-  }
-  if (failure !== null) throw failure;
-  return signal.aborted ? 'stopped' : 'daemon-gone';
+export async function followActivity(admin: CliAdmin, filter: RequestFilter, count: number, write: (text: string) => void, signal: AbortSignal): Promise<FollowEnd> {
+  let listed = new Set<string>();
+  return followAfterFirstAnswer<RequestRecord>(
+    admin,
+    {
+      pick: (event) => (event.type === 'RequestRecorded' && matchesFilter(event.record, filter) ? event.record : null),
+      fetch: async () => {
+        const answer = await admin.getActivity(filter);
+        write(activityText(answer, count));
+        listed = new Set(answer.requests.map((r) => r.id));
+      },
+      // A request that ended while the list was read is in the list already: printed once.
+      place: (record) => {
+        if (!listed.has(record.id)) write(activityLine(record));
+      },
+    },
+    signal,
+  );
 }
