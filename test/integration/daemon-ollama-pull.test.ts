@@ -3,42 +3,31 @@
 // hf.co/ model with streamed progress to `success`, chats with it under that name, deletes it
 // (gone from /api/tags); a name from Ollama's own library is refused saying what to pull; a
 // model llmtray did not pull is not deleted; copy is refused naming why.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Ollama } from 'ollama';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import type { DaemonProcess } from '../support/daemon-process.js';
 import type { PullView } from '../../core/contracts/hub/pulls.js';
-import { TINY_REPO, demoRepos } from '../support/hub-standin/demo-repos.js';
+import { TINY_REPO } from '../support/hub-standin/demo-repos.js';
 import { ollamaShapeErrors } from '../support/ollama-shapes.js';
-import { startHubStandIn, type HubStandIn } from '../support/hub-standin/hub-standin.js';
+import type { HubStandIn } from '../support/hub-standin/hub-standin.js';
+import { makePullWorld, type PullWorld } from '../support/pull-world.js';
 
+let world: PullWorld;
 let hub: HubStandIn;
-let workDir: string;
 let daemon: DaemonProcess;
-let dataDir: string;
 let ollama: Ollama;
 const PULLED = `hf.co/${TINY_REPO}:Q4_K_M`;
 
 beforeAll(async () => {
-  hub = await startHubStandIn(await demoRepos());
-  workDir = await mkdtemp(join(tmpdir(), 'llmtray-ollama-pull-'));
-  const hfHome = join(workDir, 'hf');
-  await mkdir(join(hfHome, 'hub'), { recursive: true });
-  const configPath = join(workDir, 'config.yaml');
-  // Only the Hugging Face cache is searched, and it starts empty: the pulled model is the only one.
-  await writeFile(configPath, `modelDirs: [${JSON.stringify(join(hfHome, 'hub'))}]\nengines:\n  warmSpare: false\n`);
-  dataDir = await makeDataDir();
-  daemon = await startDaemonProcess({ dataDir, config: configPath, env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome } });
+  world = await makePullWorld('llmtray-ollama-pull-');
+  hub = world.hub;
+  daemon = await world.startDaemon();
   ollama = new Ollama({ host: daemon.origin });
 }, 90_000);
 
 afterAll(async () => {
   await daemon?.stop();
-  if (dataDir) await removeDataDir(dataDir);
-  await hub?.close();
-  if (workDir) await rm(workDir, { recursive: true, force: true });
+  await world?.close();
 });
 
 describe("Ollama's /api/pull, /api/delete and /api/copy", () => {

@@ -6,20 +6,20 @@
 import { spawn } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PullView } from '../../core/contracts/hub/pulls.js';
 import { CLI_ENTRY, STRICT_REJECTIONS, makeDataDir, removeDataDir, runCli, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
-import { GATED_REPO, SIZES_REPO, SPLIT_REPO, TINY_REPO, VISION_REPO, demoRepos } from '../support/hub-standin/demo-repos.js';
-import { startHubStandIn, type HubStandIn } from '../support/hub-standin/hub-standin.js';
+import { GATED_REPO, SIZES_REPO, SPLIT_REPO, TINY_REPO, VISION_REPO } from '../support/hub-standin/demo-repos.js';
+import type { HubStandIn } from '../support/hub-standin/hub-standin.js';
+import { makePullWorld, type PullWorld } from '../support/pull-world.js';
 
+let world: PullWorld;
 let hub: HubStandIn;
 let workDir: string;
 let hfHome: string;
-let configPath: string;
 let daemon: DaemonProcess;
 let dataDir: string;
 
@@ -30,25 +30,18 @@ const cdnGets = (sha: string) => hub.requests.filter((r) => r.method === 'GET' &
 async function untilOnDisk(path: string, bytes: number): Promise<void> {
   while (((await stat(path).catch(() => undefined))?.size ?? 0) < bytes) await new Promise((r) => setTimeout(r, 20));
 }
-const startDaemon = () => startDaemonProcess({ dataDir, config: configPath, env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome } });
+const startDaemon = () => world.startDaemon();
 
 beforeAll(async () => {
-  hub = await startHubStandIn(await demoRepos());
-  workDir = await mkdtemp(join(tmpdir(), 'llmtray-pull-daemon-'));
-  hfHome = join(workDir, 'hf');
-  await mkdir(join(hfHome, 'hub'), { recursive: true });
-  configPath = join(workDir, 'config.yaml');
   // A person with no model yet: the only folder searched is the Hugging Face cache, which is empty.
-  await writeFile(configPath, `modelDirs: [${JSON.stringify(join(hfHome, 'hub'))}]\nengines:\n  warmSpare: false\n`);
-  dataDir = await makeDataDir();
+  world = await makePullWorld('llmtray-pull-daemon-');
+  ({ hub, workDir, hfHome, dataDir } = world);
   daemon = await startDaemon();
 }, 90_000);
 
 afterAll(async () => {
   await daemon?.stop();
-  if (dataDir) await removeDataDir(dataDir);
-  await hub?.close();
-  if (workDir) await rm(workDir, { recursive: true, force: true });
+  await world?.close();
 });
 
 describe('llmtray pull through the daemon', () => {
