@@ -20,7 +20,6 @@
 // embedded engine enforces the call itself and refuses `logit_bias` by name, so it gets none.
 // The tool requests are greedy (temperature 0): sampled, the random-weight model now and then
 // made a second call or wrote a call's JSON to the token limit (seen under load).
-import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -34,20 +33,14 @@ import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
 import { writeBertGguf, type BertModelShape } from '../../core/catalog/demo/bert-gguf-writer.js';
 import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
 import { llamaServerToolNudge, spmVocab } from '../../core/catalog/demo/spm-vocab.js';
-import type { EngineKind } from '../../core/contracts/snapshot.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { chatCompletionChunkSchemaErrors, chatCompletionSchemaErrors, embeddingsSchemaErrors, responseSchemaErrors } from '../support/openai-response-schemas.js';
+import { ENGINES, enginesConfigLine, requireEngine } from '../support/engine-cases.js';
 
-const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
 const WIDTH = DEMO_SHAPES['demo-tiny'].nEmbd;
 /** A BERT-style encoder whose GGUF names mean pooling, as bge or MiniLM do. */
 const ENCODER: BertModelShape = { name: 'test-encoder', nLayer: 2, nEmbd: 96, nHead: 4, nFf: 384, contextLength: 512, pooling: 'mean', seed: 11 };
 
-/** Both engines, one run each; llama-server's skipped (and said so) where none is given. */
-const ENGINES: { engine: EngineKind; skip: boolean }[] = [
-  { engine: 'embedded', skip: false },
-  { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
-];
 
 describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip }) => {
   let daemon: DaemonProcess | undefined;
@@ -56,7 +49,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
 
   beforeAll(async () => {
     if (skip) return;
-    if (engine === 'llama-server' && !existsSync(LLAMA_SERVER ?? '')) throw new Error(`LLMTRAY_LLAMA_SERVER names '${LLAMA_SERVER ?? ''}', which does not exist`);
+    requireEngine(engine);
     workDir = await makeDataDir();
     const model = join(workDir, 'demo-tiny.gguf');
     await writeLlamaGguf(model, DEMO_SHAPES['demo-tiny']);
@@ -67,7 +60,7 @@ describe.each(ENGINES)('the real clients on the $engine engine', ({ engine, skip
       configPath,
       [
         'budget: { reserve: 0 }',
-        `engines: { warmSpare: false${engine === 'llama-server' ? `, llamaServer: ${JSON.stringify(LLAMA_SERVER)}` : ''} }`,
+        enginesConfigLine(engine),
         'modelDirs: []',
         'models:',
         `  - { id: tiny, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine} }`,

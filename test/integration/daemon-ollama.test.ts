@@ -12,7 +12,6 @@
 // `ollama` client passes on; on llama-server the tools model is also launched with the tool-call
 // marker raised as its server's default (the nudge daemon-clients-engines.test.ts explains), since
 // llama.cpp's grammar for a required call lets free text come first.
-import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -25,24 +24,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
 import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
-import { spmVocab } from '../../core/catalog/demo/spm-vocab.js';
-import type { EngineKind } from '../../core/contracts/snapshot.js';
+import { llamaServerToolNudge } from '../../core/catalog/demo/spm-vocab.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { ollamaShapeErrors } from '../support/ollama-shapes.js';
+import { ENGINES, enginesConfigLine, requireEngine } from '../support/engine-cases.js';
 
-const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
 const WIDTH = DEMO_SHAPES['demo-tiny'].nEmbd;
 
-const ENGINES: { engine: EngineKind; skip: boolean }[] = [
-  { engine: 'embedded', skip: false },
-  { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
-];
-
-/** The nudge as llama-server's own default sampling: `--logit-bias TOKEN+BIAS` per token. */
-function nudgeArgs(): string[] {
-  const vocab = spmVocab();
-  return ['--logit-bias', `${vocab.tokens.indexOf('<tool_call>')}+90`, '--logit-bias', `${vocab.eosId}+100`];
-}
 
 const weather = z.object({ city: z.enum(['Paris', 'Oslo', 'Lima']), sunny: z.boolean() });
 const weatherSchema = { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] }, sunny: { type: 'boolean' } }, required: ['city', 'sunny'], additionalProperties: false };
@@ -59,7 +47,7 @@ describe.each(ENGINES)("Ollama's clients on the $engine engine", ({ engine, skip
 
   beforeAll(async () => {
     if (skip) return;
-    if (engine === 'llama-server' && !existsSync(LLAMA_SERVER ?? '')) throw new Error(`LLMTRAY_LLAMA_SERVER names '${LLAMA_SERVER ?? ''}', which does not exist`);
+    requireEngine(engine);
     workDir = await makeDataDir();
     const model = join(workDir, 'demo-tiny.gguf');
     await writeLlamaGguf(model, DEMO_SHAPES['demo-tiny']);
@@ -68,12 +56,12 @@ describe.each(ENGINES)("Ollama's clients on the $engine engine", ({ engine, skip
       configPath,
       [
         'budget: { reserve: 0 }',
-        `engines: { warmSpare: false${engine === 'llama-server' ? `, llamaServer: ${JSON.stringify(LLAMA_SERVER)}` : ''} }`,
+        enginesConfigLine(engine),
         'modelDirs: []',
         'models:',
         `  - { id: tiny, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine} }`,
         `  - { id: tiny-embed, path: ${JSON.stringify(model)}, ctx: 512, engine: ${engine}, embeddings: true }`,
-        ...(engine === 'llama-server' ? [`  - { id: tiny-nudged, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine}, args: ${JSON.stringify(nudgeArgs())} }`] : []),
+        ...(engine === 'llama-server' ? [`  - { id: tiny-nudged, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine}, engineArgs: { llama-server: ${JSON.stringify(llamaServerToolNudge())} } }`] : []),
         '',
       ].join('\n'),
     );

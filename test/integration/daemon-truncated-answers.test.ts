@@ -10,7 +10,6 @@
 // argument is a free string (the README's `city: {type: "string"}`) always runs to the limit,
 // which is the case a newcomer met as an empty answer. Greedy (temperature 0), so a stream and a
 // whole answer to the same request are the same tokens and can be compared.
-import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -19,17 +18,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
 import { writeLlamaGguf } from '../../core/catalog/demo/gguf-writer.js';
 import { spmVocab } from '../../core/catalog/demo/spm-vocab.js';
-import type { EngineKind } from '../../core/contracts/snapshot.js';
 import { parsePartialJson } from '../../core/router/anthropic/partial-json.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { chatCompletionChunkSchemaErrors, chatCompletionSchemaErrors, responseSchemaErrors, streamEventSchemaErrors } from '../support/openai-response-schemas.js';
+import { ENGINES, enginesConfigLine, requireEngine } from '../support/engine-cases.js';
 
-const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
 
-const ENGINES: { engine: EngineKind; skip: boolean }[] = [
-  { engine: 'embedded', skip: false },
-  { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
-];
 
 /**
  * Few enough that no call's free string can end, enough that it has begun: the demo vocabulary
@@ -67,7 +61,7 @@ describe.each(ENGINES)('answers cut by the token limit on the $engine engine', (
 
   beforeAll(async () => {
     if (skip) return;
-    if (engine === 'llama-server' && !existsSync(LLAMA_SERVER ?? '')) throw new Error(`LLMTRAY_LLAMA_SERVER names '${LLAMA_SERVER ?? ''}', which does not exist`);
+    requireEngine(engine);
     workDir = await makeDataDir();
     const model = join(workDir, 'demo-tiny.gguf');
     await writeLlamaGguf(model, DEMO_SHAPES['demo-tiny']);
@@ -77,7 +71,7 @@ describe.each(ENGINES)('answers cut by the token limit on the $engine engine', (
       configPath,
       [
         'budget: { reserve: 0 }',
-        `engines: { warmSpare: false${engine === 'llama-server' ? `, llamaServer: ${JSON.stringify(LLAMA_SERVER)}` : ''} }`,
+        enginesConfigLine(engine),
         'modelDirs: []',
         'models:',
         `  - { id: tiny, path: ${JSON.stringify(model)}, ctx: 2048, engine: ${engine}${args} }`,

@@ -22,21 +22,15 @@
 // whose engines differ: on llama-server it is answered with the call through the nudge the
 // demo's config gives demo-tiny there (engineArgs, core/catalog/demo/spm-vocab.ts).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EngineKind } from '../../core/contracts/snapshot.js';
 import { exampleFor } from '../../renderer/src/components/connect-examples.js';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
+import { ENGINES, LLAMA_SERVER, requireEngine } from '../support/engine-cases.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
-const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
-/** Both engines, one daemon each; llama-server's skipped (and said so) where none is given. */
-const ENGINES: { engine: EngineKind; skip: boolean }[] = [
-  { engine: 'embedded', skip: false },
-  { engine: 'llama-server', skip: LLAMA_SERVER === undefined },
-];
 /** The port every doc prints, core/catalog's default listen.port. */
 const DOCUMENTED_PORT = 11435;
 /** Folders that hold no doc of this project: dependencies, build output, caches, other repos' trees. */
@@ -203,7 +197,7 @@ describe.each(ENGINES)('serve --demo on the $engine engine', ({ engine, skip }) 
 
   beforeAll(async () => {
     if (skip) return;
-    if (engine === 'llama-server' && !existsSync(LLAMA_SERVER ?? '')) throw new Error(`LLMTRAY_LLAMA_SERVER names '${LLAMA_SERVER ?? ''}', which does not exist`);
+    requireEngine(engine);
     dataHome = await makeDataDir();
     // A llama-server on PATH is what `auto`, the demo's engine choice, finds.
     const env: Record<string, string> = engine === 'llama-server' ? { PATH: `${dirname(LLAMA_SERVER ?? '')}${delimiter}${process.env['PATH'] ?? ''}` } : {};
