@@ -18,7 +18,7 @@ describe('lint: states listed by hand', () => {
     ['electron/tray-menu.ts', "const loading = count(['loading', 'queued', 'evicting']);"],
     ['renderer/src/components/models-view.tsx', "type Up = 'ready' | 'active' | 'degraded';"],
     ['core/cli/format.ts', "const problems = [\n  'quarantined',\n  'failed',\n];"],
-    ['core/router/llama-routes.ts', 'type Loaded =\n  | "ready"\n  | "active";'],
+    ['core/router/llama/routes.ts', 'type Loaded =\n  | "ready"\n  | "active";'],
   ])('%s: %j is refused', (file, source) => {
     const found = check(file, source);
     expect(found).toHaveLength(1);
