@@ -23,6 +23,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
+import type { ActivityAnswer, RequestRecord } from '../../core/contracts/requests/request-record.js';
 import { eventually, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 const MODEL = 'demo-chat';
@@ -155,6 +156,29 @@ describe.each([
     const { refusals, answers } = await fourTogether(() => openai.chat.completions.create({ model: MODEL, messages: hello, max_tokens: 4 }));
     refusals.forEach(expectOpenAIRefusal);
     expect(answers.map((answer) => answer.choices[0]?.finish_reason)).toEqual(['length', 'length']);
+  }, 120_000);
+
+  it.skipIf(skip)('GET /api/activity lists all four: the answers with their first token, tokens and speed, the 429s with the limits’ words', async () => {
+    const records = async (): Promise<RequestRecord[]> => ((await (await daemon.api('/api/activity')).json()) as ActivityAnswer).requests;
+    const before = new Set((await records()).map((record) => record.id));
+    await fourTogether(() => openai.chat.completions.create({ model: MODEL, messages: hello, max_tokens: 4 }));
+    // A record is written when its response closes, a moment after the client has read it.
+    const four = await eventually('the four records', async () => {
+      const fresh = (await records()).filter((record) => !before.has(record.id));
+      return fresh.length === 4 ? fresh : undefined;
+    });
+    expect(four.map((record) => [record.model, record.route, record.status]).sort()).toEqual([
+      [MODEL, '/v1/chat/completions', 200],
+      [MODEL, '/v1/chat/completions', 200],
+      [MODEL, '/v1/chat/completions', 429],
+      [MODEL, '/v1/chat/completions', 429],
+    ]);
+    for (const answered of four.filter((record) => record.status === 200)) {
+      expect(answered.firstTokenMs).toBeGreaterThan(0);
+      expect(answered.completionTokens).toBe(4);
+      expect(answered.tokensPerSecond).toBeGreaterThan(0);
+    }
+    for (const refused of four.filter((record) => record.status === 429)) expect(refused.error).toBe(LIMITS_WORDS);
   }, 120_000);
 
   it.skipIf(skip)('Anthropic’s messages: two answers and two rate_limit_errors naming the limits', async () => {
