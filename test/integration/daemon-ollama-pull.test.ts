@@ -3,6 +3,7 @@
 // hf.co/ model with streamed progress to `success`, chats with it under that name, deletes it
 // (gone from /api/tags); a name from Ollama's own library is refused saying what to pull; a
 // model llmtray did not pull is not deleted; copy is refused naming why.
+import { join } from 'node:path';
 import { Ollama } from 'ollama';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DaemonProcess } from '../support/daemon-process.js';
@@ -10,7 +11,7 @@ import type { PullView } from '../../core/contracts/hub/pulls.js';
 import { TINY_REPO } from '../support/hub-standin/demo-repos.js';
 import { ollamaShapeErrors } from '../support/ollama-shapes.js';
 import type { HubStandIn } from '../support/hub-standin/hub-standin.js';
-import { makePullWorld, type PullWorld } from '../support/pull-world.js';
+import { makePullWorld, untilOnDisk, type PullWorld } from '../support/pull-world.js';
 
 let world: PullWorld;
 let hub: HubStandIn;
@@ -68,11 +69,14 @@ describe("Ollama's /api/pull, /api/delete and /api/copy", () => {
   }, 120_000);
 
   it('stops the pull when the app that started it goes away, as Ollama does, keeping the bytes for the next pull', async () => {
+    const sha = hub.sha256Of(TINY_REPO, 'Tiny-Q4_K_M.gguf');
     const held = hub.holdNextDownloadAfter(100_000);
     const stream = await ollama.pull({ model: PULLED, stream: true });
     const first = await stream[Symbol.asyncIterator]().next();
     expect(first.value).toEqual({ status: 'pulling manifest' });
     await held.reached;
+    // The bytes sent are on disk before the app goes: the resume then has them to ask past.
+    await untilOnDisk(join(world.repoDir(TINY_REPO), 'blobs', `${sha}.incomplete`), 100_000);
     stream.abort();
     const pulls = async (): Promise<PullView[]> => (await (await daemon.api('/api/downloads')).json()) as PullView[];
     const ofThis = async () => (await pulls()).find((pull) => pull.id === PULLED);
@@ -80,7 +84,6 @@ describe("Ollama's /api/pull, /api/delete and /api/copy", () => {
     held.release();
     // Pulling again resumes from the bytes kept (a Range request) and finishes it.
     expect(await ollama.pull({ model: PULLED, stream: false })).toEqual({ status: 'success' });
-    const sha = hub.sha256Of(TINY_REPO, 'Tiny-Q4_K_M.gguf');
     expect(hub.requests.filter((r) => r.method === 'GET' && r.path === `/cdn/${sha}`).at(-1)?.range).toMatch(/^bytes=[1-9]\d*-$/);
     await ollama.delete({ model: PULLED });
   }, 120_000);

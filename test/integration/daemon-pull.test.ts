@@ -14,7 +14,7 @@ import type { PullView } from '../../core/contracts/hub/pulls.js';
 import { CLI_ENTRY, STRICT_REJECTIONS, makeDataDir, removeDataDir, runCli, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 import { GATED_REPO, SIZES_REPO, SPLIT_REPO, TINY_REPO, VISION_REPO } from '../support/hub-standin/demo-repos.js';
 import type { HubStandIn } from '../support/hub-standin/hub-standin.js';
-import { makePullWorld, type PullWorld } from '../support/pull-world.js';
+import { makePullWorld, untilOnDisk, type PullWorld } from '../support/pull-world.js';
 
 let world: PullWorld;
 let hub: HubStandIn;
@@ -24,12 +24,8 @@ let daemon: DaemonProcess;
 let dataDir: string;
 
 const cli = (...args: string[]) => runCli([...args, '--data-dir', dataDir], 120_000);
-const repoDir = (repo: string) => join(hfHome, 'hub', `models--${repo.replace('/', '--')}`);
+const repoDir = (repo: string) => world.repoDir(repo);
 const cdnGets = (sha: string) => hub.requests.filter((r) => r.method === 'GET' && r.path === `/cdn/${sha}`);
-/** Resolves once `path` holds `bytes`: what the daemon received is written a moment after. */
-async function untilOnDisk(path: string, bytes: number): Promise<void> {
-  while (((await stat(path).catch(() => undefined))?.size ?? 0) < bytes) await new Promise((r) => setTimeout(r, 20));
-}
 const startDaemon = () => world.startDaemon();
 
 beforeAll(async () => {

@@ -2,7 +2,7 @@
 // demo repos, an empty Hugging Face cache that is the daemon's only model folder (so a pulled
 // model is the only one listed), and a data dir for a daemon whose HF_ENDPOINT and HF_HOME point
 // at both. `startDaemon` may be called again after a daemon was stopped or killed (a pull resumed).
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from './daemon-process.js';
@@ -17,6 +17,8 @@ export interface PullWorld {
   configPath: string;
   dataDir: string;
   startDaemon(): Promise<DaemonProcess>;
+  /** A repo's folder in the cache (`models--OWNER--REPO`). */
+  repoDir(repo: string): string;
   /** Closes the stand-in and removes the folders; the caller stops its daemons first. */
   close(): Promise<void>;
 }
@@ -36,10 +38,19 @@ export async function makePullWorld(prefix: string): Promise<PullWorld> {
     configPath,
     dataDir,
     startDaemon: () => startDaemonProcess({ dataDir, config: configPath, env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome } }),
+    repoDir: (repo) => join(hfHome, 'hub', `models--${repo.replace('/', '--')}`),
     close: async () => {
       await removeDataDir(dataDir);
       await hub.close();
       await rm(workDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Resolves once `path` holds `bytes`. What the daemon received is written a moment after the
+ * stand-in sent it: a pull stopped before then keeps fewer bytes, and its resume asks for less.
+ */
+export async function untilOnDisk(path: string, bytes: number): Promise<void> {
+  while (((await stat(path).catch(() => undefined))?.size ?? 0) < bytes) await new Promise((r) => setTimeout(r, 20));
 }
