@@ -16,21 +16,20 @@
 // On the embedded engine always; on a real llama-server too where LLMTRAY_LLAMA_SERVER names one
 // (as llama-server-real.test.ts: reported skipped, not passed, without it).
 import { readFile, rm, writeFile, mkdtemp } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDemoModels, type DemoModels } from '../../core/catalog/demo/demo-models.js';
+import type { EngineKind } from '../../core/contracts/snapshot.js';
 import type { ActivityAnswer, RequestRecord } from '../../core/contracts/requests/request-record.js';
+import { ENGINES, LLAMA_SERVER, requireEngine } from '../support/engine-cases.js';
 import { eventually, makeDataDir, removeDataDir, startDaemonProcess, type DaemonProcess } from '../support/daemon-process.js';
 
 const MODEL = 'demo-chat';
 const CTX = 1024;
 
-const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
-if (LLAMA_SERVER !== undefined && !existsSync(LLAMA_SERVER)) throw new Error(`LLMTRAY_LLAMA_SERVER names '${LLAMA_SERVER}', which does not exist`);
 
 let workDir: string;
 let models: DemoModels;
@@ -51,7 +50,7 @@ afterAll(async () => {
  * demo-chat on `engine`, pinned so its engine is up before the first test, with a hang limit far
  * past the test, since its engine is stopped with a request in flight on purpose.
  */
-const config = (engine: 'embedded' | 'llama-server', parallel: number) => `modelDirs: []
+const config = (engine: EngineKind, parallel: number) => `modelDirs: []
 engines:
   warmSpare: false
 ${engine === 'llama-server' ? `  llamaServer: ${JSON.stringify(LLAMA_SERVER)}\n` : ''}models:
@@ -125,14 +124,12 @@ function expectOpenAIRefusal(error: unknown): void {
 
 const hello = [{ role: 'user' as const, content: 'Say hello.' }];
 
-describe.each([
-  { engine: 'embedded' as const, skip: false },
-  { engine: 'llama-server' as const, skip: LLAMA_SERVER === undefined },
-])(`${MODEL} on the $engine engine with parallel 1 and queueLimit 1`, ({ engine, skip }) => {
+describe.each(ENGINES)(`${MODEL} on the $engine engine with parallel 1 and queueLimit 1`, ({ engine, skip }) => {
   let configPath: string;
 
   beforeAll(async () => {
     if (skip) return;
+    requireEngine(engine);
     configPath = join(workDir, `${engine}.yaml`);
     await writeFile(configPath, config(engine, 1));
     daemon = await startDaemonProcess({ dataDir: await makeDataDir(), config: configPath });
