@@ -3,6 +3,8 @@
 # the very llama.cpp commit its prebuilt binaries come from. It lets the opt-in real
 # llama-server tests run on a machine that reaches nothing but the npm registry. Prints the
 # binary's path on stdout (the build's own output goes to stderr); a second run reuses it.
+# llama-quantize is built beside it: the benchmarks make their K-quant models with it
+# (test/bench/real-shape/); a checkout built before that gets it on its next run.
 #
 #   LLMTRAY_LLAMA_SERVER=$(bash scripts/build-llama-server.sh) npm test
 set -euo pipefail
@@ -10,6 +12,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/.llama-server"
 bin="$out/build/bin/llama-server"
 if [[ -x "$bin" ]]; then
+  if [[ ! -x "$out/build/bin/llama-quantize" ]]; then
+    cmake --build "$out/build" --target llama-quantize -j "$(nproc)" >&2
+  fi
   echo "$bin"
   exit 0
 fi
@@ -23,5 +28,5 @@ rm -rf "$out"
 git clone -q "$bundle" "$out/src" 2>/dev/null
 cmake -S "$out/src" -B "$out/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >&2
-cmake --build "$out/build" --target llama-server -j "$(nproc)" >&2
+cmake --build "$out/build" --target llama-server llama-quantize -j "$(nproc)" >&2
 echo "$bin"

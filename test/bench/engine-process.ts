@@ -97,12 +97,18 @@ process.on('exit', () => {
  * the supervisor passes it: the embedded engine, or for a llama-server spec the binary at
  * `llamaServerPath`, with the command and argv the supervisor would use. Resolves once it has started.
  */
-export async function startDirectEngine(spec: LaunchSpec, level: LaunchLevel = 'full', llamaServerPath: string | null = null): Promise<DirectEngine> {
+export async function startDirectEngine(
+  spec: LaunchSpec,
+  level: LaunchLevel = 'full',
+  llamaServerPath: string | null = null,
+  /** Another checkout's built embedded engine (a node-llama-cpp built another way); this checkout's by default. */
+  embeddedEntry?: string,
+): Promise<DirectEngine> {
   const port = await freeLoopbackPort();
   const apiKey = randomBytes(24).toString('hex');
   const keyFile = newApiKeyFilePath(apiKeyDir(await benchDir()));
   await writeApiKeyFile(keyFile, apiKey);
-  const engine = await defaultEngineCommand({ llamaServerPath })(spec);
+  const engine = await defaultEngineCommand(embeddedEntry === undefined ? { llamaServerPath } : { llamaServerPath, embeddedEntry })(spec);
   const args = [...engine.args, ...argvFor(spec, level, engine.capabilities, port, { keyFile })];
   const lines: TimedLine[] = [];
   let onReady: (at: number) => void = () => {};
