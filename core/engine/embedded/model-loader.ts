@@ -20,6 +20,7 @@ import {
 import { chatWrapperFor } from './chat-wrapper.js';
 import { startCpuRuntime } from './runtime/cpu-runtime.js';
 import { chooseDecodeThreads } from './runtime/decode-threads.js';
+import { FullBatches } from './runtime/full-batches.js';
 import { usesGpu, type EngineOptions, type GpuLayers, type KvCacheType } from './cli-args.js';
 import type { EngineLog } from './engine-log.js';
 import { SavedSlots } from './saved-slots.js';
@@ -117,7 +118,13 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
     throw new Error(`a context of ${totalContext} tokens over ${opts.parallel} slots leaves ${contextPerSlot} tokens per slot; at least 16 are needed`);
   }
   const kvTypes = { experimentalKvCacheKeyType: ggmlTypeOf(opts.cacheTypeK), experimentalKvCacheValueType: ggmlTypeOf(opts.cacheTypeV) };
-  const context = await model.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false, ...kvTypes });
+  // Every generation step of all generating slots in one pass, in slot order (full-batches.ts).
+  const batches = new FullBatches();
+  const context = await model.createContext({
+    contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false, ...kvTypes,
+    batching: { itemPrioritizationStrategy: batches.strategy },
+  });
+  batches.attach(context);
   const draftContext = draftModel
     ? await draftModel.createContext({ contextSize: contextPerSlot, sequences: opts.parallel, threads, flashAttention: true, failedCreationRemedy: false })
     : undefined;
@@ -145,6 +152,6 @@ export async function loadEngine(opts: EngineOptions, log: EngineLog, onProgress
     modelName: opts.alias ?? basename(opts.modelPath),
     contextPerSlot, threads,
     chatWrapper: chatWrapperFor(model, (line) => log.line(line)),
-    pool: new SlotPool(slots),
+    pool: new SlotPool(slots, (slot) => batches.ended(slot.sequence)),
   };
 }

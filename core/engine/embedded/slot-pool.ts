@@ -57,7 +57,8 @@ export class SlotPool {
   private readonly waiting: { grant: (slot: Slot) => void }[] = [];
   private nextTaskId = 0;
 
-  constructor(readonly slots: readonly Slot[]) {}
+  /** `onRelease`: told of every slot whose request has ended, before the slot goes to the next. */
+  constructor(readonly slots: readonly Slot[], private readonly onRelease: (slot: Slot) => void = () => {}) {}
 
   get deferred(): number {
     return this.waiting.length;
@@ -101,6 +102,7 @@ export class SlotPool {
   release(slot: Slot): void {
     slot.processing = false;
     this.promptTokensOfReleased += promptTokensProcessed(slot);
+    this.onRelease(slot);
     this.waiting.shift()?.grant(slot);
   }
 
