@@ -150,6 +150,9 @@ else
   fi
 fi
 ls -la "$build/bin" | grep -E 'llama-server|llama-quantize|libggml' || true
+# The module must ask for the libggml-base.so the embedded engine has already loaded (unversioned
+# soname), not load a second copy from the build folder.
+say "libggml-cuda.so needs: $(readelf -d "$build/bin/libggml-cuda.so" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
 # The embedded engine's CUDA backend: node-llama-cpp's prebuilt libggml-cuda.so stayed behind (pack-for-device.sh).
 cp "$build/bin/libggml-cuda.so" "$bins/libggml-cuda.so" || fail "could not put the CUDA backend beside node-llama-cpp's binaries"
 mark "3. llama.cpp with CUDA (sm_90)"
