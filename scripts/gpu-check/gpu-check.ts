@@ -22,8 +22,15 @@
 // check: demo-tiny, loaded first and alone. The later runs are configured with the runtime it
 // taught (`budget.engineOverhead`), as a person who measured it would.
 //
-// Options: --placements gpu,split,partial (default all three); --work-dir DIR (kept; default a
-// temporary folder, removed after a pass).
+// Then the speed phase (speed.ts): the engine race of `npm run bench` with every layer on the GPU,
+// on demo-chat and the real-shape Llama 3.2 1B (Q8_0; Q4_K_M too where a llama-quantize is
+// found), LLMTRAY_RACE_ROUNDS rounds (default 3). It prints and never changes the exit code of
+// the memory checks; where no GPU is found it does not run at all (exit 3 as before).
+//
+// Options (options.ts): --placements gpu,split,partial (default all three); --work-dir DIR (kept;
+// default a temporary folder, removed after a pass); --no-speed (the memory checks alone);
+// --only speed (the race alone, after the same look for a GPU: exit 0 when every planned model
+// was raced, 2 when one was not; no memory check is claimed).
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -43,9 +50,8 @@ import { checkLine, checksOf, EXIT, verdictOf, type Check } from './checks.js';
 import { sleep, startDaemon, type DaemonChild } from './daemon-child.js';
 import { driverFiguresOf } from './driver-figures.js';
 import { desiredAlone, limitForcing } from './forced-limit.js';
-
-type Kind = 'gpu' | 'split' | 'partial';
-const KINDS: readonly Kind[] = ['gpu', 'split', 'partial'];
+import { parseOptions, type Kind, type Options } from './options.js';
+import { raceRounds, runSpeedPhase } from './speed.js';
 
 /** Loaded first and alone: it teaches the daemon the engine's runtime on a GPU, so it is not a check. */
 const CALIBRATOR = 'demo-tiny';
@@ -59,30 +65,6 @@ const CALIBRATION_TIMEOUT_MS = 30_000;
 
 const CLI = resolve(import.meta.dirname, '../../core/cli.js');
 const say = (line: string): void => console.log(line);
-
-interface Options {
-  placements: Kind[];
-  workDir: string | null;
-}
-
-function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { placements: [...KINDS], workDir: null };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const value = argv[i + 1];
-    if (arg === '--placements' && value !== undefined) {
-      const kinds = value.split(',').map((k) => k.trim());
-      const unknown = kinds.filter((k) => !(KINDS as readonly string[]).includes(k));
-      if (unknown.length > 0) throw new Error(`--placements: unknown ${unknown.join(', ')}; expected some of ${KINDS.join(',')}`);
-      options.placements = kinds as Kind[];
-      i++;
-    } else if (arg === '--work-dir' && value !== undefined) {
-      options.workDir = resolve(value);
-      i++;
-    } else throw new Error(`unknown argument '${arg}'; usage: npm run gpu-check -- [--placements gpu,split,partial] [--work-dir DIR]`);
-  }
-  return options;
-}
 
 /** The demo's models as `serve --demo` configures them, less its fallback and its corrupt model. */
 function configText(models: DemoModels, budget: Pick<DemoConfigOptions, 'limitBytes' | 'engineOverheadBytes'> = {}): string {
@@ -177,19 +159,54 @@ async function settledFigures(pid: number, gpus: readonly GpuDevice[]): Promise<
   return peak;
 }
 
-async function main(options: Options): Promise<number> {
+/** What checkAll found before it returned or threw: whether there is a GPU, and the demo models once written. */
+interface Found {
+  gpu: boolean;
+  models: DemoModels | null;
+}
+
+async function main(options: Options, rounds: number): Promise<number> {
   const work = options.workDir ?? (await mkdtemp(join(tmpdir(), 'llmtray-gpu-check-')));
   await mkdir(work, { recursive: true });
+  const found: Found = { gpu: false, models: null };
+  let code: number | null;
   try {
-    return await checkAll(options, work);
+    code = await checkAll(options, work, found);
   } catch (error) {
     say(`gpu-check: could not run: ${error instanceof Error ? error.message : String(error)}`);
     say(`gpu-check: nothing is claimed; this is not a pass (exit ${EXIT.incomplete}). Configs and daemon logs are in ${work}`);
-    return EXIT.incomplete;
+    code = EXIT.incomplete;
   }
+  // The race runs only where the daemon found a GPU: with none, exit 3 says nothing was checked.
+  if (found.gpu && options.speed) {
+    let raced = false;
+    try {
+      const models = found.models ?? (await writeDemoModels(work));
+      const outcome = await runSpeedPhase(models.chat.path, rounds, say);
+      raced = outcome.failed.length === 0;
+    } catch (error) {
+      say(`speed: could not run: ${error instanceof Error ? error.message : String(error)}; no speed figure is claimed`);
+    }
+    if (code === null) {
+      code = raced ? EXIT.pass : EXIT.incomplete;
+      say(`gpu-check: --only speed: no memory check was run; exit ${code}: ${raced ? 'the race ran on every model planned' : 'a planned race did not run'}`);
+    } else say(`gpu-check: exit ${code}, the memory checks' verdict above (the speed phase changes no exit code)`);
+  }
+  code ??= EXIT.incomplete;
+  if (options.workDir === null) {
+    if (code === EXIT.pass || code === EXIT.noGpu) await rm(work, { recursive: true, force: true });
+    else say(`gpu-check: configs and daemon logs kept in ${work}`);
+  }
+  return code;
 }
 
-async function checkAll(options: Options, work: string): Promise<number> {
+async function writeDemoModels(work: string): Promise<DemoModels> {
+  await mkdir(join(work, 'models'), { recursive: true });
+  return generateDemoModels(join(work, 'models'));
+}
+
+/** The memory checks' exit code; null when none were asked for (--only speed) and a GPU was found. */
+async function checkAll(options: Options, work: string, found: Found): Promise<number | null> {
   const checks: Check[] = [];
   const incomplete: string[] = [];
   let names = new Map<number, string>();
@@ -223,11 +240,15 @@ async function checkAll(options: Options, work: string): Promise<number> {
       say(`gpu-check: the daemon found no GPU whose memory it can measure (memory budget: ${line}).`);
       say(`gpu-check: nothing was checked; this is not a pass (exit ${EXIT.noGpu}).`);
       await daemon.stop();
-      if (options.workDir === null) await rm(work, { recursive: true, force: true });
       return EXIT.noGpu;
     }
-    await mkdir(join(work, 'models'), { recursive: true });
-    models = await generateDemoModels(join(work, 'models'));
+    found.gpu = true;
+    if (!options.memory) {
+      await daemon.stop();
+      return null;
+    }
+    models = await writeDemoModels(work);
+    found.models = models;
     await writeFile(one.configPath, configText(models));
     const start = await until('the daemon to read the demo models from its config', async () => {
       const s = await daemon.state();
@@ -308,21 +329,20 @@ async function checkAll(options: Options, work: string): Promise<number> {
 
   const verdict = verdictOf(checks, incomplete);
   for (const line of verdict.lines) say(line);
-  if (options.workDir === null) {
-    if (verdict.exitCode === EXIT.pass) await rm(work, { recursive: true, force: true });
-    else say(`gpu-check: configs and daemon logs kept in ${work}`);
-  }
   return verdict.exitCode;
 }
 
 let options: Options;
+let rounds = 0;
 try {
   options = parseOptions(process.argv.slice(2));
+  // Read before anything starts, so that a wrong LLMTRAY_RACE_ROUNDS is refused at once, not after the memory checks.
+  if (options.speed) rounds = raceRounds();
 } catch (error) {
   console.error(`gpu-check: ${(error as Error).message}`);
   process.exit(EXIT.incomplete);
 }
-main(options).then(
+main(options, rounds).then(
   (code) => {
     process.exitCode = code;
   },

@@ -151,12 +151,36 @@ describe('npm run gpu-check', () => {
     expect(run.stdout).toContain('the daemon found no GPU whose memory it can measure');
     expect(run.stdout).toContain('nothing was checked; this is not a pass');
     expect(run.stdout).not.toMatch(/gpu-check: pass/);
+    // The speed phase is on by default, and must not run (nor say it ran) without a GPU.
+    expect(run.stdout).not.toMatch(/^(## )?speed/m);
+  });
+
+  it('runs no race with --only speed on a machine without a GPU: the same exit 3, the same words', async () => {
+    const emptyPath = join(scratch, 'no-tools-speed');
+    await mkdir(emptyPath);
+    const run = await runGpuCheck(['--only', 'speed'], { PATH: emptyPath });
+    expect(run.code, run.stdout + run.stderr).toBe(EXIT.noGpu);
+    expect(run.stdout).toContain('nothing was checked; this is not a pass');
+    expect(run.stdout).not.toMatch(/^(## )?speed/m);
+    expect(run.stdout).not.toContain('engine race');
+  });
+
+  it('refuses what it does not know by name before it starts anything', async () => {
+    const only = await runGpuCheck(['--only', 'memory'], {});
+    expect(only.code).toBe(EXIT.incomplete);
+    expect(only.stderr).toContain("--only: unknown 'memory'; expected speed");
+    expect(only.stdout).toBe('');
+    const rounds = await runGpuCheck([], { LLMTRAY_RACE_ROUNDS: 'two' });
+    expect(rounds.code).toBe(EXIT.incomplete);
+    expect(rounds.stderr).toContain("LLMTRAY_RACE_ROUNDS must be a whole number of rounds, at least 1; got 'two'");
+    expect(rounds.stdout).toBe('');
   });
 
   describe('on the fake box with two RTX 3090s and an RTX 4060', () => {
     const fakeEnv = (stateDir: string) => ({ PATH: `${fakeDir}${delimiter}${process.env.PATH ?? ''}`, FAKE_GPU_BOX: BOX, FAKE_GPU_STATE_DIR: stateDir });
 
-    async function withDriver(name: string, factor: (modelId: string, gpu: number) => number, args: readonly string[]): Promise<Run> {
+    /** gpu-check on the fake box, this test playing the driver; with --no-speed unless `speed` (the race would run real engines on this machine's CPU). */
+    async function withDriver(name: string, factor: (modelId: string, gpu: number) => number, args: readonly string[], env: Record<string, string> = {}, speed = false): Promise<Run> {
       const workDir = join(scratch, name);
       const stateDir = join(scratch, `${name}-driver`);
       await mkdir(workDir, { recursive: true });
@@ -166,7 +190,7 @@ describe('npm run gpu-check', () => {
       const driver = new EngineDriver(workDir, stateDir, factor);
       driver.start();
       try {
-        return await runGpuCheck(['--work-dir', workDir, ...args], fakeEnv(stateDir));
+        return await runGpuCheck(['--work-dir', workDir, ...(speed ? [] : ['--no-speed']), ...args], { ...fakeEnv(stateDir), ...env });
       } finally {
         driver.stop();
       }
@@ -186,6 +210,7 @@ describe('npm run gpu-check', () => {
       expect(out).not.toMatch(/^\s+split\s+demo-chat/m);
       expect(out).toMatch(/^\s+partial\s+demo-chat\s+GPU \d NVIDIA GeForce RTX \d+: .*: ok$/m);
       expect(out).toMatch(/gpu-check: pass: all 3 checks within 10 %/);
+      expect(out).not.toMatch(/^(## )?speed/m);
     }, 600_000);
 
     it('fails with a non-zero exit and a line naming the model and the GPU when one figure is off by more than 10 %', async () => {
@@ -194,6 +219,27 @@ describe('npm run gpu-check', () => {
       expect(run.stdout).toMatch(/^OFF: demo-draft on GPU 2 NVIDIA GeForce RTX 4060 \(gpu\): estimate [\d.]+ MiB, driver [\d.]+ MiB, \+(29\.\d|30\.\d) %: OFF by more than 10 %$/m);
       expect(run.stdout).toMatch(/^\s+gpu\s+demo-chat\s+GPU 2 .*: ok$/m);
       expect(run.stdout).toMatch(/gpu-check: 1 of 2 checks off by more than 10 %/);
+    }, 600_000);
+
+    // The speed phase where a GPU is found, stopped before any engine starts: a third contender
+    // (LLMTRAY_EMBEDDED_ENTRY) that does not exist makes the race refuse to begin.
+    const noEngine = (): Record<string, string> => ({ LLMTRAY_EMBEDDED_ENTRY: join(scratch, 'no-such-engine.js') });
+
+    it('with --only speed, checks no memory, enters the race, and claims nothing when the race cannot run (exit 2)', async () => {
+      const run = await withDriver('only-speed', () => 1.05, ['--only', 'speed'], noEngine(), true);
+      expect(run.code, run.stdout + run.stderr).toBe(EXIT.incomplete);
+      expect(run.stdout).toMatch(/^speed: could not run: LLMTRAY_EMBEDDED_ENTRY names .*no-such-engine\.js, which does not exist; no speed figure is claimed$/m);
+      expect(run.stdout).toContain('gpu-check: --only speed: no memory check was run; exit 2: a planned race did not run');
+      expect(run.stdout).not.toMatch(/calibration|loading demo-/);
+    }, 600_000);
+
+    it('runs the speed phase after the memory checks, and a race that cannot run leaves their exit code as it was', async () => {
+      const run = await withDriver('speed-after', () => 1.05, ['--placements', 'gpu'], noEngine(), true);
+      expect(run.code, run.stdout + run.stderr).toBe(EXIT.pass);
+      const out = run.stdout;
+      expect(out).toMatch(/gpu-check: pass: all 2 checks within 10 %/);
+      expect(out.indexOf('speed: could not run: LLMTRAY_EMBEDDED_ENTRY names')).toBeGreaterThan(out.indexOf('gpu-check: pass'));
+      expect(out).toMatch(/^gpu-check: exit 0, the memory checks' verdict above \(the speed phase changes no exit code\)$/m);
     }, 600_000);
   });
 });
