@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { BatchItem, LlamaContext, LlamaContextSequence } from 'node-llama-cpp';
+import type { BatchItem, LlamaContext, LlamaContextSequence, Token } from 'node-llama-cpp';
 import { FullBatches, shareInOrder } from '../../../core/engine/embedded/runtime/full-batches.js';
 
-const item = (tokens: number): BatchItem => ({ tokens: Array.from({ length: tokens }, (_, i) => i + 1), logits: [], evaluationPriority: 5 });
+const item = (tokens: number): BatchItem => ({ tokens: Array.from({ length: tokens }, (_, i) => (i + 1) as Token), logits: [], evaluationPriority: 5 });
 
 describe('shareInOrder (a batch laid out in slot order, shared out as node-llama-cpp shares it)', () => {
   it('puts generation steps in sequence order, whatever order they were queued in', () => {
@@ -43,7 +43,7 @@ function fakeContext() {
 /** What node-llama-cpp's dispatch loop does with the queue: lays a batch out with the strategy, dequeues what it took, and after the decode runs each step's after-batch action in turn. */
 async function decodeOneBatch(batches: FullBatches, context: ReturnType<typeof fakeContext>['context'], decoding: () => void): Promise<void> {
   const taken = [...context._queuedDecodes];
-  batches.strategy({ items: taken.map((d) => ({ tokens: d.tokens, logits: [], evaluationPriority: 5 })), size: 512 });
+  batches.strategy({ items: taken.map((d) => ({ tokens: d.tokens as Token[], logits: [], evaluationPriority: 5 })), size: 512 });
   decoding();
   context._queuedDecodes.length = 0;
   for (const d of taken) context._queuedDecodeSequenceIds.delete(d.sequenceId);
