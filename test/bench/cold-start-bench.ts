@@ -44,12 +44,16 @@ import { isModelLoadedLine, observeSpawns, recordLines, type TimedLine } from '.
 import { chatBody, timedStream } from './http-client.js';
 import { fixed, median, printTable, signed, verdict } from './stats.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
-import { llamaServerPath } from './bench-env.js';
+import { llamaServerPath, machineLoad, roundsFromEnv, waitForQuietIfAsked } from './bench-env.js';
+import { chosenRealShapes, realShapeModel } from './real-shape/real-shape-models.js';
 
 const MODEL_ID = 'bench-chat';
 const DRAFT_ID = 'bench-draft';
-/** Measured rounds; one more runs first, unmeasured, to warm the page cache and the daemons. */
-const ROUNDS = 5;
+/** Measured rounds (LLMTRAY_COLD_START_ROUNDS shortens a run); one more runs first, unmeasured, to warm the page cache and the daemons. */
+const ROUNDS = roundsFromEnv('LLMTRAY_COLD_START_ROUNDS', 5);
+/** On the real-shape model each cold request loads a gigabyte: fewer rounds. */
+const REAL_ROUNDS = roundsFromEnv('LLMTRAY_COLD_START_ROUNDS', 3);
+const REAL_MODEL_ID = 'bench-real';
 const TARGET_ABOVE_LLAMA_SERVER_MS = 150;
 const WAIT_MS = 60_000;
 
@@ -144,6 +148,8 @@ async function launchOnce(l: Launcher): Promise<Overhead> {
 
 interface ColdDaemon {
   variant: Variant;
+  /** The model its cold requests ask for. */
+  modelId: string;
   daemon: RunningDaemon;
   token: string;
   spare: boolean;
@@ -178,13 +184,13 @@ function baselineConfigText(models: { chat: string; draft: string }): string {
 
 type StartDaemon = typeof startDaemon;
 
-async function coldDaemon(variant: Variant, config: string, start: StartDaemon, spare: boolean, log: string[]): Promise<ColdDaemon> {
+async function coldDaemon(variant: Variant, config: string, start: StartDaemon, spare: boolean, log: string[], modelId = MODEL_ID): Promise<ColdDaemon> {
   const dataDir = await scratchDir(`cold-daemon-${variant.replace(/\W+/g, '-')}`);
   const configPath = join(dataDir, 'config.yaml');
   await writeFile(configPath, config);
   const daemon = await start({ configPath, dataDir, port: 0, threads: 1, log: (subsystem) => createLogger(subsystem, (line) => log.push(`${variant}: ${line}`)) });
   const token = (await readFile(join(dataDir, ADMIN_TOKEN_FILE), 'utf8')).trim();
-  return { variant, daemon, token, spare };
+  return { variant, modelId, daemon, token, spare };
 }
 
 /** Spares (of any daemon here) whose runtime is up, by pid: observed through the child_process diagnostics channel. */
@@ -200,17 +206,17 @@ interface ColdRun {
 }
 
 async function unload(d: ColdDaemon): Promise<void> {
-  const upstream = (): number | null => d.daemon.admin.snapshot().models.find((m) => m.id === MODEL_ID)?.upstream?.pid ?? null;
+  const upstream = (): number | null => d.daemon.admin.snapshot().models.find((m) => m.id === d.modelId)?.upstream?.pid ?? null;
   const pid = upstream();
   await new Promise<void>((done, fail) => {
-    const req = http.request({ host: '127.0.0.1', port: d.daemon.port, method: 'POST', path: `/api/models/${MODEL_ID}/unload`, headers: { authorization: `Bearer ${d.token}` }, agent: false }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port: d.daemon.port, method: 'POST', path: `/api/models/${d.modelId}/unload`, headers: { authorization: `Bearer ${d.token}` }, agent: false }, (res) => {
       res.resume();
       res.once('end', () => (res.statusCode === 200 ? done() : fail(new Error(`unload answered ${res.statusCode}`))));
     });
     req.once('error', fail);
     req.end();
   });
-  await until(`${d.variant}: ${MODEL_ID} unloaded`, async () => upstream() === null && (pid === null || !(await isRunning(pid))));
+  await until(`${d.variant}: ${d.modelId} unloaded`, async () => upstream() === null && (pid === null || !(await isRunning(pid))));
 }
 
 async function coldRequest(d: ColdDaemon): Promise<ColdRun> {
@@ -221,7 +227,7 @@ async function coldRequest(d: ColdDaemon): Promise<ColdRun> {
       return spare && [...readySpares].some((pid) => liveSpareOf(d, pid));
     });
   }
-  const times = await timedStream(false, { port: d.daemon.port }, '/v1/chat/completions', chatBody(MODEL_ID, true));
+  const times = await timedStream(false, { port: d.daemon.port }, '/v1/chat/completions', chatBody(d.modelId, true));
   await unload(d);
   const readyAt = readyLines.find((at) => at >= times.startedAt && at <= times.firstTokenAt) ?? Number.NaN;
   return { totalMs: times.firstTokenAt - times.startedAt, readyMs: readyAt - times.startedAt };
@@ -332,6 +338,86 @@ export async function runColdStartBench(): Promise<void> {
         ];
       }),
     );
+  } catch (error) {
+    console.error(daemonLog.slice(-30).join('\n'));
+    throw error;
+  } finally {
+    stopObserving();
+    await Promise.all(daemons.map((d) => d.daemon.stop()));
+  }
+  console.log();
+  await realShapeColdStart(llamaServer);
+}
+
+/** One real-shape model, no draft, as a person's config names it. */
+function realConfigText(modelPath: string, engine: EngineKind, options: { spare: boolean; llamaServer: string | null }): string {
+  const engines = [`  warmSpare: ${options.spare}`, ...(options.llamaServer === null ? [] : [`  llamaServer: ${JSON.stringify(options.llamaServer)}`])];
+  return `modelDirs: []
+budget:
+  reserve: 0
+engines:
+${engines.join('\n')}
+models:
+  - id: ${REAL_MODEL_ID}
+    path: ${JSON.stringify(modelPath)}
+    ctx: 2048
+    gpuLayers: 0
+    engine: ${engine}
+`;
+}
+
+/**
+ * Part 2 on a real-shape model (issue 41): the first LLMTRAY_REAL_SHAPES chooses, which is
+ * llama-3.2-1b Q4_K_M unless it names others (REAL_SHAPE_MODELS' order), where the load is a
+ * gigabyte of weights and a 128,256-token vocabulary, not a few MiB: a cold request through the
+ * whole daemon → first token, llama-server and the embedded engine with and without its warm
+ * spare, as part 2 on demo-chat (no draft here). None with LLMTRAY_REAL_SHAPES=none.
+ */
+async function realShapeColdStart(llamaServer: string | null): Promise<void> {
+  const first = chosenRealShapes()[0];
+  if (first === undefined) return;
+  const model = await realShapeModel(first.shape, first.quant);
+  const daemonLog: string[] = [];
+  const stopObserving = observeSpawns((child) => {
+    recordLines(child, (line) => {
+      if (SPARE_READY.test(line.text) && child.pid !== undefined) readySpares.add(child.pid);
+      if (isModelLoadedLine(line.text)) readyLines.push(line.at);
+    });
+  });
+  const daemons: ColdDaemon[] = [];
+  try {
+    if (llamaServer !== null) daemons.push(await coldDaemon('llama-server', realConfigText(model.path, 'llama-server', { spare: false, llamaServer }), startDaemon, false, daemonLog, REAL_MODEL_ID));
+    daemons.push(await coldDaemon('embedded, warm spare', realConfigText(model.path, 'embedded', { spare: true, llamaServer: null }), startDaemon, true, daemonLog, REAL_MODEL_ID));
+    daemons.push(await coldDaemon('embedded, cold', realConfigText(model.path, 'embedded', { spare: false, llamaServer: null }), startDaemon, false, daemonLog, REAL_MODEL_ID));
+    await waitForQuietIfAsked();
+    const loadBefore = machineLoad().label;
+    const coldRuns = new Map<Variant, ColdRun[]>(daemons.map((d) => [d.variant, []]));
+    for (let round = 0; round <= REAL_ROUNDS; round++) {
+      for (const d of rotate(daemons, round)) {
+        const run = await coldRequest(d);
+        if (round > 0) coldRuns.get(d.variant)?.push(run);
+      }
+    }
+    const loadAfter = machineLoad().label;
+    console.log(`### cold start on ${model.label} (${loadBefore} before, ${loadAfter} after)`);
+    console.log(`a cold request for ${model.label} (ctx 2048, -ngl 0, 1 thread) through the whole daemon → first token, split at the engine's "model loaded" line; medians of ${REAL_ROUNDS} (ms)`);
+    const llama = median((coldRuns.get('llama-server') ?? []).map((r) => r.totalMs));
+    printTable(
+      ['engine', 'request → ready', 'ready → first token', 'request → first token', 'over llama-server', 'each run'],
+      daemons.map((d) => {
+        const runs = coldRuns.get(d.variant) ?? [];
+        const total = median(runs.map((r) => r.totalMs));
+        return [
+          d.variant,
+          fixed(median(runs.map((r) => r.readyMs)), 1),
+          fixed(median(runs.map((r) => r.totalMs - r.readyMs)), 1),
+          fixed(total, 1),
+          d.variant === 'llama-server' || !Number.isFinite(llama) ? '' : signed(total - llama, 1),
+          runs.map((r) => fixed(r.totalMs, 0)).join(' '),
+        ];
+      }),
+    );
+    if (llamaServer === null) console.log('(no llama-server found: its row is left out)');
   } catch (error) {
     console.error(daemonLog.slice(-30).join('\n'));
     throw error;

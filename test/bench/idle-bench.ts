@@ -7,9 +7,13 @@
 // any Node program pays here. CPU counts the daemon and the children it waited for (the GPU
 // tools it runs), from /proc: utime + stime + cutime + cstime, over a 30 s window after the minute.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { treeResidentBytes } from '../../core/engine/supervisor/process-tree.js';
+import { llamaServerPath, machineLoad, waitForQuietIfAsked } from './bench-env.js';
+import { chosenRealShapes, realShapeModel } from './real-shape/real-shape-models.js';
+import type { EngineKind } from '../../core/contracts/snapshot.js';
 
 const CLI = resolve(import.meta.dirname, '..', '..', 'core', 'cli.js');
 const IDLE_MS = 60_000;
@@ -43,12 +47,14 @@ async function childrenOf(pid: number): Promise<{ servers: number[]; spares: num
   return { servers, spares };
 }
 
-function serving(child: ChildProcess): Promise<void> {
+/** Resolves with the endpoint (".../v1") once the daemon says it is serving. */
+function serving(child: ChildProcess): Promise<string> {
   return new Promise((done, fail) => {
     let out = '';
     child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
-      if (out.includes('llmtray is serving at')) done();
+      const endpoint = /llmtray is serving at (\S+)/.exec(out)?.[1];
+      if (endpoint !== undefined) done(endpoint);
     });
     child.once('exit', (code) => fail(new Error(`the daemon exited (${code}) before serving: ${out}`)));
   });
@@ -87,5 +93,70 @@ export async function runIdleBench(): Promise<void> {
     daemon.kill('SIGINT');
     await new Promise((done) => daemon.once('exit', done));
     await rm(dataDir, { recursive: true, force: true });
+  }
+  console.log();
+  await realShapeIdle();
+}
+
+/**
+ * The idle daemon with a real-shape model resident (issue 41): the first model
+ * LLMTRAY_REAL_SHAPES chooses (llama-3.2-1b Q4_K_M unless it names others), pinned, loaded by
+ * one request, then left alone for a minute: the daemon's own RSS and CPU as above, and beside
+ * them the engine's (its process tree's RSS; its CPU from /proc over the same window), on each
+ * engine where it applies (llama-server where one is found). None with LLMTRAY_REAL_SHAPES=none.
+ */
+async function realShapeIdle(): Promise<void> {
+  const first = chosenRealShapes()[0];
+  if (first === undefined) return;
+  const model = await realShapeModel(first.shape, first.quant);
+  const server = llamaServerPath();
+  const engines: EngineKind[] = server === null ? ['embedded'] : ['embedded', 'llama-server'];
+  for (const engine of engines) {
+    await waitForQuietIfAsked();
+    const loadBefore = machineLoad().label;
+    const dataDir = await mkdtemp(join(tmpdir(), 'llmtray-idle-bench-'));
+    const configPath = join(dataDir, 'config.yaml');
+    await writeFile(
+      configPath,
+      `modelDirs: []\nbudget:\n  reserve: 0\nengines:\n${server === null ? '' : `  llamaServer: ${JSON.stringify(server)}\n`}models:\n  - id: resident\n    path: ${JSON.stringify(model.path)}\n    ctx: 2048\n    gpuLayers: 0\n    engine: ${engine}\n    pinned: true\n`,
+    );
+    const daemon = spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--data-dir', dataDir, '--port', '0'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const endpoint = await serving(daemon);
+      // Pinned keeps it resident; one short request makes sure it is loaded and has served.
+      const res = await fetch(`${endpoint}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'resident', messages: [{ role: 'user', content: 'Name a colour.' }], max_tokens: 1, temperature: 0 }),
+      });
+      if (!res.ok) throw new Error(`the request that loads ${model.label} answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+      await new Promise((done) => setTimeout(done, IDLE_MS));
+      const pid = daemon.pid as number;
+      // The engine by engines.json, not by its argv: an adopted warm spare keeps the `--spare` it was started with.
+      const records = (JSON.parse(await readFile(join(dataDir, 'engines.json'), 'utf8')) as { engines: { modelId: string; pid: number }[] }).engines;
+      const enginePid = records.find((r) => r.modelId === 'resident')?.pid;
+      if (enginePid === undefined) throw new Error(`no engine for ${model.label} in engines.json after a minute: ${JSON.stringify(records)}`);
+      const children = await childrenOf(pid);
+      const spares = [...children.servers, ...children.spares].filter((child) => child !== enginePid);
+      const [daemonRss, engineRss] = await Promise.all([rssBytes(pid), treeResidentBytes(enginePid)]);
+      const spareRss = (await Promise.all(spares.map(rssBytes))).reduce((a, b) => a + b, 0);
+      const [daemonBefore, engineBefore] = await Promise.all([cpuTicks(pid), cpuTicks(enginePid)]);
+      await new Promise((done) => setTimeout(done, CPU_WINDOW_MS));
+      const percent = (ticks: number) => ((ticks / TICKS_PER_SECOND) / (CPU_WINDOW_MS / 1000)) * 100;
+      const daemonCpu = percent((await cpuTicks(pid)) - daemonBefore);
+      const engineCpuPercent = percent((await cpuTicks(enginePid)) - engineBefore);
+      console.log(`### idle daemon with ${model.label} resident on the ${engine} engine (${loadBefore} before, ${machineLoad().label} after): RSS after ${IDLE_MS / 1000} s, CPU over the next ${CPU_WINDOW_MS / 1000} s`);
+      console.log(`  daemon RSS     ${mb(daemonRss).padStart(9)}   ${daemonRss <= 100e6 ? 'met' : 'missed'} (target 100 MB: the daemon's own process, the model not in it)`);
+      console.log(`  daemon CPU     ${daemonCpu.toFixed(2).padStart(7)} %   ${daemonCpu <= 0.2 ? 'met' : 'missed'} (target 0.2 %)`);
+      console.log(`  engine RSS     ${mb(engineRss).padStart(9)}   (${engine}, pid ${enginePid}, its process tree: the model's weights as touched, KV cache, compute, runtime)`);
+      console.log(`  engine CPU     ${engineCpuPercent.toFixed(2).padStart(7)} %   (${engine} holding the model with no request)`);
+      console.log(spares.length === 0 ? '  warm spare     none running' : `  warm spare RSS ${mb(spareRss).padStart(9)}   (its own process, an engine with its runtime and no model)`);
+      console.log();
+    } finally {
+      daemon.kill('SIGINT');
+      await new Promise((done) => daemon.once('exit', done));
+      await rm(dataDir, { recursive: true, force: true });
+    }
   }
 }

@@ -40,9 +40,11 @@ import { probeCapabilities } from '../../core/engine/llama-server/capabilities.j
 import { isCpuExtraBuffer, isDeviceBuffer, parseBufferSize } from '../../core/engine/supervisor/memory/memory-measure.js';
 import { treeResidentBytes } from '../../core/engine/supervisor/process-tree.js';
 import { estimateOnCpu, footprintAt, layerCostAt, type FootprintEstimate } from '../../core/policy/levels.js';
+import { llamaServerPath, machineLoad, waitForQuietIfAsked } from './bench-env.js';
 import { benchModels, scratchDir } from './bench-models.js';
 import { benchSpec, pollUntilHealthy, startDirectEngine, type DirectEngine } from './engine-process.js';
 import { chatBody, timedPost } from './http-client.js';
+import { chosenRealShapes, realShapeModel } from './real-shape/real-shape-models.js';
 import { fixed, MIB, mib, printTable, signed, verdict } from './stats.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
 
@@ -103,15 +105,15 @@ function allocationOf(buffers: Measurement['buffers']): Allocation {
  * builds of late 2026 print their buffer lines only at verbosity 4 (the default is 3), so it is
  * asked for where the build has the flag.
  */
-async function specFor(engine: EngineKind, modelPath: string, contextTokens: number, extraArgs: string[]): Promise<LaunchSpec> {
+async function specFor(engine: EngineKind, modelPath: string, contextTokens: number, extraArgs: string[], server: string | null = LLAMA_SERVER): Promise<LaunchSpec> {
   const spec = benchSpec('bench', modelPath, contextTokens, extraArgs);
-  if (engine === 'embedded' || LLAMA_SERVER === null) return spec;
-  const verbose = (await probeCapabilities(LLAMA_SERVER)).flags.has('--log-verbosity') ? ['--log-verbosity', '4'] : [];
+  if (engine === 'embedded' || server === null) return spec;
+  const verbose = (await probeCapabilities(server)).flags.has('--log-verbosity') ? ['--log-verbosity', '4'] : [];
   return { ...spec, engine: 'llama-server', extraArgs: [...extraArgs, ...verbose] };
 }
 
-async function measure(spec: LaunchSpec, generate: boolean): Promise<Measurement> {
-  const engine = await startDirectEngine(spec, 'full', LLAMA_SERVER);
+async function measure(spec: LaunchSpec, generate: boolean, server: string | null = LLAMA_SERVER): Promise<Measurement> {
+  const engine = await startDirectEngine(spec, 'full', server);
   try {
     await engine.readyLine;
     await pollUntilHealthy(engine, 5);
@@ -220,6 +222,8 @@ export async function runMemoryBench(): Promise<void> {
   await cpuBuffers(dir, runtimeBytes);
   if (VULKAN) await perDevice(paths.chat, chat);
   else console.log('per device: skipped (a CPU build has one device; set LLMTRAY_BENCH_VULKAN=1 with a Vulkan device, e.g. lavapipe, to measure -ngl and splits)');
+  console.log();
+  await realShapeMemory(dir, runtimeBytes);
 }
 
 /**
@@ -374,4 +378,92 @@ async function perDevice(modelPath: string, estimate: FootprintEstimate): Promis
   console.log();
   for (const line of verdicts) console.log(line);
   console.log();
+}
+
+/** The real-shape models' context: the demo rows' first case, so the two tables read alike. */
+const REAL_CONTEXT = 2048;
+
+/**
+ * Memory truth on the real-shape models (issue 41): billion-parameter GGUFs of real
+ * architectures and vocabularies, loaded mapped as the daemon loads them, so that what llama.cpp
+ * copies beside the mapped file (CPU_REPACK for the quants it repacks on this CPU) shows as its
+ * own buffer line. Each model on the embedded engine and, where one is found, llama-server.
+ * Two estimates stand against the buffers: the catalog's (footprintAt full, as the demo rows:
+ * nothing learned, what the daemon budgets a model's first load with), and the same with the
+ * CPU's extra-buffer ratios the daemon would have learned from the real-shape loads before this
+ * one in the run (learnCpuBufferRatios, load by load, as the daemon learns from first loads).
+ */
+async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void> {
+  const chosen = chosenRealShapes();
+  if (chosen.length === 0) return;
+  const server = llamaServerPath();
+  const engines: EngineKind[] = server === null ? ['embedded'] : ['embedded', 'llama-server'];
+  const models = [];
+  for (const { shape, quant } of chosen) models.push(await realShapeModel(shape, quant));
+  const idOf = (label: string) => `real-${label.replace(/\W+/g, '-').toLowerCase()}`;
+  const configPath = join(dir, 'real-shapes.yaml');
+  await writeFile(configPath, `modelDirs: []\nmodels:\n${models.map((m) => `  - id: ${idOf(m.label)}\n    path: ${JSON.stringify(m.path)}\n    ctx: ${REAL_CONTEXT}\n`).join('')}`);
+  const catalog = await Catalog.open({ configPath, dataDir: join(dir, 'real-shapes-data') });
+  console.log(
+    `## memory truth on the real-shape models: the catalog's estimate (footprintAt full) against llama.cpp's logged buffers, loaded mapped as the daemon loads (-ngl 0, 1 thread, ctx ${REAL_CONTEXT}; MiB)${server === null ? ' (no llama-server found: the embedded engine only)' : ''}`,
+  );
+  console.log();
+  let learned: CpuBufferRatios = {};
+  for (const model of models) {
+    const estimate = catalog.resolve(idOf(model.label))?.estimate;
+    if (estimate == null) throw new Error(`the catalog has no estimate for ${model.label}: ${catalog.resolve(idOf(model.label))?.metadataError ?? 'not in the catalog'}`);
+    const facts = await factsAt(model.path);
+    const matrixBytes = totalMatrixBytes(facts.cpuMatrixBytes ?? { blocks: [], nonBlock: {} });
+    const withLearned = Object.keys(learned).length === 0 ? null : estimateWith(model.path, facts, learned);
+    await waitForQuietIfAsked();
+    const loadBefore = machineLoad().label;
+    const byEngine = new Map<EngineKind, Measurement>();
+    for (const engine of engines) byEngine.set(engine, await measure(await specFor(engine, model.path, REAL_CONTEXT, [], server), true, server));
+    const loadAfter = machineLoad().label;
+
+    const extraOf = (m: Measurement) => m.buffers.filter((b) => b.purpose === 'model' && isCpuExtraBuffer(b.buffer));
+    const sumOf = (buffers: Measurement['buffers']) => buffers.reduce((sum, b) => sum + b.bytes, 0);
+    const estimateRow = (source: string, e: FootprintEstimate) => {
+      const total = footprintAt('full', e).deviceBytes;
+      return [source, mib2(e.weightsBytes), '', mib2(e.kvBytesPerToken * REAL_CONTEXT), mib2(e.computeBytes), '', mib2(total)];
+    };
+    console.log(`### ${model.label} @ ${REAL_CONTEXT} (${loadBefore} before, ${loadAfter} after)`);
+    printTable(
+      ['source', 'weights (mapped)', 'CPU extra (repack)', 'KV cache', 'compute', 'other', 'total'],
+      [
+        estimateRow('estimate, nothing learned', estimate),
+        ...(withLearned === null ? [] : [estimateRow('estimate, CPU buffers learned from the loads above', withLearned)]),
+        ...engines.map((engine) => {
+          const m = byEngine.get(engine) as Measurement;
+          const extra = sumOf(extraOf(m));
+          return [`${engine} allocated`, mib2(m.allocated.model - extra), mib2(extra), mib2(m.allocated.kv), mib2(m.allocated.compute), mib2(m.allocated.other), mib2(m.allocated.total)];
+        }),
+      ],
+    );
+    for (const engine of engines) {
+      const m = byEngine.get(engine) as Measurement;
+      console.log(`  ${engine}'s buffer lines: ${m.buffers.map((b) => `${b.buffer} ${b.purpose || '?'} ${mib2(b.bytes)}`).join(', ')}`);
+      const extra = extraOf(m);
+      console.log(
+        extra.length === 0
+          ? `  ${engine}: no CPU extra buffer in the log: llama.cpp repacks none of ${model.quant}'s tensors on this CPU`
+          : `  ${engine}: ${extra.map((b) => `${b.buffer} ${mib2(b.bytes)} MiB`).join(', ')} beside the mapped file: ${fixed((100 * sumOf(extra)) / Math.max(1, m.allocated.model - sumOf(extra)), 1)} % of the mapped weights copied again`,
+      );
+    }
+    if (byEngine.has('embedded')) {
+      const m = byEngine.get('embedded') as Measurement;
+      console.log(`  embedded RSS after a generation, less the runtime baseline: ${mib2(m.rssAfterGeneration - runtimeBytes)} (mapped pages count only as touched)`);
+    }
+    for (const engine of engines) {
+      const m = byEngine.get(engine) as Measurement;
+      for (const [source, e] of [['estimate, nothing learned', estimate], ...(withLearned === null ? [] : [['estimate, CPU buffers learned', withLearned]])] as [string, FootprintEstimate][]) {
+        const total = footprintAt('full', e).deviceBytes;
+        const error = (total - m.allocated.total) / m.allocated.total;
+        console.log(`${model.label} @ ${REAL_CONTEXT}, ${engine}, ${source}: ${errorOf(total, m.allocated.total)} of what llama.cpp allocated (goal within ±${fixed(TARGET_ERROR * 100, 0)} %): ${verdict(Math.abs(error) <= TARGET_ERROR)}`);
+      }
+    }
+    console.log();
+    // What the daemon would learn from this first load (the embedded engine's buffers: the daemon's default engine).
+    learned = learnCpuBufferRatios(learned, matrixBytes, sumOf(extraOf(byEngine.get('embedded') as Measurement)));
+  }
 }
