@@ -11,6 +11,12 @@
 // threads, so neither "always 1" nor "always -t" is right: every batch runs on whichever of 1
 // thread and -t threads has been faster lately for batches of its size, the other re-tried now
 // and then, less often each time it loses (so a losing try costs little on average).
+//
+// Prompt batches try one thread only on a sign of contention (issue 41): a try of a 512-token
+// batch on one thread costs a whole batch at half speed, and the engine's chooser starts afresh
+// with every load, so on a quiet machine every model's first long prompt paid a third more (one
+// of a 1,500-token prompt's three batches). The signs: a generation step's chooser has gone to
+// one thread, or this size's last batch on -t took 30 % longer per token than its best.
 import type { LlamaContext } from 'node-llama-cpp';
 
 /** The native context's calls this wraps (node-llama-cpp 3.21.1's AddonContext, internal). */
@@ -30,15 +36,30 @@ const LAST_RETRY = 1024;
  * Chooses between two thread counts for one size class of batches by their measured time per
  * token. Pure bookkeeping (no clock of its own), so tests can drive it with any timings.
  */
+/** How much slower per token than its best a batch on -t must be to count as a sign of contention. */
+const CONTENDED = 1.3;
+
 export class ThreadChooser {
   /** Running mean of ms per token, per candidate; undefined until measured. */
   private readonly meanMs: [number | undefined, number | undefined] = [undefined, undefined];
+  /** The best and the latest single measurement of -t, for the sign of contention. */
+  private bestTMs: number | undefined;
+  private lastTMs: number | undefined;
   private current = 0;
   private sinceRetry = 0;
   private retryEvery = FIRST_RETRY;
 
-  /** `threads` is the engine's -t; its alternative is 1. */
-  constructor(private readonly threads: number) {}
+  /**
+   * `threads` is the engine's -t; its alternative is 1. `mayTryOne` says whether one thread
+   * may be tried while -t is chosen and has shown no sign of contention itself (always, unless
+   * given: a prompt batch's chooser asks the generation steps' choosers).
+   */
+  constructor(private readonly threads: number, private readonly mayTryOne: () => boolean = () => true) {}
+
+  /** Whether this chooser runs its batches on one thread now. */
+  get onOneThread(): boolean {
+    return this.threads > 1 && this.current === 1;
+  }
 
   /** The candidates: index 0 is -t, index 1 is a single thread. */
   private candidate(i: number): number {
@@ -51,14 +72,25 @@ export class ThreadChooser {
     const other = 1 - this.current;
     // The first two batches measure both; later the loser is re-tried now and then.
     if (this.meanMs[this.current] === undefined) return this.candidate(this.current);
-    if (this.meanMs[other] === undefined || this.sinceRetry >= this.retryEvery) return this.candidate(other);
+    const due = this.meanMs[other] === undefined || this.sinceRetry >= this.retryEvery;
+    // On one thread, -t is always re-tried when due: that is how a load going away is found.
+    if (due && (this.current === 1 || this.mayTryOne() || this.contended())) return this.candidate(other);
     return this.candidate(this.current);
+  }
+
+  /** -t's latest batch per token against its best: a machine that got busier. */
+  private contended(): boolean {
+    return this.lastTMs !== undefined && this.bestTMs !== undefined && this.lastTMs > CONTENDED * this.bestTMs;
   }
 
   /** Records that a batch ran on `threads` threads at `ms` per token. */
   record(threads: number, ms: number): void {
     if (this.threads <= 1) return;
     const i = threads === this.threads ? 0 : 1;
+    if (i === 0) {
+      this.lastTMs = ms;
+      this.bestTMs = Math.min(this.bestTMs ?? ms, ms);
+    }
     if (i === this.current) {
       const mean = this.meanMs[i];
       this.meanMs[i] = mean === undefined ? ms : mean + NEW_WEIGHT * (ms - mean);
@@ -116,7 +148,11 @@ export function chooseDecodeThreads(context: LlamaContext, threads: number): voi
     const size = batchSize;
     const sizeClass = sizeClassOf(size);
     let chooser = choosers.get(sizeClass);
-    if (chooser === undefined) choosers.set(sizeClass, chooser = new ThreadChooser(threads));
+    if (chooser === undefined) {
+      // A prompt batch tries one thread only once a generation step's chooser has gone there (or its own -t slows down).
+      const mayTryOne = sizeClass > EXACT_SIZES ? () => [...choosers].some(([size, c]) => size <= EXACT_SIZES && c.onOneThread) : undefined;
+      choosers.set(sizeClass, chooser = new ThreadChooser(threads, mayTryOne));
+    }
     const wanted = chooser.next();
     const use = Math.min(allotted, wanted);
     setThreads(use);
