@@ -133,9 +133,11 @@ function kvBytesPerTokenPerLayer(facts: Pick<GgufFacts, 'headCountKv' | 'keyLeng
  * min(ub, slots × outputs per slot) on llama-server, which on a 128–152 k vocabulary is
  * ~250 MiB less at ub 512. Absent `logits`: rows = ub, the most any engine reserves.
  * Checked against llama.cpp's own "compute buffer size" lines for demo-chat at 2k and 8k
- * context (BENCHMARKS.md, within 5 %), and on a Qwen2.5-0.5B-shaped model (151,936 tokens) on
- * both engines. An old build without flash attention needs more (the scores, Ollama's
- * formula); the measurement a running model reports then raises the estimate.
+ * context (BENCHMARKS.md, within 5 %), and for a Qwen2.5-0.5B-shaped Q8_0 (151,936 tokens) at
+ * 2k: 334 MiB against the embedded engine's 300, 39.8 against llama-server's 37.5, whose
+ * separate output buffer (n_vocab × 4 slots of f32 logits, 2.3 MiB) no term counts. An old
+ * build without flash attention needs more (the scores, Ollama's formula); the measurement a
+ * running model reports then raises the estimate.
  */
 export function computeBufferBytes(
   facts: Pick<GgufFacts, 'embeddingLength' | 'feedForwardLength' | 'vocabulary'>,
