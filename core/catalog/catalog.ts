@@ -13,14 +13,14 @@ import { join } from 'node:path';
 import type { FootprintEstimate } from '../policy/levels.js';
 import { SerialQueue } from '../common/serial-queue.js';
 import { findModelByName } from '../contracts/model-names.js';
-import type { ModelLimits } from '../contracts/snapshot.js';
+import type { EngineKind, ModelLimits } from '../contracts/snapshot.js';
 import { ConfigStore, type ConfigInForce, type ReloadResult } from './config/config-store.js';
 import type { LlmtrayConfig } from './config/load-config.js';
 import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineArgs, type EngineChoice, type GpuLayers } from './config/schema.js';
 import { definitionHash, type FileIdentity } from './definition-hash.js';
 import { discoverModels, projectorBeside } from './discovery.js';
 import { totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
-import { engineContextTokens, estimateFootprint } from './footprint.js';
+import { engineContextTokens, estimateFootprint, type LogitsShape } from './footprint.js';
 import { cachedMetadataReader, type GgufFacts, type MetadataReader, type MetadataResult } from './gguf-metadata.js';
 import { MEASUREMENTS_FILE_NAME, MeasurementStore, withMeasurement } from './measurements.js';
 import { MODEL_IDS_FILE_NAME, ModelIdStore } from './model-id-store.js';
@@ -110,6 +110,14 @@ export interface CatalogOptions {
    * machine, as learned so far (cpu-buffers.ts); default: none known.
    */
   cpuBufferRatios?: (model: { engine: EngineChoice }) => CpuBufferRatios;
+  /**
+   * The engine that runs a model here (launch-specs.ts's engineFor): its compute buffer is priced
+   * for it (footprint.ts's logitsRows). Default: llama-server only for `engine: llama-server`,
+   * so `auto` is priced for the embedded engine, as it runs where no llama-server is found; where
+   * one is, that overstates by the logits the embedded engine reserves and llama-server does not
+   * (~250 MiB on a 150 k vocabulary), the safe side until the caller says which engine it found.
+   */
+  engineOf?: (model: { engine: EngineChoice }) => EngineKind;
 }
 
 interface Assembly {
@@ -144,6 +152,7 @@ export class Catalog {
   private readonly store: ConfigStore;
   private readonly readMetadata: MetadataReader;
   private readonly cpuBufferRatios: NonNullable<CatalogOptions['cpuBufferRatios']>;
+  private readonly engineOf: NonNullable<CatalogOptions['engineOf']>;
   private readonly reloads = new SerialQueue();
   private readonly settling: Settling;
 
@@ -155,6 +164,7 @@ export class Catalog {
     this.readMetadata = options.readMetadata ?? cachedMetadataReader();
     this.settling = new Settling(options.settleMs === undefined ? {} : { settleMs: options.settleMs });
     this.cpuBufferRatios = options.cpuBufferRatios ?? (() => ({}));
+    this.engineOf = options.engineOf ?? ((model) => (model.engine === 'llama-server' ? 'llama-server' : 'embedded'));
     this.store = new ConfigStore({
       file: options.configPath,
       facts: options.facts ?? currentPlatform(),
@@ -387,11 +397,20 @@ export class Catalog {
       const draft = draftIndex === undefined ? undefined : entries[draftIndex];
       // The draft runs in the model's engine process, so its weights are repacked (or not) alike.
       const cpuBufferRatios = entry.repack ? this.cpuBufferRatios(entry) : {};
-      const own = ownEstimate(entry, metadata[i], projectors[i], held, cpuBufferRatios);
+      // The logits rows its engine reserves; the draft's context, in the same process, reserves
+      // its own, one row a slot on llama-server (footprint.ts's logitsRows).
+      const logits: LogitsShape = {
+        engine: this.engineOf(entry),
+        ...(entry.limits.parallel !== undefined ? { parallel: entry.limits.parallel } : {}),
+        drafted: draft !== undefined,
+        embeddings: entry.embeddings !== undefined || factsOf(metadata[i])?.pooling === true,
+      };
+      const own = ownEstimate(entry, metadata[i], projectors[i], held, cpuBufferRatios, logits);
       let estimate = own.estimate;
       let error = own.error;
       if (draftIndex !== undefined && draft && estimate) {
-        const draftEstimate = ownEstimate({ ...draft, projectorPath: undefined }, metadata[draftIndex], undefined, held, cpuBufferRatios);
+        const draftLogits = { ...logits, drafted: false, embeddings: false };
+        const draftEstimate = ownEstimate({ ...draft, projectorPath: undefined }, metadata[draftIndex], undefined, held, cpuBufferRatios, draftLogits);
         if (draftEstimate.estimate) estimate = { ...estimate, draft: draftEstimate.estimate };
         else {
           estimate = null;
@@ -483,6 +502,7 @@ function ownEstimate(
   projector: MetadataResult | undefined,
   ctx: number,
   cpuBufferRatios: CpuBufferRatios,
+  logits: LogitsShape,
 ): { estimate: FootprintEstimate | null; error: string | null } {
   if (entry.fileError) return { estimate: null, error: entry.fileError };
   if (!metadata) return { estimate: null, error: `${entry.path}: the model file cannot be read` };
@@ -495,6 +515,7 @@ function ownEstimate(
     gpuLayers: entry.gpuLayers,
     projector: projector?.ok ? projector.facts : null,
     cpuBufferRatios,
+    logits,
   });
   return result.ok ? { estimate: result.estimate, error: null } : { estimate: null, error: result.error };
 }

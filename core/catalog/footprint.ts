@@ -4,6 +4,8 @@
 // Estimates that forget the compute buffer, the draft or the projector are the most common
 // complaint against every tool in this space (DESIGN.md), so each is a term here; what the
 // formulas cannot know, learnFromMeasurement corrects upwards once the model has run.
+import type { EngineKind } from '../contracts/snapshot.js';
+import { DRAFT_MAX_TOKENS } from '../engine/launch-spec.js';
 import type { FootprintEstimate } from '../policy/levels.js';
 import type { GpuLayers } from './config/schema.js';
 import { cpuExtraBytes, totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
@@ -32,6 +34,55 @@ export interface EstimateInput {
    * the CPU (cpu-buffers.ts); absent or empty: none (nothing learned yet, or `repack: false`).
    */
   cpuBufferRatios?: CpuBufferRatios;
+  /**
+   * What the engine that runs the model reserves logits for (logitsRows). Absent: a whole
+   * micro-batch of rows, which is the embedded engine's reservation and the most any engine
+   * makes, so a caller that does not know the engine errs large.
+   */
+  logits?: LogitsShape;
+}
+
+/** What decides how many rows of logits an engine's compute graph is reserved for. */
+export interface LogitsShape {
+  /** The engine that runs the model (not `auto`: launch-specs.ts's engineFor decides). */
+  engine: EngineKind;
+  /** Its slots (`-np`); unset: the engine's default. */
+  parallel?: number;
+  /** Whether a draft model proposes tokens for it: each slot then verifies 1 + DRAFT_MAX_TOKENS at once. */
+  drafted: boolean;
+  /** Whether it serves embeddings: llama-server then keeps every token's output. */
+  embeddings: boolean;
+}
+
+/**
+ * llama-server's slots when llmtray passes no `-np`: current builds default to `-np -1`, which
+ * tools/server/server.cpp turns into 4 slots; older ones to 1. The larger, so that no build is
+ * priced below what it reserves.
+ */
+const LLAMA_SERVER_DEFAULT_SLOTS = 4;
+
+/**
+ * How many rows of logits (n_vocab f32s each) the engine's compute graph is reserved for, at
+ * most the micro-batch. llama.cpp reserves the graph with n_outputs = min(n_tokens,
+ * n_outputs_max) (src/llama-context.cpp), n_outputs_max defaulting to n_batch when the caller
+ * leaves it 0:
+ *  - the embedded engine (node-llama-cpp) leaves it 0: a whole micro-batch of rows;
+ *  - llama-server sets it (tools/server/server-context.cpp's server_output_limits, through
+ *    common/speculative.cpp's common_speculative_get_output_limits) to slots × (1 + the most
+ *    tokens a draft proposes), capped at n_batch: one row a slot without a draft, 1 +
+ *    DRAFT_MAX_TOKENS (llmtray passes it) with one; with embeddings or pooling, n_batch;
+ *  - llama-server's draft model has its own context, whose n_outputs_max is the slot count
+ *    (common_base_params_to_speculative: the draft samples one token a slot per step): a draft
+ *    is priced with `drafted: false`. (DFlash/DSpark block drafts take more; llmtray asks for
+ *    draft-simple.)
+ * A llama-server build older than n_outputs_max reserves a whole micro-batch like the embedded
+ * engine; the measurement a running model reports raises the estimate there.
+ */
+export function logitsRows(shape: LogitsShape, ubatch: number = DEFAULT_UBATCH_TOKENS): number {
+  if (shape.engine === 'embedded' || shape.embeddings) return ubatch;
+  const slots = shape.parallel ?? LLAMA_SERVER_DEFAULT_SLOTS;
+  const perSlot = shape.drafted ? 1 + DRAFT_MAX_TOKENS : 1;
+  return Math.max(1, Math.min(ubatch, slots * perSlot));
 }
 
 /** The share of the layers on the device: all of them at 'all', proportional below the block count. */
@@ -77,21 +128,29 @@ function kvBytesPerTokenPerLayer(facts: Pick<GgufFacts, 'headCountKv' | 'keyLeng
  * Vulkan). Flash attention never materialises the ubatch × n_ctx × n_head score matrix, so the
  * largest live tensors are the FFN's gate and up activations and a few n_embd-wide ones, the
  * logits, and the f16 mask over the context:
- *   4 · ub · (3·n_ff + 4·n_embd + n_vocab) + 2 · ub · n_ctx
+ *   4 · ub · (3·n_ff + 4·n_embd) + 4 · rows · n_vocab + 2 · ub · n_ctx
+ * where rows is the logits rows the engine reserves (logitsRows): ub on the embedded engine,
+ * min(ub, slots × outputs per slot) on llama-server, which on a 128–152 k vocabulary is
+ * ~250 MiB less at ub 512. Absent `logits`: rows = ub, the most any engine reserves.
  * Checked against llama.cpp's own "compute buffer size" lines for demo-chat at 2k and 8k
- * context (BENCHMARKS.md, within 5 %). An old build without flash attention needs more (the
- * scores, Ollama's formula); the measurement a running model reports then raises the estimate.
+ * context (BENCHMARKS.md, within 5 %), and for a Qwen2.5-0.5B-shaped Q8_0 (151,936 tokens) at
+ * 2k: 334 MiB against the embedded engine's 300, 39.8 against llama-server's 37.5, whose
+ * separate output buffer (n_vocab × 4 slots of f32 logits, 2.3 MiB) no term counts. An old
+ * build without flash attention needs more (the scores, Ollama's formula); the measurement a
+ * running model reports then raises the estimate.
  */
 export function computeBufferBytes(
   facts: Pick<GgufFacts, 'embeddingLength' | 'feedForwardLength' | 'vocabulary'>,
   contextTokens: number,
+  logits?: LogitsShape,
 ): number {
   const ubatch = Math.max(1, Math.min(DEFAULT_UBATCH_TOKENS, contextTokens));
+  const rows = logits === undefined ? ubatch : logitsRows(logits, ubatch);
   const embd = facts.embeddingLength ?? 0;
   // Llama-family FFNs are 2.7–4 × n_embd; 4 keeps an incomplete header on the safe side.
   const ff = facts.feedForwardLength ?? 4 * embd;
   const vocab = facts.vocabulary?.tokenCount ?? 0;
-  return F32_BYTES * ubatch * (3 * ff + 4 * embd + vocab) + F16_BYTES * ubatch * contextTokens;
+  return F32_BYTES * ubatch * (3 * ff + 4 * embd) + F32_BYTES * rows * vocab + F16_BYTES * ubatch * contextTokens;
 }
 
 /**
@@ -143,7 +202,7 @@ export function estimateFootprint(input: EstimateInput): EstimateResult {
     // per layer, so that it divides by layer exactly (layerCostAt).
     kvBytesPerToken: kvBytesPerTokenPerLayer(facts) * layers,
     contextTokens: input.contextTokens,
-    computeBytes: computeBufferBytes(facts, input.contextTokens) + (projector?.vision ? projectorComputeBytes(projector.vision) : 0),
+    computeBytes: computeBufferBytes(facts, input.contextTokens, input.logits) + (projector?.vision ? projectorComputeBytes(projector.vision) : 0),
     layers,
   };
   const cpuBuffers = cpuBufferTerms(facts, input.cpuBufferRatios ?? {});

@@ -49,6 +49,9 @@ export async function openEnginesAndCatalog(deps: { configPath: string; dataDir:
       const key = cpuBufferKeyOf(model);
       return key === null ? {} : cpuBuffers.ratios(key);
     },
+    // Until the llama-server is found, `auto` is priced for the embedded engine (the larger
+    // compute buffer); the reload below reprices it for llama-server once one is.
+    engineOf,
   });
   const configured = catalog.config().llamaServerPath;
   const llamaServer = await findLlamaServer(configured === undefined ? {} : { configured });

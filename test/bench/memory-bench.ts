@@ -275,8 +275,9 @@ async function factsAt(path: string): Promise<GgufFacts> {
   return read.facts;
 }
 
-function estimateWith(path: string, facts: GgufFacts, ratios: CpuBufferRatios): FootprintEstimate {
-  const result = estimateFootprint({ path, facts, contextTokens: 2048, gpuLayers: 'all', cpuBufferRatios: ratios });
+function estimateWith(path: string, facts: GgufFacts, ratios: CpuBufferRatios, engine: EngineKind = 'embedded'): FootprintEstimate {
+  // As the catalog prices a model with no -np and no draft on that engine.
+  const result = estimateFootprint({ path, facts, contextTokens: 2048, gpuLayers: 'all', cpuBufferRatios: ratios, logits: { engine, drafted: false, embeddings: false } });
   if (!result.ok) throw new Error(result.error);
   return estimateOnCpu(result.estimate);
 }
@@ -400,9 +401,12 @@ async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void>
   const engines: EngineKind[] = server === null ? ['embedded'] : ['embedded', 'llama-server'];
   const models = [];
   for (const { shape, quant } of chosen) models.push(await realShapeModel(shape, quant));
-  const idOf = (label: string) => `real-${label.replace(/\W+/g, '-').toLowerCase()}`;
+  // One entry per engine, each naming it, so the catalog prices each as the daemon would price
+  // a model that engine runs (its compute buffer's logits rows differ: footprint.ts's logitsRows).
+  const idOf = (label: string, engine: EngineKind) => `real-${label.replace(/\W+/g, '-').toLowerCase()}-${engine}`;
   const configPath = join(dir, 'real-shapes.yaml');
-  await writeFile(configPath, `modelDirs: []\nmodels:\n${models.map((m) => `  - id: ${idOf(m.label)}\n    path: ${JSON.stringify(m.path)}\n    ctx: ${REAL_CONTEXT}\n`).join('')}`);
+  const entries = models.flatMap((m) => engines.map((engine) => `  - id: ${idOf(m.label, engine)}\n    path: ${JSON.stringify(m.path)}\n    ctx: ${REAL_CONTEXT}\n    engine: ${engine}\n`));
+  await writeFile(configPath, `modelDirs: []\nmodels:\n${entries.join('')}`);
   const catalog = await Catalog.open({ configPath, dataDir: join(dir, 'real-shapes-data') });
   console.log(
     `## memory truth on the real-shape models: the catalog's estimate (footprintAt full) against llama.cpp's logged buffers, loaded mapped as the daemon loads (-ngl 0, 1 thread, ctx ${REAL_CONTEXT}; MiB)${server === null ? ' (no llama-server found: the embedded engine only)' : ''}`,
@@ -410,11 +414,15 @@ async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void>
   console.log();
   let learned: CpuBufferRatios = {};
   for (const model of models) {
-    const estimate = catalog.resolve(idOf(model.label))?.estimate;
-    if (estimate == null) throw new Error(`the catalog has no estimate for ${model.label}: ${catalog.resolve(idOf(model.label))?.metadataError ?? 'not in the catalog'}`);
+    const estimateFor = (engine: EngineKind): FootprintEstimate => {
+      const estimate = catalog.resolve(idOf(model.label, engine))?.estimate;
+      if (estimate == null) throw new Error(`the catalog has no estimate for ${model.label} on ${engine}: ${catalog.resolve(idOf(model.label, engine))?.metadataError ?? 'not in the catalog'}`);
+      return estimate;
+    };
+    const estimates = new Map(engines.map((engine) => [engine, estimateFor(engine)]));
     const facts = await factsAt(model.path);
     const matrixBytes = totalMatrixBytes(facts.cpuMatrixBytes ?? { blocks: [], nonBlock: {} });
-    const withLearned = Object.keys(learned).length === 0 ? null : estimateWith(model.path, facts, learned);
+    const learnedFor = (engine: EngineKind) => (Object.keys(learned).length === 0 ? null : estimateWith(model.path, facts, learned, engine));
     await waitForQuietIfAsked();
     const loadBefore = machineLoad().label;
     const byEngine = new Map<EngineKind, Measurement>();
@@ -431,8 +439,13 @@ async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void>
     printTable(
       ['source', 'weights (mapped)', 'CPU extra (repack)', 'KV cache', 'compute', 'other', 'total'],
       [
-        estimateRow('estimate, nothing learned', estimate),
-        ...(withLearned === null ? [] : [estimateRow('estimate, CPU buffers learned from the loads above', withLearned)]),
+        ...engines.flatMap((engine) => {
+          const withLearned = learnedFor(engine);
+          return [
+            estimateRow(`estimate for ${engine}, nothing learned`, estimates.get(engine) as FootprintEstimate),
+            ...(withLearned === null ? [] : [estimateRow(`estimate for ${engine}, CPU buffers learned from the loads above`, withLearned)]),
+          ];
+        }),
         ...engines.map((engine) => {
           const m = byEngine.get(engine) as Measurement;
           const extra = sumOf(extraOf(m));
@@ -456,7 +469,8 @@ async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void>
     }
     for (const engine of engines) {
       const m = byEngine.get(engine) as Measurement;
-      for (const [source, e] of [['estimate, nothing learned', estimate], ...(withLearned === null ? [] : [['estimate, CPU buffers learned', withLearned]])] as [string, FootprintEstimate][]) {
+      const withLearned = learnedFor(engine);
+      for (const [source, e] of [['estimate, nothing learned', estimates.get(engine)], ...(withLearned === null ? [] : [['estimate, CPU buffers learned', withLearned]])] as [string, FootprintEstimate][]) {
         const total = footprintAt('full', e).deviceBytes;
         const error = (total - m.allocated.total) / m.allocated.total;
         console.log(`${model.label} @ ${REAL_CONTEXT}, ${engine}, ${source}: ${errorOf(total, m.allocated.total)} of what llama.cpp allocated (goal within ±${fixed(TARGET_ERROR * 100, 0)} %): ${verdict(Math.abs(error) <= TARGET_ERROR)}`);

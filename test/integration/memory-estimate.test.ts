@@ -31,7 +31,7 @@ import { testModelDir } from '../support/test-models.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/core/engine/embedded/main.js', import.meta.url));
 const LLAMA_SERVER = process.env['LLMTRAY_LLAMA_SERVER'];
-const ENGINES = ['embedded', ...(LLAMA_SERVER ? ['llama-server'] : [])] as const;
+const ENGINES = ['embedded', ...(LLAMA_SERVER ? (['llama-server'] as const) : [])] as const;
 const CONTEXT = 2048;
 const MiB = 1024 * 1024;
 /** llama.cpp prints buffer sizes to two decimals of a MiB. */
@@ -47,7 +47,7 @@ interface SplitModel {
 }
 
 /** demo-chat at `fileType` in three files, what the reader sizes in each, and the estimate. */
-async function splitModel(fileType: (typeof FILE_TYPES)[number]): Promise<SplitModel> {
+async function splitModel(fileType: (typeof FILE_TYPES)[number], engine: (typeof ENGINES)[number]): Promise<SplitModel> {
   const parts = await writeSplitLlamaGguf(join(testModelDir(), `estimate-chat-${fileType}`), { ...DEMO_SHAPES['demo-chat'], fileType }, (name) =>
     name.startsWith('blk.') ? (Number(name.split('.')[1]) < 4 ? 0 : 1) : name === 'token_embd.weight' ? 0 : 2,
   );
@@ -62,7 +62,8 @@ async function splitModel(fileType: (typeof FILE_TYPES)[number]): Promise<SplitM
   }
   const read = await readGgufFacts(parts[0] as string);
   if (!read.ok) throw new Error(read.error);
-  const result = estimateFootprint({ path: parts[0] as string, facts: read.facts, contextTokens: CONTEXT, gpuLayers: 'all' });
+  // Priced for the engine it runs on, with no -np, as the catalog prices it (footprint.ts's logitsRows).
+  const result = estimateFootprint({ path: parts[0] as string, facts: read.facts, contextTokens: CONTEXT, gpuLayers: 'all', logits: { engine, drafted: false, embeddings: false } });
   if (!result.ok) throw new Error(result.error);
   return { parts, partBytes, facts: read.facts, estimate: result.estimate };
 }
@@ -108,7 +109,7 @@ describe.each(ENGINES.flatMap((engine) => FILE_TYPES.map((fileType) => [engine, 
   let facts: GgufFacts;
   let estimate: FootprintEstimate;
   beforeAll(async () => {
-    ({ parts, partBytes, facts, estimate } = await splitModel(fileType));
+    ({ parts, partBytes, facts, estimate } = await splitModel(fileType, engine));
     sizes = await bufferLines(engine, parts);
   });
 

@@ -235,6 +235,36 @@ describe('Catalog', () => {
   });
 });
 
+describe('the compute buffer in the catalog is priced for the engine that runs the model', () => {
+  const config = (engine: string) => `models:
+  - id: main
+    path: ~/models/Tiny-Main-F16.gguf
+    ctx: 1024
+    engine: ${engine}
+    draft: tiny-draft-f16
+`;
+  const VOCAB = 358; // the writer's shared vocabulary
+  // ubatch 512 at ctx 1024: the graph without its logits, then rows × n_vocab f32s of them.
+  const graph = 4 * 512 * (3 * 128 + 4 * 64) + 2 * 512 * 1024;
+  const compute = (model: CatalogModel) => [model.estimate?.computeBytes, model.estimate?.draft?.computeBytes];
+
+  test('auto: a micro-batch of logits until a llama-server is said to be found, then a row a slot, the draft\'s tokens with it', async () => {
+    await writeFile(configPath, config('auto'));
+    expect(compute(byId(await open(), 'main'))).toEqual([graph + 4 * 512 * VOCAB, graph + 4 * 512 * VOCAB]);
+    const onServer = await Catalog.open({ configPath, dataDir, facts, settleMs: 0, engineOf: () => 'llama-server' });
+    // No -np: 4 slots; the model verifies 1 + 16 drafted tokens a slot, its draft samples one.
+    expect(compute(byId(onServer, 'main'))).toEqual([graph + 4 * 4 * 17 * VOCAB, graph + 4 * 4 * VOCAB]);
+  });
+
+  test('engine: llama-server is priced for it without being told; engine: embedded never is', async () => {
+    await writeFile(configPath, config('llama-server'));
+    expect(compute(byId(await open(), 'main'))).toEqual([graph + 4 * 4 * 17 * VOCAB, graph + 4 * 4 * VOCAB]);
+    await writeFile(configPath, config('embedded'));
+    const embedded = await Catalog.open({ configPath, dataDir, facts, settleMs: 0, engineOf: (m) => (m.engine === 'auto' ? 'llama-server' : m.engine) });
+    expect(compute(byId(embedded, 'main'))).toEqual([graph + 4 * 512 * VOCAB, graph + 4 * 512 * VOCAB]);
+  });
+});
+
 describe('the CPU\'s extra weight buffers in the catalog', () => {
   const config = (repack: boolean) => `models:
   - id: main

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { writeTruncatedLlamaGguf } from '../../../core/catalog/demo/corrupt-gguf.js';
 import { writeLlamaGguf, type LlamaModelShape } from '../../../core/catalog/demo/gguf-writer.js';
 import fc from 'fast-check';
-import { computeBufferBytes, estimateFootprint, expertBytesMovedPerBlock, projectorComputeBytes } from '../../../core/catalog/footprint.js';
+import { computeBufferBytes, estimateFootprint, expertBytesMovedPerBlock, logitsRows, projectorComputeBytes } from '../../../core/catalog/footprint.js';
 import { cachedMetadataReader, readGgufFacts, type GgufFacts, type MetadataResult } from '../../../core/catalog/gguf-metadata.js';
 import { footprintAt, layerCostAt } from '../../../core/policy/levels.js';
 import { writeMoeGguf } from '../../support/moe-gguf.js';
@@ -170,6 +170,42 @@ describe('footprint estimate', () => {
     expect(computeBufferBytes(f, 100)).toBe(4 * 100 * (3 * 11008 + 4 * 4096) + 2 * 100 * 100);
     // A header without the FFN width is costed at 4 × n_embd, the wide end of llama-family models.
     expect(computeBufferBytes({ ...f, feedForwardLength: null }, 8192)).toBe(4 * 512 * (3 * 4 * 4096 + 4 * 4096) + 2 * 512 * 8192);
+  });
+
+  test('the logits rows: a micro-batch on the embedded engine, a row a slot (and a draft\'s tokens) on llama-server', () => {
+    const plain = { drafted: false, embeddings: false };
+    expect(logitsRows({ engine: 'embedded', ...plain })).toBe(512);
+    expect(logitsRows({ engine: 'embedded', parallel: 1, ...plain })).toBe(512);
+    // llama-server's n_outputs_max: slots × (1 + the draft's 16 tokens), at most the micro-batch.
+    expect(logitsRows({ engine: 'llama-server', parallel: 1, ...plain })).toBe(1);
+    expect(logitsRows({ engine: 'llama-server', ...plain })).toBe(4); // no -np: the auto default, 4 slots
+    expect(logitsRows({ engine: 'llama-server', parallel: 2, drafted: true, embeddings: false })).toBe(2 * 17);
+    expect(logitsRows({ engine: 'llama-server', parallel: 64, drafted: true, embeddings: false })).toBe(512);
+    expect(logitsRows({ engine: 'llama-server', parallel: 8, ...plain }, 4)).toBe(4);
+    // Embeddings keep every token's output.
+    expect(logitsRows({ engine: 'llama-server', parallel: 1, drafted: false, embeddings: true })).toBe(512);
+  });
+
+  test('a large vocabulary is priced by the engine: a micro-batch of logits on the embedded engine, a row a slot on llama-server', async () => {
+    // Qwen2.5-0.5B's shape at ctx 2048: n_embd 896, n_ff 4864, 151,936 tokens.
+    const f = { ...(await facts(join(dir, 'tiny-f16.gguf'))), embeddingLength: 896, feedForwardLength: 4864 };
+    const qwen = { ...f, vocabulary: { ...f.vocabulary!, tokenCount: 151_936 } };
+    const graph = 4 * 512 * (3 * 4864 + 4 * 896) + 2 * 512 * 2048;
+    const on = (engine: 'embedded' | 'llama-server', parallel?: number) =>
+      estimateFootprint({ path: 'q', facts: qwen, contextTokens: 2048, gpuLayers: 'all', logits: { engine, ...(parallel !== undefined ? { parallel } : {}), drafted: false, embeddings: false } });
+    const embedded = on('embedded');
+    const server = on('llama-server');
+    const serverOneSlot = on('llama-server', 1);
+    const unknown = estimateFootprint({ path: 'q', facts: qwen, contextTokens: 2048, gpuLayers: 'all' });
+    if (!embedded.ok || !server.ok || !serverOneSlot.ok || !unknown.ok) throw new Error('estimate failed');
+    expect(embedded.estimate.computeBytes).toBe(graph + 4 * 512 * 151_936);
+    expect(server.estimate.computeBytes).toBe(graph + 4 * 4 * 151_936);
+    expect(serverOneSlot.estimate.computeBytes).toBe(graph + 4 * 1 * 151_936);
+    // ~334 MiB against ~40 MiB (llama.cpp allocated 300 and 37.5 MiB for this shape).
+    expect(embedded.estimate.computeBytes - server.estimate.computeBytes).toBeGreaterThan(250 * 1024 ** 2);
+    // An engine not known is priced as the embedded engine: the larger.
+    expect(unknown.estimate.computeBytes).toBe(embedded.estimate.computeBytes);
+    expect(computeBufferBytes(qwen, 2048, { engine: 'llama-server', drafted: false, embeddings: false })).toBe(server.estimate.computeBytes);
   });
 
   test.each<[readonly number[], number]>([
