@@ -19,23 +19,38 @@
 //      returning conversation's time to first token and its `cached_tokens`.
 // A returning user waits the swap back plus step 4; only step 4 differs with the cache.
 // Targets: step 4 with the cache ≤ 10 % of without; the swap with saving ≤ 20 ms over without.
+//
+// Then the same with A a real-shape model (issue 41: the first non-MoE one LLMTRAY_REAL_SHAPES
+// chooses, llama-3.2-1b Q4_K_M by default; none with `none`) and B demo-tiny, at about 1,500 and
+// about 8,000 prompt tokens (ctx 10,240), LLMTRAY_RETURN_REAL_ROUNDS rounds (2 by default: an
+// uncached 8,000-token prefill of a billion parameters takes minutes on two cores). Where the
+// target is missed the table says which step costs what: the save and the restore (the engine's
+// own lines: the embedded engine's output, llama-server's model log in the daemon), and the
+// return's own `timings` (cache_n taken from the cache, prompt_n evaluated, prompt_ms: the tail's
+// prefill with the render and the tokenizing before it), against the return's first token.
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
-import { llamaServerPath, roundsFromEnv } from './bench-env.js';
+import { llamaServerPath, machineLoad, roundsFromEnv, waitForQuietIfAsked } from './bench-env.js';
 import { performance } from 'node:perf_hooks';
 import { startDaemon, type RunningDaemon } from '../../core/daemon.js';
 import { createLogger } from '../../core/daemon/logger.js';
 import { benchModels, scratchDir } from './bench-models.js';
 import { observeSpawns, recordLines } from './engine-process.js';
 import { chatBody, timedStream } from './http-client.js';
+import { chosenRealShapes, realShapeModel } from './real-shape/real-shape-models.js';
 import { fixed, median, printTable, signed, verdict } from './stats.js';
 
 const A = 'return-chat';
 const B = 'return-tiny';
 const CTX = 4096;
-/** LLMTRAY_RETURN_ROUNDS shortens or lengthens the run; one more runs first, unmeasured. */
-const ROUNDS = roundsFromEnv('LLMTRAY_RETURN_ROUNDS', 3);
+/** A real-shape A's context: the ~8,000-token conversation, its answer and the new turn. */
+const REAL_CTX = 10_240;
+/** The conversation sizes, in prompt tokens (about: the answer's prompt_tokens says exactly). */
+const DEMO_TOKENS = 1500;
+const REAL_TOKENS = [1500, 8000] as const;
+/** The conversation's tokens that do not repeat, whatever its size (a first run scaled all 1,500 and got 6,774 for 8,000). */
+const FIXED_TOKENS = 280;
 const TARGET_RATIO = 0.1;
 const TARGET_SAVE_MS = 20;
 /** A limit above any machine's memory: none, while the daemon learns its engine's runtime. */
@@ -43,7 +58,18 @@ const UNLIMITED_BYTES = 2 ** 50;
 
 type Engine = 'embedded' | 'llama-server';
 
-function configText(engine: Engine, saving: boolean, paths: { chat: string; tiny: string }, limitBytes: number, llamaServer: string | null): string {
+/** What one table runs: A's file and context, the conversation's size, the rounds. */
+interface Setup {
+  /** What the table calls A. */
+  label: string;
+  paths: { chat: string; tiny: string };
+  ctx: number;
+  tokens: number;
+  rounds: number;
+}
+
+function configText(engine: Engine, saving: boolean, setup: Setup, limitBytes: number, llamaServer: string | null): string {
+  const { paths } = setup;
   return `modelDirs: []
 budget:
   reserve: 0
@@ -54,7 +80,7 @@ engines:
 ${llamaServer === null ? '' : `  llamaServer: ${JSON.stringify(llamaServer)}\n`}models:
   - id: ${A}
     path: ${JSON.stringify(paths.chat)}
-    ctx: ${CTX}
+    ctx: ${setup.ctx}
     gpuLayers: 0
     engine: ${engine}
   - id: ${B}
@@ -67,14 +93,27 @@ ${llamaServer === null ? '' : `  llamaServer: ${JSON.stringify(llamaServer)}\n`}
 
 type Message = { role: 'system' | 'user' | 'assistant'; content: string };
 
-/** About 1,500 prompt tokens (the demo vocabulary spells nearly a token a character; the answer's prompt_tokens says exactly), opened by `round`'s own words. */
-function conversation(round: number): Message[] {
+/**
+ * About `tokens` prompt tokens (the demo vocabulary, and the real shapes' that extends it, spell
+ * nearly a token a character; the answer's prompt_tokens says exactly), opened by `round`'s own
+ * words. At 1,500 it is the conversation the demo rows have always run.
+ */
+function conversation(round: number, tokens: number): Message[] {
+  // Of the 1,500, about 280 do not repeat (the template, the openings): only the rest grows.
+  const times = (n: number): number => Math.max(1, Math.round((n * (tokens - FIXED_TOKENS)) / (DEMO_TOKENS - FIXED_TOKENS)));
   return [
-    { role: 'system', content: `Conversation number ${round}. You are a careful assistant who keeps notes. ${'Remember the list: alpha beta gamma delta epsilon zeta eta theta iota kappa. '.repeat(6)}` },
-    { role: 'user', content: `Here is what I wrote today: ${'the quick brown fox jumps over the lazy dog '.repeat(10)}` },
-    { role: 'assistant', content: `I have read it. ${'The fox jumped and the dog lay still. '.repeat(4)}` },
-    { role: 'user', content: `And more: ${'a journey of a thousand miles begins with a single step '.repeat(3)} What do you make of it?` },
+    { role: 'system', content: `Conversation number ${round}. You are a careful assistant who keeps notes. ${'Remember the list: alpha beta gamma delta epsilon zeta eta theta iota kappa. '.repeat(times(6))}` },
+    { role: 'user', content: `Here is what I wrote today: ${'the quick brown fox jumps over the lazy dog '.repeat(times(10))}` },
+    { role: 'assistant', content: `I have read it. ${'The fox jumped and the dog lay still. '.repeat(times(4))}` },
+    { role: 'user', content: `And more: ${'a journey of a thousand miles begins with a single step '.repeat(times(3))} What do you make of it?` },
   ];
+}
+
+/** The engine's own `timings` on an answer (llama-server's; the embedded engine reports the same fields). */
+interface EngineTimings {
+  cache_n?: number;
+  prompt_n?: number;
+  prompt_ms?: number;
 }
 
 interface Streamed {
@@ -84,6 +123,8 @@ interface Streamed {
   text: string;
   promptTokens: number;
   cachedTokens: number;
+  /** The engine's `timings` on the stream's last chunk, where it sent them. */
+  timings: EngineTimings | null;
 }
 
 /** A streamed chat with usage: its first token's and end's times, its text, prompt and cached tokens. */
@@ -95,6 +136,7 @@ function streamChat(port: number, messages: Message[], maxTokens: number): Promi
     let raw = '';
     let text = '';
     let usage: { prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } | undefined;
+    let timings: EngineTimings | null = null;
     const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json', 'content-length': body.length } });
     req.once('error', fail);
     req.once('response', (res) => {
@@ -106,7 +148,8 @@ function streamChat(port: number, messages: Message[], maxTokens: number): Promi
           const line = raw.slice(0, newline).trim();
           raw = raw.slice(newline + 1);
           if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
-          const event = JSON.parse(line.slice('data: '.length)) as { choices?: { delta?: { content?: string } }[]; usage?: typeof usage };
+          const event = JSON.parse(line.slice('data: '.length)) as { choices?: { delta?: { content?: string } }[]; usage?: typeof usage; timings?: EngineTimings };
+          if (event.timings != null) timings = event.timings;
           const content = event.choices?.[0]?.delta?.content;
           if (typeof content === 'string' && content.length > 0) {
             if (Number.isNaN(firstTokenAt)) firstTokenAt = performance.now();
@@ -121,7 +164,7 @@ function streamChat(port: number, messages: Message[], maxTokens: number): Promi
         if (res.statusCode !== 200) fail(new Error(`${A} answered ${res.statusCode}: ${raw.slice(0, 500)}`));
         else if (Number.isNaN(firstTokenAt)) fail(new Error(`${A}'s stream ended without a token`));
         else if (usage?.prompt_tokens === undefined) fail(new Error(`${A}'s stream carried no usage`));
-        else done({ startedAt, firstTokenAt, endedAt, text, promptTokens: usage.prompt_tokens, cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0 });
+        else done({ startedAt, firstTokenAt, endedAt, text, promptTokens: usage.prompt_tokens, cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0, timings });
       });
     });
     req.end(body);
@@ -141,6 +184,14 @@ interface Round {
   returnMs: number;
   promptTokens: number;
   cachedTokens: number;
+  /** The return's own `timings`: prompt tokens taken from the cache, evaluated, and the prompt's time in the engine (NaN where none came). */
+  cacheN: number;
+  promptN: number;
+  promptMs: number;
+  /** The first, uncached request of the conversation: request → first token. */
+  firstMs: number;
+  /** The whole round, wall time. */
+  roundMs: number;
   /** Every `conversations:` line an engine wrote during the round, with its step: printed for a saved round whose return was not restored. */
   said: string[];
 }
@@ -168,25 +219,63 @@ function listenToEngines(report: EngineReport): () => void {
 
 const sum = (values: number[]): number => (values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0));
 
-async function oneRound(daemon: RunningDaemon, round: number, report: EngineReport): Promise<Round> {
+/** Where A's log (the daemon's copy, `llmtray logs`) stands now. */
+async function logPosition(daemon: RunningDaemon): Promise<number> {
+  return (await daemon.admin.getLogs({ id: A })).next;
+}
+
+/**
+ * llama-server's `conversations:` lines come from the daemon (core/engine/llama-server/saved-slots.ts),
+ * not from the engine's output: they are read from A's log since `from` and counted for `step`
+ * as the embedded engine's lines are.
+ */
+async function readDaemonLines(daemon: RunningDaemon, from: number, step: EngineReport['step'], report: EngineReport): Promise<number> {
+  const { lines, next } = await daemon.admin.getLogs({ id: A });
+  const fresh = lines.slice(Math.max(0, lines.length - (next - from)));
+  for (const text of fresh) {
+    if (!/ conversations: /.test(text)) continue;
+    report.said.push(`[${step}, daemon] ${text.trim()}`);
+    const saved = / conversations: slot \d+: saved \d+ tokens .* in (\d+) ms/.exec(text);
+    if (saved !== null && step === 'swap') report.saveMs.push(Number(saved[1]));
+    const restored = / conversations: slot \d+: restored \d+ of \d+ prompt tokens .* in (\d+) ms/.exec(text);
+    if (restored !== null && step === 'return') report.restoreMs.push(Number(restored[1]));
+  }
+  return next;
+}
+
+async function oneRound(daemon: RunningDaemon, engine: Engine, setup: Setup, round: number, report: EngineReport): Promise<Round> {
   const port = daemon.port;
-  const messages = conversation(round);
+  const started = performance.now();
+  const messages = conversation(round, setup.tokens);
   report.saveMs = [];
   report.restoreMs = [];
   report.said = [];
   report.step = 'other';
+  const fromDaemon = engine === 'llama-server';
+  let at = fromDaemon ? await logPosition(daemon) : 0;
   const first = await streamChat(port, messages, 8);
+  if (fromDaemon) at = await readDaemonLines(daemon, at, 'other', report);
   // A's slot goes idle now: a save reported from here to B's answer is inside the swap.
   report.step = 'swap';
   const toB = await timedStream(false, { port: daemon.port }, '/v1/chat/completions', chatBody(B, true, 4));
   // A budget that held both would measure no swap at all.
   if (daemon.admin.snapshot().models.find((m) => m.id === A)?.upstream != null) throw new Error(`${A} stayed resident beside ${B}: the limit holds both`);
+  // A's log keeps its evicted server's lines: the save before the eviction is among them.
+  if (fromDaemon) at = await readDaemonLines(daemon, at, 'swap', report);
   report.step = 'other';
   const back = await timedStream(false, { port }, '/v1/chat/completions', chatBody(A, true));
+  if (fromDaemon) at = await readDaemonLines(daemon, at, 'other', report);
   report.step = 'return';
   const returning = await streamChat(port, [...messages, { role: 'assistant', content: first.text }, { role: 'user', content: 'Thank you. Now say it in one word.' }], 4);
+  if (fromDaemon) await readDaemonLines(daemon, at, 'return', report);
   report.step = 'other';
+  const timing = (key: keyof EngineTimings): number => returning.timings?.[key] ?? Number.NaN;
   return {
+    cacheN: timing('cache_n'),
+    promptN: timing('prompt_n'),
+    promptMs: timing('prompt_ms'),
+    firstMs: first.firstTokenAt - first.startedAt,
+    roundMs: performance.now() - started,
     swapMs: toB.firstTokenAt - first.endedAt,
     saveMs: sum(report.saveMs),
     restoreMs: sum(report.restoreMs),
@@ -202,10 +291,11 @@ interface Daemon {
   saving: boolean;
   daemon: RunningDaemon;
   log: string[];
-  rounds: Round[];
+  /** The measured rounds, by conversation size. */
+  rounds: Map<number, Round[]>;
 }
 
-async function startOne(engine: Engine, saving: boolean, paths: { chat: string; tiny: string }, llamaServer: string | null): Promise<Daemon> {
+async function startOne(engine: Engine, saving: boolean, setup: Setup, threads: number, llamaServer: string | null): Promise<Daemon> {
   const dataDir = await scratchDir(`return-${engine}-${saving ? 'saving' : 'off'}`);
   const configPath = join(dataDir, 'config.yaml');
   // First without a limit: the daemon learns the engine's runtime from A's first server
@@ -213,9 +303,9 @@ async function startOne(engine: Engine, saving: boolean, paths: { chat: string; 
   // engine (~170 MiB of RSS beyond the model), and for llama-server its own figure, which no
   // constant here knows. The limit then comes from the prices the daemon shows: each model fits
   // alone, the two together do not, as the daemon itself counts them.
-  await writeFile(configPath, configText(engine, saving, paths, UNLIMITED_BYTES, llamaServer));
+  await writeFile(configPath, configText(engine, saving, setup, UNLIMITED_BYTES, llamaServer));
   const log: string[] = [];
-  const daemon = await startDaemon({ configPath, dataDir, port: 0, threads: 1, log: (subsystem) => createLogger(subsystem, (line) => log.push(line)) });
+  const daemon = await startDaemon({ configPath, dataDir, port: 0, threads, log: (subsystem) => createLogger(subsystem, (line) => log.push(line)) });
   await streamChat(daemon.port, [{ role: 'user', content: 'hello' }], 1);
   const priced = (id: string): number => {
     const model = daemon.admin.snapshot().models.find((m) => m.id === id);
@@ -223,28 +313,49 @@ async function startOne(engine: Engine, saving: boolean, paths: { chat: string; 
     return model.estimateBytes.full;
   };
   const limit = Math.max(priced(A), priced(B)) + Math.floor(Math.min(priced(A), priced(B)) / 2);
-  await writeFile(configPath, configText(engine, saving, paths, limit, llamaServer));
+  await writeFile(configPath, configText(engine, saving, setup, limit, llamaServer));
   for (let waited = 0; daemon.admin.snapshot().budget.limitBytes !== limit; waited += 50) {
     if (waited > 30_000) throw new Error(`the daemon did not take the limit of ${limit} bytes from its config`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { saving, daemon, log, rounds: [] };
+  return { saving, daemon, log, rounds: new Map() };
 }
 
-async function benchEngine(engine: Engine, llamaServer: string | null): Promise<void> {
-  const models = await benchModels();
-  const paths = { chat: models.chat.path, tiny: models.tiny.path };
+/** One run of `setup.label` as A on one engine: the daemons, one unmeasured round at the first size, then `rounds` at each size. */
+interface Run {
+  engine: Engine;
+  label: string;
+  ctx: number;
+  threads: number;
+  rounds: number;
+  /** Printing each round as it ends: the real shapes' take minutes. */
+  verbose: boolean;
+  paths: { chat: string; tiny: string };
+  sizes: readonly number[];
+}
+
+async function benchEngine(run: Run, llamaServer: string | null): Promise<void> {
+  const { engine } = run;
+  const setupAt = (tokens: number): Setup => ({ label: run.label, paths: run.paths, ctx: run.ctx, tokens, rounds: run.rounds });
   const daemons: Daemon[] = [];
   const report: EngineReport = { step: 'other', saveMs: [], restoreMs: [], said: [] };
   const stopListening = listenToEngines(report);
+  await waitForQuietIfAsked();
+  const loadBefore = machineLoad().label;
   try {
-    for (const saving of [true, false]) daemons.push(await startOne(engine, saving, paths, llamaServer));
-    for (let r = 0; r <= ROUNDS; r++) {
+    for (const saving of [true, false]) daemons.push(await startOne(engine, saving, setupAt(run.sizes[0] ?? DEMO_TOKENS), run.threads, llamaServer));
+    // Round 0 (at the first size) warms the page cache and the engines' first allocations.
+    const plan: { tokens: number; measured: boolean }[] = [{ tokens: run.sizes[0] ?? DEMO_TOKENS, measured: false }];
+    for (const tokens of run.sizes) for (let r = 0; r < run.rounds; r++) plan.push({ tokens, measured: true });
+    for (const [r, step] of plan.entries()) {
       const order = r % 2 === 0 ? daemons : [...daemons].reverse();
       for (const d of order) {
-        const round = await oneRound(d.daemon, r, report);
-        // Round 0 warms the page cache and the engines' first allocations.
-        if (r > 0) d.rounds.push(round);
+        const round = await oneRound(d.daemon, engine, setupAt(step.tokens), r, report);
+        if (run.verbose) console.log(`  (${run.label}, ${engine}, ${d.saving ? 'saved' : 'not saved'}, ${step.measured ? `~${step.tokens} tokens` : 'warm-up'}: round took ${fixed(round.roundMs / 1000, 1)} s; its first, uncached answer's first token ${fixed(round.firstMs / 1000, 1)} s; ${machineLoad().label})`);
+        if (!step.measured) continue;
+        const rounds = d.rounds.get(step.tokens) ?? [];
+        rounds.push(round);
+        d.rounds.set(step.tokens, rounds);
       }
     }
   } catch (error) {
@@ -254,25 +365,49 @@ async function benchEngine(engine: Engine, llamaServer: string | null): Promise<
     stopListening();
     for (const d of daemons) await d.daemon.stop();
   }
+  const loadAfter = machineLoad().label;
   const [on, off] = daemons;
   if (on === undefined || off === undefined) return;
-  const med = (d: Daemon, pick: (r: Round) => number): number => median(d.rounds.map(pick));
+  for (const tokens of run.sizes) printSize(run, tokens, on, off, `${loadBefore} before, ${loadAfter} after`);
+}
+
+function printSize(run: Run, tokens: number, on: Daemon, off: Daemon, load: string): void {
+  const roundsOf = (d: Daemon): Round[] => d.rounds.get(tokens) ?? [];
+  const med = (d: Daemon, pick: (r: Round) => number): number => median(roundsOf(d).map(pick));
   const ratio = med(on, (r) => r.returnMs) / med(off, (r) => r.returnMs);
   const saveCost = med(on, (r) => r.swapMs) - med(off, (r) => r.swapMs);
-  console.log(`### ${engine}: a returning conversation after a swap (demo-chat ⇄ demo-tiny, ctx ${CTX}, 1 thread, a budget that holds one; ${ROUNDS} rounds; ms)`);
-  console.log(`  save in it: the engine's own "saved … in N ms" for A's slot inside the swap; restore: its "restored … in N ms" before the return's prefill (embedded only; – where none)`);
+  console.log(`### ${run.engine}: a returning conversation after a swap (${run.label} ⇄ demo-tiny, ~${tokens} prompt tokens, ctx ${run.ctx}, ${run.threads} thread${run.threads === 1 ? '' : 's'}, a budget that holds one; ${run.rounds} rounds; ${load}; ms)`);
+  console.log(`  save in it: the "saved … in N ms" for A's slot inside the swap; restore: the "restored … in N ms" before the return's prefill (embedded: the engine's output; llama-server: A's log in the daemon; – where none)`);
+  console.log(`  cache_n, prompt_n, prompt_ms: the return's own timings from the engine (prompt tokens taken from the cache, evaluated, and the prompt's time in the engine: the tail's prefill)`);
   const rows = (d: Daemon): string[][] =>
-    d.rounds.map((r, i) => [d.saving ? 'saved' : 'not saved', String(i + 1), fixed(r.swapMs, 1), fixed(r.saveMs, 0), fixed(r.swapBackMs, 1), fixed(r.restoreMs, 0), fixed(r.returnMs, 1), String(r.promptTokens), String(r.cachedTokens)]);
+    roundsOf(d).map((r, i) => [
+      d.saving ? 'saved' : 'not saved', String(i + 1), fixed(r.swapMs, 1), fixed(r.saveMs, 0), fixed(r.swapBackMs, 1), fixed(r.restoreMs, 0), fixed(r.returnMs, 1), String(r.promptTokens), String(r.cachedTokens),
+      fixed(r.cacheN, 0), fixed(r.promptN, 0), fixed(r.promptMs, 1),
+    ]);
   const medianRow = (d: Daemon): string[] => [
     `median, ${d.saving ? 'saved' : 'not saved'}`, '', fixed(med(d, (r) => r.swapMs), 1), fixed(med(d, (r) => r.saveMs), 0), fixed(med(d, (r) => r.swapBackMs), 1), fixed(med(d, (r) => r.restoreMs), 0), fixed(med(d, (r) => r.returnMs), 1),
-    fixed(med(d, (r) => r.promptTokens), 0), fixed(med(d, (r) => r.cachedTokens), 0),
+    fixed(med(d, (r) => r.promptTokens), 0), fixed(med(d, (r) => r.cachedTokens), 0), fixed(med(d, (r) => r.cacheN), 0), fixed(med(d, (r) => r.promptN), 0), fixed(med(d, (r) => r.promptMs), 1),
   ];
-  printTable(['conversation', 'round', 'swap A → B', 'save in it', 'swap back', 'restore', 'return: first token', 'prompt tokens', 'cached tokens'], [...rows(on), ...rows(off), medianRow(on), medianRow(off)]);
+  printTable(
+    ['conversation', 'round', 'swap A → B', 'save in it', 'swap back', 'restore', 'return: first token', 'prompt tokens', 'cached tokens', 'cache_n', 'prompt_n', 'prompt_ms'],
+    [...rows(on), ...rows(off), medianRow(on), medianRow(off)],
+  );
   console.log();
   console.log(`return's first token, saved / not saved: ${fixed(100 * ratio, 1)} % (target ≤ ${100 * TARGET_RATIO} %): ${verdict(ratio <= TARGET_RATIO)}`);
+  if (!(ratio <= TARGET_RATIO)) {
+    // Which step costs what (issue 41, item 4): the saved return's first token, split.
+    const returnMs = med(on, (r) => r.returnMs);
+    const restoreMs = med(on, (r) => (Number.isNaN(r.restoreMs) ? 0 : r.restoreMs));
+    const promptMs = med(on, (r) => r.promptMs);
+    console.log(
+      `  the saved return's ${fixed(returnMs, 1)} ms (median): restore ${fixed(restoreMs, 0)} ms; the engine's prompt_ms ${fixed(promptMs, 1)} ms (prefill of the tail: ${fixed(med(on, (r) => r.promptN), 0)} tokens evaluated, ${fixed(med(on, (r) => r.cacheN), 0)} taken from the cache); ` +
+        `the rest ${fixed(returnMs - restoreMs - promptMs, 1)} ms (the chat template's render and the tokenizing, the daemon's forward, the first token's way back); the uncached return took ${fixed(med(off, (r) => r.returnMs), 1)} ms`,
+    );
+  }
   console.log(`the save's cost in the swap A → B (median, saved − not saved): ${signed(saveCost, 1)} ms (target ≤ ${TARGET_SAVE_MS} ms): ${verdict(saveCost <= TARGET_SAVE_MS)}`);
+  if (!(saveCost <= TARGET_SAVE_MS)) console.log(`  the save itself (its own line, median): ${fixed(med(on, (r) => r.saveMs), 0)} ms inside the swap`);
   // A saved conversation that did not come back is silent to its user: what the engines said of it.
-  for (const [i, r] of on.rounds.entries()) {
+  for (const [i, r] of roundsOf(on).entries()) {
     if (r.cachedTokens > r.promptTokens / 2) continue;
     console.log(`saved round ${i + 1} returned uncached (${r.cachedTokens} cached tokens); the engines said:`);
     for (const line of r.said.length > 0 ? r.said : ['(nothing about conversations)']) console.log(`  ${line}`);
@@ -280,13 +415,31 @@ async function benchEngine(engine: Engine, llamaServer: string | null): Promise<
   console.log();
 }
 
+/** The first real-shape model LLMTRAY_REAL_SHAPES chooses that is not a mixture of experts (llama-3.2-1b Q4_K_M by default), or null with `none`. */
+function realShapeChoice(): { shape: Parameters<typeof realShapeModel>[0]; quant: Parameters<typeof realShapeModel>[1] } | null {
+  return chosenRealShapes().find((m) => !m.shape.includes('moe')) ?? null;
+}
+
 export async function runReturningConversationBench(): Promise<void> {
   console.log('## A returning conversation after a swap: the saved conversation against none');
-  await benchEngine('embedded', null);
+  const demoRounds = roundsFromEnv('LLMTRAY_RETURN_ROUNDS', 3);
+  const realRounds = roundsFromEnv('LLMTRAY_RETURN_REAL_ROUNDS', 2);
+  const models = await benchModels();
   const binary = llamaServerPath();
-  if (binary === null) {
-    console.log('(no llama-server: set LLMTRAY_LLAMA_SERVER or run npm run build:llama-server; the llama-server half is not run)');
-    return;
+  const engines: [Engine, string | null][] = [['embedded', null], ...(binary === null ? [] : [['llama-server', binary] as [Engine, string]])];
+  const demo = (engine: Engine): Run => ({
+    engine, label: 'demo-chat', ctx: CTX, threads: 1, rounds: demoRounds, verbose: false, paths: { chat: models.chat.path, tiny: models.tiny.path }, sizes: [DEMO_TOKENS],
+  });
+  for (const [engine, path] of engines) await benchEngine(demo(engine), path);
+  if (binary === null) console.log('(no llama-server: set LLMTRAY_LLAMA_SERVER or run npm run build:llama-server; the llama-server half is not run)');
+  const choice = realShapeChoice();
+  if (choice === null) return;
+  const model = await realShapeModel(choice.shape, choice.quant);
+  for (const [engine, path] of engines) {
+    const started = performance.now();
+    // Two threads, as the engine race runs the real shapes: one would make each uncached 8,000-token prefill twice as long.
+    await benchEngine({ engine, label: model.label, ctx: REAL_CTX, threads: 2, rounds: realRounds, verbose: true, paths: { chat: model.path, tiny: models.tiny.path }, sizes: REAL_TOKENS }, path);
+    console.log(`(${model.label} on ${engine}: ${fixed((performance.now() - started) / 60_000, 1)} min)`);
+    console.log();
   }
-  await benchEngine('llama-server', binary);
 }

@@ -26,6 +26,13 @@
 // whole swap is printed too, as a cross-check that carries the load noise. Swaps alternate
 // direction (chat → tiny, tiny → chat), each with its own reference run right after it.
 // Target: at most 20 ms added (issue 14).
+//
+// Then the same with a real-shape model as one side (issue 41: the first non-MoE one
+// LLMTRAY_REAL_SHAPES chooses, llama-3.2-1b Q4_K_M by default; none with `none`) ⇄ demo-tiny, on
+// each engine (llama-server where one is found: it has no warm spare, so B starts after A's
+// exit). There the limit is the daemon's own: it starts without one, serves the real-shape model
+// once (learning its engine's runtime, which reprices both), and is given the larger price and
+// half the smaller. LLMTRAY_SWAP_ROUNDS sets the measured swaps (8 by default).
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
@@ -37,15 +44,31 @@ import { createLogger } from '../../core/daemon/logger.js';
 import type { LaunchSpec } from '../../core/engine/launch-spec.js';
 import { RUNTIME_PRIOR_BYTES } from '../../core/engine/runtime-overhead.js';
 import { footprintAt } from '../../core/policy/levels.js';
+import { llamaServerPath, machineLoad, roundsFromEnv, waitForQuietIfAsked } from './bench-env.js';
 import { benchModels, scratchDir } from './bench-models.js';
+import { chosenRealShapes, realShapeModel } from './real-shape/real-shape-models.js';
 import { observeSpawns, pollUntilHealthy, readyLineOf, recordLines, startDirectEngine } from './engine-process.js';
 import { chatBody, timedStream } from './http-client.js';
 import { fixed, median, printTable, signed, verdict } from './stats.js';
 
 const CHAT = 'swap-chat';
 const TINY = 'swap-tiny';
-/** Measured swaps; two more run first, unmeasured (one each way), to warm the page cache. */
-const SWAPS = 8;
+/** Measured swaps (LLMTRAY_SWAP_ROUNDS); two more run first, unmeasured (one each way), to warm the page cache. */
+const SWAPS = roundsFromEnv('LLMTRAY_SWAP_ROUNDS', 8);
+/** A limit above any machine's memory: none, while the daemon learns its engine's runtime. */
+const UNLIMITED_BYTES = 2 ** 50;
+
+type Engine = 'embedded' | 'llama-server';
+
+/** One table: which engine, which files, what the table calls them. */
+interface Pair {
+  engine: Engine;
+  llamaServer: string | null;
+  chat: { label: string; path: string };
+  tiny: { label: string; path: string };
+  /** 'catalog': the demo rows' limit from the catalog's estimates and the embedded runtime's prior; 'daemon': the daemon's own prices once it has served the chat side. */
+  limit: 'catalog' | 'daemon';
+}
 const TARGET_ADDED_MS = 20;
 const POLL_MS = 1;
 
@@ -78,24 +101,24 @@ interface SwappedIn {
   runtimeReadyAt: number | null;
 }
 
-function configText(models: { chat: string; tiny: string }, limitBytes: number): string {
+function configText(pair: Pair, limitBytes: number): string {
   return `modelDirs: []
 budget:
   reserve: 0
   limit: ${limitBytes}
 engines:
   warmSpare: false
-models:
+${pair.llamaServer === null ? '' : `  llamaServer: ${JSON.stringify(pair.llamaServer)}\n`}models:
   - id: ${CHAT}
-    path: ${JSON.stringify(models.chat)}
+    path: ${JSON.stringify(pair.chat.path)}
     ctx: 2048
     gpuLayers: 0
-    engine: embedded
+    engine: ${pair.engine}
   - id: ${TINY}
-    path: ${JSON.stringify(models.tiny)}
+    path: ${JSON.stringify(pair.tiny.path)}
     ctx: 2048
     gpuLayers: 0
-    engine: embedded
+    engine: ${pair.engine}
 `;
 }
 
@@ -149,8 +172,8 @@ async function swapTo(daemon: RunningDaemon, from: string, fromEngine: SwappedIn
   }
 }
 
-async function direct(spec: LaunchSpec): Promise<{ answerMs: number; totalMs: number }> {
-  const engine = await startDirectEngine(spec);
+async function direct(spec: LaunchSpec, llamaServer: string | null): Promise<{ answerMs: number; totalMs: number }> {
+  const engine = await startDirectEngine(spec, 'full', llamaServer);
   try {
     await pollUntilHealthy(engine, POLL_MS);
     const times = await timedStream(false, { port: engine.port, apiKey: engine.apiKey }, '/v1/chat/completions', chatBody(spec.modelId, true));
@@ -160,24 +183,24 @@ async function direct(spec: LaunchSpec): Promise<{ answerMs: number; totalMs: nu
   }
 }
 
-export async function runSwapBench(): Promise<void> {
-  const models = await benchModels();
+async function swapsOn(pair: Pair): Promise<SwapRun[]> {
   const dataDir = await scratchDir('swap-data');
   const configPath = join(dataDir, 'config.yaml');
   // The limit from the catalog's own estimates, as the demo's: each model with its engine's runtime
   // (host RAM is the budget here) fits alone, the two together do not.
-  await writeFile(configPath, configText({ chat: models.chat.path, tiny: models.tiny.path }, 1));
+  await writeFile(configPath, configText(pair, pair.limit === 'daemon' ? UNLIMITED_BYTES : 1));
   const catalog = await Catalog.open({ configPath, dataDir: await scratchDir('swap-catalog') });
-  const priced = (id: string): number => {
+  const catalogPrice = (id: string): number => {
     const estimate = catalog.resolve(id)?.estimate;
     if (estimate == null) throw new Error(`no estimate for ${id}`);
-    return footprintAt('full', estimate).deviceBytes + RUNTIME_PRIOR_BYTES.host.embedded;
+    return footprintAt('full', estimate).deviceBytes + RUNTIME_PRIOR_BYTES.host[pair.engine];
   };
-  const limit = priced(CHAT) + Math.floor(priced(TINY) / 2);
-  await writeFile(configPath, configText({ chat: models.chat.path, tiny: models.tiny.path }, limit));
-  await catalog.reload();
+  if (pair.limit === 'catalog') {
+    await writeFile(configPath, configText(pair, catalogPrice(CHAT) + Math.floor(catalogPrice(TINY) / 2)));
+    await catalog.reload();
+  }
   const specs = new Map<string, LaunchSpec>(
-    [CHAT, TINY].map((id) => [id, launchSpecFor(id, { resolve: (m) => catalog.resolve(m), cpuOnly: () => true, llamaServerPath: null, threads: 1 })]),
+    [CHAT, TINY].map((id) => [id, launchSpecFor(id, { resolve: (m) => catalog.resolve(m), cpuOnly: () => true, llamaServerPath: pair.llamaServer, threads: 1 })]),
   );
   const pathOf = (id: string): string => specs.get(id)?.modelPath ?? '';
 
@@ -185,6 +208,22 @@ export async function runSwapBench(): Promise<void> {
   const daemon = await startDaemon({ configPath, dataDir, port: 0, threads: 1, log: (subsystem) => createLogger(subsystem, (line) => daemonLog.push(line)) });
   const runs: SwapRun[] = [];
   try {
+    if (pair.limit === 'daemon') {
+      // The chat side served once: the daemon learns its engine's runtime from that server
+      // (runtime-overhead.ts) and reprices both; the limit then holds either alone, as it prices them, and not both.
+      await timedStream(false, { port: daemon.port }, '/v1/chat/completions', chatBody(CHAT, true));
+      const priced = (id: string): number => {
+        const model = daemon.admin.snapshot().models.find((m) => m.id === id);
+        if (model === undefined) throw new Error(`no model ${id}`);
+        return model.estimateBytes.full;
+      };
+      const limit = Math.max(priced(CHAT), priced(TINY)) + Math.floor(Math.min(priced(CHAT), priced(TINY)) / 2);
+      await writeFile(configPath, configText(pair, limit));
+      for (let waited = 0; daemon.admin.snapshot().budget.limitBytes !== limit; waited += 50) {
+        if (waited > 30_000) throw new Error(`the daemon did not take the limit of ${limit} bytes from its config`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
     // Make one resident first; from then on every request for the other is a swap.
     let residentEngine: SwappedIn | null = null;
     const stopObserving = observeEngineOf(pathOf(TINY), (engine) => (residentEngine = engine));
@@ -198,7 +237,7 @@ export async function runSwapBench(): Promise<void> {
       residentEngine = swap.engine;
       const spec = specs.get(to);
       if (spec === undefined) throw new Error(`no spec for ${to}`);
-      const reference = await direct(spec);
+      const reference = await direct(spec, pair.llamaServer);
       if (i >= 2) runs.push({ ...swap.run, directAnswerMs: reference.answerMs, directTotalMs: reference.totalMs });
     }
   } catch (error) {
@@ -207,6 +246,11 @@ export async function runSwapBench(): Promise<void> {
   } finally {
     await daemon.stop();
   }
+  return runs;
+}
+
+function printSwaps(pair: Pair, runs: readonly SwapRun[], load: string): void {
+  const labelOf = (id: string): string => (id === CHAT ? pair.chat.label : pair.tiny.label);
 
   const added = (run: SwapRun): number => run.beforeSpawnMs + run.memoryWaitMs + run.afterReadyMs - run.directAnswerMs;
   const crossCheck = (run: SwapRun): number => run.swapMs - run.directTotalMs;
@@ -223,16 +267,16 @@ export async function runSwapBench(): Promise<void> {
     ['added', added, true, 'before spawn + memory wait + after ready − fresh answer: what the swap adds'],
     ['swap − fresh total', crossCheck, true, 'cross-check: carries the noise of two loads'],
   ];
-  console.log(`swap overhead: a request for the model that is not resident, right after the last token of the one that is (demo-chat ⇄ demo-tiny, ctx 2048, 1 thread, a budget that holds one; ms)`);
+  console.log(`### ${pair.engine}: swap overhead: a request for the model that is not resident, right after the last token of the one that is (${pair.chat.label} ⇄ ${pair.tiny.label}, ctx 2048, 1 thread, a budget that holds one; ${runs.length} swaps; ${load}; ms)`);
   for (const [name, , , meaning] of columns) console.log(`  ${name}: ${meaning}`);
   const cell = (value: number, isSigned: boolean): string => (isSigned ? signed(value, 1) : fixed(value, 1));
   printTable(
     ['swap to', ...columns.map(([name]) => name)],
     [
-      ...runs.map((run) => [run.to === CHAT ? 'demo-chat' : 'demo-tiny', ...columns.map(([, pick, isSigned]) => cell(pick(run), isSigned))]),
+      ...runs.map((run) => [labelOf(run.to), ...columns.map(([, pick, isSigned]) => cell(pick(run), isSigned))]),
       ...[CHAT, TINY].map((id) => {
         const some = runs.filter((r) => r.to === id);
-        return [`median, to ${id === CHAT ? 'demo-chat' : 'demo-tiny'}`, ...columns.map(([, pick, isSigned]) => cell(median(some.map(pick)), isSigned))];
+        return [`median, to ${labelOf(id)}`, ...columns.map(([, pick, isSigned]) => cell(median(some.map(pick)), isSigned))];
       }),
       ['median, all', ...columns.map(([, pick, isSigned]) => cell(median(runs.map(pick)), isSigned))],
     ],
@@ -240,4 +284,26 @@ export async function runSwapBench(): Promise<void> {
   console.log();
   const addedMedian = median(runs.map(added));
   console.log(`added by a swap over a fresh engine's start (median): ${signed(addedMedian, 1)} ms (target ≤ ${TARGET_ADDED_MS} ms): ${verdict(addedMedian <= TARGET_ADDED_MS)}`);
+  console.log();
+}
+
+async function measure(pair: Pair): Promise<void> {
+  await waitForQuietIfAsked();
+  const before = machineLoad().label;
+  const runs = await swapsOn(pair);
+  printSwaps(pair, runs, `${before} before, ${machineLoad().label} after`);
+}
+
+export async function runSwapBench(): Promise<void> {
+  const models = await benchModels();
+  const chat = { label: 'demo-chat', path: models.chat.path };
+  const tiny = { label: 'demo-tiny', path: models.tiny.path };
+  await measure({ engine: 'embedded', llamaServer: null, chat, tiny, limit: 'catalog' });
+  const choice = chosenRealShapes().find((m) => !m.shape.includes('moe'));
+  if (choice === undefined) return;
+  const model = await realShapeModel(choice.shape, choice.quant);
+  const binary = llamaServerPath();
+  const engines: [Engine, string | null][] = [['embedded', null], ...(binary === null ? [] : [['llama-server', binary] as [Engine, string]])];
+  for (const [engine, path] of engines) await measure({ engine, llamaServer: path, chat: { label: model.label, path: model.path }, tiny, limit: 'daemon' });
+  if (binary === null) console.log('(no llama-server: set LLMTRAY_LLAMA_SERVER or run npm run build:llama-server; the llama-server rows are not run)');
 }
