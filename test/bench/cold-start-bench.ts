@@ -219,6 +219,26 @@ async function unload(d: ColdDaemon): Promise<void> {
   await until(`${d.variant}: ${d.modelId} unloaded`, async () => upstream() === null && (pid === null || !(await isRunning(pid))));
 }
 
+/** The cold requests' table: each variant's medians, split at "model loaded", and each against llama-server's. */
+function printColdRequests(variants: readonly Variant[], coldRuns: ReadonlyMap<Variant, ColdRun[]>): void {
+  const llama = median((coldRuns.get('llama-server') ?? []).map((r) => r.totalMs));
+  printTable(
+    ['engine', 'request → ready', 'ready → first token', 'request → first token', 'over llama-server', 'each run'],
+    variants.map((variant) => {
+      const runs = coldRuns.get(variant) ?? [];
+      const total = median(runs.map((r) => r.totalMs));
+      return [
+        variant,
+        fixed(median(runs.map((r) => r.readyMs)), 1),
+        fixed(median(runs.map((r) => r.totalMs - r.readyMs)), 1),
+        fixed(total, 1),
+        variant === 'llama-server' || !Number.isFinite(llama) ? '' : signed(total - llama, 1),
+        runs.map((r) => fixed(r.totalMs, 0)).join(' '),
+      ];
+    }),
+  );
+}
+
 async function coldRequest(d: ColdDaemon): Promise<ColdRun> {
   if (d.spare) {
     // The spare the last run's launch left is replaced once that launch is done; wait for the replacement's runtime.
@@ -322,22 +342,7 @@ export async function runColdStartBench(): Promise<void> {
       }
     }
     console.log(`cold start, part 2: a cold request for demo-chat (+ draft) through the whole daemon → first token, split at the engine's "model loaded" line; medians of ${ROUNDS} (ms)`);
-    const llama = median((coldRuns.get('llama-server') ?? []).map((r) => r.totalMs));
-    printTable(
-      ['engine', 'request → ready', 'ready → first token', 'request → first token', 'over llama-server', 'each run'],
-      daemons.map((d) => {
-        const runs = coldRuns.get(d.variant) ?? [];
-        const total = median(runs.map((r) => r.totalMs));
-        return [
-          d.variant,
-          fixed(median(runs.map((r) => r.readyMs)), 1),
-          fixed(median(runs.map((r) => r.totalMs - r.readyMs)), 1),
-          fixed(total, 1),
-          d.variant === 'llama-server' || !Number.isFinite(llama) ? '' : signed(total - llama, 1),
-          runs.map((r) => fixed(r.totalMs, 0)).join(' '),
-        ];
-      }),
-    );
+    printColdRequests(daemons.map((d) => d.variant), coldRuns);
   } catch (error) {
     console.error(daemonLog.slice(-30).join('\n'));
     throw error;
@@ -401,22 +406,7 @@ async function realShapeColdStart(llamaServer: string | null): Promise<void> {
     const loadAfter = machineLoad().label;
     console.log(`### cold start on ${model.label} (${loadBefore} before, ${loadAfter} after)`);
     console.log(`a cold request for ${model.label} (ctx 2048, -ngl 0, 1 thread) through the whole daemon → first token, split at the engine's "model loaded" line; medians of ${REAL_ROUNDS} (ms)`);
-    const llama = median((coldRuns.get('llama-server') ?? []).map((r) => r.totalMs));
-    printTable(
-      ['engine', 'request → ready', 'ready → first token', 'request → first token', 'over llama-server', 'each run'],
-      daemons.map((d) => {
-        const runs = coldRuns.get(d.variant) ?? [];
-        const total = median(runs.map((r) => r.totalMs));
-        return [
-          d.variant,
-          fixed(median(runs.map((r) => r.readyMs)), 1),
-          fixed(median(runs.map((r) => r.totalMs - r.readyMs)), 1),
-          fixed(total, 1),
-          d.variant === 'llama-server' || !Number.isFinite(llama) ? '' : signed(total - llama, 1),
-          runs.map((r) => fixed(r.totalMs, 0)).join(' '),
-        ];
-      }),
-    );
+    printColdRequests(daemons.map((d) => d.variant), coldRuns);
     if (llamaServer === null) console.log('(no llama-server found: its row is left out)');
   } catch (error) {
     console.error(daemonLog.slice(-30).join('\n'));

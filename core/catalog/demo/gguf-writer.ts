@@ -16,7 +16,7 @@
 import { open, rename, rm } from 'node:fs/promises';
 import { encodeTensorData, layoutGguf, type GgmlTensorType, type GgufTensorInfo, type GgufValue } from './gguf-encoder.js';
 import { seededRandom, seedFor } from './seeded-random.js';
-import { CHAT_TEMPLATE, spmVocab } from './spm-vocab.js';
+import { CHAT_TEMPLATE, spmVocab, type SpmVocab } from './spm-vocab.js';
 
 export interface LlamaModelShape {
   name: string;
@@ -61,6 +61,28 @@ export interface PlannedTensor extends GgufTensorInfo {
   fill(values: Float32Array): void;
 }
 
+/** The tokenizer's metadata for a SentencePiece vocabulary with the demo chat template: the demo models' and the benchmarks' real-shape ones. */
+export function spmTokenizerMetadata(vocab: SpmVocab): [string, GgufValue][] {
+  return [
+    ['tokenizer.ggml.model', { kind: 'string', value: 'llama' }],
+    ['tokenizer.ggml.tokens', { kind: 'string[]', value: vocab.tokens }],
+    ['tokenizer.ggml.scores', { kind: 'f32[]', value: vocab.scores }],
+    ['tokenizer.ggml.token_type', { kind: 'i32[]', value: vocab.types }],
+    ['tokenizer.ggml.bos_token_id', { kind: 'u32', value: vocab.bosId }],
+    ['tokenizer.ggml.eos_token_id', { kind: 'u32', value: vocab.eosId }],
+    ['tokenizer.ggml.unknown_token_id', { kind: 'u32', value: vocab.unkId }],
+    ['tokenizer.ggml.add_bos_token', { kind: 'bool', value: true }],
+    ['tokenizer.ggml.add_eos_token', { kind: 'bool', value: false }],
+    // No SentencePiece space before text that follows a special token, as in the BPE vocabularies
+    // of the ChatML models the template copies. With one, `<|im_start|>assistant\n` tokenizes as
+    // `<|im_start|>`, ` assistant\n`; llama-server starts every response_format and tool grammar
+    // with the template's generation prompt and feeds it those tokens, so the grammar met a space
+    // it does not allow and every json_schema request failed ("Failed to initialize samplers").
+    ['tokenizer.ggml.add_space_prefix', { kind: 'bool', value: false }],
+    ['tokenizer.chat_template', { kind: 'string', value: CHAT_TEMPLATE }],
+  ];
+}
+
 function metadataFor(shape: LlamaModelShape): Map<string, GgufValue> {
   const vocab = spmVocab();
   const headDim = shape.nEmbd / shape.nHead;
@@ -78,22 +100,7 @@ function metadataFor(shape: LlamaModelShape): Map<string, GgufValue> {
     ['llama.rope.dimension_count', { kind: 'u32', value: headDim }],
     ['llama.attention.layer_norm_rms_epsilon', { kind: 'f32', value: RMS_EPSILON }],
     ['llama.vocab_size', { kind: 'u32', value: vocab.tokens.length }],
-    ['tokenizer.ggml.model', { kind: 'string', value: 'llama' }],
-    ['tokenizer.ggml.tokens', { kind: 'string[]', value: vocab.tokens }],
-    ['tokenizer.ggml.scores', { kind: 'f32[]', value: vocab.scores }],
-    ['tokenizer.ggml.token_type', { kind: 'i32[]', value: vocab.types }],
-    ['tokenizer.ggml.bos_token_id', { kind: 'u32', value: vocab.bosId }],
-    ['tokenizer.ggml.eos_token_id', { kind: 'u32', value: vocab.eosId }],
-    ['tokenizer.ggml.unknown_token_id', { kind: 'u32', value: vocab.unkId }],
-    ['tokenizer.ggml.add_bos_token', { kind: 'bool', value: true }],
-    ['tokenizer.ggml.add_eos_token', { kind: 'bool', value: false }],
-    // No SentencePiece space before text that follows a special token, as in the BPE vocabularies
-    // of the ChatML models the template copies. With one, `<|im_start|>assistant\n` tokenizes as
-    // `<|im_start|>`, ` assistant\n`; llama-server starts every response_format and tool grammar
-    // with the template's generation prompt and feeds it those tokens, so the grammar met a space
-    // it does not allow and every json_schema request failed ("Failed to initialize samplers").
-    ['tokenizer.ggml.add_space_prefix', { kind: 'bool', value: false }],
-    ['tokenizer.chat_template', { kind: 'string', value: CHAT_TEMPLATE }],
+    ...spmTokenizerMetadata(vocab),
   ]);
 }
 

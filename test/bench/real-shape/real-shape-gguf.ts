@@ -13,10 +13,9 @@
 //     other channels at its own position, which the block norms already ignore;
 //   - Qwen2.5 has biases on q, k and v; Qwen3 normalizes q and k per head and routes each token
 //     to `expertsUsed` of `experts` feed-forward experts.
-import { writeGguf, type PlannedTensor } from '../../../core/catalog/demo/gguf-writer.js';
+import { spmTokenizerMetadata, writeGguf, type PlannedTensor } from '../../../core/catalog/demo/gguf-writer.js';
 import type { GgmlTensorType, GgufValue } from '../../../core/catalog/demo/gguf-encoder.js';
 import { seededRandom, seedFor } from '../../../core/catalog/demo/seeded-random.js';
-import { CHAT_TEMPLATE } from '../../../core/catalog/demo/spm-vocab.js';
 import { realShapeVocab } from './real-shape-vocab.js';
 
 export type RealShapeArchitecture = 'llama' | 'qwen2' | 'qwen3moe';
@@ -68,17 +67,7 @@ function metadataFor(shape: RealShape): Map<string, GgufValue> {
     [`${arch}.rope.freq_base`, { kind: 'f32', value: shape.ropeFreqBase }],
     [`${arch}.attention.layer_norm_rms_epsilon`, { kind: 'f32', value: shape.rmsEpsilon }],
     [`${arch}.vocab_size`, { kind: 'u32', value: shape.nVocab }],
-    ['tokenizer.ggml.model', { kind: 'string', value: 'llama' }],
-    ['tokenizer.ggml.tokens', { kind: 'string[]', value: vocab.tokens }],
-    ['tokenizer.ggml.scores', { kind: 'f32[]', value: vocab.scores }],
-    ['tokenizer.ggml.token_type', { kind: 'i32[]', value: vocab.types }],
-    ['tokenizer.ggml.bos_token_id', { kind: 'u32', value: vocab.bosId }],
-    ['tokenizer.ggml.eos_token_id', { kind: 'u32', value: vocab.eosId }],
-    ['tokenizer.ggml.unknown_token_id', { kind: 'u32', value: vocab.unkId }],
-    ['tokenizer.ggml.add_bos_token', { kind: 'bool', value: true }],
-    ['tokenizer.ggml.add_eos_token', { kind: 'bool', value: false }],
-    ['tokenizer.ggml.add_space_prefix', { kind: 'bool', value: false }],
-    ['tokenizer.chat_template', { kind: 'string', value: CHAT_TEMPLATE }],
+    ...spmTokenizerMetadata(vocab),
   ]);
   if (shape.experts !== undefined) {
     metadata.set(`${arch}.expert_count`, { kind: 'u32', value: shape.experts.count });
