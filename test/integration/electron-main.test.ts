@@ -219,8 +219,12 @@ describe('the desktop main process, demo mode, under the Electron stand-in', () 
     expect(menus.length).toBeGreaterThan(3);
     for (let i = 1; i < menus.length; i++) {
       expect(JSON.stringify(menus[i]!.menu), `menu ${i} repeats menu ${i - 1}`).not.toBe(JSON.stringify(menus[i - 1]!.menu));
-      // The first is the starting menu, set at once; the daemon's menus come through the throttle.
-      if (i >= 2) expect(menus[i]!.at - menus[i - 1]!.at, `menu ${i}`).toBeGreaterThanOrEqual(990);
+      // The first is the starting menu, set at once; the daemon's menus come through the throttle,
+      // whose runs start at least 1,000 ms apart. The stand-in records a menu when it is set,
+      // after the run has built it, and a loaded machine stretches one build more than the next
+      // (989 ms apart was seen at load ~6, beside a soak): the bound leaves a quarter second for
+      // that and still fails a menu that follows the snapshots (several a second while a model loads).
+      if (i >= 2) expect(menus[i]!.at - menus[i - 1]!.at, `menu ${i}`).toBeGreaterThanOrEqual(750);
     }
     for (const what of ['tray-tooltip', 'tray-image']) {
       const shown = app.recorded(what).map((r) => r.text ?? r.image);
