@@ -19,6 +19,7 @@ import type { LlmtrayConfig } from './config/load-config.js';
 import { DEFAULT_HANG_LIMIT_MS, DEFAULT_IDLE_TTL_MS, type EngineArgs, type EngineChoice, type GpuLayers } from './config/schema.js';
 import { definitionHash, type FileIdentity } from './definition-hash.js';
 import { discoverModels, projectorBeside } from './discovery.js';
+import { withCpuBufferPrior } from './cpu-buffer-prior.js';
 import { totalMatrixBytes, type CpuBufferRatios } from './cpu-buffers.js';
 import { engineContextTokens, estimateFootprint, type LogitsShape } from './footprint.js';
 import { cachedMetadataReader, type GgufFacts, type MetadataReader, type MetadataResult } from './gguf-metadata.js';
@@ -111,6 +112,11 @@ export interface CatalogOptions {
    */
   cpuBufferRatios?: (model: { engine: EngineChoice }) => CpuBufferRatios;
   /**
+   * What this CPU's flags say those shares are at most (cpu-buffer-prior.ts), priced for the
+   * types no load has taught yet; default: none.
+   */
+  cpuBufferPrior?: CpuBufferRatios;
+  /**
    * The engine that runs a model here (launch-specs.ts's engineFor): its compute buffer is priced
    * for it (footprint.ts's logitsRows). Default: llama-server only for `engine: llama-server`,
    * so `auto` is priced for the embedded engine, as it runs where no llama-server is found; where
@@ -152,6 +158,7 @@ export class Catalog {
   private readonly store: ConfigStore;
   private readonly readMetadata: MetadataReader;
   private readonly cpuBufferRatios: NonNullable<CatalogOptions['cpuBufferRatios']>;
+  private readonly cpuBufferPrior: CpuBufferRatios;
   private readonly engineOf: NonNullable<CatalogOptions['engineOf']>;
   private readonly reloads = new SerialQueue();
   private readonly settling: Settling;
@@ -164,6 +171,7 @@ export class Catalog {
     this.readMetadata = options.readMetadata ?? cachedMetadataReader();
     this.settling = new Settling(options.settleMs === undefined ? {} : { settleMs: options.settleMs });
     this.cpuBufferRatios = options.cpuBufferRatios ?? (() => ({}));
+    this.cpuBufferPrior = options.cpuBufferPrior ?? {};
     this.engineOf = options.engineOf ?? ((model) => (model.engine === 'llama-server' ? 'llama-server' : 'embedded'));
     this.store = new ConfigStore({
       file: options.configPath,
@@ -396,7 +404,8 @@ export class Catalog {
       const draftIndex = entry.draftId === undefined ? undefined : byId.get(entry.draftId);
       const draft = draftIndex === undefined ? undefined : entries[draftIndex];
       // The draft runs in the model's engine process, so its weights are repacked (or not) alike.
-      const cpuBufferRatios = entry.repack ? this.cpuBufferRatios(entry) : {};
+      // A learned ratio wins over the prior: the engine's build may repack less than the CPU allows.
+      const cpuBufferRatios = entry.repack ? withCpuBufferPrior(this.cpuBufferPrior, this.cpuBufferRatios(entry)) : {};
       // The logits rows its engine reserves; the draft's context, in the same process, reserves
       // its own, one row a slot on llama-server (footprint.ts's logitsRows).
       const logits: LogitsShape = {

@@ -6,6 +6,7 @@
 // pricing with the embedded engine's build alone, and reloads once the llama-server's is known.
 import { join } from 'node:path';
 import { Catalog, type CatalogModel } from '../catalog/catalog.js';
+import { cpuBufferPrior } from '../catalog/cpu-buffer-prior.js';
 import { CPU_BUFFERS_FILE_NAME, CpuBufferStore, cpuBufferKey } from '../catalog/cpu-buffers.js';
 import type { PlatformFacts } from '../catalog/paths.js';
 import type { Log } from '../controller/effects.js';
@@ -13,7 +14,7 @@ import type { LaunchSpec } from '../engine/launch-spec.js';
 import { probeCapabilities } from '../engine/llama-server/capabilities.js';
 import { findLlamaServer, type LlamaServerSearch } from '../engine/llama-server/find-binary.js';
 import { embeddedEngineBuild } from './memory/cpu-buffer-learning.js';
-import { thisCpu } from '../common/this-cpu.js';
+import { thisCpu, thisCpuFeatures } from '../common/this-cpu.js';
 import { engineFor } from './launch-specs.js';
 
 export interface EnginesAndCatalog {
@@ -49,6 +50,8 @@ export async function openEnginesAndCatalog(deps: { configPath: string; dataDir:
       const key = cpuBufferKeyOf(model);
       return key === null ? {} : cpuBuffers.ratios(key);
     },
+    // Until a load has taught a type's ratio: what this CPU's flags allow, so a first load is not priced short.
+    cpuBufferPrior: cpuBufferPrior(thisCpuFeatures()),
     // Until the llama-server is found, `auto` is priced for the embedded engine (the larger
     // compute buffer); the reload below reprices it for llama-server once one is.
     engineOf,

@@ -3,11 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { Catalog, type CatalogModel } from '../../../core/catalog/catalog.js';
+import { cpuBufferPrior } from '../../../core/catalog/cpu-buffer-prior.js';
 import { writeLlamaGguf, type LlamaModelShape } from '../../../core/catalog/demo/gguf-writer.js';
 import { readGgufFacts, type MetadataReader } from '../../../core/catalog/gguf-metadata.js';
 import type { PlatformFacts } from '../../../core/catalog/paths.js';
 import { vocabularyFingerprint } from '../../../core/catalog/vocabulary.js';
-import { footprintAt } from '../../../core/policy/levels.js';
+import { estimateOnCpu, footprintAt } from '../../../core/policy/levels.js';
 
 let root: string;
 let facts: PlatformFacts;
@@ -295,5 +296,38 @@ describe('the CPU\'s extra weight buffers in the catalog', () => {
     expect(plain.estimate?.cpuBufferBytesPerBlock).toBeUndefined();
     expect(plain.estimate?.draft?.cpuBufferBytesPerBlock).toBeUndefined();
     expect(plain.definitionHash).not.toBe(repacked.definitionHash);
+  });
+
+  // The tiny f16 files read as a Q4_K_M: Q4_K matrices in the blocks, a Q6_K output (ggml types 12 and 14).
+  const asQ4KM: MetadataReader = async (path) => {
+    const read = await readGgufFacts(path);
+    if (!read.ok || read.facts.cpuMatrixBytes === undefined) return read;
+    const retype = (bytes: Record<string, number>, type: string) => ({ [type]: Object.values(bytes).reduce((a, b) => a + b, 0) });
+    const { blocks, nonBlock } = read.facts.cpuMatrixBytes;
+    return { ok: true, facts: { ...read.facts, cpuMatrixBytes: { blocks: blocks.map((block) => retype(block, '12')), nonBlock: retype(nonBlock, '14') } } };
+  };
+  const avx2Prior = cpuBufferPrior({ arch: 'x64', flags: ['avx', 'avx2'] });
+  const cpuBuffersOf = (model: CatalogModel) => (model.estimate?.cpuBufferBytesPerBlock ?? 0) * (model.estimate?.layers ?? 0) + (model.estimate?.cpuBufferNonBlockBytes ?? 0);
+
+  test('prices a Q4_K_M\'s Q4_K matrices by the CPU\'s prior before any load has taught them, a learned ratio instead once one has, and nothing with repack: false', async () => {
+    await writeFile(configPath, config(true));
+    const withPrior = (learned: Record<string, number>) =>
+      Catalog.open({ configPath, dataDir, facts, settleMs: 0, readMetadata: asQ4KM, cpuBufferPrior: avx2Prior, cpuBufferRatios: () => learned });
+    const bare = byId(await Catalog.open({ configPath, dataDir, facts, settleMs: 0, readMetadata: asQ4KM }), 'main');
+    const first = byId(await withPrior({}), 'main');
+    const q4k = first.cpuMatrixBytes?.['12'] ?? 0;
+    const q6k = first.cpuMatrixBytes?.['14'] ?? 0;
+    expect(q4k).toBeGreaterThan(0);
+    expect(q6k).toBeGreaterThan(0);
+    // AVX2 repacks every Q4_K matrix and no Q6_K one: the blocks' Q4_K once more, on the CPU.
+    expect(cpuBuffersOf(bare)).toBe(0);
+    expect(cpuBuffersOf(first)).toBe(q4k);
+    expect(footprintAt('full', estimateOnCpu(first.estimate!)).deviceBytes - footprintAt('full', estimateOnCpu(bare.estimate!)).deviceBytes).toBe(q4k + (first.estimate?.draft?.cpuBufferBytesPerBlock ?? 0) * (first.estimate?.draft?.layers ?? 0));
+    // A load taught a share for both types (their average, as learnCpuBufferRatios learns two new types at once): it wins.
+    const taught = byId(await withPrior({ '12': 0.5, '14': 0.5 }), 'main');
+    expect(cpuBuffersOf(taught)).toBe(Math.ceil(0.5 * q4k) + Math.ceil(0.5 * q6k));
+
+    await writeFile(configPath, config(false));
+    expect(cpuBuffersOf(byId(await withPrior({}), 'main'))).toBe(0);
   });
 });
