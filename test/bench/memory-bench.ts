@@ -30,6 +30,7 @@ import { open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Catalog } from '../../core/catalog/catalog.js';
 import { DEMO_SHAPES } from '../../core/catalog/demo/demo-models.js';
+import { cpuBufferPrior } from '../../core/catalog/cpu-buffer-prior.js';
 import { learnCpuBufferRatios, totalMatrixBytes, type CpuBufferRatios } from '../../core/catalog/cpu-buffers.js';
 import { writeLlamaGguf, writeSplitLlamaGguf, type LlamaModelShape } from '../../core/catalog/demo/gguf-writer.js';
 import { estimateFootprint } from '../../core/catalog/footprint.js';
@@ -47,6 +48,7 @@ import { chatBody, timedPost } from './http-client.js';
 import { chosenRealShapes, realShapeModel } from './real-shape/real-shape-models.js';
 import { fixed, MIB, mib, printTable, signed, verdict } from './stats.js';
 import type { EngineKind } from '../../core/contracts/snapshot.js';
+import { thisCpuFeatures } from '../../core/common/this-cpu.js';
 
 const TARGET_ERROR = 0.1;
 const GENERATED_TOKENS = 8;
@@ -302,6 +304,7 @@ async function cpuBuffers(dir: string, runtimeBytes: number): Promise<void> {
   const ratios = learnCpuBufferRatios({}, totalMatrixBytes((await factsAt(teacherPath)).cpuMatrixBytes ?? { blocks: [], nonBlock: {} }), taught.reduce((sum, b) => sum + b.bytes, 0));
   const learnerFacts = await factsAt(learnerPath);
   const before = estimateWith(learnerPath, learnerFacts, {});
+  const withPrior = estimateWith(learnerPath, learnerFacts, cpuBufferPrior(thisCpuFeatures()));
   const after = estimateWith(learnerPath, learnerFacts, ratios);
   const learner = await measure(await specFor('embedded', learnerPath, 2048, []), true);
   const extra = extraOf(learner).reduce((sum, b) => sum + b.bytes, 0);
@@ -316,7 +319,8 @@ async function cpuBuffers(dir: string, runtimeBytes: number): Promise<void> {
   printTable(
     ['source', 'weights', 'weights vs allocated', 'KV cache', 'compute', 'total', 'total vs allocated', 'total vs RSS − baseline'],
     [
-      row('estimate, nothing learned (before)', before),
+      row('estimate, nothing learned, no prior', before),
+      row('estimate, nothing learned, this CPU\'s prior', withPrior),
       row('estimate, this CPU\'s buffers learned', after),
       ['llama.cpp allocated', `${mib2(learner.allocated.model - extra)} mapped + ${mib2(extra)} ${extraOf(learner).map((b) => b.buffer).join(', ') || 'extra'}`, '', mib2(learner.allocated.kv), mib2(learner.allocated.compute), mib2(learner.allocated.total), '', ''],
       ['RSS after generation − baseline', '', '', '', '', mib2(kernel), '', ''],
@@ -389,10 +393,12 @@ const REAL_CONTEXT = 2048;
  * architectures and vocabularies, loaded mapped as the daemon loads them, so that what llama.cpp
  * copies beside the mapped file (CPU_REPACK for the quants it repacks on this CPU) shows as its
  * own buffer line. Each model on the embedded engine and, where one is found, llama-server.
- * Two estimates stand against the buffers: the catalog's (footprintAt full, as the demo rows:
- * nothing learned, what the daemon budgets a model's first load with), and the same with the
- * CPU's extra-buffer ratios the daemon would have learned from the real-shape loads before this
- * one in the run (learnCpuBufferRatios, load by load, as the daemon learns from first loads).
+ * Three estimates stand against the buffers: the catalog's with this CPU's prior for the extra
+ * buffers (cpu-buffer-prior.ts; footprintAt full on the CPU: what the daemon budgets a model's
+ * first load with), the same without the prior (nothing learned, what it budgeted before the
+ * prior), and the same with the ratios the daemon would have learned from the real-shape loads
+ * before this one in the run (learnCpuBufferRatios, load by load, as the daemon learns from
+ * first loads).
  */
 async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void> {
   const chosen = chosenRealShapes();
@@ -407,7 +413,8 @@ async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void>
   const configPath = join(dir, 'real-shapes.yaml');
   const entries = models.flatMap((m) => engines.map((engine) => `  - id: ${idOf(m.label, engine)}\n    path: ${JSON.stringify(m.path)}\n    ctx: ${REAL_CONTEXT}\n    engine: ${engine}\n`));
   await writeFile(configPath, `modelDirs: []\nmodels:\n${entries.join('')}`);
-  const catalog = await Catalog.open({ configPath, dataDir: join(dir, 'real-shapes-data') });
+  const prior = cpuBufferPrior(thisCpuFeatures());
+  const catalog = await Catalog.open({ configPath, dataDir: join(dir, 'real-shapes-data'), cpuBufferPrior: prior });
   console.log(
     `## memory truth on the real-shape models: the catalog's estimate (footprintAt full) against llama.cpp's logged buffers, loaded mapped as the daemon loads (-ngl 0, 1 thread, ctx ${REAL_CONTEXT}; MiB)${server === null ? ' (no llama-server found: the embedded engine only)' : ''}`,
   );
@@ -417,12 +424,14 @@ async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void>
     const estimateFor = (engine: EngineKind): FootprintEstimate => {
       const estimate = catalog.resolve(idOf(model.label, engine))?.estimate;
       if (estimate == null) throw new Error(`the catalog has no estimate for ${model.label} on ${engine}: ${catalog.resolve(idOf(model.label, engine))?.metadataError ?? 'not in the catalog'}`);
-      return estimate;
+      // Loaded with -ngl 0: the weights are the CPU's, with its extra buffers, as the daemon prices them on a CPU.
+      return estimateOnCpu(estimate);
     };
     const estimates = new Map(engines.map((engine) => [engine, estimateFor(engine)]));
     const facts = await factsAt(model.path);
     const matrixBytes = totalMatrixBytes(facts.cpuMatrixBytes ?? { blocks: [], nonBlock: {} });
     const learnedFor = (engine: EngineKind) => (Object.keys(learned).length === 0 ? null : estimateWith(model.path, facts, learned, engine));
+    const withoutPrior = (engine: EngineKind) => estimateWith(model.path, facts, {}, engine);
     await waitForQuietIfAsked();
     const loadBefore = machineLoad().label;
     const byEngine = new Map<EngineKind, Measurement>();
@@ -442,7 +451,8 @@ async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void>
         ...engines.flatMap((engine) => {
           const withLearned = learnedFor(engine);
           return [
-            estimateRow(`estimate for ${engine}, nothing learned`, estimates.get(engine) as FootprintEstimate),
+            estimateRow(`estimate for ${engine}, nothing learned, no prior`, withoutPrior(engine)),
+            estimateRow(`estimate for ${engine}, nothing learned, this CPU's prior`, estimates.get(engine) as FootprintEstimate),
             ...(withLearned === null ? [] : [estimateRow(`estimate for ${engine}, CPU buffers learned from the loads above`, withLearned)]),
           ];
         }),
@@ -470,7 +480,12 @@ async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void>
     for (const engine of engines) {
       const m = byEngine.get(engine) as Measurement;
       const withLearned = learnedFor(engine);
-      for (const [source, e] of [['estimate, nothing learned', estimates.get(engine)], ...(withLearned === null ? [] : [['estimate, CPU buffers learned', withLearned]])] as [string, FootprintEstimate][]) {
+      const sources = [
+        ['estimate, nothing learned, no prior', withoutPrior(engine)],
+        ['estimate, nothing learned, this CPU\'s prior', estimates.get(engine)],
+        ...(withLearned === null ? [] : [['estimate, CPU buffers learned', withLearned]]),
+      ] as [string, FootprintEstimate][];
+      for (const [source, e] of sources) {
         const total = footprintAt('full', e).deviceBytes;
         const error = (total - m.allocated.total) / m.allocated.total;
         console.log(`${model.label} @ ${REAL_CONTEXT}, ${engine}, ${source}: ${errorOf(total, m.allocated.total)} of what llama.cpp allocated (goal within ±${fixed(TARGET_ERROR * 100, 0)} %): ${verdict(Math.abs(error) <= TARGET_ERROR)}`);
