@@ -3,10 +3,12 @@
 // Where weights run on the CPU, llama.cpp copies the matrices it can multiply faster in
 // another layout into an extra buffer: `AMX` on Xeons with AMX, `CPU_REPACK` for Q4_0, IQ4_NL,
 // Q4_K… on AVX2 and ARM CPUs. Which types, and how much, depends on the build's kernels and the
-// CPU's instructions, so no table here could say it; the engine's own load log does
-// ("CPU_REPACK model buffer size = 12.66 MiB"). The first load of a model whose matrix types
-// this (build, CPU) has not seen yet teaches what share of those types' bytes went into extra
-// buffers; the next estimate of any model with those types counts it.
+// CPU's instructions: the CPU's flags say what llama.cpp's source allows at most
+// (cpu-buffer-prior.ts prices that until a load has taught a type), but only the engine's own
+// load log says what this build did ("CPU_REPACK model buffer size = 12.66 MiB"). The first load
+// of a model whose matrix types this (build, CPU) has not seen yet teaches what share of those
+// types' bytes went into extra buffers; the next estimate of any model with those types counts
+// it in place of the prior.
 //
 // The copy does not replace the mapped file: llama.cpp unmaps only the ends of a file's range
 // that no mapped tensor uses, and the input embeddings (first) and the norms (in every block)

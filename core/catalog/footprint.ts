@@ -31,7 +31,8 @@ export interface EstimateInput {
   projector?: GgufFacts | null;
   /**
    * What share of each matrix type this (engine build, CPU) puts in extra weight buffers on
-   * the CPU (cpu-buffers.ts); absent or empty: none (nothing learned yet, or `repack: false`).
+   * the CPU: learned (cpu-buffers.ts), else the CPU's prior (cpu-buffer-prior.ts); absent or
+   * empty: none (`repack: false`, or neither known).
    */
   cpuBufferRatios?: CpuBufferRatios;
   /**

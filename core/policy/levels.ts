@@ -88,7 +88,8 @@ export interface FootprintEstimate {
   /**
    * What one block's weights take beside their mapped copy in the CPU's extra buffers (AMX,
    * CPU_REPACK) where the block runs on the CPU, bytes: the largest block's. Absent or 0: none
-   * (nothing of the kind learned for this engine build and CPU, or repacking turned off).
+   * (nothing of the kind learned or allowed by the prior for this engine build and CPU, or
+   * repacking turned off).
    * Not in weightsBytes, which is the weights on a GPU; estimateOnCpu adds it.
    */
   cpuBufferBytesPerBlock?: number;
