@@ -62,17 +62,26 @@ export function cpuExtraBytes(ratios: CpuBufferRatios, bytesByType: Readonly<Rec
  * The ratios after one load wholly on the CPU of a model with these matrix bytes by type,
  * whose log printed `extraBytes` of extra buffers in all. Types already known keep their ratio
  * (the first load that had them taught it); what they do not explain is shared over the new
- * types in proportion to their bytes: exact for the model that taught it, and for any model
- * with one new type at a time (a Q4_0 file, an f16 one); a model that brings two new types at
- * once teaches their average. Pure; returns `known` itself when there is nothing new.
+ * types in proportion to what the CPU's prior (cpu-buffer-prior.ts) says each may take, so that
+ * a Q4_K_M's first load on x86 teaches Q4_K its copy and Q6_K none. Where the prior says
+ * nothing of them, or less than was copied (it is not the build's word), in proportion to their
+ * bytes: exact for any model with one new type at a time (a Q4_0 file, an f16 one), and the
+ * types' average for a model that brings two at once. Pure; returns `known` itself when there
+ * is nothing new.
  */
-export function learnCpuBufferRatios(known: CpuBufferRatios, bytesByType: Readonly<Record<string, number>>, extraBytes: number): CpuBufferRatios {
+export function learnCpuBufferRatios(
+  known: CpuBufferRatios,
+  bytesByType: Readonly<Record<string, number>>,
+  extraBytes: number,
+  prior: CpuBufferRatios = {},
+): CpuBufferRatios {
   const fresh = Object.entries(bytesByType).filter(([type, bytes]) => bytes > 0 && known[type] === undefined);
   if (fresh.length === 0) return known;
-  const explained = cpuExtraBytes(known, bytesByType);
-  const freshBytes = fresh.reduce((sum, [, bytes]) => sum + bytes, 0);
-  const ratio = Math.min(1, Math.max(0, extraBytes - explained) / freshBytes);
-  return { ...known, ...Object.fromEntries(fresh.map(([type]) => [type, ratio])) };
+  const unexplained = Math.max(0, extraBytes - cpuExtraBytes(known, bytesByType));
+  const allowed = fresh.reduce((sum, [type, bytes]) => sum + (prior[type] ?? 0) * bytes, 0);
+  const weightOf = allowed > 0 && unexplained <= allowed ? (type: string) => prior[type] ?? 0 : () => 1;
+  const weighed = fresh.reduce((sum, [type, bytes]) => sum + weightOf(type) * bytes, 0);
+  return { ...known, ...Object.fromEntries(fresh.map(([type]) => [type, Math.min(1, (weightOf(type) * unexplained) / weighed)])) };
 }
 
 export class CpuBufferStore {
@@ -110,13 +119,13 @@ export class CpuBufferStore {
   }
 
   /**
-   * Learns from one load wholly on the CPU (learnCpuBufferRatios) and persists the file
+   * Learns from one load wholly on the CPU (learnCpuBufferRatios, shared by the CPU's prior) and persists the file
    * atomically. Resolves to whether anything was learned; rejects with the I/O error if it
    * cannot be written (the in-memory profile is kept either way).
    */
-  async learn(key: string, bytesByType: Readonly<Record<string, number>>, extra: { bytes: number; buffers: readonly string[] }): Promise<boolean> {
+  async learn(key: string, bytesByType: Readonly<Record<string, number>>, extra: { bytes: number; buffers: readonly string[] }, prior: CpuBufferRatios = {}): Promise<boolean> {
     const previous = this.profiles.get(key) ?? { ratios: {}, buffers: [] };
-    const ratios = learnCpuBufferRatios(previous.ratios, bytesByType, extra.bytes);
+    const ratios = learnCpuBufferRatios(previous.ratios, bytesByType, extra.bytes, prior);
     if (ratios === previous.ratios) return false;
     this.profiles.set(key, { ratios, buffers: [...new Set([...previous.buffers, ...extra.buffers])] });
     const snapshot: CpuBuffersFile = { version: 1, profiles: Object.fromEntries(this.profiles) };

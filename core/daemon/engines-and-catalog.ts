@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { Catalog, type CatalogModel } from '../catalog/catalog.js';
 import { cpuBufferPrior } from '../catalog/cpu-buffer-prior.js';
-import { CPU_BUFFERS_FILE_NAME, CpuBufferStore, cpuBufferKey } from '../catalog/cpu-buffers.js';
+import { CPU_BUFFERS_FILE_NAME, CpuBufferStore, cpuBufferKey, type CpuBufferRatios } from '../catalog/cpu-buffers.js';
 import type { PlatformFacts } from '../catalog/paths.js';
 import type { Log } from '../controller/effects.js';
 import type { LaunchSpec } from '../engine/launch-spec.js';
@@ -25,6 +25,8 @@ export interface EnginesAndCatalog {
   llamaServerPath: string | null;
   /** The engine a model runs on here. */
   engineOf(model: Pick<CatalogModel, 'engine'>): LaunchSpec['engine'];
+  /** This CPU's prior for its extra weight buffers (cpu-buffer-prior.ts). */
+  cpuBufferPrior: CpuBufferRatios;
   /** The key its CPU buffers are learned under (engine build, CPU); null while its build is unknown. */
   cpuBufferKeyOf(model: Pick<CatalogModel, 'engine'>): string | null;
   /** Whether its engine keeps a mixture of experts' expert tensors on the CPU (a llama-server with --n-cpu-moe). */
@@ -35,6 +37,7 @@ export async function openEnginesAndCatalog(deps: { configPath: string; dataDir:
   const { log } = deps;
   const cpuBuffers = await CpuBufferStore.open(join(deps.dataDir, CPU_BUFFERS_FILE_NAME));
   const cpu = thisCpu();
+  const prior = cpuBufferPrior(thisCpuFeatures());
   const engineBuilds: Record<LaunchSpec['engine'], string | null> = { embedded: embeddedEngineBuild(), 'llama-server': null };
   let llamaServerPath: string | null = null;
   const engineOf = (model: Pick<CatalogModel, 'engine'>): LaunchSpec['engine'] => engineFor(model, llamaServerPath);
@@ -51,7 +54,7 @@ export async function openEnginesAndCatalog(deps: { configPath: string; dataDir:
       return key === null ? {} : cpuBuffers.ratios(key);
     },
     // Until a load has taught a type's ratio: what this CPU's flags allow, so a first load is not priced short.
-    cpuBufferPrior: cpuBufferPrior(thisCpuFeatures()),
+    cpuBufferPrior: prior,
     // Until the llama-server is found, `auto` is priced for the embedded engine (the larger
     // compute buffer); the reload below reprices it for llama-server once one is.
     engineOf,
@@ -79,6 +82,7 @@ export async function openEnginesAndCatalog(deps: { configPath: string; dataDir:
     llamaServer,
     llamaServerPath,
     engineOf,
+    cpuBufferPrior: prior,
     cpuBufferKeyOf,
     keepsExpertsOnCpu: (model) => engineOf(model) === 'llama-server' && llamaServerMoe,
   };

@@ -492,7 +492,8 @@ async function realShapeMemory(dir: string, runtimeBytes: number): Promise<void>
       }
     }
     console.log();
-    // What the daemon would learn from this first load (the embedded engine's buffers: the daemon's default engine).
-    learned = learnCpuBufferRatios(learned, matrixBytes, sumOf(extraOf(byEngine.get('embedded') as Measurement)));
+    // What the daemon would learn from this first load (the embedded engine's buffers: the daemon's
+    // default engine), shared among its new types by the prior as the daemon shares it.
+    learned = learnCpuBufferRatios(learned, matrixBytes, sumOf(extraOf(byEngine.get('embedded') as Measurement)), prior);
   }
 }

@@ -4,7 +4,7 @@
 // because a lesson joins the engine's figures to the catalog's store, and neither layer knows
 // the other.
 import type { Catalog, CatalogModel } from '../../catalog/catalog.js';
-import type { CpuBufferStore } from '../../catalog/cpu-buffers.js';
+import type { CpuBufferRatios, CpuBufferStore } from '../../catalog/cpu-buffers.js';
 import type { Log } from '../../controller/effects.js';
 import type { Controller } from '../../controller/controller.js';
 import { errorMessage } from '../../contracts/error-message.js';
@@ -18,6 +18,8 @@ export function memoryLessons(deps: {
   catalog: Catalog;
   cpuBuffers: CpuBufferStore;
   cpuBufferKeyOf: (model: CatalogModel) => string | null;
+  /** This CPU's prior (cpu-buffer-prior.ts): how a load that brings several new types shares its extra buffers among them. */
+  cpuBufferPrior: CpuBufferRatios;
   supervisor: Pick<Supervisor, 'modelBuffers'>;
   controller: Pick<Controller, 'placement'>;
   gpuMode: () => boolean;
@@ -32,7 +34,7 @@ export function memoryLessons(deps: {
     const draft = model.draftId === undefined ? null : (catalog.resolve(model.draftId) ?? null);
     const lesson = cpuBufferLesson(model, draft, deps.supervisor.modelBuffers(model.id));
     if (key === null || lesson === null || !cpuBuffers.teaches(key, lesson.bytesByType)) return;
-    const learned = await cpuBuffers.learn(key, lesson.bytesByType, lesson.extra).catch((error: unknown) => {
+    const learned = await cpuBuffers.learn(key, lesson.bytesByType, lesson.extra, deps.cpuBufferPrior).catch((error: unknown) => {
       log.warn(`remembering the CPU's weight buffers failed: ${errorMessage(error)}`);
       return true;
     });

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cpuBufferLesson } from '../../../core/daemon/memory/cpu-buffer-learning.js';
+import { cpuBufferPrior } from '../../../core/catalog/cpu-buffer-prior.js';
 import { CpuBufferStore, learnCpuBufferRatios, totalMatrixBytes } from '../../../core/catalog/cpu-buffers.js';
 import { DEMO_SHAPES } from '../../../core/catalog/demo/demo-models.js';
 import { estimateFootprint } from '../../../core/catalog/footprint.js';
@@ -80,6 +81,18 @@ describe('the store of learned ratios', () => {
     const again = await CpuBufferStore.open(file);
     expect(again.ratios('build · cpu')).toEqual({ '2': 0.5, '1': 0 });
     expect(again.ratios('other build · cpu')).toEqual({});
+  });
+
+  it('shares a load\'s extra buffers among the types it brings as the CPU\'s prior allows them, and by their bytes where the prior cannot say', () => {
+    // A Q4_K_M's first load on x86 with AVX2: 445.5 MiB of Q4_K copied, its Q6_K not.
+    const q4km = { '12': 445.5, '14': 111.5 };
+    const avx2 = cpuBufferPrior({ arch: 'x64', flags: ['avx2'] });
+    expect(learnCpuBufferRatios({}, q4km, 445.5, avx2)).toEqual({ '12': 1, '14': 0 });
+    // A build that copied half of what the flags allow: Q4_K half, Q6_K still none.
+    expect(learnCpuBufferRatios({}, q4km, 222.75, avx2)).toEqual({ '12': 0.5, '14': 0 });
+    // Without a prior, or one that allows less than was copied (it is not the build's word): the average.
+    expect(learnCpuBufferRatios({}, q4km, 445.5)).toEqual({ '12': 445.5 / 557, '14': 445.5 / 557 });
+    expect(learnCpuBufferRatios({}, q4km, 500, avx2)).toEqual({ '12': 500 / 557, '14': 500 / 557 });
   });
 
   it('counts a draft\'s matrices with its model\'s, and learns nothing from a load that printed no weight buffers, with a projector, or with repacking off', () => {
