@@ -31,13 +31,18 @@ export interface ReturnUnit {
 }
 
 /** The context a model was trained for: a run past it is refused by the daemon. */
-export function trainedContext(model: RacedModel): number {
+function trainedContext(model: RacedModel): number {
   return model.kind === 'demo-chat' ? DEMO_SHAPES['demo-chat'].contextLength : REAL_SHAPES[model.shape].contextLength;
+}
+
+/** A model as the plan's lines name it: demo-chat, or the shape and its quantization. */
+function modelName(model: RacedModel): string {
+  return model.kind === 'demo-chat' ? 'demo-chat' : `${model.shape} ${model.quant}`;
 }
 
 /** What a unit's label says: the model and the engine. */
 export function unitLabel(unit: Pick<ReturnUnit, 'model' | 'engine'>): string {
-  return `${unit.model.kind === 'demo-chat' ? 'demo-chat' : `${unit.model.shape} ${unit.model.quant}`} on ${unit.engine}`;
+  return `${modelName(unit.model)} on ${unit.engine}`;
 }
 
 /**
@@ -51,9 +56,8 @@ export function returnPlan(models: readonly RacedModel[], engines: readonly Retu
   for (const model of models) {
     const trained = trainedContext(model);
     const sizes = REAL_TOKENS.filter((tokens) => contextFor([tokens]) <= trained);
-    const name = model.kind === 'demo-chat' ? 'demo-chat' : `${model.shape} ${model.quant}`;
     for (const tokens of REAL_TOKENS.filter((t) => !sizes.includes(t))) {
-      skipped.push(`${name} at ~${tokens.toLocaleString('en-US')} tokens: not run: the conversation with its answer and the new turn needs a context of ${contextFor([tokens]).toLocaleString('en-US')}, and the model was trained for ${trained.toLocaleString('en-US')}`);
+      skipped.push(`${modelName(model)} at ~${tokens.toLocaleString('en-US')} tokens: not run: the conversation with its answer and the new turn needs a context of ${contextFor([tokens]).toLocaleString('en-US')}, and the model was trained for ${trained.toLocaleString('en-US')}`);
     }
     if (sizes.length === 0) continue;
     for (const engine of engines) units.push({ model, engine, sizes, rounds: model.kind === 'demo-chat' ? rounds.demo : rounds.real });

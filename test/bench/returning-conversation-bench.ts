@@ -47,12 +47,12 @@ import { fixed, median, printTable, signed, verdict } from './stats.js';
 const A = 'return-chat';
 const B = 'return-tiny';
 /** A's context for the ~1,500-token conversation alone (demo-chat's tables). */
-export const DEMO_CTX = 4096;
+const DEMO_CTX = 4096;
 /** A's context with the ~8,000-token conversation, its answer and the new turn. */
-export const REAL_CTX = 10_240;
+const REAL_CTX = 10_240;
 /** The conversation sizes, in prompt tokens (about: the answer's prompt_tokens says exactly). */
-export const DEMO_TOKENS = 1500;
-export const LONG_TOKENS = 8000;
+const DEMO_TOKENS = 1500;
+const LONG_TOKENS = 8000;
 export const REAL_TOKENS: readonly number[] = [DEMO_TOKENS, LONG_TOKENS];
 /** The conversation's tokens that do not repeat, whatever its size (a first run scaled all 1,500 and got 6,774 for 8,000). */
 const FIXED_TOKENS = 280;
