@@ -60,6 +60,8 @@ const TARGET_RATIO = 0.1;
 const TARGET_SAVE_MS = 20;
 /** A limit above any machine's memory: none, while the daemon learns its engine's runtime. */
 const UNLIMITED_BYTES = 2 ** 50;
+/** How long the runtime's lesson is awaited after A's first answer: a read of the process's RSS, or one nvidia-smi call. */
+const LEARN_WAIT_MS = 10_000;
 
 export type ReturnEngine = 'embedded' | 'llama-server';
 
@@ -312,12 +314,18 @@ async function startOne(engine: ReturnEngine, saving: boolean, setup: Setup, thr
   await writeFile(configPath, configText(engine, saving, setup, UNLIMITED_BYTES, llamaServer));
   const log: string[] = [];
   const daemon = await startDaemon({ configPath, dataDir, port: 0, threads, log: (subsystem) => createLogger(subsystem, (line) => log.push(line)) });
-  await streamChat(daemon.port, [{ role: 'user', content: 'hello' }], 1);
   const priced = (id: string): number => {
     const model = daemon.admin.snapshot().models.find((m) => m.id === id);
     if (model === undefined) throw new Error(`no model ${id}`);
     return model.estimateBytes.full;
   };
+  const onThePrior = priced(A);
+  await streamChat(daemon.port, [{ role: 'user', content: 'hello' }], 1);
+  // The runtime is learned a moment after A's server is ready (its RSS read, or on a GPU the
+  // driver's figure for it, asked of nvidia-smi), perhaps after the answer: a limit priced before
+  // it would be priced on the prior (512 MiB for a GPU context, which may be more than a card's),
+  // and could hold both models. Where it is never learned, the prior's prices stand.
+  for (let waited = 0; priced(A) === onThePrior && waited < LEARN_WAIT_MS; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
   const limit = Math.max(priced(A), priced(B)) + Math.floor(Math.min(priced(A), priced(B)) / 2);
   await writeFile(configPath, configText(engine, saving, setup, limit, llamaServer));
   for (let waited = 0; daemon.admin.snapshot().budget.limitBytes !== limit; waited += 50) {
