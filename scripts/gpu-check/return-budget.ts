@@ -4,7 +4,14 @@
 // left holds what it is likely to take, judged from the units before it; what does not start
 // is said, so a lent machine's call ends with every table it printed whole.
 
-/** The returning conversation's own seconds where LLMTRAY_RETURN_BUDGET_S does not say: the whole plan, both engines and three models, with room (returning.ts's estimate). */
+/**
+ * The returning conversation's own seconds where LLMTRAY_RETURN_BUDGET_S does not say: the
+ * whole plan with room. An estimate, as no GPU has run it yet: at the default rounds, six units
+ * (three models, two engines) of 6 rounds each; a round is two swaps, so two engine starts on
+ * the GPU (a CUDA context, the model uploaded from the page cache: a second or two each) and the
+ * prefills (the 1B's 8,000 tokens well under a second there), some 3 to 5 s; with each unit's
+ * two daemon starts, 2 to 3.5 minutes.
+ */
 export const DEFAULT_RETURN_BUDGET_S = 240;
 /** What gpu-check needs after the last unit, before its caller's end: the unit's daemons stopped, the summary, the exit. */
 export const STOP_MARGIN_S = 20;
