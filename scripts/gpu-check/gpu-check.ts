@@ -22,15 +22,21 @@
 // check: demo-tiny, loaded first and alone. The later runs are configured with the runtime it
 // taught (`budget.engineOverhead`), as a person who measured it would.
 //
-// Then the speed phase (speed.ts): the engine race of `npm run bench` with every layer on the GPU,
-// on demo-chat and the real-shape Llama 3.2 1B (Q8_0; Q4_K_M too where a llama-quantize is
-// found), LLMTRAY_RACE_ROUNDS rounds (default 3). It prints and never changes the exit code of
-// the memory checks; where no GPU is found it does not run at all (exit 3 as before).
+// Then the speed phase, with every layer on the GPU, on demo-chat and the real-shape Llama 3.2 1B
+// (Q8_0; Q4_K_M too where a llama-quantize is found): the engine race of `npm run bench`
+// (speed.ts), LLMTRAY_RACE_ROUNDS rounds (default 3); then its returning conversation
+// (returning.ts): ~1,500 tokens swapped out and back, and ~8,000 where the model's context
+// allows, on both engines, LLMTRAY_RETURN_ROUNDS and LLMTRAY_RETURN_REAL_ROUNDS rounds
+// (default 2 and 1), within LLMTRAY_RETURN_BUDGET_S (default 240) and before
+// LLMTRAY_GPU_CHECK_ENDS_AT where the caller set one (on-device.sh does). It prints and never
+// changes the exit code of the memory checks; where no GPU is found it does not run at all
+// (exit 3 as before).
 //
 // Options (options.ts): --placements gpu,split,partial (default all three); --work-dir DIR (kept;
 // default a temporary folder, removed after a pass); --no-speed (the memory checks alone);
-// --only speed (the race alone, after the same look for a GPU: exit 0 when every planned model
-// was raced, 2 when one was not; no memory check is claimed).
+// --only speed (the speed phase alone, after the same look for a GPU: exit 0 when every planned
+// model was raced and every planned returning conversation that started ran, 2 when one did
+// not; no memory check is claimed); --no-return (the race without the returning conversation).
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -51,7 +57,11 @@ import { sleep, startDaemon, type DaemonChild } from './daemon-child.js';
 import { driverFiguresOf } from './driver-figures.js';
 import { desiredAlone, limitForcing } from './forced-limit.js';
 import { parseOptions, type Kind, type Options } from './options.js';
-import { raceRounds, runSpeedPhase } from './speed.js';
+import { returnBudget, type ReturnBudget } from './return-budget.js';
+import { returnRounds } from './return-plan.js';
+import { runReturnPhase } from './returning.js';
+import { raceRounds, runSpeedPhase, speedPlan } from './speed.js';
+import { llamaQuantizePath } from '../../test/bench/real-shape/real-shape-models.js';
 
 /** Loaded first and alone: it teaches the daemon the engine's runtime on a GPU, so it is not a check. */
 const CALIBRATOR = 'demo-tiny';
@@ -165,7 +175,14 @@ interface Found {
   models: DemoModels | null;
 }
 
-async function main(options: Options, rounds: number): Promise<number> {
+/** The speed phase's settings, read from the environment before anything starts. */
+interface SpeedSettings {
+  raceRounds: number;
+  /** null with --no-return. */
+  returning: { rounds: { demo: number; real: number }; budget: ReturnBudget } | null;
+}
+
+async function main(options: Options, speed: SpeedSettings): Promise<number> {
   const work = options.workDir ?? (await mkdtemp(join(tmpdir(), 'llmtray-gpu-check-')));
   await mkdir(work, { recursive: true });
   const found: Found = { gpu: false, models: null };
@@ -177,19 +194,31 @@ async function main(options: Options, rounds: number): Promise<number> {
     say(`gpu-check: nothing is claimed; this is not a pass (exit ${EXIT.incomplete}). Configs and daemon logs are in ${work}`);
     code = EXIT.incomplete;
   }
-  // The race runs only where the daemon found a GPU: with none, exit 3 says nothing was checked.
+  // The speed phase runs only where the daemon found a GPU: with none, exit 3 says nothing was checked.
   if (found.gpu && options.speed) {
     let raced = false;
+    let returned = speed.returning === null;
+    let models: DemoModels | null = found.models;
     try {
-      const models = found.models ?? (await writeDemoModels(work));
-      const outcome = await runSpeedPhase(models.chat.path, rounds, say);
+      models ??= await writeDemoModels(work);
+      const outcome = await runSpeedPhase(models.chat.path, speed.raceRounds, say);
       raced = outcome.failed.length === 0;
     } catch (error) {
       say(`speed: could not run: ${error instanceof Error ? error.message : String(error)}; no speed figure is claimed`);
     }
+    // After the race whatever became of it: a race that could not start says nothing of the return.
+    if (speed.returning !== null && models !== null) {
+      try {
+        const outcome = await runReturnPhase(speedPlan(llamaQuantizePath()).models, models, speed.returning.rounds, speed.returning.budget, say);
+        returned = outcome.failed.length === 0;
+      } catch (error) {
+        say(`return: could not run: ${error instanceof Error ? error.message : String(error)}; no returning-conversation figure is claimed`);
+      }
+    }
     if (code === null) {
-      code = raced ? EXIT.pass : EXIT.incomplete;
-      say(`gpu-check: --only speed: no memory check was run; exit ${code}: ${raced ? 'the race ran on every model planned' : 'a planned race did not run'}`);
+      code = raced && returned ? EXIT.pass : EXIT.incomplete;
+      const missed = [...(raced ? [] : ['a planned race did not run']), ...(returned ? [] : ['a planned returning conversation did not run'])];
+      say(`gpu-check: --only speed: no memory check was run; exit ${code}: ${missed.length === 0 ? 'the speed phase ran what it planned' : missed.join('; ')}`);
     } else say(`gpu-check: exit ${code}, the memory checks' verdict above (the speed phase changes no exit code)`);
   }
   code ??= EXIT.incomplete;
@@ -333,16 +362,16 @@ async function checkAll(options: Options, work: string, found: Found): Promise<n
 }
 
 let options: Options;
-let rounds = 0;
+let speed: SpeedSettings = { raceRounds: 0, returning: null };
 try {
   options = parseOptions(process.argv.slice(2));
-  // Read before anything starts, so that a wrong LLMTRAY_RACE_ROUNDS is refused at once, not after the memory checks.
-  if (options.speed) rounds = raceRounds();
+  // Read before anything starts, so that a wrong LLMTRAY_RACE_ROUNDS (or return variable) is refused at once, not after the memory checks.
+  if (options.speed) speed = { raceRounds: raceRounds(), returning: options.returning ? { rounds: returnRounds(), budget: returnBudget() } : null };
 } catch (error) {
   console.error(`gpu-check: ${(error as Error).message}`);
   process.exit(EXIT.incomplete);
 }
-main(options, rounds).then(
+main(options, speed).then(
   (code) => {
     process.exitCode = code;
   },

@@ -16,8 +16,11 @@
 #      module) that the embedded engine's prebuilt binaries load in place of their own, which
 #      could not travel; the longest step (minutes on 16 cores);
 #   4. whether node-llama-cpp starts on CUDA with it (printed; the run goes on either way);
-#   5. gpu-check: the memory checks, then the speed phase (LLMTRAY_RACE_ROUNDS, default 3),
-#      under a timeout that ends it before the call's limit.
+#   5. gpu-check: the memory checks, then the speed phase: the race (LLMTRAY_RACE_ROUNDS,
+#      default 3) and the returning conversation (LLMTRAY_RETURN_ROUNDS and
+#      LLMTRAY_RETURN_REAL_ROUNDS, default 2 and 1), under a timeout that ends it before the
+#      call's limit; gpu-check is told that end (LLMTRAY_GPU_CHECK_ENDS_AT), and starts no
+#      returning conversation that by its estimate would end less than 20 s before it.
 # Where the time went is printed at the end. $OUT gets gpu-check.log, the build's log when it
 # failed, and the runs' configs and daemon logs (gpu-check-runs.tar.gz).
 #
@@ -198,19 +201,21 @@ if [[ "$step" == build ]]; then
   exit 0
 fi
 
-# 5. gpu-check: the memory checks, then the race.
+# 5. gpu-check: the memory checks, then the race and the returning conversation.
 remaining="$(left)"
 if ((remaining < 120)); then
   say "only ${remaining} s of the ${budget} s budget left: not starting gpu-check; call again on the same warm machine (what is built is kept)"
   exit 4
 fi
 runs="$dev/runs/$(date +%Y%m%d-%H%M%S)"
-say "npm run gpu-check ${gpu_check_args[*]} (as node dist/scripts/gpu-check/gpu-check.js: no npm here), at most $((remaining - 15)) s; work dir $runs"
+within=$((remaining - 15))
+say "npm run gpu-check ${gpu_check_args[*]} (as node dist/scripts/gpu-check/gpu-check.js: no npm here), at most ${within} s; work dir $runs"
 LLMTRAY_LLAMA_SERVER="$build/bin/llama-server" LLMTRAY_LLAMA_QUANTIZE="$build/bin/llama-quantize" \
   LLMTRAY_BENCH_MODELS="$dev/bench-models" LLMTRAY_RACE_ROUNDS="${LLMTRAY_RACE_ROUNDS:-3}" \
-  timeout --kill-after=10 "$((remaining - 15))" node dist/scripts/gpu-check/gpu-check.js --work-dir "$runs" "${gpu_check_args[@]}" 2>&1 | tee "$out/gpu-check.log"
+  LLMTRAY_GPU_CHECK_ENDS_AT="$(($(date +%s) + within))" \
+  timeout --kill-after=10 "$within" node dist/scripts/gpu-check/gpu-check.js --work-dir "$runs" "${gpu_check_args[@]}" 2>&1 | tee "$out/gpu-check.log"
 code="${PIPESTATUS[0]}"
-mark "5. gpu-check (memory checks, then the race)"
+mark "5. gpu-check (memory checks, race, return)"
 ((code == 124 || code == 137)) && say "gpu-check ran out of the budget and was stopped: what it printed above stands, nothing after it is claimed"
 # The configs and daemon logs, without the models.
 tar -czf "$out/gpu-check-runs.tar.gz" -C "$dev" --exclude='*.gguf' "runs/$(basename "$runs")" 2>/dev/null || true

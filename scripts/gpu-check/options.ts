@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 export type Kind = 'gpu' | 'split' | 'partial';
 export const KINDS: readonly Kind[] = ['gpu', 'split', 'partial'];
 
-/** The phases `--only` can name: the memory checks, or the engine race (speed.ts) alone. */
+/** The phases `--only` can name: the memory checks, or the speed phase (the race, speed.ts, and the returning conversation, returning.ts) alone. */
 export type Phase = 'memory' | 'speed';
 const ONLY: readonly Phase[] = ['speed'];
 
@@ -14,15 +14,17 @@ export interface Options {
   workDir: string | null;
   /** Run the memory checks (all but `--only speed`). */
   memory: boolean;
-  /** Run the engine race after them (all but `--no-speed`). */
+  /** Run the speed phase after them (all but `--no-speed`). */
   speed: boolean;
+  /** In the speed phase, the returning conversation after the race (all but `--no-return`). */
+  returning: boolean;
 }
 
-export const USAGE = 'usage: npm run gpu-check -- [--placements gpu,split,partial] [--work-dir DIR] [--no-speed | --only speed]';
+export const USAGE = 'usage: npm run gpu-check -- [--placements gpu,split,partial] [--work-dir DIR] [--no-speed | --only speed] [--no-return]';
 
 /** The options `argv` asks for; throws, naming the argument, on anything it does not know. */
 export function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { placements: [...KINDS], workDir: null, memory: true, speed: true };
+  const options: Options = { placements: [...KINDS], workDir: null, memory: true, speed: true, returning: true };
   let only: Phase | null = null;
   let noSpeed = false;
   let placementsGiven = false;
@@ -45,11 +47,15 @@ export function parseOptions(argv: readonly string[]): Options {
       i++;
     } else if (arg === '--no-speed') {
       noSpeed = true;
+    } else if (arg === '--no-return') {
+      options.returning = false;
     } else throw new Error(`unknown argument '${arg}'; ${USAGE}`);
   }
   if (only === 'speed' && noSpeed) throw new Error(`--only speed and --no-speed leave nothing to run; ${USAGE}`);
   if (only === 'speed' && placementsGiven) throw new Error(`--placements chooses memory checks, which --only speed does not run; ${USAGE}`);
   options.memory = only !== 'speed';
   options.speed = !noSpeed;
+  // No speed phase, no returning conversation: the field says what runs.
+  if (noSpeed) options.returning = false;
   return options;
 }

@@ -1,6 +1,7 @@
-// gpu-check's speed phase: the engine race of `npm run bench` (test/bench/engine-race-bench.ts)
-// with every layer on the GPU, so that the first lent GPU machine gives the race's figures in
-// the same call as the memory checks (issue 41). It prints and claims nothing else: it never
+// gpu-check's speed phase, its first half: the engine race of `npm run bench`
+// (test/bench/engine-race-bench.ts) with every layer on the GPU, so that the first lent GPU
+// machine gives the race's figures in the same call as the memory checks (issue 41); the
+// returning conversation follows on the same models (returning.ts). It prints and claims nothing else: it never
 // changes the memory checks' exit code, and each table is followed by what each engine's own log
 // said about where its layers went, so a figure from an engine that fell back to the CPU is not
 // read as a GPU figure.

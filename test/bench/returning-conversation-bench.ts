@@ -28,6 +28,9 @@
 // own lines: the embedded engine's output, llama-server's model log in the daemon), and the
 // return's own `timings` (cache_n taken from the cache, prompt_n evaluated, prompt_ms: the tail's
 // prefill with the render and the tokenizing before it), against the return's first token.
+//
+// `npm run gpu-check` runs the same tables with every layer on the GPU (scripts/gpu-check/
+// returning.ts): the run builders, the engines and the table are exported for it.
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
@@ -43,22 +46,26 @@ import { fixed, median, printTable, signed, verdict } from './stats.js';
 
 const A = 'return-chat';
 const B = 'return-tiny';
-const CTX = 4096;
-/** A real-shape A's context: the ~8,000-token conversation, its answer and the new turn. */
+/** A's context for the ~1,500-token conversation alone (demo-chat's tables). */
+const DEMO_CTX = 4096;
+/** A's context with the ~8,000-token conversation, its answer and the new turn. */
 const REAL_CTX = 10_240;
 /** The conversation sizes, in prompt tokens (about: the answer's prompt_tokens says exactly). */
 const DEMO_TOKENS = 1500;
-const REAL_TOKENS = [1500, 8000] as const;
+const LONG_TOKENS = 8000;
+export const REAL_TOKENS: readonly number[] = [DEMO_TOKENS, LONG_TOKENS];
 /** The conversation's tokens that do not repeat, whatever its size (a first run scaled all 1,500 and got 6,774 for 8,000). */
 const FIXED_TOKENS = 280;
 const TARGET_RATIO = 0.1;
 const TARGET_SAVE_MS = 20;
 /** A limit above any machine's memory: none, while the daemon learns its engine's runtime. */
 const UNLIMITED_BYTES = 2 ** 50;
+/** How long the runtime's lesson is awaited after A's first answer: a read of the process's RSS, or one nvidia-smi call. */
+const LEARN_WAIT_MS = 10_000;
 
-type Engine = 'embedded' | 'llama-server';
+export type ReturnEngine = 'embedded' | 'llama-server';
 
-/** What one table runs: A's file and context, the conversation's size, the rounds. */
+/** What one table runs: A's file and context, the conversation's size, the rounds, the layers on the GPU. */
 interface Setup {
   /** What the table calls A. */
   label: string;
@@ -66,9 +73,10 @@ interface Setup {
   ctx: number;
   tokens: number;
   rounds: number;
+  gpuLayers: number;
 }
 
-function configText(engine: Engine, saving: boolean, setup: Setup, limitBytes: number, llamaServer: string | null): string {
+function configText(engine: ReturnEngine, saving: boolean, setup: Setup, limitBytes: number, llamaServer: string | null): string {
   const { paths } = setup;
   return `modelDirs: []
 budget:
@@ -81,12 +89,12 @@ ${llamaServer === null ? '' : `  llamaServer: ${JSON.stringify(llamaServer)}\n`}
   - id: ${A}
     path: ${JSON.stringify(paths.chat)}
     ctx: ${setup.ctx}
-    gpuLayers: 0
+    gpuLayers: ${setup.gpuLayers}
     engine: ${engine}
   - id: ${B}
     path: ${JSON.stringify(paths.tiny)}
     ctx: 2048
-    gpuLayers: 0
+    gpuLayers: ${setup.gpuLayers}
     engine: ${engine}
 `;
 }
@@ -243,7 +251,7 @@ async function readDaemonLines(daemon: RunningDaemon, from: number, step: Engine
   return next;
 }
 
-async function oneRound(daemon: RunningDaemon, engine: Engine, setup: Setup, round: number, report: EngineReport): Promise<Round> {
+async function oneRound(daemon: RunningDaemon, engine: ReturnEngine, setup: Setup, round: number, report: EngineReport): Promise<Round> {
   const port = daemon.port;
   const started = performance.now();
   const messages = conversation(round, setup.tokens);
@@ -295,7 +303,7 @@ interface Daemon {
   rounds: Map<number, Round[]>;
 }
 
-async function startOne(engine: Engine, saving: boolean, setup: Setup, threads: number, llamaServer: string | null): Promise<Daemon> {
+async function startOne(engine: ReturnEngine, saving: boolean, setup: Setup, threads: number, llamaServer: string | null): Promise<Daemon> {
   const dataDir = await scratchDir(`return-${engine}-${saving ? 'saving' : 'off'}`);
   const configPath = join(dataDir, 'config.yaml');
   // First without a limit: the daemon learns the engine's runtime from A's first server
@@ -306,12 +314,18 @@ async function startOne(engine: Engine, saving: boolean, setup: Setup, threads: 
   await writeFile(configPath, configText(engine, saving, setup, UNLIMITED_BYTES, llamaServer));
   const log: string[] = [];
   const daemon = await startDaemon({ configPath, dataDir, port: 0, threads, log: (subsystem) => createLogger(subsystem, (line) => log.push(line)) });
-  await streamChat(daemon.port, [{ role: 'user', content: 'hello' }], 1);
   const priced = (id: string): number => {
     const model = daemon.admin.snapshot().models.find((m) => m.id === id);
     if (model === undefined) throw new Error(`no model ${id}`);
     return model.estimateBytes.full;
   };
+  const onThePrior = priced(A);
+  await streamChat(daemon.port, [{ role: 'user', content: 'hello' }], 1);
+  // The runtime is learned a moment after A's server is ready (its RSS read, or on a GPU the
+  // driver's figure for it, asked of nvidia-smi), perhaps after the answer: a limit priced before
+  // it would be priced on the prior (512 MiB for a GPU context, which may be more than a card's),
+  // and could hold both models. Where it is never learned, the prior's prices stand.
+  for (let waited = 0; priced(A) === onThePrior && waited < LEARN_WAIT_MS; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
   const limit = Math.max(priced(A), priced(B)) + Math.floor(Math.min(priced(A), priced(B)) / 2);
   await writeFile(configPath, configText(engine, saving, setup, limit, llamaServer));
   for (let waited = 0; daemon.admin.snapshot().budget.limitBytes !== limit; waited += 50) {
@@ -322,8 +336,8 @@ async function startOne(engine: Engine, saving: boolean, setup: Setup, threads: 
 }
 
 /** One run of `setup.label` as A on one engine: the daemons, one unmeasured round at the first size, then `rounds` at each size. */
-interface Run {
-  engine: Engine;
+export interface ReturnRun {
+  engine: ReturnEngine;
   label: string;
   ctx: number;
   threads: number;
@@ -332,11 +346,35 @@ interface Run {
   verbose: boolean;
   paths: { chat: string; tiny: string };
   sizes: readonly number[];
+  /** A's and B's layers on the GPU: 0 here; gpu-check's every one. */
+  gpuLayers: number;
 }
 
-async function benchEngine(run: Run, llamaServer: string | null): Promise<void> {
+/** The context a run at these sizes needs: the largest conversation, its answer and the new turn. */
+export function contextFor(sizes: readonly number[]): number {
+  return sizes.some((tokens) => tokens > DEMO_TOKENS) ? REAL_CTX : DEMO_CTX;
+}
+
+/** demo-chat as A, 1 thread, quietly: the tables the benchmark has always printed. */
+export function demoChatRun(engine: ReturnEngine, paths: ReturnRun['paths'], rounds: number, sizes: readonly number[] = [DEMO_TOKENS], gpuLayers = 0): ReturnRun {
+  return { engine, label: 'demo-chat', ctx: contextFor(sizes), threads: 1, rounds, verbose: false, paths, sizes, gpuLayers };
+}
+
+/** A real-shape model as A, round by round aloud. Two threads, as the engine race runs the real shapes: one would make each uncached 8,000-token prefill twice as long. */
+export function realShapeRun(engine: ReturnEngine, label: string, paths: ReturnRun['paths'], rounds: number, sizes: readonly number[] = REAL_TOKENS, gpuLayers = 0): ReturnRun {
+  return { engine, label, ctx: contextFor(sizes), threads: 2, rounds, verbose: true, paths, sizes, gpuLayers };
+}
+
+/** The engines a run compares: the embedded engine, and llama-server (with its path) when LLMTRAY_LLAMA_SERVER or the checkout's build names one. */
+export function returnEngines(): { engine: ReturnEngine; llamaServer: string | null }[] {
+  const binary = llamaServerPath();
+  return [{ engine: 'embedded', llamaServer: null }, ...(binary === null ? [] : [{ engine: 'llama-server' as const, llamaServer: binary }])];
+}
+
+/** Runs `run` (two daemons, saving and not) and prints its table at each size. */
+export async function benchReturningConversation(run: ReturnRun, llamaServer: string | null): Promise<void> {
   const { engine } = run;
-  const setupAt = (tokens: number): Setup => ({ label: run.label, paths: run.paths, ctx: run.ctx, tokens, rounds: run.rounds });
+  const setupAt = (tokens: number): Setup => ({ label: run.label, paths: run.paths, ctx: run.ctx, tokens, rounds: run.rounds, gpuLayers: run.gpuLayers });
   const daemons: Daemon[] = [];
   const report: EngineReport = { step: 'other', saveMs: [], restoreMs: [], said: [] };
   const stopListening = listenToEngines(report);
@@ -371,12 +409,13 @@ async function benchEngine(run: Run, llamaServer: string | null): Promise<void> 
   for (const tokens of run.sizes) printSize(run, tokens, on, off, `${loadBefore} before, ${loadAfter} after`);
 }
 
-function printSize(run: Run, tokens: number, on: Daemon, off: Daemon, load: string): void {
+function printSize(run: ReturnRun, tokens: number, on: Daemon, off: Daemon, load: string): void {
   const roundsOf = (d: Daemon): Round[] => d.rounds.get(tokens) ?? [];
   const med = (d: Daemon, pick: (r: Round) => number): number => median(roundsOf(d).map(pick));
   const ratio = med(on, (r) => r.returnMs) / med(off, (r) => r.returnMs);
   const saveCost = med(on, (r) => r.swapMs) - med(off, (r) => r.swapMs);
-  console.log(`### ${run.engine}: a returning conversation after a swap (${run.label} ⇄ demo-tiny, ~${tokens} prompt tokens, ctx ${run.ctx}, ${run.threads} thread${run.threads === 1 ? '' : 's'}, a budget that holds one; ${run.rounds} rounds; ${load}; ms)`);
+  const layers = run.gpuLayers === 0 ? '' : `, gpuLayers ${run.gpuLayers}`;
+  console.log(`### ${run.engine}: a returning conversation after a swap (${run.label} ⇄ demo-tiny, ~${tokens} prompt tokens, ctx ${run.ctx}, ${run.threads} thread${run.threads === 1 ? '' : 's'}${layers}, a budget that holds one; ${run.rounds} rounds; ${load}; ms)`);
   console.log(`  save in it: the "saved … in N ms" for A's slot inside the swap; restore: the "restored … in N ms" before the return's prefill (embedded: the engine's output; llama-server: A's log in the daemon; – where none)`);
   console.log(`  cache_n, prompt_n, prompt_ms: the return's own timings from the engine (prompt tokens taken from the cache, evaluated, and the prompt's time in the engine: the tail's prefill)`);
   const rows = (d: Daemon): string[][] =>
@@ -425,20 +464,15 @@ export async function runReturningConversationBench(): Promise<void> {
   const demoRounds = roundsFromEnv('LLMTRAY_RETURN_ROUNDS', 3);
   const realRounds = roundsFromEnv('LLMTRAY_RETURN_REAL_ROUNDS', 2);
   const models = await benchModels();
-  const binary = llamaServerPath();
-  const engines: [Engine, string | null][] = [['embedded', null], ...(binary === null ? [] : [['llama-server', binary] as [Engine, string]])];
-  const demo = (engine: Engine): Run => ({
-    engine, label: 'demo-chat', ctx: CTX, threads: 1, rounds: demoRounds, verbose: false, paths: { chat: models.chat.path, tiny: models.tiny.path }, sizes: [DEMO_TOKENS],
-  });
-  for (const [engine, path] of engines) await benchEngine(demo(engine), path);
-  if (binary === null) console.log('(no llama-server: set LLMTRAY_LLAMA_SERVER or run npm run build:llama-server; the llama-server half is not run)');
+  const engines = returnEngines();
+  for (const { engine, llamaServer } of engines) await benchReturningConversation(demoChatRun(engine, { chat: models.chat.path, tiny: models.tiny.path }, demoRounds), llamaServer);
+  if (engines.length === 1) console.log('(no llama-server: set LLMTRAY_LLAMA_SERVER or run npm run build:llama-server; the llama-server half is not run)');
   const choice = realShapeChoice();
   if (choice === null) return;
   const model = await realShapeModel(choice.shape, choice.quant);
-  for (const [engine, path] of engines) {
+  for (const { engine, llamaServer } of engines) {
     const started = performance.now();
-    // Two threads, as the engine race runs the real shapes: one would make each uncached 8,000-token prefill twice as long.
-    await benchEngine({ engine, label: model.label, ctx: REAL_CTX, threads: 2, rounds: realRounds, verbose: true, paths: { chat: model.path, tiny: models.tiny.path }, sizes: REAL_TOKENS }, path);
+    await benchReturningConversation(realShapeRun(engine, model.label, { chat: model.path, tiny: models.tiny.path }, realRounds), llamaServer);
     console.log(`(${model.label} on ${engine}: ${fixed((performance.now() - started) / 60_000, 1)} min)`);
     console.log();
   }

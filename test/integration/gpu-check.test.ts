@@ -151,8 +151,9 @@ describe('npm run gpu-check', () => {
     expect(run.stdout).toContain('the daemon found no GPU whose memory it can measure');
     expect(run.stdout).toContain('nothing was checked; this is not a pass');
     expect(run.stdout).not.toMatch(/gpu-check: pass/);
-    // The speed phase is on by default, and must not run (nor say it ran) without a GPU.
+    // The speed phase is on by default, and must not run (nor say it ran) without a GPU: neither the race nor the returning conversation.
     expect(run.stdout).not.toMatch(/^(## )?speed/m);
+    expect(run.stdout).not.toMatch(/^return|returning conversation/m);
   });
 
   it('runs no race with --only speed on a machine without a GPU: the same exit 3, the same words', async () => {
@@ -163,6 +164,7 @@ describe('npm run gpu-check', () => {
     expect(run.stdout).toContain('nothing was checked; this is not a pass');
     expect(run.stdout).not.toMatch(/^(## )?speed/m);
     expect(run.stdout).not.toContain('engine race');
+    expect(run.stdout).not.toMatch(/^return|returning conversation/m);
   });
 
   it('refuses what it does not know by name before it starts anything', async () => {
@@ -174,6 +176,17 @@ describe('npm run gpu-check', () => {
     expect(rounds.code).toBe(EXIT.incomplete);
     expect(rounds.stderr).toContain("LLMTRAY_RACE_ROUNDS must be a whole number of rounds, at least 1; got 'two'");
     expect(rounds.stdout).toBe('');
+    // The returning conversation's variables too, before the memory checks rather than after them.
+    const returnRounds = await runGpuCheck([], { LLMTRAY_RETURN_REAL_ROUNDS: '0' });
+    expect(returnRounds.code).toBe(EXIT.incomplete);
+    expect(returnRounds.stderr).toContain("LLMTRAY_RETURN_REAL_ROUNDS must be a whole number of rounds, at least 1; got '0'");
+    expect(returnRounds.stdout).toBe('');
+    const budget = await runGpuCheck(['--only', 'speed'], { LLMTRAY_RETURN_BUDGET_S: '2m' });
+    expect(budget.code).toBe(EXIT.incomplete);
+    expect(budget.stderr).toContain("LLMTRAY_RETURN_BUDGET_S must be a whole number of seconds, 0 or more; got '2m'");
+    expect(budget.stdout).toBe('');
+    // With --no-return they are not read.
+    expect((await runGpuCheck(['--no-return', '--bad'], { LLMTRAY_RETURN_BUDGET_S: '2m' })).stderr).toContain("unknown argument '--bad'");
   });
 
   describe('on the fake box with two RTX 3090s and an RTX 4060', () => {
@@ -222,8 +235,9 @@ describe('npm run gpu-check', () => {
     }, 600_000);
 
     // The speed phase where a GPU is found, stopped before any engine starts: a third contender
-    // (LLMTRAY_EMBEDDED_ENTRY) that does not exist makes the race refuse to begin.
-    const noEngine = (): Record<string, string> => ({ LLMTRAY_EMBEDDED_ENTRY: join(scratch, 'no-such-engine.js') });
+    // (LLMTRAY_EMBEDDED_ENTRY) that does not exist makes the race refuse to begin, and a
+    // returning conversation with no time (LLMTRAY_RETURN_BUDGET_S 0) plans and starts nothing.
+    const noEngine = (): Record<string, string> => ({ LLMTRAY_EMBEDDED_ENTRY: join(scratch, 'no-such-engine.js'), LLMTRAY_RETURN_BUDGET_S: '0' });
 
     it('with --only speed, checks no memory, enters the race, and claims nothing when the race cannot run (exit 2)', async () => {
       const run = await withDriver('only-speed', () => 1.05, ['--only', 'speed'], noEngine(), true);
@@ -233,12 +247,34 @@ describe('npm run gpu-check', () => {
       expect(run.stdout).not.toMatch(/calibration|loading demo-/);
     }, 600_000);
 
+    it('runs the returning conversation after the race, even one that could not start, saying what it planned and what it left out for want of time', async () => {
+      const run = await withDriver('only-speed-return', () => 1.05, ['--only', 'speed'], noEngine(), true);
+      const out = run.stdout;
+      expect(out.indexOf('## speed: a returning conversation after a swap, every layer on the GPU (gpuLayers 999)')).toBeGreaterThan(out.indexOf('speed: could not run'));
+      expect(out).toMatch(/^planned: demo-chat on embedded at ~1500 tokens; (demo-chat on llama-server at ~1500 tokens; )?llama-3\.2-1b Q8_0 on embedded at ~1500 and ~8000 tokens/m);
+      expect(out).toMatch(/^return: demo-chat at ~8,000 tokens: not run: .* needs a context of 10,240, and the model was trained for 8,192$/m);
+      expect(out).toMatch(/^return: demo-chat on embedded: not run: 0 s left of the time, and its 6 rounds would take about 48 s$/m);
+      expect(out).toMatch(/^return: ran 0 of \d planned \(a model on an engine\); not started for want of time: demo-chat on embedded; .*llama-3\.2-1b Q8_0 on embedded/m);
+      // Units it had no time to start are not failures: the exit is the race's.
+      expect(out).toContain('gpu-check: --only speed: no memory check was run; exit 2: a planned race did not run');
+      expect(out).not.toContain('a planned returning conversation did not run');
+      expect(out).not.toMatch(/^### (embedded|llama-server): a returning conversation/m);
+    }, 600_000);
+
+    it('runs no returning conversation with --no-return', async () => {
+      const run = await withDriver('only-speed-no-return', () => 1.05, ['--only', 'speed', '--no-return'], noEngine(), true);
+      expect(run.code, run.stdout + run.stderr).toBe(EXIT.incomplete);
+      expect(run.stdout).toContain('speed: could not run: LLMTRAY_EMBEDDED_ENTRY names');
+      expect(run.stdout).not.toMatch(/^return|returning conversation/m);
+    }, 600_000);
+
     it('runs the speed phase after the memory checks, and a race that cannot run leaves their exit code as it was', async () => {
       const run = await withDriver('speed-after', () => 1.05, ['--placements', 'gpu'], noEngine(), true);
       expect(run.code, run.stdout + run.stderr).toBe(EXIT.pass);
       const out = run.stdout;
       expect(out).toMatch(/gpu-check: pass: all 2 checks within 10 %/);
       expect(out.indexOf('speed: could not run: LLMTRAY_EMBEDDED_ENTRY names')).toBeGreaterThan(out.indexOf('gpu-check: pass'));
+      expect(out.indexOf('return: ran 0 of')).toBeGreaterThan(out.indexOf('speed: could not run'));
       expect(out).toMatch(/^gpu-check: exit 0, the memory checks' verdict above \(the speed phase changes no exit code\)$/m);
     }, 600_000);
   });

@@ -6,8 +6,15 @@ import { parseOptions } from '../../scripts/gpu-check/options.js';
 import { DEFAULT_RACE_ROUNDS, offloadLines, offloadOf, raceRounds, speedPlan } from '../../scripts/gpu-check/speed.js';
 
 describe('gpu-check options', () => {
-  it('runs the memory checks and then the speed phase by default', () => {
-    expect(parseOptions([])).toEqual({ placements: ['gpu', 'split', 'partial'], workDir: null, memory: true, speed: true });
+  it('runs the memory checks and then the speed phase, the race and the returning conversation, by default', () => {
+    expect(parseOptions([])).toEqual({ placements: ['gpu', 'split', 'partial'], workDir: null, memory: true, speed: true, returning: true });
+  });
+
+  it('leaves the returning conversation out with --no-return, and with the whole speed phase', () => {
+    expect(parseOptions(['--no-return'])).toMatchObject({ memory: true, speed: true, returning: false });
+    expect(parseOptions(['--only', 'speed', '--no-return'])).toMatchObject({ memory: false, speed: true, returning: false });
+    expect(parseOptions(['--no-speed'])).toMatchObject({ speed: false, returning: false });
+    expect(() => parseOptions(['--no-returns'])).toThrow("unknown argument '--no-returns'");
   });
 
   it('leaves the race out with --no-speed, and the memory checks out with --only speed', () => {
