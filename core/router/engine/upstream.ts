@@ -203,19 +203,45 @@ function isEventStreamAnswer(answer: IncomingMessage): boolean {
  * (never the client's Authorization), through the keep-alive `agent`. The caller ends it.
  */
 export function requestToEngine(agent: http.Agent, claim: EngineClaim, path: string, contentLength: number): http.ClientRequest {
-  const target = new URL(claim.endpoint.baseUrl);
+  const target = engineTarget(claim.endpoint.baseUrl);
   return http.request({
     agent,
     method: 'POST',
-    hostname: target.hostname.replace(/^\[|\]$/g, ''),
+    hostname: target.hostname,
     port: target.port,
-    path: target.pathname.replace(/\/$/, '') + path,
+    path: target.pathPrefix + path,
     headers: {
       'content-type': 'application/json',
       'content-length': contentLength,
       authorization: `Bearer ${claim.endpoint.apiKey}`,
     },
   });
+}
+
+interface EngineTarget {
+  hostname: string;
+  port: string;
+  /** The base URL's path without its trailing slash, before each request's own path. */
+  pathPrefix: string;
+}
+
+/**
+ * An engine's base URL as http.request takes it, parsed once per URL: a claim names the same few
+ * engines request after request, and parsing the URL again was work on every request's way
+ * (issue 41). Bounded, as engines come and go on fresh ports: past the bound it starts over.
+ */
+const engineTargets = new Map<string, EngineTarget>();
+const MAX_ENGINE_TARGETS = 64;
+
+function engineTarget(baseUrl: string): EngineTarget {
+  let target = engineTargets.get(baseUrl);
+  if (target === undefined) {
+    const url = new URL(baseUrl);
+    target = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, pathPrefix: url.pathname.replace(/\/$/, '') };
+    if (engineTargets.size >= MAX_ENGINE_TARGETS) engineTargets.clear();
+    engineTargets.set(baseUrl, target);
+  }
+  return target;
 }
 
 /** The 504 for a request whose engine was found hung before it answered. */
