@@ -388,8 +388,8 @@ function relayCollected(
     claim.progressed();
     chunks.push(chunk);
   });
-  answer.once('close', () => {
-    if (res.writableEnded) return; // already answered: the engine was found hung
+  const settle = (): void => {
+    if (res.writableEnded) return; // already answered: at 'end', or the engine was found hung
     if (!answer.complete) {
       sendError(
         res,
@@ -413,7 +413,13 @@ function relayCollected(
     }
     res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });
     res.end(body);
-  });
+  };
+  // 'end' comes only for a complete answer, and some ticks before 'close': the client's answer
+  // goes out as soon as the engine's is whole, as relayAnswer's does. Every non-streamed chat
+  // completion is collected here since the required nulls (chat-answer-shape.ts), so waiting for
+  // 'close' was on most requests' way (issue 41). 'close' alone tells an answer cut short.
+  answer.once('end', settle);
+  answer.once('close', settle);
 }
 
 /**
