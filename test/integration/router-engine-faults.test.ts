@@ -71,6 +71,19 @@ describe('broken connections', () => {
     expect(gateway.calls).toEqual([]);
   });
 
+  it('answers 502 engine_interrupted, not the part it got, when the engine dies while writing a chat completion it collects', async () => {
+    const { client, gateway } = await startRouter();
+    const before = engine.requests.length;
+    // A chat completion is collected whole (chat-answer-shape.ts), so nothing reached the client yet: it can still be told.
+    const error = await caught(client.chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'mode:json-cut' }] }));
+    expect(error.status).toBe(502);
+    expect(error.code).toBe('engine_interrupted');
+    expect(error.headers?.get('x-llmtray-error-source')).toBe('engine');
+    // An answer had begun: never resent.
+    expect(engine.requests.length - before).toBe(1);
+    await vi.waitFor(() => expect(gateway.inFlight('small')).toBe(0), UNTIL_SEEN);
+  });
+
   it('answers 502 from the engine when it dies before answering, on the one resend too', async () => {
     const { client, gateway } = await startRouter();
     const before = engine.requests.length;

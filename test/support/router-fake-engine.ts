@@ -6,6 +6,7 @@
 // `mode:die-mid-stream` destroys its socket after two chunks, `mode:hang` streams one chunk
 // and never finishes, `mode:silent` accepts the request and never answers (a wedged decode),
 // `mode:json-stall` sends a JSON answer's headers and first bytes and never the rest,
+// `mode:json-cut` sends them and then destroys its socket,
 // `mode:die-before-answer` destroys the socket without answering, `mode:engine-400` answers
 // like llama-server refusing a prompt over its context (in OpenAI's shape, on every path, as
 // llama-server does on its /v1/messages too), `mode:think` answers a chat as a thinking model
@@ -91,6 +92,13 @@ export class FakeEngine {
       const full = JSON.stringify({ id: 'cmpl-1', object: 'chat.completion', created: 1, model: ENGINE_MODEL_NAME, choices: [] });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(full) });
       return void res.write(full.slice(0, 20));
+    }
+    if (mode === 'json-cut') {
+      // A plain JSON answer cut off after its headers and first bytes: the engine died while writing it.
+      const full = JSON.stringify({ id: 'cmpl-1', object: 'chat.completion', created: 1, model: ENGINE_MODEL_NAME, choices: [] });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(full) });
+      res.write(full.slice(0, 20), () => req.socket.destroy());
+      return;
     }
     if (mode === 'engine-400') {
       res.writeHead(400, { 'content-type': 'application/json' });

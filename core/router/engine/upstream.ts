@@ -203,19 +203,45 @@ function isEventStreamAnswer(answer: IncomingMessage): boolean {
  * (never the client's Authorization), through the keep-alive `agent`. The caller ends it.
  */
 export function requestToEngine(agent: http.Agent, claim: EngineClaim, path: string, contentLength: number): http.ClientRequest {
-  const target = new URL(claim.endpoint.baseUrl);
+  const target = engineTarget(claim.endpoint.baseUrl);
   return http.request({
     agent,
     method: 'POST',
-    hostname: target.hostname.replace(/^\[|\]$/g, ''),
+    hostname: target.hostname,
     port: target.port,
-    path: target.pathname.replace(/\/$/, '') + path,
+    path: target.pathPrefix + path,
     headers: {
       'content-type': 'application/json',
       'content-length': contentLength,
       authorization: `Bearer ${claim.endpoint.apiKey}`,
     },
   });
+}
+
+interface EngineTarget {
+  hostname: string;
+  port: string;
+  /** The base URL's path without its trailing slash, before each request's own path. */
+  pathPrefix: string;
+}
+
+/**
+ * An engine's base URL as http.request takes it, parsed once per URL: a claim names the same few
+ * engines request after request, and parsing the URL again was work on every request's way
+ * (issue 41). Bounded, as engines come and go on fresh ports: past the bound it starts over.
+ */
+const engineTargets = new Map<string, EngineTarget>();
+const MAX_ENGINE_TARGETS = 64;
+
+function engineTarget(baseUrl: string): EngineTarget {
+  let target = engineTargets.get(baseUrl);
+  if (target === undefined) {
+    const url = new URL(baseUrl);
+    target = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, pathPrefix: url.pathname.replace(/\/$/, '') };
+    if (engineTargets.size >= MAX_ENGINE_TARGETS) engineTargets.clear();
+    engineTargets.set(baseUrl, target);
+  }
+  return target;
 }
 
 /** The 504 for a request whose engine was found hung before it answered. */
@@ -362,8 +388,8 @@ function relayCollected(
     claim.progressed();
     chunks.push(chunk);
   });
-  answer.once('close', () => {
-    if (res.writableEnded) return; // already answered: the engine was found hung
+  const settle = (): void => {
+    if (res.writableEnded) return; // already answered: at 'end', or the engine was found hung
     if (!answer.complete) {
       sendError(
         res,
@@ -387,7 +413,13 @@ function relayCollected(
     }
     res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });
     res.end(body);
-  });
+  };
+  // 'end' comes only for a complete answer, and some ticks before 'close': the client's answer
+  // goes out as soon as the engine's is whole, as relayAnswer's does. Every non-streamed chat
+  // completion is collected here since the required nulls (chat-answer-shape.ts), so waiting for
+  // 'close' was on most requests' way (issue 41). 'close' alone tells an answer cut short.
+  answer.once('end', settle);
+  answer.once('close', settle);
 }
 
 /**

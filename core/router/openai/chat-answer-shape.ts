@@ -21,21 +21,27 @@ export function withRequiredNulls(json: string): string {
     return json;
   }
   if (!isObject(answer) || !Array.isArray(answer['choices'])) return json;
+  // Completed in place: the parse is this call's own, and every non-streamed chat answer passes
+  // here, so a copy of each choice and message was allocation on the request path for nothing
+  // (issue 41). A field added in place lands last, where a spread copy put it.
   let added = false;
-  const choices = answer['choices'].map((choice: unknown) => {
-    if (!isObject(choice)) return choice;
+  for (const choice of answer['choices'] as unknown[]) {
+    if (!isObject(choice)) continue;
     const message = choice['message'];
     const logprobs = choice['logprobs'];
-    const completed: Record<string, unknown> = {
-      ...choice,
-      ...(logprobs === undefined ? { logprobs: null } : {}),
-      ...(isObject(logprobs) && logprobs['refusal'] === undefined ? { logprobs: { ...logprobs, refusal: null } } : {}),
-      ...(isObject(message) && message['refusal'] === undefined ? { message: { ...message, refusal: null } } : {}),
-    };
-    added ||= Object.keys(completed).some((key) => completed[key] !== choice[key]);
-    return completed;
-  });
-  return added ? JSON.stringify({ ...answer, choices }) : json;
+    if (logprobs === undefined) {
+      choice['logprobs'] = null;
+      added = true;
+    } else if (isObject(logprobs) && logprobs['refusal'] === undefined) {
+      logprobs['refusal'] = null;
+      added = true;
+    }
+    if (isObject(message) && message['refusal'] === undefined) {
+      message['refusal'] = null;
+      added = true;
+    }
+  }
+  return added ? JSON.stringify(answer) : json;
 }
 
 /** `shape` with every successful JSON answer completed by withRequiredNulls, before its own transform (a fallback's rename). */

@@ -29,6 +29,13 @@ describe('withRequiredNulls', () => {
     expect(chatCompletionSchemaErrors(completed)).toEqual([]);
   });
 
+  it('adds each null last in its own object and leaves every other byte as the engine wrote it', () => {
+    const engine = '{"id":"c1","choices":[{"index":0,"message":{"role":"assistant","content":"y"},"finish_reason":"length"},{"index":1,"message":{"role":"assistant","content":"z"},"logprobs":{"content":[]}}],"usage":{"prompt_tokens":3}}';
+    expect(withRequiredNulls(engine)).toBe(
+      '{"id":"c1","choices":[{"index":0,"message":{"role":"assistant","content":"y","refusal":null},"finish_reason":"length","logprobs":null},{"index":1,"message":{"role":"assistant","content":"z","refusal":null},"logprobs":{"content":[],"refusal":null}}],"usage":{"prompt_tokens":3}}',
+    );
+  });
+
   it('leaves an answer that has them, and one that is no chat completion, byte for byte', () => {
     const whole = JSON.stringify({ ...LLAMA_SERVER_ANSWER, choices: [{ ...LLAMA_SERVER_ANSWER.choices[0], logprobs: null, message: { role: 'assistant', content: 'x', refusal: null } }] });
     expect(withRequiredNulls(whole)).toBe(whole);
