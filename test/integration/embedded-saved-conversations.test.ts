@@ -103,6 +103,21 @@ describe('a conversation that leaves with its engine and comes back', () => {
     await stop(after);
   });
 
+  it('is not restored for a request with cache_prompt false, which evaluates its whole prompt', async () => {
+    const dir = join(workDir, 'uncached');
+    const before = await start(dir);
+    const firstAnswer = await firstTurnSaved(before);
+    await stop(before);
+    expect(await savedFiles(dir)).toHaveLength(1);
+
+    const after = await start(dir);
+    const request = { model: 'tiny', messages: secondTurn(firstAnswer), max_tokens: 16, temperature: 0, cache_prompt: false };
+    const returned = await after.client.chat.completions.create(request as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    expect(after.engine.stderr()).not.toMatch(/restored/);
+    expect(returned.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
+    await stop(after);
+  });
+
   it('counts nothing as cached for a first prompt, with no saved state', async () => {
     const s = await start(join(workDir, 'fresh'));
     const first = await turn(s.client, FIRST);

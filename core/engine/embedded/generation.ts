@@ -1,6 +1,7 @@
 // One generation on one slot: the single path under both /v1/chat/completions and
 // /v1/completions, so limits, stops, counting and cancellation behave the same for both.
 import type { LlamaGrammar, LlamaModel, LlamaText, Token } from 'node-llama-cpp';
+import { endOfGenerationBarred } from './end-of-generation-bias.js';
 import { HttpError } from './http-error.js';
 import { recordLogprobs, type TokenLogprob } from './openai/logprobs.js';
 import type { SamplingParams } from './openai/openai-requests.js';
@@ -86,8 +87,17 @@ export function promptAsHeld(model: LlamaModel, tokens: readonly Token[]): Token
  * sequence will hold it (promptAsHeld for a completion; LlamaChat holds its rendering as it is).
  * The prompt's last token is evaluated even when held (its logits give the first answer
  * token), so it never counts. Blocks for a restore's load.
+ *
+ * `cachePrompt` false (llama-server's `cache_prompt: false`): the slot's history is cleared
+ * instead, so the whole prompt is evaluated again, and 0 is held; nothing is restored. Blocks
+ * for a save of the slot in flight, which reads the history being cleared.
  */
-export async function cachedPrefix(target: Pick<GenerationTarget, 'savedSlots'>, slot: Slot, held: readonly Token[]): Promise<number> {
+export async function cachedPrefix(target: Pick<GenerationTarget, 'savedSlots'>, slot: Slot, held: readonly Token[], cachePrompt: boolean): Promise<number> {
+  if (!cachePrompt) {
+    await target.savedSlots?.saved(slot);
+    await slot.sequence.clearHistory();
+    return 0;
+  }
   await target.savedSlots?.restoreInto(slot, held);
   return Math.max(0, Math.min(sharedPrefix(slot.sequence.contextTokens, held), held.length - 1));
 }
@@ -107,10 +117,14 @@ export function fittingPromptTokens(target: GenerationTarget, tokens: readonly T
   return promptTokens;
 }
 
-/** The penalties as node-llama-cpp takes them; none unless one is asked for (llama-server's default). */
-export function repeatPenaltyOf(s: SamplingParams): { penalty: number; frequencyPenalty: number; presencePenalty: number } | false {
+/**
+ * The penalties as node-llama-cpp takes them; none unless one is asked for (llama-server's
+ * default) or `repeat_last_n` is 0. `contextPerSlot`: what `repeat_last_n: -1` looks back on.
+ */
+export function repeatPenaltyOf(s: SamplingParams, contextPerSlot: number): { penalty: number; frequencyPenalty: number; presencePenalty: number; lastTokens: number } | false {
   const penalised = s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0;
-  return penalised ? { penalty: s.repeatPenalty, frequencyPenalty: s.frequencyPenalty, presencePenalty: s.presencePenalty } : false;
+  if (!penalised || s.repeatLastN === 0) return false;
+  return { penalty: s.repeatPenalty, frequencyPenalty: s.frequencyPenalty, presencePenalty: s.presencePenalty, lastTokens: s.repeatLastN === -1 ? contextPerSlot : s.repeatLastN };
 }
 
 /**
@@ -126,7 +140,11 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
   // node-llama-cpp reads maxTokens 0 as "no limit"; OpenAI and llama-server mean "nothing".
   if (input.sampling.maxTokens === 0) return { text: '', finishReason: 'length', promptTokens, completionTokens: 0, cachedTokens: 0, ...(input.logprobs === undefined ? {} : { logprobs: [] }) };
   const slot = await pool.acquire(promptTokens, input.signal);
-  const cachedTokens = await cachedPrefix(target, slot, promptAsHeld(target.model, input.tokens));
+  // Clearing the history for cache_prompt false can fail (a disposed sequence): the slot goes back all the same.
+  const cachedTokens = await cachedPrefix(target, slot, promptAsHeld(target.model, input.tokens), input.sampling.cachePrompt).catch((error: unknown) => {
+    pool.release(slot);
+    throw error;
+  });
   const started = performance.now();
   let firstTokenAt: number | null = null;
   const logprobs = input.logprobs === undefined ? undefined : recordLogprobs(target.model, slot.sequence, input.logprobs);
@@ -141,7 +159,8 @@ export async function generate(target: GenerationTarget, input: GenerationInput)
       topP: s.topP,
       minP: s.minP,
       seed: s.seed,
-      repeatPenalty: repeatPenaltyOf(s),
+      repeatPenalty: repeatPenaltyOf(s, target.contextPerSlot),
+      ...(s.ignoreEos ? { tokenBias: endOfGenerationBarred(target.model) } : {}),
       customStopTriggers: [...s.stop, ...(input.extraStops ?? [])],
       ...(input.grammar ? { grammar: input.grammar } : {}),
       // llama-server stops at the end of the slot's context (its context shift is off by

@@ -74,7 +74,7 @@ export class SavedSlots {
    * shares now. Blocks for the load (a file read). Never throws.
    */
   async restoreInto(slot: Slot, prompt: readonly Token[]): Promise<void> {
-    await this.saving.get(slot.id);
+    await this.saved(slot);
     const best = this.store.bestFor(prompt);
     if (best === undefined || best.shared <= sharedPrefix(slot.sequence.contextTokens, prompt)) return;
     const started = performance.now();
@@ -91,6 +91,11 @@ export class SavedSlots {
       await slot.sequence.clearHistory().catch(() => undefined);
       await this.store.discard(best.saved, `it could not be restored: ${errorMessage(error)}`);
     }
+  }
+
+  /** Resolves once the slot's saves in flight are written: until then they read its sequence. */
+  async saved(slot: Slot): Promise<void> {
+    await this.saving.get(slot.id);
   }
 
   /** Saves the slot's conversation when it is worth it, after any save before it on that slot. Returns at once. */

@@ -214,8 +214,10 @@ async function generateOneCall(target: ToolGenerationTarget, input: ToolGenerati
   const left = sampling.maxTokens === undefined ? undefined : sampling.maxTokens - completionTokens;
   if (left !== undefined && left <= 0) return cutShort(call, completionTokens);
   // The arguments are what was streamed, so a stream joins to exactly what a whole answer carries.
+  // After the name's generation they continue its context (this request's own tokens), whatever
+  // `cache_prompt` said of the prompt.
   const args = await generate(target, {
-    tokens: context, sampling: { ...sampling, maxTokens: left }, grammar, signal: input.signal,
+    tokens: context, sampling: { ...sampling, maxTokens: left, cachePrompt: sampling.cachePrompt || names.length > 1 }, grammar, signal: input.signal,
     onText: (text) => {
       if (text === '') return;
       call.arguments += text;
@@ -238,8 +240,11 @@ async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGen
   const slot = await pool.acquire(promptTokens, input.signal);
   // LlamaChat renders the same prompt as chatPrompt (chat-prompt.ts), but adds no BOS of its own
   // as a completion does: what the slot holds of `held` is what it does not evaluate again. (A
-  // restore never throws: the slot is released below.)
-  const cachedTokens = await cachedPrefix(target, slot, held);
+  // restore never throws; clearing the history for cache_prompt false can, and the slot goes back then.)
+  const cachedTokens = await cachedPrefix(target, slot, held, s.cachePrompt).catch((error: unknown) => {
+    pool.release(slot);
+    throw error;
+  });
   const chat = new LlamaChat({ contextSequence: slot.sequence, chatWrapper: target.chatWrapper });
   const collector = new CallCollector(input.onToolCall);
   let counted = 0;
@@ -263,7 +268,7 @@ async function generateMaybeCalling(target: ToolGenerationTarget, input: ToolGen
       topP: s.topP,
       minP: s.minP,
       ...(s.seed === undefined ? {} : { seed: s.seed }),
-      repeatPenalty: repeatPenaltyOf(s),
+      repeatPenalty: repeatPenaltyOf(s, contextPerSlot),
       customStopTriggers: s.stop,
       signal: input.signal,
       stopOnAbortSignal: true,

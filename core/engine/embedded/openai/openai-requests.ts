@@ -6,10 +6,12 @@
 // answers the same whichever engine serves it.
 import { badRequest } from '../http-error.js';
 import { readChatLogprobs, readCompletionLogprobs } from './logprobs.js';
+import { NATIVE_EMBEDDING_FIELDS, NATIVE_GENERATION_FIELDS, readNativeGenerationOptions, refuseNativeFields, type NativeGenerationOptions } from './native-fields.js';
 import { readResponseFormat, type ResponseFormat } from './response-format.js';
 import { readToolRequest, type ToolRequest } from './tool-calls.js';
 
-export interface SamplingParams {
+/** What a request asks of its generation: sampling, limits, and llama.cpp's own options (native-fields.ts). */
+export interface SamplingParams extends NativeGenerationOptions {
   /** undefined: until a stop or the end of the slot's context, as llama-server's n_predict -1. */
   maxTokens: number | undefined;
   temperature: number;
@@ -86,7 +88,6 @@ const UNHONOURED_CHAT: Readonly<Record<string, string>> = {
 const UNHONOURED_COMPLETION: Readonly<Record<string, string>> = {
   logit_bias: 'token biases',
   suffix: 'fill-in-the-middle (use /infill)',
-  echo: 'echoing the prompt',
   best_of: 'best-of sampling',
 };
 
@@ -150,6 +151,7 @@ function readSampling(body: Body): SamplingParams {
     presencePenalty: numberField(body, 'presence_penalty', 0, -2, 2),
     frequencyPenalty: numberField(body, 'frequency_penalty', 0, -2, 2),
     repeatPenalty: numberField(body, 'repeat_penalty', 1, 0, 10),
+    ...readNativeGenerationOptions(body),
   };
 }
 
@@ -238,6 +240,7 @@ function checkToolResult(messages: readonly ChatMessage[], index: number): void 
 export function readChatRequest(raw: unknown): ChatRequest {
   const body = asObject(raw);
   refuseUnhonoured(body, UNHONOURED_CHAT, 'chat completions');
+  refuseNativeFields(body, NATIVE_GENERATION_FIELDS, 'chat completions');
   const tools = readToolRequest(body);
   const responseFormat = readResponseFormat(body['response_format']);
   if (tools !== undefined && responseFormat.kind !== 'text') {
@@ -246,12 +249,19 @@ export function readChatRequest(raw: unknown): ChatRequest {
   const logprobs = readChatLogprobs(body);
   // Tool calls are generated apart from the token loop that reads probabilities.
   if (tools !== undefined && logprobs !== undefined) throw badRequest("'logprobs' cannot be given with 'tools' on the embedded engine: its tool calls are generated without token probabilities", 'logprobs');
-  return { messages: readChatMessages(body), responseFormat, tools, ...streamFields(body), sampling: readSampling(body), logprobs };
+  const sampling = readSampling(body);
+  // A JSON answer and a tool call end where their grammar is complete, with an end-of-generation
+  // token: with those tokens barred, the grammar would leave nothing to sample.
+  if (sampling.ignoreEos && (tools !== undefined || responseFormat.kind !== 'text')) {
+    throw badRequest(`'ignore_eos' cannot be given with ${tools !== undefined ? "'tools'" : "'response_format' JSON"} on the embedded engine: the answer ends with an end-of-generation token where its grammar is complete`, 'ignore_eos');
+  }
+  return { messages: readChatMessages(body), responseFormat, tools, ...streamFields(body), sampling, logprobs };
 }
 
 export function readCompletionRequest(raw: unknown): CompletionRequest {
   const body = asObject(raw);
   refuseUnhonoured(body, UNHONOURED_COMPLETION, 'completions');
+  refuseNativeFields(body, NATIVE_GENERATION_FIELDS, 'completions');
   let prompt = body['prompt'];
   // One prompt per request; OpenAI's array-of-one form is accepted as that prompt.
   if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') prompt = prompt[0];
@@ -273,6 +283,7 @@ function isTokenArray(v: unknown): v is number[] {
  */
 export function readEmbeddingRequest(raw: unknown): EmbeddingRequest {
   const body = asObject(raw);
+  refuseNativeFields(body, NATIVE_EMBEDDING_FIELDS, 'embeddings');
   const input = body['input'] ?? body['content'];
   const inputs: unknown[] = typeof input === 'string' || isTokenArray(input) ? [input] : Array.isArray(input) ? input : [];
   if (inputs.length === 0 || !inputs.every((s) => (typeof s === 'string') || isTokenArray(s))) {
